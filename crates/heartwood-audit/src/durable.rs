@@ -1,0 +1,63 @@
+//! File operations with the durability discipline the journal relies on: private permissions,
+//! atomic replacement by rename, and fsync of both files and their directories.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::Path;
+
+use crate::AuditError;
+use crate::error::IoContext;
+
+/// Creates a directory readable only by its owner; an existing directory is fine.
+pub(crate) fn create_private_dir(path: &Path) -> Result<(), AuditError> {
+    match fs::DirBuilder::new().mode(0o700).create(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => Ok(()),
+        other => other.ctx("create directory", path),
+    }
+}
+
+/// Creates `path` and any missing parents, each private to the owner.
+pub(crate) fn create_private_dir_all(path: &Path) -> Result<(), AuditError> {
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(path)
+        .ctx("create directory", path)
+}
+
+/// Flushes a directory's entries (new, renamed or removed files) to stable storage.
+pub(crate) fn sync_dir(path: &Path) -> Result<(), AuditError> {
+    File::open(path)
+        .and_then(|dir| dir.sync_all())
+        .ctx("sync directory", path)
+}
+
+/// Opens a file for appending, creating it private to the owner if missing.
+pub(crate) fn open_append(path: &Path) -> Result<File, AuditError> {
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path)
+        .ctx("open", path)
+}
+
+/// Replaces `path` with `bytes` atomically: a reader sees the old file or the new one, never a
+/// mix, and after return the new one survives a crash.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AuditError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .ctx("create", &tmp)?;
+    file.write_all(bytes).ctx("write", &tmp)?;
+    file.sync_all().ctx("sync", &tmp)?;
+    fs::rename(&tmp, path).ctx("rename into place", path)?;
+    sync_dir(dir)
+}

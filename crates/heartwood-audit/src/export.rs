@@ -1,0 +1,70 @@
+//! Export bundles: a self-contained copy of a verified session under `exports/<name>/` holding
+//! `meta.json`, `events.jsonl`, `audit.jsonl` and `checkpoint.json`, which any verifier can check
+//! without the rest of the project. The bundle is staged under a hidden name and renamed into
+//! place, so a crash never leaves a half-written bundle under a real name.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use heartwood_events::SessionId;
+
+use crate::error::IoContext;
+use crate::{AuditError, Checkpoint, SessionPaths, Verified, durable};
+
+/// The directory, inside a session directory, that holds export bundles.
+pub const EXPORTS_DIR: &str = "exports";
+
+/// Writes a bundle of the first `verified.count` events and returns its directory name.
+pub(crate) fn write_bundle(
+    id: &SessionId,
+    paths: &SessionPaths,
+    verified: &Verified,
+) -> Result<String, AuditError> {
+    durable::create_private_dir(&paths.exports)?;
+    let stamp: String = heartwood_events::Timestamp::now()
+        .as_str()
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    let name = format!("export-{:06}-{stamp}", verified.count);
+    let staging = paths.exports.join(format!(".staging-{name}"));
+    durable::create_private_dir(&staging)?;
+    copy_prefix(
+        &paths.events,
+        &staging.join("events.jsonl"),
+        verified.events_len,
+    )?;
+    copy_prefix(
+        &paths.audit,
+        &staging.join("audit.jsonl"),
+        verified.audit_len,
+    )?;
+    copy_prefix(&paths.meta, &staging.join("meta.json"), u64::MAX)?;
+    let checkpoint = Checkpoint::of(id, verified);
+    let mut text = serde_json::to_vec_pretty(&checkpoint).unwrap_or_default();
+    text.push(b'\n');
+    durable::write_atomic(&staging.join("checkpoint.json"), &text)?;
+    durable::sync_dir(&staging)?;
+    let target = paths.exports.join(&name);
+    fs::rename(&staging, &target).ctx("rename into place", &target)?;
+    durable::sync_dir(&paths.exports)?;
+    Ok(name)
+}
+
+fn copy_prefix(from: &Path, to: &Path, len: u64) -> Result<(), AuditError> {
+    let source = match File::open(from) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound && len == 0 => return Ok(()),
+        Err(e) => return Err(e).ctx("open", from),
+    };
+    let mut dest = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(to)
+        .ctx("create", to)?;
+    io::copy(&mut source.take(len), &mut dest).ctx("copy into", to)?;
+    dest.sync_all().ctx("sync", to)
+}

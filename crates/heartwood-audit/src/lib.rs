@@ -1,0 +1,46 @@
+//! Heartwood's session journal: everything on disk for a session.
+//!
+//! This crate owns `.heartwood/sessions/<id>/`: the paired event + audit append with its
+//! recovery intent and fsync discipline, the SHA-256 hash chain, fail-closed verification,
+//! RFC 6962 Merkle checkpoints and consistency proofs, export bundles, command receipts, and
+//! the one-writer-per-session lease. See `docs/journal-format.md` for the byte-level format.
+//!
+//! It is the only crate that touches session files. It must never interpret what events mean
+//! (that is the gateway's reducer), and read-only operations ([`SessionStore::list`],
+//! [`SessionReader`]) must never create a directory or a file.
+
+mod checkpoint;
+mod digest;
+mod durable;
+mod error;
+mod event_head;
+mod export;
+mod intent;
+mod layout;
+mod lease;
+mod line;
+pub mod merkle;
+mod meta;
+mod reader;
+mod receipts;
+mod record;
+mod store;
+mod verify;
+mod writer;
+
+pub use checkpoint::{Checkpoint, CheckpointReport};
+pub use digest::Digest;
+pub use error::{AuditError, Damage, DamageKind};
+pub use export::EXPORTS_DIR;
+pub use layout::SessionPaths;
+pub use lease::WriterInfo;
+pub use meta::SessionMeta;
+pub use reader::SessionReader;
+pub use record::AuditRecord;
+pub use store::{SessionStore, SessionSummary};
+pub use verify::Verified;
+pub use writer::{Recovery, SessionWriter};
+
+/// The longest event, audit or receipt line accepted, in bytes. Longer lines are refused when
+/// written and reported as damage when read, so reading a session has bounded memory.
+pub const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;

@@ -1,0 +1,119 @@
+//! Read-only access to one session. Nothing here creates, changes or locks a file.
+
+use std::fs::File;
+use std::io::{self, BufReader};
+
+use heartwood_events::{DecodeError, Receipt, RecordedEvent, SessionId};
+
+use crate::error::IoContext;
+use crate::intent::{Pending, read_pending};
+use crate::line::{Line, read_line};
+use crate::verify::verify_session;
+use crate::{
+    AuditError, Checkpoint, CheckpointReport, MAX_LINE_BYTES, SessionMeta, SessionPaths, Verified,
+    WriterInfo, checkpoint,
+};
+
+/// A read-only view of one session.
+#[derive(Debug)]
+pub struct SessionReader {
+    id: SessionId,
+    paths: SessionPaths,
+    meta: SessionMeta,
+}
+
+impl SessionReader {
+    pub(crate) fn open(id: &SessionId, paths: SessionPaths) -> Result<Self, AuditError> {
+        if !paths.dir.is_dir() {
+            return Err(AuditError::NoSession { id: id.clone() });
+        }
+        let meta = SessionMeta::read(&paths.meta, id)?;
+        Ok(SessionReader {
+            id: id.clone(),
+            paths,
+            meta,
+        })
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    /// The session's metadata.
+    pub fn meta(&self) -> &SessionMeta {
+        &self.meta
+    }
+
+    /// The session's file paths.
+    pub fn paths(&self) -> &SessionPaths {
+        &self.paths
+    }
+
+    /// The process recorded as the session's writer, if one is recorded.
+    pub fn writer(&self) -> Option<WriterInfo> {
+        WriterInfo::read(&self.paths.writer)
+    }
+
+    /// Verifies the whole session, failing closed on any damage or on an interrupted append
+    /// that has not been completed yet.
+    pub fn verify(&self) -> Result<Verified, AuditError> {
+        self.verify_collecting(None)
+    }
+
+    fn verify_collecting(
+        &self,
+        leaves: Option<&mut Vec<crate::Digest>>,
+    ) -> Result<Verified, AuditError> {
+        if let Pending::Intent(intent) = read_pending(&self.paths.journal)? {
+            return Err(AuditError::Interrupted {
+                id: self.id.clone(),
+                first_seq: intent.first_seq,
+                last_seq: intent.last_seq,
+            });
+        }
+        verify_session(&self.id, &self.paths, leaves).map(|(verified, _)| verified)
+    }
+
+    /// The checkpoint of the session as it is now (after verifying it).
+    pub fn checkpoint(&self) -> Result<Checkpoint, AuditError> {
+        Ok(Checkpoint::of(&self.id, &self.verify()?))
+    }
+
+    /// Verifies the session and checks it against an independently kept checkpoint.
+    pub fn verify_against(
+        &self,
+        retained: &Checkpoint,
+    ) -> Result<(Verified, CheckpointReport), AuditError> {
+        let mut leaves = Vec::new();
+        let verified = self.verify_collecting(Some(&mut leaves))?;
+        let report = checkpoint::check(&self.id, retained, &verified, &leaves)?;
+        Ok((verified, report))
+    }
+
+    /// Decodes the session's events in order. Reading stops at the first line that is not a
+    /// whole line; each whole line is decoded independently so an unknown kind is reported by
+    /// name in its place. Call [`SessionReader::verify`] to establish that they are authentic.
+    pub fn events(&self) -> Result<Vec<Result<RecordedEvent, DecodeError>>, AuditError> {
+        let file = match File::open(&self.paths.events) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).ctx("open", &self.paths.events),
+        };
+        let mut reader = BufReader::new(file);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        while read_line(&mut reader, &mut buf, MAX_LINE_BYTES).ctx("read", &self.paths.events)?
+            == Line::Complete
+        {
+            out.push(RecordedEvent::decode(&buf));
+        }
+        Ok(out)
+    }
+
+    /// Every command receipt, in no particular order.
+    pub fn receipts(&self) -> Result<Vec<Receipt>, AuditError> {
+        let (map, _) = crate::receipts::load(&self.id, &self.paths.receipts)?;
+        Ok(map.into_values().collect())
+    }
+}

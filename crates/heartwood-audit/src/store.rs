@@ -1,0 +1,144 @@
+//! The project's session store: finding, listing, reading, opening and removing sessions under
+//! `<project>/.heartwood/sessions/`.
+
+use std::path::{Path, PathBuf};
+
+use heartwood_events::{SessionId, Timestamp};
+
+use crate::error::IoContext;
+use crate::intent::{Pending, read_pending};
+use crate::layout::{SESSIONS_DIR, STATE_DIR};
+use crate::lease::WriterLease;
+use crate::{
+    AuditError, Recovery, SessionMeta, SessionPaths, SessionReader, SessionWriter, WriterInfo,
+};
+
+/// One line of a session listing. Gathered without verifying the session (that is
+/// [`SessionReader::verify`]'s job) and without changing anything.
+#[derive(Debug, Clone)]
+pub struct SessionSummary {
+    /// The session id.
+    pub id: SessionId,
+    /// The session's metadata, or why it could not be read.
+    pub meta: Result<SessionMeta, String>,
+    /// Number of lines in `events.jsonl`.
+    pub events: u64,
+    /// When `events.jsonl` last changed.
+    pub last_activity: Option<Timestamp>,
+    /// Whether an append was interrupted and awaits recovery.
+    pub interrupted: bool,
+    /// The recorded writer, if its process still appears to be running.
+    pub writer: Option<WriterInfo>,
+}
+
+/// The sessions of one project.
+#[derive(Debug, Clone)]
+pub struct SessionStore {
+    sessions_root: PathBuf,
+}
+
+impl SessionStore {
+    /// The store of the project rooted at `project_root`. Creates nothing.
+    pub fn new(project_root: &Path) -> Self {
+        SessionStore {
+            sessions_root: project_root.join(STATE_DIR).join(SESSIONS_DIR),
+        }
+    }
+
+    /// `<project>/.heartwood/sessions`.
+    pub fn sessions_root(&self) -> &Path {
+        &self.sessions_root
+    }
+
+    /// The paths of session `id`.
+    pub fn paths(&self, id: &SessionId) -> SessionPaths {
+        SessionPaths::new(&self.sessions_root, id)
+    }
+
+    /// Every session, most recently active first. A project without `.heartwood/` has none.
+    pub fn list(&self) -> Result<Vec<SessionSummary>, AuditError> {
+        let entries = match std::fs::read_dir(&self.sessions_root) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).ctx("list", &self.sessions_root),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.ctx("list", &self.sessions_root)?;
+            // Directories whose names are not valid ids were not made by Heartwood.
+            let Some(id) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| SessionId::parse(n).ok())
+            else {
+                continue;
+            };
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                out.push(self.summarize(id)?);
+            }
+        }
+        out.sort_by(|a, b| {
+            b.last_activity
+                .cmp(&a.last_activity)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        Ok(out)
+    }
+
+    fn summarize(&self, id: SessionId) -> Result<SessionSummary, AuditError> {
+        let paths = self.paths(&id);
+        let meta = SessionMeta::read(&paths.meta, &id).map_err(|e| e.to_string());
+        let (events, last_activity) = match std::fs::read(&paths.events) {
+            Ok(bytes) => {
+                let modified = std::fs::metadata(&paths.events)
+                    .and_then(|m| m.modified())
+                    .ok();
+                let count = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+                (count, modified.and_then(Timestamp::from_system_time))
+            }
+            Err(_) => (0, None),
+        };
+        let interrupted = matches!(read_pending(&paths.journal), Ok(Pending::Intent(_)));
+        let writer = WriterInfo::read(&paths.writer).filter(WriterInfo::looks_alive);
+        Ok(SessionSummary {
+            id,
+            meta,
+            events,
+            last_activity,
+            interrupted,
+            writer,
+        })
+    }
+
+    /// Opens a session read-only.
+    pub fn reader(&self, id: &SessionId) -> Result<SessionReader, AuditError> {
+        SessionReader::open(id, self.paths(id))
+    }
+
+    /// Opens an existing session for writing: takes the lease, completes an interrupted append,
+    /// and verifies the session.
+    pub fn open_writer(&self, id: &SessionId) -> Result<(SessionWriter, Recovery), AuditError> {
+        SessionWriter::open(&self.sessions_root, id, self.paths(id), None)
+    }
+
+    /// Opens session `id` for writing, registering it (served by `backend`) if it is new.
+    pub fn create_or_open_writer(
+        &self,
+        id: &SessionId,
+        backend: &str,
+    ) -> Result<(SessionWriter, Recovery), AuditError> {
+        SessionWriter::open(&self.sessions_root, id, self.paths(id), Some(backend))
+    }
+
+    /// Deletes a session and everything in it. Refused while another process owns it.
+    pub fn remove(&self, id: &SessionId) -> Result<(), AuditError> {
+        let paths = self.paths(id);
+        if !paths.dir.is_dir() {
+            return Err(AuditError::NoSession { id: id.clone() });
+        }
+        let lease = WriterLease::acquire(id, &paths)?;
+        std::fs::remove_dir_all(&paths.dir).ctx("remove", &paths.dir)?;
+        drop(lease);
+        crate::durable::sync_dir(&self.sessions_root)
+    }
+}

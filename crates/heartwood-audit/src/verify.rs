@@ -1,0 +1,351 @@
+//! Fail-closed verification of a session's event and audit files.
+//!
+//! Both files are read together, one pair of lines at a time, in bounded memory. For pair `k`
+//! the event line must be whole, name `seq` k, and hash to the record's `event_sha256`; the
+//! audit line must be canonical, name `seq` k with the event's `type` and `time`, link to the
+//! previous record's hash (or the session's genesis), and hash correctly; and the two files
+//! must hold the same number of lines. The first failure stops verification and is reported
+//! with its line and whether it looks like a torn tail or a modification.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::ops::Range;
+use std::path::Path;
+use std::sync::mpsc;
+
+use heartwood_events::SessionId;
+
+use crate::error::IoContext;
+use crate::event_head::event_head;
+use crate::layout::{AUDIT_FILE, EVENTS_FILE};
+use crate::line::{Line, read_line};
+use crate::merkle::RootBuilder;
+use crate::record::{AuditRecord, genesis};
+use crate::{AuditError, Damage, DamageKind, Digest, MAX_LINE_BYTES, SessionPaths};
+
+/// What a successful verification established.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// Number of events (and audit records).
+    pub count: u64,
+    /// Hash of the last audit record, or the genesis digest for an empty session.
+    pub terminal_hash: Digest,
+    /// RFC 6962 Merkle root over the audit record hashes.
+    pub merkle_root: Digest,
+    /// Bytes of `events.jsonl` covered.
+    pub events_len: u64,
+    /// Bytes of `audit.jsonl` covered.
+    pub audit_len: u64,
+    /// Time of the last event, if any.
+    pub last_time: Option<String>,
+}
+
+/// What the event-side worker learned from one line of `events.jsonl`. The `type` and `time`
+/// texts live in the batch's shared buffer, so a batch costs two allocations, not two per line.
+enum EventLine {
+    Whole {
+        sha256: Digest,
+        head: Result<(u64, Range<usize>, Range<usize>), String>,
+        len: u64,
+        last: bool,
+    },
+    Unterminated,
+    TooLong,
+    End,
+}
+
+#[derive(Default)]
+struct Batch {
+    lines: Vec<EventLine>,
+    text: String,
+}
+
+const BUF: usize = 256 * 1024;
+const BATCH: usize = 512;
+
+/// Verifies a session's files. When `leaves` is given, every record hash is pushed onto it.
+/// Also returns the compact Merkle state, from which a writer continues.
+///
+/// Verification is bound by SHA-256, so the work is spread over threads: one hashes and parses
+/// event lines, this one checks audit records and the chain, and a third builds the Merkle
+/// tree from the record hashes.
+pub(crate) fn verify_session(
+    id: &SessionId,
+    paths: &SessionPaths,
+    leaves: Option<&mut Vec<Digest>>,
+) -> Result<(Verified, RootBuilder), AuditError> {
+    let events = open_or_empty(&paths.events)?;
+    let audit = open_or_empty(&paths.audit)?;
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::sync_channel::<io::Result<Batch>>(4);
+        scope.spawn(move || read_events(events, tx));
+        let (tree_tx, tree_rx) = mpsc::sync_channel::<Vec<Digest>>(4);
+        let tree = scope.spawn(move || {
+            let mut root = RootBuilder::default();
+            for hashes in tree_rx {
+                hashes.iter().for_each(|h| root.push(h));
+            }
+            root
+        });
+        let mut feed = EventFeed {
+            rx,
+            batch: Batch::default(),
+            next: 0,
+        };
+        let verified = check_chain(id, paths, &mut feed, audit, leaves, tree_tx)?;
+        let root = tree.join().map_err(|_| AuditError::Io {
+            action: "verify",
+            path: paths.audit.clone(),
+            source: io::Error::other("the Merkle tree worker panicked"),
+        })?;
+        Ok((
+            Verified {
+                merkle_root: root.root(),
+                ..verified
+            },
+            root,
+        ))
+    })
+}
+
+/// The checker's end of the event worker's channel.
+struct EventFeed {
+    rx: mpsc::Receiver<io::Result<Batch>>,
+    batch: Batch,
+    next: usize,
+}
+
+impl EventFeed {
+    /// The next event line, with the batch text its ranges point into.
+    fn next(&mut self) -> io::Result<(EventLine, &str)> {
+        if self.next == self.batch.lines.len() {
+            match self.rx.recv() {
+                Ok(batch) => self.batch = batch?,
+                // The worker stops after the last line; past that the file has ended.
+                Err(_) => return Ok((EventLine::End, "")),
+            }
+            self.next = 0;
+        }
+        let line = std::mem::replace(&mut self.batch.lines[self.next], EventLine::End);
+        self.next += 1;
+        Ok((line, &self.batch.text))
+    }
+}
+
+/// The event-side worker: reads, hashes and parses event lines in batches.
+fn read_events(
+    mut events: BufReader<Box<dyn io::Read + Send>>,
+    tx: mpsc::SyncSender<io::Result<Batch>>,
+) {
+    let mut buf = Vec::new();
+    let mut batch = Batch::default();
+    loop {
+        let item = match read_line(&mut events, &mut buf, MAX_LINE_BYTES) {
+            Ok(Line::Complete) => {
+                let head = event_head(&buf).map(|h| {
+                    let kind = push_text(&mut batch.text, &h.kind);
+                    let time = push_text(&mut batch.text, &h.time);
+                    (h.seq, kind, time)
+                });
+                match at_end(&mut events) {
+                    Ok(last) => Ok(EventLine::Whole {
+                        sha256: Digest::of(&buf),
+                        head,
+                        len: buf.len() as u64 + 1,
+                        last,
+                    }),
+                    Err(e) => Err(e),
+                }
+            }
+            Ok(Line::Unterminated) => Ok(EventLine::Unterminated),
+            Ok(Line::TooLong) => Ok(EventLine::TooLong),
+            Ok(Line::End) => Ok(EventLine::End),
+            Err(e) => Err(e),
+        };
+        let item = match item {
+            Ok(item) => item,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+        };
+        let stop = !matches!(item, EventLine::Whole { .. });
+        batch.lines.push(item);
+        if stop || batch.lines.len() == BATCH {
+            // A closed channel means the checker stopped early; there is nothing left to do.
+            if tx.send(Ok(std::mem::take(&mut batch))).is_err() || stop {
+                return;
+            }
+        }
+    }
+}
+
+fn push_text(text: &mut String, s: &str) -> Range<usize> {
+    let start = text.len();
+    text.push_str(s);
+    start..text.len()
+}
+
+/// The audit side: pairs each event line with its record and checks the chain.
+fn check_chain(
+    id: &SessionId,
+    paths: &SessionPaths,
+    feed: &mut EventFeed,
+    mut audit: BufReader<Box<dyn io::Read + Send>>,
+    mut leaves: Option<&mut Vec<Digest>>,
+    tree: mpsc::SyncSender<Vec<Digest>>,
+) -> Result<Verified, AuditError> {
+    let damaged = |damage: Damage| AuditError::Damaged {
+        id: id.clone(),
+        damage,
+    };
+    let mut prev = genesis(id);
+    let mut pending_leaves = Vec::with_capacity(BATCH);
+    let mut au_buf = Vec::new();
+    let (mut events_len, mut audit_len) = (0u64, 0u64);
+    let mut last_time = None;
+    let mut k: u64 = 0;
+    loop {
+        k += 1;
+        let (ev, text) = feed.next().ctx("read", &paths.events)?;
+        let au = read_line(&mut audit, &mut au_buf, MAX_LINE_BYTES).ctx("read", &paths.audit)?;
+        let audit_done = at_end(&mut audit).ctx("read", &paths.audit)?;
+        let damage = |file, what: &str, torn: bool| Damage {
+            file,
+            line: k,
+            what: what.to_owned(),
+            kind: if torn {
+                DamageKind::TornTail
+            } else {
+                DamageKind::Modification
+            },
+        };
+        let (sha256, head, len, events_done) = match (ev, au) {
+            (EventLine::End, Line::End) => break,
+            (EventLine::TooLong, _) => {
+                return Err(damaged(damage(
+                    EVENTS_FILE,
+                    "line exceeds the size limit",
+                    false,
+                )));
+            }
+            (_, Line::TooLong) => {
+                return Err(damaged(damage(
+                    AUDIT_FILE,
+                    "line exceeds the size limit",
+                    false,
+                )));
+            }
+            (EventLine::End, _) => {
+                let what = "audit record has no event (events.jsonl ends before it)";
+                return Err(damaged(damage(AUDIT_FILE, what, false)));
+            }
+            (EventLine::Unterminated, au) => {
+                let what = "event line is incomplete (no newline at the end of the file)";
+                return Err(damaged(damage(EVENTS_FILE, what, au == Line::End)));
+            }
+            (EventLine::Whole { last, .. }, Line::End) => {
+                let what = "event has no audit record (audit.jsonl ends before it)";
+                return Err(damaged(damage(AUDIT_FILE, what, last)));
+            }
+            (EventLine::Whole { last, .. }, Line::Unterminated) => {
+                let what = "audit record is incomplete (no newline at the end of the file)";
+                return Err(damaged(damage(AUDIT_FILE, what, last)));
+            }
+            (
+                EventLine::Whole {
+                    sha256,
+                    head,
+                    len,
+                    last,
+                },
+                Line::Complete,
+            ) => (sha256, head, len, last),
+        };
+        let (seq, kind, time) = head.map_err(|e| {
+            damaged(damage(
+                EVENTS_FILE,
+                &format!("event is not valid ({e})"),
+                false,
+            ))
+        })?;
+        let (kind, time) = (&text[kind], &text[time]);
+        let record = AuditRecord::parse_and_check(&au_buf)
+            .map_err(|what| damaged(damage(AUDIT_FILE, &what, false)))?;
+        let mismatch = if seq != k {
+            Some((
+                EVENTS_FILE,
+                format!("event has seq {seq} where {k} belongs"),
+            ))
+        } else if record.seq != k {
+            Some((
+                AUDIT_FILE,
+                format!("record has seq {} where {k} belongs", record.seq),
+            ))
+        } else if record.event_sha256 != sha256 {
+            Some((
+                EVENTS_FILE,
+                "event bytes do not match the hash in its audit record".into(),
+            ))
+        } else if record.kind != kind {
+            Some((
+                AUDIT_FILE,
+                format!("record type {:?} differs from the event's", record.kind),
+            ))
+        } else if record.time != time {
+            Some((
+                AUDIT_FILE,
+                format!("record time {:?} differs from the event's", record.time),
+            ))
+        } else if record.prev != prev {
+            Some((
+                AUDIT_FILE,
+                "record does not link to the previous record's hash".into(),
+            ))
+        } else {
+            None
+        };
+        if let Some((file, what)) = mismatch {
+            return Err(damaged(damage(file, &what, false)));
+        }
+        prev = record.hash;
+        pending_leaves.push(record.hash);
+        if pending_leaves.len() == BATCH {
+            // If the tree worker is gone, the join below reports it.
+            let _ = tree.send(std::mem::replace(
+                &mut pending_leaves,
+                Vec::with_capacity(BATCH),
+            ));
+        }
+        if let Some(leaves) = leaves.as_deref_mut() {
+            leaves.push(record.hash);
+        }
+        events_len += len;
+        audit_len += au_buf.len() as u64 + 1;
+        if events_done && audit_done {
+            last_time = Some(time.to_owned());
+        }
+    }
+    let _ = tree.send(pending_leaves);
+    Ok(Verified {
+        count: k - 1,
+        terminal_hash: prev,
+        merkle_root: Digest([0; 32]), // filled in from the tree worker
+        events_len,
+        audit_len,
+        last_time,
+    })
+}
+
+fn open_or_empty(path: &Path) -> Result<BufReader<Box<dyn io::Read + Send>>, AuditError> {
+    let inner: Box<dyn io::Read + Send> = match File::open(path) {
+        Ok(file) => Box::new(file),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Box::new(io::empty()),
+        Err(e) => return Err(e).ctx("open", path),
+    };
+    Ok(BufReader::with_capacity(BUF, inner))
+}
+
+fn at_end(reader: &mut impl BufRead) -> io::Result<bool> {
+    Ok(reader.fill_buf()?.is_empty())
+}

@@ -1,0 +1,486 @@
+//! The session writer: holds the lease and appends events, audit records and receipts as one
+//! durable unit.
+//!
+//! Opening a writer takes the lease, completes an interrupted append if the recovery intent
+//! describes one, and verifies the whole session before anything new is written (fail closed).
+//! After any failed write the writer refuses further writes: an fsync error in particular may
+//! mean the kernel dropped dirty pages, so retrying could record a log that is not what is on
+//! disk. Reopening re-reads the truth from the files.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+use heartwood_events::{
+    CommandId, Event, Outcome, Receipt, RecordedEvent, SCHEMA_VERSION, Seq, SessionId, Timestamp,
+    to_canonical_bytes,
+};
+use serde_json::Value;
+
+use crate::error::IoContext;
+use crate::intent::{Intent, IntentFile, Pending, complete_file, read_pending};
+use crate::merkle::RootBuilder;
+use crate::record::AuditRecord;
+use crate::verify::verify_session;
+use crate::{
+    AuditError, Checkpoint, Damage, DamageKind, Digest, MAX_LINE_BYTES, SessionMeta, SessionPaths,
+    Verified, durable, export, lease::WriterLease, receipts,
+};
+
+/// What opening a writer had to do before the session was usable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recovery {
+    /// Nothing: no append was in flight.
+    Clean,
+    /// An append interrupted by a crash was completed.
+    CompletedAppend {
+        /// First sequence number of the completed append.
+        first_seq: u64,
+        /// Last sequence number of the completed append.
+        last_seq: u64,
+    },
+    /// A recovery intent was cut short while being written, before any data was appended; the
+    /// files verified intact and the partial intent was discarded.
+    DiscardedPartialIntent,
+}
+
+/// The chain's state after the last durable append.
+struct Chain {
+    count: u64,
+    prev: Digest,
+    root: RootBuilder,
+    events_len: u64,
+    audit_len: u64,
+    receipts_len: u64,
+    last_time: Option<String>,
+}
+
+/// The exclusive writer of one session.
+pub struct SessionWriter {
+    id: SessionId,
+    paths: SessionPaths,
+    meta: SessionMeta,
+    intent: IntentFile,
+    events: File,
+    audit: File,
+    receipts_file: File,
+    chain: Chain,
+    receipts: HashMap<CommandId, Receipt>,
+    failed: Option<String>,
+    // Declared last so it is released after the files above are closed.
+    _lease: WriterLease,
+}
+
+impl std::fmt::Debug for SessionWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionWriter")
+            .field("id", &self.id)
+            .field("count", &self.chain.count)
+            .finish()
+    }
+}
+
+impl SessionWriter {
+    /// Opens session `id` for writing, registering it first if it does not exist yet.
+    pub(crate) fn open(
+        sessions_root: &Path,
+        id: &SessionId,
+        paths: SessionPaths,
+        register_backend: Option<&str>,
+    ) -> Result<(Self, Recovery), AuditError> {
+        if !paths.dir.is_dir() {
+            let Some(_) = register_backend else {
+                return Err(AuditError::NoSession { id: id.clone() });
+            };
+            durable::create_private_dir_all(sessions_root)?;
+            durable::create_private_dir(&paths.dir)?;
+            durable::sync_dir(sessions_root)?;
+        }
+        let lease = WriterLease::acquire(id, &paths)?;
+        let meta = match (paths.meta.exists(), register_backend) {
+            (true, _) => SessionMeta::read(&paths.meta, id)?,
+            (false, Some(backend)) => {
+                let meta = SessionMeta::new(id.clone(), backend, None);
+                let mut bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
+                bytes.push(b'\n');
+                durable::write_atomic(&paths.meta, &bytes)?;
+                meta
+            }
+            (false, None) => {
+                return Err(AuditError::BadFile {
+                    path: paths.meta.clone(),
+                    detail: "missing; the session was never fully registered".into(),
+                });
+            }
+        };
+
+        let (mut intent, created) = IntentFile::open(&paths.journal)?;
+        let recovery = recover(id, &paths, &mut intent)?;
+        let (verified, root) = verify_session(id, &paths, None)?;
+        let (receipts, receipts_len) = receipts::load(id, &paths.receipts)?;
+        let created =
+            created | !paths.events.exists() | !paths.audit.exists() | !paths.receipts.exists();
+        let events = durable::open_append(&paths.events)?;
+        let audit = durable::open_append(&paths.audit)?;
+        let receipts_file = durable::open_append(&paths.receipts)?;
+        if created {
+            durable::sync_dir(&paths.dir)?;
+        }
+        let chain = Chain {
+            count: verified.count,
+            prev: verified.terminal_hash,
+            root,
+            events_len: verified.events_len,
+            audit_len: verified.audit_len,
+            receipts_len,
+            last_time: verified.last_time,
+        };
+        let mut writer = SessionWriter {
+            id: id.clone(),
+            paths,
+            meta,
+            intent,
+            events,
+            audit,
+            receipts_file,
+            chain,
+            receipts,
+            failed: None,
+            _lease: lease,
+        };
+        if writer.chain.count == 0 {
+            let registered = Event::SessionRegistered {
+                backend: writer.meta.backend.clone(),
+                workflow: writer.meta.workflow.clone(),
+            };
+            writer.append(None, vec![registered])?;
+        }
+        Ok((writer, recovery))
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    /// The session's metadata.
+    pub fn meta(&self) -> &SessionMeta {
+        &self.meta
+    }
+
+    /// The session's file paths.
+    pub fn paths(&self) -> &SessionPaths {
+        &self.paths
+    }
+
+    /// Number of durable events.
+    pub fn count(&self) -> u64 {
+        self.chain.count
+    }
+
+    /// The checkpoint of everything appended so far.
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            session: self.id.clone(),
+            count: self.chain.count,
+            terminal_hash: self.chain.prev,
+            merkle_root: self.chain.root.root(),
+        }
+    }
+
+    /// The receipt of an earlier command with this id, if there is one. A retry must name the
+    /// same command type; reusing an id for another command is refused.
+    pub fn receipt_for(
+        &self,
+        command_id: &CommandId,
+        command_type: &str,
+    ) -> Result<Option<&Receipt>, AuditError> {
+        match self.receipts.get(command_id) {
+            Some(r) if r.command_type != command_type => Err(AuditError::CommandIdReused {
+                command_id: command_id.to_string(),
+                first: r.command_type.clone(),
+            }),
+            found => Ok(found),
+        }
+    }
+
+    /// Appends events durably, returning the sequence number of the last one.
+    pub fn append(
+        &mut self,
+        command: Option<&CommandId>,
+        events: Vec<Event>,
+    ) -> Result<Seq, AuditError> {
+        let (last, _) = self.commit(command, events, None)?;
+        last.ok_or_else(|| AuditError::BadFile {
+            path: self.paths.events.clone(),
+            detail: "an append must hold at least one event".into(),
+        })
+    }
+
+    /// Appends the events a command produced together with its receipt, as one durable unit:
+    /// after a crash either both are present or neither is.
+    pub fn complete_command(
+        &mut self,
+        command_id: &CommandId,
+        command_type: &str,
+        events: Vec<Event>,
+        result: Value,
+    ) -> Result<Receipt, AuditError> {
+        self.receipt_for(command_id, command_type)?;
+        let n = events.len() as u64;
+        let last_seq = if n == 0 {
+            None
+        } else {
+            Seq::new(self.chain.count + n).ok()
+        };
+        let receipt = new_receipt(
+            command_id,
+            command_type,
+            Outcome::Applied { last_seq, result },
+        );
+        let (_, receipt) = self.commit(Some(command_id), events, Some(receipt))?;
+        receipt.ok_or_else(|| AuditError::WriterFailed {
+            id: self.id.clone(),
+            cause: "receipt lost".into(),
+        })
+    }
+
+    /// Records that a command was refused, so a retry is refused the same way.
+    pub fn refuse_command(
+        &mut self,
+        command_id: &CommandId,
+        command_type: &str,
+        reason: &str,
+    ) -> Result<Receipt, AuditError> {
+        self.receipt_for(command_id, command_type)?;
+        let receipt = new_receipt(
+            command_id,
+            command_type,
+            Outcome::Refused {
+                reason: reason.into(),
+            },
+        );
+        let (_, receipt) = self.commit(Some(command_id), Vec::new(), Some(receipt))?;
+        receipt.ok_or_else(|| AuditError::WriterFailed {
+            id: self.id.clone(),
+            cause: "receipt lost".into(),
+        })
+    }
+
+    /// Writes an export bundle of every event so far, then records it as an event. Returns the
+    /// bundle's directory and the sequence number of the `export_recorded` event.
+    pub fn export(
+        &mut self,
+        command: Option<&CommandId>,
+    ) -> Result<(std::path::PathBuf, Seq), AuditError> {
+        self.ensure_usable()?;
+        let verified = Verified {
+            count: self.chain.count,
+            terminal_hash: self.chain.prev,
+            merkle_root: self.chain.root.root(),
+            events_len: self.chain.events_len,
+            audit_len: self.chain.audit_len,
+            last_time: self.chain.last_time.clone(),
+        };
+        let bundle = export::write_bundle(&self.id, &self.paths, &verified)?;
+        let event = Event::ExportRecorded {
+            bundle: bundle.clone(),
+            count: verified.count,
+            terminal_hash: verified.terminal_hash.to_hex(),
+        };
+        let seq = self.append(command, vec![event])?;
+        Ok((self.paths.exports.join(bundle), seq))
+    }
+
+    /// Closes the writer and releases the lease.
+    pub fn close(self) {}
+
+    fn ensure_usable(&self) -> Result<(), AuditError> {
+        match &self.failed {
+            Some(cause) => Err(AuditError::WriterFailed {
+                id: self.id.clone(),
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The one write path: intent, data, fsync, clear.
+    fn commit(
+        &mut self,
+        command: Option<&CommandId>,
+        events: Vec<Event>,
+        receipt: Option<Receipt>,
+    ) -> Result<(Option<Seq>, Option<Receipt>), AuditError> {
+        self.ensure_usable()?;
+        let first_seq = self.chain.count + 1;
+        let mut event_bytes = Vec::new();
+        let mut audit_bytes = Vec::new();
+        let mut prev = self.chain.prev;
+        let mut sealed = Vec::with_capacity(events.len());
+        let mut last_time = None;
+        for (i, event) in events.into_iter().enumerate() {
+            let seq = Seq::new(first_seq + i as u64).map_err(|e| AuditError::BadFile {
+                path: self.paths.events.clone(),
+                detail: e.to_string(),
+            })?;
+            let recorded = RecordedEvent::new(seq, command.cloned(), event);
+            let line = to_canonical_bytes(&recorded)?;
+            if line.len() > MAX_LINE_BYTES {
+                return Err(AuditError::TooLarge {
+                    len: line.len(),
+                    max: MAX_LINE_BYTES,
+                });
+            }
+            let record = AuditRecord::seal(
+                seq.get(),
+                recorded.event.kind(),
+                recorded.time.as_str(),
+                Digest::of(&line),
+                prev,
+            );
+            event_bytes.extend_from_slice(&line);
+            event_bytes.push(b'\n');
+            audit_bytes.extend_from_slice(&record.to_line());
+            audit_bytes.push(b'\n');
+            prev = record.hash;
+            sealed.push(record.hash);
+            last_time = Some(recorded.time.as_str().to_owned());
+        }
+        let mut receipt_bytes = Vec::new();
+        if let Some(receipt) = &receipt {
+            receipt_bytes = to_canonical_bytes(receipt)?;
+            receipt_bytes.push(b'\n');
+        }
+        let count = sealed.len() as u64;
+        let intent = Intent {
+            first_seq,
+            last_seq: first_seq + count.saturating_sub(1),
+            events_len: self.chain.events_len,
+            audit_len: self.chain.audit_len,
+            receipts_len: self.chain.receipts_len,
+            // Canonical JSON is UTF-8 by construction.
+            events: String::from_utf8(event_bytes).unwrap_or_default(),
+            audit: String::from_utf8(audit_bytes).unwrap_or_default(),
+            receipts: String::from_utf8(receipt_bytes).unwrap_or_default(),
+        };
+        if let Err(e) = self.write_durably(&intent) {
+            self.failed = Some(e.to_string());
+            return Err(e);
+        }
+        self.chain.count += count;
+        self.chain.prev = prev;
+        for hash in &sealed {
+            self.chain.root.push(hash);
+        }
+        self.chain.events_len += intent.events.len() as u64;
+        self.chain.audit_len += intent.audit.len() as u64;
+        self.chain.receipts_len += intent.receipts.len() as u64;
+        if last_time.is_some() {
+            self.chain.last_time = last_time;
+        }
+        if let Some(receipt) = &receipt {
+            self.receipts
+                .insert(receipt.command_id.clone(), receipt.clone());
+        }
+        let last = (count > 0)
+            .then(|| Seq::new(self.chain.count).ok())
+            .flatten();
+        Ok((last, receipt))
+    }
+
+    fn write_durably(&mut self, intent: &Intent) -> Result<(), AuditError> {
+        self.intent.record(intent)?;
+        let files = [
+            (&mut self.events, &self.paths.events, &intent.events),
+            (&mut self.audit, &self.paths.audit, &intent.audit),
+            (
+                &mut self.receipts_file,
+                &self.paths.receipts,
+                &intent.receipts,
+            ),
+        ];
+        let mut touched = Vec::with_capacity(3);
+        for (file, path, bytes) in files {
+            if !bytes.is_empty() {
+                file.write_all(bytes.as_bytes()).ctx("append to", path)?;
+                touched.push((file, path));
+            }
+        }
+        for (file, path) in touched {
+            file.sync_data().ctx("sync", path)?;
+        }
+        self.intent.clear()
+    }
+}
+
+fn new_receipt(command_id: &CommandId, command_type: &str, outcome: Outcome) -> Receipt {
+    Receipt {
+        schema: SCHEMA_VERSION,
+        command_id: command_id.clone(),
+        command_type: command_type.to_owned(),
+        time: Timestamp::now(),
+        outcome,
+    }
+}
+
+/// Completes or discards whatever the recovery intent describes.
+fn recover(
+    id: &SessionId,
+    paths: &SessionPaths,
+    intent_file: &mut IntentFile,
+) -> Result<Recovery, AuditError> {
+    match read_pending(&paths.journal)? {
+        Pending::None => Ok(Recovery::Clean),
+        Pending::Unreadable => {
+            // A torn intent means the crash came before any data byte was written, so the data
+            // files must verify as they are; if they do not, the damage is reported as usual.
+            verify_session(id, paths, None)?;
+            intent_file.clear_durably()?;
+            Ok(Recovery::DiscardedPartialIntent)
+        }
+        Pending::Intent(intent) => {
+            let targets = [
+                (
+                    &paths.events,
+                    crate::layout::EVENTS_FILE,
+                    intent.events_len,
+                    &intent.events,
+                ),
+                (
+                    &paths.audit,
+                    crate::layout::AUDIT_FILE,
+                    intent.audit_len,
+                    &intent.audit,
+                ),
+                (
+                    &paths.receipts,
+                    crate::layout::RECEIPTS_FILE,
+                    intent.receipts_len,
+                    &intent.receipts,
+                ),
+            ];
+            for (path, file, len_before, bytes) in targets {
+                if let Err(what) = complete_file(path, len_before, bytes.as_bytes())? {
+                    return Err(AuditError::Damaged {
+                        id: id.clone(),
+                        damage: Damage {
+                            file,
+                            line: intent.first_seq,
+                            what: format!(
+                                "an interrupted append cannot be completed: the file {what}"
+                            ),
+                            kind: DamageKind::Modification,
+                        },
+                    });
+                }
+            }
+            intent_file.clear_durably()?;
+            Ok(Recovery::CompletedAppend {
+                first_seq: intent.first_seq,
+                last_seq: intent.last_seq,
+            })
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! `heartwood sessions …`: list, show, verify, checkpoint, export, recover and remove sessions.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+use heartwood_audit::{Checkpoint, Recovery, SessionStore, SessionSummary};
+use heartwood_events::{Event, RecordedEvent, SessionId};
+use serde_json::json;
+
+/// The `sessions` subcommands.
+#[derive(Subcommand)]
+pub enum SessionsCommand {
+    /// List sessions, most recently active first.
+    Ls {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Show at most this many sessions.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Show one session's metadata, integrity and events.
+    Show {
+        /// The session id.
+        id: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify a session's hash chain; exits 0 only when it is intact.
+    Verify {
+        /// The session id.
+        id: String,
+        /// A checkpoint kept elsewhere; also proves the log still extends it.
+        #[arg(long, value_name = "FILE")]
+        checkpoint: Option<PathBuf>,
+    },
+    /// Print the session's current checkpoint as JSON, to keep somewhere safe.
+    Checkpoint {
+        /// The session id.
+        id: String,
+    },
+    /// Write a self-contained export bundle and record the export in the session.
+    Export {
+        /// The session id.
+        id: String,
+    },
+    /// Complete an append that a crash interrupted, then verify the session.
+    Recover {
+        /// The session id.
+        id: String,
+    },
+    /// Delete a session and everything in it.
+    Rm {
+        /// The session id.
+        id: String,
+    },
+}
+
+/// Runs one `sessions` subcommand against the project at `project`.
+pub fn run(project: &Path, cmd: SessionsCommand) -> Result<ExitCode> {
+    let store = SessionStore::new(project);
+    match cmd {
+        SessionsCommand::Ls { json, limit } => list(&store, json, limit),
+        SessionsCommand::Show { id, json } => show(&store, &parse_id(&id)?, json),
+        SessionsCommand::Verify { id, checkpoint } => {
+            verify(&store, &parse_id(&id)?, checkpoint.as_deref())
+        }
+        SessionsCommand::Checkpoint { id } => {
+            let checkpoint = store.reader(&parse_id(&id)?)?.checkpoint()?;
+            println!("{}", serde_json::to_string_pretty(&checkpoint)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Export { id } => {
+            let (mut writer, _) = store.open_writer(&parse_id(&id)?)?;
+            let (bundle, seq) = writer.export(None)?;
+            println!("exported to {} (recorded as event {seq})", bundle.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Recover { id } => {
+            let id = parse_id(&id)?;
+            let (writer, recovery) = store.open_writer(&id)?;
+            match recovery {
+                Recovery::Clean => println!(
+                    "session {id}: nothing to recover; {} events intact",
+                    writer.count()
+                ),
+                Recovery::CompletedAppend {
+                    first_seq,
+                    last_seq,
+                } => println!(
+                    "session {id}: completed the interrupted append of events {first_seq}..={last_seq}; \
+                     {} events intact",
+                    writer.count()
+                ),
+                Recovery::DiscardedPartialIntent => println!(
+                    "session {id}: discarded a recovery intent cut short before any event was \
+                     written; {} events intact",
+                    writer.count()
+                ),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Rm { id } => {
+            let id = parse_id(&id)?;
+            store.remove(&id)?;
+            println!("removed session {id}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn parse_id(text: &str) -> Result<SessionId> {
+    Ok(SessionId::parse(text)?)
+}
+
+fn list(store: &SessionStore, json: bool, limit: Option<usize>) -> Result<ExitCode> {
+    let mut sessions = store.list()?;
+    sessions.truncate(limit.unwrap_or(usize::MAX));
+    if json {
+        let rows: Vec<_> = sessions.iter().map(summary_json).collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else if sessions.is_empty() {
+        println!("no sessions in this project yet");
+    } else {
+        println!(
+            "{:<36} {:<24} {:>7}  status",
+            "session", "last activity", "events"
+        );
+        for s in &sessions {
+            let when = s.last_activity.as_ref().map_or("-", |t| t.as_str());
+            println!(
+                "{:<36} {:<24} {:>7}  {}",
+                s.id,
+                when,
+                s.events,
+                status_text(s)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status_text(s: &SessionSummary) -> String {
+    if let Err(e) = &s.meta {
+        return format!("unreadable metadata: {e}");
+    }
+    match (&s.writer, s.interrupted) {
+        (Some(w), _) => format!("open in pid {}", w.pid),
+        (None, true) => "interrupted append: run `heartwood sessions recover`".to_owned(),
+        (None, false) => "closed".to_owned(),
+    }
+}
+
+fn summary_json(s: &SessionSummary) -> serde_json::Value {
+    json!({
+        "id": s.id,
+        "created_at": s.meta.as_ref().ok().map(|m| m.created_at.as_str()),
+        "backend": s.meta.as_ref().ok().map(|m| m.backend.as_str()),
+        "events": s.events,
+        "last_activity": s.last_activity.as_ref().map(|t| t.as_str()),
+        "interrupted": s.interrupted,
+        "writer_pid": s.writer.as_ref().map(|w| w.pid),
+        "metadata_error": s.meta.as_ref().err(),
+    })
+}
+
+fn show(store: &SessionStore, id: &SessionId, json: bool) -> Result<ExitCode> {
+    let reader = store.reader(id)?;
+    let integrity = reader.verify();
+    let events = reader.events()?;
+    if json {
+        let events: Vec<_> = events
+            .iter()
+            .map(|e| match e {
+                Ok(e) => serde_json::to_value(e).unwrap_or_default(),
+                Err(err) => json!({ "error": err.to_string() }),
+            })
+            .collect();
+        let integrity = match &integrity {
+            Ok(v) => {
+                json!({"intact": true, "count": v.count, "terminal_hash": v.terminal_hash, "merkle_root": v.merkle_root})
+            }
+            Err(e) => json!({"intact": false, "error": e.to_string()}),
+        };
+        let out = json!({"meta": reader.meta(), "integrity": integrity, "events": events});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        let meta = reader.meta();
+        println!("session   {}", meta.id);
+        println!("created   {}", meta.created_at);
+        println!("backend   {}", meta.backend);
+        match &integrity {
+            Ok(v) => println!(
+                "integrity intact: {} events, terminal hash {}",
+                v.count, v.terminal_hash
+            ),
+            Err(e) => println!("integrity DAMAGED: {e}"),
+        }
+        println!();
+        for event in &events {
+            match event {
+                Ok(e) => println!("{:>6}  {}  {}", e.seq, e.time, describe(e)),
+                Err(err) => println!("     ?  unreadable event: {err}"),
+            }
+        }
+    }
+    Ok(if integrity.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn describe(e: &RecordedEvent) -> String {
+    match &e.event {
+        Event::SessionRegistered { backend, .. } => {
+            format!("session registered (backend {backend})")
+        }
+        Event::Message { role, text } => {
+            let short: String = text.chars().take(100).collect();
+            let more = if text.chars().count() > 100 {
+                "…"
+            } else {
+                ""
+            };
+            format!("{}: {short}{more}", role.as_str())
+        }
+        Event::ExportRecorded { bundle, count, .. } => {
+            format!("exported {count} events to {bundle}")
+        }
+        Event::SessionClosed {} => "session closed".to_owned(),
+    }
+}
+
+fn verify(store: &SessionStore, id: &SessionId, checkpoint: Option<&Path>) -> Result<ExitCode> {
+    let reader = store.reader(id)?;
+    match checkpoint {
+        None => {
+            let v = reader.verify()?;
+            println!(
+                "session {id} intact: {} events, terminal hash {}, merkle root {}",
+                v.count, v.terminal_hash, v.merkle_root
+            );
+        }
+        Some(file) => {
+            let text = std::fs::read(file)
+                .with_context(|| format!("cannot read checkpoint {}", file.display()))?;
+            let retained: Checkpoint = serde_json::from_slice(&text)
+                .with_context(|| format!("{} is not a Heartwood checkpoint", file.display()))?;
+            let (v, report) = reader.verify_against(&retained)?;
+            println!(
+                "session {id} intact: {} events, and it extends the checkpoint of {} events \
+                 (consistency proof of {} hashes verified)",
+                v.count,
+                report.checkpoint_count,
+                report.proof.len()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,261 @@
+//! Durable events: what happened in a session, one JSON line each in `events.jsonl`.
+//!
+//! [`Event`] is internally tagged by `type`; [`RecordedEvent`] wraps it with the schema
+//! version, sequence number, time and the command that caused it. New kinds are added as new
+//! variants (and to [`Event::KINDS`]); a reader that meets a kind it does not know, or a schema
+//! newer than its own, says so instead of mis-parsing the line.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{CommandId, SCHEMA_VERSION, Seq, Timestamp};
+
+/// Something that happened in a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The session was created by its first mutating command.
+    SessionRegistered {
+        /// The agent backend that serves this session, for example `native`.
+        backend: String,
+        /// The workflow definition the session runs, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        workflow: Option<String>,
+    },
+    /// A message in the conversation.
+    Message {
+        /// Who said it.
+        role: Role,
+        /// The message text.
+        text: String,
+    },
+    /// An export bundle was written; it covers every event before this one.
+    ExportRecorded {
+        /// The bundle's directory name under the session's `exports/`.
+        bundle: String,
+        /// How many events the bundle holds.
+        count: u64,
+        /// The audit hash of the bundle's last record (hex SHA-256).
+        terminal_hash: String,
+    },
+    /// The session was closed by its owner; a later command may reopen it.
+    SessionClosed {},
+}
+
+/// Who wrote a conversation message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The person using Heartwood.
+    Researcher,
+    /// The agent.
+    Agent,
+    /// Heartwood itself.
+    System,
+}
+
+impl Role {
+    /// The role's name as written on disk.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Researcher => "researcher",
+            Role::Agent => "agent",
+            Role::System => "system",
+        }
+    }
+}
+
+/// The `type` tag of an [`Event`], as written on disk.
+pub type EventKind = &'static str;
+
+impl Event {
+    /// Every `type` tag this build can read.
+    pub const KINDS: &'static [EventKind] = &[
+        "session_registered",
+        "message",
+        "export_recorded",
+        "session_closed",
+    ];
+
+    /// This event's `type` tag.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Event::SessionRegistered { .. } => "session_registered",
+            Event::Message { .. } => "message",
+            Event::ExportRecorded { .. } => "export_recorded",
+            Event::SessionClosed {} => "session_closed",
+        }
+    }
+}
+
+/// An event as stored: the event plus its place in the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RecordedEvent {
+    /// The format version the writer used.
+    pub schema: u32,
+    /// Position in the session, from 1 with no gaps.
+    pub seq: Seq,
+    /// When the event was recorded.
+    pub time: Timestamp,
+    /// The command that caused the event, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandId>,
+    /// The event itself; its `type` tag sits beside the fields above.
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// Why a stored event line could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// The line was not JSON, or lacked a required field.
+    #[error("event is not well-formed: {0}")]
+    Malformed(String),
+    /// A newer Heartwood wrote the line.
+    #[error(
+        "event uses format version {found}, newer than this Heartwood's {supported}; \
+         upgrade Heartwood to read this session"
+    )]
+    NewerSchema {
+        /// The version on the line.
+        found: u64,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+    /// The `type` tag names a kind this build does not know.
+    #[error(
+        "event kind {kind:?} (format version {schema}) is not known to this Heartwood; \
+         it was probably written by a newer version: upgrade to read this session"
+    )]
+    UnknownKind {
+        /// The unknown tag.
+        kind: String,
+        /// The format version on the line.
+        schema: u64,
+    },
+}
+
+impl RecordedEvent {
+    /// Wraps `event` as the `seq`th event of a session, stamped now.
+    pub fn new(seq: Seq, command: Option<CommandId>, event: Event) -> Self {
+        RecordedEvent {
+            schema: SCHEMA_VERSION,
+            seq,
+            time: Timestamp::now(),
+            command,
+            event,
+        }
+    }
+
+    /// Reads one stored line, reporting newer formats and unknown kinds by name.
+    pub fn decode(line: &[u8]) -> Result<Self, DecodeError> {
+        let value: Value =
+            serde_json::from_slice(line).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+        let schema = value
+            .get("schema")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| DecodeError::Malformed("missing integer field `schema`".into()))?;
+        if schema > u64::from(SCHEMA_VERSION) {
+            return Err(DecodeError::NewerSchema {
+                found: schema,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        let kind = value
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| DecodeError::Malformed("missing string field `type`".into()))?;
+        if !Event::KINDS.contains(&kind) {
+            return Err(DecodeError::UnknownKind {
+                kind: kind.to_owned(),
+                schema,
+            });
+        }
+        serde_json::from_value(value).map_err(|e| DecodeError::Malformed(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples() -> Vec<Event> {
+        vec![
+            Event::SessionRegistered {
+                backend: "native".into(),
+                workflow: None,
+            },
+            Event::Message {
+                role: Role::Researcher,
+                text: "fit the model".into(),
+            },
+            Event::ExportRecorded {
+                bundle: "b".into(),
+                count: 3,
+                terminal_hash: "00".into(),
+            },
+            Event::SessionClosed {},
+        ]
+    }
+
+    #[test]
+    fn every_kind_is_listed_and_matches_its_serde_tag() {
+        let samples = samples();
+        assert_eq!(
+            samples.len(),
+            Event::KINDS.len(),
+            "add the new kind to samples()"
+        );
+        for event in samples {
+            let value = serde_json::to_value(&event).expect("serialize");
+            assert_eq!(value["type"], event.kind());
+            assert!(Event::KINDS.contains(&event.kind()));
+        }
+    }
+
+    #[test]
+    fn recorded_events_round_trip_through_their_line_form() {
+        for (i, event) in samples().into_iter().enumerate() {
+            let seq = Seq::new(i as u64 + 1).expect("seq");
+            let recorded = RecordedEvent::new(seq, None, event);
+            let line = crate::to_canonical_bytes(&recorded).expect("canonical");
+            assert_eq!(RecordedEvent::decode(&line), Ok(recorded));
+        }
+    }
+
+    #[test]
+    fn an_unknown_kind_is_reported_by_name_not_misparsed() {
+        let line = br#"{"schema":1,"seq":4,"time":"2026-11-30T00:00:00.000Z","type":"telepathy"}"#;
+        let err = RecordedEvent::decode(line).expect_err("accepted unknown kind");
+        assert_eq!(
+            err,
+            DecodeError::UnknownKind {
+                kind: "telepathy".into(),
+                schema: 1
+            }
+        );
+        assert!(err.to_string().contains("newer version"), "{err}");
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_before_its_fields_are_read() {
+        let line = br#"{"schema":99,"seq":1,"time":"2026-11-30T00:00:00.000Z","type":"message"}"#;
+        assert_eq!(
+            RecordedEvent::decode(line),
+            Err(DecodeError::NewerSchema {
+                found: 99,
+                supported: SCHEMA_VERSION
+            })
+        );
+    }
+
+    #[test]
+    fn a_known_kind_with_missing_fields_is_malformed() {
+        let line = br#"{"schema":1,"seq":1,"time":"2026-11-30T00:00:00.000Z","type":"message"}"#;
+        assert!(matches!(
+            RecordedEvent::decode(line),
+            Err(DecodeError::Malformed(_))
+        ));
+    }
+}

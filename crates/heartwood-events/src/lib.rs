@@ -1,0 +1,30 @@
+//! Heartwood's vocabulary: the plain data every other crate speaks.
+//!
+//! This crate owns validated identifiers ([`SessionId`], [`CommandId`], [`ActionSetId`],
+//! [`Seq`]), the durable [`Event`] enum and its [`RecordedEvent`] envelope, the [`Command`]
+//! enum interfaces submit, command [`Receipt`]s, and the canonical JSON byte form that the
+//! audit chain hashes.
+//!
+//! It must never do I/O: no files, no clocks beyond reading "now" for a timestamp, no network.
+//! Anything that touches a session directory lives in `heartwood-audit`.
+
+mod canonical;
+mod command;
+mod event;
+mod id;
+mod receipt;
+pub mod schema;
+mod time;
+
+pub use canonical::{CanonicalError, to_canonical_bytes, to_canonical_value_bytes};
+pub use command::{Command, CommandKind};
+pub use event::{DecodeError, Event, EventKind, RecordedEvent, Role};
+pub use id::{ActionSetId, CommandId, IdError, Seq, SessionId};
+pub use receipt::{Outcome, Receipt};
+pub use time::Timestamp;
+
+/// Version of the event, command and receipt formats this build writes.
+///
+/// A reader refuses records whose `schema` is newer than this, naming both versions, rather
+/// than guessing at fields it does not know.
+pub const SCHEMA_VERSION: u32 = 1;

@@ -1,0 +1,43 @@
+//! Command receipts: the remembered outcome of a command, so a retry with the same
+//! [`CommandId`] gets the same answer without acting twice, across process restarts.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{CommandId, Seq, Timestamp};
+
+/// The recorded outcome of one command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Receipt {
+    /// The format version the writer used.
+    pub schema: u32,
+    /// The command this answers.
+    pub command_id: CommandId,
+    /// The command's `type` tag; a retry with the same id but another type is refused.
+    pub command_type: String,
+    /// When the command completed.
+    pub time: Timestamp,
+    /// What happened.
+    pub outcome: Outcome,
+}
+
+/// What a command came to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The command took effect.
+    Applied {
+        /// The last event the command appended, if it appended any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        last_seq: Option<Seq>,
+        /// Command-specific result (for an export, the bundle name).
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        result: Value,
+    },
+    /// The command was refused; nothing changed.
+    Refused {
+        /// Why, in words a researcher can act on.
+        reason: String,
+    },
+}

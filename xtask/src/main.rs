@@ -1,0 +1,95 @@
+//! Project automation: `cargo xtask ci | schema | bench <name>`.
+//!
+//! Runs optimized (see `.cargo/config.toml`) so that benchmarks measure release code.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+mod bench;
+
+#[derive(Parser)]
+#[command(name = "xtask")]
+struct Cli {
+    #[command(subcommand)]
+    command: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Format check, clippy with warnings denied, and the whole test suite.
+    Ci,
+    /// Regenerate the JSON Schemas in docs/schema/ from the Rust types.
+    Schema,
+    /// Run a benchmark and print each figure with its ratio to the named reference.
+    Bench {
+        /// Which benchmark: `journal`.
+        name: String,
+    },
+    /// Internal: one measured step of a benchmark, run in a fresh process.
+    #[command(hide = true)]
+    BenchChild {
+        /// The step.
+        step: String,
+        /// Its argument.
+        arg: PathBuf,
+    },
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Task::Ci => ci(),
+        Task::Schema => schema(),
+        Task::Bench { name } => match name.as_str() {
+            "journal" => bench::journal(),
+            other => bail!("no benchmark named {other:?}; available: journal"),
+        },
+        Task::BenchChild { step, arg } => bench::child(&step, &arg),
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+fn cargo(args: &[&str]) -> Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(&cargo)
+        .args(args)
+        .current_dir(workspace_root())
+        .status()
+        .with_context(|| format!("could not run {cargo}"))?;
+    if !status.success() {
+        bail!("`cargo {}` failed", args.join(" "));
+    }
+    Ok(())
+}
+
+fn ci() -> Result<()> {
+    cargo(&["fmt", "--all", "--", "--check"])?;
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
+    cargo(&["test", "--workspace"])
+}
+
+fn schema() -> Result<()> {
+    let dir = workspace_root().join("docs/schema");
+    std::fs::create_dir_all(&dir)?;
+    for (name, text) in heartwood_events::schema::generated() {
+        let path = dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
