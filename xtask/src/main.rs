@@ -1,4 +1,4 @@
-//! Project automation: `cargo xtask ci | schema | bench <name>`.
+//! Project automation: `cargo xtask ci | schema | fixtures | bench <name>`.
 //!
 //! Runs optimized (see `.cargo/config.toml`) so that benchmarks measure release code.
 
@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod fixtures;
 
 #[derive(Parser)]
 #[command(name = "xtask")]
@@ -23,6 +24,8 @@ enum Task {
     Ci,
     /// Regenerate the JSON Schemas in docs/schema/ from the Rust types.
     Schema,
+    /// Regenerate fixtures/journals/ with the real journal code.
+    Fixtures,
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
         /// Which benchmark: `journal`.
@@ -42,6 +45,7 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Task::Ci => ci(),
         Task::Schema => schema(),
+        Task::Fixtures => fixtures::generate(),
         Task::Bench { name } => match name.as_str() {
             "journal" => bench::journal(),
             other => bail!("no benchmark named {other:?}; available: journal"),

@@ -58,7 +58,7 @@ pub(crate) fn check(
     };
     if &checkpoint.session != id {
         return Err(fail(format!(
-            "the checkpoint is for session {:?}",
+            "the checkpoint is for session \"{}\"",
             checkpoint.session
         )));
     }

@@ -58,14 +58,14 @@ pub enum AuditError {
         source: io::Error,
     },
     /// The project has no session with this id.
-    #[error("no session {id:?} in this project; `heartwood sessions ls` lists the sessions")]
+    #[error("no session \"{id}\" in this project; `heartwood sessions ls` lists the sessions")]
     NoSession {
         /// The id that was asked for.
         id: SessionId,
     },
     /// Another process holds the session's writer lease.
     #[error(
-        "session {id:?} is owned by {}; close Heartwood there first, or use another session",
+        "session \"{id}\" is owned by {}; close Heartwood there first, or use another session",
         owner_text(*pid, host.as_deref())
     )]
     Owned {
@@ -77,7 +77,7 @@ pub enum AuditError {
         host: Option<String>,
     },
     /// Verification failed: the session is damaged and is refused.
-    #[error("session {id:?} failed verification: {damage}")]
+    #[error("session \"{id}\" failed verification: {damage}")]
     Damaged {
         /// The session.
         id: SessionId,
@@ -86,7 +86,7 @@ pub enum AuditError {
     },
     /// An append was interrupted and is waiting to be completed by the next writer.
     #[error(
-        "session {id:?} has an interrupted append (events {first_seq}..={last_seq}) from a \
+        "session \"{id}\" has an interrupted append (events {first_seq}..={last_seq}) from a \
          crash; run `heartwood sessions recover {id}` to complete it"
     )]
     Interrupted {
@@ -98,7 +98,7 @@ pub enum AuditError {
         last_seq: u64,
     },
     /// The log no longer contains everything an earlier checkpoint covered, or differs from it.
-    #[error("session {id:?} does not match the checkpoint: {detail}")]
+    #[error("session \"{id}\" does not match the checkpoint: {detail}")]
     CheckpointMismatch {
         /// The session.
         id: SessionId,
@@ -107,7 +107,7 @@ pub enum AuditError {
     },
     /// An earlier write by this writer failed; it refuses to write again.
     #[error(
-        "an earlier write to session {id:?} failed ({cause}); this writer stopped so nothing \
+        "an earlier write to session \"{id}\" failed ({cause}); this writer stopped so nothing \
          is written twice or out of order: close it and reopen the session to recover"
     )]
     WriterFailed {
@@ -118,7 +118,7 @@ pub enum AuditError {
     },
     /// A command id was reused for a different kind of command.
     #[error(
-        "command id {command_id:?} was already used for a {first} command; a retry must \
+        "command id \"{command_id}\" was already used for a {first} command; a retry must \
          repeat the same command, a new command needs a new id"
     )]
     CommandIdReused {

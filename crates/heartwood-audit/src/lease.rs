@@ -44,7 +44,7 @@ impl WriterInfo {
 
 /// A held writer lease. Dropping it removes `writer.json` and releases the lock.
 pub(crate) struct WriterLease {
-    _lock: File,
+    lock: File,
     info_path: PathBuf,
 }
 
@@ -79,7 +79,7 @@ impl WriterLease {
         let bytes = serde_json::to_vec(&info).unwrap_or_default();
         durable::write_atomic(&paths.writer, &bytes)?;
         Ok(WriterLease {
-            _lock: lock,
+            lock,
             info_path: paths.writer.clone(),
         })
     }
@@ -89,6 +89,11 @@ impl Drop for WriterLease {
     fn drop(&mut self) {
         // Best effort: a leftover writer.json is harmless, since the lock decides ownership.
         let _ = std::fs::remove_file(&self.info_path);
+        // Unlock explicitly rather than only closing the file: a child process forked by another
+        // thread at this moment holds a duplicate of the descriptor until it execs, and the
+        // lock belongs to the shared open file, so closing ours alone would leave the session
+        // locked for that window.
+        let _ = self.lock.unlock();
     }
 }
 

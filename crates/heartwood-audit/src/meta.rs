@@ -52,7 +52,7 @@ impl SessionMeta {
         }
         if &meta.id != expected {
             return Err(bad(format!(
-                "it names session {:?}, not {:?}",
+                "it names session \"{}\", not \"{}\"",
                 meta.id, expected
             )));
         }

@@ -56,6 +56,14 @@ struct Chain {
     last_time: Option<String>,
 }
 
+/// An append, sealed and described, not yet written.
+struct Prepared {
+    intent: Intent,
+    sealed: Vec<Digest>,
+    prev: Digest,
+    last_time: Option<String>,
+}
+
 /// The exclusive writer of one session.
 pub struct SessionWriter {
     id: SessionId,
@@ -314,6 +322,48 @@ impl SessionWriter {
         receipt: Option<Receipt>,
     ) -> Result<(Option<Seq>, Option<Receipt>), AuditError> {
         self.ensure_usable()?;
+        let prepared = self.prepare(command, events, receipt.as_ref())?;
+        if let Err(e) = self.write_durably(&prepared.intent) {
+            self.failed = Some(e.to_string());
+            return Err(e);
+        }
+        let Prepared {
+            intent,
+            sealed,
+            prev,
+            last_time,
+        } = prepared;
+        let count = sealed.len() as u64;
+        self.chain.count += count;
+        self.chain.prev = prev;
+        for hash in &sealed {
+            self.chain.root.push(hash);
+        }
+        self.chain.events_len += intent.events.len() as u64;
+        self.chain.audit_len += intent.audit.len() as u64;
+        self.chain.receipts_len += intent.receipts.len() as u64;
+        if last_time.is_some() {
+            self.chain.last_time = last_time;
+        }
+        if let Some(receipt) = &receipt {
+            self.receipts
+                .insert(receipt.command_id.clone(), receipt.clone());
+        }
+        let last = if count > 0 {
+            Seq::new(self.chain.count).ok()
+        } else {
+            None
+        };
+        Ok((last, receipt))
+    }
+
+    /// Seals events into their lines and audit records, and describes the append as an intent.
+    fn prepare(
+        &self,
+        command: Option<&CommandId>,
+        events: Vec<Event>,
+        receipt: Option<&Receipt>,
+    ) -> Result<Prepared, AuditError> {
         let first_seq = self.chain.count + 1;
         let mut event_bytes = Vec::new();
         let mut audit_bytes = Vec::new();
@@ -349,45 +399,38 @@ impl SessionWriter {
             last_time = Some(recorded.time.as_str().to_owned());
         }
         let mut receipt_bytes = Vec::new();
-        if let Some(receipt) = &receipt {
+        if let Some(receipt) = receipt {
             receipt_bytes = to_canonical_bytes(receipt)?;
             receipt_bytes.push(b'\n');
         }
         let count = sealed.len() as u64;
+        // Canonical JSON is UTF-8 by construction.
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap_or_default();
         let intent = Intent {
             first_seq,
             last_seq: first_seq + count.saturating_sub(1),
             events_len: self.chain.events_len,
             audit_len: self.chain.audit_len,
             receipts_len: self.chain.receipts_len,
-            // Canonical JSON is UTF-8 by construction.
-            events: String::from_utf8(event_bytes).unwrap_or_default(),
-            audit: String::from_utf8(audit_bytes).unwrap_or_default(),
-            receipts: String::from_utf8(receipt_bytes).unwrap_or_default(),
+            events: text(event_bytes),
+            audit: text(audit_bytes),
+            receipts: text(receipt_bytes),
         };
-        if let Err(e) = self.write_durably(&intent) {
-            self.failed = Some(e.to_string());
-            return Err(e);
-        }
-        self.chain.count += count;
-        self.chain.prev = prev;
-        for hash in &sealed {
-            self.chain.root.push(hash);
-        }
-        self.chain.events_len += intent.events.len() as u64;
-        self.chain.audit_len += intent.audit.len() as u64;
-        self.chain.receipts_len += intent.receipts.len() as u64;
-        if last_time.is_some() {
-            self.chain.last_time = last_time;
-        }
-        if let Some(receipt) = &receipt {
-            self.receipts
-                .insert(receipt.command_id.clone(), receipt.clone());
-        }
-        let last = (count > 0)
-            .then(|| Seq::new(self.chain.count).ok())
-            .flatten();
-        Ok((last, receipt))
+        Ok(Prepared {
+            intent,
+            sealed,
+            prev,
+            last_time,
+        })
+    }
+
+    /// Fault injection for tests: records the recovery intent for `events` and then stops, as a
+    /// crash right after the intent's fsync would, before any data byte is written.
+    #[cfg(feature = "test-faults")]
+    #[doc(hidden)]
+    pub fn crash_after_intent(mut self, events: Vec<Event>) -> Result<(), AuditError> {
+        let prepared = self.prepare(None, events, None)?;
+        self.intent.record(&prepared.intent)
     }
 
     fn write_durably(&mut self, intent: &Intent) -> Result<(), AuditError> {

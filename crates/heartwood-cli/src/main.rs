@@ -28,8 +28,8 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Sessions(cmd) => std::env::current_dir()
-            .map_err(|e| anyhow::anyhow!("cannot read the current directory: {e}"))
+        Command::Sessions(cmd) => heartwood_gateway::ProjectContext::current()
+            .map_err(anyhow::Error::from)
             .and_then(|project| sessions::run(&project, cmd)),
     };
     match result {

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use heartwood_audit::{Checkpoint, Recovery, SessionStore, SessionSummary};
-use heartwood_events::{Event, RecordedEvent, SessionId};
+use heartwood_events::{Event, RecordedEvent};
+use heartwood_gateway::{Checkpoint, ProjectContext, Recovery, SessionAdmin, SessionSummary};
 use serde_json::json;
 
 /// The `sessions` subcommands.
@@ -59,66 +59,56 @@ pub enum SessionsCommand {
     },
 }
 
-/// Runs one `sessions` subcommand against the project at `project`.
-pub fn run(project: &Path, cmd: SessionsCommand) -> Result<ExitCode> {
-    let store = SessionStore::new(project);
+/// Runs one `sessions` subcommand against the current project.
+pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
+    let admin = SessionAdmin::new(project);
     match cmd {
-        SessionsCommand::Ls { json, limit } => list(&store, json, limit),
-        SessionsCommand::Show { id, json } => show(&store, &parse_id(&id)?, json),
-        SessionsCommand::Verify { id, checkpoint } => {
-            verify(&store, &parse_id(&id)?, checkpoint.as_deref())
-        }
+        SessionsCommand::Ls { json, limit } => list(&admin, json, limit),
+        SessionsCommand::Show { id, json } => show(&admin, &id, json),
+        SessionsCommand::Verify { id, checkpoint } => verify(&admin, &id, checkpoint.as_deref()),
         SessionsCommand::Checkpoint { id } => {
-            let checkpoint = store.reader(&parse_id(&id)?)?.checkpoint()?;
-            println!("{}", serde_json::to_string_pretty(&checkpoint)?);
+            println!("{}", serde_json::to_string_pretty(&admin.checkpoint(&id)?)?);
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Export { id } => {
-            let (mut writer, _) = store.open_writer(&parse_id(&id)?)?;
-            let (bundle, seq) = writer.export(None)?;
-            println!("exported to {} (recorded as event {seq})", bundle.display());
+            let report = admin.export(&id)?;
+            println!(
+                "exported to {} (recorded as event {})",
+                report.bundle.display(),
+                report.recorded_as
+            );
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Recover { id } => {
-            let id = parse_id(&id)?;
-            let (writer, recovery) = store.open_writer(&id)?;
+            let (recovery, count) = admin.recover(&id)?;
             match recovery {
-                Recovery::Clean => println!(
-                    "session {id}: nothing to recover; {} events intact",
-                    writer.count()
-                ),
+                Recovery::Clean => {
+                    println!("session {id}: nothing to recover; {count} events intact")
+                }
                 Recovery::CompletedAppend {
                     first_seq,
                     last_seq,
                 } => println!(
-                    "session {id}: completed the interrupted append of events {first_seq}..={last_seq}; \
-                     {} events intact",
-                    writer.count()
+                    "session {id}: completed the interrupted append of events \
+                     {first_seq}..={last_seq}; {count} events intact"
                 ),
                 Recovery::DiscardedPartialIntent => println!(
                     "session {id}: discarded a recovery intent cut short before any event was \
-                     written; {} events intact",
-                    writer.count()
+                     written; {count} events intact"
                 ),
             }
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Rm { id } => {
-            let id = parse_id(&id)?;
-            store.remove(&id)?;
+            admin.remove(&id)?;
             println!("removed session {id}");
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-fn parse_id(text: &str) -> Result<SessionId> {
-    Ok(SessionId::parse(text)?)
-}
-
-fn list(store: &SessionStore, json: bool, limit: Option<usize>) -> Result<ExitCode> {
-    let mut sessions = store.list()?;
-    sessions.truncate(limit.unwrap_or(usize::MAX));
+fn list(admin: &SessionAdmin, json: bool, limit: Option<usize>) -> Result<ExitCode> {
+    let sessions = admin.list(limit)?;
     if json {
         let rows: Vec<_> = sessions.iter().map(summary_json).collect();
         println!("{}", serde_json::to_string_pretty(&rows)?);
@@ -167,32 +157,34 @@ fn summary_json(s: &SessionSummary) -> serde_json::Value {
     })
 }
 
-fn show(store: &SessionStore, id: &SessionId, json: bool) -> Result<ExitCode> {
-    let reader = store.reader(id)?;
-    let integrity = reader.verify();
-    let events = reader.events()?;
+fn show(admin: &SessionAdmin, id: &str, json: bool) -> Result<ExitCode> {
+    let view = admin.show(id)?;
     if json {
-        let events: Vec<_> = events
+        let events: Vec<_> = view
+            .events
             .iter()
             .map(|e| match e {
                 Ok(e) => serde_json::to_value(e).unwrap_or_default(),
                 Err(err) => json!({ "error": err.to_string() }),
             })
             .collect();
-        let integrity = match &integrity {
-            Ok(v) => {
-                json!({"intact": true, "count": v.count, "terminal_hash": v.terminal_hash, "merkle_root": v.merkle_root})
-            }
+        let integrity = match &view.integrity {
+            Ok(v) => json!({
+                "intact": true,
+                "count": v.count,
+                "terminal_hash": v.terminal_hash,
+                "merkle_root": v.merkle_root,
+            }),
             Err(e) => json!({"intact": false, "error": e.to_string()}),
         };
-        let out = json!({"meta": reader.meta(), "integrity": integrity, "events": events});
+        let out = json!({"meta": view.meta, "integrity": integrity, "events": events});
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        let meta = reader.meta();
+        let meta = &view.meta;
         println!("session   {}", meta.id);
         println!("created   {}", meta.created_at);
         println!("backend   {}", meta.backend);
-        match &integrity {
+        match &view.integrity {
             Ok(v) => println!(
                 "integrity intact: {} events, terminal hash {}",
                 v.count, v.terminal_hash
@@ -200,14 +192,14 @@ fn show(store: &SessionStore, id: &SessionId, json: bool) -> Result<ExitCode> {
             Err(e) => println!("integrity DAMAGED: {e}"),
         }
         println!();
-        for event in &events {
+        for event in &view.events {
             match event {
                 Ok(e) => println!("{:>6}  {}  {}", e.seq, e.time, describe(e)),
                 Err(err) => println!("     ?  unreadable event: {err}"),
             }
         }
     }
-    Ok(if integrity.is_ok() {
+    Ok(if view.integrity.is_ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -235,30 +227,30 @@ fn describe(e: &RecordedEvent) -> String {
     }
 }
 
-fn verify(store: &SessionStore, id: &SessionId, checkpoint: Option<&Path>) -> Result<ExitCode> {
-    let reader = store.reader(id)?;
-    match checkpoint {
-        None => {
-            let v = reader.verify()?;
-            println!(
-                "session {id} intact: {} events, terminal hash {}, merkle root {}",
-                v.count, v.terminal_hash, v.merkle_root
-            );
-        }
+fn verify(admin: &SessionAdmin, id: &str, checkpoint: Option<&Path>) -> Result<ExitCode> {
+    let retained = match checkpoint {
+        None => None,
         Some(file) => {
             let text = std::fs::read(file)
                 .with_context(|| format!("cannot read checkpoint {}", file.display()))?;
-            let retained: Checkpoint = serde_json::from_slice(&text)
+            let parsed: Checkpoint = serde_json::from_slice(&text)
                 .with_context(|| format!("{} is not a Heartwood checkpoint", file.display()))?;
-            let (v, report) = reader.verify_against(&retained)?;
-            println!(
-                "session {id} intact: {} events, and it extends the checkpoint of {} events \
-                 (consistency proof of {} hashes verified)",
-                v.count,
-                report.checkpoint_count,
-                report.proof.len()
-            );
+            Some(parsed)
         }
+    };
+    let (v, report) = admin.verify(id, retained.as_ref())?;
+    match report {
+        None => println!(
+            "session {id} intact: {} events, terminal hash {}, merkle root {}",
+            v.count, v.terminal_hash, v.merkle_root
+        ),
+        Some(report) => println!(
+            "session {id} intact: {} events, and it extends the checkpoint of {} events \
+             (consistency proof of {} hashes verified)",
+            v.count,
+            report.checkpoint_count,
+            report.proof.len()
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }

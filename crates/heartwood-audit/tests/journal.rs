@@ -1,0 +1,404 @@
+//! The session journal's promises, one test each: appends survive reopening, read-only
+//! operations create nothing, retried commands act once, exports and checkpoints work, and one
+//! process writes at a time.
+
+mod support;
+
+use heartwood_audit::{AuditError, Checkpoint, DamageKind, Recovery, SessionStore};
+use heartwood_events::{CommandId, Event, Outcome};
+use serde_json::json;
+use support::{id, message, project_with_session, tree};
+
+#[test]
+fn a_new_session_is_registered_by_its_first_writer_and_survives_reopening() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SessionStore::new(dir.path());
+    let sid = id("first");
+    let (mut writer, recovery) = store.create_or_open_writer(&sid, "native").expect("create");
+    assert_eq!(recovery, Recovery::Clean);
+    assert_eq!(writer.count(), 1, "registration is the first event");
+    writer.append(None, vec![message("hello")]).expect("append");
+    writer.close();
+
+    let (writer, recovery) = store.open_writer(&sid).expect("reopen");
+    assert_eq!((writer.count(), recovery), (2, Recovery::Clean));
+    writer.close();
+    let reader = store.reader(&sid).expect("reader");
+    let events: Vec<_> = reader
+        .events()
+        .expect("events")
+        .into_iter()
+        .map(|e| e.expect("decodes").event)
+        .collect();
+    assert!(matches!(&events[0], Event::SessionRegistered { backend, .. } if backend == "native"));
+    assert_eq!(events[1], message("hello"));
+    assert_eq!(reader.verify().expect("intact").count, 2);
+}
+
+#[test]
+fn read_only_operations_never_create_state() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SessionStore::new(dir.path());
+    assert!(store.list().expect("list").is_empty());
+    assert!(matches!(
+        store.reader(&id("nope")),
+        Err(AuditError::NoSession { .. })
+    ));
+    assert!(matches!(
+        store.open_writer(&id("nope")),
+        Err(AuditError::NoSession { .. })
+    ));
+    assert!(
+        tree(dir.path()).is_empty(),
+        "created {:?}",
+        tree(dir.path())
+    );
+
+    let (dir, store, sid) = project_with_session(5);
+    let before = tree(dir.path());
+    let reader = store.reader(&sid).expect("reader");
+    reader.verify().expect("verify");
+    reader.checkpoint().expect("checkpoint");
+    reader.events().expect("events");
+    store.list().expect("list");
+    assert_eq!(
+        tree(dir.path()),
+        before,
+        "a read-only operation changed the tree"
+    );
+}
+
+#[test]
+fn a_retried_command_returns_its_first_outcome_across_restarts_without_acting_twice() {
+    let (_dir, store, sid) = project_with_session(3);
+    let cmd = CommandId::parse("cmd-1").expect("id");
+    let (mut writer, _) = store.open_writer(&sid).expect("open");
+    assert!(writer.receipt_for(&cmd, "note").expect("lookup").is_none());
+    let first = writer
+        .complete_command(&cmd, "note", vec![message("once")], json!({"ok": 1}))
+        .expect("apply");
+    assert!(matches!(first.outcome, Outcome::Applied { last_seq: Some(s), .. } if s.get() == 4));
+    writer.close();
+
+    let (mut writer, _) = store.open_writer(&sid).expect("reopen");
+    let again = writer.receipt_for(&cmd, "note").expect("lookup").cloned();
+    assert_eq!(
+        again,
+        Some(first),
+        "the receipt did not survive the restart"
+    );
+    assert_eq!(
+        writer.count(),
+        4,
+        "nothing was appended by looking up the receipt"
+    );
+    let reused = writer.complete_command(&cmd, "export", vec![], json!(null));
+    assert!(
+        matches!(reused, Err(AuditError::CommandIdReused { .. })),
+        "{reused:?}"
+    );
+    writer.close();
+    let on_disk = store
+        .reader(&sid)
+        .expect("reader")
+        .events()
+        .expect("events");
+    let onces = on_disk
+        .iter()
+        .filter(|e| e.as_ref().is_ok_and(|e| e.event == message("once")))
+        .count();
+    assert_eq!(onces, 1);
+}
+
+#[test]
+fn a_refused_command_is_remembered_as_refused() {
+    let (_dir, store, sid) = project_with_session(2);
+    let cmd = CommandId::parse("cmd-r").expect("id");
+    let (mut writer, _) = store.open_writer(&sid).expect("open");
+    writer
+        .refuse_command(&cmd, "decide", "the action set changed")
+        .expect("refuse");
+    writer.close();
+    let (writer, _) = store.open_writer(&sid).expect("reopen");
+    let receipt = writer
+        .receipt_for(&cmd, "decide")
+        .expect("lookup")
+        .expect("present");
+    assert_eq!(
+        receipt.outcome,
+        Outcome::Refused {
+            reason: "the action set changed".into()
+        }
+    );
+    assert_eq!(writer.count(), 2);
+}
+
+#[test]
+fn an_export_is_a_self_contained_bundle_and_is_itself_recorded() {
+    let (_dir, store, sid) = project_with_session(10);
+    let (mut writer, _) = store.open_writer(&sid).expect("open");
+    let before = writer.checkpoint();
+    let (bundle, seq) = writer.export(None).expect("export");
+    assert_eq!(seq.get(), 11);
+    writer.close();
+
+    for file in [
+        "events.jsonl",
+        "audit.jsonl",
+        "meta.json",
+        "checkpoint.json",
+    ] {
+        assert!(bundle.join(file).is_file(), "bundle lacks {file}");
+    }
+    let checkpoint: Checkpoint =
+        serde_json::from_slice(&std::fs::read(bundle.join("checkpoint.json")).expect("read"))
+            .expect("parse");
+    assert_eq!(checkpoint, before);
+    let session_events = std::fs::read(store.paths(&sid).events).expect("read");
+    let bundle_events = std::fs::read(bundle.join("events.jsonl")).expect("read");
+    assert!(
+        session_events.starts_with(&bundle_events) && bundle_events.len() < session_events.len()
+    );
+
+    let last = store
+        .reader(&sid)
+        .expect("reader")
+        .events()
+        .expect("events")
+        .pop()
+        .expect("some")
+        .expect("ok");
+    let name = bundle
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("name")
+        .to_owned();
+    assert_eq!(
+        last.event,
+        Event::ExportRecorded {
+            bundle: name,
+            count: 10,
+            terminal_hash: before.terminal_hash.to_hex()
+        }
+    );
+}
+
+#[test]
+fn a_truncated_suffix_passes_the_chain_but_fails_against_a_retained_checkpoint() {
+    let (_dir, store, sid) = project_with_session(20);
+    let checkpoint = store
+        .reader(&sid)
+        .expect("reader")
+        .checkpoint()
+        .expect("checkpoint");
+    let paths = store.paths(&sid);
+    for path in [&paths.events, &paths.audit] {
+        let bytes = std::fs::read(path).expect("read");
+        let starts = support::line_starts(&bytes);
+        std::fs::write(path, &bytes[..starts[starts.len() - 4]]).expect("truncate");
+    }
+    let reader = store.reader(&sid).expect("reader");
+    assert_eq!(
+        reader
+            .verify()
+            .expect("the chain alone cannot see it")
+            .count,
+        17
+    );
+    let err = reader
+        .verify_against(&checkpoint)
+        .expect_err("truncation accepted");
+    assert!(err.to_string().contains("truncated suffix"), "{err}");
+}
+
+#[test]
+fn a_grown_log_extends_its_checkpoint_and_a_rewritten_one_does_not() {
+    let (dir, store, sid) = project_with_session(20);
+    let checkpoint = store
+        .reader(&sid)
+        .expect("reader")
+        .checkpoint()
+        .expect("checkpoint");
+    let (mut writer, _) = store.open_writer(&sid).expect("open");
+    writer
+        .append(
+            None,
+            (0..13).map(|i| message(format!("later {i}"))).collect(),
+        )
+        .expect("append");
+    writer.close();
+    let (verified, report) = store
+        .reader(&sid)
+        .expect("reader")
+        .verify_against(&checkpoint)
+        .expect("extends");
+    assert_eq!((report.checkpoint_count, verified.count), (20, 33));
+    assert!(!report.proof.is_empty());
+
+    // A different history of the same length, under the same id, does not extend it.
+    std::fs::remove_dir_all(dir.path().join(".heartwood")).expect("remove");
+    let (mut writer, _) = store
+        .create_or_open_writer(&sid, "native")
+        .expect("recreate");
+    writer
+        .append(
+            None,
+            (0..40).map(|i| message(format!("other {i}"))).collect(),
+        )
+        .expect("append");
+    writer.close();
+    let err = store
+        .reader(&sid)
+        .expect("reader")
+        .verify_against(&checkpoint)
+        .expect_err("forked log accepted");
+    assert!(
+        matches!(err, AuditError::CheckpointMismatch { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_second_writer_is_refused_with_the_owners_pid() {
+    let (_dir, store, sid) = project_with_session(2);
+    let (writer, _) = store.open_writer(&sid).expect("first writer");
+    let err = store.open_writer(&sid).expect_err("second writer admitted");
+    assert!(
+        matches!(err, AuditError::Owned { pid: Some(pid), .. } if pid == std::process::id()),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains(&format!("pid {}", std::process::id())),
+        "{err}"
+    );
+    assert!(matches!(store.remove(&sid), Err(AuditError::Owned { .. })));
+    writer.close();
+    store
+        .open_writer(&sid)
+        .expect("free again after close")
+        .0
+        .close();
+}
+
+#[test]
+fn stale_writer_metadata_does_not_block_a_new_writer() {
+    let (_dir, store, sid) = project_with_session(2);
+    let paths = store.paths(&sid);
+    std::fs::write(
+        &paths.writer,
+        br#"{"pid":999999,"host":"elsewhere","started":"2026-01-01T00:00:00.000Z"}"#,
+    )
+    .expect("plant stale metadata");
+    let (writer, _) = store
+        .open_writer(&sid)
+        .expect("stale metadata is not a lease");
+    let info: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&paths.writer).expect("read")).expect("json");
+    assert_eq!(info["pid"], std::process::id());
+    writer.close();
+}
+
+#[test]
+fn an_interrupted_append_is_reported_by_readers_and_completed_by_the_next_writer() {
+    let (_dir, store, sid) = project_with_session(5);
+    let (writer, _) = store.open_writer(&sid).expect("open");
+    writer
+        .crash_after_intent(vec![message("in flight")])
+        .expect("stage");
+    let err = store
+        .reader(&sid)
+        .expect("reader")
+        .verify()
+        .expect_err("reader ignored the intent");
+    assert!(
+        matches!(
+            err,
+            AuditError::Interrupted {
+                first_seq: 6,
+                last_seq: 6,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("heartwood sessions recover"),
+        "{err}"
+    );
+
+    let (writer, recovery) = store.open_writer(&sid).expect("recover");
+    assert_eq!(
+        recovery,
+        Recovery::CompletedAppend {
+            first_seq: 6,
+            last_seq: 6
+        }
+    );
+    assert_eq!(writer.count(), 6);
+    writer.close();
+    let (writer, recovery) = store.open_writer(&sid).expect("reopen");
+    assert_eq!(
+        (recovery, writer.count()),
+        (Recovery::Clean, 6),
+        "completed twice"
+    );
+}
+
+#[test]
+fn a_damaged_session_refuses_a_writer_and_names_the_line() {
+    let (_dir, store, sid) = project_with_session(8);
+    let paths = store.paths(&sid);
+    let text = std::fs::read_to_string(&paths.events)
+        .expect("read")
+        .replacen("message 4", "message X", 1);
+    std::fs::write(&paths.events, text).expect("tamper");
+    let err = store
+        .open_writer(&sid)
+        .expect_err("damaged session opened for writing");
+    match err {
+        AuditError::Damaged { damage, .. } => {
+            assert_eq!(
+                (damage.file, damage.line, damage.kind),
+                ("events.jsonl", 4, DamageKind::Modification)
+            );
+        }
+        other => panic!("unexpected {other}"),
+    }
+}
+
+#[test]
+fn listing_shows_sessions_with_counts_most_recent_first() {
+    let (_dir, store, sid) = project_with_session(4);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let (mut writer, _) = store
+        .create_or_open_writer(&id("s2"), "native")
+        .expect("create");
+    writer.append(None, vec![message("x")]).expect("append");
+    let listed = store.list().expect("list");
+    assert_eq!(
+        listed
+            .iter()
+            .map(|s| (s.id.as_str(), s.events))
+            .collect::<Vec<_>>(),
+        [("s2", 2), (sid.as_str(), 4)]
+    );
+    assert_eq!(
+        listed[0].writer.as_ref().map(|w| w.pid),
+        Some(std::process::id())
+    );
+    assert!(listed[1].writer.is_none());
+}
+
+#[test]
+fn removing_a_session_deletes_everything_in_it() {
+    let (dir, store, sid) = project_with_session(3);
+    store.remove(&sid).expect("remove");
+    assert!(!store.paths(&sid).dir.exists());
+    assert!(store.list().expect("list").is_empty());
+    assert!(matches!(
+        store.remove(&sid),
+        Err(AuditError::NoSession { .. })
+    ));
+    drop(dir);
+}

@@ -1,0 +1,47 @@
+//! The terminal frontend reaches sessions only through the gateway: its build dependencies and
+//! its source never name the journal, agent or workflow crates.
+
+use std::path::Path;
+
+const FORBIDDEN: [&str; 6] = [
+    "heartwood-audit",
+    "heartwood-agent",
+    "heartwood-workflow",
+    "heartwood-models",
+    "heartwood-skills",
+    "heartwood-openhands",
+];
+
+#[test]
+fn the_cli_depends_on_the_gateway_not_on_what_is_behind_it() {
+    let manifest =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+            .expect("read");
+    let dependencies = manifest
+        .split("\n[")
+        .find(|section| section.starts_with("dependencies]"))
+        .expect("a [dependencies] section");
+    assert!(
+        dependencies.contains("heartwood-gateway"),
+        "the CLI should use the gateway"
+    );
+    for crate_name in FORBIDDEN {
+        assert!(
+            !dependencies.contains(crate_name),
+            "the CLI depends directly on {crate_name}"
+        );
+    }
+}
+
+#[test]
+fn the_cli_source_never_names_the_crates_behind_the_gateway() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for entry in std::fs::read_dir(&src).expect("src") {
+        let path = entry.expect("entry").path();
+        let text = std::fs::read_to_string(&path).expect("read");
+        for crate_name in FORBIDDEN {
+            let ident = crate_name.replace('-', "_");
+            assert!(!text.contains(&ident), "{} names {ident}", path.display());
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Administrative operations on the project's sessions. Read-only operations create nothing;
+//! mutating ones take the session's writer lease for their duration and release it.
+
+use heartwood_audit::{
+    AuditError, Checkpoint, CheckpointReport, Recovery, SessionMeta, SessionStore, SessionSummary,
+    Verified,
+};
+use heartwood_events::{DecodeError, IdError, RecordedEvent, SessionId};
+
+use crate::ProjectContext;
+
+/// Why a gateway operation failed. Every message says what to do next.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// The current directory could not be read.
+    #[error("cannot use the current directory as a project: {0}")]
+    NoProject(String),
+    /// An id did not parse.
+    #[error(transparent)]
+    BadId(#[from] IdError),
+    /// The session journal refused the operation.
+    #[error(transparent)]
+    Journal(#[from] AuditError),
+}
+
+/// One session, as `show` presents it.
+#[derive(Debug)]
+pub struct SessionView {
+    /// The session's metadata.
+    pub meta: SessionMeta,
+    /// The verification result; an error describes the first damage.
+    pub integrity: Result<Verified, AuditError>,
+    /// Every whole event line, decoded independently.
+    pub events: Vec<Result<RecordedEvent, DecodeError>>,
+}
+
+/// What an export produced.
+#[derive(Debug, Clone)]
+pub struct ExportReport {
+    /// The bundle directory.
+    pub bundle: std::path::PathBuf,
+    /// The sequence number of the `export_recorded` event.
+    pub recorded_as: u64,
+}
+
+/// The administrative view of one project's sessions.
+#[derive(Debug, Clone)]
+pub struct SessionAdmin {
+    store: SessionStore,
+}
+
+impl SessionAdmin {
+    /// Administration for `project`'s sessions.
+    pub fn new(project: &ProjectContext) -> Self {
+        SessionAdmin {
+            store: SessionStore::new(project.root()),
+        }
+    }
+
+    /// Sessions, most recently active first, at most `limit`.
+    pub fn list(&self, limit: Option<usize>) -> Result<Vec<SessionSummary>, GatewayError> {
+        let mut sessions = self.store.list()?;
+        sessions.truncate(limit.unwrap_or(usize::MAX));
+        Ok(sessions)
+    }
+
+    /// One session's metadata, integrity and events.
+    pub fn show(&self, id: &str) -> Result<SessionView, GatewayError> {
+        let reader = self.store.reader(&SessionId::parse(id)?)?;
+        Ok(SessionView {
+            meta: reader.meta().clone(),
+            integrity: reader.verify(),
+            events: reader.events()?,
+        })
+    }
+
+    /// Verifies a session, and checks it against a retained checkpoint when one is given.
+    pub fn verify(
+        &self,
+        id: &str,
+        retained: Option<&Checkpoint>,
+    ) -> Result<(Verified, Option<CheckpointReport>), GatewayError> {
+        let reader = self.store.reader(&SessionId::parse(id)?)?;
+        Ok(match retained {
+            None => (reader.verify()?, None),
+            Some(checkpoint) => {
+                let (verified, report) = reader.verify_against(checkpoint)?;
+                (verified, Some(report))
+            }
+        })
+    }
+
+    /// The session's current checkpoint.
+    pub fn checkpoint(&self, id: &str) -> Result<Checkpoint, GatewayError> {
+        Ok(self.store.reader(&SessionId::parse(id)?)?.checkpoint()?)
+    }
+
+    /// Writes an export bundle and records it in the session.
+    pub fn export(&self, id: &str) -> Result<ExportReport, GatewayError> {
+        let (mut writer, _) = self.store.open_writer(&SessionId::parse(id)?)?;
+        let (bundle, seq) = writer.export(None)?;
+        Ok(ExportReport {
+            bundle,
+            recorded_as: seq.get(),
+        })
+    }
+
+    /// Completes an interrupted append (if any) and verifies the session; returns what was done
+    /// and how many events the session holds.
+    pub fn recover(&self, id: &str) -> Result<(Recovery, u64), GatewayError> {
+        let (writer, recovery) = self.store.open_writer(&SessionId::parse(id)?)?;
+        Ok((recovery, writer.count()))
+    }
+
+    /// Deletes a session.
+    pub fn remove(&self, id: &str) -> Result<(), GatewayError> {
+        Ok(self.store.remove(&SessionId::parse(id)?)?)
+    }
+}
