@@ -43,6 +43,18 @@ pub(crate) fn open_append(path: &Path) -> Result<File, AuditError> {
         .ctx("open", path)
 }
 
+/// Opens a file for reading and writing in place, creating it private to the owner if missing.
+pub(crate) fn open_read_write(path: &Path) -> Result<File, AuditError> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+        .ctx("open", path)
+}
+
 /// Replaces `path` with `bytes` atomically: a reader sees the old file or the new one, never a
 /// mix, and after return the new one survives a crash.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AuditError> {

@@ -14,14 +14,14 @@
 //! length is a prefix of those bytes (anything else is damage and is refused), then write the
 //! rest.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::AuditError;
 use crate::error::IoContext;
+use crate::{AuditError, durable};
 
 /// One append in flight.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,8 +71,6 @@ pub(crate) fn read_pending(path: &Path) -> Result<Pending, AuditError> {
 pub(crate) struct IntentFile {
     file: File,
     path: PathBuf,
-    /// The file's length; it only grows.
-    capacity: usize,
     /// How many leading bytes may hold non-space text.
     dirty: usize,
 }
@@ -82,20 +80,12 @@ impl IntentFile {
     /// the file.
     pub fn open(path: &Path) -> Result<(Self, bool), AuditError> {
         let existed = path.exists();
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(path)
-            .ctx("open", path)?;
+        let file = durable::open_read_write(path)?;
         let len = file.metadata().ctx("inspect", path)?.len() as usize;
         Ok((
             IntentFile {
                 file,
                 path: path.to_owned(),
-                capacity: len,
                 dirty: len,
             },
             !existed,
@@ -113,7 +103,6 @@ impl IntentFile {
             bytes.resize(self.dirty, b' ');
         }
         self.file.write_all_at(&bytes, 0).ctx("write", &self.path)?;
-        self.capacity = self.capacity.max(bytes.len());
         self.dirty = text_len;
         self.file.sync_data().ctx("sync", &self.path)
     }
@@ -148,14 +137,7 @@ pub(crate) fn complete_file(
     if expected.is_empty() {
         return Ok(Ok(()));
     }
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(path)
-        .ctx("open", path)?;
+    let file = durable::open_read_write(path)?;
     let len = file.metadata().ctx("inspect", path)?.len();
     if len < len_before {
         return Ok(Err(format!(

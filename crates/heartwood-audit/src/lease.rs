@@ -8,8 +8,7 @@
 //! dies, so `writer.json` left behind by a dead process is stale, and it is only ever treated as
 //! stale by the process that has just acquired the lock.
 
-use std::fs::{File, OpenOptions, TryLockError};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 
 use heartwood_events::{SessionId, Timestamp};
@@ -51,14 +50,7 @@ pub(crate) struct WriterLease {
 impl WriterLease {
     /// Takes the lease or reports who holds it.
     pub fn acquire(id: &SessionId, paths: &SessionPaths) -> Result<Self, AuditError> {
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&paths.lock)
-            .ctx("open", &paths.lock)?;
+        let lock = durable::open_read_write(&paths.lock)?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {

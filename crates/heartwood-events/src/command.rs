@@ -4,11 +4,15 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{CommandId, SessionId};
+use crate::decode::{Required, decode_versioned};
+use crate::{CommandId, DecodeError, SCHEMA_VERSION, SessionId};
 
 /// One request from an interface to a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Command {
+    /// The format version the sender used; absent means this build's version.
+    #[serde(default = "current_schema")]
+    pub schema: u32,
     /// Chosen by the caller; retrying with the same id returns the original outcome.
     pub command_id: CommandId,
     /// The session the command acts on.
@@ -28,7 +32,36 @@ pub enum CommandKind {
     Close,
 }
 
+fn current_schema() -> u32 {
+    SCHEMA_VERSION
+}
+
+impl Command {
+    /// A command in this build's format.
+    pub fn new(command_id: CommandId, session: SessionId, kind: CommandKind) -> Self {
+        Command {
+            schema: SCHEMA_VERSION,
+            command_id,
+            session,
+            kind,
+        }
+    }
+
+    /// Reads a submitted command, reporting newer formats and unknown kinds by name.
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        decode_versioned(
+            bytes,
+            "command",
+            CommandKind::KINDS,
+            Required::DefaultsToCurrent,
+        )
+    }
+}
+
 impl CommandKind {
+    /// Every `type` tag this build accepts.
+    pub const KINDS: &'static [&'static str] = &["export", "close"];
+
     /// This command's `type` tag.
     pub fn name(&self) -> &'static str {
         match self {
@@ -44,21 +77,49 @@ mod tests {
 
     #[test]
     fn commands_are_flat_internally_tagged_json() {
-        let cmd = Command {
-            command_id: CommandId::parse("c-1").expect("id"),
-            session: SessionId::parse("s1").expect("id"),
-            kind: CommandKind::Export,
-        };
+        let cmd = Command::new(
+            CommandId::parse("c-1").expect("id"),
+            SessionId::parse("s1").expect("id"),
+            CommandKind::Export,
+        );
         let value = serde_json::to_value(&cmd).expect("serialize");
         assert_eq!(
             value,
-            serde_json::json!({"command_id": "c-1", "session": "s1", "type": "export"})
+            serde_json::json!({"command_id": "c-1", "schema": 1, "session": "s1", "type": "export"})
         );
         assert_eq!(value["type"], cmd.kind.name());
         assert_eq!(
             serde_json::from_value::<Command>(value).expect("parse"),
             cmd
         );
+    }
+
+    #[test]
+    fn every_kind_is_listed_and_matches_its_serde_tag() {
+        let kinds = [CommandKind::Export, CommandKind::Close];
+        assert_eq!(kinds.len(), CommandKind::KINDS.len());
+        for kind in kinds {
+            let value = serde_json::to_value(&kind).expect("serialize");
+            assert_eq!(value["type"], kind.name());
+            assert!(CommandKind::KINDS.contains(&kind.name()));
+        }
+    }
+
+    #[test]
+    fn decode_defaults_the_version_and_names_unknown_or_newer_commands() {
+        let plain = br#"{"command_id":"c","session":"s","type":"close"}"#;
+        assert_eq!(Command::decode(plain).map(|c| c.schema), Ok(SCHEMA_VERSION));
+        let unknown = br#"{"command_id":"c","session":"s","type":"teleport"}"#;
+        let err = Command::decode(unknown).expect_err("unknown kind accepted");
+        assert!(
+            err.to_string().contains("command kind \"teleport\""),
+            "{err}"
+        );
+        let newer = br#"{"schema":7,"command_id":"c","session":"s","type":"close"}"#;
+        assert!(matches!(
+            Command::decode(newer),
+            Err(DecodeError::NewerSchema { found: 7, .. })
+        ));
     }
 
     #[test]

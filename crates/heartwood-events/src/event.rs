@@ -7,9 +7,9 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use crate::{CommandId, SCHEMA_VERSION, Seq, Timestamp};
+use crate::decode::{Required, decode_versioned};
+use crate::{CommandId, DecodeError, SCHEMA_VERSION, Seq, Timestamp};
 
 /// Something that happened in a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -106,36 +106,6 @@ pub struct RecordedEvent {
     pub event: Event,
 }
 
-/// Why a stored event line could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DecodeError {
-    /// The line was not JSON, or lacked a required field.
-    #[error("event is not well-formed: {0}")]
-    Malformed(String),
-    /// A newer Heartwood wrote the line.
-    #[error(
-        "event uses format version {found}, newer than this Heartwood's {supported}; \
-         upgrade Heartwood to read this session"
-    )]
-    NewerSchema {
-        /// The version on the line.
-        found: u64,
-        /// The newest version this build reads.
-        supported: u32,
-    },
-    /// The `type` tag names a kind this build does not know.
-    #[error(
-        "event kind {kind:?} (format version {schema}) is not known to this Heartwood; \
-         it was probably written by a newer version: upgrade to read this session"
-    )]
-    UnknownKind {
-        /// The unknown tag.
-        kind: String,
-        /// The format version on the line.
-        schema: u64,
-    },
-}
-
 impl RecordedEvent {
     /// Wraps `event` as the `seq`th event of a session, stamped now.
     pub fn new(seq: Seq, command: Option<CommandId>, event: Event) -> Self {
@@ -150,29 +120,7 @@ impl RecordedEvent {
 
     /// Reads one stored line, reporting newer formats and unknown kinds by name.
     pub fn decode(line: &[u8]) -> Result<Self, DecodeError> {
-        let value: Value =
-            serde_json::from_slice(line).map_err(|e| DecodeError::Malformed(e.to_string()))?;
-        let schema = value
-            .get("schema")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| DecodeError::Malformed("missing integer field `schema`".into()))?;
-        if schema > u64::from(SCHEMA_VERSION) {
-            return Err(DecodeError::NewerSchema {
-                found: schema,
-                supported: SCHEMA_VERSION,
-            });
-        }
-        let kind = value
-            .get("type")
-            .and_then(Value::as_str)
-            .ok_or_else(|| DecodeError::Malformed("missing string field `type`".into()))?;
-        if !Event::KINDS.contains(&kind) {
-            return Err(DecodeError::UnknownKind {
-                kind: kind.to_owned(),
-                schema,
-            });
-        }
-        serde_json::from_value(value).map_err(|e| DecodeError::Malformed(e.to_string()))
+        decode_versioned(line, "event", Event::KINDS, Required::Yes)
     }
 }
 
@@ -231,6 +179,7 @@ mod tests {
         assert_eq!(
             err,
             DecodeError::UnknownKind {
+                what: "event",
                 kind: "telepathy".into(),
                 schema: 1
             }
@@ -244,6 +193,7 @@ mod tests {
         assert_eq!(
             RecordedEvent::decode(line),
             Err(DecodeError::NewerSchema {
+                what: "event",
                 found: 99,
                 supported: SCHEMA_VERSION
             })

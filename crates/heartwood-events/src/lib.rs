@@ -10,6 +10,7 @@
 
 mod canonical;
 mod command;
+mod decode;
 mod event;
 mod id;
 mod receipt;
@@ -18,7 +19,8 @@ mod time;
 
 pub use canonical::{CanonicalError, to_canonical_bytes, to_canonical_value_bytes};
 pub use command::{Command, CommandKind};
-pub use event::{DecodeError, Event, EventKind, RecordedEvent, Role};
+pub use decode::DecodeError;
+pub use event::{Event, EventKind, RecordedEvent, Role};
 pub use id::{ActionSetId, CommandId, IdError, Seq, SessionId};
 pub use receipt::{Outcome, Receipt};
 pub use time::Timestamp;
