@@ -1,0 +1,315 @@
+//! Sending one chat completion, with retries.
+
+use std::time::Duration;
+
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+
+use super::error::{AttemptError, classify_status, scrub};
+use super::stream::Assembler;
+use super::wire::{ChatChunk, ChatCompletion, ChatRequest};
+use super::{ChatMessage, ModelError, ModelRoute, ToolCall, ToolSpec, Usage};
+
+/// The model's reply to one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelReply {
+    /// The provider's response id; every action from this reply shares it.
+    pub response_id: String,
+    /// Assistant text, if any.
+    pub content: Option<String>,
+    /// Tool calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Tokens and cost of this call.
+    pub usage: Usage,
+    /// Why the model stopped, as reported.
+    pub finish_reason: Option<String>,
+}
+
+/// A client for one model route.
+#[derive(Debug, Clone)]
+pub struct ModelClient {
+    http: reqwest::Client,
+    route: ModelRoute,
+}
+
+impl ModelClient {
+    /// A client for `route`.
+    pub fn new(route: ModelRoute) -> Result<Self, ModelError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(route.connect_timeout)
+            .build()
+            .map_err(|e| ModelError::Connection {
+                attempts: 0,
+                detail: e.to_string(),
+            })?;
+        Ok(ModelClient { http, route })
+    }
+
+    /// The route this client calls.
+    pub fn route(&self) -> &ModelRoute {
+        &self.route
+    }
+
+    /// Sends `messages` (offering `tools`) and returns the reply. Streamed token text goes to
+    /// `on_token` as it arrives and is not kept anywhere else.
+    pub async fn complete(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolSpec],
+        on_token: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ModelReply, ModelError> {
+        let key = match &self.route.api_key_env {
+            Some(env) => match std::env::var(env) {
+                Ok(key) if !key.is_empty() => Some(key),
+                _ => return Err(ModelError::MissingApiKey { env: env.clone() }),
+            },
+            None => None,
+        };
+        let request = ChatRequest {
+            model: &self.route.model,
+            messages,
+            tools,
+            max_tokens: self.route.max_output_tokens,
+            stream: self.route.stream,
+            stream_options: self
+                .route
+                .stream
+                .then(|| serde_json::json!({"include_usage": true})),
+        };
+        let body = serde_json::to_vec(&request).map_err(|e| ModelError::Malformed {
+            detail: e.to_string(),
+        })?;
+        let mut backoff = self.route.initial_backoff;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.attempt(&body, key.as_deref(), attempt, on_token).await {
+                Ok(reply) => return Ok(reply),
+                Err(AttemptError::Retry { after, .. }) if attempt <= self.route.max_retries => {
+                    tokio::time::sleep(after.unwrap_or(backoff)).await;
+                    backoff = backoff.saturating_mul(2).min(Duration::from_secs(30));
+                }
+                Err(AttemptError::Retry { error, .. } | AttemptError::Fatal(error)) => {
+                    return Err(scrub_error(error, key.as_deref()));
+                }
+            }
+        }
+    }
+
+    async fn attempt(
+        &self,
+        body: &[u8],
+        key: Option<&str>,
+        attempts: u32,
+        on_token: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ModelReply, AttemptError> {
+        let url = format!("{}/chat/completions", self.route.base_url);
+        let mut request = self
+            .http
+            .post(&url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_vec());
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        let idle = self.route.idle_timeout;
+        let timeout = || AttemptError::Retry {
+            error: ModelError::Timeout { attempts, idle },
+            after: None,
+        };
+        let response = match tokio::time::timeout(idle, request.send()).await {
+            Err(_) => return Err(timeout()),
+            Ok(Err(e)) => {
+                let error = ModelError::Connection {
+                    attempts,
+                    detail: describe_reqwest(&e),
+                };
+                return Err(AttemptError::Retry { error, after: None });
+            }
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let after = retry_after(&response);
+            let text = tokio::time::timeout(idle, response.text())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            let env = self.route.api_key_env.as_deref();
+            return Err(
+                match classify_status(status.as_u16(), &text, &self.route.model, env, attempts) {
+                    AttemptError::Retry { error, .. } => AttemptError::Retry { error, after },
+                    fatal => fatal,
+                },
+            );
+        }
+        let is_event_stream = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        // Some servers ignore `stream: true` and answer with one JSON body; read it as such.
+        if !self.route.stream || !is_event_stream {
+            let bytes = match tokio::time::timeout(idle, response.bytes()).await {
+                Err(_) => return Err(timeout()),
+                Ok(Err(e)) => {
+                    let error = ModelError::Connection {
+                        attempts,
+                        detail: describe_reqwest(&e),
+                    };
+                    return Err(AttemptError::Retry { error, after: None });
+                }
+                Ok(Ok(bytes)) => bytes,
+            };
+            return parse_completion(&bytes, self.route.prices).map_err(AttemptError::Fatal);
+        }
+        let mut events = response.bytes_stream().eventsource();
+        let mut assembler = Assembler::default();
+        let mut done = false;
+        loop {
+            let next = match tokio::time::timeout(idle, events.next()).await {
+                Err(_) if assembler.emitted_text => {
+                    let detail = format!("no data for {}s after text had arrived", idle.as_secs());
+                    return Err(AttemptError::Fatal(ModelError::StreamEndedEarly { detail }));
+                }
+                Err(_) => return Err(timeout()),
+                Ok(next) => next,
+            };
+            match next {
+                None => break,
+                Some(Err(e)) => {
+                    let error = ModelError::StreamEndedEarly {
+                        detail: e.to_string(),
+                    };
+                    return Err(if assembler.emitted_text {
+                        AttemptError::Fatal(error)
+                    } else {
+                        AttemptError::Retry { error, after: None }
+                    });
+                }
+                Some(Ok(event)) => {
+                    if event.data.trim() == "[DONE]" {
+                        done = true;
+                        break;
+                    }
+                    let chunk: ChatChunk = serde_json::from_str(&event.data).map_err(|e| {
+                        AttemptError::Fatal(ModelError::Malformed {
+                            detail: format!("a streamed chunk is not JSON: {e}"),
+                        })
+                    })?;
+                    assembler.push(chunk, on_token);
+                }
+            }
+        }
+        if !done && !assembler.finished() {
+            let error = ModelError::StreamEndedEarly {
+                detail: "the connection closed before the reply's end marker".to_owned(),
+            };
+            return Err(if assembler.emitted_text {
+                AttemptError::Fatal(error)
+            } else {
+                AttemptError::Retry { error, after: None }
+            });
+        }
+        Ok(assembler.finish(self.route.prices))
+    }
+}
+
+fn parse_completion(bytes: &[u8], prices: Option<super::Prices>) -> Result<ModelReply, ModelError> {
+    let completion: ChatCompletion =
+        serde_json::from_slice(bytes).map_err(|e| ModelError::Malformed {
+            detail: format!(
+                "{e}; the reply began {:?}",
+                String::from_utf8_lossy(&bytes[..bytes.len().min(60)])
+            ),
+        })?;
+    let choice = completion
+        .choices
+        .into_iter()
+        .next()
+        .ok_or_else(|| ModelError::Malformed {
+            detail: "the reply has no choices".to_owned(),
+        })?;
+    Ok(ModelReply {
+        response_id: completion.id,
+        content: choice.message.content.filter(|c| !c.is_empty()),
+        tool_calls: choice.message.tool_calls,
+        usage: completion.usage.map_or(
+            Usage {
+                calls: 1,
+                ..Usage::default()
+            },
+            |u| u.into_usage(prices),
+        ),
+        finish_reason: choice.finish_reason,
+    })
+}
+
+fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    let secs: u64 = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs(secs.min(60)))
+}
+
+fn describe_reqwest(e: &reqwest::Error) -> String {
+    // reqwest's Display names the URL, never headers, so the key cannot appear here.
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn scrub_error(error: ModelError, key: Option<&str>) -> ModelError {
+    let clean = |s: String| scrub(&s, key);
+    match error {
+        ModelError::Authentication {
+            status,
+            detail,
+            env,
+        } => ModelError::Authentication {
+            status,
+            detail: clean(detail),
+            env,
+        },
+        ModelError::UnknownModel { model, detail } => ModelError::UnknownModel {
+            model,
+            detail: clean(detail),
+        },
+        ModelError::ContextWindowExceeded { detail } => ModelError::ContextWindowExceeded {
+            detail: clean(detail),
+        },
+        ModelError::RateLimited { attempts, detail } => ModelError::RateLimited {
+            attempts,
+            detail: clean(detail),
+        },
+        ModelError::Server {
+            status,
+            attempts,
+            detail,
+        } => ModelError::Server {
+            status,
+            attempts,
+            detail: clean(detail),
+        },
+        ModelError::Connection { attempts, detail } => ModelError::Connection {
+            attempts,
+            detail: clean(detail),
+        },
+        ModelError::Rejected { status, detail } => ModelError::Rejected {
+            status,
+            detail: clean(detail),
+        },
+        other => other,
+    }
+}

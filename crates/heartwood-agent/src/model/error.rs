@@ -1,0 +1,198 @@
+//! Model errors, classified so that the engine (and the researcher) know what to do next.
+
+use std::time::Duration;
+
+/// Why a model call failed. Each message ends with what to do next.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    /// The route names an API key variable that is not set.
+    #[error(
+        "the model route needs an API key in the environment variable {env}, which is not set; export it and try again"
+    )]
+    MissingApiKey {
+        /// The variable's name.
+        env: String,
+    },
+    /// The service refused the credentials.
+    #[error("the model service refused the credentials (HTTP {status}: {detail}); check the API key{}", key_hint(env.as_deref()))]
+    Authentication {
+        /// HTTP status.
+        status: u16,
+        /// The service's words, with any key removed.
+        detail: String,
+        /// The variable the key came from.
+        env: Option<String>,
+    },
+    /// The service does not serve the model.
+    #[error(
+        "the model service does not know the model {model:?} ({detail}); check the model name in the route, or list the service's models"
+    )]
+    UnknownModel {
+        /// The model asked for.
+        model: String,
+        /// The service's words.
+        detail: String,
+    },
+    /// The request did not fit the model's context window.
+    #[error(
+        "the conversation no longer fits the model's context window ({detail}); lower the route's input budget so older history is condensed, or use a model with a larger window"
+    )]
+    ContextWindowExceeded {
+        /// The service's words.
+        detail: String,
+    },
+    /// Still rate limited after every retry.
+    #[error(
+        "the model service is rate limiting requests (still after {attempts} attempts: {detail}); wait a minute and resume, or raise the route's limits with the provider"
+    )]
+    RateLimited {
+        /// Attempts made.
+        attempts: u32,
+        /// The service's words.
+        detail: String,
+    },
+    /// The service kept failing.
+    #[error(
+        "the model service failed with HTTP {status} on each of {attempts} attempts ({detail}); check the service's health, then resume"
+    )]
+    Server {
+        /// Last HTTP status.
+        status: u16,
+        /// Attempts made.
+        attempts: u32,
+        /// The service's words.
+        detail: String,
+    },
+    /// The service could not be reached.
+    #[error(
+        "could not reach the model service after {attempts} attempts ({detail}); check that it is running and that the route's base URL is right"
+    )]
+    Connection {
+        /// Attempts made.
+        attempts: u32,
+        /// What failed.
+        detail: String,
+    },
+    /// The service went quiet.
+    #[error("the model service sent nothing for {}s (after {attempts} attempts); it may be overloaded: resume later or raise the route's idle timeout", idle.as_secs())]
+    Timeout {
+        /// Attempts made.
+        attempts: u32,
+        /// The idle limit.
+        idle: Duration,
+    },
+    /// The reply was not a chat completion.
+    #[error(
+        "the model service sent a reply that is not a valid chat completion ({detail}); check that the base URL points at an OpenAI-compatible /v1 endpoint"
+    )]
+    Malformed {
+        /// What was wrong.
+        detail: String,
+    },
+    /// A streamed reply stopped before it was complete.
+    #[error(
+        "the model's streamed reply ended before it was complete ({detail}); resume to ask again"
+    )]
+    StreamEndedEarly {
+        /// What was seen.
+        detail: String,
+    },
+    /// Another refusal (HTTP 4xx) that retrying will not fix.
+    #[error(
+        "the model service refused the request (HTTP {status}: {detail}); check the route's settings"
+    )]
+    Rejected {
+        /// HTTP status.
+        status: u16,
+        /// The service's words.
+        detail: String,
+    },
+}
+
+fn key_hint(env: Option<&str>) -> String {
+    env.map_or_else(
+        || " (the route sends none)".to_owned(),
+        |env| format!(" in {env}"),
+    )
+}
+
+/// How one attempt failed: worth another try, or not.
+pub(crate) enum AttemptError {
+    Retry {
+        error: ModelError,
+        after: Option<Duration>,
+    },
+    Fatal(ModelError),
+}
+
+/// Classifies an HTTP error status and body.
+pub(crate) fn classify_status(
+    status: u16,
+    body: &str,
+    model: &str,
+    env: Option<&str>,
+    attempts: u32,
+) -> AttemptError {
+    let detail = error_detail(body);
+    let lower = body.to_ascii_lowercase();
+    let context = lower.contains("context_length_exceeded")
+        || lower.contains("context length")
+        || lower.contains("context window")
+        || lower.contains("maximum context")
+        || lower.contains("too many tokens");
+    match status {
+        401 | 403 => AttemptError::Fatal(ModelError::Authentication {
+            status,
+            detail,
+            env: env.map(str::to_owned),
+        }),
+        404 if lower.contains("model") => AttemptError::Fatal(ModelError::UnknownModel {
+            model: model.to_owned(),
+            detail,
+        }),
+        400 | 413 | 422 if context => {
+            AttemptError::Fatal(ModelError::ContextWindowExceeded { detail })
+        }
+        429 => AttemptError::Retry {
+            error: ModelError::RateLimited { attempts, detail },
+            after: None,
+        },
+        500..=599 => AttemptError::Retry {
+            error: ModelError::Server {
+                status,
+                attempts,
+                detail,
+            },
+            after: None,
+        },
+        _ => AttemptError::Fatal(ModelError::Rejected { status, detail }),
+    }
+}
+
+/// The `error.message` of an OpenAI-style error body, or the start of the body.
+fn error_detail(body: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let message = parsed
+        .as_ref()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.get("error"))
+                .or_else(|| v.get("message"))
+        })
+        .and_then(|m| m.as_str().map(str::to_owned));
+    let text = message.unwrap_or_else(|| body.trim().to_owned());
+    let short: String = text.chars().take(300).collect();
+    if short.is_empty() {
+        "no details given".to_owned()
+    } else {
+        short
+    }
+}
+
+/// Removes a secret from text that is about to be shown or stored.
+pub(crate) fn scrub(text: &str, secret: Option<&str>) -> String {
+    match secret {
+        Some(secret) if secret.len() >= 4 => text.replace(secret, "[redacted]"),
+        _ => text.to_owned(),
+    }
+}

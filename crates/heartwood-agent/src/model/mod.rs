@@ -1,0 +1,13 @@
+//! The model client: OpenAI-compatible `POST {base_url}/chat/completions`, streaming or not,
+//! with timeouts, bounded retries and classified errors.
+
+mod client;
+mod error;
+mod route;
+mod stream;
+mod wire;
+
+pub use client::{ModelClient, ModelReply};
+pub use error::ModelError;
+pub use route::{ModelRoute, Prices};
+pub use wire::{ChatMessage, ToolCall, ToolSpec, Usage};

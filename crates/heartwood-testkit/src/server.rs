@@ -1,0 +1,292 @@
+//! The scripted server itself: axum on a loopback port chosen by the OS.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use crate::{Fault, Script, ScriptedUsage, Turn};
+
+#[derive(Default)]
+struct Inner {
+    turns: VecDeque<Turn>,
+    requests: Vec<Value>,
+    authorizations: Vec<Option<String>>,
+}
+
+type Shared = Arc<Mutex<Inner>>;
+
+/// A running scripted model server. Dropping it stops the server.
+pub struct ScriptedModelServer {
+    addr: SocketAddr,
+    inner: Shared,
+    shutdown: Option<oneshot::Sender<()>>,
+}
+
+impl ScriptedModelServer {
+    /// Starts serving `script` on `127.0.0.1` at a free port.
+    pub async fn start(script: Script) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let inner: Shared = Arc::new(Mutex::new(Inner {
+            turns: script.turns.into(),
+            ..Inner::default()
+        }));
+        let app = Router::new()
+            .route("/v1/chat/completions", post(complete))
+            .route("/chat/completions", post(complete))
+            .with_state(inner.clone());
+        let (tx, rx) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        Ok(ScriptedModelServer {
+            addr,
+            inner,
+            shutdown: Some(tx),
+        })
+    }
+
+    /// The base URL to configure a client with (`http://127.0.0.1:PORT/v1`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Every request body received so far, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        self.lock().requests.clone()
+    }
+
+    /// The `Authorization` header of every request, in order.
+    pub fn authorizations(&self) -> Vec<Option<String>> {
+        self.lock().authorizations.clone()
+    }
+
+    /// Turns not yet served.
+    pub fn remaining_turns(&self) -> usize {
+        self.lock().turns.len()
+    }
+
+    /// Appends more turns to the script.
+    pub fn push_turns(&self, turns: impl IntoIterator<Item = Turn>) {
+        self.lock().turns.extend(turns);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Drop for ScriptedModelServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+async fn complete(
+    State(inner): State<Shared>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let streaming = request["stream"].as_bool().unwrap_or(false);
+    let model = request["model"].as_str().unwrap_or("scripted").to_owned();
+    let (turn, index) = {
+        let mut inner = inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        inner.requests.push(request);
+        let auth = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        inner.authorizations.push(auth);
+        (inner.turns.pop_front(), inner.requests.len())
+    };
+    let Some(turn) = turn else {
+        return error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the scripted model has no turns left",
+            None,
+        );
+    };
+    match &turn.fault {
+        Some(Fault::Status {
+            status,
+            body,
+            retry_after_secs,
+        }) => {
+            let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut response = match body {
+                Some(body) => (status, axum::Json(body.clone())).into_response(),
+                None => error_response(status, "scripted failure", None),
+            };
+            if let Some(value) =
+                retry_after_secs.and_then(|secs| HeaderValue::from_str(&secs.to_string()).ok())
+            {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+            return response;
+        }
+        Some(Fault::Garbage) => {
+            return (StatusCode::OK, "<html>this is not a chat completion</html>").into_response();
+        }
+        _ => {}
+    }
+    let id = format!("chatcmpl-scripted-{index}");
+    if !streaming {
+        return axum::Json(completion(&turn, &id, &model)).into_response();
+    }
+    let events = stream_events(&turn, &id, &model);
+    let (cut, delay) = match turn.fault {
+        Some(Fault::CutAfterChunks(n)) => (Some(n), Duration::ZERO),
+        Some(Fault::ChunkDelayMs(ms)) => (None, Duration::from_millis(ms)),
+        _ => (None, Duration::ZERO),
+    };
+    let mut chunks: Vec<Bytes> = Vec::new();
+    for (i, event) in events.into_iter().enumerate() {
+        if cut == Some(i) {
+            chunks.push(Bytes::from(event[..event.len() / 2].to_owned()));
+            break;
+        }
+        chunks.push(Bytes::from(event));
+    }
+    let stream = futures_util::stream::unfold(chunks.into_iter(), move |mut rest| async move {
+        let chunk = rest.next()?;
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        Some((Ok::<Bytes, std::io::Error>(chunk), rest))
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+fn error_response(status: StatusCode, message: &str, code: Option<&str>) -> Response {
+    (
+        status,
+        axum::Json(json!({"error": {"message": message, "type": "scripted", "code": code}})),
+    )
+        .into_response()
+}
+
+fn arguments_text(call: &crate::ScriptedCall) -> String {
+    call.raw_arguments
+        .clone()
+        .unwrap_or_else(|| match &call.arguments {
+            Value::Null => "{}".to_owned(),
+            other => other.to_string(),
+        })
+}
+
+fn usage_json(usage: &ScriptedUsage) -> Value {
+    json!({
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+        "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+    })
+}
+
+fn finish_reason(turn: &Turn) -> &'static str {
+    if turn.tool_calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    }
+}
+
+fn call_id(id: &str, i: usize) -> String {
+    format!("call_{}_{i}", id.rsplit('-').next().unwrap_or("0"))
+}
+
+fn completion(turn: &Turn, id: &str, model: &str) -> Value {
+    let tool_calls: Vec<Value> = turn
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            json!({"id": call_id(id, i), "type": "function", "function": {"name": call.name, "arguments": arguments_text(call)}})
+        })
+        .collect();
+    let mut message = json!({"role": "assistant", "content": turn.content});
+    if !tool_calls.is_empty() {
+        message["tool_calls"] = Value::Array(tool_calls);
+    }
+    let mut out = json!({
+        "id": id,
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(turn)}],
+    });
+    if let Some(usage) = &turn.usage {
+        out["usage"] = usage_json(usage);
+    }
+    out
+}
+
+/// The SSE events of a streamed reply: role, content in small pieces, each tool call in two
+/// pieces (so clients must assemble by index), the finish reason, usage, and `[DONE]`.
+fn stream_events(turn: &Turn, id: &str, model: &str) -> Vec<String> {
+    let chunk = |delta: Value, finish: Option<&str>| {
+        json!({"id": id, "object": "chat.completion.chunk", "model": model,
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+    if let Some(content) = &turn.content {
+        let chars: Vec<char> = content.chars().collect();
+        for piece in chars.chunks(12) {
+            events.push(chunk(
+                json!({"content": piece.iter().collect::<String>()}),
+                None,
+            ));
+        }
+    }
+    for (i, call) in turn.tool_calls.iter().enumerate() {
+        let args = arguments_text(call);
+        let split = args
+            .char_indices()
+            .nth(args.chars().count() / 2)
+            .map_or(args.len(), |(at, _)| at);
+        events.push(chunk(
+            json!({"tool_calls": [{"index": i, "id": call_id(id, i), "type": "function",
+                                   "function": {"name": call.name, "arguments": &args[..split]}}]}),
+            None,
+        ));
+        events.push(chunk(
+            json!({"tool_calls": [{"index": i, "function": {"arguments": &args[split..]}}]}),
+            None,
+        ));
+    }
+    events.push(chunk(json!({}), Some(finish_reason(turn))));
+    if let Some(usage) = &turn.usage {
+        events.push(json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": [], "usage": usage_json(usage)}));
+    }
+    let mut out: Vec<String> = events
+        .into_iter()
+        .map(|e| format!("data: {e}\n\n"))
+        .collect();
+    out.push("data: [DONE]\n\n".to_owned());
+    out
+}
