@@ -8,3 +8,4 @@
 //! the *name* of the variable that holds the key.
 
 pub mod model;
+pub mod tools;

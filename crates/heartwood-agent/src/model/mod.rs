@@ -10,4 +10,4 @@ mod wire;
 pub use client::{ModelClient, ModelReply};
 pub use error::ModelError;
 pub use route::{ModelRoute, Prices};
-pub use wire::{ChatMessage, ToolCall, ToolSpec, Usage};
+pub use wire::{ChatMessage, FunctionCall, FunctionSpec, ToolCall, ToolSpec, Usage};

@@ -1,0 +1,438 @@
+//! `file_editor`: view files (with line numbers) and directories (two levels), create files,
+//! replace one exact occurrence of a string, insert after a line, and undo the last edit.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Observation, ProjectPaths};
+
+/// Largest file the editor reads or writes.
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// Most characters of a view returned to the model.
+const MAX_VIEW_CHARS: usize = 40_000;
+/// Undo steps kept per file.
+const MAX_UNDO: usize = 10;
+
+/// What the editor is asked to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EditorCommand {
+    /// Show a file or a directory.
+    View,
+    /// Create a new file.
+    Create,
+    /// Replace exactly one occurrence of `old_str` with `new_str`.
+    StrReplace,
+    /// Insert `new_str` after line `insert_line` (0 inserts at the top).
+    Insert,
+    /// Revert the last edit of the file.
+    UndoEdit,
+}
+
+/// `file_editor`'s arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EditorArgs {
+    /// The command.
+    pub command: EditorCommand,
+    /// The file or directory.
+    pub path: String,
+    /// Content for `create`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_text: Option<String>,
+    /// Text to replace for `str_replace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_str: Option<String>,
+    /// Replacement or inserted text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_str: Option<String>,
+    /// Line after which `insert` inserts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insert_line: Option<u64>,
+    /// `[start, end]` lines for `view` (1-based, `end` -1 for the end of the file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view_range: Option<Vec<i64>>,
+}
+
+/// The editor and its undo history.
+pub struct FileEditor {
+    paths: ProjectPaths,
+    history: HashMap<PathBuf, Vec<Option<String>>>,
+}
+
+impl FileEditor {
+    /// An editor confined to `paths`.
+    pub fn new(paths: ProjectPaths) -> Self {
+        FileEditor {
+            paths,
+            history: HashMap::new(),
+        }
+    }
+
+    /// Runs one command.
+    pub fn run(&mut self, args: &EditorArgs) -> Observation {
+        match self.try_run(args) {
+            Ok(observation) => observation,
+            Err(message) => Observation::error(message),
+        }
+    }
+
+    fn try_run(&mut self, args: &EditorArgs) -> Result<Observation, String> {
+        let (path, shown) = self.paths.resolve(&args.path)?;
+        let edited = |content: String| Observation {
+            changed_path: Some(shown.clone()),
+            ..Observation::ok(content)
+        };
+        match args.command {
+            EditorCommand::View => view(&path, &shown, args.view_range.as_deref()),
+            EditorCommand::Create => {
+                let text = args
+                    .file_text
+                    .as_deref()
+                    .ok_or("`create` needs `file_text`")?;
+                if path.exists() {
+                    return Err(format!(
+                        "{shown} already exists; use `str_replace` or `insert` to change it"
+                    ));
+                }
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+                }
+                write(&path, text)?;
+                self.remember(&path, None);
+                Ok(edited(format!(
+                    "Created {shown} ({} lines).",
+                    text.lines().count()
+                )))
+            }
+            EditorCommand::StrReplace => {
+                let old = args
+                    .old_str
+                    .as_deref()
+                    .filter(|s| !s.is_empty())
+                    .ok_or("`str_replace` needs a non-empty `old_str`")?;
+                let new = args.new_str.as_deref().unwrap_or("");
+                let text = read(&path, &shown)?;
+                let starts: Vec<usize> = text.match_indices(old).map(|(i, _)| i).collect();
+                match starts.as_slice() {
+                    [] => Err(format!(
+                        "`old_str` does not occur in {shown}; view the file and copy the text exactly, including whitespace"
+                    )),
+                    [at] => {
+                        let updated = format!("{}{new}{}", &text[..*at], &text[at + old.len()..]);
+                        write(&path, &updated)?;
+                        self.remember(&path, Some(text));
+                        let line = line_of(&updated, *at);
+                        Ok(edited(format!(
+                            "Edited {shown}: replaced one occurrence at line {line}.\n{}",
+                            snippet(&updated, line)
+                        )))
+                    }
+                    many => {
+                        let lines: Vec<String> = many
+                            .iter()
+                            .map(|i| line_of(&text, *i).to_string())
+                            .collect();
+                        Err(format!(
+                            "`old_str` occurs {} times in {shown} (lines {}); include more surrounding text so it matches exactly once",
+                            many.len(),
+                            lines.join(", ")
+                        ))
+                    }
+                }
+            }
+            EditorCommand::Insert => {
+                let line = args.insert_line.ok_or("`insert` needs `insert_line`")?;
+                let new = args.new_str.as_deref().ok_or("`insert` needs `new_str`")?;
+                let text = read(&path, &shown)?;
+                let lines: Vec<&str> = text.split_inclusive('\n').collect();
+                let line = usize::try_from(line).unwrap_or(usize::MAX);
+                if line > lines.len() {
+                    return Err(format!(
+                        "{shown} has {} lines; `insert_line` must be between 0 and {}",
+                        lines.len(),
+                        lines.len()
+                    ));
+                }
+                let mut inserted = new.to_owned();
+                if !inserted.ends_with('\n') {
+                    inserted.push('\n');
+                }
+                let mut before: String = lines[..line].concat();
+                if !before.is_empty() && !before.ends_with('\n') {
+                    before.push('\n');
+                }
+                let updated = format!("{before}{inserted}{}", lines[line..].concat());
+                write(&path, &updated)?;
+                self.remember(&path, Some(text));
+                Ok(edited(format!(
+                    "Inserted {} line(s) after line {line} of {shown}.\n{}",
+                    new.lines().count().max(1),
+                    snippet(&updated, line + 1)
+                )))
+            }
+            EditorCommand::UndoEdit => {
+                let previous = self
+                    .history
+                    .get_mut(&path)
+                    .and_then(Vec::pop)
+                    .ok_or_else(|| format!("there is no edit of {shown} to undo"))?;
+                match previous {
+                    Some(text) => write(&path, &text)?,
+                    None => std::fs::remove_file(&path)
+                        .map_err(|e| format!("cannot remove {shown}: {e}"))?,
+                }
+                Ok(edited(format!("Undid the last edit of {shown}.")))
+            }
+        }
+    }
+
+    fn remember(&mut self, path: &Path, previous: Option<String>) {
+        let stack = self.history.entry(path.to_owned()).or_default();
+        stack.push(previous);
+        if stack.len() > MAX_UNDO {
+            stack.remove(0);
+        }
+    }
+}
+
+fn read(path: &Path, shown: &str) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown} is not a regular file"));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "{shown} is {} bytes, over the editor's {MAX_FILE_BYTES}-byte limit; use the terminal",
+            meta.len()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    String::from_utf8(bytes)
+        .map_err(|_| format!("{shown} is not UTF-8 text; use the terminal to inspect it"))
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "the new content is over the editor's {MAX_FILE_BYTES}-byte limit"
+        ));
+    }
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn view(path: &Path, shown: &str, range: Option<&[i64]>) -> Result<Observation, String> {
+    if path.is_dir() {
+        return Ok(Observation::ok(list_dir(path, shown)));
+    }
+    let text = read(path, shown)?;
+    let lines: Vec<&str> = text.lines().collect();
+    let (start, end) = match range {
+        None => (1, lines.len()),
+        Some([start, end]) => {
+            let end = if *end == -1 { lines.len() as i64 } else { *end };
+            if *start < 1 || end < *start || end > lines.len() as i64 {
+                return Err(format!(
+                    "`view_range` must be [start, end] with 1 <= start <= end <= {} (or end -1)",
+                    lines.len()
+                ));
+            }
+            (*start as usize, end as usize)
+        }
+        Some(_) => return Err("`view_range` must have exactly two numbers".to_owned()),
+    };
+    let mut out = format!("{shown}, lines {start}-{end} of {}:\n", lines.len());
+    for (i, line) in lines.iter().enumerate().take(end).skip(start - 1) {
+        out.push_str(&format!("{:>6}\t{line}\n", i + 1));
+        if out.len() > MAX_VIEW_CHARS {
+            out.push_str(&format!(
+                "[view truncated at line {}; use view_range to see the rest]\n",
+                i + 1
+            ));
+            break;
+        }
+    }
+    Ok(Observation::ok(out))
+}
+
+fn list_dir(path: &Path, shown: &str) -> String {
+    let mut out =
+        format!("Files and directories in {shown}, two levels deep (hidden entries left out):\n");
+    let mut entries = visible_entries(path);
+    entries.sort();
+    for entry in entries.iter().take(500) {
+        let name = entry
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if entry.is_dir() {
+            out.push_str(&format!("{name}/\n"));
+            let mut inner = visible_entries(entry);
+            inner.sort();
+            for child in inner.iter().take(200) {
+                let child_name = child
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let slash = if child.is_dir() { "/" } else { "" };
+                out.push_str(&format!("  {name}/{child_name}{slash}\n"));
+            }
+        } else {
+            out.push_str(&format!("{name}\n"));
+        }
+    }
+    out
+}
+
+fn visible_entries(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The 1-based line number of byte offset `at`.
+fn line_of(text: &str, at: usize) -> usize {
+    text[..at].matches('\n').count() + 1
+}
+
+fn snippet(text: &str, around: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let from = around.saturating_sub(3).max(1);
+    let to = (around + 3).min(lines.len());
+    (from..=to)
+        .filter_map(|n| lines.get(n - 1).map(|l| format!("{n:>6}\t{l}\n")))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn editor() -> (tempfile::TempDir, FileEditor) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let paths = ProjectPaths::new(dir.path()).expect("paths");
+        (dir, FileEditor::new(paths))
+    }
+
+    fn args(command: EditorCommand, path: &str) -> EditorArgs {
+        EditorArgs {
+            command,
+            path: path.into(),
+            file_text: None,
+            old_str: None,
+            new_str: None,
+            insert_line: None,
+            view_range: None,
+        }
+    }
+
+    #[test]
+    fn create_replace_insert_view_and_undo() {
+        let (dir, mut ed) = editor();
+        let created = ed.run(&EditorArgs {
+            file_text: Some("a\nb\nb\n".into()),
+            ..args(EditorCommand::Create, "notes/x.txt")
+        });
+        assert!(!created.is_error, "{}", created.content);
+        assert_eq!(created.changed_path.as_deref(), Some("notes/x.txt"));
+        let again = ed.run(&EditorArgs {
+            file_text: Some("z".into()),
+            ..args(EditorCommand::Create, "notes/x.txt")
+        });
+        assert!(again.is_error && again.content.contains("already exists"));
+
+        let twice = ed.run(&EditorArgs {
+            old_str: Some("b".into()),
+            new_str: Some("c".into()),
+            ..args(EditorCommand::StrReplace, "notes/x.txt")
+        });
+        assert!(
+            twice.is_error
+                && twice.content.contains("2 times")
+                && twice.content.contains("lines 2, 3"),
+            "{}",
+            twice.content
+        );
+        let none = ed.run(&EditorArgs {
+            old_str: Some("q".into()),
+            new_str: Some("c".into()),
+            ..args(EditorCommand::StrReplace, "notes/x.txt")
+        });
+        assert!(none.is_error && none.content.contains("does not occur"));
+        let once = ed.run(&EditorArgs {
+            old_str: Some("a\n".into()),
+            new_str: Some("A\n".into()),
+            ..args(EditorCommand::StrReplace, "notes/x.txt")
+        });
+        assert!(!once.is_error, "{}", once.content);
+        let inserted = ed.run(&EditorArgs {
+            insert_line: Some(1),
+            new_str: Some("inserted".into()),
+            ..args(EditorCommand::Insert, "notes/x.txt")
+        });
+        assert!(!inserted.is_error, "{}", inserted.content);
+        let file = dir.path().join("notes/x.txt");
+        assert_eq!(
+            std::fs::read_to_string(&file).expect("read"),
+            "A\ninserted\nb\nb\n"
+        );
+
+        let view = ed.run(&EditorArgs {
+            view_range: Some(vec![2, -1]),
+            ..args(EditorCommand::View, "notes/x.txt")
+        });
+        assert!(
+            view.content.contains("     2\tinserted\n     3\tb\n"),
+            "{}",
+            view.content
+        );
+        let listing = ed.run(&args(EditorCommand::View, "."));
+        assert!(
+            listing.content.contains("notes/\n  notes/x.txt\n"),
+            "{}",
+            listing.content
+        );
+
+        for expected in ["A\nb\nb\n", "a\nb\nb\n"] {
+            assert!(
+                !ed.run(&args(EditorCommand::UndoEdit, "notes/x.txt"))
+                    .is_error
+            );
+            assert_eq!(std::fs::read_to_string(&file).expect("read"), expected);
+        }
+        assert!(
+            !ed.run(&args(EditorCommand::UndoEdit, "notes/x.txt"))
+                .is_error
+        );
+        assert!(!file.exists(), "undoing the create removes the file");
+        assert!(
+            ed.run(&args(EditorCommand::UndoEdit, "notes/x.txt"))
+                .is_error
+        );
+    }
+
+    #[test]
+    fn private_state_and_outside_paths_are_refused() {
+        let (_dir, mut ed) = editor();
+        for path in [
+            ".heartwood/sessions/x/events.jsonl",
+            ".git/config",
+            "../outside.txt",
+            "/etc/passwd",
+        ] {
+            let out = ed.run(&EditorArgs {
+                file_text: Some("x".into()),
+                ..args(EditorCommand::Create, path)
+            });
+            assert!(out.is_error, "{path} was accepted");
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! The coding tools, with OpenHands' names and parameter schemas: `terminal`, `file_editor`,
+//! `task_tracker`, `think` and `finish`.
+//!
+//! [`ToolCallRequest::parse`] turns a model's tool call into a typed request (or an error the
+//! model will see); [`risk`] rates it with deterministic rules; [`Toolbox::execute`] runs it.
+
+mod editor;
+mod paths;
+mod risk;
+mod schema;
+mod task_tracker;
+mod terminal;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use editor::{EditorCommand, FileEditor};
+pub use paths::ProjectPaths;
+pub use risk::{Risk, risk};
+pub use schema::specs;
+pub use task_tracker::{Task, TaskPlan, TaskStatus};
+pub use terminal::{Terminal, TerminalLimits};
+
+/// A parsed, schema-checked tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "tool", rename_all = "snake_case")]
+pub enum ToolCallRequest {
+    /// Run a command in the persistent shell.
+    Terminal(terminal::TerminalArgs),
+    /// View or edit a file.
+    FileEditor(editor::EditorArgs),
+    /// View or replace the task plan.
+    TaskTracker(task_tracker::TaskTrackerArgs),
+    /// Think out loud; no effect.
+    Think {
+        /// The thought.
+        thought: String,
+    },
+    /// End the task.
+    Finish {
+        /// The final message to the researcher.
+        message: String,
+    },
+}
+
+impl ToolCallRequest {
+    /// Parses the model's arguments for `name`. The error is the observation the model gets.
+    pub fn parse(name: &str, arguments: &str) -> Result<Self, String> {
+        let value: Value = serde_json::from_str(if arguments.trim().is_empty() { "{}" } else { arguments })
+            .map_err(|e| format!("the arguments for `{name}` are not valid JSON ({e}); send a JSON object that fits the tool's schema"))?;
+        if !value.is_object() {
+            return Err(format!("the arguments for `{name}` must be a JSON object"));
+        }
+        let unfit =
+            |e: serde_json::Error| format!("the arguments do not fit `{name}`'s schema: {e}");
+        Ok(match name {
+            "terminal" => ToolCallRequest::Terminal(serde_json::from_value(value).map_err(unfit)?),
+            "file_editor" => {
+                ToolCallRequest::FileEditor(serde_json::from_value(value).map_err(unfit)?)
+            }
+            "task_tracker" => {
+                ToolCallRequest::TaskTracker(serde_json::from_value(value).map_err(unfit)?)
+            }
+            "think" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Args {
+                    thought: String,
+                }
+                let args: Args = serde_json::from_value(value).map_err(unfit)?;
+                ToolCallRequest::Think {
+                    thought: args.thought,
+                }
+            }
+            "finish" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Args {
+                    message: String,
+                }
+                let args: Args = serde_json::from_value(value).map_err(unfit)?;
+                ToolCallRequest::Finish {
+                    message: args.message,
+                }
+            }
+            other => {
+                return Err(format!(
+                    "there is no tool named `{other}`; the tools are terminal, file_editor, task_tracker, think and finish"
+                ));
+            }
+        })
+    }
+
+    /// The tool's name.
+    pub fn tool(&self) -> &'static str {
+        match self {
+            ToolCallRequest::Terminal(_) => "terminal",
+            ToolCallRequest::FileEditor(_) => "file_editor",
+            ToolCallRequest::TaskTracker(_) => "task_tracker",
+            ToolCallRequest::Think { .. } => "think",
+            ToolCallRequest::Finish { .. } => "finish",
+        }
+    }
+}
+
+/// The result of running a tool, as the model will read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observation {
+    /// The text sent back to the model.
+    pub content: String,
+    /// Whether the tool failed (the model is told so in the text too).
+    pub is_error: bool,
+    /// For terminal commands: the exit code (-1 when the command is still running).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// For successful file edits: the project-relative path changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_path: Option<String>,
+}
+
+impl Observation {
+    /// A successful observation.
+    pub fn ok(content: impl Into<String>) -> Self {
+        Observation {
+            content: content.into(),
+            is_error: false,
+            exit_code: None,
+            changed_path: None,
+        }
+    }
+
+    /// A failed one.
+    pub fn error(content: impl Into<String>) -> Self {
+        Observation {
+            content: content.into(),
+            is_error: true,
+            exit_code: None,
+            changed_path: None,
+        }
+    }
+}
+
+/// Everything the tools need: the project, the shell, the editor's undo history, the plan.
+pub struct Toolbox {
+    paths: ProjectPaths,
+    terminal: Terminal,
+    editor: FileEditor,
+    plan_file: std::path::PathBuf,
+}
+
+impl Toolbox {
+    /// Tools working in `project`, keeping the task plan in `plan_file`.
+    pub fn new(
+        project: &std::path::Path,
+        plan_file: std::path::PathBuf,
+        limits: TerminalLimits,
+    ) -> std::io::Result<Self> {
+        let paths = ProjectPaths::new(project)?;
+        Ok(Toolbox {
+            terminal: Terminal::new(paths.root(), limits),
+            editor: FileEditor::new(paths.clone()),
+            paths,
+            plan_file,
+        })
+    }
+
+    /// The project's paths.
+    pub fn paths(&self) -> &ProjectPaths {
+        &self.paths
+    }
+
+    /// Runs one request. `finish` and `think` are answered here; they touch nothing.
+    pub async fn execute(&mut self, request: &ToolCallRequest) -> Observation {
+        match request {
+            ToolCallRequest::Terminal(args) => self.terminal.run(args).await,
+            ToolCallRequest::FileEditor(args) => self.editor.run(args),
+            ToolCallRequest::TaskTracker(args) => task_tracker::run(&self.plan_file, args),
+            ToolCallRequest::Think { .. } => Observation::ok("Your thought has been logged."),
+            ToolCallRequest::Finish { message } => Observation::ok(message.clone()),
+        }
+    }
+
+    /// Stops the shell.
+    pub async fn shutdown(&mut self) {
+        self.terminal.stop().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_arguments_become_errors_the_model_can_act_on() {
+        let err = ToolCallRequest::parse("terminal", "{\"command\": ").expect_err("bad JSON");
+        assert!(err.contains("not valid JSON"), "{err}");
+        let err = ToolCallRequest::parse("terminal", r#"{"cmd": "ls"}"#).expect_err("wrong field");
+        assert!(err.contains("schema"), "{err}");
+        let err = ToolCallRequest::parse("file_editor", r#"{"command": "explode", "path": "a"}"#)
+            .expect_err("bad command");
+        assert!(err.contains("schema"), "{err}");
+        let err = ToolCallRequest::parse("browser", "{}").expect_err("unknown tool");
+        assert!(err.contains("no tool named `browser`"), "{err}");
+        assert_eq!(
+            ToolCallRequest::parse("think", r#"{"thought": "hmm"}"#),
+            Ok(ToolCallRequest::Think {
+                thought: "hmm".into()
+            })
+        );
+    }
+}

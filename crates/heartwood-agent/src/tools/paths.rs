@@ -1,0 +1,144 @@
+//! Confining tool paths to the project: every path the editor touches resolves inside the
+//! project root, never through a symbolic link that leaves it, and never into `.heartwood/`
+//! (Heartwood's private state) or `.git/`.
+
+use std::path::{Component, Path, PathBuf};
+
+/// Directory names the tools refuse at any depth.
+const RESERVED: [&str; 2] = [".heartwood", ".git"];
+
+/// The project root and the rules for paths inside it.
+#[derive(Debug, Clone)]
+pub struct ProjectPaths {
+    root: PathBuf,
+}
+
+impl ProjectPaths {
+    /// The project rooted at `root` (resolved once, so later checks compare real paths).
+    pub fn new(root: &Path) -> std::io::Result<Self> {
+        Ok(ProjectPaths {
+            root: root.canonicalize()?,
+        })
+    }
+
+    /// The project root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Resolves a path the model gave (project-relative, or absolute inside the project) to an
+    /// absolute path and its project-relative spelling. The error is what the model is told.
+    pub fn resolve(&self, given: &str) -> Result<(PathBuf, String), String> {
+        if given.is_empty() || given.contains('\0') {
+            return Err("the path is empty or contains a NUL byte".to_owned());
+        }
+        let candidate = Path::new(given);
+        let relative = if candidate.is_absolute() {
+            candidate.strip_prefix(&self.root).map_err(|_| {
+                format!(
+                    "{given} is outside the project ({}); use a path inside it",
+                    self.root.display()
+                )
+            })?
+        } else {
+            candidate
+        };
+        let mut clean = PathBuf::new();
+        for component in relative.components() {
+            match component {
+                Component::Normal(part) => {
+                    if RESERVED.iter().any(|r| part == *r) {
+                        return Err(format!(
+                            "{given} is inside {}, which the tools may not touch",
+                            part.to_string_lossy()
+                        ));
+                    }
+                    clean.push(part);
+                }
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if !clean.pop() {
+                        return Err(format!("{given} leads outside the project"));
+                    }
+                }
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(format!("{given} is not a path inside the project"));
+                }
+            }
+        }
+        let absolute = self.root.join(&clean);
+        // The deepest part that exists must really be inside the project: a symbolic link
+        // anywhere on the way must not lead out of it or into reserved state.
+        let mut existing = absolute.as_path();
+        while !existing.exists() {
+            existing = existing.parent().unwrap_or(&self.root);
+        }
+        let real = existing
+            .canonicalize()
+            .map_err(|e| format!("cannot resolve {given}: {e}"))?;
+        let inside = real
+            .strip_prefix(&self.root)
+            .map_err(|_| format!("{given} leads outside the project through a symbolic link"))?;
+        if inside
+            .components()
+            .any(|c| RESERVED.iter().any(|r| c.as_os_str() == *r))
+        {
+            return Err(format!(
+                "{given} leads into Heartwood's or Git's private state"
+            ));
+        }
+        let display = clean.to_string_lossy().into_owned();
+        Ok((
+            absolute,
+            if display.is_empty() {
+                ".".to_owned()
+            } else {
+                display
+            },
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_stay_inside_the_project_and_out_of_private_state() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("data/raw")).expect("mkdir");
+        let outside = tempfile::tempdir().expect("outside");
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("escape")).expect("symlink");
+        std::os::unix::fs::symlink(dir.path().join("data"), dir.path().join("alias"))
+            .expect("symlink");
+        let paths = ProjectPaths::new(dir.path()).expect("paths");
+
+        assert_eq!(
+            paths.resolve("data/raw/../x.csv").map(|p| p.1),
+            Ok("data/x.csv".to_owned())
+        );
+        assert_eq!(
+            paths.resolve("alias/new.txt").map(|p| p.1),
+            Ok("alias/new.txt".to_owned())
+        );
+        let absolute = paths.root().join("data/x.csv");
+        assert_eq!(
+            paths
+                .resolve(absolute.to_str().expect("utf-8"))
+                .map(|p| p.1),
+            Ok("data/x.csv".to_owned())
+        );
+        for bad in [
+            "../etc/passwd",
+            "data/../../x",
+            "/etc/passwd",
+            ".heartwood/sessions",
+            "a/.git/config",
+            "escape/file",
+            "",
+            "a\0b",
+        ] {
+            assert!(paths.resolve(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The tool definitions offered to the model, with OpenHands' names and parameters.
+
+use serde_json::json;
+
+use crate::model::{FunctionSpec, ToolSpec};
+
+fn tool(name: &'static str, description: &'static str, parameters: serde_json::Value) -> ToolSpec {
+    ToolSpec {
+        kind: "function",
+        function: FunctionSpec {
+            name,
+            description,
+            parameters,
+        },
+    }
+}
+
+/// Every tool, in the order offered.
+pub fn specs() -> Vec<ToolSpec> {
+    vec![
+        tool(
+            "terminal",
+            "Run a bash command in a persistent shell in the project directory. State (cwd, variables) \
+             persists between calls. A command still running at the timeout returns exit code -1 with the \
+             output so far: send more input with is_input=true, or reset=true to start a new shell.",
+            json!({"type": "object", "properties": {
+                "command": {"type": "string", "description": "The command, or the input text when is_input is true."},
+                "is_input": {"type": "boolean", "description": "Send the text to the running program instead of starting a command.", "default": false},
+                "timeout": {"type": "number", "description": "Seconds to wait before returning with exit code -1 (soft timeout)."},
+                "reset": {"type": "boolean", "description": "Kill the shell and start a new one.", "default": false}
+            }, "required": ["command"], "additionalProperties": false}),
+        ),
+        tool(
+            "file_editor",
+            "View, create and edit files in the project. `view` shows a file with line numbers or lists a \
+             directory two levels deep; `create` writes a new file; `str_replace` replaces exactly one \
+             occurrence of old_str; `insert` adds new_str after insert_line; `undo_edit` reverts the last edit. \
+             Paths are project-relative; .heartwood/ and .git/ are off limits.",
+            json!({"type": "object", "properties": {
+                "command": {"type": "string", "enum": ["view", "create", "str_replace", "insert", "undo_edit"]},
+                "path": {"type": "string"},
+                "file_text": {"type": "string"},
+                "old_str": {"type": "string"},
+                "new_str": {"type": "string"},
+                "insert_line": {"type": "integer", "minimum": 0},
+                "view_range": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
+            }, "required": ["command", "path"], "additionalProperties": false}),
+        ),
+        tool(
+            "task_tracker",
+            "Keep a task plan: `view` shows it, `plan` replaces it with task_list.",
+            json!({"type": "object", "properties": {
+                "command": {"type": "string", "enum": ["view", "plan"]},
+                "task_list": {"type": "array", "items": {"type": "object", "properties": {
+                    "title": {"type": "string"},
+                    "notes": {"type": "string"},
+                    "status": {"type": "string", "enum": ["todo", "in_progress", "done"]}
+                }, "required": ["title", "status"], "additionalProperties": false}}
+            }, "required": ["command"], "additionalProperties": false}),
+        ),
+        tool(
+            "think",
+            "Think through a problem step by step. Changes nothing.",
+            json!({"type": "object", "properties": {"thought": {"type": "string"}}, "required": ["thought"], "additionalProperties": false}),
+        ),
+        tool(
+            "finish",
+            "Finish the task with a message to the researcher.",
+            json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"], "additionalProperties": false}),
+        ),
+    ]
+}
