@@ -1,0 +1,113 @@
+//! The conversation's persistence: one JSON event per line in `events.jsonl` under the
+//! directory the caller gives, appended and flushed to disk before the engine acts on it.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use super::{AgentEvent, EventKind};
+
+/// Why the log could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// A file operation failed.
+    #[error("conversation log {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A whole line did not parse.
+    #[error("conversation log {} line {line} is not a valid event ({detail}); the conversation cannot be restored", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// The line.
+        line: usize,
+        /// What failed.
+        detail: String,
+    },
+}
+
+/// The append-only log and its events in memory.
+pub struct EventLog {
+    path: PathBuf,
+    file: File,
+    events: Vec<AgentEvent>,
+}
+
+impl EventLog {
+    /// Opens (or starts) the log in `dir`. A final line without a newline is the remains of a
+    /// write cut short by a crash before the engine acted on it, and is dropped.
+    pub fn open(dir: &Path) -> Result<Self, LogError> {
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| LogError::Io { path, source }
+        };
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let path = dir.join("events.jsonl");
+        let mut events = Vec::new();
+        let mut good_len = 0u64;
+        if let Ok(file) = File::open(&path) {
+            let mut reader = BufReader::new(file);
+            let mut line = Vec::new();
+            let mut number = 0;
+            loop {
+                line.clear();
+                let n = reader.read_until(b'\n', &mut line).map_err(io(&path))?;
+                if n == 0 || !line.ends_with(b"\n") {
+                    break;
+                }
+                number += 1;
+                let event: AgentEvent =
+                    serde_json::from_slice(&line).map_err(|e| LogError::Corrupt {
+                        path: path.clone(),
+                        line: number,
+                        detail: e.to_string(),
+                    })?;
+                good_len += n as u64;
+                events.push(event);
+            }
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        if file.metadata().map_err(io(&path))?.len() > good_len {
+            file.set_len(good_len).map_err(io(&path))?;
+        }
+        Ok(EventLog { path, file, events })
+    }
+
+    /// Every event, in order.
+    pub fn events(&self) -> &[AgentEvent] {
+        &self.events
+    }
+
+    /// Appends an event durably and returns it.
+    pub fn append(&mut self, kind: EventKind) -> Result<&AgentEvent, LogError> {
+        let event = AgentEvent {
+            id: self.events.len() as u64 + 1,
+            kind,
+        };
+        let mut line = serde_json::to_vec(&event).map_err(|e| LogError::Corrupt {
+            path: self.path.clone(),
+            line: self.events.len() + 1,
+            detail: e.to_string(),
+        })?;
+        line.push(b'\n');
+        let io = |source| LogError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        self.file.write_all(&line).map_err(io)?;
+        self.file.sync_data().map_err(|source| LogError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        self.events.push(event);
+        Ok(self.events.last().expect("just pushed"))
+    }
+}

@@ -1,0 +1,559 @@
+//! Conversations: the agent loop, grouped confirmation, pause, rejection, persistence and
+//! condensation.
+//!
+//! The loop: the model's view (derived from the log) goes to the model; each tool call of the
+//! reply becomes one action sharing the reply's id (calls after `finish` are dropped); the
+//! confirmation policy decides whether the whole set waits for a person; approved actions run
+//! one at a time; their observations go back to the model; until `finish`, a plain message, the
+//! iteration limit, stuck detection, or a pause between steps.
+
+mod condenser;
+mod event;
+mod log;
+mod policy;
+mod state;
+mod view;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub use condenser::CondenserConfig;
+pub use event::{AgentEvent, ApprovedBy, EventKind, ExecutionStatus, Speaker};
+pub use log::{EventLog, LogError};
+pub use policy::ConfirmationPolicy;
+pub use state::ConversationState;
+pub use view::model_view;
+
+use crate::model::{ModelClient, ModelError, ModelRoute, Usage};
+use crate::tools::{Observation, Risk, TerminalLimits, ToolCallRequest, Toolbox, risk, specs};
+
+/// Everything a conversation is configured with.
+#[derive(Debug, Clone)]
+pub struct ConversationConfig {
+    /// The model route.
+    pub route: ModelRoute,
+    /// The project the tools work in.
+    pub project: PathBuf,
+    /// Where the conversation persists (its log and task plan).
+    pub dir: PathBuf,
+    /// When action sets wait for a person.
+    pub policy: ConfirmationPolicy,
+    /// The system prompt.
+    pub system_prompt: String,
+    /// Most model calls in one run.
+    pub max_iterations: u32,
+    /// The terminal's bounds.
+    pub terminal: TerminalLimits,
+    /// Condensation settings; `None` never condenses.
+    pub condenser: Option<CondenserConfig>,
+}
+
+impl ConversationConfig {
+    /// Defaults: always confirm, 100 calls per run, condense past 120 events keeping the first 2.
+    pub fn new(route: ModelRoute, project: PathBuf, dir: PathBuf) -> Self {
+        ConversationConfig {
+            route,
+            project,
+            dir,
+            policy: ConfirmationPolicy::AlwaysConfirm,
+            system_prompt: DEFAULT_SYSTEM_PROMPT.to_owned(),
+            max_iterations: 100,
+            terminal: TerminalLimits::default(),
+            condenser: Some(CondenserConfig {
+                max_events: 120,
+                keep_first: 2,
+            }),
+        }
+    }
+}
+
+const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful research engineer working in the researcher's project \
+directory. Use the tools to inspect data, run commands and edit files. Keep a task plan with task_tracker for \
+multi-step work. Every set of actions you propose is reviewed by the researcher before it runs; a rejected action \
+did not run, so adjust your approach. Call finish with a short summary when the task is done.";
+
+/// Why a conversation operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConversationError {
+    /// The log could not be read or written.
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// The project directory is not usable.
+    #[error("cannot use the project directory {}: {source}", path.display())]
+    Project {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The model client could not be built.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// There is no pending action set to decide.
+    #[error("there is no pending action set to decide; the conversation is {0:?}")]
+    NothingPending(ExecutionStatus),
+}
+
+/// Asks a running conversation to pause at its next step boundary.
+#[derive(Debug, Clone, Default)]
+pub struct PauseHandle(Arc<AtomicBool>);
+
+impl PauseHandle {
+    /// Requests a pause; the run stops before its next step.
+    pub fn pause(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    fn take(&self) -> bool {
+        self.0.swap(false, Ordering::SeqCst)
+    }
+}
+
+type EventCallback = Box<dyn FnMut(&AgentEvent) + Send>;
+type TokenCallback = Box<dyn FnMut(&str) + Send>;
+
+/// One agent conversation.
+pub struct Conversation {
+    config: ConversationConfig,
+    client: ModelClient,
+    toolbox: Toolbox,
+    log: EventLog,
+    state: ConversationState,
+    pause: PauseHandle,
+    on_event: Option<EventCallback>,
+    on_token: Option<TokenCallback>,
+}
+
+impl Conversation {
+    /// Opens the conversation persisted in `config.dir`, or starts one there. A conversation
+    /// reopened while waiting is still waiting on the same set; an action that had started when
+    /// the process stopped is resolved as interrupted and never runs again.
+    pub fn open(config: ConversationConfig) -> Result<Self, ConversationError> {
+        let log = EventLog::open(&config.dir)?;
+        let state = ConversationState::replay(log.events());
+        let toolbox = Toolbox::new(
+            &config.project,
+            config.dir.join("task_plan.json"),
+            config.terminal,
+        )
+        .map_err(|source| ConversationError::Project {
+            path: config.project.clone(),
+            source,
+        })?;
+        let client = ModelClient::new(config.route.clone())?;
+        let mut conversation = Conversation {
+            config,
+            client,
+            toolbox,
+            log,
+            state,
+            pause: PauseHandle::default(),
+            on_event: None,
+            on_token: None,
+        };
+        conversation.reconcile_after_restart()?;
+        Ok(conversation)
+    }
+
+    /// Calls `f` with every new event.
+    pub fn on_event(&mut self, f: impl FnMut(&AgentEvent) + Send + 'static) {
+        self.on_event = Some(Box::new(f));
+    }
+
+    /// Calls `f` with streamed token text (never persisted).
+    pub fn on_token(&mut self, f: impl FnMut(&str) + Send + 'static) {
+        self.on_token = Some(Box::new(f));
+    }
+
+    /// A handle that pauses this conversation between steps.
+    pub fn pause_handle(&self) -> PauseHandle {
+        self.pause.clone()
+    }
+
+    /// The current state.
+    pub fn state(&self) -> &ConversationState {
+        &self.state
+    }
+
+    /// Every event so far.
+    pub fn events(&self) -> &[AgentEvent] {
+        self.log.events()
+    }
+
+    /// The actions awaiting a decision, with their tool, arguments and risk.
+    pub fn pending_actions(&self) -> Vec<&AgentEvent> {
+        self.events()
+            .iter()
+            .filter(|e| self.state.pending.contains(&e.id))
+            .collect()
+    }
+
+    /// Adds a message from the researcher. A finished, stuck or failed conversation becomes idle.
+    pub fn send_message(&mut self, text: &str) -> Result<(), ConversationError> {
+        self.record(EventKind::Message {
+            speaker: Speaker::User,
+            text: text.to_owned(),
+        })?;
+        if matches!(
+            self.state.status,
+            ExecutionStatus::Finished | ExecutionStatus::Stuck | ExecutionStatus::Error
+        ) {
+            self.set_status(ExecutionStatus::Idle)?;
+        }
+        Ok(())
+    }
+
+    /// Allows the whole pending action set to run once; the next [`Conversation::run`] runs it.
+    pub fn approve_pending(&mut self) -> Result<(), ConversationError> {
+        let ids = self.undecided()?;
+        self.record(EventKind::Approved {
+            action_ids: ids,
+            by: ApprovedBy::User,
+        })?;
+        Ok(())
+    }
+
+    /// Rejects every pending action; the conversation becomes idle and the next run tells the
+    /// model.
+    pub fn reject_pending(&mut self, reason: &str) -> Result<(), ConversationError> {
+        let ids = self.undecided()?;
+        for action_id in ids {
+            self.record(EventKind::Rejection {
+                action_id,
+                reason: reason.to_owned(),
+            })?;
+        }
+        self.set_status(ExecutionStatus::Idle)
+    }
+
+    fn undecided(&self) -> Result<Vec<u64>, ConversationError> {
+        let ids: Vec<u64> = self
+            .state
+            .pending
+            .iter()
+            .copied()
+            .filter(|id| !self.state.approved.contains(id))
+            .collect();
+        if self.state.status != ExecutionStatus::WaitingForConfirmation || ids.is_empty() {
+            return Err(ConversationError::NothingPending(self.state.status));
+        }
+        Ok(ids)
+    }
+
+    /// Runs until the agent finishes, sends a plain message, waits for a decision, is paused,
+    /// is stuck, fails, or reaches the iteration limit. Returns the status it stopped in.
+    pub async fn run(&mut self) -> Result<ExecutionStatus, ConversationError> {
+        if self.state.status == ExecutionStatus::WaitingForConfirmation && self.undecided().is_ok()
+        {
+            return Ok(ExecutionStatus::WaitingForConfirmation);
+        }
+        self.set_status(ExecutionStatus::Running)?;
+        loop {
+            if self.pause.take() {
+                return self.stop_with(ExecutionStatus::Paused);
+            }
+            if let Some(status) = self.execute_approved().await? {
+                return Ok(status);
+            }
+            if self.state.calls_this_run >= self.config.max_iterations {
+                let message = format!(
+                    "the agent reached this run's limit of {} model calls; send a message or run again to continue",
+                    self.config.max_iterations
+                );
+                self.record(EventKind::Error { message })?;
+                return self.stop_with(ExecutionStatus::Error);
+            }
+            self.condense_if_needed().await?;
+            let messages = model_view(&self.config.system_prompt, self.log.events(), &self.state);
+            let mut sink = |t: &str| {
+                if let Some(f) = self.on_token.as_mut() {
+                    f(t);
+                }
+            };
+            let reply = match self.client.complete(&messages, &specs(), &mut sink).await {
+                Ok(reply) => reply,
+                Err(error) => {
+                    self.record(EventKind::Error {
+                        message: error.to_string(),
+                    })?;
+                    return self.stop_with(ExecutionStatus::Error);
+                }
+            };
+            self.record(EventKind::Usage {
+                usage_id: "agent".to_owned(),
+                usage: reply.usage,
+            })?;
+            if reply.tool_calls.is_empty() {
+                let text = reply.content.unwrap_or_default();
+                self.record(EventKind::Message {
+                    speaker: Speaker::Agent,
+                    text,
+                })?;
+                return self.stop_with(ExecutionStatus::Finished);
+            }
+            let proposed = self.propose(reply.response_id, reply.content, reply.tool_calls)?;
+            if self.is_stuck() {
+                for (action_id, _) in &proposed {
+                    let message =
+                        "the same action was repeated with the same result; stopped as stuck"
+                            .to_owned();
+                    self.record(EventKind::AgentError {
+                        action_id: *action_id,
+                        message,
+                    })?;
+                }
+                return self.stop_with(ExecutionStatus::Stuck);
+            }
+            if proposed.is_empty() {
+                continue; // every call was malformed; the errors go back to the model
+            }
+            let only_harmless = proposed.iter().all(|(_, r)| {
+                matches!(
+                    r,
+                    ToolCallRequest::Finish { .. } | ToolCallRequest::Think { .. }
+                )
+            });
+            let needs_person = !only_harmless
+                && proposed
+                    .iter()
+                    .any(|(_, r)| self.config.policy.needs_confirmation(risk(r)));
+            if needs_person {
+                return self.stop_with(ExecutionStatus::WaitingForConfirmation);
+            }
+            let action_ids = proposed.iter().map(|(id, _)| *id).collect();
+            self.record(EventKind::Approved {
+                action_ids,
+                by: ApprovedBy::Policy,
+            })?;
+        }
+    }
+
+    /// Records one action per tool call; malformed calls are resolved at once with an error the
+    /// model will see. Returns the valid actions.
+    fn propose(
+        &mut self,
+        response_id: String,
+        content: Option<String>,
+        calls: Vec<crate::model::ToolCall>,
+    ) -> Result<Vec<(u64, ToolCallRequest)>, ConversationError> {
+        let mut thought = content.filter(|c| !c.trim().is_empty());
+        let mut valid = Vec::new();
+        for call in calls {
+            let parsed = ToolCallRequest::parse(&call.function.name, &call.function.arguments);
+            let is_finish = call.function.name == "finish";
+            let action = self.record(EventKind::Action {
+                response_id: response_id.clone(),
+                tool_call_id: call.id,
+                tool: call.function.name,
+                arguments: call.function.arguments,
+                thought: thought.take(),
+                risk: parsed.as_ref().map_or(Risk::Unknown, risk),
+            })?;
+            match parsed {
+                Ok(request) => valid.push((action, request)),
+                Err(message) => {
+                    self.record(EventKind::AgentError {
+                        action_id: action,
+                        message,
+                    })?;
+                }
+            }
+            if is_finish {
+                break; // calls after finish are dropped
+            }
+        }
+        Ok(valid)
+    }
+
+    /// Runs approved actions in order. Returns a status when the run must stop.
+    async fn execute_approved(&mut self) -> Result<Option<ExecutionStatus>, ConversationError> {
+        while let Some(action_id) = self
+            .state
+            .pending
+            .iter()
+            .copied()
+            .find(|id| self.state.approved.contains(id))
+        {
+            let request = self.request_of(action_id);
+            self.record(EventKind::Started { action_id })?;
+            let request = match request {
+                Ok(request) => request,
+                Err(message) => {
+                    self.record(EventKind::AgentError { action_id, message })?;
+                    continue;
+                }
+            };
+            let observation = self.toolbox.execute(&request).await;
+            self.record(EventKind::Observation {
+                action_id,
+                observation: observation.clone(),
+            })?;
+            if let ToolCallRequest::Finish { message } = &request {
+                self.record(EventKind::Message {
+                    speaker: Speaker::Agent,
+                    text: message.clone(),
+                })?;
+                return self.stop_with(ExecutionStatus::Finished).map(Some);
+            }
+            if self.pause.take() {
+                return self.stop_with(ExecutionStatus::Paused).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    fn request_of(&self, action_id: u64) -> Result<ToolCallRequest, String> {
+        match self
+            .events()
+            .iter()
+            .find(|e| e.id == action_id)
+            .map(|e| &e.kind)
+        {
+            Some(EventKind::Action {
+                tool, arguments, ..
+            }) => ToolCallRequest::parse(tool, arguments),
+            _ => Err(format!("action {action_id} is not in the log")),
+        }
+    }
+
+    /// Stuck: the last three actions are the same call, and the two already run gave the same
+    /// result.
+    fn is_stuck(&self) -> bool {
+        let actions: Vec<&AgentEvent> = self
+            .events()
+            .iter()
+            .rev()
+            .filter(|e| matches!(e.kind, EventKind::Action { .. }))
+            .take(3)
+            .collect();
+        if actions.len() < 3 {
+            return false;
+        }
+        let call = |e: &AgentEvent| match &e.kind {
+            EventKind::Action {
+                tool, arguments, ..
+            } => Some((tool.clone(), arguments.clone())),
+            _ => None,
+        };
+        let same_call = actions.windows(2).all(|w| call(w[0]) == call(w[1]));
+        let result = |id: u64| {
+            self.events().iter().find_map(|e| match &e.kind {
+                EventKind::Observation {
+                    action_id,
+                    observation,
+                } if *action_id == id => Some(observation.content.clone()),
+                _ => None,
+            })
+        };
+        same_call
+            && result(actions[1].id).is_some()
+            && result(actions[1].id) == result(actions[2].id)
+    }
+
+    async fn condense_if_needed(&mut self) -> Result<(), ConversationError> {
+        let Some(config) = self.config.condenser else {
+            return Ok(());
+        };
+        let view = model_view(&self.config.system_prompt, self.log.events(), &self.state);
+        let estimated_tokens: u64 = view
+            .iter()
+            .map(|m| serde_json::to_string(m).map_or(0, |s| s.len() as u64 / 4))
+            .sum();
+        let over_budget = estimated_tokens > self.config.route.max_input_tokens;
+        let Some(forgotten) = condenser::plan(&config, self.log.events(), &self.state, over_budget)
+        else {
+            return Ok(());
+        };
+        let previous = self.state.summary.as_ref().map(|(s, _)| s.as_str());
+        let request = condenser::summary_request(self.log.events(), &forgotten, previous);
+        let reply = match self.client.complete(&request, &[], &mut |_: &str| {}).await {
+            Ok(reply) => reply,
+            // Without a summary the run goes on with the full view; the model call that follows
+            // reports a context problem if there really is one.
+            Err(error) => {
+                self.record(EventKind::Error {
+                    message: format!("condensing older history failed: {error}"),
+                })?;
+                return Ok(());
+            }
+        };
+        self.record(EventKind::Usage {
+            usage_id: "condenser".to_owned(),
+            usage: reply.usage,
+        })?;
+        self.record(EventKind::Condensation {
+            forgotten_event_ids: forgotten,
+            summary: reply.content.unwrap_or_default(),
+            summary_offset: config.keep_first,
+        })?;
+        Ok(())
+    }
+
+    fn reconcile_after_restart(&mut self) -> Result<(), ConversationError> {
+        let interrupted: Vec<u64> = self
+            .state
+            .pending
+            .iter()
+            .copied()
+            .filter(|id| self.state.started.contains(id))
+            .collect();
+        for action_id in interrupted {
+            let message = "this action was interrupted when Heartwood stopped; it may have partly run and was not repeated".to_owned();
+            self.record(EventKind::AgentError { action_id, message })?;
+        }
+        if self.state.status == ExecutionStatus::Running {
+            let undecided = self
+                .state
+                .pending
+                .iter()
+                .any(|id| !self.state.approved.contains(id));
+            let status = if undecided {
+                ExecutionStatus::WaitingForConfirmation
+            } else {
+                ExecutionStatus::Idle
+            };
+            self.set_status(status)?;
+        }
+        Ok(())
+    }
+
+    fn stop_with(&mut self, status: ExecutionStatus) -> Result<ExecutionStatus, ConversationError> {
+        self.set_status(status)?;
+        Ok(status)
+    }
+
+    fn set_status(&mut self, status: ExecutionStatus) -> Result<(), ConversationError> {
+        if self.state.status != status {
+            self.record(EventKind::Status { status })?;
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, kind: EventKind) -> Result<u64, ConversationError> {
+        let event = self.log.append(kind)?.clone();
+        self.state.apply(&event);
+        if let Some(f) = self.on_event.as_mut() {
+            f(&event);
+        }
+        Ok(event.id)
+    }
+
+    /// Usage per usage id.
+    pub fn usage(&self) -> &std::collections::BTreeMap<String, Usage> {
+        &self.state.usage
+    }
+
+    /// Stops the shell; the conversation can be reopened from its directory later.
+    pub async fn close(mut self) {
+        self.toolbox.shutdown().await;
+    }
+
+    /// The most recent tool observation, if any.
+    pub fn last_observation(&self) -> Option<&Observation> {
+        self.events().iter().rev().find_map(|e| match &e.kind {
+            EventKind::Observation { observation, .. } => Some(observation),
+            _ => None,
+        })
+    }
+}

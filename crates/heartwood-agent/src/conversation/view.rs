@@ -1,0 +1,129 @@
+//! The model's view of a conversation, derived from its log: the system prompt, then messages,
+//! actions and their results in order, with condensed history replaced by its summary.
+
+use std::collections::HashMap;
+
+use super::{AgentEvent, ConversationState, EventKind, Speaker};
+use crate::model::{ChatMessage, ToolCall};
+
+/// One model reply's tool calls, waiting to be written with their results.
+#[derive(Default)]
+struct Reply {
+    response_id: Option<String>,
+    thought: Option<String>,
+    calls: Vec<(ToolCall, u64)>,
+}
+
+impl Reply {
+    /// Writes the assistant message and one tool message per call.
+    fn flush(&mut self, messages: &mut Vec<ChatMessage>, results: &HashMap<u64, String>) {
+        if self.calls.is_empty() {
+            return;
+        }
+        let calls = std::mem::take(&mut self.calls);
+        messages.push(ChatMessage::Assistant {
+            content: self.thought.take(),
+            tool_calls: calls.iter().map(|(call, _)| call.clone()).collect(),
+        });
+        for (call, action) in calls {
+            let content = results
+                .get(&action)
+                .cloned()
+                .unwrap_or_else(|| "This action has no result.".to_owned());
+            messages.push(ChatMessage::Tool {
+                tool_call_id: call.id,
+                content,
+            });
+        }
+        self.response_id = None;
+    }
+}
+
+/// The messages to send for the next model call.
+pub fn model_view(
+    system_prompt: &str,
+    events: &[AgentEvent],
+    state: &ConversationState,
+) -> Vec<ChatMessage> {
+    let visible: Vec<&AgentEvent> = events
+        .iter()
+        .filter(|e| !state.forgotten.contains(&e.id))
+        .collect();
+    let results = results_by_action(&visible);
+    let summary = state.summary.as_ref();
+    let summary_message = |(text, _): &(String, usize)| ChatMessage::User {
+        content: format!("Summary of the earlier conversation:\n{text}"),
+    };
+    let mut messages = vec![ChatMessage::System {
+        content: system_prompt.to_owned(),
+    }];
+    let mut reply = Reply::default();
+    for (index, event) in visible.iter().enumerate() {
+        if let Some(s) = summary.filter(|(_, at)| *at == index) {
+            reply.flush(&mut messages, &results);
+            messages.push(summary_message(s));
+        }
+        match &event.kind {
+            EventKind::Message { speaker, text } => {
+                reply.flush(&mut messages, &results);
+                messages.push(match speaker {
+                    Speaker::User => ChatMessage::User {
+                        content: text.clone(),
+                    },
+                    Speaker::Agent => ChatMessage::Assistant {
+                        content: Some(text.clone()),
+                        tool_calls: Vec::new(),
+                    },
+                });
+            }
+            EventKind::Action {
+                response_id,
+                tool_call_id,
+                tool,
+                arguments,
+                thought,
+                ..
+            } => {
+                if reply.response_id.as_ref().is_some_and(|r| r != response_id) {
+                    reply.flush(&mut messages, &results);
+                }
+                reply.response_id = Some(response_id.clone());
+                if thought.is_some() {
+                    reply.thought = thought.clone();
+                }
+                reply
+                    .calls
+                    .push((ToolCall::new(tool_call_id, tool, arguments), event.id));
+            }
+            _ => {}
+        }
+    }
+    reply.flush(&mut messages, &results);
+    if let Some(s) = summary.filter(|(_, at)| *at >= visible.len()) {
+        messages.push(summary_message(s));
+    }
+    messages
+}
+
+fn results_by_action(events: &[&AgentEvent]) -> HashMap<u64, String> {
+    let mut results = HashMap::new();
+    for event in events {
+        let text = match &event.kind {
+            EventKind::Observation { observation, .. } => observation.content.clone(),
+            EventKind::Rejection { reason, .. } if reason.is_empty() => {
+                "The researcher rejected this action; it did not run.".to_owned()
+            }
+            EventKind::Rejection { reason, .. } => {
+                format!(
+                    "The researcher rejected this action; it did not run. Their reason: {reason}"
+                )
+            }
+            EventKind::AgentError { message, .. } => format!("Error: {message}"),
+            _ => continue,
+        };
+        if let Some(action) = event.kind.resolves() {
+            results.insert(action, text);
+        }
+    }
+    results
+}
