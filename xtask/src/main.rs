@@ -28,7 +28,7 @@ enum Task {
     Fixtures,
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
-        /// Which benchmark: `journal`.
+        /// Which benchmark: `journal` or `agent`.
         name: String,
     },
     /// Internal: one measured step of a benchmark, run in a fresh process.
@@ -47,10 +47,14 @@ fn main() -> Result<()> {
         Task::Schema => schema(),
         Task::Fixtures => fixtures::generate(),
         Task::Bench { name } => match name.as_str() {
-            "journal" => bench::journal(),
-            other => bail!("no benchmark named {other:?}; available: journal"),
+            "journal" => bench::journal::run(),
+            "agent" => bench::agent::run(),
+            other => bail!("no benchmark named {other:?}; available: journal, agent"),
         },
-        Task::BenchChild { step, arg } => bench::child(&step, &arg),
+        Task::BenchChild { step, arg } => match step.strip_prefix("agent-") {
+            Some(steps) => bench::agent::child(steps.parse()?, &arg),
+            None => bench::journal::child(&step, &arg),
+        },
     }
 }
 

@@ -4,8 +4,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use heartwood_agent::conversation::{
-    CondenserConfig, ConfirmationPolicy, Conversation, ConversationConfig, EventKind,
-    ExecutionStatus,
+    CondenserConfig, ConfirmationPolicy, Conversation, ConversationConfig, ConversationState,
+    EventKind, ExecutionStatus, model_view,
 };
 use heartwood_agent::model::ModelRoute;
 use heartwood_testkit::{Fault, Script, ScriptedModelServer, Turn};
@@ -133,6 +133,22 @@ async fn a_task_runs_a_command_edits_a_file_and_finishes() {
     assert_eq!(usage["agent"].cache_read_tokens, 400);
     assert_eq!(usage["agent"].calls, 3);
     assert_eq!(f.server.remaining_turns(), 0);
+
+    // The view sent with the last request (kept up to date step by step) is exactly the view
+    // derived from the log as it stood then.
+    let events = conversation.events();
+    let last_call = events
+        .iter()
+        .rposition(|e| matches!(&e.kind, EventKind::Usage { usage_id, .. } if usage_id == "agent"))
+        .expect("a model call");
+    let before = &events[..last_call];
+    let derived = model_view(
+        &f.config(ConfirmationPolicy::NeverConfirm).system_prompt,
+        before,
+        &ConversationState::replay(before),
+    );
+    let sent = f.server.requests().last().expect("a request")["messages"].clone();
+    assert_eq!(serde_json::to_value(&derived).expect("json"), sent);
     conversation.close().await;
 }
 
@@ -444,5 +460,51 @@ async fn the_agent_is_stopped_when_it_repeats_itself_without_progress() {
         conversation.run().await.expect("run"),
         ExecutionStatus::Stuck
     );
+    conversation.close().await;
+}
+
+#[tokio::test]
+async fn calls_after_finish_are_dropped_and_the_iteration_limit_stops_a_run() {
+    let f = Fixture::new(Script::of(vec![Turn::calls(&[
+        ("terminal", json!({"command": "echo before >> order.txt"})),
+        ("finish", json!({"message": "done"})),
+        ("terminal", json!({"command": "echo after >> order.txt"})),
+    ])]))
+    .await;
+    let mut conversation = f.open(ConfirmationPolicy::NeverConfirm);
+    conversation.send_message("Finish up.").expect("message");
+    assert_eq!(
+        conversation.run().await.expect("run"),
+        ExecutionStatus::Finished
+    );
+    let tools: Vec<String> = conversation
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Action { tool, .. } => Some(tool.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        tools,
+        ["terminal", "finish"],
+        "the call after finish was kept"
+    );
+    assert_eq!(f.file("order.txt").as_deref(), Some("before\n"));
+    conversation.close().await;
+
+    let step = |n: u32| Turn::calls(&[("think", json!({"thought": format!("thought {n}")}))]);
+    let f = Fixture::new(Script::of(vec![step(1), step(2), step(3)])).await;
+    let mut config = f.config(ConfirmationPolicy::NeverConfirm);
+    config.max_iterations = 2;
+    let mut conversation = Conversation::open(config).expect("open");
+    conversation.send_message("Think a lot.").expect("message");
+    assert_eq!(
+        conversation.run().await.expect("run"),
+        ExecutionStatus::Error
+    );
+    assert_eq!(f.server.requests().len(), 2, "the limit allowed more calls");
+    let limit = conversation.events().iter().any(|e| matches!(&e.kind, EventKind::Error { message } if message.contains("limit of 2 model calls")));
+    assert!(limit);
     conversation.close().await;
 }

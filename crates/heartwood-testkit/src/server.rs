@@ -18,9 +18,11 @@ use crate::{Fault, Script, ScriptedUsage, Turn};
 
 #[derive(Default)]
 struct Inner {
+    record: bool,
     turns: VecDeque<Turn>,
     requests: Vec<Value>,
     authorizations: Vec<Option<String>>,
+    served: usize,
 }
 
 type Shared = Arc<Mutex<Inner>>;
@@ -35,9 +37,20 @@ pub struct ScriptedModelServer {
 impl ScriptedModelServer {
     /// Starts serving `script` on `127.0.0.1` at a free port.
     pub async fn start(script: Script) -> std::io::Result<Self> {
+        Self::start_with(script, true).await
+    }
+
+    /// Like [`ScriptedModelServer::start`], but keeps no request bodies (for benchmarks, whose
+    /// memory must be the engine's alone).
+    pub async fn start_unrecorded(script: Script) -> std::io::Result<Self> {
+        Self::start_with(script, false).await
+    }
+
+    async fn start_with(script: Script, record: bool) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let inner: Shared = Arc::new(Mutex::new(Inner {
+            record,
             turns: script.turns.into(),
             ..Inner::default()
         }));
@@ -112,13 +125,16 @@ async fn complete(
         let mut inner = inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        inner.requests.push(request);
-        let auth = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        inner.authorizations.push(auth);
-        (inner.turns.pop_front(), inner.requests.len())
+        inner.served += 1;
+        if inner.record {
+            inner.requests.push(request);
+            let auth = headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            inner.authorizations.push(auth);
+        }
+        (inner.turns.pop_front(), inner.served)
     };
     let Some(turn) = turn else {
         return error_response(

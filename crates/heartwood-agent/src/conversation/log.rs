@@ -1,5 +1,10 @@
 //! The conversation's persistence: one JSON event per line in `events.jsonl` under the
-//! directory the caller gives, appended and flushed to disk before the engine acts on it.
+//! directory the caller gives.
+//!
+//! Appends go to the file at once; [`EventLog::sync`] makes everything appended so far durable.
+//! The conversation syncs where a crash would otherwise change what happens next: before a tool
+//! runs (so a restart never runs it again) and before control returns to the caller (so a
+//! pending decision survives a closed terminal).
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -81,12 +86,20 @@ impl EventLog {
         Ok(EventLog { path, file, events })
     }
 
+    /// Makes every appended event durable.
+    pub fn sync(&mut self) -> Result<(), LogError> {
+        self.file.sync_data().map_err(|source| LogError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
     /// Every event, in order.
     pub fn events(&self) -> &[AgentEvent] {
         &self.events
     }
 
-    /// Appends an event durably and returns it.
+    /// Appends an event (durable after the next [`EventLog::sync`]) and returns it.
     pub fn append(&mut self, kind: EventKind) -> Result<&AgentEvent, LogError> {
         let event = AgentEvent {
             id: self.events.len() as u64 + 1,

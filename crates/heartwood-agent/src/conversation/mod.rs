@@ -17,15 +17,16 @@ mod view;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 pub use condenser::CondenserConfig;
 pub use event::{AgentEvent, ApprovedBy, EventKind, ExecutionStatus, Speaker};
 pub use log::{EventLog, LogError};
 pub use policy::ConfirmationPolicy;
 pub use state::ConversationState;
-pub use view::model_view;
+pub use view::{extend_view, model_view};
 
-use crate::model::{ModelClient, ModelError, ModelRoute, Usage};
+use crate::model::{ChatMessage, ModelClient, ModelError, ModelRoute, Usage};
 use crate::tools::{Observation, Risk, TerminalLimits, ToolCallRequest, Toolbox, risk, specs};
 
 /// Everything a conversation is configured with.
@@ -95,6 +96,28 @@ pub enum ConversationError {
     NothingPending(ExecutionStatus),
 }
 
+/// A rough token count of a request (four bytes a token), enough to decide when to condense.
+fn estimated_tokens(view: &[ChatMessage]) -> u64 {
+    let bytes: usize = view
+        .iter()
+        .map(|m| match m {
+            ChatMessage::System { content } | ChatMessage::User { content } => content.len(),
+            ChatMessage::Tool { content, .. } => content.len() + 32,
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                content.as_ref().map_or(0, String::len)
+                    + tool_calls
+                        .iter()
+                        .map(|c| c.function.arguments.len() + c.function.name.len() + 48)
+                        .sum::<usize>()
+            }
+        })
+        .sum();
+    bytes as u64 / 4
+}
+
 /// Asks a running conversation to pause at its next step boundary.
 #[derive(Debug, Clone, Default)]
 pub struct PauseHandle(Arc<AtomicBool>);
@@ -107,6 +130,26 @@ impl PauseHandle {
 
     fn take(&self) -> bool {
         self.0.swap(false, Ordering::SeqCst)
+    }
+}
+
+/// Where a conversation's time went, accumulated over every run since it was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RunTiming {
+    /// Wall time inside [`Conversation::run`].
+    pub run: Duration,
+    /// Time waiting for model replies (including condensation calls).
+    pub model: Duration,
+    /// Time tools took.
+    pub tools: Duration,
+    /// Model calls made.
+    pub model_calls: u64,
+}
+
+impl RunTiming {
+    /// The engine's own time: everything in `run` that was not a model call or a tool.
+    pub fn engine(&self) -> Duration {
+        self.run.saturating_sub(self.model + self.tools)
     }
 }
 
@@ -123,6 +166,10 @@ pub struct Conversation {
     pause: PauseHandle,
     on_event: Option<EventCallback>,
     on_token: Option<TokenCallback>,
+    timing: RunTiming,
+    tool_specs: Vec<crate::model::ToolSpec>,
+    /// The model's view as last sent, and how many events it covers.
+    view: (Vec<ChatMessage>, usize),
 }
 
 impl Conversation {
@@ -151,6 +198,9 @@ impl Conversation {
             pause: PauseHandle::default(),
             on_event: None,
             on_token: None,
+            timing: RunTiming::default(),
+            tool_specs: specs(),
+            view: (Vec::new(), 0),
         };
         conversation.reconcile_after_restart()?;
         Ok(conversation)
@@ -201,7 +251,7 @@ impl Conversation {
         ) {
             self.set_status(ExecutionStatus::Idle)?;
         }
-        Ok(())
+        Ok(self.log.sync()?)
     }
 
     /// Allows the whole pending action set to run once; the next [`Conversation::run`] runs it.
@@ -211,7 +261,7 @@ impl Conversation {
             action_ids: ids,
             by: ApprovedBy::User,
         })?;
-        Ok(())
+        Ok(self.log.sync()?)
     }
 
     /// Rejects every pending action; the conversation becomes idle and the next run tells the
@@ -224,7 +274,8 @@ impl Conversation {
                 reason: reason.to_owned(),
             })?;
         }
-        self.set_status(ExecutionStatus::Idle)
+        self.set_status(ExecutionStatus::Idle)?;
+        Ok(self.log.sync()?)
     }
 
     fn undecided(&self) -> Result<Vec<u64>, ConversationError> {
@@ -244,6 +295,18 @@ impl Conversation {
     /// Runs until the agent finishes, sends a plain message, waits for a decision, is paused,
     /// is stuck, fails, or reaches the iteration limit. Returns the status it stopped in.
     pub async fn run(&mut self) -> Result<ExecutionStatus, ConversationError> {
+        let started = Instant::now();
+        let result = self.run_steps().await;
+        self.timing.run += started.elapsed();
+        result
+    }
+
+    /// Where this conversation's time went.
+    pub fn timing(&self) -> RunTiming {
+        self.timing
+    }
+
+    async fn run_steps(&mut self) -> Result<ExecutionStatus, ConversationError> {
         if self.state.status == ExecutionStatus::WaitingForConfirmation && self.undecided().is_ok()
         {
             return Ok(ExecutionStatus::WaitingForConfirmation);
@@ -264,14 +327,27 @@ impl Conversation {
                 self.record(EventKind::Error { message })?;
                 return self.stop_with(ExecutionStatus::Error);
             }
-            self.condense_if_needed().await?;
-            let messages = model_view(&self.config.system_prompt, self.log.events(), &self.state);
+            self.refresh_view();
+            if self
+                .condense_if_needed(estimated_tokens(&self.view.0))
+                .await?
+            {
+                self.refresh_view();
+            }
+            let messages = &self.view.0;
             let mut sink = |t: &str| {
                 if let Some(f) = self.on_token.as_mut() {
                     f(t);
                 }
             };
-            let reply = match self.client.complete(&messages, &specs(), &mut sink).await {
+            let asked = Instant::now();
+            let reply = self
+                .client
+                .complete(messages, &self.tool_specs, &mut sink)
+                .await;
+            self.timing.model += asked.elapsed();
+            self.timing.model_calls += 1;
+            let reply = match reply {
                 Ok(reply) => reply,
                 Err(error) => {
                     self.record(EventKind::Error {
@@ -377,6 +453,8 @@ impl Conversation {
         {
             let request = self.request_of(action_id);
             self.record(EventKind::Started { action_id })?;
+            // Durable before the tool runs: after a crash this action is never run again.
+            self.log.sync()?;
             let request = match request {
                 Ok(request) => request,
                 Err(message) => {
@@ -384,7 +462,9 @@ impl Conversation {
                     continue;
                 }
             };
+            let ran = Instant::now();
             let observation = self.toolbox.execute(&request).await;
+            self.timing.tools += ran.elapsed();
             self.record(EventKind::Observation {
                 action_id,
                 observation: observation.clone(),
@@ -403,13 +483,29 @@ impl Conversation {
         Ok(None)
     }
 
+    /// Brings the model's view up to date: extended by the events since it was last derived
+    /// when that is exact, derived again from the whole log otherwise (after a condensation).
+    fn refresh_view(&mut self) {
+        let events = self.log.events();
+        let (messages, covered) = &mut self.view;
+        let extended = self.state.summary.is_none()
+            && *covered > 0
+            && *covered <= events.len()
+            && extend_view(messages, &events[*covered..]);
+        if !extended {
+            *messages = model_view(&self.config.system_prompt, events, &self.state);
+        }
+        *covered = events.len();
+    }
+
+    /// The event with this id (ids count from 1 without gaps).
+    fn event(&self, id: u64) -> Option<&AgentEvent> {
+        let index = usize::try_from(id).ok()?.checked_sub(1)?;
+        self.events().get(index)
+    }
+
     fn request_of(&self, action_id: u64) -> Result<ToolCallRequest, String> {
-        match self
-            .events()
-            .iter()
-            .find(|e| e.id == action_id)
-            .map(|e| &e.kind)
-        {
+        match self.event(action_id).map(|e| &e.kind) {
             Some(EventKind::Action {
                 tool, arguments, ..
             }) => ToolCallRequest::parse(tool, arguments),
@@ -437,37 +533,45 @@ impl Conversation {
             _ => None,
         };
         let same_call = actions.windows(2).all(|w| call(w[0]) == call(w[1]));
+        // Results follow their actions, so the search starts at the action.
         let result = |id: u64| {
-            self.events().iter().find_map(|e| match &e.kind {
-                EventKind::Observation {
-                    action_id,
-                    observation,
-                } if *action_id == id => Some(observation.content.clone()),
-                _ => None,
-            })
+            let from = usize::try_from(id).unwrap_or(usize::MAX);
+            self.events()
+                .get(from..)
+                .unwrap_or_default()
+                .iter()
+                .find_map(|e| match &e.kind {
+                    EventKind::Observation {
+                        action_id,
+                        observation,
+                    } if *action_id == id => Some(observation.content.clone()),
+                    _ => None,
+                })
         };
         same_call
             && result(actions[1].id).is_some()
             && result(actions[1].id) == result(actions[2].id)
     }
 
-    async fn condense_if_needed(&mut self) -> Result<(), ConversationError> {
+    /// Condenses older history when the request about to be sent (`estimated` tokens) or the
+    /// number of visible events is over budget. Returns whether it did, in which case the view
+    /// must be derived again.
+    async fn condense_if_needed(&mut self, estimated: u64) -> Result<bool, ConversationError> {
         let Some(config) = self.config.condenser else {
-            return Ok(());
+            return Ok(false);
         };
-        let view = model_view(&self.config.system_prompt, self.log.events(), &self.state);
-        let estimated_tokens: u64 = view
-            .iter()
-            .map(|m| serde_json::to_string(m).map_or(0, |s| s.len() as u64 / 4))
-            .sum();
-        let over_budget = estimated_tokens > self.config.route.max_input_tokens;
+        let over_budget = estimated > self.config.route.max_input_tokens;
         let Some(forgotten) = condenser::plan(&config, self.log.events(), &self.state, over_budget)
         else {
-            return Ok(());
+            return Ok(false);
         };
         let previous = self.state.summary.as_ref().map(|(s, _)| s.as_str());
         let request = condenser::summary_request(self.log.events(), &forgotten, previous);
-        let reply = match self.client.complete(&request, &[], &mut |_: &str| {}).await {
+        let asked = Instant::now();
+        let reply = self.client.complete(&request, &[], &mut |_: &str| {}).await;
+        self.timing.model += asked.elapsed();
+        self.timing.model_calls += 1;
+        let reply = match reply {
             Ok(reply) => reply,
             // Without a summary the run goes on with the full view; the model call that follows
             // reports a context problem if there really is one.
@@ -475,7 +579,7 @@ impl Conversation {
                 self.record(EventKind::Error {
                     message: format!("condensing older history failed: {error}"),
                 })?;
-                return Ok(());
+                return Ok(false);
             }
         };
         self.record(EventKind::Usage {
@@ -487,7 +591,7 @@ impl Conversation {
             summary: reply.content.unwrap_or_default(),
             summary_offset: config.keep_first,
         })?;
-        Ok(())
+        Ok(true)
     }
 
     fn reconcile_after_restart(&mut self) -> Result<(), ConversationError> {
@@ -515,11 +619,14 @@ impl Conversation {
             };
             self.set_status(status)?;
         }
-        Ok(())
+        Ok(self.log.sync()?)
     }
 
+    /// Ends a run: the status and everything before it are durable when the caller regains
+    /// control.
     fn stop_with(&mut self, status: ExecutionStatus) -> Result<ExecutionStatus, ConversationError> {
         self.set_status(status)?;
+        self.log.sync()?;
         Ok(status)
     }
 

@@ -1,7 +1,7 @@
 //! The model's view of a conversation, derived from its log: the system prompt, then messages,
 //! actions and their results in order, with condensed history replaced by its summary.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::{AgentEvent, ConversationState, EventKind, Speaker};
 use crate::model::{ChatMessage, ToolCall};
@@ -49,23 +49,54 @@ pub fn model_view(
         .iter()
         .filter(|e| !state.forgotten.contains(&e.id))
         .collect();
-    let results = results_by_action(&visible);
-    let summary = state.summary.as_ref();
-    let summary_message = |(text, _): &(String, usize)| ChatMessage::User {
-        content: format!("Summary of the earlier conversation:\n{text}"),
-    };
     let mut messages = vec![ChatMessage::System {
         content: system_prompt.to_owned(),
     }];
+    render(&mut messages, &visible, state.summary.as_ref());
+    messages
+}
+
+/// Appends the messages of `new_events` to a view derived (without condensation) from the
+/// events before them, so the view grows with each step instead of being derived again.
+/// Returns `false`, appending nothing, unless the new events are self-contained: every action
+/// among them has its result among them, and every result among them answers one of them.
+pub fn extend_view(messages: &mut Vec<ChatMessage>, new_events: &[AgentEvent]) -> bool {
+    let actions: HashSet<u64> = new_events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Action { .. }))
+        .map(|e| e.id)
+        .collect();
+    let resolved: HashSet<u64> = new_events
+        .iter()
+        .filter_map(|e| e.kind.resolves())
+        .collect();
+    if actions != resolved {
+        return false;
+    }
+    let events: Vec<&AgentEvent> = new_events.iter().collect();
+    render(messages, &events, None);
+    true
+}
+
+/// Appends the messages for `visible`, with the summary (if any) at its offset.
+fn render(
+    messages: &mut Vec<ChatMessage>,
+    visible: &[&AgentEvent],
+    summary: Option<&(String, usize)>,
+) {
+    let results = results_by_action(visible);
+    let summary_message = |(text, _): &(String, usize)| ChatMessage::User {
+        content: format!("Summary of the earlier conversation:\n{text}"),
+    };
     let mut reply = Reply::default();
     for (index, event) in visible.iter().enumerate() {
         if let Some(s) = summary.filter(|(_, at)| *at == index) {
-            reply.flush(&mut messages, &results);
+            reply.flush(messages, &results);
             messages.push(summary_message(s));
         }
         match &event.kind {
             EventKind::Message { speaker, text } => {
-                reply.flush(&mut messages, &results);
+                reply.flush(messages, &results);
                 messages.push(match speaker {
                     Speaker::User => ChatMessage::User {
                         content: text.clone(),
@@ -85,7 +116,7 @@ pub fn model_view(
                 ..
             } => {
                 if reply.response_id.as_ref().is_some_and(|r| r != response_id) {
-                    reply.flush(&mut messages, &results);
+                    reply.flush(messages, &results);
                 }
                 reply.response_id = Some(response_id.clone());
                 if thought.is_some() {
@@ -98,11 +129,10 @@ pub fn model_view(
             _ => {}
         }
     }
-    reply.flush(&mut messages, &results);
+    reply.flush(messages, &results);
     if let Some(s) = summary.filter(|(_, at)| *at >= visible.len()) {
         messages.push(summary_message(s));
     }
-    messages
 }
 
 fn results_by_action(events: &[&AgentEvent]) -> HashMap<u64, String> {

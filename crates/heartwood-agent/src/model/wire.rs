@@ -254,3 +254,34 @@ impl WireUsage {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Prices;
+
+    #[test]
+    fn provider_usage_maps_to_ours_with_cost_from_prices() {
+        let wire: WireUsage = serde_json::from_value(serde_json::json!({
+            "prompt_tokens": 2_000_000, "completion_tokens": 500_000,
+            "prompt_tokens_details": {"cached_tokens": 1_000},
+            "completion_tokens_details": {"reasoning_tokens": 300}
+        }))
+        .expect("usage");
+        let prices = Prices {
+            prompt_micros_per_mtok: 2_500_000,
+            completion_micros_per_mtok: 10_000_000,
+        };
+        let usage = wire.into_usage(Some(prices));
+        assert_eq!(
+            (usage.cache_read_tokens, usage.reasoning_tokens, usage.calls),
+            (1_000, 300, 1)
+        );
+        // 2M prompt tokens at 2.5 per million plus 0.5M completion at 10 per million = 10 units.
+        assert_eq!(usage.cost_micros, 10_000_000);
+        let mut total = Usage::default();
+        total.add(&usage);
+        total.add(&usage);
+        assert_eq!((total.prompt_tokens, total.calls), (4_000_000, 2));
+    }
+}

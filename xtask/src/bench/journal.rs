@@ -11,21 +11,13 @@ use heartwood_audit::SessionStore;
 use heartwood_events::{Event, Role, SessionId};
 use sha2::{Digest, Sha256};
 
+use super::{best_of, peak_rss_kib, report};
+
 const APPENDS: usize = 300;
 const BIG_SESSION: usize = 100_000;
 const REPEATS: usize = 5;
 
-fn best_of(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    let mut best = f64::INFINITY;
-    for _ in 0..runs {
-        let start = Instant::now();
-        f()?;
-        best = best.min(start.elapsed().as_secs_f64());
-    }
-    Ok(best)
-}
-
-pub fn journal() -> Result<()> {
+pub fn run() -> Result<()> {
     // Under target/ rather than /tmp: the same disk the project's .heartwood/ would be on.
     // Kept after the run so a step can be profiled alone: `xtask bench-child open <dir>`.
     let dir = crate::workspace_root().join("target/bench-journal");
@@ -193,21 +185,4 @@ fn build_session(store: &SessionStore, id: &SessionId, events: usize) -> Result<
     }
     writer.close();
     Ok(())
-}
-
-fn report(what: &str, value: f64, unit: &str, reference: &str, reference_value: f64, target: f64) {
-    let ratio = value / reference_value;
-    println!(
-        "{what:<34} {value:>10.1}{unit:<6} {reference}: {reference_value:.1}{unit}  ratio {ratio:.2} (target >= {target}) {}",
-        if ratio >= target { "ok" } else { "MISSED" }
-    );
-}
-
-fn peak_rss_kib() -> Result<f64> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .context("no VmHWM in /proc/self/status")?;
-    Ok(line.split_whitespace().nth(1).unwrap_or("0").parse()?)
 }
