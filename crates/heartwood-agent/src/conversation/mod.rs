@@ -96,6 +96,15 @@ pub enum ConversationError {
     NothingPending(ExecutionStatus),
 }
 
+/// Awaits one model call, counting its time and the call in `timing`.
+async fn timed<T>(timing: &mut RunTiming, call: impl std::future::Future<Output = T>) -> T {
+    let asked = Instant::now();
+    let reply = call.await;
+    timing.model += asked.elapsed();
+    timing.model_calls += 1;
+    reply
+}
+
 /// A rough token count of a request (four bytes a token), enough to decide when to condense.
 fn estimated_tokens(view: &[ChatMessage]) -> u64 {
     let bytes: usize = view
@@ -340,13 +349,11 @@ impl Conversation {
                     f(t);
                 }
             };
-            let asked = Instant::now();
-            let reply = self
-                .client
-                .complete(messages, &self.tool_specs, &mut sink)
-                .await;
-            self.timing.model += asked.elapsed();
-            self.timing.model_calls += 1;
+            let reply = timed(
+                &mut self.timing,
+                self.client.complete(messages, &self.tool_specs, &mut sink),
+            )
+            .await;
             let reply = match reply {
                 Ok(reply) => reply,
                 Err(error) => {
@@ -567,10 +574,11 @@ impl Conversation {
         };
         let previous = self.state.summary.as_ref().map(|(s, _)| s.as_str());
         let request = condenser::summary_request(self.log.events(), &forgotten, previous);
-        let asked = Instant::now();
-        let reply = self.client.complete(&request, &[], &mut |_: &str| {}).await;
-        self.timing.model += asked.elapsed();
-        self.timing.model_calls += 1;
+        let reply = timed(
+            &mut self.timing,
+            self.client.complete(&request, &[], &mut |_: &str| {}),
+        )
+        .await;
         let reply = match reply {
             Ok(reply) => reply,
             // Without a summary the run goes on with the full view; the model call that follows

@@ -119,13 +119,7 @@ impl ModelClient {
         };
         let response = match tokio::time::timeout(idle, request.send()).await {
             Err(_) => return Err(timeout()),
-            Ok(Err(e)) => {
-                let error = ModelError::Connection {
-                    attempts,
-                    detail: describe_reqwest(&e),
-                };
-                return Err(AttemptError::Retry { error, after: None });
-            }
+            Ok(Err(e)) => return Err(connection_failed(attempts, &e)),
             Ok(Ok(response)) => response,
         };
         let status = response.status();
@@ -153,13 +147,7 @@ impl ModelClient {
         if !self.route.stream || !is_event_stream {
             let bytes = match tokio::time::timeout(idle, response.bytes()).await {
                 Err(_) => return Err(timeout()),
-                Ok(Err(e)) => {
-                    let error = ModelError::Connection {
-                        attempts,
-                        detail: describe_reqwest(&e),
-                    };
-                    return Err(AttemptError::Retry { error, after: None });
-                }
+                Ok(Err(e)) => return Err(connection_failed(attempts, &e)),
                 Ok(Ok(bytes)) => bytes,
             };
             return parse_completion(&bytes, self.route.prices).map_err(AttemptError::Fatal);
@@ -256,6 +244,15 @@ fn retry_after(response: &reqwest::Response) -> Option<Duration> {
         .parse()
         .ok()?;
     Some(Duration::from_secs(secs.min(60)))
+}
+
+/// A transport failure: worth another attempt.
+fn connection_failed(attempts: u32, e: &reqwest::Error) -> AttemptError {
+    let error = ModelError::Connection {
+        attempts,
+        detail: describe_reqwest(e),
+    };
+    AttemptError::Retry { error, after: None }
 }
 
 fn describe_reqwest(e: &reqwest::Error) -> String {
