@@ -508,3 +508,32 @@ async fn calls_after_finish_are_dropped_and_the_iteration_limit_stops_a_run() {
     assert!(limit);
     conversation.close().await;
 }
+
+#[tokio::test]
+async fn guidance_sent_while_running_reaches_the_model_at_the_next_step() {
+    let f = Fixture::new(Script::of(vec![
+        Turn::calls(&[("terminal", json!({"command": "echo working"}))]),
+        Turn::calls(&[("finish", json!({"message": "done"}))]),
+    ]))
+    .await;
+    let mut conversation = f.open(ConfirmationPolicy::NeverConfirm);
+    let guidance = conversation.guidance_handle();
+    conversation.on_event(move |event| {
+        if matches!(event.kind, EventKind::Observation { .. }) {
+            guidance.send("Use the held-out rows only for evaluation.");
+        }
+    });
+    conversation
+        .send_message("Fit the model.")
+        .expect("message");
+    assert_eq!(
+        conversation.run().await.expect("run"),
+        ExecutionStatus::Finished
+    );
+    let second = f.server.requests()[1]["messages"].to_string();
+    assert!(
+        second.contains("Use the held-out rows only for evaluation."),
+        "{second}"
+    );
+    conversation.close().await;
+}

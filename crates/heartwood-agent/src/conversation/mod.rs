@@ -142,6 +142,28 @@ impl PauseHandle {
     }
 }
 
+/// Sends guidance to a running conversation: each message joins the conversation at the next
+/// step boundary, before the model is asked again.
+#[derive(Debug, Clone, Default)]
+pub struct GuidanceHandle(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl GuidanceHandle {
+    /// Queues a message from the researcher.
+    pub fn send(&self, text: &str) {
+        self.lock().push(text.to_owned());
+    }
+
+    fn drain(&self) -> Vec<String> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// Where a conversation's time went, accumulated over every run since it was opened.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct RunTiming {
@@ -173,6 +195,7 @@ pub struct Conversation {
     log: EventLog,
     state: ConversationState,
     pause: PauseHandle,
+    guidance: GuidanceHandle,
     on_event: Option<EventCallback>,
     on_token: Option<TokenCallback>,
     timing: RunTiming,
@@ -205,6 +228,7 @@ impl Conversation {
             log,
             state,
             pause: PauseHandle::default(),
+            guidance: GuidanceHandle::default(),
             on_event: None,
             on_token: None,
             timing: RunTiming::default(),
@@ -228,6 +252,11 @@ impl Conversation {
     /// A handle that pauses this conversation between steps.
     pub fn pause_handle(&self) -> PauseHandle {
         self.pause.clone()
+    }
+
+    /// A handle that adds researcher messages to this conversation while it runs.
+    pub fn guidance_handle(&self) -> GuidanceHandle {
+        self.guidance.clone()
     }
 
     /// The current state.
@@ -335,6 +364,12 @@ impl Conversation {
                 );
                 self.record(EventKind::Error { message })?;
                 return self.stop_with(ExecutionStatus::Error);
+            }
+            for text in self.guidance.drain() {
+                self.record(EventKind::Message {
+                    speaker: Speaker::User,
+                    text,
+                })?;
             }
             self.refresh_view();
             if self
