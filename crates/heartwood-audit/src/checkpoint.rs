@@ -23,13 +23,13 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// The checkpoint of a verified log.
-    pub fn of(session: &SessionId, verified: &Verified) -> Self {
+    /// The checkpoint of a verified log whose Merkle root is `merkle_root`.
+    pub fn of(session: &SessionId, verified: &Verified, merkle_root: Digest) -> Self {
         Checkpoint {
             session: session.clone(),
             count: verified.count,
             terminal_hash: verified.terminal_hash,
-            merkle_root: verified.merkle_root,
+            merkle_root,
         }
     }
 }
@@ -81,7 +81,8 @@ pub(crate) fn check(
         )));
     }
     let proof = merkle::consistency_proof(m_usize, leaves);
-    if !merkle::verify_consistency(m, n, &checkpoint.merkle_root, &verified.merkle_root, &proof) {
+    let current_root = merkle::root(leaves);
+    if !merkle::verify_consistency(m, n, &checkpoint.merkle_root, &current_root, &proof) {
         return Err(fail(format!(
             "the current log does not extend the checkpointed one (consistency proof from \
              {m} to {n} events failed)"

@@ -54,6 +54,22 @@ impl Digest {
         }
     }
 
+    /// Lowercase hex as a fixed array, for comparing with hex text without allocating.
+    pub fn hex_array(&self) -> [u8; 64] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 64];
+        for (pair, byte) in out.chunks_exact_mut(2).zip(self.0) {
+            pair[0] = DIGITS[usize::from(byte >> 4)];
+            pair[1] = DIGITS[usize::from(byte & 0x0f)];
+        }
+        out
+    }
+
+    /// Whether `hex` is 64 lowercase hex digits.
+    pub fn is_hex(hex: &[u8]) -> bool {
+        hex.len() == 64 && hex.iter().all(|&b| NIBBLE[usize::from(b)] != 0xff)
+    }
+
     /// Lowercase hex.
     pub fn to_hex(&self) -> String {
         let mut out = Vec::with_capacity(64);

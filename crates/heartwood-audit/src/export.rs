@@ -8,8 +8,6 @@ use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use heartwood_events::SessionId;
-
 use crate::error::IoContext;
 use crate::{AuditError, Checkpoint, SessionPaths, Verified, durable};
 
@@ -18,9 +16,9 @@ pub const EXPORTS_DIR: &str = "exports";
 
 /// Writes a bundle of the first `verified.count` events and returns its directory name.
 pub(crate) fn write_bundle(
-    id: &SessionId,
     paths: &SessionPaths,
     verified: &Verified,
+    checkpoint: &Checkpoint,
 ) -> Result<String, AuditError> {
     durable::create_private_dir(&paths.exports)?;
     let stamp: String = heartwood_events::Timestamp::now()
@@ -42,8 +40,7 @@ pub(crate) fn write_bundle(
         verified.audit_len,
     )?;
     copy_prefix(&paths.meta, &staging.join("meta.json"), u64::MAX)?;
-    let checkpoint = Checkpoint::of(id, verified);
-    let mut text = serde_json::to_vec_pretty(&checkpoint).unwrap_or_default();
+    let mut text = serde_json::to_vec_pretty(checkpoint).unwrap_or_default();
     text.push(b'\n');
     durable::write_atomic(&staging.join("checkpoint.json"), &text)?;
     durable::sync_dir(&staging)?;

@@ -8,7 +8,7 @@ use heartwood_events::{DecodeError, Receipt, RecordedEvent, SessionId};
 use crate::error::IoContext;
 use crate::intent::{Pending, read_pending};
 use crate::line::{Line, read_line};
-use crate::verify::verify_session;
+use crate::verify::{Tree, verify_session};
 use crate::{
     AuditError, Checkpoint, CheckpointReport, MAX_LINE_BYTES, SessionMeta, SessionPaths, Verified,
     WriterInfo, checkpoint,
@@ -58,12 +58,13 @@ impl SessionReader {
     /// Verifies the whole session, failing closed on any damage or on an interrupted append
     /// that has not been completed yet.
     pub fn verify(&self) -> Result<Verified, AuditError> {
-        self.verify_collecting(None)
+        self.verify_with(None, Tree::Skip)
     }
 
-    fn verify_collecting(
+    fn verify_with(
         &self,
         leaves: Option<&mut Vec<crate::Digest>>,
+        tree: Tree,
     ) -> Result<Verified, AuditError> {
         if let Pending::Intent(intent) = read_pending(&self.paths.journal)? {
             return Err(AuditError::Interrupted {
@@ -72,12 +73,19 @@ impl SessionReader {
                 last_seq: intent.last_seq,
             });
         }
-        verify_session(&self.id, &self.paths, leaves).map(|(verified, _)| verified)
+        verify_session(&self.id, &self.paths, leaves, tree).map(|(verified, _)| verified)
     }
 
     /// The checkpoint of the session as it is now (after verifying it).
     pub fn checkpoint(&self) -> Result<Checkpoint, AuditError> {
-        Ok(Checkpoint::of(&self.id, &self.verify()?))
+        let verified = self.verify_with(None, Tree::Build)?;
+        let root = verified
+            .merkle_root
+            .ok_or_else(|| AuditError::CheckpointMismatch {
+                id: self.id.clone(),
+                detail: "the Merkle tree was not built".into(),
+            })?;
+        Ok(Checkpoint::of(&self.id, &verified, root))
     }
 
     /// Verifies the session and checks it against an independently kept checkpoint.
@@ -86,8 +94,9 @@ impl SessionReader {
         retained: &Checkpoint,
     ) -> Result<(Verified, CheckpointReport), AuditError> {
         let mut leaves = Vec::new();
-        let verified = self.verify_collecting(Some(&mut leaves))?;
+        let mut verified = self.verify_with(Some(&mut leaves), Tree::Skip)?;
         let report = checkpoint::check(&self.id, retained, &verified, &leaves)?;
+        verified.merkle_root = Some(crate::merkle::root(&leaves));
         Ok((verified, report))
     }
 

@@ -118,25 +118,35 @@ fn hash_of_line(line: &[u8], prev: &Digest) -> Option<Digest> {
     Some(Digest(hasher.finalize().into()))
 }
 
+/// The members of a canonical line whose strings need no escapes, digests still as hex text.
+struct PlainFields<'a> {
+    event_hex: &'a [u8],
+    hash_hex: &'a [u8],
+    prev_hex: &'a [u8],
+    seq: u64,
+    time: &'a str,
+    kind: &'a str,
+}
+
 /// The fast path: a canonical line whose strings need no escapes (every record Heartwood
 /// writes). Returns `None` for anything else, which the general path then judges.
-fn parse_plain(line: &[u8]) -> Option<AuditRecord<'_>> {
+fn plain_fields<'a>(line: &'a [u8]) -> Option<PlainFields<'a>> {
     let mut rest = line;
     let expect = |lit: &[u8], rest: &mut &[u8]| -> Option<()> {
         *rest = rest.strip_prefix(lit)?;
         Some(())
     };
-    let take_digest = |rest: &mut &[u8]| -> Option<Digest> {
+    let take_hex = |rest: &mut &'a [u8]| -> Option<&'a [u8]> {
         let (hex, tail) = rest.split_at_checked(64)?;
         *rest = tail;
-        Digest::from_hex_bytes(hex)
+        Some(hex)
     };
     expect(EVENT_KEY, &mut rest)?;
-    let event_sha256 = take_digest(&mut rest)?;
+    let event_hex = take_hex(&mut rest)?;
     expect(HASH_KEY, &mut rest)?;
-    let hash = take_digest(&mut rest)?;
+    let hash_hex = take_hex(&mut rest)?;
     expect(PREV_KEY, &mut rest)?;
-    let prev = take_digest(&mut rest)?;
+    let prev_hex = take_hex(&mut rest)?;
     expect(SEQ_KEY, &mut rest)?;
     let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
     let (seq_text, tail) = rest.split_at(digits);
@@ -152,12 +162,89 @@ fn parse_plain(line: &[u8]) -> Option<AuditRecord<'_>> {
     if rest != b"}" {
         return None;
     }
-    Some(AuditRecord {
+    Some(PlainFields {
+        event_hex,
+        hash_hex,
+        prev_hex,
         seq,
-        kind: Cow::Borrowed(kind),
-        time: Cow::Borrowed(time),
-        event_sha256,
-        prev,
+        time,
+        kind,
+    })
+}
+
+fn parse_plain(line: &[u8]) -> Option<AuditRecord<'_>> {
+    let f = plain_fields(line)?;
+    Some(AuditRecord {
+        seq: f.seq,
+        kind: Cow::Borrowed(f.kind),
+        time: Cow::Borrowed(f.time),
+        event_sha256: Digest::from_hex_bytes(f.event_hex)?,
+        prev: Digest::from_hex_bytes(f.prev_hex)?,
+        hash: Digest::from_hex_bytes(f.hash_hex)?,
+    })
+}
+
+/// A record that is canonical, hashes correctly and links to the expected previous hash.
+pub(crate) struct Linked<'a> {
+    pub seq: u64,
+    pub kind: Cow<'a, str>,
+    pub time: Cow<'a, str>,
+    /// The event digest as lowercase hex.
+    pub event_hex: [u8; 64],
+    pub hash: Digest,
+}
+
+/// Why a line is not the record that belongs next in the chain.
+pub(crate) enum LineProblem {
+    /// Not a canonical, correctly hashed record.
+    Invalid(String),
+    /// A valid record, but its `prev` is not the previous record's hash.
+    Unlinked,
+}
+
+/// Checks that `line` is a canonical record, linked to `prev`, whose hash matches its contents.
+/// The fast path compares hex text instead of decoding it: verification is bound by hashing,
+/// and this keeps the rest of the work per record small.
+pub(crate) fn check_line<'a>(line: &'a [u8], prev: &Digest) -> Result<Linked<'a>, LineProblem> {
+    let Some(f) = plain_fields(line) else {
+        let record = AuditRecord::parse_and_check(line).map_err(LineProblem::Invalid)?;
+        if record.prev != *prev {
+            return Err(LineProblem::Unlinked);
+        }
+        return Ok(Linked {
+            seq: record.seq,
+            kind: record.kind,
+            time: record.time,
+            event_hex: record.event_sha256.hex_array(),
+            hash: record.hash,
+        });
+    };
+    if f.prev_hex != prev.hex_array() {
+        return Err(if Digest::is_hex(f.prev_hex) {
+            LineProblem::Unlinked
+        } else {
+            LineProblem::Invalid("`prev` is not a lowercase SHA-256 hex".to_owned())
+        });
+    }
+    if !Digest::is_hex(f.event_hex) {
+        return Err(LineProblem::Invalid(
+            "`event_sha256` is not a lowercase SHA-256 hex".to_owned(),
+        ));
+    }
+    let hash = hash_of_line(line, prev)
+        .ok_or_else(|| LineProblem::Invalid("record is too short".to_owned()))?;
+    if f.hash_hex != hash.hex_array() {
+        return Err(LineProblem::Invalid(
+            "record hash does not match its contents".to_owned(),
+        ));
+    }
+    let mut event_hex = [0u8; 64];
+    event_hex.copy_from_slice(f.event_hex);
+    Ok(Linked {
+        seq: f.seq,
+        kind: Cow::Borrowed(f.kind),
+        time: Cow::Borrowed(f.time),
+        event_hex,
         hash,
     })
 }

@@ -20,7 +20,7 @@ use crate::event_head::event_head;
 use crate::layout::{AUDIT_FILE, EVENTS_FILE};
 use crate::line::{Line, read_line};
 use crate::merkle::RootBuilder;
-use crate::record::{AuditRecord, genesis};
+use crate::record::{LineProblem, check_line, genesis};
 use crate::{AuditError, Damage, DamageKind, Digest, MAX_LINE_BYTES, SessionPaths};
 
 /// What a successful verification established.
@@ -30,8 +30,8 @@ pub struct Verified {
     pub count: u64,
     /// Hash of the last audit record, or the genesis digest for an empty session.
     pub terminal_hash: Digest,
-    /// RFC 6962 Merkle root over the audit record hashes.
-    pub merkle_root: Digest,
+    /// RFC 6962 Merkle root over the audit record hashes, when it was asked for.
+    pub merkle_root: Option<Digest>,
     /// Bytes of `events.jsonl` covered.
     pub events_len: u64,
     /// Bytes of `audit.jsonl` covered.
@@ -44,7 +44,8 @@ pub struct Verified {
 /// texts live in the batch's shared buffer, so a batch costs two allocations, not two per line.
 enum EventLine {
     Whole {
-        sha256: Digest,
+        /// The event line's SHA-256 as lowercase hex, as the audit record spells it.
+        sha256: [u8; 64],
         head: Result<(u64, Range<usize>, Range<usize>), String>,
         len: u64,
         last: bool,
@@ -63,47 +64,64 @@ struct Batch {
 const BUF: usize = 256 * 1024;
 const BATCH: usize = 512;
 
+/// Whether verification also builds the RFC 6962 Merkle tree (for checkpoints), which costs
+/// about a sixth more hashing than the checks themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tree {
+    /// Checks only.
+    Skip,
+    /// Checks, and the Merkle root.
+    Build,
+}
+
 /// Verifies a session's files. When `leaves` is given, every record hash is pushed onto it.
-/// Also returns the compact Merkle state, from which a writer continues.
+/// With [`Tree::Build`] it also returns the compact Merkle state, from which a writer continues.
 ///
 /// Verification is bound by SHA-256, so the work is spread over threads: one hashes and parses
-/// event lines, this one checks audit records and the chain, and a third builds the Merkle
-/// tree from the record hashes.
+/// event lines, this one checks audit records and the chain, and (when asked) a third builds the
+/// Merkle tree from the record hashes.
 pub(crate) fn verify_session(
     id: &SessionId,
     paths: &SessionPaths,
     leaves: Option<&mut Vec<Digest>>,
-) -> Result<(Verified, RootBuilder), AuditError> {
+    tree: Tree,
+) -> Result<(Verified, Option<RootBuilder>), AuditError> {
     let events = open_or_empty(&paths.events)?;
     let audit = open_or_empty(&paths.audit)?;
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::sync_channel::<io::Result<Batch>>(4);
         scope.spawn(move || read_events(events, tx));
         let (tree_tx, tree_rx) = mpsc::sync_channel::<Vec<Digest>>(4);
-        let tree = scope.spawn(move || {
-            let mut root = RootBuilder::default();
-            for hashes in tree_rx {
-                hashes.iter().for_each(|h| root.push(h));
-            }
-            root
+        let builder = (tree == Tree::Build).then(|| {
+            scope.spawn(move || {
+                let mut root = RootBuilder::default();
+                for hashes in tree_rx {
+                    hashes.iter().for_each(|h| root.push(h));
+                }
+                root
+            })
         });
         let mut feed = EventFeed {
             rx,
             batch: Batch::default(),
             next: 0,
         };
+        let tree_tx = builder.is_some().then_some(tree_tx);
         let verified = check_chain(id, paths, &mut feed, audit, leaves, tree_tx)?;
-        let root = tree.join().map_err(|_| AuditError::Io {
+        let Some(builder) = builder else {
+            return Ok((verified, None));
+        };
+        let root = builder.join().map_err(|_| AuditError::Io {
             action: "verify",
             path: paths.audit.clone(),
             source: io::Error::other("the Merkle tree worker panicked"),
         })?;
         Ok((
             Verified {
-                merkle_root: root.root(),
+                merkle_root: Some(root.root()),
                 ..verified
             },
-            root,
+            Some(root),
         ))
     })
 }
@@ -149,7 +167,7 @@ fn read_events(
                 });
                 match at_end(&mut events) {
                     Ok(last) => Ok(EventLine::Whole {
-                        sha256: Digest::of(&buf),
+                        sha256: Digest::of(&buf).hex_array(),
                         head,
                         len: buf.len() as u64 + 1,
                         last,
@@ -193,7 +211,7 @@ fn check_chain(
     feed: &mut EventFeed,
     mut audit: BufReader<Box<dyn io::Read + Send>>,
     mut leaves: Option<&mut Vec<Digest>>,
-    tree: mpsc::SyncSender<Vec<Digest>>,
+    tree: Option<mpsc::SyncSender<Vec<Digest>>>,
 ) -> Result<Verified, AuditError> {
     let damaged = |damage: Damage| AuditError::Damaged {
         id: id.clone(),
@@ -270,8 +288,16 @@ fn check_chain(
             ))
         })?;
         let (kind, time) = (&text[kind], &text[time]);
-        let record = AuditRecord::parse_and_check(&au_buf)
-            .map_err(|what| damaged(damage(AUDIT_FILE, &what, false)))?;
+        let record = match check_line(&au_buf, &prev) {
+            Ok(record) => record,
+            Err(LineProblem::Invalid(what)) => {
+                return Err(damaged(damage(AUDIT_FILE, &what, false)));
+            }
+            Err(LineProblem::Unlinked) => {
+                let what = "record does not link to the previous record's hash";
+                return Err(damaged(damage(AUDIT_FILE, what, false)));
+            }
+        };
         let mismatch = if seq != k {
             Some((
                 EVENTS_FILE,
@@ -282,7 +308,7 @@ fn check_chain(
                 AUDIT_FILE,
                 format!("record has seq {} where {k} belongs", record.seq),
             ))
-        } else if record.event_sha256 != sha256 {
+        } else if record.event_hex != sha256 {
             Some((
                 EVENTS_FILE,
                 "event bytes do not match the hash in its audit record".into(),
@@ -297,11 +323,6 @@ fn check_chain(
                 AUDIT_FILE,
                 format!("record time {:?} differs from the event's", record.time),
             ))
-        } else if record.prev != prev {
-            Some((
-                AUDIT_FILE,
-                "record does not link to the previous record's hash".into(),
-            ))
         } else {
             None
         };
@@ -309,13 +330,15 @@ fn check_chain(
             return Err(damaged(damage(file, &what, false)));
         }
         prev = record.hash;
-        pending_leaves.push(record.hash);
-        if pending_leaves.len() == BATCH {
-            // If the tree worker is gone, the join below reports it.
-            let _ = tree.send(std::mem::replace(
-                &mut pending_leaves,
-                Vec::with_capacity(BATCH),
-            ));
+        if let Some(tree) = &tree {
+            pending_leaves.push(record.hash);
+            if pending_leaves.len() == BATCH {
+                // If the tree worker is gone, the join in `verify_session` reports it.
+                let _ = tree.send(std::mem::replace(
+                    &mut pending_leaves,
+                    Vec::with_capacity(BATCH),
+                ));
+            }
         }
         if let Some(leaves) = leaves.as_deref_mut() {
             leaves.push(record.hash);
@@ -326,11 +349,13 @@ fn check_chain(
             last_time = Some(time.to_owned());
         }
     }
-    let _ = tree.send(pending_leaves);
+    if let Some(tree) = tree {
+        let _ = tree.send(pending_leaves);
+    }
     Ok(Verified {
         count: k - 1,
         terminal_hash: prev,
-        merkle_root: Digest([0; 32]), // filled in from the tree worker
+        merkle_root: None, // filled in from the tree worker, when there is one
         events_len,
         audit_len,
         last_time,

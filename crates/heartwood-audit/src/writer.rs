@@ -22,7 +22,7 @@ use crate::error::IoContext;
 use crate::intent::{Intent, IntentFile, Pending, complete_file, read_pending};
 use crate::merkle::RootBuilder;
 use crate::record::AuditRecord;
-use crate::verify::verify_session;
+use crate::verify::{Tree, verify_session};
 use crate::{
     AuditError, Checkpoint, Damage, DamageKind, Digest, MAX_LINE_BYTES, SessionMeta, SessionPaths,
     Verified, durable, export, lease::WriterLease, receipts,
@@ -49,7 +49,8 @@ pub enum Recovery {
 struct Chain {
     count: u64,
     prev: Digest,
-    root: RootBuilder,
+    /// The Merkle tree's compact state; `None` until a checkpoint or export first needs it.
+    root: Option<RootBuilder>,
     events_len: u64,
     audit_len: u64,
     receipts_len: u64,
@@ -125,7 +126,7 @@ impl SessionWriter {
 
         let (mut intent, created) = IntentFile::open(&paths.journal)?;
         let recovery = recover(id, &paths, &mut intent)?;
-        let (verified, root) = verify_session(id, &paths, None)?;
+        let (verified, root) = verify_session(id, &paths, None, Tree::Skip)?;
         let (receipts, receipts_len) = receipts::load(id, &paths.receipts)?;
         let created =
             created | !paths.events.exists() | !paths.audit.exists() | !paths.receipts.exists();
@@ -187,14 +188,31 @@ impl SessionWriter {
         self.chain.count
     }
 
-    /// The checkpoint of everything appended so far.
-    pub fn checkpoint(&self) -> Checkpoint {
-        Checkpoint {
+    /// The checkpoint of everything appended so far. The first call after opening builds the
+    /// Merkle tree from the log (opening skips it); later appends keep it current.
+    pub fn checkpoint(&mut self) -> Result<Checkpoint, AuditError> {
+        let merkle_root = self.merkle()?.root();
+        Ok(Checkpoint {
             session: self.id.clone(),
             count: self.chain.count,
             terminal_hash: self.chain.prev,
-            merkle_root: self.chain.root.root(),
+            merkle_root,
+        })
+    }
+
+    /// The compact Merkle state, built on first use.
+    fn merkle(&mut self) -> Result<&mut RootBuilder, AuditError> {
+        if self.chain.root.is_none() {
+            let (_, root) = verify_session(&self.id, &self.paths, None, Tree::Build)?;
+            self.chain.root = root;
         }
+        self.chain
+            .root
+            .as_mut()
+            .ok_or_else(|| AuditError::WriterFailed {
+                id: self.id.clone(),
+                cause: "the Merkle tree could not be built".into(),
+            })
     }
 
     /// The receipt of an earlier command with this id, if there is one. A retry must name the
@@ -283,15 +301,16 @@ impl SessionWriter {
         command: Option<&CommandId>,
     ) -> Result<(std::path::PathBuf, Seq), AuditError> {
         self.ensure_usable()?;
+        let checkpoint = self.checkpoint()?;
         let verified = Verified {
             count: self.chain.count,
             terminal_hash: self.chain.prev,
-            merkle_root: self.chain.root.root(),
+            merkle_root: Some(checkpoint.merkle_root),
             events_len: self.chain.events_len,
             audit_len: self.chain.audit_len,
             last_time: self.chain.last_time.clone(),
         };
-        let bundle = export::write_bundle(&self.id, &self.paths, &verified)?;
+        let bundle = export::write_bundle(&self.paths, &verified, &checkpoint)?;
         let event = Event::ExportRecorded {
             bundle: bundle.clone(),
             count: verified.count,
@@ -336,8 +355,10 @@ impl SessionWriter {
         let count = sealed.len() as u64;
         self.chain.count += count;
         self.chain.prev = prev;
-        for hash in &sealed {
-            self.chain.root.push(hash);
+        if let Some(root) = self.chain.root.as_mut() {
+            for hash in &sealed {
+                root.push(hash);
+            }
         }
         self.chain.events_len += intent.events.len() as u64;
         self.chain.audit_len += intent.audit.len() as u64;
@@ -479,7 +500,7 @@ fn recover(
         Pending::Unreadable => {
             // A torn intent means the crash came before any data byte was written, so the data
             // files must verify as they are; if they do not, the damage is reported as usual.
-            verify_session(id, paths, None)?;
+            verify_session(id, paths, None, Tree::Skip)?;
             intent_file.clear_durably()?;
             Ok(Recovery::DiscardedPartialIntent)
         }

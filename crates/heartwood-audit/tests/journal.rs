@@ -137,7 +137,7 @@ fn a_refused_command_is_remembered_as_refused() {
 fn an_export_is_a_self_contained_bundle_and_is_itself_recorded() {
     let (_dir, store, sid) = project_with_session(10);
     let (mut writer, _) = store.open_writer(&sid).expect("open");
-    let before = writer.checkpoint();
+    let before = writer.checkpoint().expect("checkpoint");
     let (bundle, seq) = writer.export(None).expect("export");
     assert_eq!(seq.get(), 11);
     writer.close();

@@ -241,8 +241,8 @@ fn verify(admin: &SessionAdmin, id: &str, checkpoint: Option<&Path>) -> Result<E
     let (v, report) = admin.verify(id, retained.as_ref())?;
     match report {
         None => println!(
-            "session {id} intact: {} events, terminal hash {}, merkle root {}",
-            v.count, v.terminal_hash, v.merkle_root
+            "session {id} intact: {} events, terminal hash {}",
+            v.count, v.terminal_hash
         ),
         Some(report) => println!(
             "session {id} intact: {} events, and it extends the checkpoint of {} events \
