@@ -537,3 +537,41 @@ async fn guidance_sent_while_running_reaches_the_model_at_the_next_step() {
     );
     conversation.close().await;
 }
+
+#[tokio::test]
+async fn the_routes_credential_is_hidden_from_the_agents_shell() {
+    // HEARTWOOD_TEST_MODEL_KEY is set for test processes by `.cargo/config.toml`.
+    let f = Fixture::new(Script::of(vec![
+        Turn::calls(&[(
+            "terminal",
+            json!({"command": "echo \"[${HEARTWOOD_TEST_MODEL_KEY:-}]\""}),
+        )]),
+        Turn::calls(&[("finish", json!({"message": "done"}))]),
+    ]))
+    .await;
+    let mut config = f.config(ConfirmationPolicy::NeverConfirm);
+    config.route.api_key_env = Some("HEARTWOOD_TEST_MODEL_KEY".to_owned());
+    let mut conversation = Conversation::open(config).expect("open");
+    conversation
+        .send_message("Print the key.")
+        .expect("message");
+    assert_eq!(
+        conversation.run().await.expect("run"),
+        ExecutionStatus::Finished
+    );
+    assert_eq!(
+        f.server.authorizations()[0].as_deref(),
+        Some("Bearer sk-test-secret-123")
+    );
+    let results = f.tool_messages(1);
+    assert!(
+        results[0].1.starts_with("[]"),
+        "the shell could read the key: {results:?}"
+    );
+    let log = std::fs::read_to_string(f.state.path().join("conv/events.jsonl")).expect("log");
+    assert!(
+        !log.contains("sk-test-secret-123"),
+        "the key reached the conversation log"
+    );
+    conversation.close().await;
+}

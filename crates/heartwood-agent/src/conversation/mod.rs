@@ -211,10 +211,13 @@ impl Conversation {
     pub fn open(config: ConversationConfig) -> Result<Self, ConversationError> {
         let log = EventLog::open(&config.dir)?;
         let state = ConversationState::replay(log.events());
+        // The model's commands must not read the route's credential.
+        let hidden = config.route.api_key_env.iter().cloned().collect();
         let toolbox = Toolbox::new(
             &config.project,
             config.dir.join("task_plan.json"),
             config.terminal,
+            hidden,
         )
         .map_err(|source| ConversationError::Project {
             path: config.project.clone(),

@@ -150,14 +150,16 @@ pub struct Toolbox {
 
 impl Toolbox {
     /// Tools working in `project`, keeping the task plan in `plan_file`.
+    /// `hidden_env` names environment variables the shell must not see (credentials).
     pub fn new(
         project: &std::path::Path,
         plan_file: std::path::PathBuf,
         limits: TerminalLimits,
+        hidden_env: Vec<String>,
     ) -> std::io::Result<Self> {
         let paths = ProjectPaths::new(project)?;
         Ok(Toolbox {
-            terminal: Terminal::new(paths.root(), limits),
+            terminal: Terminal::with_hidden_env(paths.root(), limits, hidden_env),
             editor: FileEditor::new(paths.clone()),
             paths,
             plan_file,

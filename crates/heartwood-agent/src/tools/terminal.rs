@@ -77,6 +77,7 @@ pub struct Terminal {
     limits: TerminalLimits,
     shell: Option<Shell>,
     counter: u64,
+    hidden: Vec<String>,
 }
 
 /// Output of one command: the head, the tail, and how much was dropped between them, plus a
@@ -172,13 +173,22 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 impl Terminal {
     /// A terminal whose shell starts in `root` on first use.
-    pub fn new(root: &Path, limits: TerminalLimits) -> Self {
+    /// A terminal whose shell starts in `root` on first use, without the environment variables
+    /// named in `hidden` (the model route's credential: commands the model writes must not be
+    /// able to read it).
+    pub fn with_hidden_env(root: &Path, limits: TerminalLimits, hidden: Vec<String>) -> Self {
         Terminal {
             root: root.to_owned(),
             limits,
             shell: None,
             counter: 0,
+            hidden,
         }
+    }
+
+    /// A terminal whose shell starts in `root` on first use.
+    pub fn new(root: &Path, limits: TerminalLimits) -> Self {
+        Self::with_hidden_env(root, limits, Vec::new())
     }
 
     /// Runs one request.
@@ -314,7 +324,8 @@ impl Terminal {
         if self.shell.is_some() {
             return Ok(());
         }
-        let mut child = Command::new("bash")
+        let mut command = Command::new("bash");
+        command
             .args(["--noprofile", "--norc"])
             .current_dir(&self.root)
             .env("TERM", "dumb")
@@ -325,8 +336,11 @@ impl Terminal {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
-            .kill_on_drop(true)
-            .spawn()?;
+            .kill_on_drop(true);
+        for name in &self.hidden {
+            command.env_remove(name);
+        }
+        let mut child = command.spawn()?;
         let mut stdin = child
             .stdin
             .take()
