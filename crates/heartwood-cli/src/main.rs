@@ -1,14 +1,16 @@
 //! `heartwood`: the command-line entry point.
 //!
-//! Today it inspects and maintains the sessions of the project in the current directory. It
-//! never takes another project's path: every command acts on the current directory's
+//! Today it inspects and maintains the sessions of the project in the current directory, shows
+//! the startup plan, and connects the model route. It never takes another project's path: every command acts on the current directory's
 //! `.heartwood/`, and read-only commands never create it.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod model;
 mod sessions;
+mod status;
 
 /// Heartwood: a research workbench around an AI coding agent.
 #[derive(Parser)]
@@ -23,15 +25,26 @@ enum Command {
     /// Inspect, verify, export and remove this project's sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsCommand),
+    /// Show where this project stands and what to do next (creates nothing).
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Connect or show the project's model route.
+    #[command(subcommand)]
+    Model(model::ModelCommand),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Sessions(cmd) => heartwood_gateway::ProjectContext::current()
-            .map_err(anyhow::Error::from)
-            .and_then(|project| sessions::run(&project, cmd)),
-    };
+    let result = heartwood_gateway::ProjectContext::current()
+        .map_err(anyhow::Error::from)
+        .and_then(|project| match cli.command {
+            Command::Sessions(cmd) => sessions::run(&project, cmd),
+            Command::Status { json } => status::run(&project, json),
+            Command::Model(cmd) => model::run(&project, cmd),
+        });
     match result {
         Ok(code) => code,
         Err(err) => {

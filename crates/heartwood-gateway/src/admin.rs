@@ -21,6 +21,9 @@ pub enum GatewayError {
     /// The session journal refused the operation.
     #[error(transparent)]
     Journal(#[from] AuditError),
+    /// The project configuration is missing, invalid, or could not be written.
+    #[error("{0}")]
+    Config(String),
 }
 
 /// One session, as `show` presents it.

@@ -18,6 +18,14 @@ impl ProjectContext {
         Ok(ProjectContext { root })
     }
 
+    /// The project at `root`, for tests and for programs embedding Heartwood that have already
+    /// changed into the project (interfaces use [`ProjectContext::current`]).
+    pub fn at(root: &Path) -> Self {
+        ProjectContext {
+            root: root.to_owned(),
+        }
+    }
+
     /// The project's root directory.
     pub fn root(&self) -> &Path {
         &self.root

@@ -1,0 +1,113 @@
+//! `heartwood model connect | show`: the project's model route.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Subcommand, ValueEnum};
+use heartwood_gateway::ProjectContext;
+use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
+
+/// The `model` subcommands.
+#[derive(Subcommand)]
+pub enum ModelCommand {
+    /// Connect this project to a model route (writes .heartwood/config.toml).
+    Connect {
+        /// How the model is reached.
+        #[arg(long, value_enum)]
+        category: Category,
+        /// The service's OpenAI-compatible base URL, e.g. http://localhost:11434/v1.
+        #[arg(long)]
+        base_url: String,
+        /// The model name the service expects.
+        #[arg(long)]
+        model: String,
+        /// The environment variable that holds the API key (the key itself is never stored).
+        #[arg(long)]
+        api_key_env: Option<String>,
+        /// Upper bound on prompt tokens per model call.
+        #[arg(long, default_value_t = 100_000)]
+        max_input_tokens: u64,
+        /// Upper bound on reply tokens per model call.
+        #[arg(long, default_value_t = 4_096)]
+        max_output_tokens: u64,
+    },
+    /// Show the project's model route.
+    Show {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Route categories as the command line spells them.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Category {
+    /// A hosted provider reached with an API key.
+    Hosted,
+    /// An OpenAI-compatible service (vLLM, Ollama, llama.cpp server, LiteLLM, ...).
+    Compatible,
+    /// An endpoint the research environment provides.
+    Research,
+    /// A local model Heartwood manages.
+    Local,
+}
+
+impl From<Category> for RouteCategory {
+    fn from(c: Category) -> Self {
+        match c {
+            Category::Hosted => RouteCategory::Hosted,
+            Category::Compatible => RouteCategory::Compatible,
+            Category::Research => RouteCategory::Research,
+            Category::Local => RouteCategory::Local,
+        }
+    }
+}
+
+/// Runs one `model` subcommand.
+pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
+    match cmd {
+        ModelCommand::Connect {
+            category,
+            base_url,
+            model,
+            api_key_env,
+            max_input_tokens,
+            max_output_tokens,
+        } => {
+            let route = RouteConfig {
+                category: category.into(),
+                base_url: base_url.trim_end_matches('/').to_owned(),
+                model,
+                api_key_env,
+                max_input_tokens,
+                max_output_tokens,
+            };
+            ProjectConfig::set_route(project, route)?;
+            println!("connected; the project's status is now:");
+            crate::status::print_plan(&heartwood_gateway::startup::plan(project)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        ModelCommand::Show { json } => {
+            let config = ProjectConfig::load(project)?;
+            match (config.model, json) {
+                (None, true) => println!("null"),
+                (None, false) => {
+                    println!("no model is connected; run heartwood model connect --help")
+                }
+                (Some(route), true) => println!("{}", serde_json::to_string_pretty(&route)?),
+                (Some(route), false) => {
+                    println!("category          {}", route.category.as_str());
+                    println!("base URL          {}", route.base_url);
+                    println!("model             {}", route.model);
+                    println!(
+                        "API key from      {}",
+                        route.api_key_env.as_deref().unwrap_or("(none)")
+                    );
+                    println!("input budget      {} tokens", route.max_input_tokens);
+                    println!("output budget     {} tokens", route.max_output_tokens);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! `heartwood status`: the startup plan for the project in the current directory.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use heartwood_gateway::ProjectContext;
+use heartwood_gateway::startup::{StartupPlan, plan};
+
+/// Prints the startup plan. Creates nothing.
+pub fn run(project: &ProjectContext, json: bool) -> Result<ExitCode> {
+    let plan = plan(project)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&plan)?);
+    } else {
+        print_plan(&plan);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The plan in words.
+pub fn print_plan(plan: &StartupPlan) {
+    let phase = serde_json::to_value(plan.phase)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    println!("phase     {phase}");
+    println!("          {}", plan.explanation);
+    if let Some(route) = &plan.route {
+        let key = route
+            .api_key_env
+            .as_deref()
+            .map_or("no API key".to_owned(), |env| format!("API key from {env}"));
+        println!(
+            "model     {} at {} ({}, {key})",
+            route.model, route.base_url, route.category
+        );
+    }
+    println!("sessions  {}", plan.sessions);
+    println!("next      {}", plan.next_action);
+}

@@ -1,0 +1,181 @@
+//! `heartwood status` and `heartwood model` as real processes: the startup plan moves through its
+//! phases as the project is set up, and looking creates nothing.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Output;
+
+use heartwood_audit::SessionStore;
+use heartwood_events::SessionId;
+use serde_json::Value;
+
+fn heartwood(project: &Path, args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(args)
+        .current_dir(project)
+        .output()
+        .expect("run heartwood")
+}
+
+fn phase(project: &Path) -> (String, Value) {
+    let out = heartwood(project, &["status", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&out.stdout).expect("json");
+    (plan["phase"].as_str().unwrap_or("").to_owned(), plan)
+}
+
+fn connect(project: &Path, base_url: &str, key_env: Option<&str>) -> Output {
+    let mut args = vec![
+        "model",
+        "connect",
+        "--category",
+        "compatible",
+        "--base-url",
+        base_url,
+        "--model",
+        "qwen2.5-coder",
+    ];
+    if let Some(env) = key_env {
+        args.extend(["--api-key-env", env]);
+    }
+    heartwood(project, &args)
+}
+
+#[test]
+fn status_in_an_empty_directory_asks_for_a_model_and_creates_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (phase, plan) = phase(dir.path());
+    assert_eq!(phase, "model_required");
+    assert!(
+        plan["next_action"]
+            .as_str()
+            .unwrap_or("")
+            .contains("heartwood model connect")
+    );
+    let text = String::from_utf8_lossy(&heartwood(dir.path(), &["status"]).stdout).to_string();
+    assert!(text.contains("no model is connected"), "{text}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("read").count(),
+        0,
+        "status created state"
+    );
+}
+
+#[test]
+fn the_plan_follows_the_route_from_unreachable_to_credential_to_ready() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A port nothing listens on: bind, note it, close.
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr");
+    let out = connect(dir.path(), &format!("http://{closed}/v1"), None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(phase(dir.path()).0, "connection_required");
+
+    let live = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", live.local_addr().expect("addr"));
+    assert!(
+        connect(dir.path(), &url, Some("HEARTWOOD_TEST_UNSET_KEY"))
+            .status
+            .success()
+    );
+    let (phase_now, plan) = phase(dir.path());
+    assert_eq!(phase_now, "credential_required");
+    assert!(
+        plan["next_action"]
+            .as_str()
+            .unwrap_or("")
+            .contains("export HEARTWOOD_TEST_UNSET_KEY")
+    );
+    assert_eq!(plan["route"]["credential_boundary"], "application_scrubbed");
+
+    // Set for test processes (and so for this child) by `.cargo/config.toml`.
+    assert!(
+        connect(dir.path(), &url, Some("HEARTWOOD_TEST_MODEL_KEY"))
+            .status
+            .success()
+    );
+    assert_eq!(phase(dir.path()).0, "ready");
+    let config =
+        std::fs::read_to_string(dir.path().join(".heartwood/config.toml")).expect("config");
+    assert!(
+        config.contains("HEARTWOOD_TEST_MODEL_KEY") && !config.contains("sk-test-secret-123"),
+        "{config}"
+    );
+    let shown: Value =
+        serde_json::from_slice(&heartwood(dir.path(), &["model", "show", "--json"]).stdout)
+            .expect("json");
+    assert_eq!(shown["base_url"], url.as_str());
+}
+
+#[test]
+fn routes_that_cannot_work_are_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let local = heartwood(
+        dir.path(),
+        &[
+            "model",
+            "connect",
+            "--category",
+            "local",
+            "--base-url",
+            "http://127.0.0.1:1/v1",
+            "--model",
+            "m",
+        ],
+    );
+    assert!(!local.status.success());
+    assert!(String::from_utf8_lossy(&local.stderr).contains("not available yet"));
+    let bad_url = connect(dir.path(), "localhost:11434", None);
+    assert!(!bad_url.status.success());
+    assert!(String::from_utf8_lossy(&bad_url.stderr).contains("http://"));
+    assert!(!dir.path().join(".heartwood/config.toml").exists());
+}
+
+#[test]
+fn an_interrupted_session_puts_recovery_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = SessionStore::new(dir.path());
+    let id = SessionId::parse("crashed").expect("id");
+    let (writer, _) = store.create_or_open_writer(&id, "native").expect("create");
+    writer
+        .crash_after_intent(vec![heartwood_events::Event::SessionClosed {}])
+        .expect("stage");
+    let (phase_now, plan) = phase(dir.path());
+    assert_eq!(phase_now, "recovery_required");
+    assert_eq!(plan["next_action"], "heartwood sessions recover crashed");
+    assert!(
+        heartwood(dir.path(), &["sessions", "recover", "crashed"])
+            .status
+            .success()
+    );
+    assert_eq!(phase(dir.path()).0, "model_required");
+}
+
+#[test]
+fn running_in_the_home_folder_asks_for_a_project_folder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["status", "--json"])
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .output()
+        .expect("run");
+    let plan: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(plan["phase"], "project_review");
+    assert!(
+        plan["explanation"]
+            .as_str()
+            .unwrap_or("")
+            .contains("home folder")
+    );
+}

@@ -1,0 +1,268 @@
+//! Project settings in `.heartwood/config.toml`: the model route. Reading creates nothing;
+//! writing takes the project-scoped lock (`.heartwood/config.lock`, through `fd-lock`) and
+//! replaces the file atomically, so two processes never interleave a configuration write.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{GatewayError, ProjectContext};
+
+/// How Heartwood reaches the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteCategory {
+    /// A hosted provider (OpenAI and the like), reached with an API key.
+    Hosted,
+    /// An OpenAI-compatible service: vLLM, Ollama, llama.cpp server, LiteLLM, ...
+    Compatible,
+    /// An endpoint the research environment provides.
+    Research,
+    /// A local model Heartwood downloads and runs.
+    Local,
+}
+
+impl RouteCategory {
+    /// The name used in configuration and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteCategory::Hosted => "hosted",
+            RouteCategory::Compatible => "compatible",
+            RouteCategory::Research => "research",
+            RouteCategory::Local => "local",
+        }
+    }
+}
+
+/// Where the model credential lives relative to the agent's tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CredentialBoundary {
+    /// The route needs no secret.
+    CredentialFree,
+    /// The secret is in Heartwood's environment and removed from what tools can see; the model
+    /// client and the tools still share an operating-system identity.
+    ApplicationScrubbed,
+}
+
+/// The configured model route.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    /// How the model is reached.
+    pub category: RouteCategory,
+    /// The service's OpenAI-compatible base URL, for example `http://localhost:11434/v1`.
+    pub base_url: String,
+    /// The model name the service expects.
+    pub model: String,
+    /// The environment variable holding the API key (never the key itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Upper bound on prompt tokens per model call.
+    #[serde(default = "default_input")]
+    pub max_input_tokens: u64,
+    /// `max_tokens` per model call.
+    #[serde(default = "default_output")]
+    pub max_output_tokens: u64,
+}
+
+fn default_input() -> u64 {
+    100_000
+}
+
+fn default_output() -> u64 {
+    4_096
+}
+
+impl RouteConfig {
+    /// Checks a route before it is stored; the error says what to change.
+    pub fn validate(&self) -> Result<(), GatewayError> {
+        let bad = |m: String| Err(GatewayError::Config(m));
+        if self.category == RouteCategory::Local {
+            return bad("Heartwood-managed local models are not available yet; run a local server (Ollama, \
+                 llama.cpp, vLLM) and connect it with --category compatible"
+                .into());
+        }
+        if self.category == RouteCategory::Research {
+            return bad(
+                "research-environment endpoints are not supported yet; if the endpoint speaks the \
+                 OpenAI chat-completions protocol, connect it with --category compatible"
+                    .into(),
+            );
+        }
+        if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
+            return bad(format!(
+                "base URL {:?} must start with http:// or https://",
+                self.base_url
+            ));
+        }
+        if self.model.trim().is_empty() {
+            return bad("the model name is empty".into());
+        }
+        if let Some(env) = &self.api_key_env {
+            let valid = !env.is_empty()
+                && env.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !env.starts_with(|c: char| c.is_ascii_digit());
+            if !valid {
+                return bad(format!(
+                    "{env:?} is not an environment variable name (use letters, digits and _)"
+                ));
+            }
+        }
+        if self.category == RouteCategory::Hosted && self.api_key_env.is_none() {
+            return bad(
+                "a hosted route needs --api-key-env naming the variable that holds the key".into(),
+            );
+        }
+        if self.max_input_tokens == 0 || self.max_output_tokens == 0 {
+            return bad("token budgets must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// Where the credential sits relative to the agent's tools.
+    pub fn boundary(&self) -> CredentialBoundary {
+        if self.api_key_env.is_some() {
+            CredentialBoundary::ApplicationScrubbed
+        } else {
+            CredentialBoundary::CredentialFree
+        }
+    }
+}
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectConfig {
+    /// The model route, once connected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<RouteConfig>,
+}
+
+impl ProjectConfig {
+    /// Reads `.heartwood/config.toml`; a project without one has the default (no route).
+    pub fn load(project: &ProjectContext) -> Result<Self, GatewayError> {
+        let path = config_path(project);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(ProjectConfig::default());
+            }
+            Err(e) => {
+                return Err(GatewayError::Config(format!(
+                    "cannot read {}: {e}",
+                    path.display()
+                )));
+            }
+        };
+        toml::from_str(&text).map_err(|e| {
+            GatewayError::Config(format!(
+                "{} is not valid ({e}); fix it or connect the model again",
+                path.display()
+            ))
+        })
+    }
+
+    /// Validates and stores `route` as the project's model route, under the project lock.
+    pub fn set_route(project: &ProjectContext, route: RouteConfig) -> Result<Self, GatewayError> {
+        route.validate()?;
+        let state = project.state_dir();
+        let io = |what: &str, path: &Path, e: std::io::Error| {
+            GatewayError::Config(format!("cannot {what} {}: {e}", path.display()))
+        };
+        std::fs::create_dir_all(&state).map_err(|e| io("create", &state, e))?;
+        let lock_path = state.join("config.lock");
+        let lock_file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| io("open", &lock_path, e))?;
+        let mut lock = fd_lock::RwLock::new(lock_file);
+        let _guard = lock.write().map_err(|e| io("lock", &lock_path, e))?;
+        // Read under the lock so a concurrent change to other settings is not lost.
+        let mut config = ProjectConfig::load(project)?;
+        config.model = Some(route);
+        let text =
+            toml::to_string_pretty(&config).map_err(|e| GatewayError::Config(e.to_string()))?;
+        let path = config_path(project);
+        let tmp = state.join(format!(".config.toml.{}.tmp", std::process::id()));
+        let mut file = std::fs::File::create(&tmp).map_err(|e| io("create", &tmp, e))?;
+        file.write_all(text.as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(|e| io("write", &tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| io("replace", &path, e))?;
+        Ok(config)
+    }
+}
+
+fn config_path(project: &ProjectContext) -> PathBuf {
+    project.state_dir().join("config.toml")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(category: RouteCategory) -> RouteConfig {
+        RouteConfig {
+            category,
+            base_url: "http://localhost:11434/v1".into(),
+            model: "qwen2.5-coder".into(),
+            api_key_env: None,
+            max_input_tokens: 32_000,
+            max_output_tokens: 2_048,
+        }
+    }
+
+    #[test]
+    fn a_route_round_trips_through_the_config_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = ProjectContext::at(dir.path());
+        assert_eq!(
+            ProjectConfig::load(&project).expect("load"),
+            ProjectConfig::default()
+        );
+        assert!(
+            !dir.path().join(".heartwood").exists(),
+            "loading created state"
+        );
+        let stored =
+            ProjectConfig::set_route(&project, route(RouteCategory::Compatible)).expect("store");
+        assert_eq!(ProjectConfig::load(&project).expect("load"), stored);
+        assert_eq!(
+            stored.model.map(|r| r.boundary()),
+            Some(CredentialBoundary::CredentialFree)
+        );
+    }
+
+    #[test]
+    fn invalid_routes_are_refused_with_what_to_change() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = ProjectContext::at(dir.path());
+        let cases = [
+            (
+                RouteConfig {
+                    base_url: "localhost:11434".into(),
+                    ..route(RouteCategory::Compatible)
+                },
+                "http://",
+            ),
+            (
+                RouteConfig {
+                    api_key_env: Some("MY KEY".into()),
+                    ..route(RouteCategory::Compatible)
+                },
+                "environment variable",
+            ),
+            (route(RouteCategory::Hosted), "--api-key-env"),
+            (route(RouteCategory::Local), "not available yet"),
+        ];
+        for (bad, expected) in cases {
+            let err = ProjectConfig::set_route(&project, bad).expect_err("accepted");
+            assert!(err.to_string().contains(expected), "{err}");
+        }
+        assert!(!dir.path().join(".heartwood/config.toml").exists());
+    }
+}

@@ -1,0 +1,210 @@
+//! The startup planner: one read-only look at the project that says which phase it is in and
+//! what the researcher should do next. Every interface shows the same plan. It creates nothing;
+//! its only outside action is a TCP connection attempt to the configured model service.
+
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use heartwood_audit::SessionStore;
+use serde::Serialize;
+
+use crate::config::{CredentialBoundary, ProjectConfig, RouteConfig};
+use crate::{GatewayError, ProjectContext};
+
+/// How long the planner waits for the model service to accept a connection.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Where the project stands, in the order the planner checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// A session needs recovery before anything else.
+    RecoveryRequired,
+    /// The folder does not look like a project (the filesystem root or the home folder).
+    ProjectReview,
+    /// No usable model route is configured.
+    ModelRequired,
+    /// The route's credential variable is not set.
+    CredentialRequired,
+    /// The model service cannot be reached.
+    ConnectionRequired,
+    /// The route needs compute Heartwood would provide (Heartwood-managed local models, which
+    /// are not available yet, so this phase is not produced today).
+    ComputeRequired,
+    /// Ready for work.
+    Ready,
+}
+
+/// The configured route, as the plan shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RouteSummary {
+    /// How the model is reached.
+    pub category: &'static str,
+    /// The service.
+    pub base_url: String,
+    /// The model.
+    pub model: String,
+    /// The credential variable's name, if any.
+    pub api_key_env: Option<String>,
+    /// Where the credential sits relative to the agent's tools.
+    pub credential_boundary: CredentialBoundary,
+}
+
+/// The startup plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StartupPlan {
+    /// The phase.
+    pub phase: Phase,
+    /// What the phase means here, for the researcher.
+    pub explanation: String,
+    /// What to do next.
+    pub next_action: String,
+    /// The configured route, if any.
+    pub route: Option<RouteSummary>,
+    /// Sessions recorded in this project.
+    pub sessions: usize,
+}
+
+/// Plans startup for `project`.
+pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
+    let sessions = SessionStore::new(project.root()).list()?;
+    let plan = |phase, explanation: String, next_action: String, route: Option<RouteSummary>| {
+        StartupPlan {
+            phase,
+            explanation,
+            next_action,
+            route,
+            sessions: sessions.len(),
+        }
+    };
+    if let Some(s) = sessions.iter().find(|s| s.interrupted) {
+        return Ok(plan(
+            Phase::RecoveryRequired,
+            format!(
+                "session {} has an append that a crash interrupted; it cannot be used until it is completed",
+                s.id
+            ),
+            format!("heartwood sessions recover {}", s.id),
+            None,
+        ));
+    }
+    if let Some(reason) = not_a_project(project) {
+        return Ok(plan(
+            Phase::ProjectReview,
+            format!("{reason}; Heartwood gives the agent the whole folder it runs in"),
+            "cd into the project's own folder and run heartwood there".to_owned(),
+            None,
+        ));
+    }
+    let connect = "heartwood model connect --category compatible --base-url URL --model NAME [--api-key-env VAR]".to_owned();
+    let config = match ProjectConfig::load(project) {
+        Ok(config) => config,
+        Err(e) => return Ok(plan(Phase::ModelRequired, e.to_string(), connect, None)),
+    };
+    let Some(route) = config.model else {
+        return Ok(plan(
+            Phase::ModelRequired,
+            "no model is connected to this project yet".to_owned(),
+            connect,
+            None,
+        ));
+    };
+    let summary = summarize(&route);
+    if let Err(e) = route.validate() {
+        let explanation = format!("the stored model route cannot be used: {e}");
+        return Ok(plan(
+            Phase::ModelRequired,
+            explanation,
+            connect,
+            Some(summary),
+        ));
+    }
+    let unset_key = route
+        .api_key_env
+        .as_ref()
+        .filter(|env| std::env::var(env).map_or(true, |v| v.is_empty()));
+    if let Some(env) = unset_key {
+        return Ok(plan(
+            Phase::CredentialRequired,
+            format!("the model route reads its API key from {env}, which is not set in this shell"),
+            format!("export {env}=<your key> and run heartwood again"),
+            Some(summary),
+        ));
+    }
+    if let Err(why) = probe(&route.base_url) {
+        return Ok(plan(
+            Phase::ConnectionRequired,
+            format!(
+                "the model service at {} cannot be reached ({why})",
+                route.base_url
+            ),
+            "start the model service, or connect another one with heartwood model connect"
+                .to_owned(),
+            Some(summary),
+        ));
+    }
+    Ok(plan(
+        Phase::Ready,
+        format!("model {} at {} is reachable", route.model, route.base_url),
+        "heartwood sessions ls lists this project's sessions; running tasks arrives with the session gateway".to_owned(),
+        Some(summary),
+    ))
+}
+
+fn summarize(route: &RouteConfig) -> RouteSummary {
+    RouteSummary {
+        category: route.category.as_str(),
+        base_url: route.base_url.clone(),
+        model: route.model.clone(),
+        api_key_env: route.api_key_env.clone(),
+        credential_boundary: route.boundary(),
+    }
+}
+
+fn not_a_project(project: &ProjectContext) -> Option<String> {
+    let root = project.root();
+    if root.parent().is_none() {
+        return Some("this is the filesystem root".to_owned());
+    }
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from)?;
+    let same = home
+        .canonicalize()
+        .ok()
+        .zip(root.canonicalize().ok())
+        .is_some_and(|(h, r)| h == r);
+    same.then(|| "this is your home folder".to_owned())
+}
+
+/// Opens (and closes) a TCP connection to the URL's host and port. Sends nothing.
+fn probe(base_url: &str) -> Result<(), String> {
+    let (default_port, rest) = match base_url.split_once("://") {
+        Some(("https", rest)) => (443, rest),
+        Some(("http", rest)) => (80, rest),
+        _ => return Err("the base URL has no http:// or https:// scheme".to_owned()),
+    };
+    let authority = rest.split('/').next().unwrap_or("");
+    let authority = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let has_port = authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.chars().all(|c| c.is_ascii_digit()) && !p.is_empty())
+        && !authority.ends_with(']');
+    let target = if has_port {
+        authority.to_owned()
+    } else {
+        format!("{authority}:{default_port}")
+    };
+    let addresses: Vec<_> = target
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {target}: {e}"))?
+        .collect();
+    let mut last = format!("{target} has no address");
+    for address in addresses {
+        match TcpStream::connect_timeout(&address, PROBE_TIMEOUT) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = format!("{address}: {e}"),
+        }
+    }
+    Err(last)
+}
