@@ -1,40 +1,12 @@
 //! `heartwood sessions …` run as a real process in a real project directory.
 
 use std::path::Path;
-use std::process::Output;
 
-use heartwood_audit::SessionStore;
-use heartwood_events::{Event, Role, SessionId};
-
-fn heartwood(project: &Path, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
-        .args(args)
-        .current_dir(project)
-        .output()
-        .expect("run heartwood")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+mod support;
+use support::{heartwood, text};
 
 fn project_with(ids: &[&str], messages: usize) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = SessionStore::new(dir.path());
-    for id in ids {
-        let (mut writer, _) = store
-            .create_or_open_writer(&SessionId::parse(id).expect("id"), "native")
-            .expect("create");
-        let events = (0..messages)
-            .map(|i| Event::Message {
-                role: Role::Researcher,
-                text: format!("note {i}"),
-            })
-            .collect();
-        writer.append(None, events).expect("append");
-        writer.close();
-    }
-    dir
+    heartwood_testkit::sessions::project_with_sessions(ids, messages)
 }
 
 fn entries(dir: &Path) -> Vec<String> {

@@ -5,17 +5,10 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::Output;
 
-use heartwood_audit::SessionStore;
-use heartwood_events::SessionId;
-use serde_json::Value;
+mod support;
+use support::heartwood;
 
-fn heartwood(project: &Path, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
-        .args(args)
-        .current_dir(project)
-        .output()
-        .expect("run heartwood")
-}
+use serde_json::Value;
 
 fn phase(project: &Path) -> (String, Value) {
     let out = heartwood(project, &["status", "--json"]);
@@ -144,12 +137,7 @@ fn routes_that_cannot_work_are_refused_before_anything_is_written() {
 #[test]
 fn an_interrupted_session_puts_recovery_first() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = SessionStore::new(dir.path());
-    let id = SessionId::parse("crashed").expect("id");
-    let (writer, _) = store.create_or_open_writer(&id, "native").expect("create");
-    writer
-        .crash_after_intent(vec![heartwood_events::Event::SessionClosed {}])
-        .expect("stage");
+    heartwood_testkit::sessions::interrupt_an_append(dir.path(), "crashed");
     let (phase_now, plan) = phase(dir.path());
     assert_eq!(phase_now, "recovery_required");
     assert_eq!(plan["next_action"], "heartwood sessions recover crashed");

@@ -4,10 +4,11 @@
 //! real TCP, real HTTP, streaming (SSE) and non-streaming. It answers each request with the
 //! next [`Turn`] of a [`Script`], can inject faults (HTTP errors, a stream cut mid-chunk,
 //! malformed tool arguments, slow chunks), and records every request body so a test can assert
-//! what the model was sent.
+//! what the model was sent. [`sessions`] makes real recorded sessions for interface tests.
 
 mod script;
 mod server;
+pub mod sessions;
 
 pub use script::{Fault, Script, ScriptedCall, ScriptedUsage, Turn};
 pub use server::ScriptedModelServer;

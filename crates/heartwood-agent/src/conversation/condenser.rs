@@ -104,3 +104,25 @@ pub fn summary_request(
         ChatMessage::User { content: text },
     ]
 }
+
+/// A rough token count of a request (four bytes a token), enough to decide when to condense.
+pub fn estimated_tokens(view: &[ChatMessage]) -> u64 {
+    let bytes: usize = view
+        .iter()
+        .map(|m| match m {
+            ChatMessage::System { content } | ChatMessage::User { content } => content.len(),
+            ChatMessage::Tool { content, .. } => content.len() + 32,
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                content.as_ref().map_or(0, String::len)
+                    + tool_calls
+                        .iter()
+                        .map(|c| c.function.arguments.len() + c.function.name.len() + 48)
+                        .sum::<usize>()
+            }
+        })
+        .sum();
+    bytes as u64 / 4
+}

@@ -8,71 +8,31 @@
 //! iteration limit, stuck detection, or a pause between steps.
 
 mod condenser;
+mod config;
 mod event;
+mod handles;
 mod log;
 mod policy;
 mod state;
+mod timing;
 mod view;
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-pub use condenser::CondenserConfig;
+pub use condenser::{CondenserConfig, estimated_tokens};
+pub use config::ConversationConfig;
 pub use event::{AgentEvent, ApprovedBy, EventKind, ExecutionStatus, Speaker};
+pub use handles::{GuidanceHandle, PauseHandle};
 pub use log::{EventLog, LogError};
 pub use policy::ConfirmationPolicy;
 pub use state::ConversationState;
+pub use timing::RunTiming;
 pub use view::{extend_view, model_view};
 
-use crate::model::{ChatMessage, ModelClient, ModelError, ModelRoute, Usage};
-use crate::tools::{Observation, Risk, TerminalLimits, ToolCallRequest, Toolbox, risk, specs};
-
-/// Everything a conversation is configured with.
-#[derive(Debug, Clone)]
-pub struct ConversationConfig {
-    /// The model route.
-    pub route: ModelRoute,
-    /// The project the tools work in.
-    pub project: PathBuf,
-    /// Where the conversation persists (its log and task plan).
-    pub dir: PathBuf,
-    /// When action sets wait for a person.
-    pub policy: ConfirmationPolicy,
-    /// The system prompt.
-    pub system_prompt: String,
-    /// Most model calls in one run.
-    pub max_iterations: u32,
-    /// The terminal's bounds.
-    pub terminal: TerminalLimits,
-    /// Condensation settings; `None` never condenses.
-    pub condenser: Option<CondenserConfig>,
-}
-
-impl ConversationConfig {
-    /// Defaults: always confirm, 100 calls per run, condense past 120 events keeping the first 2.
-    pub fn new(route: ModelRoute, project: PathBuf, dir: PathBuf) -> Self {
-        ConversationConfig {
-            route,
-            project,
-            dir,
-            policy: ConfirmationPolicy::AlwaysConfirm,
-            system_prompt: DEFAULT_SYSTEM_PROMPT.to_owned(),
-            max_iterations: 100,
-            terminal: TerminalLimits::default(),
-            condenser: Some(CondenserConfig {
-                max_events: 120,
-                keep_first: 2,
-            }),
-        }
-    }
-}
-
-const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful research engineer working in the researcher's project \
-directory. Use the tools to inspect data, run commands and edit files. Keep a task plan with task_tracker for \
-multi-step work. Every set of actions you propose is reviewed by the researcher before it runs; a rejected action \
-did not run, so adjust your approach. Call finish with a short summary when the task is done.";
+use crate::model::{ChatMessage, ModelClient, ModelError, Usage};
+use crate::tools::{Observation, Risk, ToolCallRequest, Toolbox, risk, specs};
+use timing::timed;
 
 /// Why a conversation operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -94,94 +54,6 @@ pub enum ConversationError {
     /// There is no pending action set to decide.
     #[error("there is no pending action set to decide; the conversation is {0:?}")]
     NothingPending(ExecutionStatus),
-}
-
-/// Awaits one model call, counting its time and the call in `timing`.
-async fn timed<T>(timing: &mut RunTiming, call: impl std::future::Future<Output = T>) -> T {
-    let asked = Instant::now();
-    let reply = call.await;
-    timing.model += asked.elapsed();
-    timing.model_calls += 1;
-    reply
-}
-
-/// A rough token count of a request (four bytes a token), enough to decide when to condense.
-fn estimated_tokens(view: &[ChatMessage]) -> u64 {
-    let bytes: usize = view
-        .iter()
-        .map(|m| match m {
-            ChatMessage::System { content } | ChatMessage::User { content } => content.len(),
-            ChatMessage::Tool { content, .. } => content.len() + 32,
-            ChatMessage::Assistant {
-                content,
-                tool_calls,
-            } => {
-                content.as_ref().map_or(0, String::len)
-                    + tool_calls
-                        .iter()
-                        .map(|c| c.function.arguments.len() + c.function.name.len() + 48)
-                        .sum::<usize>()
-            }
-        })
-        .sum();
-    bytes as u64 / 4
-}
-
-/// Asks a running conversation to pause at its next step boundary.
-#[derive(Debug, Clone, Default)]
-pub struct PauseHandle(Arc<AtomicBool>);
-
-impl PauseHandle {
-    /// Requests a pause; the run stops before its next step.
-    pub fn pause(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    fn take(&self) -> bool {
-        self.0.swap(false, Ordering::SeqCst)
-    }
-}
-
-/// Sends guidance to a running conversation: each message joins the conversation at the next
-/// step boundary, before the model is asked again.
-#[derive(Debug, Clone, Default)]
-pub struct GuidanceHandle(Arc<std::sync::Mutex<Vec<String>>>);
-
-impl GuidanceHandle {
-    /// Queues a message from the researcher.
-    pub fn send(&self, text: &str) {
-        self.lock().push(text.to_owned());
-    }
-
-    fn drain(&self) -> Vec<String> {
-        std::mem::take(&mut *self.lock())
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-/// Where a conversation's time went, accumulated over every run since it was opened.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct RunTiming {
-    /// Wall time inside [`Conversation::run`].
-    pub run: Duration,
-    /// Time waiting for model replies (including condensation calls).
-    pub model: Duration,
-    /// Time tools took.
-    pub tools: Duration,
-    /// Model calls made.
-    pub model_calls: u64,
-}
-
-impl RunTiming {
-    /// The engine's own time: everything in `run` that was not a model call or a tool.
-    pub fn engine(&self) -> Duration {
-        self.run.saturating_sub(self.model + self.tools)
-    }
 }
 
 type EventCallback = Box<dyn FnMut(&AgentEvent) + Send>;

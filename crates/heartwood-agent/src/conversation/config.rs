@@ -1,0 +1,52 @@
+//! How a conversation is configured.
+
+use std::path::PathBuf;
+
+use super::{CondenserConfig, ConfirmationPolicy};
+use crate::model::ModelRoute;
+use crate::tools::TerminalLimits;
+
+/// Everything a conversation is configured with.
+#[derive(Debug, Clone)]
+pub struct ConversationConfig {
+    /// The model route.
+    pub route: ModelRoute,
+    /// The project the tools work in.
+    pub project: PathBuf,
+    /// Where the conversation persists (its log and task plan).
+    pub dir: PathBuf,
+    /// When action sets wait for a person.
+    pub policy: ConfirmationPolicy,
+    /// The system prompt.
+    pub system_prompt: String,
+    /// Most model calls in one run.
+    pub max_iterations: u32,
+    /// The terminal's bounds.
+    pub terminal: TerminalLimits,
+    /// Condensation settings; `None` never condenses.
+    pub condenser: Option<CondenserConfig>,
+}
+
+impl ConversationConfig {
+    /// Defaults: always confirm, 100 calls per run, condense past 120 events keeping the first 2.
+    pub fn new(route: ModelRoute, project: PathBuf, dir: PathBuf) -> Self {
+        ConversationConfig {
+            route,
+            project,
+            dir,
+            policy: ConfirmationPolicy::AlwaysConfirm,
+            system_prompt: DEFAULT_SYSTEM_PROMPT.to_owned(),
+            max_iterations: 100,
+            terminal: TerminalLimits::default(),
+            condenser: Some(CondenserConfig {
+                max_events: 120,
+                keep_first: 2,
+            }),
+        }
+    }
+}
+
+const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful research engineer working in the researcher's project \
+directory. Use the tools to inspect data, run commands and edit files. Keep a task plan with task_tracker for \
+multi-step work. Every set of actions you propose is reviewed by the researcher before it runs; a rejected action \
+did not run, so adjust your approach. Call finish with a short summary when the task is done.";

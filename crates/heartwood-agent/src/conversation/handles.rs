@@ -1,0 +1,42 @@
+//! Handles that reach into a running conversation from elsewhere (another task or thread): pause
+//! it between steps, or add the researcher's guidance at the next step.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Asks a running conversation to pause at its next step boundary.
+#[derive(Debug, Clone, Default)]
+pub struct PauseHandle(Arc<AtomicBool>);
+
+impl PauseHandle {
+    /// Requests a pause; the run stops before its next step.
+    pub fn pause(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub(super) fn take(&self) -> bool {
+        self.0.swap(false, Ordering::SeqCst)
+    }
+}
+
+/// Sends guidance to a running conversation: each message joins the conversation at the next
+/// step boundary, before the model is asked again.
+#[derive(Debug, Clone, Default)]
+pub struct GuidanceHandle(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl GuidanceHandle {
+    /// Queues a message from the researcher.
+    pub fn send(&self, text: &str) {
+        self.lock().push(text.to_owned());
+    }
+
+    pub(super) fn drain(&self) -> Vec<String> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
