@@ -14,7 +14,11 @@ mod status;
 
 /// Heartwood: a research workbench around an AI coding agent.
 #[derive(Parser)]
-#[command(name = "heartwood", version, about = "Heartwood: a research workbench around an AI coding agent")]
+#[command(
+    name = "heartwood",
+    version,
+    about = "Heartwood: a research workbench around an AI coding agent"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
