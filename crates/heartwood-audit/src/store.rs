@@ -88,16 +88,11 @@ impl SessionStore {
     fn summarize(&self, id: SessionId) -> Result<SessionSummary, AuditError> {
         let paths = self.paths(&id);
         let meta = SessionMeta::read(&paths.meta, &id).map_err(|e| e.to_string());
-        let (events, last_activity) = match std::fs::read(&paths.events) {
-            Ok(bytes) => {
-                let modified = std::fs::metadata(&paths.events)
-                    .and_then(|m| m.modified())
-                    .ok();
-                let count = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
-                (count, modified.and_then(Timestamp::from_system_time))
-            }
-            Err(_) => (0, None),
-        };
+        let events = count_lines(&paths.events).unwrap_or(0);
+        let last_activity = std::fs::metadata(&paths.events)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(Timestamp::from_system_time);
         let interrupted = matches!(read_pending(&paths.journal), Ok(Pending::Intent(_)));
         let writer = WriterInfo::read(&paths.writer).filter(WriterInfo::looks_alive);
         Ok(SessionSummary {
@@ -140,5 +135,20 @@ impl SessionStore {
         std::fs::remove_dir_all(&paths.dir).ctx("remove", &paths.dir)?;
         drop(lease);
         crate::durable::sync_dir(&self.sessions_root)
+    }
+}
+
+/// Counts newline-terminated lines in bounded memory.
+fn count_lines(path: &Path) -> std::io::Result<u64> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut count = 0u64;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(count);
+        }
+        count += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
     }
 }
