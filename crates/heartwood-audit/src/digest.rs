@@ -47,11 +47,7 @@ impl Digest {
 
     /// Appends the lowercase hex spelling to `out`.
     pub fn write_hex(&self, out: &mut Vec<u8>) {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        for byte in self.0 {
-            out.push(DIGITS[usize::from(byte >> 4)]);
-            out.push(DIGITS[usize::from(byte & 0x0f)]);
-        }
+        out.extend_from_slice(&self.hex_array());
     }
 
     /// Lowercase hex as a fixed array, for comparing with hex text without allocating.

@@ -55,6 +55,20 @@ pub(crate) fn open_read_write(path: &Path) -> Result<File, AuditError> {
         .ctx("open", path)
 }
 
+/// A buffered reader over `path`; a file that does not exist reads as empty (a session's files
+/// appear with its first append).
+pub(crate) fn read_or_empty(
+    path: &Path,
+    capacity: usize,
+) -> Result<std::io::BufReader<Box<dyn std::io::Read + Send>>, AuditError> {
+    let inner: Box<dyn std::io::Read + Send> = match File::open(path) {
+        Ok(file) => Box::new(file),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Box::new(std::io::empty()),
+        Err(e) => return Err(e).ctx("open", path),
+    };
+    Ok(std::io::BufReader::with_capacity(capacity, inner))
+}
+
 /// Replaces `path` with `bytes` atomically: a reader sees the old file or the new one, never a
 /// mix, and after return the new one survives a crash.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AuditError> {

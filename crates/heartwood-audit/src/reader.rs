@@ -1,8 +1,5 @@
 //! Read-only access to one session. Nothing here creates, changes or locks a file.
 
-use std::fs::File;
-use std::io::{self, BufReader};
-
 use heartwood_events::{DecodeError, Receipt, RecordedEvent, SessionId};
 
 use crate::error::IoContext;
@@ -104,12 +101,7 @@ impl SessionReader {
     /// whole line; each whole line is decoded independently so an unknown kind is reported by
     /// name in its place. Call [`SessionReader::verify`] to establish that they are authentic.
     pub fn events(&self) -> Result<Vec<Result<RecordedEvent, DecodeError>>, AuditError> {
-        let file = match File::open(&self.paths.events) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e).ctx("open", &self.paths.events),
-        };
-        let mut reader = BufReader::new(file);
+        let mut reader = crate::durable::read_or_empty(&self.paths.events, 64 * 1024)?;
         let mut buf = Vec::new();
         let mut out = Vec::new();
         while read_line(&mut reader, &mut buf, MAX_LINE_BYTES).ctx("read", &self.paths.events)?

@@ -2,8 +2,6 @@
 //! retried command id is answered from its first outcome.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{self, BufReader};
 use std::path::Path;
 
 use heartwood_events::{CommandId, Receipt, SessionId};
@@ -19,12 +17,7 @@ pub(crate) fn load(
     path: &Path,
 ) -> Result<(HashMap<CommandId, Receipt>, u64), AuditError> {
     let mut map = HashMap::new();
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((map, 0)),
-        Err(e) => return Err(e).ctx("open", path),
-    };
-    let mut reader = BufReader::new(file);
+    let mut reader = crate::durable::read_or_empty(path, 64 * 1024)?;
     let mut buf = Vec::new();
     let mut len = 0u64;
     for line_no in 1u64.. {

@@ -7,7 +7,6 @@
 //! must hold the same number of lines. The first failure stops verification and is reported
 //! with its line and whether it looks like a torn tail or a modification.
 
-use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::ops::Range;
 use std::path::Path;
@@ -363,12 +362,7 @@ fn check_chain(
 }
 
 fn open_or_empty(path: &Path) -> Result<BufReader<Box<dyn io::Read + Send>>, AuditError> {
-    let inner: Box<dyn io::Read + Send> = match File::open(path) {
-        Ok(file) => Box::new(file),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Box::new(io::empty()),
-        Err(e) => return Err(e).ctx("open", path),
-    };
-    Ok(BufReader::with_capacity(BUF, inner))
+    crate::durable::read_or_empty(path, BUF)
 }
 
 fn at_end(reader: &mut impl BufRead) -> io::Result<bool> {
