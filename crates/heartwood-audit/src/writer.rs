@@ -99,12 +99,10 @@ impl SessionWriter {
         register_backend: Option<&str>,
     ) -> Result<(Self, Recovery), AuditError> {
         if !paths.dir.is_dir() {
-            let Some(_) = register_backend else {
+            let Some(backend) = register_backend else {
                 return Err(AuditError::NoSession { id: id.clone() });
             };
-            durable::create_private_dir_all(sessions_root)?;
-            durable::create_private_dir(&paths.dir)?;
-            durable::sync_dir(sessions_root)?;
+            create_registered_dir(sessions_root, id, &paths, backend)?;
         }
         let lease = WriterLease::acquire(id, &paths)?;
         let meta = match (paths.meta.exists(), register_backend) {
@@ -476,6 +474,32 @@ impl SessionWriter {
             file.sync_data().ctx("sync", path)?;
         }
         self.intent.clear()
+    }
+}
+
+/// Creates the session directory with its `meta.json` already inside, by preparing it under a
+/// hidden name and renaming it into place: a crash can never leave a session directory without
+/// metadata. If another process created the session first, its directory is kept.
+fn create_registered_dir(
+    sessions_root: &Path,
+    id: &SessionId,
+    paths: &SessionPaths,
+    backend: &str,
+) -> Result<(), AuditError> {
+    durable::create_private_dir_all(sessions_root)?;
+    let staging = sessions_root.join(format!(".creating-{id}-{}", std::process::id()));
+    durable::create_private_dir(&staging)?;
+    let meta = SessionMeta::new(id.clone(), backend, None);
+    let mut bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
+    bytes.push(b'\n');
+    durable::write_atomic(&staging.join("meta.json"), &bytes)?;
+    match std::fs::rename(&staging, &paths.dir) {
+        Ok(()) => durable::sync_dir(sessions_root),
+        Err(_) if paths.dir.is_dir() => {
+            let _ = std::fs::remove_dir_all(&staging);
+            Ok(())
+        }
+        Err(e) => Err(e).ctx("create", &paths.dir),
     }
 }
 
