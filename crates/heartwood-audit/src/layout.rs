@@ -33,6 +33,8 @@ pub struct SessionPaths {
     pub writer: PathBuf,
     /// `exports/`: export bundles.
     pub exports: PathBuf,
+    /// `backend/`: the agent engine's own persistence, private to the engine.
+    pub backend: PathBuf,
 }
 
 impl SessionPaths {
@@ -48,6 +50,7 @@ impl SessionPaths {
             lock: dir.join("writer.lock"),
             writer: dir.join("writer.json"),
             exports: dir.join(crate::EXPORTS_DIR),
+            backend: dir.join("backend"),
             dir,
         }
     }

@@ -57,8 +57,15 @@ struct Chain {
     last_time: Option<String>,
 }
 
+/// What one durable append wrote.
+struct Committed {
+    receipt: Option<Receipt>,
+    events: Vec<RecordedEvent>,
+}
+
 /// An append, sealed and described, not yet written.
 struct Prepared {
+    recorded: Vec<RecordedEvent>,
     intent: Intent,
     sealed: Vec<Digest>,
     prev: Digest,
@@ -235,11 +242,25 @@ impl SessionWriter {
         command: Option<&CommandId>,
         events: Vec<Event>,
     ) -> Result<Seq, AuditError> {
-        let (last, _) = self.commit(command, events, None)?;
-        last.ok_or_else(|| AuditError::BadFile {
-            path: self.paths.events.clone(),
-            detail: "an append must hold at least one event".into(),
-        })
+        let committed = self.commit(command, events, None)?;
+        committed
+            .events
+            .last()
+            .map(|e| e.seq)
+            .ok_or_else(|| AuditError::BadFile {
+                path: self.paths.events.clone(),
+                detail: "an append must hold at least one event".into(),
+            })
+    }
+
+    /// Appends events durably and returns them as recorded (with their sequence numbers and
+    /// times), for a caller that keeps a live view of the session.
+    pub fn append_recorded(
+        &mut self,
+        command: Option<&CommandId>,
+        events: Vec<Event>,
+    ) -> Result<Vec<RecordedEvent>, AuditError> {
+        Ok(self.commit(command, events, None)?.events)
     }
 
     /// Appends the events a command produced together with its receipt, as one durable unit:
@@ -251,6 +272,19 @@ impl SessionWriter {
         events: Vec<Event>,
         result: Value,
     ) -> Result<Receipt, AuditError> {
+        let (receipt, _) =
+            self.complete_command_recorded(command_id, command_type, events, result)?;
+        Ok(receipt)
+    }
+
+    /// [`SessionWriter::complete_command`], also returning the events as recorded.
+    pub fn complete_command_recorded(
+        &mut self,
+        command_id: &CommandId,
+        command_type: &str,
+        events: Vec<Event>,
+        result: Value,
+    ) -> Result<(Receipt, Vec<RecordedEvent>), AuditError> {
         self.receipt_for(command_id, command_type)?;
         let n = events.len() as u64;
         let last_seq = if n == 0 {
@@ -263,7 +297,12 @@ impl SessionWriter {
             command_type,
             Outcome::Applied { last_seq, result },
         );
-        let (_, receipt) = self.commit(Some(command_id), events, Some(receipt))?;
+        let committed = self.commit(Some(command_id), events, Some(receipt))?;
+        let receipt = self.receipt_of(committed.receipt)?;
+        Ok((receipt, committed.events))
+    }
+
+    fn receipt_of(&self, receipt: Option<Receipt>) -> Result<Receipt, AuditError> {
         receipt.ok_or_else(|| AuditError::WriterFailed {
             id: self.id.clone(),
             cause: "receipt lost".into(),
@@ -285,11 +324,8 @@ impl SessionWriter {
                 reason: reason.into(),
             },
         );
-        let (_, receipt) = self.commit(Some(command_id), Vec::new(), Some(receipt))?;
-        receipt.ok_or_else(|| AuditError::WriterFailed {
-            id: self.id.clone(),
-            cause: "receipt lost".into(),
-        })
+        let committed = self.commit(Some(command_id), Vec::new(), Some(receipt))?;
+        self.receipt_of(committed.receipt)
     }
 
     /// Writes an export bundle of every event so far, then records it as an event. Returns the
@@ -298,6 +334,14 @@ impl SessionWriter {
         &mut self,
         command: Option<&CommandId>,
     ) -> Result<(std::path::PathBuf, Seq), AuditError> {
+        let (bundle, event) = self.write_export_bundle()?;
+        let seq = self.append(command, vec![event])?;
+        Ok((bundle, seq))
+    }
+
+    /// Writes an export bundle of every event so far and returns its directory with the
+    /// `export_recorded` event the caller must append (with a command's receipt, say).
+    pub fn write_export_bundle(&mut self) -> Result<(std::path::PathBuf, Event), AuditError> {
         self.ensure_usable()?;
         let checkpoint = self.checkpoint()?;
         let verified = Verified {
@@ -314,8 +358,7 @@ impl SessionWriter {
             count: verified.count,
             terminal_hash: verified.terminal_hash.to_hex(),
         };
-        let seq = self.append(command, vec![event])?;
-        Ok((self.paths.exports.join(bundle), seq))
+        Ok((self.paths.exports.join(bundle), event))
     }
 
     /// Closes the writer and releases the lease.
@@ -337,7 +380,7 @@ impl SessionWriter {
         command: Option<&CommandId>,
         events: Vec<Event>,
         receipt: Option<Receipt>,
-    ) -> Result<(Option<Seq>, Option<Receipt>), AuditError> {
+    ) -> Result<Committed, AuditError> {
         self.ensure_usable()?;
         let prepared = self.prepare(command, events, receipt.as_ref())?;
         if let Err(e) = self.write_durably(&prepared.intent) {
@@ -349,6 +392,7 @@ impl SessionWriter {
             sealed,
             prev,
             last_time,
+            recorded,
         } = prepared;
         let count = sealed.len() as u64;
         self.chain.count += count;
@@ -368,12 +412,10 @@ impl SessionWriter {
             self.receipts
                 .insert(receipt.command_id.clone(), receipt.clone());
         }
-        let last = if count > 0 {
-            Seq::new(self.chain.count).ok()
-        } else {
-            None
-        };
-        Ok((last, receipt))
+        Ok(Committed {
+            receipt,
+            events: recorded,
+        })
     }
 
     /// Seals events into their lines and audit records, and describes the append as an intent.
@@ -389,6 +431,7 @@ impl SessionWriter {
         let mut prev = self.chain.prev;
         let mut sealed = Vec::with_capacity(events.len());
         let mut last_time = None;
+        let mut all = Vec::with_capacity(events.len());
         for (i, event) in events.into_iter().enumerate() {
             let seq = Seq::new(first_seq + i as u64).map_err(|e| AuditError::BadFile {
                 path: self.paths.events.clone(),
@@ -416,6 +459,7 @@ impl SessionWriter {
             prev = record.hash;
             sealed.push(record.hash);
             last_time = Some(recorded.time.as_str().to_owned());
+            all.push(recorded);
         }
         let mut receipt_bytes = Vec::new();
         if let Some(receipt) = receipt {
@@ -436,6 +480,7 @@ impl SessionWriter {
             receipts: text(receipt_bytes),
         };
         Ok(Prepared {
+            recorded: all,
             intent,
             sealed,
             prev,

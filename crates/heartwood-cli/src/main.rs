@@ -1,14 +1,16 @@
 //! `heartwood`: the command-line entry point.
 //!
-//! Today it inspects and maintains the sessions of the project in the current directory, shows
-//! the startup plan, and connects the model route. It never takes another project's path: every command acts on the current directory's
+//! It runs the agent headless (`exec`, `decide`), inspects and maintains the sessions of the
+//! project in the current directory, shows the startup plan, and connects the model route. It never takes another project's path: every command acts on the current directory's
 //! `.heartwood/`, and read-only commands never create it.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod exec;
 mod model;
+mod render;
 mod sessions;
 mod status;
 
@@ -38,6 +40,12 @@ enum Command {
     /// Connect or show the project's model route.
     #[command(subcommand)]
     Model(model::ModelCommand),
+    /// Give the agent a task and follow it until it finishes or waits for your decision.
+    ///
+    /// Exit codes: 0 finished, 1 failed or refused, 3 waiting for a decision, 4 paused.
+    Exec(exec::ExecArgs),
+    /// Answer a pending action set (from any terminal, any time later), then follow the run.
+    Decide(exec::DecideArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +56,8 @@ fn main() -> ExitCode {
             Command::Sessions(cmd) => sessions::run(&project, cmd),
             Command::Status { json } => status::run(&project, json),
             Command::Model(cmd) => model::run(&project, cmd),
+            Command::Exec(args) => exec::exec(project, args),
+            Command::Decide(args) => exec::decide(project, args),
         });
     match result {
         Ok(code) => code,

@@ -5,9 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use heartwood_events::{Event, RecordedEvent};
 use heartwood_gateway::{Checkpoint, ProjectContext, Recovery, SessionAdmin, SessionSummary};
 use serde_json::json;
+
+use crate::render;
 
 /// The `sessions` subcommands.
 #[derive(Subcommand)]
@@ -177,7 +178,12 @@ fn show(admin: &SessionAdmin, id: &str, json: bool) -> Result<ExitCode> {
             }),
             Err(e) => json!({"intact": false, "error": e.to_string()}),
         };
-        let out = json!({"meta": view.meta, "integrity": integrity, "events": events});
+        let out = json!({
+            "meta": view.meta,
+            "integrity": integrity,
+            "events": events,
+            "projection": view.projection,
+        });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         let meta = &view.meta;
@@ -194,8 +200,15 @@ fn show(admin: &SessionAdmin, id: &str, json: bool) -> Result<ExitCode> {
         println!();
         for event in &view.events {
             match event {
-                Ok(e) => println!("{:>6}  {}  {}", e.seq, e.time, describe(e)),
+                Ok(e) => println!("{:>6}  {}  {}", e.seq, e.time, render::describe(e)),
                 Err(err) => println!("     ?  unreadable event: {err}"),
+            }
+        }
+        if let Some(projection) = &view.projection {
+            println!();
+            println!("status    {}", projection.status_line);
+            if let Some(set) = &projection.pending {
+                render::pending_set(&projection.session, set);
             }
         }
     }
@@ -204,27 +217,6 @@ fn show(admin: &SessionAdmin, id: &str, json: bool) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
-}
-
-fn describe(e: &RecordedEvent) -> String {
-    match &e.event {
-        Event::SessionRegistered { backend, .. } => {
-            format!("session registered (backend {backend})")
-        }
-        Event::Message { role, text } => {
-            let short: String = text.chars().take(100).collect();
-            let more = if text.chars().count() > 100 {
-                "…"
-            } else {
-                ""
-            };
-            format!("{}: {short}{more}", role.as_str())
-        }
-        Event::ExportRecorded { bundle, count, .. } => {
-            format!("exported {count} events to {bundle}")
-        }
-        Event::SessionClosed {} => "session closed".to_owned(),
-    }
 }
 
 fn verify(admin: &SessionAdmin, id: &str, checkpoint: Option<&Path>) -> Result<ExitCode> {

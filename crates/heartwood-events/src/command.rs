@@ -5,7 +5,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::decode::{Required, decode_versioned};
-use crate::{CommandId, DecodeError, SCHEMA_VERSION, SessionId};
+use crate::{
+    ActionPolicy, ActionSetId, CommandId, Decision, DecodeError, SCHEMA_VERSION, SessionId,
+};
 
 /// One request from an interface to a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -26,6 +28,35 @@ pub struct Command {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum CommandKind {
+    /// Give the agent a task; refused while another task is active.
+    SubmitTask {
+        /// The task, in the researcher's words.
+        text: String,
+        /// When proposed action sets wait for a decision.
+        #[serde(default)]
+        policy: ActionPolicy,
+    },
+    /// Add guidance to the active task; the agent reads it before its next model call.
+    SendGuidance {
+        /// The guidance.
+        text: String,
+    },
+    /// Pause the running task at its next step.
+    Pause,
+    /// Continue a paused task.
+    Resume,
+    /// Decide the pending action set, bound to the set and revision the researcher saw.
+    Decide {
+        /// The set shown.
+        set_id: ActionSetId,
+        /// The revision shown.
+        revision: u64,
+        /// `allow_once` or `reject_all`.
+        decision: Decision,
+        /// Why, if the researcher wants the record (and, on rejection, the model) to know.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// Write a self-contained export bundle and record it as an event.
     Export,
     /// Close the session and release its writer lease.
@@ -60,11 +91,24 @@ impl Command {
 
 impl CommandKind {
     /// Every `type` tag this build accepts.
-    pub const KINDS: &'static [&'static str] = &["export", "close"];
+    pub const KINDS: &'static [&'static str] = &[
+        "submit_task",
+        "send_guidance",
+        "pause",
+        "resume",
+        "decide",
+        "export",
+        "close",
+    ];
 
     /// This command's `type` tag.
     pub fn name(&self) -> &'static str {
         match self {
+            CommandKind::SubmitTask { .. } => "submit_task",
+            CommandKind::SendGuidance { .. } => "send_guidance",
+            CommandKind::Pause => "pause",
+            CommandKind::Resume => "resume",
+            CommandKind::Decide { .. } => "decide",
             CommandKind::Export => "export",
             CommandKind::Close => "close",
         }
@@ -95,13 +139,33 @@ mod tests {
     }
 
     #[test]
-    fn every_kind_is_listed_and_matches_its_serde_tag() {
-        let kinds = [CommandKind::Export, CommandKind::Close];
+    fn every_kind_is_listed_and_round_trips_under_its_serde_tag() {
+        let kinds = [
+            CommandKind::SubmitTask {
+                text: "t".into(),
+                policy: ActionPolicy::LowRiskAutomation,
+            },
+            CommandKind::SendGuidance { text: "g".into() },
+            CommandKind::Pause,
+            CommandKind::Resume,
+            CommandKind::Decide {
+                set_id: ActionSetId::parse("set-1").expect("id"),
+                revision: 4,
+                decision: Decision::AllowOnce,
+                reason: None,
+            },
+            CommandKind::Export,
+            CommandKind::Close,
+        ];
         assert_eq!(kinds.len(), CommandKind::KINDS.len());
         for kind in kinds {
             let value = serde_json::to_value(&kind).expect("serialize");
             assert_eq!(value["type"], kind.name());
             assert!(CommandKind::KINDS.contains(&kind.name()));
+            assert_eq!(
+                serde_json::from_value::<CommandKind>(value).expect("parse"),
+                kind
+            );
         }
     }
 

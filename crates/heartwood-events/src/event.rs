@@ -9,7 +9,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::decode::{Required, decode_versioned};
-use crate::{CommandId, DecodeError, SCHEMA_VERSION, Seq, Timestamp};
+use crate::{
+    ActionPolicy, ActionProposal, ActionSet, ActionSetId, ActionState, CommandId, Decision,
+    DecodeError, Lifecycle, PlanTask, SCHEMA_VERSION, Seq, Timestamp, UsageFigures,
+};
 
 /// Something that happened in a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -41,6 +44,91 @@ pub enum Event {
     },
     /// The session was closed by its owner; a later command may reopen it.
     SessionClosed {},
+    /// The researcher gave the agent a task.
+    TaskSubmitted {
+        /// The task, in the researcher's words.
+        text: String,
+        /// The action policy for this task.
+        policy: ActionPolicy,
+    },
+    /// The researcher added guidance while a task was active.
+    GuidanceSent {
+        /// The guidance.
+        text: String,
+    },
+    /// The researcher asked the agent to pause at its next step.
+    PauseRequested {},
+    /// The researcher resumed a paused task.
+    RunResumed {},
+    /// The agent's lifecycle changed.
+    LifecycleChanged {
+        /// The new lifecycle.
+        lifecycle: Lifecycle,
+    },
+    /// The agent proposed an action.
+    ActionProposed {
+        /// The action.
+        action: ActionProposal,
+    },
+    /// An action moved on; `version` counts the action's records from 1 (the proposal).
+    ActionUpdated {
+        /// The action.
+        action_id: u64,
+        /// This record's version for the action.
+        version: u32,
+        /// The new state.
+        state: ActionState,
+        /// Who allowed it, the start of its output, or why it failed or was rejected.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+        /// For terminal commands, the exit code.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i64>,
+    },
+    /// The agent settled with a set of actions that waits for one decision.
+    ActionSetPending {
+        /// The whole set.
+        set: ActionSet,
+    },
+    /// The pending set was decided.
+    DecisionRecorded {
+        /// The set decided.
+        set_id: ActionSetId,
+        /// The revision the decision named.
+        revision: u64,
+        /// The decision.
+        decision: Decision,
+        /// Why, if the researcher said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The agent's task plan changed.
+    TaskPlanUpdated {
+        /// The whole plan.
+        tasks: Vec<PlanTask>,
+    },
+    /// A model call's usage.
+    UsageRecorded {
+        /// What the call was for: `agent`, `condenser`, `task:<id>`.
+        purpose: String,
+        /// The call's figures.
+        usage: UsageFigures,
+    },
+    /// The agent's run failed.
+    ErrorRecorded {
+        /// What went wrong and what to do next.
+        message: String,
+    },
+    /// Older history was summarized for the model; the record keeps everything.
+    ContextCondensed {
+        /// How many events the model no longer sees verbatim.
+        forgotten: u64,
+    },
+    /// A run stopped without the agent finishing it: the process ended, or the worker failed.
+    RunInterrupted {
+        /// What happened and what to do next.
+        reason: String,
+    },
 }
 
 /// Who wrote a conversation message.
@@ -76,6 +164,20 @@ impl Event {
         "message",
         "export_recorded",
         "session_closed",
+        "task_submitted",
+        "guidance_sent",
+        "pause_requested",
+        "run_resumed",
+        "lifecycle_changed",
+        "action_proposed",
+        "action_updated",
+        "action_set_pending",
+        "decision_recorded",
+        "task_plan_updated",
+        "usage_recorded",
+        "error_recorded",
+        "context_condensed",
+        "run_interrupted",
     ];
 
     /// This event's `type` tag.
@@ -85,6 +187,20 @@ impl Event {
             Event::Message { .. } => "message",
             Event::ExportRecorded { .. } => "export_recorded",
             Event::SessionClosed {} => "session_closed",
+            Event::TaskSubmitted { .. } => "task_submitted",
+            Event::GuidanceSent { .. } => "guidance_sent",
+            Event::PauseRequested {} => "pause_requested",
+            Event::RunResumed {} => "run_resumed",
+            Event::LifecycleChanged { .. } => "lifecycle_changed",
+            Event::ActionProposed { .. } => "action_proposed",
+            Event::ActionUpdated { .. } => "action_updated",
+            Event::ActionSetPending { .. } => "action_set_pending",
+            Event::DecisionRecorded { .. } => "decision_recorded",
+            Event::TaskPlanUpdated { .. } => "task_plan_updated",
+            Event::UsageRecorded { .. } => "usage_recorded",
+            Event::ErrorRecorded { .. } => "error_recorded",
+            Event::ContextCondensed { .. } => "context_condensed",
+            Event::RunInterrupted { .. } => "run_interrupted",
         }
     }
 }
@@ -144,7 +260,65 @@ mod tests {
                 terminal_hash: "00".into(),
             },
             Event::SessionClosed {},
+            Event::TaskSubmitted {
+                text: "t".into(),
+                policy: ActionPolicy::AlwaysReview,
+            },
+            Event::GuidanceSent { text: "g".into() },
+            Event::PauseRequested {},
+            Event::RunResumed {},
+            Event::LifecycleChanged {
+                lifecycle: Lifecycle::WaitingForDecision,
+            },
+            Event::ActionProposed { action: proposal() },
+            Event::ActionUpdated {
+                action_id: 3,
+                version: 2,
+                state: ActionState::Completed,
+                detail: Some("ok".into()),
+                exit_code: Some(0),
+            },
+            Event::ActionSetPending {
+                set: ActionSet {
+                    set_id: ActionSetId::parse("set-3").expect("id"),
+                    revision: 9,
+                    members: vec![proposal()],
+                },
+            },
+            Event::DecisionRecorded {
+                set_id: ActionSetId::parse("set-3").expect("id"),
+                revision: 9,
+                decision: Decision::RejectAll,
+                reason: Some("no".into()),
+            },
+            Event::TaskPlanUpdated {
+                tasks: vec![PlanTask {
+                    title: "a".into(),
+                    notes: String::new(),
+                    status: "todo".into(),
+                }],
+            },
+            Event::UsageRecorded {
+                purpose: "agent".into(),
+                usage: UsageFigures::default(),
+            },
+            Event::ErrorRecorded {
+                message: "e".into(),
+            },
+            Event::ContextCondensed { forgotten: 4 },
+            Event::RunInterrupted { reason: "r".into() },
         ]
+    }
+
+    fn proposal() -> ActionProposal {
+        ActionProposal {
+            action_id: 3,
+            response_id: "r1".into(),
+            tool: "terminal".into(),
+            arguments: "{}".into(),
+            risk: crate::RiskLevel::Medium,
+            thought: None,
+        }
     }
 
     #[test]

@@ -8,20 +8,29 @@
 //! It must never do I/O: no files, no clocks beyond reading "now" for a timestamp, no network.
 //! Anything that touches a session directory lives in `heartwood-audit`.
 
+mod action;
 mod canonical;
 mod command;
 mod decode;
 mod event;
 mod id;
+mod projection;
 mod receipt;
 pub mod schema;
 mod time;
 
+pub use action::{
+    ActionPolicy, ActionProposal, ActionSet, ActionState, Decision, Lifecycle, PlanTask, RiskLevel,
+    UsageFigures,
+};
 pub use canonical::{CanonicalError, to_canonical_bytes, to_canonical_value_bytes};
 pub use command::{Command, CommandKind};
 pub use decode::DecodeError;
 pub use event::{Event, EventKind, RecordedEvent, Role};
 pub use id::{ActionSetId, CommandId, IdError, Seq, SessionId};
+pub use projection::{
+    ActionView, ConversationEntry, DecisionView, PurposeUsage, SessionProjection, UsageView,
+};
 pub use receipt::{Outcome, Receipt};
 pub use time::Timestamp;
 

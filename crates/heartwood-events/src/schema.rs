@@ -5,7 +5,7 @@
 
 use schemars::{JsonSchema, generate::SchemaSettings};
 
-use crate::{Command, Receipt, RecordedEvent};
+use crate::{Command, Receipt, RecordedEvent, SessionProjection};
 
 /// Every generated schema as `(file name, pretty JSON text ending in a newline)`.
 pub fn generated() -> Vec<(&'static str, String)> {
@@ -13,6 +13,7 @@ pub fn generated() -> Vec<(&'static str, String)> {
         ("event.schema.json", render::<RecordedEvent>()),
         ("command.schema.json", render::<Command>()),
         ("receipt.schema.json", render::<Receipt>()),
+        ("projection.schema.json", render::<SessionProjection>()),
     ]
 }
 

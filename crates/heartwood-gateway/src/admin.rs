@@ -5,7 +5,7 @@ use heartwood_audit::{
     AuditError, Checkpoint, CheckpointReport, Recovery, SessionMeta, SessionStore, SessionSummary,
     Verified,
 };
-use heartwood_events::{DecodeError, IdError, RecordedEvent, SessionId};
+use heartwood_events::{DecodeError, IdError, RecordedEvent, SessionId, SessionProjection};
 
 use crate::ProjectContext;
 
@@ -24,6 +24,15 @@ pub enum GatewayError {
     /// The project configuration is missing, invalid, or could not be written.
     #[error("{0}")]
     Config(String),
+    /// The session was closed in this process; submit a new task to reopen it.
+    #[error("session {0} is closed; give it a new task to reopen it")]
+    Closed(String),
+    /// The agent engine could not be started or driven.
+    #[error("the agent could not run: {0}")]
+    Backend(String),
+    /// A stored event could not be read by this build.
+    #[error("{0}")]
+    Unreadable(String),
 }
 
 /// One session, as `show` presents it.
@@ -35,6 +44,8 @@ pub struct SessionView {
     pub integrity: Result<Verified, AuditError>,
     /// Every whole event line, decoded independently.
     pub events: Vec<Result<RecordedEvent, DecodeError>>,
+    /// The projection, when the session is intact and every event could be read.
+    pub projection: Option<SessionProjection>,
 }
 
 /// What an export produced.
@@ -69,11 +80,21 @@ impl SessionAdmin {
 
     /// One session's metadata, integrity and events.
     pub fn show(&self, id: &str) -> Result<SessionView, GatewayError> {
-        let reader = self.store.reader(&SessionId::parse(id)?)?;
+        let id = SessionId::parse(id)?;
+        let reader = self.store.reader(&id)?;
+        let integrity = reader.verify();
+        let events = reader.events()?;
+        let readable: Option<Vec<&RecordedEvent>> =
+            events.iter().map(|e| e.as_ref().ok()).collect();
+        let projection = match (&integrity, readable) {
+            (Ok(_), Some(readable)) => Some(crate::reducer::replay(id, readable)),
+            _ => None,
+        };
         Ok(SessionView {
             meta: reader.meta().clone(),
-            integrity: reader.verify(),
-            events: reader.events()?,
+            integrity,
+            events,
+            projection,
         })
     }
 

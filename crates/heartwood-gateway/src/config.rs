@@ -121,6 +121,15 @@ impl RouteConfig {
         Ok(())
     }
 
+    /// The engine's route for this configuration.
+    pub fn model_route(&self) -> heartwood_agent::model::ModelRoute {
+        let mut route = heartwood_agent::model::ModelRoute::compatible(&self.base_url, &self.model);
+        route.api_key_env.clone_from(&self.api_key_env);
+        route.max_input_tokens = self.max_input_tokens;
+        route.max_output_tokens = self.max_output_tokens;
+        route
+    }
+
     /// Where the credential sits relative to the agent's tools.
     pub fn boundary(&self) -> CredentialBoundary {
         if self.api_key_env.is_some() {

@@ -14,6 +14,11 @@ impl PauseHandle {
         self.0.store(true, Ordering::SeqCst);
     }
 
+    /// Withdraws a pause request no run has acted on yet (a new task starts unpaused).
+    pub fn withdraw(&self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+
     pub(super) fn take(&self) -> bool {
         self.0.swap(false, Ordering::SeqCst)
     }
@@ -30,7 +35,8 @@ impl GuidanceHandle {
         self.lock().push(text.to_owned());
     }
 
-    pub(super) fn drain(&self) -> Vec<String> {
+    /// Takes every queued message that no step has read yet.
+    pub fn drain(&self) -> Vec<String> {
         std::mem::take(&mut *self.lock())
     }
 

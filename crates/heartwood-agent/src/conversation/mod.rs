@@ -134,6 +134,11 @@ impl Conversation {
         self.guidance.clone()
     }
 
+    /// Changes when action sets wait for a person, from the next proposal on.
+    pub fn set_policy(&mut self, policy: ConfirmationPolicy) {
+        self.config.policy = policy;
+    }
+
     /// The current state.
     pub fn state(&self) -> &ConversationState {
         &self.state

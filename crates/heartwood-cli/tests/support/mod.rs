@@ -17,3 +17,32 @@ pub fn heartwood(project: &Path, args: &[&str]) -> Output {
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+/// Runs `heartwood ARGS` without blocking the async runtime (the scripted model server runs on
+/// it while the binary talks to it).
+pub async fn heartwood_async(project: &Path, args: &[&str]) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(args)
+        .current_dir(project)
+        .output()
+        .await
+        .expect("run heartwood")
+}
+
+/// Connects `project` to the scripted model server at `base_url`.
+pub fn connect_scripted(project: &Path, base_url: &str) {
+    let out = heartwood(
+        project,
+        &[
+            "model",
+            "connect",
+            "--category",
+            "compatible",
+            "--base-url",
+            base_url,
+            "--model",
+            "scripted",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}

@@ -1,0 +1,254 @@
+//! `heartwood exec` and `heartwood decide`: headless runs through the session gateway.
+//!
+//! Both submit one command and then follow the session until the agent stops: finished,
+//! waiting for a decision, paused, or failed. The exit code says which, so scripts can branch
+//! on it, and a stop for a decision prints the set whole with the exact command that answers it.
+//! Ctrl-C pauses the agent at its next step instead of killing it mid-action.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use heartwood_events::{
+    ActionPolicy, ActionSetId, Command, CommandId, CommandKind, Decision, Lifecycle, Outcome,
+    SessionId, SessionProjection,
+};
+use heartwood_gateway::{ProjectContext, SessionGateway};
+
+use crate::render;
+
+/// Exit code: the agent is waiting for a decision on an action set.
+pub const EXIT_WAITING: u8 = 3;
+/// Exit code: the agent is paused.
+pub const EXIT_PAUSED: u8 = 4;
+
+/// Arguments of `heartwood exec`.
+#[derive(Args)]
+pub struct ExecArgs {
+    /// The task, in your words.
+    task: String,
+    /// Print one JSON event per line instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Continue this session instead of starting a new one.
+    #[arg(long)]
+    session: Option<String>,
+    /// When proposed actions wait for your decision.
+    #[arg(long, value_enum, default_value_t = PolicyArg::AlwaysReview)]
+    policy: PolicyArg,
+    /// An id for this command; repeating a command with the same id acts only once.
+    #[arg(long)]
+    command_id: Option<String>,
+}
+
+/// Arguments of `heartwood decide`.
+#[derive(Args)]
+pub struct DecideArgs {
+    /// The session.
+    session: String,
+    /// The pending set, as shown.
+    #[arg(long = "set")]
+    set_id: String,
+    /// The set's revision, as shown.
+    #[arg(long)]
+    revision: u64,
+    /// Allow every action once, or reject them all.
+    #[arg(value_enum)]
+    decision: DecisionArg,
+    /// Why (recorded; on rejection the agent reads it too).
+    #[arg(long)]
+    reason: Option<String>,
+    /// Print one JSON event per line instead of text.
+    #[arg(long)]
+    json: bool,
+    /// An id for this command; repeating a command with the same id acts only once.
+    #[arg(long)]
+    command_id: Option<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PolicyArg {
+    /// Every action set waits for your decision.
+    AlwaysReview,
+    /// Sets of low-risk actions (reading, planning) run without waiting.
+    LowRisk,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DecisionArg {
+    /// Allow every action in the set to run once.
+    Allow,
+    /// Reject every action in the set.
+    Reject,
+}
+
+/// Runs `heartwood exec`.
+pub fn exec(project: ProjectContext, args: ExecArgs) -> Result<ExitCode> {
+    let session = match &args.session {
+        Some(id) => SessionId::parse(id)?,
+        None => SessionGateway::new_session_id(),
+    };
+    let policy = match args.policy {
+        PolicyArg::AlwaysReview => ActionPolicy::AlwaysReview,
+        PolicyArg::LowRisk => ActionPolicy::LowRiskAutomation,
+    };
+    let id = command_id(args.command_id)?;
+    let task = args.task;
+    follow(project, session.clone(), args.json, move |gateway| {
+        // A paused task continues with the text as guidance; anything else starts a task.
+        let paused = gateway
+            .projection(&session)
+            .is_ok_and(|p| p.lifecycle == Lifecycle::Paused);
+        if !paused {
+            return Ok(vec![Command::new(
+                id,
+                session,
+                CommandKind::SubmitTask { text: task, policy },
+            )]);
+        }
+        let guidance = CommandId::parse(&format!("{}-g", id.as_str()))
+            .unwrap_or_else(|_| SessionGateway::new_command_id());
+        Ok(vec![
+            Command::new(
+                guidance,
+                session.clone(),
+                CommandKind::SendGuidance { text: task },
+            ),
+            Command::new(id, session, CommandKind::Resume),
+        ])
+    })
+}
+
+/// Runs `heartwood decide`.
+pub fn decide(project: ProjectContext, args: DecideArgs) -> Result<ExitCode> {
+    let session = SessionId::parse(&args.session)?;
+    let kind = CommandKind::Decide {
+        set_id: ActionSetId::parse(&args.set_id)?,
+        revision: args.revision,
+        decision: match args.decision {
+            DecisionArg::Allow => Decision::AllowOnce,
+            DecisionArg::Reject => Decision::RejectAll,
+        },
+        reason: args.reason,
+    };
+    let id = command_id(args.command_id)?;
+    follow(project, session.clone(), args.json, move |_| {
+        Ok(vec![Command::new(id, session, kind)])
+    })
+}
+
+fn command_id(given: Option<String>) -> Result<CommandId> {
+    Ok(match given {
+        Some(id) => CommandId::parse(&id)?,
+        None => SessionGateway::new_command_id(),
+    })
+}
+
+/// Submits the commands `plan` makes, then prints the session's events until the agent stops.
+fn follow(
+    project: ProjectContext,
+    session: SessionId,
+    json: bool,
+    plan: impl FnOnce(&SessionGateway) -> Result<Vec<Command>>,
+) -> Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let gateway = SessionGateway::new(project)?;
+        let result = match plan(&gateway) {
+            Ok(commands) => follow_in(&gateway, session, commands, json).await,
+            Err(e) => Err(e),
+        };
+        gateway.close().await;
+        result
+    })
+}
+
+async fn follow_in(
+    gateway: &SessionGateway,
+    session: SessionId,
+    commands: Vec<Command>,
+    json: bool,
+) -> Result<ExitCode> {
+    let mut seen = None;
+    for command in commands {
+        let receipt = gateway.submit(command)?;
+        match &receipt.outcome {
+            Outcome::Refused { reason } => anyhow::bail!("refused: {reason}"),
+            Outcome::Applied { last_seq, .. } => {
+                let first = last_seq.map_or(0, |s| s.get().saturating_sub(1));
+                seen = Some(seen.unwrap_or(first));
+            }
+        }
+    }
+    let mut seen = seen.unwrap_or(0);
+    if !json {
+        println!("session {session}");
+    }
+    let mut updates = gateway.subscribe(&session)?;
+    let mut interrupted = false;
+    let projection = loop {
+        let snapshot = gateway.snapshot(&session, seen)?;
+        for event in &snapshot.events {
+            if json {
+                println!("{}", serde_json::to_string(&**event)?);
+            } else {
+                println!("{:>5}  {}", event.seq, render::describe(event));
+            }
+            seen = event.seq.get();
+        }
+        if settled(&snapshot.projection) {
+            break snapshot.projection;
+        }
+        tokio::select! {
+            // Any update (or a quiet second) means: look again.
+            _ = updates.recv() => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = tokio::signal::ctrl_c(), if !interrupted => {
+                interrupted = true;
+                eprintln!("heartwood: pausing the agent at its next step (Ctrl-C again to stop now)");
+                let pause = Command::new(SessionGateway::new_command_id(), session.clone(), CommandKind::Pause);
+                gateway.submit(pause)?;
+            }
+        }
+    };
+    Ok(outcome(&projection, json))
+}
+
+/// Whether the agent has stopped and any set it waits on is published.
+fn settled(p: &SessionProjection) -> bool {
+    match p.lifecycle {
+        Lifecycle::Running => false,
+        Lifecycle::WaitingForDecision => p.pending.is_some(),
+        _ => true,
+    }
+}
+
+fn outcome(p: &SessionProjection, json: bool) -> ExitCode {
+    if !json {
+        println!("\n{}", p.status_line);
+    }
+    match p.lifecycle {
+        Lifecycle::WaitingForDecision => {
+            if let (Some(set), false) = (&p.pending, json) {
+                render::pending_set(&p.session, set);
+            }
+            ExitCode::from(EXIT_WAITING)
+        }
+        Lifecycle::Paused => {
+            if !json {
+                println!(
+                    "Continue with: heartwood exec --session {} \"<guidance, or just: continue>\"",
+                    p.session
+                );
+            }
+            ExitCode::from(EXIT_PAUSED)
+        }
+        Lifecycle::Failed | Lifecycle::Stuck => ExitCode::FAILURE,
+        Lifecycle::Idle | Lifecycle::Finished | Lifecycle::Running => ExitCode::SUCCESS,
+    }
+}

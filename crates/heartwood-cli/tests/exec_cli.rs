@@ -1,0 +1,299 @@
+//! `heartwood exec` and `heartwood decide`, end to end: the real binary, in separate processes,
+//! against the scripted model server over TCP, in a real project directory.
+
+mod support;
+
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use heartwood_testkit::{Fault, Script, ScriptedModelServer, Turn};
+use serde_json::{Value, json};
+use support::{connect_scripted, heartwood, heartwood_async, text};
+
+async fn project_with(script: Script) -> (tempfile::TempDir, ScriptedModelServer) {
+    let project = tempfile::tempdir().expect("project");
+    let server = ScriptedModelServer::start(script).await.expect("server");
+    connect_scripted(project.path(), &server.base_url());
+    (project, server)
+}
+
+fn two_actions() -> Turn {
+    Turn::calls(&[
+        ("terminal", json!({"command": "echo one >> ran.txt"})),
+        ("terminal", json!({"command": "echo two >> ran.txt"})),
+    ])
+}
+
+fn finish(message: &str) -> Turn {
+    Turn::calls(&[("finish", json!({"message": message}))])
+}
+
+/// The `heartwood decide …` command `exec` printed, with the decision and any extra arguments.
+fn printed_decide_command(out: &Output, decision: &str) -> Vec<String> {
+    let stdout = text(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("heartwood decide") && l.trim_end().ends_with(" allow"))
+        .unwrap_or_else(|| panic!("no decide command printed:\n{stdout}"));
+    let command = &line[line.find("heartwood decide").expect("command")..];
+    let mut words: Vec<String> = command
+        .split_whitespace()
+        .skip(1)
+        .map(str::to_owned)
+        .collect();
+    words.pop();
+    words.push(decision.to_owned());
+    words
+}
+
+fn session_of(out: &Output) -> String {
+    text(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("session "))
+        .expect("session line")
+        .trim()
+        .to_owned()
+}
+
+fn args(words: &[String]) -> Vec<&str> {
+    words.iter().map(String::as_str).collect()
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_that_finishes_exits_zero_with_the_agents_answer() {
+    let (project, server) =
+        project_with(Script::of(vec![Turn::text("The file has one row.")])).await;
+    let out = heartwood_async(project.path(), &["exec", "how many rows?"]).await;
+    assert_eq!(code(&out), 0, "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("agent: The file has one row."),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_set_stops_exec_and_a_later_process_decides_it_and_it_runs_once() {
+    let (project, server) = project_with(Script::of(vec![two_actions(), finish("wrote it")])).await;
+    let out = heartwood_async(project.path(), &["exec", "write ran.txt"]).await;
+    assert_eq!(code(&out), 3, "{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("echo one"),
+        "the set is shown whole"
+    );
+    assert!(
+        text(&out.stdout).contains("echo two"),
+        "the set is shown whole"
+    );
+    assert!(
+        !project.path().join("ran.txt").exists(),
+        "ran before the decision"
+    );
+
+    // The process has exited; the set is durable and shown as pending.
+    let session = session_of(&out);
+    let shown = heartwood(project.path(), &["sessions", "show", &session]);
+    assert!(
+        text(&shown.stdout).contains("Waiting for your decision on 2 proposed actions"),
+        "{}",
+        text(&shown.stdout)
+    );
+
+    let decide = printed_decide_command(&out, "allow");
+    let answered = heartwood_async(project.path(), &args(&decide)).await;
+    assert_eq!(
+        code(&answered),
+        0,
+        "{}{}",
+        text(&answered.stdout),
+        text(&answered.stderr)
+    );
+    assert!(text(&answered.stdout).contains("agent: wrote it"));
+    let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran");
+    assert_eq!(ran, "one\ntwo\n", "each action ran exactly once");
+
+    // Answering again changes nothing: there is no pending set any more.
+    let again = heartwood_async(project.path(), &args(&decide)).await;
+    assert_eq!(code(&again), 1);
+    assert!(
+        text(&again.stderr).contains("no action set waiting"),
+        "{}",
+        text(&again.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("ran.txt")).expect("ran"),
+        ran
+    );
+    assert_eq!(server.requests().len(), 2);
+    let verify = heartwood(project.path(), &["sessions", "verify", &session]);
+    assert!(verify.status.success(), "{}", text(&verify.stderr));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejection_reaches_the_model_and_a_stale_revision_is_refused() {
+    let (project, server) = project_with(Script::of(vec![
+        two_actions(),
+        Turn::text("Understood; nothing written."),
+    ]))
+    .await;
+    let out = heartwood_async(project.path(), &["exec", "write ran.txt"]).await;
+    assert_eq!(code(&out), 3);
+    let mut stale = printed_decide_command(&out, "allow");
+    let at = stale
+        .iter()
+        .position(|w| w == "--revision")
+        .expect("revision")
+        + 1;
+    let revision: u64 = stale[at].parse().expect("number");
+    stale[at] = (revision - 1).to_string();
+    let refused = heartwood_async(project.path(), &args(&stale)).await;
+    assert_eq!(code(&refused), 1);
+    assert!(
+        text(&refused.stderr).contains("stale"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(!project.path().join("ran.txt").exists());
+
+    let mut reject = printed_decide_command(&out, "reject");
+    reject.extend(["--reason".to_owned(), "use the scratch folder".to_owned()]);
+    let answered = heartwood_async(project.path(), &args(&reject)).await;
+    assert_eq!(
+        code(&answered),
+        0,
+        "{}{}",
+        text(&answered.stdout),
+        text(&answered.stderr)
+    );
+    assert!(
+        !project.path().join("ran.txt").exists(),
+        "a rejected action ran"
+    );
+    let told = server.requests()[1]["messages"].to_string();
+    assert!(told.contains("use the scratch folder"), "{told}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_process_on_a_busy_session_is_refused_with_the_owners_pid() {
+    let slow = Turn::text("slowly done").with_fault(Fault::ChunkDelayMs(400));
+    let (project, _server) = project_with(Script::of(vec![slow])).await;
+    let first = tokio::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["exec", "--session", "shared", "take your time"])
+        .current_dir(project.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let owner = first.id().expect("pid");
+    wait_for_writer(project.path()).await;
+    let second = heartwood_async(project.path(), &["exec", "--session", "shared", "me too"]).await;
+    assert_eq!(code(&second), 1);
+    let stderr = text(&second.stderr);
+    assert!(stderr.contains(&format!("pid {owner}")), "{stderr}");
+    let first = first.wait_with_output().await.expect("first");
+    assert_eq!(code(&first), 0, "{}", text(&first.stdout));
+}
+
+async fn wait_for_writer(project: &Path) {
+    let writer = project.join(".heartwood/sessions/shared/writer.json");
+    for _ in 0..500 {
+        if std::fs::read_to_string(&writer).is_ok_and(|t| t.contains("pid")) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the first process never took the session");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retried_command_id_acts_once() {
+    let (project, server) = project_with(Script::of(vec![Turn::text("hello")])).await;
+    let run = [
+        "exec",
+        "--session",
+        "s",
+        "--command-id",
+        "task-1",
+        "say hello",
+    ];
+    let first = heartwood_async(project.path(), &run).await;
+    assert_eq!(code(&first), 0, "{}", text(&first.stderr));
+    let retry = heartwood_async(project.path(), &run).await;
+    assert_eq!(code(&retry), 0, "{}", text(&retry.stderr));
+    assert_eq!(server.requests().len(), 1, "the retry reached the model");
+    let shown = heartwood(project.path(), &["sessions", "show", "s", "--json"]);
+    let view: Value = serde_json::from_slice(&shown.stdout).expect("json");
+    let tasks = view["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["type"] == "task_submitted")
+        .count();
+    assert_eq!(tasks, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_pauses_and_exec_on_the_paused_session_continues_with_guidance() {
+    let slow = |t: Turn| t.with_fault(Fault::ChunkDelayMs(300));
+    let (project, server) = project_with(Script::of(vec![
+        slow(Turn::calls(&[("think", json!({"thought": "first"}))])),
+        Turn::calls(&[("think", json!({"thought": "second"}))]),
+        finish("done with guidance"),
+    ]))
+    .await;
+    let running = tokio::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["exec", "--session", "p", "think"])
+        .current_dir(project.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = running.id().expect("pid").to_string();
+    wait_for_request(&server).await;
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let paused = running.wait_with_output().await.expect("paused");
+    assert_eq!(
+        code(&paused),
+        4,
+        "{}{}",
+        text(&paused.stdout),
+        text(&paused.stderr)
+    );
+
+    let resumed = heartwood_async(
+        project.path(),
+        &["exec", "--session", "p", "use the held-out split"],
+    )
+    .await;
+    assert_eq!(
+        code(&resumed),
+        0,
+        "{}{}",
+        text(&resumed.stdout),
+        text(&resumed.stderr)
+    );
+    let last = server.requests().last().expect("request").to_string();
+    assert!(
+        last.contains("use the held-out split"),
+        "guidance never reached the model"
+    );
+}
+
+async fn wait_for_request(server: &ScriptedModelServer) {
+    for _ in 0..500 {
+        if !server.requests().is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the model was never called");
+}

@@ -1,0 +1,153 @@
+//! The session projection: the one picture of a session every interface renders.
+//!
+//! The gateway's reducer builds it from durable events; interfaces only read it. Everything a
+//! screen needs (which commands are available now, the status line, next-step suggestions,
+//! usage labels) is in here, so no interface has to infer any of it.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    ActionPolicy, ActionProposal, ActionSet, ActionSetId, ActionState, Decision, Lifecycle,
+    PlanTask, Role, SessionId, UsageFigures,
+};
+
+/// Everything an interface shows about one session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionProjection {
+    /// The session.
+    pub session: SessionId,
+    /// The durable revision: the sequence number of the last event applied.
+    pub revision: u64,
+    /// Where the agent stands.
+    pub lifecycle: Lifecycle,
+    /// Whether the session was closed by its owner (a new task reopens it).
+    pub closed: bool,
+    /// The action policy of the current task.
+    pub policy: ActionPolicy,
+    /// The conversation, oldest first.
+    pub conversation: Vec<ConversationEntry>,
+    /// Every action, by id, at its latest version.
+    pub actions: Vec<ActionView>,
+    /// The set awaiting a decision, if any.
+    pub pending: Option<ActionSet>,
+    /// The most recent decision.
+    pub last_decision: Option<DecisionView>,
+    /// The agent's task plan.
+    pub task_plan: Vec<PlanTask>,
+    /// Token usage and cost, in total and per purpose.
+    pub usage: UsageView,
+    /// The most recent error, until the next task starts.
+    pub last_error: Option<String>,
+    /// How many export bundles the session has recorded.
+    pub exports: u64,
+    /// What the agent is doing, in a few words.
+    pub activity: String,
+    /// The commands the gateway accepts now (the same for every interface).
+    pub available_commands: Vec<String>,
+    /// One line for the researcher: where things stand.
+    pub status_line: String,
+    /// At most three next steps that make sense now.
+    pub suggestions: Vec<String>,
+}
+
+/// One message in the conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ConversationEntry {
+    /// The event that recorded it.
+    pub seq: u64,
+    /// Who said it.
+    pub role: Role,
+    /// What was said.
+    pub text: String,
+}
+
+/// One action at its latest version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ActionView {
+    /// The action as proposed.
+    #[serde(flatten)]
+    pub proposal: ActionProposal,
+    /// Its latest version (1 = as proposed).
+    pub version: u32,
+    /// Where it stands.
+    pub state: ActionState,
+    /// Who allowed it, the start of its output, or why it failed or was rejected.
+    pub detail: Option<String>,
+    /// For terminal commands, the exit code.
+    pub exit_code: Option<i64>,
+}
+
+/// A recorded decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DecisionView {
+    /// The set decided.
+    pub set_id: ActionSetId,
+    /// The revision it named.
+    pub revision: u64,
+    /// The decision.
+    pub decision: Decision,
+    /// The researcher's reason, if given.
+    pub reason: Option<String>,
+    /// The event that recorded it.
+    pub seq: u64,
+}
+
+/// Usage in total and per purpose.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct UsageView {
+    /// Everything together.
+    pub total: UsageFigures,
+    /// Per purpose, in the order purposes first appeared.
+    pub by_purpose: Vec<PurposeUsage>,
+}
+
+/// Usage for one purpose.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PurposeUsage {
+    /// The purpose id: `agent`, `condenser`, `task:<id>`.
+    pub purpose: String,
+    /// A label for people.
+    pub label: String,
+    /// The figures.
+    pub usage: UsageFigures,
+}
+
+impl SessionProjection {
+    /// The projection of a session with no events yet.
+    pub fn empty(session: SessionId) -> Self {
+        SessionProjection {
+            session,
+            revision: 0,
+            lifecycle: Lifecycle::Idle,
+            closed: false,
+            policy: ActionPolicy::AlwaysReview,
+            conversation: Vec::new(),
+            actions: Vec::new(),
+            pending: None,
+            last_decision: None,
+            task_plan: Vec::new(),
+            usage: UsageView::default(),
+            last_error: None,
+            exports: 0,
+            activity: String::new(),
+            available_commands: Vec::new(),
+            status_line: String::new(),
+            suggestions: Vec::new(),
+        }
+    }
+
+    /// The action with this id.
+    pub fn action(&self, action_id: u64) -> Option<&ActionView> {
+        let i = self
+            .actions
+            .binary_search_by_key(&action_id, |a| a.proposal.action_id)
+            .ok()?;
+        self.actions.get(i)
+    }
+
+    /// Whether the gateway accepts a command of this `type` now.
+    pub fn allows(&self, command_type: &str) -> bool {
+        self.available_commands.iter().any(|c| c == command_type)
+    }
+}

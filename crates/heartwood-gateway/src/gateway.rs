@@ -1,0 +1,430 @@
+//! [`SessionGateway`]: typed commands in, one projection out.
+//!
+//! `submit` checks a command against the receipts (a retried id gets its first answer) and the
+//! projection's `available_commands` (the same rules for every interface), then acts: through
+//! the session's worker for agent work, through the journal for the rest. Every answer is a
+//! receipt, refusals included, so a retry is refused the same way.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use heartwood_agent::conversation::ConversationConfig;
+use heartwood_audit::{SessionStore, SessionSummary};
+use heartwood_events::{
+    ActionPolicy, Command, CommandKind, Event, Lifecycle, Receipt, SessionId, SessionProjection,
+};
+use serde_json::{Value, json};
+use tokio::runtime::Handle;
+use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
+
+use crate::config::{CredentialBoundary, ProjectConfig};
+use crate::live::{Core, Live, Snapshot, Update};
+use crate::worker::{self, Work};
+use crate::{GatewayError, ProjectContext, reducer};
+
+/// The backend name recorded for sessions the native engine serves.
+pub const NATIVE_BACKEND: &str = "native";
+
+/// The gateway of one project: the only way an interface reaches its sessions.
+pub struct SessionGateway {
+    project: ProjectContext,
+    store: SessionStore,
+    runtime: Handle,
+    live: Mutex<HashMap<SessionId, Arc<Live>>>,
+    stopping: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for SessionGateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionGateway")
+            .field("project", &self.project.root())
+            .finish()
+    }
+}
+
+impl SessionGateway {
+    /// The gateway for `project`, running agent workers on the current Tokio runtime.
+    pub fn new(project: ProjectContext) -> Result<Self, GatewayError> {
+        let runtime = Handle::try_current().map_err(|_| {
+            GatewayError::Backend(
+                "the session gateway needs a Tokio runtime; create it inside one".into(),
+            )
+        })?;
+        Ok(Self::with_runtime(project, runtime))
+    }
+
+    /// The gateway for `project`, running agent workers on `runtime`.
+    pub fn with_runtime(project: ProjectContext, runtime: Handle) -> Self {
+        SessionGateway {
+            store: SessionStore::new(project.root()),
+            project,
+            runtime,
+            live: Mutex::new(HashMap::new()),
+            stopping: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A fresh session id: the time to the second, this process and a counter, so ids sort by
+    /// creation and two processes never pick the same one.
+    pub fn new_session_id() -> SessionId {
+        fresh_id("s")
+    }
+
+    /// A fresh command id, unique in the same way as [`SessionGateway::new_session_id`].
+    pub fn new_command_id() -> heartwood_events::CommandId {
+        let id = fresh_id("c");
+        heartwood_events::CommandId::parse(id.as_str()).expect("a fresh id is valid")
+    }
+
+    /// The project this gateway serves.
+    pub fn project(&self) -> &ProjectContext {
+        &self.project
+    }
+
+    /// The project's sessions, most recently active first.
+    pub fn sessions(&self) -> Result<Vec<SessionSummary>, GatewayError> {
+        Ok(self.store.list()?)
+    }
+
+    /// Submits a command and returns its receipt. A retry with the same command id returns the
+    /// first receipt without acting again; a refusal is a receipt too, with the reason.
+    pub fn submit(&self, command: Command) -> Result<Receipt, GatewayError> {
+        let live = self.attach(
+            &command.session,
+            matches!(command.kind, CommandKind::SubmitTask { .. }),
+        )?;
+        let mut core = live.lock();
+        let name = command.kind.name();
+        let id = &command.command_id;
+        if let Some(receipt) = core.writer()?.receipt_for(id, name)? {
+            return Ok(receipt.clone());
+        }
+        if let Err(reason) = admissible(&core.projection, &command.kind) {
+            return core.refuse(id, name, &reason);
+        }
+        match command.kind {
+            CommandKind::SubmitTask { text, policy } => {
+                if let Err(reason) = self.ensure_worker(&live, &mut core, Some(policy)) {
+                    return core.refuse(id, name, &reason);
+                }
+                // Reconciling may have continued an earlier run.
+                if !core.projection.lifecycle.accepts_task() {
+                    let reason = busy(&core.projection, name);
+                    return core.refuse(id, name, &reason);
+                }
+                let event = Event::TaskSubmitted {
+                    text: text.clone(),
+                    policy,
+                };
+                if let Some(worker) = &core.worker {
+                    worker.withdraw_pause();
+                }
+                let receipt = core.complete(id, name, vec![event], Value::Null)?;
+                send(&core, Work::Task { text, policy });
+                Ok(receipt)
+            }
+            CommandKind::SendGuidance { text } => {
+                if let Err(reason) = self.ensure_worker(&live, &mut core, None) {
+                    return core.refuse(id, name, &reason);
+                }
+                let event = Event::GuidanceSent { text: text.clone() };
+                let receipt = core.complete(id, name, vec![event], Value::Null)?;
+                if let Some(worker) = &core.worker {
+                    worker.guide(&text);
+                }
+                Ok(receipt)
+            }
+            CommandKind::Pause => {
+                let receipt =
+                    core.complete(id, name, vec![Event::PauseRequested {}], Value::Null)?;
+                if let Some(worker) = &core.worker {
+                    worker.pause();
+                }
+                Ok(receipt)
+            }
+            CommandKind::Resume => {
+                if let Err(reason) = self.ensure_worker(&live, &mut core, None) {
+                    return core.refuse(id, name, &reason);
+                }
+                let receipt = core.complete(id, name, vec![Event::RunResumed {}], Value::Null)?;
+                send(&core, Work::Run);
+                Ok(receipt)
+            }
+            CommandKind::Decide {
+                set_id,
+                revision,
+                decision,
+                reason,
+            } => {
+                if let Err(why) = self.ensure_worker(&live, &mut core, None) {
+                    return core.refuse(id, name, &why);
+                }
+                let event = Event::DecisionRecorded {
+                    set_id,
+                    revision,
+                    decision,
+                    reason: reason.clone(),
+                };
+                let receipt = core.complete(id, name, vec![event], Value::Null)?;
+                send(&core, Work::Decide { decision, reason });
+                Ok(receipt)
+            }
+            CommandKind::Export => {
+                let (bundle, event) = core.writer()?.write_export_bundle()?;
+                let name_of = bundle
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                core.complete(id, name, vec![event], json!({ "bundle": name_of }))
+            }
+            CommandKind::Close => {
+                let receipt =
+                    core.complete(id, name, vec![Event::SessionClosed {}], Value::Null)?;
+                if let Some(stopped) = core.worker.take().and_then(|w| w.shut_down()) {
+                    lock(&self.stopping).push(stopped);
+                }
+                core.writer = None;
+                drop(core);
+                lock(&self.live).remove(&command.session);
+                Ok(receipt)
+            }
+        }
+    }
+
+    /// The events after `since` and the projection, taken together. A session this process is
+    /// not serving is read from disk, verified first, and creates nothing.
+    pub fn snapshot(&self, session: &SessionId, since: u64) -> Result<Snapshot, GatewayError> {
+        if let Some(live) = lock(&self.live).get(session) {
+            return Ok(live.lock().snapshot(since));
+        }
+        let reader = self.store.reader(session)?;
+        reader.verify()?;
+        let events = decoded(reader.events()?)?;
+        let projection = reducer::replay(session.clone(), &events);
+        let revision = projection.revision;
+        let from = usize::try_from(since)
+            .unwrap_or(usize::MAX)
+            .min(events.len());
+        Ok(Snapshot {
+            events: events.into_iter().skip(from).map(Arc::new).collect(),
+            projection,
+            revision,
+            transient_revision: 0,
+            streaming: String::new(),
+        })
+    }
+
+    /// The session's projection now.
+    pub fn projection(&self, session: &SessionId) -> Result<SessionProjection, GatewayError> {
+        let since = u64::MAX;
+        Ok(self.snapshot(session, since)?.projection)
+    }
+
+    /// Updates to the session from now on. The session becomes served by this process (its
+    /// writer lease is taken), because an interface that watches a session acts on it.
+    pub fn subscribe(
+        &self,
+        session: &SessionId,
+    ) -> Result<broadcast::Receiver<Update>, GatewayError> {
+        Ok(self.attach(session, false)?.subscribe())
+    }
+
+    /// Stops every worker (a running task is interrupted between steps only by a crash, so
+    /// callers pause or wait first) and releases every session's lease.
+    pub async fn close(&self) {
+        let sessions: Vec<Arc<Live>> = lock(&self.live).drain().map(|(_, l)| l).collect();
+        let mut handles = std::mem::take(&mut *lock(&self.stopping));
+        for live in sessions {
+            let mut core = live.lock();
+            if let Some(handle) = core.worker.take().and_then(|w| w.shut_down()) {
+                handles.push(handle);
+            }
+            core.writer = None;
+        }
+        for handle in handles {
+            let _ = handle.await;
+        }
+    }
+
+    /// The live session, opening it (and taking its lease) if this process does not serve it.
+    fn attach(&self, session: &SessionId, register: bool) -> Result<Arc<Live>, GatewayError> {
+        let mut live = lock(&self.live);
+        if let Some(found) = live.get(session) {
+            return Ok(Arc::clone(found));
+        }
+        let (writer, _recovery) = if register {
+            self.store.create_or_open_writer(session, NATIVE_BACKEND)?
+        } else {
+            self.store.open_writer(session)?
+        };
+        let events = decoded(self.store.reader(session)?.events()?)?;
+        let opened = Live::new(writer, events);
+        {
+            let mut core = opened.lock();
+            // The journal says a run was on, but nobody served it: the process that ran it
+            // stopped. The worker's reconciliation finds out what the engine last did.
+            if core.projection.lifecycle == Lifecycle::Running
+                && let Err(reason) = self.ensure_worker(&opened, &mut core, None)
+            {
+                let reason = format!(
+                    "the run stopped when the Heartwood process serving it ended, and it cannot \
+                     continue here: {reason}"
+                );
+                core.record(vec![Event::RunInterrupted { reason }])?;
+            }
+        }
+        live.insert(session.clone(), Arc::clone(&opened));
+        Ok(opened)
+    }
+
+    /// Starts the session's worker if it has none. `Err` is a reason for the researcher.
+    fn ensure_worker(
+        &self,
+        live: &Arc<Live>,
+        core: &mut Core,
+        policy: Option<ActionPolicy>,
+    ) -> Result<(), String> {
+        let policy = policy.unwrap_or(core.projection.policy);
+        let config = self.conversation_config(core, policy)?;
+        if core.worker.is_some() {
+            return Ok(());
+        }
+        worker::start(live, core, config, &self.runtime).map_err(|e| e.to_string())
+    }
+
+    /// The agent's configuration, or why the agent cannot run now.
+    fn conversation_config(
+        &self,
+        core: &mut Core,
+        policy: ActionPolicy,
+    ) -> Result<ConversationConfig, String> {
+        let config = ProjectConfig::load(&self.project).map_err(|e| e.to_string())?;
+        let Some(route) = config.model else {
+            return Err(
+                "no model route is connected; run `heartwood model connect --category \
+                 compatible --base-url URL --model NAME` first"
+                    .into(),
+            );
+        };
+        if let Some(var) = &route.api_key_env
+            && std::env::var(var).map_or(true, |v| v.is_empty())
+        {
+            return Err(format!(
+                "the model route reads its API key from ${var}, which is not set; set it in \
+                 this terminal and try again"
+            ));
+        }
+        if policy == ActionPolicy::LowRiskAutomation
+            && route.boundary() == CredentialBoundary::ApplicationScrubbed
+        {
+            return Err(format!(
+                "low-risk automation is refused for this model route: its credential (${}) is \
+                 in Heartwood's environment, and automatically run commands would share it. Use \
+                 the always-review policy, or connect a credential-free route",
+                route.api_key_env.as_deref().unwrap_or_default()
+            ));
+        }
+        let dir = core
+            .writer()
+            .map_err(|e| e.to_string())?
+            .paths()
+            .backend
+            .clone();
+        let mut conversation =
+            ConversationConfig::new(route.model_route(), self.project.root().to_owned(), dir);
+        conversation.policy = worker::confirmation(policy);
+        Ok(conversation)
+    }
+}
+
+/// Whether the projection admits the command now; `Err` says why not and what to do.
+fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<(), String> {
+    let name = kind.name();
+    if let CommandKind::Decide {
+        set_id, revision, ..
+    } = kind
+    {
+        let Some(pending) = &p.pending else {
+            return Err(format!(
+                "there is no action set waiting for a decision; the session is {}",
+                p.lifecycle.as_str()
+            ));
+        };
+        if &pending.set_id != set_id {
+            return Err(format!(
+                "set {set_id} is not the pending set; set {} (revision {}) is waiting for a decision",
+                pending.set_id, pending.revision
+            ));
+        }
+        if pending.revision != *revision {
+            return Err(format!(
+                "revision {revision} of set {set_id} is stale; the set is at revision {}. Review \
+                 it as shown now and decide again",
+                pending.revision
+            ));
+        }
+    }
+    if p.allows(name) {
+        Ok(())
+    } else {
+        Err(busy(p, name))
+    }
+}
+
+fn busy(p: &SessionProjection, name: &str) -> String {
+    let hint = match (name, p.lifecycle) {
+        ("submit_task", Lifecycle::Running | Lifecycle::Paused) => {
+            "; a task is already active: send guidance, or wait for it to finish"
+        }
+        ("submit_task", Lifecycle::WaitingForDecision) => "; decide the pending action set first",
+        _ => "",
+    };
+    format!(
+        "`{name}` is not available while the session is {}{hint} (available now: {})",
+        p.lifecycle.as_str(),
+        p.available_commands.join(", ")
+    )
+}
+
+fn send(core: &Core, work: Work) {
+    if let Some(worker) = &core.worker {
+        worker.send(work);
+    }
+}
+
+fn decoded(
+    events: Vec<Result<heartwood_events::RecordedEvent, heartwood_events::DecodeError>>,
+) -> Result<Vec<heartwood_events::RecordedEvent>, GatewayError> {
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| {
+            e.map_err(|error| {
+                GatewayError::Unreadable(format!("event {} cannot be read: {error}", i + 1))
+            })
+        })
+        .collect()
+}
+
+fn fresh_id(prefix: &str) -> SessionId {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let time: String = heartwood_events::Timestamp::now()
+        .as_str()
+        .chars()
+        .filter(char::is_ascii_digit)
+        .take(14)
+        .collect();
+    let id = format!(
+        "{prefix}{}-{}-{}-{n}",
+        &time[..8.min(time.len())],
+        &time[8.min(time.len())..],
+        std::process::id()
+    );
+    SessionId::parse(&id).expect("digits, letters and '-' form a valid id")
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

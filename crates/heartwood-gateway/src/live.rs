@@ -1,0 +1,231 @@
+//! A session this process serves: its journal writer, its projection, the events so far, and
+//! the channel its updates go out on, all behind one lock.
+//!
+//! Every durable change goes through [`Core::record`]: append to the journal, apply to the
+//! projection, publish to subscribers, in that order and under the same lock, so a snapshot
+//! never sees a projection ahead of (or behind) the events it returns.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use heartwood_audit::SessionWriter;
+use heartwood_events::{CommandId, Event, Lifecycle, Receipt, RecordedEvent, SessionProjection};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::GatewayError;
+use crate::reducer;
+use crate::translate::Translator;
+use crate::worker::WorkerLink;
+
+/// How many updates a slow subscriber may fall behind before it is told it lagged (and should
+/// take a snapshot).
+pub const UPDATE_QUEUE: usize = 1024;
+
+/// The longest streamed text kept for late subscribers, in bytes.
+pub const STREAM_TAIL_BYTES: usize = 64 * 1024;
+
+/// One update to a session, in order.
+#[derive(Debug, Clone, Serialize)]
+pub struct Update {
+    /// The durable revision after this update.
+    pub revision: u64,
+    /// Token-only updates since the durable revision; orders streamed text between events.
+    pub transient_revision: u64,
+    /// What changed.
+    #[serde(flatten)]
+    pub change: Change,
+}
+
+/// What an [`Update`] carries.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "update", rename_all = "snake_case")]
+pub enum Change {
+    /// A durable event.
+    Event {
+        /// The event as recorded.
+        event: Arc<RecordedEvent>,
+    },
+    /// Streamed model text; never journaled.
+    Token {
+        /// The text.
+        text: String,
+    },
+    /// The agent stopped and the gateway reconciled (published any pending set). Transient:
+    /// it authorizes nothing.
+    ExecutionSettled {
+        /// Where the agent stands.
+        lifecycle: Lifecycle,
+    },
+}
+
+/// Events since a revision and the projection, taken together.
+#[derive(Debug, Clone, Serialize)]
+pub struct Snapshot {
+    /// Events after the requested sequence number.
+    pub events: Vec<Arc<RecordedEvent>>,
+    /// The projection at `revision`.
+    pub projection: SessionProjection,
+    /// The durable revision.
+    pub revision: u64,
+    /// Token-only updates since the durable revision.
+    pub transient_revision: u64,
+    /// Model text streamed since the last durable event (its tail, when long).
+    pub streaming: String,
+}
+
+/// A live session.
+pub(crate) struct Live {
+    core: Mutex<Core>,
+    updates: broadcast::Sender<Update>,
+}
+
+/// Everything behind the session's lock.
+pub(crate) struct Core {
+    /// `None` once the session is closed: the lease is released.
+    pub(crate) writer: Option<SessionWriter>,
+    pub(crate) projection: SessionProjection,
+    pub(crate) events: Vec<Arc<RecordedEvent>>,
+    pub(crate) translator: Translator,
+    pub(crate) worker: Option<WorkerLink>,
+    transient_revision: u64,
+    streaming: String,
+    updates: broadcast::Sender<Update>,
+}
+
+impl Live {
+    /// A live session over an open writer and the session's events so far.
+    pub(crate) fn new(writer: SessionWriter, events: Vec<RecordedEvent>) -> Arc<Self> {
+        let id = writer.id().clone();
+        let events: Vec<Arc<RecordedEvent>> = events.into_iter().map(Arc::new).collect();
+        let projection = reducer::replay(id, events.iter().map(|e| &**e));
+        let (updates, _) = broadcast::channel(UPDATE_QUEUE);
+        Arc::new(Live {
+            core: Mutex::new(Core {
+                writer: Some(writer),
+                projection,
+                events,
+                translator: Translator::default(),
+                worker: None,
+                transient_revision: 0,
+                streaming: String::new(),
+                updates: updates.clone(),
+            }),
+            updates,
+        })
+    }
+
+    /// The session's lock. A panic elsewhere while holding it leaves the journal consistent
+    /// (the writer refuses to continue after a failed write), so the lock is still usable.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new subscription to this session's updates.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Update> {
+        self.updates.subscribe()
+    }
+}
+
+impl Core {
+    /// The writer, or why there is none.
+    pub(crate) fn writer(&mut self) -> Result<&mut SessionWriter, GatewayError> {
+        let id = self.projection.session.clone();
+        self.writer
+            .as_mut()
+            .ok_or_else(|| GatewayError::Closed(id.to_string()))
+    }
+
+    /// Appends events (no command), applies and publishes them.
+    pub(crate) fn record(&mut self, events: Vec<Event>) -> Result<(), GatewayError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let recorded = self.writer()?.append_recorded(None, events)?;
+        self.accept(recorded);
+        Ok(())
+    }
+
+    /// Appends a command's events with its receipt, applies and publishes them.
+    pub(crate) fn complete(
+        &mut self,
+        command_id: &CommandId,
+        command_type: &str,
+        events: Vec<Event>,
+        result: Value,
+    ) -> Result<Receipt, GatewayError> {
+        let (receipt, recorded) =
+            self.writer()?
+                .complete_command_recorded(command_id, command_type, events, result)?;
+        self.accept(recorded);
+        Ok(receipt)
+    }
+
+    /// Records a refusal, so a retry of the same command is refused the same way.
+    pub(crate) fn refuse(
+        &mut self,
+        command_id: &CommandId,
+        command_type: &str,
+        reason: &str,
+    ) -> Result<Receipt, GatewayError> {
+        Ok(self
+            .writer()?
+            .refuse_command(command_id, command_type, reason)?)
+    }
+
+    fn accept(&mut self, recorded: Vec<RecordedEvent>) {
+        for event in recorded {
+            let event = Arc::new(event);
+            reducer::apply_one(&mut self.projection, &event);
+            self.events.push(Arc::clone(&event));
+            self.transient_revision = 0;
+            self.streaming.clear();
+            self.publish(Change::Event { event });
+        }
+    }
+
+    /// Publishes streamed text.
+    pub(crate) fn token(&mut self, text: &str) {
+        self.transient_revision += 1;
+        self.streaming.push_str(text);
+        if self.streaming.len() > STREAM_TAIL_BYTES {
+            let mut cut = self.streaming.len() - STREAM_TAIL_BYTES;
+            while !self.streaming.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.streaming.drain(..cut);
+        }
+        self.publish(Change::Token {
+            text: text.to_owned(),
+        });
+    }
+
+    /// Publishes that the agent stopped and the gateway has reconciled.
+    pub(crate) fn settled(&mut self) {
+        let lifecycle = self.projection.lifecycle;
+        self.publish(Change::ExecutionSettled { lifecycle });
+    }
+
+    fn publish(&self, change: Change) {
+        // No subscribers is fine: the events are durable and snapshots serve late readers.
+        let _ = self.updates.send(Update {
+            revision: self.projection.revision,
+            transient_revision: self.transient_revision,
+            change,
+        });
+    }
+
+    /// Events after `since` and the projection, as one consistent snapshot.
+    pub(crate) fn snapshot(&self, since: u64) -> Snapshot {
+        let from = usize::try_from(since)
+            .unwrap_or(usize::MAX)
+            .min(self.events.len());
+        Snapshot {
+            events: self.events[from..].to_vec(),
+            projection: self.projection.clone(),
+            revision: self.projection.revision,
+            transient_revision: self.transient_revision,
+            streaming: self.streaming.clone(),
+        }
+    }
+}

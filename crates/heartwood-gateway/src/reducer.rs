@@ -1,0 +1,353 @@
+//! The one reducer: durable events in, [`SessionProjection`] out.
+//!
+//! Live sessions and replays of stored sessions both go through [`apply`], so the projection an
+//! interface sees after a restart is exactly the one it saw live. It is pure: no clock, no I/O,
+//! nothing but the event and the projection so far.
+
+use heartwood_events::{
+    ActionPolicy, ActionState, ActionView, ConversationEntry, DecisionView, Event, Lifecycle,
+    PurposeUsage, RecordedEvent, Role, SessionId, SessionProjection,
+};
+
+/// The projection of a stored session's events.
+pub fn replay<'a>(
+    session: SessionId,
+    events: impl IntoIterator<Item = &'a RecordedEvent>,
+) -> SessionProjection {
+    let mut projection = SessionProjection::empty(session);
+    for event in events {
+        apply(&mut projection, event);
+    }
+    derive(&mut projection);
+    projection
+}
+
+/// Applies one durable event and refreshes the derived fields.
+pub fn apply_one(p: &mut SessionProjection, recorded: &RecordedEvent) {
+    apply(p, recorded);
+    derive(p);
+}
+
+/// Applies one event without refreshing the derived fields (replay derives once at the end).
+fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
+    let seq = recorded.seq.get();
+    p.revision = seq;
+    match &recorded.event {
+        Event::SessionRegistered { .. } => {}
+        Event::Message { role, text } => say(p, seq, *role, text),
+        Event::ExportRecorded { .. } => p.exports += 1,
+        Event::SessionClosed {} => p.closed = true,
+        Event::TaskSubmitted { text, policy } => {
+            say(p, seq, Role::Researcher, text);
+            p.policy = *policy;
+            p.closed = false;
+            p.last_error = None;
+            p.lifecycle = Lifecycle::Running;
+        }
+        Event::GuidanceSent { text } => say(p, seq, Role::Researcher, text),
+        Event::PauseRequested {} => {}
+        Event::RunResumed {} => p.lifecycle = Lifecycle::Running,
+        Event::LifecycleChanged { lifecycle } => {
+            p.lifecycle = *lifecycle;
+            if *lifecycle != Lifecycle::WaitingForDecision {
+                p.pending = None;
+            }
+        }
+        Event::ActionProposed { action } => {
+            let view = ActionView {
+                proposal: action.clone(),
+                version: 1,
+                state: ActionState::Proposed,
+                detail: None,
+                exit_code: None,
+            };
+            // Ids only grow, so pushing keeps the list sorted; the search covers odd logs.
+            match p
+                .actions
+                .binary_search_by_key(&action.action_id, |a| a.proposal.action_id)
+            {
+                Ok(i) => p.actions[i] = view,
+                Err(i) => p.actions.insert(i, view),
+            }
+        }
+        Event::ActionUpdated {
+            action_id,
+            version,
+            state,
+            detail,
+            exit_code,
+        } => {
+            if let Ok(i) = p
+                .actions
+                .binary_search_by_key(action_id, |a| a.proposal.action_id)
+            {
+                let action = &mut p.actions[i];
+                action.version = *version;
+                action.state = *state;
+                action.detail.clone_from(detail);
+                action.exit_code = *exit_code;
+            }
+        }
+        Event::ActionSetPending { set } => {
+            p.pending = Some(set.clone());
+            p.lifecycle = Lifecycle::WaitingForDecision;
+        }
+        Event::DecisionRecorded {
+            set_id,
+            revision,
+            decision,
+            reason,
+        } => {
+            p.pending = None;
+            p.last_decision = Some(DecisionView {
+                set_id: set_id.clone(),
+                revision: *revision,
+                decision: *decision,
+                reason: reason.clone(),
+                seq,
+            });
+            // The worker continues the run at once: with the actions, or with the rejection.
+            p.lifecycle = Lifecycle::Running;
+        }
+        Event::TaskPlanUpdated { tasks } => p.task_plan.clone_from(tasks),
+        Event::UsageRecorded { purpose, usage } => {
+            p.usage.total.add(usage);
+            match p
+                .usage
+                .by_purpose
+                .iter_mut()
+                .find(|u| &u.purpose == purpose)
+            {
+                Some(line) => line.usage.add(usage),
+                None => p.usage.by_purpose.push(PurposeUsage {
+                    purpose: purpose.clone(),
+                    label: purpose_label(purpose),
+                    usage: *usage,
+                }),
+            }
+        }
+        Event::ErrorRecorded { message } => p.last_error = Some(message.clone()),
+        Event::ContextCondensed { .. } => {}
+        Event::RunInterrupted { reason } => {
+            p.last_error = Some(reason.clone());
+            if matches!(p.lifecycle, Lifecycle::Running | Lifecycle::Paused) {
+                p.lifecycle = Lifecycle::Failed;
+            }
+        }
+    }
+}
+
+fn say(p: &mut SessionProjection, seq: u64, role: Role, text: &str) {
+    p.conversation.push(ConversationEntry {
+        seq,
+        role,
+        text: text.to_owned(),
+    });
+}
+
+/// A label for people for a usage purpose.
+fn purpose_label(purpose: &str) -> String {
+    match purpose {
+        "agent" => "Agent".to_owned(),
+        "condenser" => "History summaries".to_owned(),
+        other => match other.strip_prefix("task:") {
+            Some(id) => format!("Specialist {id}"),
+            None => other.to_owned(),
+        },
+    }
+}
+
+/// Refreshes what follows from the rest: activity, available commands, status line and
+/// suggestions. These rules are the single source of "what may happen now" for every interface.
+fn derive(p: &mut SessionProjection) {
+    p.available_commands = available_commands(p)
+        .iter()
+        .map(|c| (*c).to_owned())
+        .collect();
+    p.activity = activity(p);
+    p.status_line = status_line(p);
+    p.suggestions = suggestions(p);
+}
+
+fn available_commands(p: &SessionProjection) -> &'static [&'static str] {
+    match p.lifecycle {
+        _ if p.closed => &["submit_task", "export"],
+        Lifecycle::Idle | Lifecycle::Finished | Lifecycle::Failed | Lifecycle::Stuck => {
+            &["submit_task", "export", "close"]
+        }
+        Lifecycle::Running => &["send_guidance", "pause", "export"],
+        Lifecycle::Paused => &["resume", "send_guidance", "export", "close"],
+        Lifecycle::WaitingForDecision if p.pending.is_some() => {
+            &["decide", "send_guidance", "export", "close"]
+        }
+        // Settling: the set is published once the agent has stopped.
+        Lifecycle::WaitingForDecision => &["send_guidance", "export"],
+    }
+}
+
+fn activity(p: &SessionProjection) -> String {
+    if let Some(action) = p
+        .actions
+        .iter()
+        .rev()
+        .find(|a| a.state == ActionState::Running)
+    {
+        return format!("running {}", action.proposal.tool);
+    }
+    match p.lifecycle {
+        Lifecycle::Running => "thinking".to_owned(),
+        Lifecycle::WaitingForDecision => "waiting for your decision".to_owned(),
+        Lifecycle::Paused => "paused".to_owned(),
+        _ => String::new(),
+    }
+}
+
+fn status_line(p: &SessionProjection) -> String {
+    if p.closed {
+        return "Closed. Give a new task to continue this session.".to_owned();
+    }
+    match p.lifecycle {
+        Lifecycle::Idle if p.conversation.is_empty() => "Ready for a task.".to_owned(),
+        Lifecycle::Idle => "Idle: the last run ended; give the next task.".to_owned(),
+        Lifecycle::Running => format!("Working ({}).", p.activity),
+        Lifecycle::Paused => "Paused between steps; resume to continue.".to_owned(),
+        Lifecycle::WaitingForDecision => match &p.pending {
+            Some(set) => format!(
+                "Waiting for your decision on {} proposed action{} (set {}, revision {}).",
+                set.members.len(),
+                if set.members.len() == 1 { "" } else { "s" },
+                set.set_id,
+                set.revision
+            ),
+            None => "The agent is settling its proposal.".to_owned(),
+        },
+        Lifecycle::Finished => "Finished.".to_owned(),
+        Lifecycle::Failed => format!(
+            "Failed: {}",
+            p.last_error.as_deref().unwrap_or("see the last error")
+        ),
+        Lifecycle::Stuck => "Stopped: the agent repeated itself without progress.".to_owned(),
+    }
+}
+
+fn suggestions(p: &SessionProjection) -> Vec<String> {
+    let mut out: Vec<&str> = match p.lifecycle {
+        Lifecycle::WaitingForDecision if p.pending.is_some() => vec![
+            "Review every action in the set, then allow it once or reject it all",
+            "Reject with a reason to steer the agent",
+        ],
+        Lifecycle::Running => vec!["Send guidance if the agent is heading the wrong way"],
+        Lifecycle::Paused => vec!["Resume the task", "Send guidance before resuming"],
+        Lifecycle::Failed => vec![
+            "Read the error, fix the cause, then give the task again",
+            "Check the model connection with `heartwood status`",
+        ],
+        Lifecycle::Stuck => vec!["Give the agent more specific guidance in a new task"],
+        Lifecycle::Finished => vec![
+            "Review what changed in the project",
+            "Export the session for the record",
+        ],
+        Lifecycle::Idle => vec!["Describe the task for the agent"],
+        Lifecycle::WaitingForDecision => Vec::new(),
+    };
+    if p.policy == ActionPolicy::LowRiskAutomation && p.lifecycle == Lifecycle::Running {
+        out.push("Low-risk actions run without review in this task");
+    }
+    out.truncate(3);
+    out.into_iter().map(str::to_owned).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use heartwood_events::{ActionProposal, ActionSet, ActionSetId, RiskLevel, Seq};
+
+    fn recorded(seq: u64, event: Event) -> RecordedEvent {
+        RecordedEvent::new(Seq::new(seq).expect("seq"), None, event)
+    }
+
+    #[test]
+    fn a_decision_is_available_only_while_a_set_is_pending() {
+        let id = SessionId::parse("s").expect("id");
+        let proposal = ActionProposal {
+            action_id: 2,
+            response_id: "r".into(),
+            tool: "terminal".into(),
+            arguments: "{}".into(),
+            risk: RiskLevel::Medium,
+            thought: None,
+        };
+        let mut events = vec![
+            recorded(
+                1,
+                Event::TaskSubmitted {
+                    text: "t".into(),
+                    policy: ActionPolicy::AlwaysReview,
+                },
+            ),
+            recorded(
+                2,
+                Event::ActionProposed {
+                    action: proposal.clone(),
+                },
+            ),
+            recorded(
+                3,
+                Event::LifecycleChanged {
+                    lifecycle: Lifecycle::WaitingForDecision,
+                },
+            ),
+        ];
+        let settling = replay(id.clone(), &events);
+        assert!(
+            !settling.allows("decide"),
+            "decide offered before the set is published"
+        );
+        assert!(!settling.allows("submit_task"));
+        events.push(recorded(
+            4,
+            Event::ActionSetPending {
+                set: ActionSet {
+                    set_id: ActionSetId::parse("set-2").expect("id"),
+                    revision: 4,
+                    members: vec![proposal],
+                },
+            },
+        ));
+        let waiting = replay(id, &events);
+        assert!(waiting.allows("decide"));
+        assert!(
+            waiting.status_line.contains("set set-2, revision 4"),
+            "{}",
+            waiting.status_line
+        );
+        assert!(waiting.suggestions.len() <= 3);
+    }
+
+    #[test]
+    fn usage_accumulates_in_total_and_per_purpose_with_labels() {
+        let id = SessionId::parse("s").expect("id");
+        let usage = |purpose: &str, tokens| Event::UsageRecorded {
+            purpose: purpose.into(),
+            usage: heartwood_events::UsageFigures {
+                prompt_tokens: tokens,
+                calls: 1,
+                ..Default::default()
+            },
+        };
+        let events = [
+            recorded(1, usage("agent", 10)),
+            recorded(2, usage("condenser", 5)),
+            recorded(3, usage("agent", 7)),
+        ];
+        let p = replay(id, &events);
+        assert_eq!(p.usage.total.prompt_tokens, 22);
+        assert_eq!(p.usage.total.calls, 3);
+        let agent = &p.usage.by_purpose[0];
+        assert_eq!(
+            (agent.label.as_str(), agent.usage.prompt_tokens),
+            ("Agent", 17)
+        );
+        assert_eq!(p.usage.by_purpose[1].label, "History summaries");
+    }
+}

@@ -1,0 +1,337 @@
+//! The supervised background worker that drives one session's agent.
+//!
+//! The worker owns the engine's conversation on a task of its own, so an interface can send
+//! guidance, pause, resume or decide while a run is active. The engine's events reach the
+//! journal through [`Core::record`] as they happen. When a run stops, the worker publishes the
+//! pending action set (only then: the backend has settled) and a transient `execution_settled`.
+//! A panic or error in the worker becomes a `run_interrupted` event; the gateway keeps serving.
+//!
+//! Starting a worker reconciles the engine's log with the journal first, in this order:
+//! researcher input the engine never received is delivered, a decision recorded but never
+//! applied is applied, the engine's events the journal lacks are translated and appended, and a
+//! set the engine waits on but the journal does not show is published.
+
+use std::sync::Arc;
+
+use heartwood_agent::conversation::{
+    ConfirmationPolicy, Conversation, ConversationConfig, ConversationError, EventKind,
+    ExecutionStatus, GuidanceHandle, PauseHandle,
+};
+use heartwood_agent::tools::Risk;
+use heartwood_events::{ActionPolicy, ActionSet, ActionSetId, Decision, Event, Lifecycle};
+use tokio::runtime::Handle;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::GatewayError;
+use crate::live::{Core, Live};
+use crate::translate::{is_backend_derived, proposal_of};
+
+/// What the worker is asked to do next.
+#[derive(Debug)]
+pub(crate) enum Work {
+    /// Start a task.
+    Task { text: String, policy: ActionPolicy },
+    /// Apply the decision on the pending set, then continue.
+    Decide {
+        decision: Decision,
+        reason: Option<String>,
+    },
+    /// Continue (after a pause, or after reconciliation found a run to continue).
+    Run,
+    /// Close the conversation and stop.
+    Shutdown,
+}
+
+/// The gateway's side of a worker.
+pub(crate) struct WorkerLink {
+    work: mpsc::UnboundedSender<Work>,
+    pause: PauseHandle,
+    guidance: GuidanceHandle,
+    supervisor: Option<JoinHandle<()>>,
+}
+
+impl WorkerLink {
+    /// Queues work; false when the worker has stopped.
+    pub(crate) fn send(&self, work: Work) -> bool {
+        self.work.send(work).is_ok()
+    }
+
+    /// Asks the running agent to pause at its next step.
+    pub(crate) fn pause(&self) {
+        self.pause.pause();
+    }
+
+    /// Withdraws a pause no run acted on (a new task starts unpaused). Called when the task is
+    /// accepted, not when the worker picks it up, so a pause sent right after is kept.
+    pub(crate) fn withdraw_pause(&self) {
+        self.pause.withdraw();
+    }
+
+    /// Gives the agent guidance at its next step.
+    pub(crate) fn guide(&self, text: &str) {
+        self.guidance.send(text);
+    }
+
+    /// Asks the worker to stop; the returned handle completes when it has.
+    pub(crate) fn shut_down(mut self) -> Option<JoinHandle<()>> {
+        let _ = self.work.send(Work::Shutdown);
+        self.supervisor.take()
+    }
+}
+
+/// The id of the set whose first member is `first_action`.
+pub(crate) fn set_id_for(first_action: u64) -> ActionSetId {
+    ActionSetId::parse(&format!("set-{first_action}")).expect("set-<digits> is a valid id")
+}
+
+/// The engine's confirmation policy for a Heartwood action policy.
+pub(crate) fn confirmation(policy: ActionPolicy) -> ConfirmationPolicy {
+    match policy {
+        ActionPolicy::AlwaysReview => ConfirmationPolicy::AlwaysConfirm,
+        ActionPolicy::LowRiskAutomation => ConfirmationPolicy::ConfirmRisky {
+            threshold: Risk::Medium,
+            confirm_unknown: true,
+        },
+    }
+}
+
+/// Opens the session's conversation, reconciles it with the journal, and starts its worker.
+pub(crate) fn start(
+    live: &Arc<Live>,
+    core: &mut Core,
+    config: ConversationConfig,
+    runtime: &Handle,
+) -> Result<(), GatewayError> {
+    let _context = runtime.enter();
+    let mut conversation = Conversation::open(config).map_err(backend_error)?;
+    let continue_run = reconcile(core, &mut conversation)?;
+
+    let events_to = Arc::clone(live);
+    conversation.on_event(move |event| {
+        let mut core = events_to.lock();
+        let translated = core.translator.translate(event);
+        // A failed append poisons the writer, which refuses every later write and says why;
+        // the run stops at its next step because the worker pauses it.
+        if core.record(translated).is_err()
+            && let Some(worker) = &core.worker
+        {
+            worker.pause();
+        }
+    });
+    let tokens_to = Arc::clone(live);
+    conversation.on_token(move |text| tokens_to.lock().token(text));
+
+    let (work, queue) = mpsc::unbounded_channel();
+    let pause = conversation.pause_handle();
+    let guidance = conversation.guidance_handle();
+    let inner = runtime.spawn(serve(conversation, queue, Arc::clone(live)));
+    let supervised = Arc::clone(live);
+    let supervisor = runtime.spawn(async move {
+        if let Err(failure) = inner.await {
+            let cause = match failure.try_into_panic() {
+                Ok(panic) => panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".to_owned()),
+                Err(_) => "cancellation".to_owned(),
+            };
+            let mut core = supervised.lock();
+            core.worker = None;
+            let reason = format!(
+                "the agent worker stopped unexpectedly ({cause}); the record is intact, and the \
+                 next command starts a new worker from it"
+            );
+            let _ = core.record(vec![Event::RunInterrupted { reason }]);
+            core.settled();
+        }
+    });
+    let link = WorkerLink {
+        work,
+        pause,
+        guidance,
+        supervisor: Some(supervisor),
+    };
+    if continue_run {
+        link.send(Work::Run);
+    }
+    core.worker = Some(link);
+    Ok(())
+}
+
+/// The worker loop: one piece of work at a time, each followed by settling.
+async fn serve(
+    mut conversation: Conversation,
+    mut queue: mpsc::UnboundedReceiver<Work>,
+    live: Arc<Live>,
+) {
+    while let Some(work) = queue.recv().await {
+        let prepared = match work {
+            Work::Shutdown => break,
+            Work::Run => Ok(()),
+            Work::Task { text, policy } => {
+                conversation.set_policy(confirmation(policy));
+                conversation.send_message(&text)
+            }
+            Work::Decide {
+                decision: Decision::AllowOnce,
+                ..
+            } => conversation.approve_pending(),
+            Work::Decide {
+                decision: Decision::RejectAll,
+                reason,
+            } => conversation.reject_pending(reason.as_deref().unwrap_or_default()),
+        };
+        let outcome = match prepared {
+            Ok(()) => run_until_settled(&mut conversation).await,
+            Err(error) => Err(error),
+        };
+        let mut core = live.lock();
+        if let Err(error) = outcome {
+            let reason = format!("the agent stopped: {error}");
+            let _ = core.record(vec![Event::RunInterrupted { reason }]);
+        }
+        let _ = publish_pending(&mut core, &conversation);
+        core.settled();
+    }
+    conversation.close().await;
+}
+
+/// Runs. Guidance that arrived as the agent finished is delivered and the run continues with
+/// it; after any other stop it stays queued for the step that next runs.
+async fn run_until_settled(
+    conversation: &mut Conversation,
+) -> Result<ExecutionStatus, ConversationError> {
+    loop {
+        let status = conversation.run().await?;
+        if status != ExecutionStatus::Finished {
+            return Ok(status);
+        }
+        let late = conversation.guidance_handle().drain();
+        if late.is_empty() {
+            return Ok(status);
+        }
+        for text in late {
+            conversation.send_message(&text)?;
+        }
+    }
+}
+
+/// Brings the journal and the engine into agreement; returns whether a run should continue.
+fn reconcile(core: &mut Core, conversation: &mut Conversation) -> Result<bool, GatewayError> {
+    let mut continue_run = false;
+    conversation.set_policy(confirmation(core.projection.policy));
+
+    // Researcher input the engine never received: always a suffix, because the journal records
+    // it before the engine is given it.
+    let inputs: Vec<String> = core
+        .events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::TaskSubmitted { text, .. } | Event::GuidanceSent { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    let delivered = conversation
+        .events()
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::Message {
+                    speaker: heartwood_agent::conversation::Speaker::User,
+                    ..
+                }
+            )
+        })
+        .count();
+    for text in inputs.iter().skip(delivered) {
+        conversation.send_message(text).map_err(backend_error)?;
+        continue_run = true;
+    }
+
+    // A decision the journal holds for the set the engine still waits on.
+    if let (Some(first), None, Some(decision)) = (
+        undecided(conversation).first().copied(),
+        &core.projection.pending,
+        &core.projection.last_decision,
+    ) && decision.set_id == set_id_for(first)
+    {
+        match decision.decision {
+            Decision::AllowOnce => conversation.approve_pending(),
+            Decision::RejectAll => {
+                conversation.reject_pending(decision.reason.as_deref().unwrap_or_default())
+            }
+        }
+        .map_err(backend_error)?;
+        continue_run = true;
+    }
+
+    // The engine's events the journal lacks.
+    let recorded = core
+        .events
+        .iter()
+        .filter(|e| is_backend_derived(&e.event))
+        .count();
+    let mut translated = Vec::new();
+    for event in conversation.events() {
+        translated.extend(core.translator.translate(event));
+    }
+    let missing: Vec<Event> = translated.into_iter().skip(recorded).collect();
+    core.record(missing)?;
+    publish_pending(core, conversation)?;
+
+    // The journal says a run is on (resumed, decided, or given a task) but the engine is not.
+    let engine_running = conversation.state().status == ExecutionStatus::Running;
+    if core.projection.lifecycle == Lifecycle::Running && !engine_running {
+        continue_run = true;
+    }
+    Ok(continue_run)
+}
+
+/// The pending actions nobody has decided.
+fn undecided(conversation: &Conversation) -> Vec<u64> {
+    let state = conversation.state();
+    if state.status != ExecutionStatus::WaitingForConfirmation {
+        return Vec::new();
+    }
+    state
+        .pending
+        .iter()
+        .copied()
+        .filter(|id| !state.approved.contains(id))
+        .collect()
+}
+
+/// Publishes the set the engine waits on, unless the journal already shows it.
+fn publish_pending(core: &mut Core, conversation: &Conversation) -> Result<(), GatewayError> {
+    let ids = undecided(conversation);
+    let Some(first) = ids.first().copied() else {
+        return Ok(());
+    };
+    let set_id = set_id_for(first);
+    let shown = core.projection.pending.as_ref().map(|p| &p.set_id) == Some(&set_id);
+    let decided = core.projection.last_decision.as_ref().map(|d| &d.set_id) == Some(&set_id);
+    if shown || decided {
+        return Ok(());
+    }
+    let members = conversation
+        .events()
+        .iter()
+        .filter(|e| ids.contains(&e.id))
+        .filter_map(proposal_of)
+        .collect();
+    let revision = core.writer()?.count() + 1;
+    core.record(vec![Event::ActionSetPending {
+        set: ActionSet {
+            set_id,
+            revision,
+            members,
+        },
+    }])
+}
+
+fn backend_error(error: ConversationError) -> GatewayError {
+    GatewayError::Backend(error.to_string())
+}
