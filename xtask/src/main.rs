@@ -28,7 +28,7 @@ enum Task {
     Fixtures,
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
-        /// Which benchmark: `journal` or `agent`.
+        /// Which benchmark: `journal`, `agent` or `gateway`.
         name: String,
     },
     /// Internal: one measured step of a benchmark, run in a fresh process.
@@ -49,10 +49,12 @@ fn main() -> Result<()> {
         Task::Bench { name } => match name.as_str() {
             "journal" => bench::journal::run(),
             "agent" => bench::agent::run(),
-            other => bail!("no benchmark named {other:?}; available: journal, agent"),
+            "gateway" => bench::gateway::run(),
+            other => bail!("no benchmark named {other:?}; available: journal, agent, gateway"),
         },
         Task::BenchChild { step, arg } => match step.strip_prefix("agent-") {
             Some(steps) => bench::agent::child(steps.parse()?, &arg),
+            None if step == "gateway-memory" => bench::gateway::child(&arg),
             None => bench::journal::child(&step, &arg),
         },
     }

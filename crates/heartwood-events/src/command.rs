@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::decode::{Required, decode_versioned};
+use crate::decode::{Head, Required, decode_versioned};
 use crate::{
     ActionPolicy, ActionSetId, CommandId, Decision, DecodeError, SCHEMA_VERSION, SessionId,
 };
@@ -80,12 +80,13 @@ impl Command {
 
     /// Reads a submitted command, reporting newer formats and unknown kinds by name.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        decode_versioned(
+        decode_versioned::<Head>(
             bytes,
             "command",
             CommandKind::KINDS,
             Required::DefaultsToCurrent,
-        )
+        )?;
+        serde_json::from_slice(bytes).map_err(|e| DecodeError::Malformed(e.to_string()))
     }
 }
 

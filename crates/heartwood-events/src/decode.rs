@@ -48,16 +48,26 @@ pub(crate) enum Required {
     DefaultsToCurrent,
 }
 
-/// Checks `schema` and the `type` tag against `kinds` before deserializing.
-pub(crate) fn decode_versioned<T: DeserializeOwned>(
+/// The members every versioned record is checked by before the rest is read.
+pub(crate) trait Versioned {
+    /// The `schema` member, if present.
+    fn schema(&self) -> Option<&Value>;
+    /// The `type` member, if present.
+    fn kind(&self) -> Option<&str>;
+}
+
+/// Reads `H` (the record's head, and whatever else a caller wants in the same pass) and checks
+/// its `schema` and `type` against `kinds`, so a newer or unknown record is named rather than
+/// mis-parsed.
+pub(crate) fn decode_versioned<H: DeserializeOwned + Versioned>(
     bytes: &[u8],
     what: &'static str,
     kinds: &[&str],
     schema: Required,
-) -> Result<T, DecodeError> {
-    let value: Value =
+) -> Result<H, DecodeError> {
+    let head: H =
         serde_json::from_slice(bytes).map_err(|e| DecodeError::Malformed(e.to_string()))?;
-    let found = match (value.get("schema"), schema) {
+    let found = match (head.schema(), schema) {
         (Some(v), _) => v
             .as_u64()
             .ok_or_else(|| DecodeError::Malformed("`schema` is not an integer".into()))?,
@@ -75,9 +85,8 @@ pub(crate) fn decode_versioned<T: DeserializeOwned>(
             supported: SCHEMA_VERSION,
         });
     }
-    let kind = value
-        .get("type")
-        .and_then(Value::as_str)
+    let kind = head
+        .kind()
         .ok_or_else(|| DecodeError::Malformed("missing string field `type`".into()))?;
     if !kinds.contains(&kind) {
         return Err(DecodeError::UnknownKind {
@@ -86,5 +95,23 @@ pub(crate) fn decode_versioned<T: DeserializeOwned>(
             schema: found,
         });
     }
-    serde_json::from_value(value).map_err(|e| DecodeError::Malformed(e.to_string()))
+    Ok(head)
+}
+
+/// Just the members [`Versioned`] needs; everything else is skipped unread.
+#[derive(serde::Deserialize)]
+pub(crate) struct Head {
+    #[serde(default)]
+    schema: Option<Value>,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+}
+
+impl Versioned for Head {
+    fn schema(&self) -> Option<&Value> {
+        self.schema.as_ref()
+    }
+    fn kind(&self) -> Option<&str> {
+        self.kind.as_deref()
+    }
 }

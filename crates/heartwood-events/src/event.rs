@@ -8,7 +8,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::decode::{Required, decode_versioned};
+use crate::decode::{Required, Versioned, decode_versioned};
 use crate::{
     ActionPolicy, ActionProposal, ActionSet, ActionSetId, ActionState, CommandId, Decision,
     DecodeError, Lifecycle, PlanTask, SCHEMA_VERSION, Seq, Timestamp, UsageFigures,
@@ -236,7 +236,46 @@ impl RecordedEvent {
 
     /// Reads one stored line, reporting newer formats and unknown kinds by name.
     pub fn decode(line: &[u8]) -> Result<Self, DecodeError> {
-        decode_versioned(line, "event", Event::KINDS, Required::Yes)
+        let malformed = |e: serde_json::Error| DecodeError::Malformed(e.to_string());
+        let head: Envelope = decode_versioned(line, "event", Event::KINDS, Required::Yes)?;
+        // The event is read from the same line: its variants ignore the envelope's members. This
+        // is about twice as fast as `#[serde(flatten)]`, which buffers every member twice.
+        let event: Event = serde_json::from_slice(line).map_err(malformed)?;
+        Ok(RecordedEvent {
+            // Checked above: present, an integer, and no newer than this build's.
+            schema: head
+                .schema
+                .as_ref()
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|v| u32::try_from(v).ok())
+                .unwrap_or(SCHEMA_VERSION),
+            seq: head.seq,
+            time: head.time,
+            command: head.command,
+            event,
+        })
+    }
+}
+
+/// The envelope members of a stored event line; the event's own members are skipped unread.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    schema: Option<serde_json::Value>,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    seq: Seq,
+    time: Timestamp,
+    #[serde(default)]
+    command: Option<CommandId>,
+}
+
+impl Versioned for Envelope {
+    fn schema(&self) -> Option<&serde_json::Value> {
+        self.schema.as_ref()
+    }
+    fn kind(&self) -> Option<&str> {
+        self.kind.as_deref()
     }
 }
 

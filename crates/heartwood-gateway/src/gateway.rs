@@ -199,8 +199,22 @@ impl SessionGateway {
             return Ok(live.lock().snapshot(since));
         }
         let reader = self.store.reader(session)?;
-        reader.verify()?;
-        let events = decoded(reader.events()?)?;
+        // Verification and decoding read the same files; doing them side by side halves the
+        // wait, and nothing decoded is used unless verification passes.
+        let (verified, events) = std::thread::scope(|scope| {
+            let verifying = scope.spawn(|| reader.verify());
+            let events = reader.events();
+            (verifying.join(), events)
+        });
+        match verified {
+            Ok(result) => result?,
+            Err(_) => {
+                return Err(GatewayError::Unreadable(
+                    "verification failed unexpectedly".into(),
+                ));
+            }
+        };
+        let events = decoded(events?)?;
         let projection = reducer::replay(session.clone(), &events);
         let revision = projection.revision;
         let from = usize::try_from(since)
@@ -245,6 +259,19 @@ impl SessionGateway {
         for handle in handles {
             let _ = handle.await;
         }
+    }
+
+    /// Benchmark hook: records events on a session exactly as the agent worker does (append,
+    /// reduce, publish), registering the session if needed. Only with the `bench` feature:
+    /// interfaces reach sessions through [`SessionGateway::submit`] alone.
+    #[cfg(feature = "bench")]
+    #[doc(hidden)]
+    pub fn bench_record(
+        &self,
+        session: &SessionId,
+        events: Vec<Event>,
+    ) -> Result<(), GatewayError> {
+        self.attach(session, true)?.lock().record(events)
     }
 
     /// The live session, opening it (and taking its lease) if this process does not serve it.

@@ -331,3 +331,95 @@ async fn low_risk_automation_is_refused_for_a_secret_backed_route() {
     );
     assert_eq!(f.server.requests().len(), 0);
 }
+
+/// Appends `events` to the session's journal directly, as a gateway that stopped right after
+/// journaling them (and before its engine heard of them) would have left it.
+fn journal_only(
+    project: &std::path::Path,
+    session: &SessionId,
+    events: Vec<heartwood_events::Event>,
+) {
+    let store = heartwood_audit::SessionStore::new(project);
+    let (mut writer, _) = store.open_writer(session).expect("writer");
+    writer.append(None, events).expect("append");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_decision_journaled_before_a_crash_is_applied_once_by_the_next_process() {
+    let f = Fixture::new(Script::of(vec![two_actions(), finish()])).await;
+    f.task("write the file");
+    let waiting = f.settled().await;
+    let set = waiting.pending.clone().expect("pending");
+    f.gateway.close().await;
+    journal_only(
+        f.project.path(),
+        &f.session,
+        vec![heartwood_events::Event::DecisionRecorded {
+            set_id: set.set_id,
+            revision: set.revision,
+            decision: Decision::AllowOnce,
+            reason: None,
+        }],
+    );
+
+    let next = SessionGateway::new(ProjectContext::at(f.project.path())).expect("gateway");
+    let _updates = next.subscribe(&f.session).expect("attach");
+    let started = Instant::now();
+    let done = loop {
+        let p = next.projection(&f.session).expect("projection");
+        if p.lifecycle == Lifecycle::Finished {
+            break p;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{p:#?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let ran = std::fs::read_to_string(f.project.path().join("ran.txt")).expect("ran");
+    assert_eq!(
+        ran, "one\ntwo\n",
+        "the journaled decision ran the set exactly once"
+    );
+    assert!(done.pending.is_none());
+    next.close().await;
+    // Reopening caught the journal up with the engine without repeating anything.
+    let stored = next.snapshot(&f.session, 0).expect("stored");
+    let proposals = stored
+        .events
+        .iter()
+        .filter(|e| e.event.kind() == "action_proposed")
+        .count();
+    assert_eq!(proposals, 3, "two actions and finish, each recorded once");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_journaled_before_a_crash_reaches_the_agent_in_the_next_process() {
+    let f = Fixture::new(Script::of(vec![Turn::text("first"), Turn::text("second")])).await;
+    f.task("one");
+    f.settled().await;
+    f.gateway.close().await;
+    journal_only(
+        f.project.path(),
+        &f.session,
+        vec![heartwood_events::Event::TaskSubmitted {
+            text: "two".into(),
+            policy: ActionPolicy::AlwaysReview,
+        }],
+    );
+    let next = SessionGateway::new(ProjectContext::at(f.project.path())).expect("gateway");
+    let _updates = next.subscribe(&f.session).expect("attach");
+    let started = Instant::now();
+    loop {
+        let p = next.projection(&f.session).expect("projection");
+        if p.lifecycle == Lifecycle::Finished && p.conversation.len() == 4 {
+            assert_eq!(p.conversation[3].text, "second");
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{p:#?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let last = f.server.requests().last().expect("request").to_string();
+    assert!(
+        last.contains("\"two\""),
+        "the journaled task never reached the model"
+    );
+    next.close().await;
+}

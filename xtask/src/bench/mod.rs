@@ -2,6 +2,7 @@
 //! judged against, measured in the same run.
 
 pub mod agent;
+pub mod gateway;
 pub mod journal;
 
 use std::time::Instant;

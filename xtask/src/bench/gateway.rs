@@ -1,0 +1,255 @@
+//! `cargo xtask bench gateway`: what the gateway adds to each durable event (append + reduce +
+//! publish) beyond the journal append itself, snapshot latency for a 10,000-event session, and
+//! memory.
+//!
+//! The per-event overhead is measured on a memory-backed directory (`/dev/shm` when present),
+//! where `fsync` costs next to nothing, so the difference between the gateway path and the bare
+//! journal append is the gateway's own work rather than disk noise.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use heartwood_audit::SessionStore;
+use heartwood_events::{
+    ActionProposal, ActionState, Event, Lifecycle, RiskLevel, Role, SessionId, UsageFigures,
+};
+use heartwood_gateway::{ProjectContext, SessionGateway};
+
+use super::peak_rss_kib;
+
+const EVENTS: usize = 2_000;
+const BIG_SESSION: usize = 10_000;
+const REPEATS: usize = 7;
+
+pub fn run() -> Result<()> {
+    let scratch = scratch_dir()?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let _guard = runtime.enter();
+
+    // Interleaved best-of: both sides see the same disturbances on a shared machine.
+    let (mut bare, mut gateway) = (f64::INFINITY, f64::INFINITY);
+    for round in 0..REPEATS {
+        let dir = scratch.join(format!("round-{round}"));
+        std::fs::create_dir_all(&dir)?;
+        bare = bare.min(bare_appends(&dir)?);
+        gateway = gateway.min(gateway_records(&dir)?);
+        std::fs::remove_dir_all(&dir)?;
+    }
+    let overhead_ms = (gateway - bare) / EVENTS as f64 * 1e3;
+    println!(
+        "{:<40} {:>9.4} ms   target < 0.2 ms  {}   (journal append alone {:.4} ms/event on {})",
+        "gateway overhead per durable event",
+        overhead_ms.max(0.0),
+        if overhead_ms < 0.2 { "ok" } else { "MISSED" },
+        bare / EVENTS as f64 * 1e3,
+        scratch.display()
+    );
+
+    let dir = scratch.join("snapshot");
+    std::fs::create_dir_all(&dir)?;
+    let project = ProjectContext::at(&dir);
+    let id = SessionId::parse("bench-10k")?;
+    {
+        let gateway = SessionGateway::new(project.clone())?;
+        for chunk in workload(BIG_SESSION).chunks(100) {
+            gateway.bench_record(&id, chunk.to_vec())?;
+        }
+        let live = best(|| {
+            let s = gateway.snapshot(&id, 0)?;
+            check(s.events.len())
+        })?;
+        report_snapshot("snapshot, live 10,000-event session", live);
+        runtime.block_on(gateway.close());
+    }
+    let cold_gateway = SessionGateway::new(project)?;
+    let cold = best(|| {
+        let s = cold_gateway.snapshot(&id, 0)?;
+        check(s.events.len())
+    })?;
+    report_snapshot("snapshot, stored session (verify+replay)", cold);
+    let out = std::process::Command::new(std::env::current_exe()?)
+        .args(["bench-child", "gateway-memory"])
+        .arg(scratch.join("memory"))
+        .output()
+        .context("running the memory benchmark")?;
+    if !out.status.success() {
+        bail!(
+            "memory run failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let figures = String::from_utf8_lossy(&out.stdout);
+    let mut numbers = figures.split_whitespace().map(str::parse::<f64>);
+    let (Some(Ok(before)), Some(Ok(after))) = (numbers.next(), numbers.next()) else {
+        bail!("unexpected memory output {figures:?}");
+    };
+    println!(
+        "{:<40} {:>9.1} MiB  ({:.1} MiB before the session; {:.2} KiB per event)",
+        "peak memory, live 10,000-event session",
+        after / 1024.0,
+        before / 1024.0,
+        (after - before) / BIG_SESSION as f64
+    );
+    std::fs::remove_dir_all(&scratch)?;
+    Ok(())
+}
+
+/// A child step: serve a 10,000-event session live and print peak memory before and after.
+pub fn child(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let _guard = runtime.enter();
+    let gateway = SessionGateway::new(ProjectContext::at(dir))?;
+    let before = peak_rss_kib()?;
+    let id = SessionId::parse("memory")?;
+    for chunk in workload(BIG_SESSION).chunks(100) {
+        gateway.bench_record(&id, chunk.to_vec())?;
+    }
+    let snapshot = gateway.snapshot(&id, 0)?;
+    check(snapshot.events.len())?;
+    println!("{before} {}", peak_rss_kib()?);
+    Ok(())
+}
+
+fn check(events: usize) -> Result<()> {
+    if events != BIG_SESSION + 1 {
+        bail!(
+            "snapshot held {events} events, expected {}",
+            BIG_SESSION + 1
+        );
+    }
+    Ok(())
+}
+
+fn report_snapshot(what: &str, secs: f64) {
+    let ms = secs * 1e3;
+    println!(
+        "{what:<40} {ms:>9.2} ms   target < 20 ms  {}",
+        if ms < 20.0 { "ok" } else { "MISSED" }
+    );
+}
+
+fn best(mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    let mut best = f64::INFINITY;
+    for _ in 0..REPEATS {
+        let start = Instant::now();
+        f()?;
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    Ok(best)
+}
+
+/// Seconds to append the workload one event at a time straight to the journal.
+fn bare_appends(dir: &Path) -> Result<f64> {
+    let store = SessionStore::new(dir);
+    let (mut writer, _) = store.create_or_open_writer(&SessionId::parse("bare")?, "native")?;
+    let events = workload(EVENTS);
+    let start = Instant::now();
+    for event in events {
+        writer.append(None, vec![event])?;
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// Seconds to record the same workload through the gateway, with a subscriber listening.
+fn gateway_records(dir: &Path) -> Result<f64> {
+    let gateway = SessionGateway::new(ProjectContext::at(dir))?;
+    let id = SessionId::parse("gateway")?;
+    gateway.bench_record(&id, vec![Event::RunResumed {}])?;
+    let mut updates = gateway.subscribe(&id)?;
+    let drain = std::thread::spawn(move || {
+        let mut n = 0usize;
+        while updates.blocking_recv().is_ok() {
+            n += 1;
+        }
+        n
+    });
+    let events = workload(EVENTS);
+    let start = Instant::now();
+    for event in events {
+        gateway.bench_record(&id, vec![event])?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let handle = tokio::runtime::Handle::current();
+    handle.block_on(gateway.close());
+    drop(gateway);
+    let _ = drain.join();
+    Ok(secs)
+}
+
+/// A realistic mix: each step is a usage record, a proposal, its approval, start and result,
+/// and now and then a message or a lifecycle change.
+fn workload(n: usize) -> Vec<Event> {
+    let mut out = Vec::with_capacity(n);
+    let mut step = 0u64;
+    while out.len() < n {
+        step += 1;
+        let action_id = step;
+        let mut batch = vec![
+            Event::UsageRecorded {
+                purpose: "agent".into(),
+                usage: UsageFigures {
+                    prompt_tokens: 1_200 + step,
+                    completion_tokens: 80,
+                    calls: 1,
+                    ..UsageFigures::default()
+                },
+            },
+            Event::ActionProposed {
+                action: ActionProposal {
+                    action_id,
+                    response_id: format!("resp-{step}"),
+                    tool: "terminal".into(),
+                    arguments: format!(
+                        r#"{{"command":"python analysis.py --split {step} --out results/step-{step}.csv"}}"#
+                    ),
+                    risk: RiskLevel::Medium,
+                    thought: Some("Run the next split and keep its predictions.".into()),
+                },
+            },
+        ];
+        for (version, state) in [
+            (2, ActionState::Approved),
+            (3, ActionState::Running),
+            (4, ActionState::Completed),
+        ] {
+            batch.push(Event::ActionUpdated {
+                action_id,
+                version,
+                state,
+                detail: (state == ActionState::Completed)
+                    .then(|| "rows: 1200\nr2: 0.41\nwrote results/step.csv\n".repeat(4)),
+                exit_code: (state == ActionState::Completed).then_some(0),
+            });
+        }
+        if step.is_multiple_of(5) {
+            batch.push(Event::Message {
+                role: Role::Agent,
+                text: "The held-out R² is stable across splits; continuing with the next one."
+                    .into(),
+            });
+            batch.push(Event::LifecycleChanged {
+                lifecycle: Lifecycle::Running,
+            });
+        }
+        out.extend(batch);
+    }
+    out.truncate(n);
+    out
+}
+
+/// A memory-backed directory when there is one (so fsync costs ~nothing), else under target/.
+fn scratch_dir() -> Result<std::path::PathBuf> {
+    let shm = Path::new("/dev/shm");
+    let base = if shm.is_dir() {
+        shm.join(format!("heartwood-bench-{}", std::process::id()))
+    } else {
+        crate::workspace_root().join("target/bench-gateway")
+    };
+    if base.exists() {
+        std::fs::remove_dir_all(&base)?;
+    }
+    std::fs::create_dir_all(&base)?;
+    Ok(base)
+}
