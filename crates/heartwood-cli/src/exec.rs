@@ -229,7 +229,8 @@ fn settled(p: &SessionProjection) -> bool {
 }
 
 fn outcome(p: &SessionProjection, json: bool) -> ExitCode {
-    if !json {
+    let waiting = p.lifecycle == Lifecycle::WaitingForDecision;
+    if !json && !waiting {
         println!("\n{}", p.status_line);
     }
     match p.lifecycle {

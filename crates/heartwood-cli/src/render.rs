@@ -20,7 +20,9 @@ pub fn describe(e: &RecordedEvent) -> String {
         Event::GuidanceSent { text } => format!("guidance: {}", short(text, 200)),
         Event::PauseRequested {} => "pause requested".to_owned(),
         Event::RunResumed {} => "resumed".to_owned(),
-        Event::LifecycleChanged { lifecycle } => format!("agent is {}", lifecycle.as_str()),
+        Event::LifecycleChanged { lifecycle } => {
+            format!("agent is {}", lifecycle.as_str().replace('_', " "))
+        }
         Event::ActionProposed { action } => format!(
             "proposed #{} {} {}",
             action.action_id,

@@ -3,10 +3,9 @@
 
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::Output;
 
 mod support;
-use support::heartwood;
+use support::{connect, heartwood};
 
 use serde_json::Value;
 
@@ -19,23 +18,6 @@ fn phase(project: &Path) -> (String, Value) {
     );
     let plan: Value = serde_json::from_slice(&out.stdout).expect("json");
     (plan["phase"].as_str().unwrap_or("").to_owned(), plan)
-}
-
-fn connect(project: &Path, base_url: &str, key_env: Option<&str>) -> Output {
-    let mut args = vec![
-        "model",
-        "connect",
-        "--category",
-        "compatible",
-        "--base-url",
-        base_url,
-        "--model",
-        "qwen2.5-coder",
-    ];
-    if let Some(env) = key_env {
-        args.extend(["--api-key-env", env]);
-    }
-    heartwood(project, &args)
 }
 
 #[test]

@@ -2,8 +2,9 @@
 //!
 //! This crate owns validated identifiers ([`SessionId`], [`CommandId`], [`ActionSetId`],
 //! [`Seq`]), the durable [`Event`] enum and its [`RecordedEvent`] envelope, the [`Command`]
-//! enum interfaces submit, command [`Receipt`]s, and the canonical JSON byte form that the
-//! audit chain hashes.
+//! enum interfaces submit, command [`Receipt`]s, the [`SessionProjection`] every interface
+//! renders (with the action, decision, lifecycle and usage types it is made of), and the
+//! canonical JSON byte form that the audit chain hashes.
 //!
 //! It must never do I/O: no files, no clocks beyond reading "now" for a timestamp, no network.
 //! Anything that touches a session directory lives in `heartwood-audit`.

@@ -29,20 +29,26 @@ pub async fn heartwood_async(project: &Path, args: &[&str]) -> Output {
         .expect("run heartwood")
 }
 
+/// Runs `heartwood model connect` for an OpenAI-compatible route at `base_url`.
+pub fn connect(project: &Path, base_url: &str, key_env: Option<&str>) -> Output {
+    let mut args = vec![
+        "model",
+        "connect",
+        "--category",
+        "compatible",
+        "--base-url",
+        base_url,
+        "--model",
+        "qwen2.5-coder",
+    ];
+    if let Some(env) = key_env {
+        args.extend(["--api-key-env", env]);
+    }
+    heartwood(project, &args)
+}
+
 /// Connects `project` to the scripted model server at `base_url`.
 pub fn connect_scripted(project: &Path, base_url: &str) {
-    let out = heartwood(
-        project,
-        &[
-            "model",
-            "connect",
-            "--category",
-            "compatible",
-            "--base-url",
-            base_url,
-            "--model",
-            "scripted",
-        ],
-    );
+    let out = connect(project, base_url, None);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
