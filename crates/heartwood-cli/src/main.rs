@@ -13,6 +13,7 @@ mod model;
 mod render;
 mod sessions;
 mod status;
+mod workspace;
 
 /// Heartwood: a research workbench around an AI coding agent.
 #[derive(Parser)]
@@ -46,6 +47,9 @@ enum Command {
     Exec(exec::ExecArgs),
     /// Answer a pending action set (from any terminal, any time later), then follow the run.
     Decide(exec::DecideArgs),
+    /// Look at the project's files: tree, text, changes, diffs (read-only).
+    #[command(subcommand)]
+    Workspace(workspace::WorkspaceCommand),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +62,7 @@ fn main() -> ExitCode {
             Command::Model(cmd) => model::run(&project, cmd),
             Command::Exec(args) => exec::exec(project, args),
             Command::Decide(args) => exec::decide(project, args),
+            Command::Workspace(cmd) => workspace::run(&project, cmd),
         });
     match result {
         Ok(code) => code,

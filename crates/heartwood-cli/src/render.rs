@@ -34,6 +34,7 @@ pub fn describe(e: &RecordedEvent) -> String {
             state,
             detail,
             exit_code,
+            changed_path,
             ..
         } => {
             let state = serde_json::to_value(state)
@@ -47,7 +48,11 @@ pub fn describe(e: &RecordedEvent) -> String {
                 .as_deref()
                 .map(|d| format!(": {}", short(d, 160)))
                 .unwrap_or_default();
-            format!("action #{action_id} {state}{exit}{detail}")
+            let wrote = changed_path
+                .as_deref()
+                .map(|p| format!(" (wrote {p})"))
+                .unwrap_or_default();
+            format!("action #{action_id} {state}{exit}{wrote}{detail}")
         }
         Event::ActionSetPending { set } => format!(
             "waiting for a decision on set {} (revision {}, {} actions)",

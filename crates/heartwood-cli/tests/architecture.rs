@@ -1,10 +1,11 @@
 //! The terminal frontend reaches sessions only through the gateway: its build dependencies and
-//! its source never name the journal, agent or workflow crates.
+//! its source never name the journal, workspace, agent or workflow crates.
 
 use std::path::Path;
 
-const FORBIDDEN: [&str; 6] = [
+const FORBIDDEN: [&str; 7] = [
     "heartwood-audit",
+    "heartwood-workspace",
     "heartwood-agent",
     "heartwood-workflow",
     "heartwood-models",

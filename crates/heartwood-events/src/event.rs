@@ -84,6 +84,9 @@ pub enum Event {
         /// For terminal commands, the exit code.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         exit_code: Option<i64>,
+        /// For successful file edits, the project-relative path the edit wrote.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        changed_path: Option<String>,
     },
     /// The agent settled with a set of actions that waits for one decision.
     ActionSetPending {
@@ -316,6 +319,7 @@ mod tests {
                 state: ActionState::Completed,
                 detail: Some("ok".into()),
                 exit_code: Some(0),
+                changed_path: None,
             },
             Event::ActionSetPending {
                 set: ActionSet {

@@ -76,6 +76,8 @@ pub struct ActionView {
     pub detail: Option<String>,
     /// For terminal commands, the exit code.
     pub exit_code: Option<i64>,
+    /// For successful file edits, the project-relative path written.
+    pub changed_path: Option<String>,
 }
 
 /// A recorded decision.

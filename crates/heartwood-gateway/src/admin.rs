@@ -33,6 +33,9 @@ pub enum GatewayError {
     /// A stored event could not be read by this build.
     #[error("{0}")]
     Unreadable(String),
+    /// A project file could not be shown.
+    #[error("{0}")]
+    Workspace(String),
 }
 
 /// One session, as `show` presents it.

@@ -5,7 +5,7 @@
 //! worker per active session), the one [`reducer`], the [`translate`]ion of backend events into
 //! durable events, the [`ProjectContext`] (which project the process serves), the project's
 //! [`config`] (the model route, written under a project-scoped lock), the read-only [`startup`]
-//! planner, and [`SessionAdmin`], the administrative view of the project's sessions: list,
+//! planner, the read-only [`workspace`] service, and [`SessionAdmin`], the administrative view of the project's sessions: list,
 //! show, verify, checkpoint, export, recover, remove.
 //!
 //! It must never let an interface choose another project's directory, and it must never expose
@@ -20,6 +20,7 @@ pub mod reducer;
 pub mod startup;
 pub mod translate;
 mod worker;
+pub mod workspace;
 
 pub use admin::{ExportReport, GatewayError, SessionAdmin, SessionView};
 pub use gateway::{NATIVE_BACKEND, SessionGateway};
@@ -30,3 +31,4 @@ pub use heartwood_audit::{
 pub use heartwood_events as events;
 pub use live::{Change, Snapshot, Update};
 pub use project::ProjectContext;
+pub use workspace::WorkspaceService;

@@ -60,6 +60,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
                 state: ActionState::Proposed,
                 detail: None,
                 exit_code: None,
+                changed_path: None,
             };
             // Ids only grow, so pushing keeps the list sorted; the search covers odd logs.
             match p
@@ -76,6 +77,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             state,
             detail,
             exit_code,
+            changed_path,
         } => {
             if let Ok(i) = p
                 .actions
@@ -86,6 +88,9 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
                 action.state = *state;
                 action.detail.clone_from(detail);
                 action.exit_code = *exit_code;
+                if changed_path.is_some() {
+                    action.changed_path.clone_from(changed_path);
+                }
             }
         }
         Event::ActionSetPending { set } => {

@@ -95,7 +95,13 @@ impl Translator {
                 };
                 let detail = Some(excerpt(&observation.content));
                 let exit = observation.exit_code.map(i64::from);
-                let mut out = vec![self.update(*action_id, state, detail, exit)];
+                let mut update = self.update(*action_id, state, detail, exit);
+                if let Event::ActionUpdated { changed_path, .. } = &mut update
+                    && !observation.is_error
+                {
+                    changed_path.clone_from(&observation.changed_path);
+                }
+                let mut out = vec![update];
                 if let Some(arguments) = self.plans.remove(action_id)
                     && !observation.is_error
                     && let Some(tasks) = plan_of(&arguments)
@@ -157,6 +163,7 @@ impl Translator {
             state,
             detail,
             exit_code,
+            changed_path: None,
         }
     }
 }

@@ -221,6 +221,7 @@ fn workload(n: usize) -> Vec<Event> {
                 detail: (state == ActionState::Completed)
                     .then(|| "rows: 1200\nr2: 0.41\nwrote results/step.csv\n".repeat(4)),
                 exit_code: (state == ActionState::Completed).then_some(0),
+                changed_path: None,
             });
         }
         if step.is_multiple_of(5) {

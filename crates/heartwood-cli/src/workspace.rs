@@ -1,0 +1,219 @@
+//! `heartwood workspace`: the project's files through the gateway's read-only workspace service.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Subcommand;
+use heartwood_gateway::ProjectContext;
+use heartwood_gateway::workspace::{
+    ChangeKind, ChangeLimits, DiffLimits, DiffStatus, EntryKind, TextLimits, TextStatus,
+    TreeLimits, WorkspaceService,
+};
+use serde::Serialize;
+
+/// `heartwood workspace …`
+#[derive(Subcommand)]
+pub enum WorkspaceCommand {
+    /// List the project's files (links are shown, never followed).
+    Tree {
+        /// Where to start (default: the whole project).
+        path: Option<String>,
+        /// Most entries to list.
+        #[arg(long, default_value_t = TreeLimits::default().max_entries)]
+        max_entries: usize,
+        /// Deepest level to list.
+        #[arg(long, default_value_t = TreeLimits::default().max_depth)]
+        depth: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a UTF-8 text file.
+    Show {
+        /// The file, relative to the project folder.
+        path: String,
+        /// First line to show.
+        #[arg(long, default_value_t = 1)]
+        from: usize,
+        /// Most lines to show.
+        #[arg(long, default_value_t = TextLimits::default().max_lines)]
+        lines: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What changed: against HEAD in a Git project, else the session's file edits.
+    Changes {
+        /// The session whose file edits count (non-Git projects; default: the latest).
+        #[arg(long)]
+        session: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One file's changes against HEAD, as a unified diff.
+    Diff {
+        /// The file, relative to the project folder.
+        path: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs a workspace command.
+pub fn run(project: &ProjectContext, command: WorkspaceCommand) -> Result<ExitCode> {
+    let service = WorkspaceService::open(project)?;
+    match command {
+        WorkspaceCommand::Tree {
+            path,
+            max_entries,
+            depth,
+            json,
+        } => {
+            let limits = TreeLimits {
+                max_entries,
+                max_depth: depth,
+            };
+            let tree = service.tree(path.as_deref().unwrap_or(""), limits)?;
+            if json {
+                return print_json(&tree);
+            }
+            for entry in &tree.entries {
+                let depth = entry.path.components().count() - tree.root.components().count();
+                let name = entry.path.components().last().unwrap_or_default();
+                let indent = "  ".repeat(depth.saturating_sub(1));
+                match (entry.kind, entry.size) {
+                    (EntryKind::Dir, _) => println!("{indent}{name}/"),
+                    (EntryKind::File, Some(size)) => println!("{indent}{name}  ({size} B)"),
+                    (EntryKind::File, None) => println!("{indent}{name}"),
+                    (EntryKind::Symlink, _) => {
+                        println!("{indent}{name}  (symbolic link, not followed)")
+                    }
+                    (EntryKind::Special, _) => println!("{indent}{name}  (special file, not read)"),
+                }
+            }
+            println!(
+                "\n{} entries (limits: {} entries, depth {}){}{}",
+                tree.entries.len(),
+                tree.limits.max_entries,
+                tree.limits.max_depth,
+                if tree.truncated {
+                    "; more entries not shown"
+                } else {
+                    ""
+                },
+                if tree.depth_limited > 0 {
+                    format!(
+                        "; {} directories deeper than the limit not listed",
+                        tree.depth_limited
+                    )
+                } else {
+                    String::new()
+                },
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        WorkspaceCommand::Show {
+            path,
+            from,
+            lines,
+            json,
+        } => {
+            let limits = TextLimits {
+                max_lines: lines,
+                ..TextLimits::default()
+            };
+            let file = service.text(&path, from, limits)?;
+            if json {
+                return print_json(&file);
+            }
+            if file.status == TextStatus::Binary {
+                println!(
+                    "{} is binary ({} bytes); it is not shown",
+                    file.path, file.size
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            print!("{}", file.content);
+            if file.truncated {
+                eprintln!(
+                    "[lines {}–{} shown; the file goes on (limits: {} lines, {} bytes); use --from]",
+                    file.first_line,
+                    file.first_line + file.lines.saturating_sub(1),
+                    file.limits.max_lines,
+                    file.limits.max_bytes
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        WorkspaceCommand::Changes { session, json } => {
+            let report = service.changes(session.as_deref(), ChangeLimits::default())?;
+            if json {
+                return print_json(&report);
+            }
+            match &report.session {
+                _ if service.is_git() => {
+                    println!("changes against HEAD (including untracked files):")
+                }
+                Some(id) => {
+                    println!("not a Git project: files written by session {id}'s file edits:")
+                }
+                None => println!("not a Git project, and no session has edited files yet"),
+            }
+            for change in &report.changes.changes {
+                let mark = match change.kind {
+                    ChangeKind::Modified => "M",
+                    ChangeKind::Added => "A",
+                    ChangeKind::Deleted => "D",
+                    ChangeKind::Renamed => "R",
+                    ChangeKind::TypeChanged => "T",
+                    ChangeKind::Unmerged => "U",
+                    ChangeKind::Untracked => "?",
+                    ChangeKind::Edited => "E",
+                };
+                match &change.from {
+                    Some(from) => println!("{mark} {from} -> {}", change.path),
+                    None => println!("{mark} {}", change.path),
+                }
+            }
+            if report.changes.truncated {
+                println!(
+                    "(more changes not shown; limit {} paths)",
+                    report.changes.limits.max_paths
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        WorkspaceCommand::Diff { path, json } => {
+            let diff = service.diff(&path, DiffLimits::default())?;
+            if json {
+                return print_json(&diff);
+            }
+            match diff.status {
+                DiffStatus::Changed => {
+                    print!("{}", diff.unified);
+                    if diff.truncated {
+                        eprintln!("[diff cut at {} lines]", diff.limits.max_lines);
+                    }
+                }
+                DiffStatus::Unchanged => println!("{} is unchanged since HEAD", diff.path),
+                DiffStatus::Binary => println!("{} is binary; no line diff", diff.path),
+                DiffStatus::TooLarge => println!(
+                    "{} is larger than {} bytes; no line diff",
+                    diff.path, diff.limits.max_bytes
+                ),
+                DiffStatus::NotGit => println!(
+                    "not a Git project: there is no committed version of {} to compare with",
+                    diff.path
+                ),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn print_json(value: &impl Serialize) -> Result<ExitCode> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,161 @@
+//! `heartwood workspace`, end to end: a Git project, and a project without Git whose changes are
+//! the file edits a real agent session made (and never what a terminal command wrote).
+
+mod support;
+
+use heartwood_testkit::{Script, ScriptedModelServer, Turn};
+use serde_json::{Value, json};
+use support::{connect_scripted, heartwood, heartwood_async, text};
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let ok = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .expect("git")
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+#[test]
+fn tree_show_changes_and_diff_in_a_git_project() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::create_dir(d.join("data")).expect("mkdir");
+    std::fs::write(d.join("data/cohort.csv"), "id,y\n1,2\n").expect("write");
+    git(d, &["init", "-q", "-b", "main"]);
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-q", "-m", "base"]);
+    std::fs::write(d.join("data/cohort.csv"), "id,y\n1,3\n").expect("write");
+    std::os::unix::fs::symlink("/etc", d.join("etc-link")).expect("symlink");
+
+    let tree = heartwood(d, &["workspace", "tree"]);
+    let listing = text(&tree.stdout);
+    assert!(listing.contains("cohort.csv  (9 B)"), "{listing}");
+    assert!(
+        listing.contains("etc-link  (symbolic link, not followed)"),
+        "{listing}"
+    );
+    assert!(!listing.contains(".git"), "{listing}");
+
+    let shown = heartwood(d, &["workspace", "show", "data/cohort.csv"]);
+    assert_eq!(text(&shown.stdout), "id,y\n1,3\n");
+    let escaped = heartwood(d, &["workspace", "show", "../outside"]);
+    assert!(!escaped.status.success());
+    assert!(
+        text(&escaped.stderr).contains("not normalized"),
+        "{}",
+        text(&escaped.stderr)
+    );
+    let link = heartwood(d, &["workspace", "show", "etc-link/passwd"]);
+    assert!(
+        text(&link.stderr).contains("symbolic link"),
+        "{}",
+        text(&link.stderr)
+    );
+
+    let changes = heartwood(d, &["workspace", "changes", "--json"]);
+    let report: Value = serde_json::from_slice(&changes.stdout).expect("json");
+    assert_eq!(report["source"], "git");
+    let paths: Vec<(&str, &str)> = report["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .map(|c| {
+            (
+                c["path"].as_str().unwrap_or(""),
+                c["kind"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        paths,
+        [("data/cohort.csv", "modified"), ("etc-link", "untracked")]
+    );
+    assert_eq!(report["limits"]["max_paths"], 5000);
+
+    let diff = heartwood(d, &["workspace", "diff", "data/cohort.csv"]);
+    assert!(
+        text(&diff.stdout).contains("-1,2\n+1,3\n"),
+        "{}",
+        text(&diff.stdout)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_git_the_changes_are_the_sessions_file_edits() {
+    let project = tempfile::tempdir().expect("project");
+    let server = ScriptedModelServer::start(Script::of(vec![
+        Turn::calls(&[
+            (
+                "file_editor",
+                json!({"command": "create", "path": "reports/readiness.md", "file_text": "# Ready\n"}),
+            ),
+            ("terminal", json!({"command": "echo x > by-terminal.txt"})),
+        ]),
+        Turn::calls(&[("finish", json!({"message": "done"}))]),
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(project.path(), &server.base_url());
+    let run = heartwood_async(
+        project.path(),
+        &["exec", "--session", "w", "write the report"],
+    )
+    .await;
+    assert_eq!(run.status.code(), Some(3), "{}", text(&run.stderr));
+    let (set, revision) = pending(project.path());
+    let decide = heartwood_async(
+        project.path(),
+        &[
+            "decide",
+            "w",
+            "--set",
+            &set,
+            "--revision",
+            &revision,
+            "allow",
+        ],
+    )
+    .await;
+    assert!(
+        decide.status.success(),
+        "{}{}",
+        text(&decide.stdout),
+        text(&decide.stderr)
+    );
+    assert!(project.path().join("by-terminal.txt").exists());
+
+    let changes = heartwood(project.path(), &["workspace", "changes"]);
+    let out = text(&changes.stdout);
+    assert!(
+        out.contains("files written by session w's file edits"),
+        "{out}"
+    );
+    assert!(out.contains("E reports/readiness.md"), "{out}");
+    assert!(
+        !out.contains("by-terminal.txt"),
+        "terminal text was taken as evidence: {out}"
+    );
+    let diff = heartwood(
+        project.path(),
+        &["workspace", "diff", "reports/readiness.md"],
+    );
+    assert!(
+        text(&diff.stdout).contains("not a Git project"),
+        "{}",
+        text(&diff.stdout)
+    );
+}
+
+/// Session `w`'s pending set and revision, read through `sessions show --json`.
+fn pending(project: &std::path::Path) -> (String, String) {
+    let shown = heartwood(project, &["sessions", "show", "w", "--json"]);
+    let view: Value = serde_json::from_slice(&shown.stdout).expect("json");
+    let set = &view["projection"]["pending"];
+    (
+        set["set_id"].as_str().expect("set id").to_owned(),
+        set["revision"].to_string(),
+    )
+}

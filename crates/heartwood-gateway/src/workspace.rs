@@ -1,0 +1,157 @@
+//! The project's files, as interfaces see them: the gateway's one workspace service over
+//! `heartwood-workspace`, with the session attribution a non-Git project needs.
+//!
+//! In a project without Git, "what changed" is exactly what the selected session's successful
+//! file-editor actions wrote, taken from the session's projection; nothing is inferred from
+//! terminal commands.
+
+use heartwood_events::{ActionState, SessionId};
+use heartwood_workspace::Workspace;
+pub use heartwood_workspace::{
+    AccessError, Change, ChangeKind, ChangeLimits, ChangeSource, Changes, DiffLimits, DiffStatus,
+    EntryKind, EvidenceCheck, EvidenceSnapshot, EvidenceState, FileDiff, FileDigest, ProjectPath,
+    TextFile, TextLimits, TextStatus, Tree, TreeEntry, TreeLimits, WorkspaceError,
+};
+use serde::Serialize;
+
+use crate::{GatewayError, ProjectContext, SessionAdmin};
+
+/// Read-only access to the project's files.
+#[derive(Debug)]
+pub struct WorkspaceService {
+    workspace: Workspace,
+    admin: SessionAdmin,
+}
+
+/// Changed paths, with the session they were attributed to when the project is not in Git.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChangeReport {
+    /// The changes.
+    #[serde(flatten)]
+    pub changes: Changes,
+    /// The session whose file edits were used (non-Git projects).
+    pub session: Option<String>,
+}
+
+impl WorkspaceService {
+    /// The workspace of `project`. Creates nothing.
+    pub fn open(project: &ProjectContext) -> Result<Self, GatewayError> {
+        Ok(WorkspaceService {
+            workspace: Workspace::open(project.root()).map_err(workspace_error)?,
+            admin: SessionAdmin::new(project),
+        })
+    }
+
+    /// Whether changes and diffs come from Git.
+    pub fn is_git(&self) -> bool {
+        self.workspace.is_git()
+    }
+
+    /// The tree under `path` (`""` or `.` for the whole project).
+    pub fn tree(&self, path: &str, limits: TreeLimits) -> Result<Tree, GatewayError> {
+        let start = start_path(path)?;
+        self.workspace
+            .tree(&start, limits)
+            .map_err(|e| workspace_error(e.into()))
+    }
+
+    /// A UTF-8 text file from line `first_line` on.
+    pub fn text(
+        &self,
+        path: &str,
+        first_line: usize,
+        limits: TextLimits,
+    ) -> Result<TextFile, GatewayError> {
+        let path = ProjectPath::parse(path).map_err(|e| workspace_error(e.into()))?;
+        self.workspace
+            .text(&path, first_line, limits)
+            .map_err(|e| workspace_error(e.into()))
+    }
+
+    /// The changed paths; without Git, those written by `session`'s file edits (the most
+    /// recently active session when none is named).
+    pub fn changes(
+        &self,
+        session: Option<&str>,
+        limits: ChangeLimits,
+    ) -> Result<ChangeReport, GatewayError> {
+        if self.workspace.is_git() {
+            let changes = self
+                .workspace
+                .changes(&[], limits)
+                .map_err(workspace_error)?;
+            return Ok(ChangeReport {
+                changes,
+                session: None,
+            });
+        }
+        let session = match session {
+            Some(id) => Some(SessionId::parse(id)?.to_string()),
+            None => self.admin.list(Some(1))?.first().map(|s| s.id.to_string()),
+        };
+        let edits = match &session {
+            Some(id) => self.session_edits(id)?,
+            None => Vec::new(),
+        };
+        let changes = self
+            .workspace
+            .changes(&edits, limits)
+            .map_err(workspace_error)?;
+        Ok(ChangeReport { changes, session })
+    }
+
+    /// The diff of one file against `HEAD`.
+    pub fn diff(&self, path: &str, limits: DiffLimits) -> Result<FileDiff, GatewayError> {
+        let path = ProjectPath::parse(path).map_err(|e| workspace_error(e.into()))?;
+        self.workspace.diff(&path, limits).map_err(workspace_error)
+    }
+
+    /// Binds files (and text) to their digests now.
+    pub fn snapshot(
+        &self,
+        paths: &[String],
+        text: Option<&str>,
+    ) -> Result<EvidenceSnapshot, GatewayError> {
+        let paths = paths
+            .iter()
+            .map(|p| ProjectPath::parse(p))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| workspace_error(e.into()))?;
+        self.workspace
+            .snapshot(&paths, text)
+            .map_err(|e| workspace_error(e.into()))
+    }
+
+    /// How each file of a snapshot stands now.
+    pub fn check(&self, snapshot: &EvidenceSnapshot) -> Vec<EvidenceCheck> {
+        self.workspace.check(snapshot)
+    }
+
+    /// The paths the session's successful file-editor actions wrote, in order.
+    fn session_edits(&self, session: &str) -> Result<Vec<String>, GatewayError> {
+        let view = self.admin.show(session)?;
+        let Some(projection) = view.projection else {
+            return Err(GatewayError::Unreadable(format!(
+                "session {session} cannot be verified, so its file edits are not evidence; run \
+                 `heartwood sessions verify {session}`"
+            )));
+        };
+        Ok(projection
+            .actions
+            .iter()
+            .filter(|a| a.proposal.tool == "file_editor" && a.state == ActionState::Completed)
+            .filter_map(|a| a.changed_path.clone())
+            .collect())
+    }
+}
+
+fn start_path(path: &str) -> Result<ProjectPath, GatewayError> {
+    if path.is_empty() || path == "." {
+        return Ok(ProjectPath::root());
+    }
+    ProjectPath::parse(path).map_err(|e| workspace_error(e.into()))
+}
+
+fn workspace_error(e: WorkspaceError) -> GatewayError {
+    GatewayError::Workspace(e.to_string())
+}

@@ -1,0 +1,86 @@
+//! The one bounded, confined, read-only view of a Heartwood project.
+//!
+//! This crate owns how Heartwood reads the researcher's project: the tree, UTF-8 text files,
+//! changed paths, per-file diffs against `HEAD`, and content digests with evidence snapshots.
+//! Interfaces reach it through the gateway; evidence checks read through it too, so it must be
+//! impossible to escape and impossible to fool.
+//!
+//! It must never write to the project, follow a symbolic link, open a special file, show
+//! anything inside `.heartwood/` or `.git/`, or accept a path that is not a normalized
+//! project-relative one. Every response carries the bounds it applied and says when a result is
+//! binary, truncated, too large, or not available because the project is not a Git work tree.
+
+mod changes;
+mod confined;
+mod diff;
+mod evidence;
+mod git;
+mod path;
+mod text;
+mod tree;
+
+use std::path::{Path, PathBuf};
+
+pub use changes::{Change, ChangeKind, ChangeLimits, ChangeSource, Changes};
+pub use confined::{AccessError, EntryKind};
+pub use diff::{DiffLimits, DiffStatus, FileDiff};
+pub use evidence::{EvidenceCheck, EvidenceSnapshot, EvidenceState, FileDigest, TextDigest};
+pub use path::{EXCLUDED, MAX_COMPONENTS, MAX_PATH_BYTES, PathError, ProjectPath};
+pub use text::{TextFile, TextLimits, TextStatus};
+pub use tree::{Tree, TreeEntry, TreeLimits};
+
+/// Why a workspace operation failed; each message says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkspaceError {
+    /// The path was refused.
+    #[error(transparent)]
+    Path(#[from] PathError),
+    /// The path could not be read.
+    #[error(transparent)]
+    Access(#[from] AccessError),
+    /// Git could not answer.
+    #[error("git could not read the repository: {0}")]
+    Git(String),
+    /// The project folder itself could not be opened.
+    #[error("cannot open the project folder {0}")]
+    Project(String),
+}
+
+/// Read-only access to one project folder.
+#[derive(Debug)]
+pub struct Workspace {
+    root: confined::Root,
+    dir: PathBuf,
+    git: Option<git::Git>,
+}
+
+impl Workspace {
+    /// The project at `root`. Opens the folder once; detects whether it is in a Git work tree.
+    pub fn open(root: &Path) -> Result<Self, WorkspaceError> {
+        let dir = std::fs::canonicalize(root)
+            .map_err(|e| WorkspaceError::Project(format!("{}: {e}", root.display())))?;
+        let handle = confined::Root::open(&dir)
+            .map_err(|e| WorkspaceError::Project(format!("{}: {e}", dir.display())))?;
+        let git = git::Git::detect(&dir);
+        Ok(Workspace {
+            root: handle,
+            dir,
+            git,
+        })
+    }
+
+    /// The project folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether the project is in a Git work tree (changes and diffs come from Git).
+    pub fn is_git(&self) -> bool {
+        self.git.is_some()
+    }
+
+    /// What sits at `path` (links not followed) and, for files, its size.
+    pub fn kind(&self, path: &ProjectPath) -> Result<(EntryKind, u64), AccessError> {
+        self.root.kind(path)
+    }
+}
