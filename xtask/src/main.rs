@@ -28,7 +28,7 @@ enum Task {
     Fixtures,
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
-        /// Which benchmark: `journal`, `agent` or `gateway`.
+        /// Which benchmark: `journal`, `agent`, `gateway` or `workspace`.
         name: String,
     },
     /// Internal: one measured step of a benchmark, run in a fresh process.
@@ -50,11 +50,15 @@ fn main() -> Result<()> {
             "journal" => bench::journal::run(),
             "agent" => bench::agent::run(),
             "gateway" => bench::gateway::run(),
-            other => bail!("no benchmark named {other:?}; available: journal, agent, gateway"),
+            "workspace" => bench::workspace::run(),
+            other => {
+                bail!("no benchmark named {other:?}; available: journal, agent, gateway, workspace")
+            }
         },
         Task::BenchChild { step, arg } => match step.strip_prefix("agent-") {
             Some(steps) => bench::agent::child(steps.parse()?, &arg),
             None if step == "gateway-memory" => bench::gateway::child(&arg),
+            None if step == "workspace-memory" => bench::workspace::child(&arg),
             None => bench::journal::child(&step, &arg),
         },
     }
