@@ -13,6 +13,7 @@ mod model;
 mod render;
 mod sessions;
 mod status;
+mod tui;
 mod workspace;
 
 /// Heartwood: a research workbench around an AI coding agent.
@@ -23,8 +24,9 @@ mod workspace;
     about = "Heartwood: a research workbench around an AI coding agent"
 )]
 struct Cli {
+    /// Without a command, `heartwood` opens the terminal interface.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
@@ -57,12 +59,8 @@ fn main() -> ExitCode {
     let result = heartwood_gateway::ProjectContext::current()
         .map_err(anyhow::Error::from)
         .and_then(|project| match cli.command {
-            Command::Sessions(cmd) => sessions::run(&project, cmd),
-            Command::Status { json } => status::run(&project, json),
-            Command::Model(cmd) => model::run(&project, cmd),
-            Command::Exec(args) => exec::exec(project, args),
-            Command::Decide(args) => exec::decide(project, args),
-            Command::Workspace(cmd) => workspace::run(&project, cmd),
+            None => tui::run(project),
+            Some(command) => run(project, command),
         });
     match result {
         Ok(code) => code,
@@ -70,5 +68,16 @@ fn main() -> ExitCode {
             eprintln!("heartwood: {err:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+fn run(project: heartwood_gateway::ProjectContext, command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Sessions(cmd) => sessions::run(&project, cmd),
+        Command::Status { json } => status::run(&project, json),
+        Command::Model(cmd) => model::run(&project, cmd),
+        Command::Exec(args) => exec::exec(project, args),
+        Command::Decide(args) => exec::decide(project, args),
+        Command::Workspace(cmd) => workspace::run(&project, cmd),
     }
 }

@@ -68,6 +68,8 @@ pub struct ActionView {
     /// The action as proposed.
     #[serde(flatten)]
     pub proposal: ActionProposal,
+    /// The event that recorded the proposal, to place the action among the messages.
+    pub proposed_seq: u64,
     /// Its latest version (1 = as proposed).
     pub version: u32,
     /// Where it stands.

@@ -56,6 +56,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         Event::ActionProposed { action } => {
             let view = ActionView {
                 proposal: action.clone(),
+                proposed_seq: seq,
                 version: 1,
                 state: ActionState::Proposed,
                 detail: None,

@@ -1,0 +1,361 @@
+//! What the interface holds besides the projection: which screen is up, what is being typed,
+//! where the conversation is scrolled. Keys become [`Intent`]s; the loop carries them out
+//! through the gateway, so this module never touches a session.
+
+use heartwood_events::{ActionSetId, CommandKind, Decision, SessionId};
+use heartwood_gateway::Snapshot;
+use heartwood_gateway::startup::StartupPlan;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// One row of the session list (everything in it comes from the gateway).
+#[derive(Debug, Clone)]
+pub struct SessionRow {
+    /// The session.
+    pub id: SessionId,
+    /// When it was last active.
+    pub when: String,
+    /// Its status line.
+    pub status: String,
+    /// Whether an action set waits for a decision.
+    pub pending: bool,
+}
+
+/// The form that connects a compatible-service route.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectForm {
+    /// The service's base URL.
+    pub base_url: String,
+    /// The model name.
+    pub model: String,
+    /// Which field has the cursor (0 = base URL, 1 = model).
+    pub field: usize,
+}
+
+/// The screen on display.
+pub enum Screen {
+    /// The startup plan, when the project is not ready.
+    Startup {
+        /// The plan.
+        plan: StartupPlan,
+        /// The connect form (used in `model_required`).
+        form: ConnectForm,
+    },
+    /// The project's sessions.
+    Sessions {
+        /// Rows, most recent first.
+        rows: Vec<SessionRow>,
+        /// The highlighted row.
+        selected: usize,
+    },
+    /// One session.
+    Session {
+        /// The session.
+        id: SessionId,
+        /// The latest snapshot; `None` for a new session before its first task.
+        snapshot: Option<Box<Snapshot>>,
+    },
+}
+
+/// Where typed keys go on the session screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    /// The message line.
+    Input,
+    /// The review panel (`a` allows all once, `r` rejects all).
+    Review,
+    /// The reason for rejecting all.
+    Reason,
+}
+
+/// Something the loop must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Intent {
+    /// Submit a command to the open session.
+    Submit(CommandKind),
+    /// Open a session.
+    Open(SessionId),
+    /// Start a new session.
+    NewSession,
+    /// Connect a compatible-service route.
+    Connect {
+        /// Base URL.
+        base_url: String,
+        /// Model name.
+        model: String,
+    },
+    /// Plan startup again.
+    Recheck,
+    /// Back to the session list.
+    Back,
+    /// Leave (a pending decision stays pending).
+    Quit,
+}
+
+/// The interface's own state.
+pub struct App {
+    /// The screen.
+    pub screen: Screen,
+    /// The message being typed.
+    pub input: String,
+    /// The rejection reason being typed.
+    pub reason: String,
+    /// Where keys go.
+    pub focus: Focus,
+    /// Conversation lines scrolled up from the bottom.
+    pub scroll: usize,
+    /// Whether tool results are shown whole.
+    pub expanded: bool,
+    /// Whether the help overlay is up.
+    pub help: bool,
+    /// The last refusal or error, in the gateway's words.
+    pub notice: Option<String>,
+}
+
+impl App {
+    /// An app showing `screen`.
+    pub fn new(screen: Screen) -> Self {
+        App {
+            screen,
+            input: String::new(),
+            reason: String::new(),
+            focus: Focus::Input,
+            scroll: 0,
+            expanded: false,
+            help: false,
+            notice: None,
+        }
+    }
+
+    /// The open session's projection, if any.
+    pub fn snapshot(&self) -> Option<&Snapshot> {
+        match &self.screen {
+            Screen::Session { snapshot, .. } => snapshot.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Takes a new snapshot; moves focus to the review panel when a set has just appeared.
+    pub fn show_snapshot(&mut self, new: Snapshot) {
+        let had_pending = self
+            .snapshot()
+            .is_some_and(|s| s.projection.pending.is_some());
+        let has_pending = new.projection.pending.is_some();
+        if let Screen::Session { snapshot, .. } = &mut self.screen {
+            *snapshot = Some(Box::new(new));
+        }
+        if has_pending && !had_pending && self.input.is_empty() {
+            self.focus = Focus::Review;
+        }
+        if !has_pending && self.focus != Focus::Input {
+            self.focus = Focus::Input;
+        }
+    }
+
+    /// Handles one key.
+    pub fn on_key(&mut self, key: KeyEvent) -> Option<Intent> {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && matches!(key.code, KeyCode::Char('q') | KeyCode::Char('c')) {
+            return Some(Intent::Quit);
+        }
+        if self.help {
+            self.help = false;
+            return None;
+        }
+        if key.code == KeyCode::F(1) {
+            self.help = true;
+            return None;
+        }
+        match &mut self.screen {
+            Screen::Startup { plan, form } => startup_key(plan, form, key),
+            Screen::Sessions { rows, selected } => match key.code {
+                KeyCode::Up => {
+                    *selected = selected.saturating_sub(1);
+                    None
+                }
+                KeyCode::Down => {
+                    *selected = (*selected + 1).min(rows.len().saturating_sub(1));
+                    None
+                }
+                KeyCode::Enter => rows.get(*selected).map(|r| Intent::Open(r.id.clone())),
+                KeyCode::Char('n') => Some(Intent::NewSession),
+                KeyCode::Char('q') => Some(Intent::Quit),
+                KeyCode::Char('?') => {
+                    self.help = true;
+                    None
+                }
+                _ => None,
+            },
+            Screen::Session { .. } => self.session_key(key, ctrl),
+        }
+    }
+
+    fn session_key(&mut self, key: KeyEvent, ctrl: bool) -> Option<Intent> {
+        let pending = self
+            .snapshot()
+            .and_then(|s| s.projection.pending.as_ref())
+            .map(|set| (set.set_id.clone(), set.revision));
+        match self.focus {
+            Focus::Review => match key.code {
+                KeyCode::Char('a') => {
+                    pending.map(|(set, rev)| decide(set, rev, Decision::AllowOnce, None))
+                }
+                KeyCode::Char('r') => {
+                    self.focus = Focus::Reason;
+                    None
+                }
+                KeyCode::Char('?') => {
+                    self.help = true;
+                    None
+                }
+                KeyCode::Tab | KeyCode::Esc => {
+                    self.focus = Focus::Input;
+                    None
+                }
+                _ => None,
+            },
+            Focus::Reason => match key.code {
+                KeyCode::Enter => {
+                    let reason = std::mem::take(&mut self.reason);
+                    self.focus = Focus::Review;
+                    let reason = (!reason.trim().is_empty()).then(|| reason.trim().to_owned());
+                    pending.map(|(set, rev)| decide(set, rev, Decision::RejectAll, reason))
+                }
+                KeyCode::Esc => {
+                    self.reason.clear();
+                    self.focus = Focus::Review;
+                    None
+                }
+                KeyCode::Backspace => {
+                    self.reason.pop();
+                    None
+                }
+                KeyCode::Char(c) if !ctrl => {
+                    self.reason.push(c);
+                    None
+                }
+                _ => None,
+            },
+            Focus::Input => match key.code {
+                KeyCode::Char('p') if ctrl => Some(Intent::Submit(CommandKind::Pause)),
+                KeyCode::Char('r') if ctrl => Some(Intent::Submit(CommandKind::Resume)),
+                KeyCode::Char('e') if ctrl => {
+                    self.expanded = !self.expanded;
+                    None
+                }
+                KeyCode::Char('?') if self.input.is_empty() => {
+                    self.help = true;
+                    None
+                }
+                KeyCode::Char(c) if !ctrl => {
+                    self.input.push(c);
+                    None
+                }
+                KeyCode::Backspace => {
+                    self.input.pop();
+                    None
+                }
+                KeyCode::Tab if pending.is_some() => {
+                    self.focus = Focus::Review;
+                    None
+                }
+                KeyCode::PageUp => {
+                    self.scroll += 10;
+                    None
+                }
+                KeyCode::PageDown => {
+                    self.scroll = self.scroll.saturating_sub(10);
+                    None
+                }
+                KeyCode::Esc => Some(Intent::Back),
+                KeyCode::Enter => self.send(),
+                _ => None,
+            },
+        }
+    }
+
+    /// The typed text as a task or as guidance, whichever the session accepts now.
+    fn send(&mut self) -> Option<Intent> {
+        let text = self.input.trim().to_owned();
+        if text.is_empty() {
+            return None;
+        }
+        let accepts_task = self
+            .snapshot()
+            .is_none_or(|s| s.projection.allows("submit_task"));
+        let accepts_guidance = self
+            .snapshot()
+            .is_some_and(|s| s.projection.allows("send_guidance"));
+        let kind = if accepts_task {
+            CommandKind::SubmitTask {
+                text,
+                policy: Default::default(),
+            }
+        } else if accepts_guidance {
+            CommandKind::SendGuidance { text }
+        } else {
+            self.notice = Some("the session accepts neither a task nor guidance right now".into());
+            return None;
+        };
+        self.input.clear();
+        self.scroll = 0;
+        Some(Intent::Submit(kind))
+    }
+}
+
+fn decide(
+    set_id: ActionSetId,
+    revision: u64,
+    decision: Decision,
+    reason: Option<String>,
+) -> Intent {
+    Intent::Submit(CommandKind::Decide {
+        set_id,
+        revision,
+        decision,
+        reason,
+    })
+}
+
+fn startup_key(plan: &StartupPlan, form: &mut ConnectForm, key: KeyEvent) -> Option<Intent> {
+    use heartwood_gateway::startup::Phase;
+    if plan.phase != Phase::ModelRequired {
+        return match key.code {
+            KeyCode::Char('r') | KeyCode::Enter => Some(Intent::Recheck),
+            KeyCode::Char('q') | KeyCode::Esc => Some(Intent::Quit),
+            _ => None,
+        };
+    }
+    fn field(form: &mut ConnectForm) -> &mut String {
+        if form.field == 0 {
+            &mut form.base_url
+        } else {
+            &mut form.model
+        }
+    }
+    match key.code {
+        KeyCode::Tab | KeyCode::Down | KeyCode::Up => {
+            form.field = 1 - form.field;
+            None
+        }
+        KeyCode::Backspace => {
+            field(form).pop();
+            None
+        }
+        KeyCode::Esc => Some(Intent::Quit),
+        KeyCode::Enter if !form.base_url.is_empty() && !form.model.is_empty() => {
+            Some(Intent::Connect {
+                base_url: form.base_url.trim().to_owned(),
+                model: form.model.trim().to_owned(),
+            })
+        }
+        KeyCode::Enter => {
+            form.field = if form.base_url.is_empty() { 0 } else { 1 };
+            None
+        }
+        KeyCode::Char(c) => {
+            field(form).push(c);
+            None
+        }
+        _ => None,
+    }
+}

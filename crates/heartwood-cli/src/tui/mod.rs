@@ -1,0 +1,253 @@
+//! The terminal interface: `heartwood` with no command.
+//!
+//! It renders the gateway's projection and submits typed commands; it keeps no reducer and
+//! infers no labels. Keys are read on their own thread; gateway updates arrive on the session's
+//! subscription; each wakes the loop, which takes one snapshot and draws one frame. The terminal
+//! is restored on every exit, panics included (`ratatui::init` installs the hook), and quitting
+//! with a decision pending leaves it pending for any other interface.
+
+mod app;
+mod timeline;
+mod view;
+
+#[cfg(test)]
+mod tests;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use heartwood_events::{Command, Outcome};
+use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
+use heartwood_gateway::startup::{self, Phase};
+use heartwood_gateway::{ProjectContext, SessionGateway, Update};
+use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
+use tokio::sync::{broadcast, mpsc};
+
+pub use app::{App, ConnectForm, Intent, Screen, SessionRow};
+
+/// Set to exit right after the first frame is drawn (for `cargo xtask bench tui`).
+pub const EXIT_AFTER_FIRST_FRAME: &str = "HEARTWOOD_TUI_EXIT_AFTER_FIRST_FRAME";
+
+/// Most sessions listed.
+const LISTED_SESSIONS: usize = 50;
+
+/// Runs the interface until the researcher quits.
+pub fn run(project: ProjectContext) -> Result<ExitCode> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        bail!(
+            "`heartwood` with no command opens the terminal interface and needs a terminal; \
+             see `heartwood --help` for the commands that work without one"
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let gateway = SessionGateway::new(project.clone())?;
+        let first = first_screen(&gateway, &project)?;
+        let mut terminal = ratatui::init();
+        let result = event_loop(&mut terminal, &gateway, &project, first).await;
+        ratatui::restore();
+        gateway.close().await;
+        result.map(|()| ExitCode::SUCCESS)
+    })
+}
+
+enum Input {
+    Key(KeyEvent),
+    Redraw,
+}
+
+async fn event_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    gateway: &SessionGateway,
+    project: &ProjectContext,
+    first: Screen,
+) -> Result<()> {
+    let mut app = App::new(first);
+    let (keys_tx, mut keys) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        loop {
+            let input = match event::read() {
+                Ok(Event::Key(key)) if key.kind == KeyEventKind::Press => Input::Key(key),
+                Ok(Event::Resize(..)) => Input::Redraw,
+                Ok(_) => continue,
+                Err(_) => return,
+            };
+            if keys_tx.send(input).is_err() {
+                return;
+            }
+        }
+    });
+    let exit_after_first = std::env::var_os(EXIT_AFTER_FIRST_FRAME).is_some();
+    let mut updates: Option<broadcast::Receiver<Update>> = None;
+    loop {
+        terminal.draw(|frame| view::render(frame, &app))?;
+        if exit_after_first {
+            return Ok(());
+        }
+        tokio::select! {
+            input = keys.recv() => match input {
+                Some(Input::Key(key)) => {
+                    if let Some(intent) = app.on_key(key)
+                        && !apply(&mut app, intent, gateway, project, &mut updates)?
+                    {
+                        return Ok(());
+                    }
+                }
+                Some(Input::Redraw) => {}
+                None => return Ok(()),
+            },
+            changed = next_update(&mut updates) => {
+                if changed {
+                    refresh(&mut app, gateway);
+                }
+            }
+            // The list and startup screens show state other processes may change.
+            _ = tokio::time::sleep(Duration::from_secs(2)), if updates.is_none() => {
+                if let Screen::Sessions { .. } = app.screen {
+                    let selected = selected(&app);
+                    app.screen = sessions_screen(gateway, selected)?;
+                }
+            }
+        }
+    }
+}
+
+/// Waits for the next update, then takes any others already queued (one frame covers them).
+async fn next_update(updates: &mut Option<broadcast::Receiver<Update>>) -> bool {
+    let Some(receiver) = updates.as_mut() else {
+        return std::future::pending().await;
+    };
+    match receiver.recv().await {
+        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+            while receiver.try_recv().is_ok() {}
+            true
+        }
+        Err(broadcast::error::RecvError::Closed) => {
+            *updates = None;
+            false
+        }
+    }
+}
+
+fn refresh(app: &mut App, gateway: &SessionGateway) {
+    if let Screen::Session { id, .. } = &app.screen {
+        match gateway.snapshot(id, u64::MAX) {
+            Ok(snapshot) => app.show_snapshot(snapshot),
+            Err(e) => app.notice = Some(e.to_string()),
+        }
+    }
+}
+
+/// Carries out an intent; `false` means quit.
+fn apply(
+    app: &mut App,
+    intent: Intent,
+    gateway: &SessionGateway,
+    project: &ProjectContext,
+    updates: &mut Option<broadcast::Receiver<Update>>,
+) -> Result<bool> {
+    app.notice = None;
+    match intent {
+        Intent::Quit => return Ok(false),
+        Intent::Submit(kind) => {
+            let Screen::Session { id, .. } = &app.screen else {
+                return Ok(true);
+            };
+            let id = id.clone();
+            let command = Command::new(SessionGateway::new_command_id(), id.clone(), kind);
+            match gateway.submit(command) {
+                Ok(receipt) => {
+                    if let Outcome::Refused { reason } = receipt.outcome {
+                        app.notice = Some(reason);
+                    }
+                    if updates.is_none() {
+                        *updates = gateway.subscribe(&id).ok();
+                    }
+                    refresh(app, gateway);
+                }
+                Err(e) => app.notice = Some(e.to_string()),
+            }
+        }
+        Intent::Open(id) => match gateway.subscribe(&id) {
+            Ok(receiver) => {
+                *updates = Some(receiver);
+                app.screen = Screen::Session { id, snapshot: None };
+                app.scroll = 0;
+                refresh(app, gateway);
+            }
+            Err(e) => app.notice = Some(e.to_string()),
+        },
+        Intent::NewSession => {
+            *updates = None;
+            app.screen = Screen::Session {
+                id: SessionGateway::new_session_id(),
+                snapshot: None,
+            };
+        }
+        Intent::Back => {
+            *updates = None;
+            app.screen = sessions_screen(gateway, 0)?;
+        }
+        Intent::Connect { base_url, model } => {
+            let route = RouteConfig {
+                category: RouteCategory::Compatible,
+                base_url: base_url.trim_end_matches('/').to_owned(),
+                model,
+                api_key_env: None,
+                max_input_tokens: 100_000,
+                max_output_tokens: 4_096,
+            };
+            match ProjectConfig::set_route(project, route) {
+                Ok(_) => app.screen = first_screen(gateway, project)?,
+                Err(e) => app.notice = Some(e.to_string()),
+            }
+        }
+        Intent::Recheck => app.screen = first_screen(gateway, project)?,
+    }
+    Ok(true)
+}
+
+/// The startup plan's screen, or the session list when the project is ready.
+fn first_screen(gateway: &SessionGateway, project: &ProjectContext) -> Result<Screen> {
+    let plan = startup::plan(project)?;
+    if plan.phase == Phase::Ready {
+        return sessions_screen(gateway, 0);
+    }
+    Ok(Screen::Startup {
+        plan,
+        form: ConnectForm::default(),
+    })
+}
+
+fn sessions_screen(gateway: &SessionGateway, selected: usize) -> Result<Screen> {
+    let mut rows = Vec::new();
+    for summary in gateway.sessions()?.into_iter().take(LISTED_SESSIONS) {
+        let (status, pending) = match gateway.projection(&summary.id) {
+            Ok(p) => (p.status_line, p.pending.is_some()),
+            Err(e) => (format!("cannot be read: {e}"), false),
+        };
+        rows.push(SessionRow {
+            id: summary.id,
+            when: summary
+                .last_activity
+                .map(|t| t.as_str().to_owned())
+                .unwrap_or_default(),
+            status,
+            pending,
+        });
+    }
+    let selected = selected.min(rows.len().saturating_sub(1));
+    Ok(Screen::Sessions { rows, selected })
+}
+
+fn selected(app: &App) -> usize {
+    match &app.screen {
+        Screen::Sessions { selected, .. } => *selected,
+        _ => 0,
+    }
+}

@@ -1,0 +1,211 @@
+//! The conversation as lines on screen: messages and actions in the order they were recorded,
+//! wrapped to the width, and only as many as the screen shows (counted from the bottom), so a
+//! frame costs the same however long the session is.
+
+use heartwood_events::{ActionState, ActionView, ConversationEntry, Role, SessionProjection};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+/// Lines of a tool result shown while folded.
+pub const FOLDED_RESULT_LINES: usize = 3;
+
+/// One thing in the conversation.
+enum Item<'a> {
+    Message(&'a ConversationEntry),
+    Action(&'a ActionView),
+}
+
+/// The lines that end `skip` lines above the bottom of the conversation, at most `height` of
+/// them, oldest first. `streaming` is model text not yet recorded, shown last.
+pub fn visible_lines(
+    p: &SessionProjection,
+    streaming: &str,
+    width: usize,
+    height: usize,
+    skip: usize,
+    expanded: bool,
+) -> Vec<Line<'static>> {
+    let width = width.max(10);
+    let wanted = height + skip;
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    if !streaming.is_empty() {
+        lines.extend(
+            message_lines(
+                "agent",
+                streaming,
+                Style::default().fg(Color::DarkGray),
+                width,
+            )
+            .into_iter()
+            .rev(),
+        );
+    }
+    // Walk both lists backwards by sequence number, newest first, until the screen is full.
+    let (mut m, mut a) = (p.conversation.len(), p.actions.len());
+    while lines.len() < wanted && (m > 0 || a > 0) {
+        let take_message = match (m.checked_sub(1), a.checked_sub(1)) {
+            (Some(i), Some(j)) => p.conversation[i].seq > p.actions[j].proposed_seq,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        let item = if take_message {
+            m -= 1;
+            Item::Message(&p.conversation[m])
+        } else {
+            a -= 1;
+            Item::Action(&p.actions[a])
+        };
+        let mut block = item_lines(&item, width, expanded);
+        block.push(Line::default());
+        lines.extend(block.into_iter().rev());
+    }
+    let end = lines.len().min(wanted);
+    let mut shown: Vec<Line<'static>> = lines[skip.min(end)..end].to_vec();
+    shown.reverse();
+    shown
+}
+
+fn item_lines(item: &Item<'_>, width: usize, expanded: bool) -> Vec<Line<'static>> {
+    match item {
+        Item::Message(entry) => {
+            let (who, style) = match entry.role {
+                Role::Researcher => ("you", Style::default().fg(Color::Cyan)),
+                Role::Agent => ("agent", Style::default()),
+                Role::System => ("heartwood", Style::default().fg(Color::Yellow)),
+            };
+            message_lines(who, &entry.text, style, width)
+        }
+        Item::Action(action) => action_lines(action, width, expanded),
+    }
+}
+
+fn message_lines(who: &str, text: &str, style: Style, width: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    let label = format!("{who}: ");
+    for (i, chunk) in wrap(text, width.saturating_sub(label.len()).max(8))
+        .into_iter()
+        .enumerate()
+    {
+        let lead = if i == 0 {
+            Span::styled(label.clone(), style.add_modifier(Modifier::BOLD))
+        } else {
+            Span::raw(" ".repeat(label.len()))
+        };
+        out.push(Line::from(vec![lead, Span::styled(chunk, style)]));
+    }
+    out
+}
+
+fn action_lines(action: &ActionView, width: usize, expanded: bool) -> Vec<Line<'static>> {
+    let (mark, color) = match action.state {
+        ActionState::Proposed => ("proposed", Color::Yellow),
+        ActionState::Approved => ("allowed", Color::Green),
+        ActionState::Running => ("running", Color::Blue),
+        ActionState::Completed => ("done", Color::Green),
+        ActionState::Failed => ("failed", Color::Red),
+        ActionState::Rejected => ("rejected", Color::Magenta),
+    };
+    let head = format!(
+        "▸ #{} {} ",
+        action.proposal.action_id,
+        summary(&action.proposal.tool, &action.proposal.arguments)
+    );
+    let mut out = vec![Line::from(vec![
+        Span::styled(
+            cut(&head, width.saturating_sub(12)),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(format!("[{mark}]"), Style::default().fg(color)),
+    ])];
+    if let Some(detail) = &action.detail {
+        let mut result: Vec<String> = detail
+            .lines()
+            .flat_map(|l| wrap(l, width.saturating_sub(4)))
+            .collect();
+        let hidden = result.len().saturating_sub(FOLDED_RESULT_LINES);
+        if !expanded && hidden > 0 {
+            result.truncate(FOLDED_RESULT_LINES);
+            let lines = if hidden == 1 { "line" } else { "lines" };
+            result.push(format!("… {hidden} more {lines} (Ctrl-E expands)"));
+        }
+        for line in result {
+            out.push(Line::styled(
+                format!("    {line}"),
+                Style::default().fg(Color::DarkGray),
+            ));
+        }
+    }
+    out
+}
+
+/// A one-line, readable summary of a tool call's arguments.
+pub fn summary(tool: &str, arguments: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
+    let field = |k: &str| {
+        value
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    match tool {
+        "terminal" => format!("terminal $ {}", field("command").replace('\n', " ⏎ ")),
+        "file_editor" => {
+            let lines = value
+                .get("file_text")
+                .and_then(|v| v.as_str())
+                .map(|t| format!(" ({} lines)", t.lines().count()))
+                .unwrap_or_default();
+            format!("file_editor {} {}{lines}", field("command"), field("path"))
+        }
+        "task_tracker" => match value.get("task_list").and_then(|v| v.as_array()) {
+            Some(tasks) => format!("task_tracker plan: {} steps", tasks.len()),
+            None => format!("task_tracker {}", field("command")),
+        },
+        "finish" => format!("finish: {}", field("message")),
+        "think" => format!("think: {}", field("thought")),
+        other => format!("{other} {}", cut(arguments, 80)),
+    }
+}
+
+/// Splits text into lines of at most `width` characters, breaking at spaces where possible.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut out = Vec::new();
+    for raw in text.split('\n') {
+        let mut line = String::new();
+        let mut len = 0;
+        for word in raw.split_inclusive(' ') {
+            let wlen = word.chars().count();
+            if len + wlen > width && len > 0 {
+                out.push(std::mem::take(&mut line).trim_end().to_owned());
+                len = 0;
+            }
+            if wlen > width {
+                for c in word.chars() {
+                    if len == width {
+                        out.push(std::mem::take(&mut line));
+                        len = 0;
+                    }
+                    line.push(c);
+                    len += 1;
+                }
+            } else {
+                line.push_str(word);
+                len += wlen;
+            }
+        }
+        out.push(line.trim_end().to_owned());
+    }
+    out
+}
+
+/// `text` cut to `max` characters, marked when cut.
+pub fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
