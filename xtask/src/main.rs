@@ -28,7 +28,7 @@ enum Task {
     Fixtures,
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
-        /// Which benchmark: `journal`, `agent`, `gateway` or `workspace`.
+        /// Which benchmark: `journal`, `agent`, `gateway`, `workspace` or `tui`.
         name: String,
     },
     /// Internal: one measured step of a benchmark, run in a fresh process.
@@ -51,9 +51,10 @@ fn main() -> Result<()> {
             "agent" => bench::agent::run(),
             "gateway" => bench::gateway::run(),
             "workspace" => bench::workspace::run(),
-            other => {
-                bail!("no benchmark named {other:?}; available: journal, agent, gateway, workspace")
-            }
+            "tui" => bench::tui::run(),
+            other => bail!(
+                "no benchmark named {other:?}; available: journal, agent, gateway, workspace, tui"
+            ),
         },
         Task::BenchChild { step, arg } => match step.strip_prefix("agent-") {
             Some(steps) => bench::agent::child(steps.parse()?, &arg),

@@ -13,8 +13,9 @@ mod model;
 mod render;
 mod sessions;
 mod status;
-mod tui;
 mod workspace;
+
+use heartwood_cli::tui;
 
 /// Heartwood: a research workbench around an AI coding agent.
 #[derive(Parser)]

@@ -74,6 +74,20 @@ pub struct Snapshot {
     pub streaming: String,
 }
 
+impl Snapshot {
+    /// The snapshot of a session that has no events yet (a new session before its first task).
+    pub fn blank(session: heartwood_events::SessionId) -> Self {
+        let projection = reducer::replay(session, []);
+        Snapshot {
+            events: Vec::new(),
+            revision: 0,
+            projection,
+            transient_revision: 0,
+            streaming: String::new(),
+        }
+    }
+}
+
 /// A live session.
 pub(crate) struct Live {
     core: Mutex<Core>,

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod gateway;
 pub mod journal;
+pub mod tui;
 pub mod workspace;
 
 use std::time::Instant;

@@ -10,6 +10,8 @@ mod app;
 mod timeline;
 mod view;
 
+pub use view::render;
+
 #[cfg(test)]
 mod tests;
 
@@ -21,7 +23,7 @@ use anyhow::{Result, bail};
 use heartwood_events::{Command, Outcome};
 use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
 use heartwood_gateway::startup::{self, Phase};
-use heartwood_gateway::{ProjectContext, SessionGateway, Update};
+use heartwood_gateway::{ProjectContext, SessionGateway, Snapshot, Update};
 use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
 use tokio::sync::{broadcast, mpsc};
 
@@ -184,9 +186,10 @@ fn apply(
         },
         Intent::NewSession => {
             *updates = None;
+            let id = SessionGateway::new_session_id();
             app.screen = Screen::Session {
-                id: SessionGateway::new_session_id(),
-                snapshot: None,
+                snapshot: Some(Box::new(Snapshot::blank(id.clone()))),
+                id,
             };
         }
         Intent::Back => {

@@ -3,6 +3,7 @@
 //! commands say so).
 
 use heartwood_events::{Lifecycle, SessionProjection};
+use heartwood_gateway::Snapshot;
 use heartwood_gateway::startup::Phase;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -104,12 +105,15 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
             );
         }
         Screen::Session { id, snapshot } => {
-            let empty = SessionProjection::empty(id.clone());
-            let (projection, streaming) = match snapshot {
-                Some(s) => (&s.projection, s.streaming.as_str()),
-                None => (&empty, ""),
+            let blank;
+            let snapshot = match snapshot {
+                Some(s) => s.as_ref(),
+                None => {
+                    blank = Snapshot::blank(id.clone());
+                    &blank
+                }
             };
-            session(frame, app, area, projection, streaming);
+            session(frame, app, area, &snapshot.projection, &snapshot.streaming);
         }
     }
     if app.help {

@@ -1,0 +1,215 @@
+//! The terminal interface end to end: the real binary in tmux (`send-keys`, `capture-pane`)
+//! against the scripted model server. A researcher starts a task, rejects a two-member set with
+//! a reason, allows the next set, then quits with a set pending and answers it from the shell.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use heartwood_testkit::{Script, ScriptedModelServer, Turn};
+use serde_json::{Value, json};
+use support::{connect_scripted, heartwood, heartwood_async, text};
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(project: &Path) -> Self {
+        let tmux = Tmux {
+            socket: format!("heartwood-test-{}", std::process::id()),
+        };
+        let command = format!(
+            "cd '{}' && exec '{}'",
+            project.display(),
+            env!("CARGO_BIN_EXE_heartwood")
+        );
+        tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "tui",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &command,
+        ]);
+        tmux
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .expect("tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "tui"])
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "tui"];
+        args.extend(keys);
+        self.run(&args);
+    }
+
+    fn type_text(&self, text: &str) {
+        self.run(&["send-keys", "-t", "tui", "-l", text]);
+    }
+
+    async fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let started = Instant::now();
+        loop {
+            let screen = self.screen();
+            if done(&screen) {
+                return screen;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "timed out waiting for {what}; the screen:\n{screen}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn running(&self) -> bool {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "has-session", "-t", "tui"])
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+fn set_of(a: &str, b: &str) -> Turn {
+    Turn::calls(&[
+        (
+            "terminal",
+            json!({ "command": format!("echo {a} >> ran.txt") }),
+        ),
+        (
+            "terminal",
+            json!({ "command": format!("echo {b} >> ran.txt") }),
+        ),
+    ])
+}
+
+fn finish(message: &str) -> Turn {
+    Turn::calls(&[("finish", json!({ "message": message }))])
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reject_with_a_reason_allow_the_next_set_and_leave_one_pending_for_the_shell() {
+    let project = tempfile::tempdir().expect("project");
+    let server = ScriptedModelServer::start(Script::of(vec![
+        set_of("A1", "A2"),
+        set_of("B1", "B2"),
+        finish("wrote B"),
+        set_of("C1", "C2"),
+        finish("wrote C"),
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(project.path(), &server.base_url());
+    let tmux = Tmux::start(project.path());
+
+    tmux.wait_for("the session list", |s| s.contains("press n to start one"))
+        .await;
+    tmux.keys(&["n"]);
+    tmux.wait_for("the session screen", |s| s.contains("Ready for a task"))
+        .await;
+    tmux.type_text("write ran.txt");
+    tmux.keys(&["Enter"]);
+
+    let review = tmux
+        .wait_for("the first set", |s| {
+            s.contains("Review: 2 proposed actions")
+        })
+        .await;
+    assert!(review.contains("echo A1 >> ran.txt") && review.contains("echo A2 >> ran.txt"));
+    assert!(
+        review.contains("a allow all once · r reject all"),
+        "{review}"
+    );
+    tmux.keys(&["r"]);
+    tmux.type_text("append to notes.txt instead");
+    tmux.keys(&["Enter"]);
+
+    let second = tmux
+        .wait_for("the second set", |s| {
+            s.contains("echo B1") && s.contains("Review:")
+        })
+        .await;
+    assert!(second.contains("[rejected]"), "{second}");
+    let told = server.requests()[1]["messages"].to_string();
+    assert!(
+        told.contains("append to notes.txt instead"),
+        "the reason never reached the model"
+    );
+    tmux.keys(&["a"]);
+    tmux.wait_for("the task to finish", |s| s.contains("Finished."))
+        .await;
+    let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran");
+    assert_eq!(ran, "B1\nB2\n", "only the allowed set ran, once");
+
+    tmux.type_text("and once more");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the third set", |s| {
+        s.contains("echo C1") && s.contains("Review:")
+    })
+    .await;
+    tmux.keys(&["C-q"]);
+    let started = Instant::now();
+    while tmux.running() {
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "the TUI did not quit"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // The set is still pending; the shell answers it.
+    let sessions = heartwood(project.path(), &["sessions", "ls", "--json"]);
+    let list: Value = serde_json::from_slice(&sessions.stdout).expect("json");
+    let id = list[0]["id"].as_str().expect("id").to_owned();
+    let shown = heartwood(project.path(), &["sessions", "show", &id, "--json"]);
+    let view: Value = serde_json::from_slice(&shown.stdout).expect("json");
+    let pending = &view["projection"]["pending"];
+    assert_eq!(pending["members"].as_array().map(Vec::len), Some(2));
+    let set = pending["set_id"].as_str().expect("set").to_owned();
+    let revision = pending["revision"].to_string();
+    let decided = heartwood_async(
+        project.path(),
+        &[
+            "decide",
+            &id,
+            "--set",
+            &set,
+            "--revision",
+            &revision,
+            "allow",
+        ],
+    )
+    .await;
+    assert!(
+        decided.status.success(),
+        "{}{}",
+        text(&decided.stdout),
+        text(&decided.stderr)
+    );
+    let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran");
+    assert_eq!(ran, "B1\nB2\nC1\nC2\n");
+}
