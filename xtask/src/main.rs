@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod demo;
 mod fixtures;
 
 #[derive(Parser)]
@@ -26,6 +27,9 @@ enum Task {
     Schema,
     /// Regenerate fixtures/journals/ with the real journal code.
     Fixtures,
+    /// Regenerate fixtures/demo/recording.jsonl by running the demo task against the scripted
+    /// model server.
+    DemoRecording,
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
         /// Which benchmark: `journal`, `agent`, `gateway`, `workspace` or `tui`.
@@ -46,6 +50,7 @@ fn main() -> Result<()> {
         Task::Ci => ci(),
         Task::Schema => schema(),
         Task::Fixtures => fixtures::generate(),
+        Task::DemoRecording => demo::generate(),
         Task::Bench { name } => match name.as_str() {
             "journal" => bench::journal::run(),
             "agent" => bench::agent::run(),

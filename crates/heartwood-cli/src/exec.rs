@@ -138,6 +138,49 @@ pub fn decide(project: ProjectContext, args: DecideArgs) -> Result<ExitCode> {
     })
 }
 
+/// Gives `session` a task (always-review) and follows it, as `heartwood exec` does.
+pub fn run_task(project: &ProjectContext, session: &str, task: &str) -> Result<ExitCode> {
+    run_task_with(project, session, task, ActionPolicy::AlwaysReview)
+}
+
+/// Gives `session` a task under `policy` and follows it.
+pub fn run_task_with(
+    project: &ProjectContext,
+    session: &str,
+    task: &str,
+    policy: ActionPolicy,
+) -> Result<ExitCode> {
+    let session = SessionId::parse(session)?;
+    let kind = CommandKind::SubmitTask {
+        text: task.to_owned(),
+        policy,
+    };
+    let id = SessionGateway::new_command_id();
+    follow(project.clone(), session.clone(), false, move |_| {
+        Ok(vec![Command::new(id, session, kind)])
+    })
+}
+
+/// Allows the pending set once and follows the run, as `heartwood decide … allow` does.
+pub fn run_decision(
+    project: &ProjectContext,
+    session: &str,
+    set_id: &ActionSetId,
+    revision: u64,
+) -> Result<ExitCode> {
+    let session = SessionId::parse(session)?;
+    let kind = CommandKind::Decide {
+        set_id: set_id.clone(),
+        revision,
+        decision: Decision::AllowOnce,
+        reason: None,
+    };
+    let id = SessionGateway::new_command_id();
+    follow(project.clone(), session.clone(), false, move |_| {
+        Ok(vec![Command::new(id, session, kind)])
+    })
+}
+
 fn command_id(given: Option<String>) -> Result<CommandId> {
     Ok(match given {
         Some(id) => CommandId::parse(&id)?,

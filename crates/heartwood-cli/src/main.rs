@@ -8,9 +8,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod demo;
 mod exec;
 mod model;
 mod render;
+mod replay;
 mod sessions;
 mod status;
 mod workspace;
@@ -50,6 +52,10 @@ enum Command {
     Exec(exec::ExecArgs),
     /// Answer a pending action set (from any terminal, any time later), then follow the run.
     Decide(exec::DecideArgs),
+    /// Run a recorded session's task again with the recorded model replies, and compare.
+    Replay(replay::ReplayArgs),
+    /// Try Heartwood without a model: an example study and a recorded session, replayed.
+    Demo(demo::DemoArgs),
     /// Look at the project's files: tree, text, changes, diffs (read-only).
     #[command(subcommand)]
     Workspace(workspace::WorkspaceCommand),
@@ -80,5 +86,7 @@ fn run(project: heartwood_gateway::ProjectContext, command: Command) -> anyhow::
         Command::Exec(args) => exec::exec(project, args),
         Command::Decide(args) => exec::decide(project, args),
         Command::Workspace(cmd) => workspace::run(&project, cmd),
+        Command::Demo(args) => demo::run(args),
+        Command::Replay(args) => replay::run(&project, args),
     }
 }

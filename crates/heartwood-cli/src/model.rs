@@ -16,11 +16,15 @@ pub enum ModelCommand {
         #[arg(long, value_enum)]
         category: Category,
         /// The service's OpenAI-compatible base URL, e.g. http://localhost:11434/v1.
-        #[arg(long)]
-        base_url: String,
+        #[arg(long, required_unless_present = "recording")]
+        base_url: Option<String>,
         /// The model name the service expects.
+        #[arg(long, required_unless_present = "recording")]
+        model: Option<String>,
+        /// For `--category replay`: the recorded exchanges to serve (a session's
+        /// `.heartwood/sessions/ID/backend/exchanges.jsonl`).
         #[arg(long)]
-        model: String,
+        recording: Option<String>,
         /// The environment variable that holds the API key (the key itself is never stored).
         #[arg(long)]
         api_key_env: Option<String>,
@@ -50,6 +54,8 @@ pub enum Category {
     Research,
     /// A local model Heartwood manages.
     Local,
+    /// The recorded replies of an earlier session (no model service needed).
+    Replay,
 }
 
 impl From<Category> for RouteCategory {
@@ -59,6 +65,7 @@ impl From<Category> for RouteCategory {
             Category::Compatible => RouteCategory::Compatible,
             Category::Research => RouteCategory::Research,
             Category::Local => RouteCategory::Local,
+            Category::Replay => RouteCategory::Replay,
         }
     }
 }
@@ -71,14 +78,19 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
             base_url,
             model,
             api_key_env,
+            recording,
             max_input_tokens,
             max_output_tokens,
         } => {
             let route = RouteConfig {
                 category: category.into(),
-                base_url: base_url.trim_end_matches('/').to_owned(),
-                model,
+                base_url: base_url
+                    .unwrap_or_else(|| "replay".to_owned())
+                    .trim_end_matches('/')
+                    .to_owned(),
+                model: model.unwrap_or_else(|| "recorded".to_owned()),
                 api_key_env,
+                recording,
                 max_input_tokens,
                 max_output_tokens,
             };

@@ -139,6 +139,26 @@ impl SessionAdmin {
         Ok((recovery, writer.count()))
     }
 
+    /// The model exchanges the session's engine recorded (for a replay route), or `None` when
+    /// it recorded none.
+    pub fn recording(&self, id: &str) -> Result<Option<Vec<u8>>, GatewayError> {
+        let id = SessionId::parse(id)?;
+        // Read-only, and the engine's own file: a reader of the session proves it exists first.
+        let reader = self.store.reader(&id)?;
+        let path = reader
+            .paths()
+            .backend
+            .join(heartwood_agent::model::replay::EXCHANGES_FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(GatewayError::Unreadable(format!(
+                "cannot read {}: {e}",
+                path.display()
+            ))),
+        }
+    }
+
     /// Deletes a session.
     pub fn remove(&self, id: &str) -> Result<(), GatewayError> {
         Ok(self.store.remove(&SessionId::parse(id)?)?)

@@ -21,6 +21,8 @@ pub enum RouteCategory {
     Research,
     /// A local model Heartwood downloads and runs.
     Local,
+    /// The recorded replies of an earlier session, served in order (no model service).
+    Replay,
 }
 
 impl RouteCategory {
@@ -31,6 +33,7 @@ impl RouteCategory {
             RouteCategory::Compatible => "compatible",
             RouteCategory::Research => "research",
             RouteCategory::Local => "local",
+            RouteCategory::Replay => "replay",
         }
     }
 }
@@ -59,6 +62,10 @@ pub struct RouteConfig {
     /// The environment variable holding the API key (never the key itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
+    /// For `replay` routes: the recording to serve (a session's `exchanges.jsonl`), relative to
+    /// the project folder or absolute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording: Option<String>,
     /// Upper bound on prompt tokens per model call.
     #[serde(default = "default_input")]
     pub max_input_tokens: u64,
@@ -91,6 +98,20 @@ impl RouteConfig {
                     .into(),
             );
         }
+        if self.category == RouteCategory::Replay {
+            return match &self.recording {
+                None => {
+                    bad("a replay route needs --recording naming the recorded exchanges".into())
+                }
+                Some(_) if self.api_key_env.is_some() => {
+                    bad("a replay route calls no service and takes no API key".into())
+                }
+                Some(_) => Ok(()),
+            };
+        }
+        if self.recording.is_some() {
+            return bad("--recording belongs to replay routes only".into());
+        }
         if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
             return bad(format!(
                 "base URL {:?} must start with http:// or https://",
@@ -121,9 +142,15 @@ impl RouteConfig {
         Ok(())
     }
 
-    /// The engine's route for this configuration.
-    pub fn model_route(&self) -> heartwood_agent::model::ModelRoute {
+    /// The recording a replay route serves, resolved against the project folder.
+    pub fn recording_path(&self, project: &Path) -> Option<PathBuf> {
+        self.recording.as_ref().map(|r| project.join(r))
+    }
+
+    /// The engine's route for this configuration, in `project`.
+    pub fn model_route(&self, project: &Path) -> heartwood_agent::model::ModelRoute {
         let mut route = heartwood_agent::model::ModelRoute::compatible(&self.base_url, &self.model);
+        route.replay = self.recording_path(project);
         route.api_key_env.clone_from(&self.api_key_env);
         route.max_input_tokens = self.max_input_tokens;
         route.max_output_tokens = self.max_output_tokens;
@@ -138,6 +165,35 @@ impl RouteConfig {
             CredentialBoundary::CredentialFree
         }
     }
+}
+
+/// Stores a model recording in the project (`.heartwood/recordings/NAME`) so a replay route can
+/// name it; returns the project-relative path to put in the route.
+pub fn install_recording(
+    project: &ProjectContext,
+    name: &str,
+    bytes: &[u8],
+) -> Result<String, GatewayError> {
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !name.starts_with('.');
+    if !plain {
+        return Err(GatewayError::Config(format!(
+            "{name:?} is not a plain file name for a recording"
+        )));
+    }
+    let dir = project.state_dir().join("recordings");
+    let io = |what: &str, path: &Path, e: std::io::Error| {
+        GatewayError::Config(format!("cannot {what} {}: {e}", path.display()))
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
+    let path = dir.join(name);
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(|e| io("write", &tmp, e))?;
+    std::fs::rename(&tmp, &path).map_err(|e| io("rename", &path, e))?;
+    Ok(format!(".heartwood/recordings/{name}"))
 }
 
 /// The whole configuration file.
@@ -220,6 +276,7 @@ mod tests {
             base_url: "http://localhost:11434/v1".into(),
             model: "qwen2.5-coder".into(),
             api_key_env: None,
+            recording: None,
             max_input_tokens: 32_000,
             max_output_tokens: 2_048,
         }

@@ -358,8 +358,11 @@ impl SessionGateway {
             .paths()
             .backend
             .clone();
-        let mut conversation =
-            ConversationConfig::new(route.model_route(), self.project.root().to_owned(), dir);
+        let mut conversation = ConversationConfig::new(
+            route.model_route(self.project.root()),
+            self.project.root().to_owned(),
+            dir,
+        );
         conversation.policy = worker::confirmation(policy);
         Ok(conversation)
     }

@@ -131,6 +131,30 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             Some(summary),
         ));
     }
+    if let Some(recording) = route.recording_path(project.root()) {
+        return Ok(if recording.is_file() {
+            plan(
+                Phase::Ready,
+                format!(
+                    "the agent replays the recorded model replies in {}",
+                    recording.display()
+                ),
+                "run heartwood to open the terminal interface, or heartwood exec \"task\""
+                    .to_owned(),
+                Some(summary),
+            )
+        } else {
+            plan(
+                Phase::ModelRequired,
+                format!(
+                    "the replay recording {} does not exist",
+                    recording.display()
+                ),
+                connect,
+                Some(summary),
+            )
+        });
+    }
     if let Err(why) = probe(&route.base_url) {
         return Ok(plan(
             Phase::ConnectionRequired,
@@ -146,7 +170,7 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
     Ok(plan(
         Phase::Ready,
         format!("model {} at {} is reachable", route.model, route.base_url),
-        "heartwood sessions ls lists this project's sessions; running tasks arrives with the session gateway".to_owned(),
+        "run heartwood to open the terminal interface, or heartwood exec \"task\"".to_owned(),
         Some(summary),
     ))
 }

@@ -100,6 +100,7 @@ fn route(base_url: &str, api_key_env: Option<&str>) -> RouteConfig {
         base_url: base_url.into(),
         model: "scripted".into(),
         api_key_env: api_key_env.map(str::to_owned),
+        recording: None,
         max_input_tokens: 100_000,
         max_output_tokens: 1_000,
     }

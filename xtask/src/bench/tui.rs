@@ -39,6 +39,7 @@ pub fn run() -> Result<()> {
             base_url: format!("http://{address}/v1"),
             model: "bench".into(),
             api_key_env: None,
+            recording: None,
             max_input_tokens: 100_000,
             max_output_tokens: 1_000,
         },

@@ -74,6 +74,8 @@ pub struct Conversation {
     tool_specs: Vec<crate::model::ToolSpec>,
     /// The model's view as last sent, and how many events it covers.
     view: (Vec<ChatMessage>, usize),
+    /// Every model call, recorded for replay.
+    recorder: crate::model::replay::Recorder,
 }
 
 impl Conversation {
@@ -96,6 +98,9 @@ impl Conversation {
             source,
         })?;
         let client = ModelClient::new(config.route.clone())?;
+        let recorder = crate::model::replay::Recorder::open(&config.dir);
+        // A replay reopened mid-way continues after the calls this conversation already made.
+        client.replay_from(usize::try_from(recorder.calls()).unwrap_or(usize::MAX));
         let mut conversation = Conversation {
             config,
             client,
@@ -109,6 +114,7 @@ impl Conversation {
             timing: RunTiming::default(),
             tool_specs: specs(),
             view: (Vec::new(), 0),
+            recorder,
         };
         conversation.reconcile_after_restart()?;
         Ok(conversation)
@@ -278,6 +284,11 @@ impl Conversation {
                     return self.stop_with(ExecutionStatus::Error);
                 }
             };
+            if let Err(e) = self.recorder.record("agent", &self.view.0, &reply) {
+                self.record(EventKind::Error {
+                    message: format!("this model call could not be recorded for replay: {e}"),
+                })?;
+            }
             self.record(EventKind::Usage {
                 usage_id: "agent".to_owned(),
                 usage: reply.usage,
@@ -505,6 +516,11 @@ impl Conversation {
                 return Ok(false);
             }
         };
+        if let Err(e) = self.recorder.record("condenser", &request, &reply) {
+            self.record(EventKind::Error {
+                message: format!("this model call could not be recorded for replay: {e}"),
+            })?;
+        }
         self.record(EventKind::Usage {
             usage_id: "condenser".to_owned(),
             usage: reply.usage,

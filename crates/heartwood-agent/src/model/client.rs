@@ -30,6 +30,7 @@ pub struct ModelReply {
 pub struct ModelClient {
     http: reqwest::Client,
     route: ModelRoute,
+    replay: Option<super::replay::Replayer>,
 }
 
 impl ModelClient {
@@ -42,7 +43,22 @@ impl ModelClient {
                 attempts: 0,
                 detail: e.to_string(),
             })?;
-        Ok(ModelClient { http, route })
+        let replay = match &route.replay {
+            Some(path) => Some(super::replay::Replayer::new(super::replay::load(path)?, 0)),
+            None => None,
+        };
+        Ok(ModelClient {
+            http,
+            route,
+            replay,
+        })
+    }
+
+    /// For a replaying client: continue after the first `position` recorded calls.
+    pub fn replay_from(&self, position: usize) {
+        if let Some(replay) = &self.replay {
+            replay.set_position(position);
+        }
     }
 
     /// The route this client calls.
@@ -58,6 +74,9 @@ impl ModelClient {
         tools: &[ToolSpec],
         on_token: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelReply, ModelError> {
+        if let Some(replay) = &self.replay {
+            return replay.reply(messages, on_token);
+        }
         let key = match &self.route.api_key_env {
             Some(env) => match std::env::var(env) {
                 Ok(key) if !key.is_empty() => Some(key),

@@ -5,6 +5,12 @@ use std::time::Duration;
 /// Why a model call failed. Each message ends with what to do next.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelError {
+    /// A replayed run left its recording (or the recording could not be read).
+    #[error("replay stopped: {detail}")]
+    Replay {
+        /// What happened, and where.
+        detail: String,
+    },
     /// The route names an API key variable that is not set.
     #[error(
         "the model route needs an API key in the environment variable {env}, which is not set; export it and try again"

@@ -7,6 +7,8 @@ mod route;
 mod stream;
 mod wire;
 
+pub mod replay;
+
 pub use client::{ModelClient, ModelReply};
 pub use error::ModelError;
 pub use route::{ModelRoute, Prices};

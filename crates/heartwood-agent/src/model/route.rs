@@ -38,6 +38,8 @@ pub struct ModelRoute {
     pub initial_backoff: Duration,
     /// Prices, when known.
     pub prices: Option<Prices>,
+    /// Serve the replies of this recording (see [`super::replay`]) instead of calling a service.
+    pub replay: Option<std::path::PathBuf>,
 }
 
 impl ModelRoute {
@@ -55,6 +57,7 @@ impl ModelRoute {
             max_retries: 3,
             initial_backoff: Duration::from_millis(500),
             prices: None,
+            replay: None,
         }
     }
 }

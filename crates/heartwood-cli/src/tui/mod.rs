@@ -10,6 +10,7 @@ mod app;
 mod timeline;
 mod view;
 
+pub use timeline::summary;
 pub use view::render;
 
 #[cfg(test)]
@@ -37,6 +38,12 @@ const LISTED_SESSIONS: usize = 50;
 
 /// Runs the interface until the researcher quits.
 pub fn run(project: ProjectContext) -> Result<ExitCode> {
+    run_with_input(project, None)
+}
+
+/// Runs the interface; with `input`, it opens a new session with that text typed in, ready to
+/// send (the demo's walkthrough starts this way).
+pub fn run_with_input(project: ProjectContext, input: Option<String>) -> Result<ExitCode> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         bail!(
             "`heartwood` with no command opens the terminal interface and needs a terminal; \
@@ -49,7 +56,18 @@ pub fn run(project: ProjectContext) -> Result<ExitCode> {
         .build()?;
     runtime.block_on(async move {
         let gateway = SessionGateway::new(project.clone())?;
-        let first = first_screen(&gateway, &project)?;
+        let first = match input {
+            Some(text) => {
+                let id = SessionGateway::new_session_id();
+                let mut app = App::new(Screen::Session {
+                    snapshot: Some(Box::new(Snapshot::blank(id.clone()))),
+                    id,
+                });
+                app.input = text;
+                app
+            }
+            None => App::new(first_screen(&gateway, &project)?),
+        };
         let mut terminal = ratatui::init();
         let result = event_loop(&mut terminal, &gateway, &project, first).await;
         ratatui::restore();
@@ -67,9 +85,8 @@ async fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     gateway: &SessionGateway,
     project: &ProjectContext,
-    first: Screen,
+    mut app: App,
 ) -> Result<()> {
-    let mut app = App::new(first);
     let (keys_tx, mut keys) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         loop {
@@ -202,6 +219,7 @@ fn apply(
                 base_url: base_url.trim_end_matches('/').to_owned(),
                 model,
                 api_key_env: None,
+                recording: None,
                 max_input_tokens: 100_000,
                 max_output_tokens: 4_096,
             };

@@ -99,12 +99,13 @@ fn usage(purpose: &str, prompt: u64) -> Event {
 }
 
 fn pending_events() -> Vec<Event> {
-    let one = proposal(
+    let mut one = proposal(
         4,
         "terminal",
         r#"{"command":"python fit.py --split group"}"#,
         RiskLevel::Medium,
     );
+    one.thought = Some("I'll fit the model on the training sites first.".into());
     let two = proposal(
         5,
         "file_editor",

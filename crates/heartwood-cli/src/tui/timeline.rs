@@ -110,13 +110,18 @@ fn action_lines(action: &ActionView, width: usize, expanded: bool) -> Vec<Line<'
         action.proposal.action_id,
         summary(&action.proposal.tool, &action.proposal.arguments)
     );
-    let mut out = vec![Line::from(vec![
+    // The text the model sent with its calls belongs before the first of them.
+    let mut out = match &action.proposal.thought {
+        Some(thought) => message_lines("agent", thought, Style::default(), width),
+        None => Vec::new(),
+    };
+    out.push(Line::from(vec![
         Span::styled(
             cut(&head, width.saturating_sub(12)),
             Style::default().add_modifier(Modifier::BOLD),
         ),
         Span::styled(format!("[{mark}]"), Style::default().fg(color)),
-    ])];
+    ]));
     if let Some(detail) = &action.detail {
         let mut result: Vec<String> = detail
             .lines()
