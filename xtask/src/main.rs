@@ -106,7 +106,10 @@ fn ci() -> Result<()> {
 fn schema() -> Result<()> {
     let dir = workspace_root().join("docs/schema");
     std::fs::create_dir_all(&dir)?;
-    for (name, text) in heartwood_events::schema::generated() {
+    let schemas = heartwood_events::schema::generated()
+        .into_iter()
+        .chain(heartwood_workflow::definition::schema());
+    for (name, text) in schemas {
         let path = dir.join(name);
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
         println!("wrote {}", path.display());

@@ -15,6 +15,7 @@ mod render;
 mod replay;
 mod sessions;
 mod status;
+mod workflow;
 mod workspace;
 
 use heartwood_cli::tui;
@@ -54,6 +55,9 @@ enum Command {
     Decide(exec::DecideArgs),
     /// Run a recorded session's task again with the recorded model replies, and compare.
     Replay(replay::ReplayArgs),
+    /// Research workflows: the catalog, and a stage's independent checks on the current files.
+    #[command(subcommand)]
+    Workflow(workflow::WorkflowCommand),
     /// Try Heartwood without a model: an example study and a recorded session, replayed.
     Demo(demo::DemoArgs),
     /// Look at the project's files: tree, text, changes, diffs (read-only).
@@ -87,6 +91,7 @@ fn run(project: heartwood_gateway::ProjectContext, command: Command) -> anyhow::
         Command::Decide(args) => exec::decide(project, args),
         Command::Workspace(cmd) => workspace::run(&project, cmd),
         Command::Demo(args) => demo::run(args),
+        Command::Workflow(cmd) => workflow::run(&project, cmd),
         Command::Replay(args) => replay::run(&project, args),
     }
 }

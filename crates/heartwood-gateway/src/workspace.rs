@@ -155,3 +155,38 @@ fn start_path(path: &str) -> Result<ProjectPath, GatewayError> {
 fn workspace_error(e: WorkspaceError) -> GatewayError {
     GatewayError::Workspace(e.to_string())
 }
+
+impl WorkspaceService {
+    /// Runs the checks of one stage of a catalog definition on the files now in the project
+    /// (read-only). The results bind every file they read by digest.
+    pub fn check_stage(
+        &self,
+        definition: &str,
+        stage: &str,
+    ) -> Result<Vec<heartwood_workflow::CheckResult>, GatewayError> {
+        let definition = heartwood_workflow::catalog::definition(definition)
+            .map_err(|e| GatewayError::Config(e.to_string()))?
+            .ok_or_else(|| {
+                GatewayError::Config(format!(
+                    "no workflow definition {definition:?}; `heartwood workflow catalog` lists them"
+                ))
+            })?;
+        heartwood_workflow::evaluate::check_stage(&self.workspace, &definition, stage).ok_or_else(
+            || {
+                let stages: Vec<&str> = definition.stages.iter().map(|s| s.id.as_str()).collect();
+                GatewayError::Config(format!(
+                    "{} has no stage {stage:?}; its stages are {}",
+                    definition.id,
+                    stages.join(", ")
+                ))
+            },
+        )
+    }
+}
+
+/// The workflow catalog (read-only; creates nothing).
+pub fn workflow_catalog() -> Result<Vec<heartwood_workflow::catalog::Entry>, GatewayError> {
+    heartwood_workflow::catalog::catalog().map_err(|e| GatewayError::Config(e.to_string()))
+}
+
+pub use heartwood_workflow::{CheckResult, Status as CheckStatus};

@@ -9,6 +9,22 @@ use sha2::{Digest, Sha256};
 use crate::confined::{AccessError, unchanged};
 use crate::{ProjectPath, Workspace};
 
+/// Why a file could not be read as evidence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvidenceError {
+    /// The file could not be read.
+    #[error(transparent)]
+    Access(#[from] AccessError),
+    /// The file is larger than the check reads.
+    #[error("{path} is larger than {max_bytes} bytes, the most a check reads")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// The bound.
+        max_bytes: u64,
+    },
+}
+
 /// A file's content digest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileDigest {
@@ -95,6 +111,30 @@ impl Workspace {
             sha256: hex(&hasher.finalize()),
             bytes,
         })
+    }
+
+    /// Reads a whole file of at most `max_bytes` for a check, with the digest of exactly the
+    /// bytes returned. A bigger file is refused as truncated: a check must never judge part of
+    /// a file as if it were all of it.
+    pub fn read_evidence(
+        &self,
+        path: &ProjectPath,
+        max_bytes: u64,
+    ) -> Result<(Vec<u8>, FileDigest), EvidenceError> {
+        let opened = self.root.open_file(path)?;
+        let (bytes, complete) = crate::confined::read_bounded(path, opened, max_bytes)?;
+        if !complete {
+            return Err(EvidenceError::TooLarge {
+                path: path.as_str().to_owned(),
+                max_bytes,
+            });
+        }
+        let digest = FileDigest {
+            path: path.as_str().to_owned(),
+            sha256: hex(&Sha256::digest(&bytes)),
+            bytes: bytes.len() as u64,
+        };
+        Ok((bytes, digest))
     }
 
     /// Binds `paths` (and `text`) to their digests now. Fails if any file cannot be read.

@@ -24,7 +24,9 @@ use std::path::{Path, PathBuf};
 pub use changes::{Change, ChangeKind, ChangeLimits, ChangeSource, Changes};
 pub use confined::{AccessError, EntryKind};
 pub use diff::{DiffLimits, DiffStatus, FileDiff};
-pub use evidence::{EvidenceCheck, EvidenceSnapshot, EvidenceState, FileDigest, TextDigest};
+pub use evidence::{
+    EvidenceCheck, EvidenceError, EvidenceSnapshot, EvidenceState, FileDigest, TextDigest,
+};
 pub use path::{EXCLUDED, MAX_COMPONENTS, MAX_PATH_BYTES, PathError, ProjectPath};
 pub use text::{TextFile, TextLimits, TextStatus};
 pub use tree::{Tree, TreeEntry, TreeLimits};

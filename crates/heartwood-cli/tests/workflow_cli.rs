@@ -1,0 +1,66 @@
+//! `heartwood workflow`, on the example research project shipped in `fixtures/projects/`.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::Value;
+use support::{heartwood, text};
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("read") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            std::fs::create_dir_all(&target).expect("mkdir");
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn the_example_project_checks_and_a_planted_leak_fails() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
+    copy_dir(&fixture, dir.path());
+
+    let catalog = heartwood(dir.path(), &["workflow", "catalog", "--json"]);
+    let entries: Value = serde_json::from_slice(&catalog.stdout).expect("json");
+    assert_eq!(entries[0]["id"], "tabular-ols");
+
+    let split = heartwood(dir.path(), &["workflow", "check", "tabular-ols", "split"]);
+    assert!(split.status.success(), "{}", text(&split.stdout));
+    assert!(text(&split.stdout).contains("group_disjoint_split   passed"));
+    let model = heartwood(
+        dir.path(),
+        &["workflow", "check", "tabular-ols", "model", "--json"],
+    );
+    let results: Value = serde_json::from_slice(&model.stdout).expect("json");
+    let ols = results
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|r| r["check"] == "univariate_ols")
+        .expect("ols");
+    assert_eq!(ols["status"], "passed", "{ols}");
+    assert_eq!(ols["inspected"].as_array().map(Vec::len), Some(4));
+
+    let path = dir.path().join("outputs/split.csv");
+    let leaked = std::fs::read_to_string(&path)
+        .expect("split")
+        .replace("p10,held_out", "p10,train");
+    std::fs::write(&path, leaked).expect("write");
+    let split = heartwood(dir.path(), &["workflow", "check", "tabular-ols", "split"]);
+    assert!(!split.status.success());
+    assert!(
+        text(&split.stdout).contains("both sides of the split"),
+        "{}",
+        text(&split.stdout)
+    );
+    assert!(
+        !dir.path().join(".heartwood").exists(),
+        "checking created state"
+    );
+}

@@ -1,0 +1,94 @@
+//! Check results and the check vocabulary.
+//!
+//! Every check answers `passed`, `failed` or `unverified` with reasons, and lists the digest of
+//! every file it read, so the evidence gate can tell later whether the evidence still holds.
+//! Beyond a limit, or for a check this build does not implement, the answer is `unverified`,
+//! never `passed`.
+
+use heartwood_workspace::FileDigest;
+use serde::Serialize;
+
+/// Every check id a definition may name.
+pub const KNOWN_CHECKS: [&str; 8] = [
+    "data_dictionary",
+    "readiness_report",
+    "analysis_plan",
+    "group_disjoint_split",
+    "univariate_ols",
+    "python_syntax",
+    "nonempty_report",
+    "byte_comparison",
+];
+
+/// The checks this build implements.
+pub const REGISTERED_CHECKS: [&str; 5] = [
+    "data_dictionary",
+    "group_disjoint_split",
+    "univariate_ols",
+    "python_syntax",
+    "nonempty_report",
+];
+
+/// Most table rows a check reads.
+pub const MAX_ROWS: usize = 10_000;
+/// Most table columns a check reads.
+pub const MAX_COLUMNS: usize = 128;
+/// Most training groups for leave-one-group-out sensitivity.
+pub const MAX_GROUPS: usize = 128;
+/// Most bytes of one file a check reads.
+pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// A check's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Every rule held.
+    Passed,
+    /// A rule was broken; the reasons say which.
+    Failed,
+    /// The check could not decide (a limit, a missing file, an unsupported case).
+    Unverified,
+}
+
+/// One check's result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckResult {
+    /// The check id.
+    pub check: String,
+    /// The answer.
+    pub status: Status,
+    /// Why, in words a researcher can act on (empty when passed).
+    pub reasons: Vec<String>,
+    /// Every file the check read, with the digest of the exact bytes.
+    pub inspected: Vec<FileDigest>,
+    /// Figures the check computed (for the OLS check: slope, intercept, errors).
+    #[serde(skip_serializing_if = "serde_json::Value::is_null")]
+    pub figures: serde_json::Value,
+}
+
+impl CheckResult {
+    /// A result with no reasons yet.
+    pub fn new(check: &str) -> Self {
+        CheckResult {
+            check: check.to_owned(),
+            status: Status::Passed,
+            reasons: Vec::new(),
+            inspected: Vec::new(),
+            figures: serde_json::Value::Null,
+        }
+    }
+
+    /// Records a broken rule.
+    pub fn fail(&mut self, reason: impl Into<String>) {
+        if self.status == Status::Passed {
+            self.status = Status::Failed;
+        }
+        self.reasons.push(reason.into());
+    }
+
+    /// Records that the check cannot decide; this outranks any failure found so far.
+    pub fn mark_unverified(&mut self, reason: impl Into<String>) {
+        self.status = Status::Unverified;
+        self.reasons.push(reason.into());
+    }
+}

@@ -1,0 +1,74 @@
+//! Running a stage's checks on the files in the project, read through the confined workspace.
+
+use heartwood_workspace::{EvidenceError, ProjectPath, Workspace};
+
+use crate::check::{CheckResult, MAX_FILE_BYTES, REGISTERED_CHECKS};
+use crate::checks;
+use crate::definition::{CheckUse, Definition};
+
+/// Runs every check of `stage` (read-only). Unknown stages give `None`.
+pub fn check_stage(
+    workspace: &Workspace,
+    definition: &Definition,
+    stage: &str,
+) -> Option<Vec<CheckResult>> {
+    let stage = definition.stages.iter().find(|s| s.id == stage)?;
+    Some(
+        stage
+            .checks
+            .iter()
+            .map(|c| run(workspace, definition, c))
+            .collect(),
+    )
+}
+
+/// Runs one check: reads its files (whole, within the limits, with digests), then evaluates.
+pub fn run(workspace: &Workspace, definition: &Definition, check: &CheckUse) -> CheckResult {
+    let mut result = CheckResult::new(&check.check);
+    if !REGISTERED_CHECKS.contains(&check.check.as_str()) {
+        result.mark_unverified(format!(
+            "this Heartwood does not implement the check {:?} yet",
+            check.check
+        ));
+        return result;
+    }
+    let mut files = Vec::new();
+    for id in &check.reads {
+        let Some(path) = definition.path_of(id) else {
+            result.mark_unverified(format!(
+                "{id:?} is not an input or artifact of the definition"
+            ));
+            return result;
+        };
+        let bytes = ProjectPath::parse(path)
+            .map_err(|e| e.to_string())
+            .and_then(|p| {
+                workspace
+                    .read_evidence(&p, MAX_FILE_BYTES)
+                    .map_err(|e: EvidenceError| e.to_string())
+            });
+        match bytes {
+            Ok((bytes, digest)) => {
+                result.inspected.push(digest);
+                files.push(bytes);
+            }
+            Err(reason) => {
+                result.mark_unverified(format!("{path}: {reason}"));
+                return result;
+            }
+        }
+    }
+    match check.check.as_str() {
+        "data_dictionary" => {
+            checks::data_dictionary(&files, &mut result);
+        }
+        "group_disjoint_split" => {
+            checks::group_disjoint_split(&files, &mut result);
+        }
+        "univariate_ols" => checks::univariate_ols(&files, &mut result),
+        "python_syntax" => checks::python_syntax(&files, &mut result),
+        "nonempty_report" => checks::nonempty_report(&files, &mut result),
+        _ => {}
+    }
+    result
+}

@@ -1,0 +1,119 @@
+//! Tables and data dictionaries, read within the check limits.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::check::{MAX_COLUMNS, MAX_ROWS};
+
+/// A CSV table: a header and rows of text fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Rows, each with one field per column.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// Why a table could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableError {
+    /// Over a limit: the check is unverified.
+    Limit(String),
+    /// Not a well-formed table: the check fails.
+    Malformed(String),
+}
+
+impl Table {
+    /// Parses CSV bytes (UTF-8, header first), refusing more than the row and column limits.
+    pub fn parse(bytes: &[u8]) -> Result<Self, TableError> {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| TableError::Malformed(format!("not UTF-8 text: {e}")))?;
+        let mut reader = csv::ReaderBuilder::new().from_reader(text.as_bytes());
+        let columns: Vec<String> = reader
+            .headers()
+            .map_err(|e| TableError::Malformed(e.to_string()))?
+            .iter()
+            .map(|c| c.trim().to_owned())
+            .collect();
+        if columns.len() > MAX_COLUMNS {
+            return Err(TableError::Limit(format!(
+                "the table has {} columns; checks read at most {MAX_COLUMNS}",
+                columns.len()
+            )));
+        }
+        let mut rows = Vec::new();
+        for record in reader.records() {
+            let record = record.map_err(|e| TableError::Malformed(e.to_string()))?;
+            if rows.len() == MAX_ROWS {
+                return Err(TableError::Limit(format!(
+                    "the table has more than {MAX_ROWS} rows, the most checks read"
+                )));
+            }
+            rows.push(record.iter().map(|f| f.trim().to_owned()).collect());
+        }
+        Ok(Table { columns, rows })
+    }
+
+    /// The index of a column.
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c == name)
+    }
+}
+
+/// A data dictionary: what each column means and may hold.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dictionary {
+    /// The column that identifies a row.
+    pub primary_key: String,
+    /// The column that groups rows (a split keeps groups apart).
+    pub group: String,
+    /// The outcome column.
+    pub outcome: String,
+    /// Columns permitted as predictors.
+    pub predictors: Vec<String>,
+    /// Groups whose rows form the held-out partition.
+    pub held_out_groups: Vec<String>,
+    /// Validity rules per column.
+    pub columns: BTreeMap<String, ColumnRule>,
+    /// If set, every group must have at least this many rows.
+    #[serde(default)]
+    pub min_rows_per_group: Option<usize>,
+}
+
+/// What one column may hold.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColumnRule {
+    /// `number` or `text`.
+    #[serde(rename = "type")]
+    pub kind: ColumnType,
+    /// Whether every row needs a value.
+    #[serde(default)]
+    pub required: bool,
+    /// Smallest permitted number.
+    #[serde(default)]
+    pub min: Option<f64>,
+    /// Largest permitted number.
+    #[serde(default)]
+    pub max: Option<f64>,
+    /// Permitted values, if restricted.
+    #[serde(default)]
+    pub allowed: Option<Vec<String>>,
+}
+
+/// A column's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ColumnType {
+    /// A finite decimal number.
+    Number,
+    /// Any text.
+    Text,
+}
+
+/// A field as a finite number.
+pub fn number(field: &str) -> Option<f64> {
+    field.parse::<f64>().ok().filter(|v| v.is_finite())
+}

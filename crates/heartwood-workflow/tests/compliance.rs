@@ -1,0 +1,296 @@
+//! The workflow checks against independent references: Python's standard library computes the
+//! OLS answers in the test run, and planted defects must each be caught.
+
+use std::path::Path;
+use std::process::Command;
+
+use heartwood_workflow::catalog;
+use heartwood_workflow::check::KNOWN_CHECKS;
+use heartwood_workflow::definition::{Definition, DefinitionError};
+use heartwood_workflow::evaluate::check_stage;
+use heartwood_workflow::{CheckResult, Status};
+use heartwood_workspace::Workspace;
+
+/// A deterministic generator (no randomness crate, no seed drift).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Writes a project: `rows` rows in `groups` groups, the last group held out.
+fn project(rows: usize, groups: usize, seed: u64) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("data")).expect("mkdir");
+    std::fs::create_dir_all(d.join("outputs")).expect("mkdir");
+    let mut rng = Lcg(seed);
+    let mut table = String::from("id,site,x,noise,y\n");
+    let mut split = String::from("key,partition\n");
+    for i in 0..rows {
+        let g = i % groups;
+        let x = 1e6 + rng.next() * 10.0; // a large offset: naive sums of squares lose digits here
+        let y = 3.25 - 0.75 * (x - 1e6) + (rng.next() - 0.5) * 2.0 + g as f64 * 0.1;
+        table.push_str(&format!("u{i},g{g},{x},{},{y}\n", rng.next()));
+        let side = if g == groups - 1 { "held_out" } else { "train" };
+        split.push_str(&format!("u{i},{side}\n"));
+    }
+    std::fs::write(d.join("data/cohort.csv"), table).expect("write");
+    std::fs::write(d.join("outputs/split.csv"), split).expect("write");
+    let dictionary = serde_json::json!({
+        "primary_key": "id", "group": "site", "outcome": "y", "predictors": ["x", "noise"],
+        "held_out_groups": [format!("g{}", groups - 1)],
+        "columns": {
+            "id": {"type": "text", "required": true},
+            "x": {"type": "number", "required": true},
+            "y": {"type": "number", "required": true}
+        }
+    });
+    std::fs::write(d.join("data/dictionary.json"), dictionary.to_string()).expect("write");
+    dir
+}
+
+fn python_reference(project: &Path, predictor: &str) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference.py");
+    let status = Command::new("python3")
+        .arg(script)
+        .arg(project)
+        .arg(predictor)
+        .status()
+        .expect("python3");
+    assert!(status.success());
+}
+
+fn stage(project: &Path, stage: &str) -> Vec<CheckResult> {
+    let definition = catalog::definition("tabular-ols")
+        .expect("catalog")
+        .expect("definition");
+    let workspace = Workspace::open(project).expect("workspace");
+    check_stage(&workspace, &definition, stage).expect("stage")
+}
+
+fn result<'a>(results: &'a [CheckResult], check: &str) -> &'a CheckResult {
+    results
+        .iter()
+        .find(|r| r.check == check)
+        .expect("check ran")
+}
+
+#[test]
+fn ols_agrees_with_pythons_statistics_module() {
+    for (rows, groups, seed) in [(12, 4, 1), (500, 7, 2), (10_000, 129, 3), (2_000, 3, 4)] {
+        let p = project(rows, groups, seed);
+        python_reference(p.path(), "x");
+        let results = stage(p.path(), "model");
+        let ols = result(&results, "univariate_ols");
+        let reference: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(p.path().join("outputs/model.json")).expect("model"),
+        )
+        .expect("json");
+        if groups - 1 > heartwood_workflow::check::MAX_GROUPS {
+            assert_eq!(ols.status, Status::Unverified, "{ols:?}");
+            continue;
+        }
+        assert_eq!(ols.status, Status::Passed, "{rows} rows: {:?}", ols.reasons);
+        let rel = |a: f64, b: f64| (a - b).abs() / b.abs().max(1.0);
+        for field in [
+            "slope",
+            "intercept",
+            "held_out_rmse",
+            "mean_comparator_rmse",
+        ] {
+            let ours = ols.figures[field].as_f64().expect("figure");
+            let theirs = reference[field].as_f64().expect("reference");
+            assert!(
+                rel(ours, theirs) < 1e-9,
+                "{field}: {ours} vs python {theirs}"
+            );
+        }
+        assert_eq!(ols.inspected.len(), 4, "every file read is bound by digest");
+        // No fit.py was written, so its syntax cannot be established.
+        assert_eq!(result(&results, "python_syntax").status, Status::Unverified);
+    }
+}
+
+#[test]
+fn planted_defects_are_caught() {
+    // A slope fitted on all the data instead of the training partition.
+    let p = project(300, 5, 7);
+    python_reference(p.path(), "x");
+    let model_path = p.path().join("outputs/model.json");
+    let mut report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&model_path).expect("model")).expect("json");
+    let all = stage(p.path(), "model");
+    assert_eq!(result(&all, "univariate_ols").status, Status::Passed);
+    report["slope"] = serde_json::json!(report["slope"].as_f64().expect("slope") * 1.01);
+    std::fs::write(&model_path, report.to_string()).expect("write");
+    let copied = stage(p.path(), "model");
+    let ols = result(&copied, "univariate_ols");
+    assert_eq!(ols.status, Status::Failed);
+    assert!(
+        ols.reasons.iter().any(|r| r.starts_with("slope:")),
+        "{:?}",
+        ols.reasons
+    );
+
+    // A predictor the dictionary does not permit, even with correct numbers.
+    let p = project(100, 4, 8);
+    std::fs::write(
+        p.path().join("data/dictionary.json"),
+        std::fs::read_to_string(p.path().join("data/dictionary.json"))
+            .expect("dictionary")
+            .replace(r#""predictors":["x","noise"]"#, r#""predictors":["noise"]"#),
+    )
+    .expect("write");
+    python_reference(p.path(), "x");
+    let forbidden = stage(p.path(), "model");
+    assert!(
+        result(&forbidden, "univariate_ols")
+            .reasons
+            .iter()
+            .any(|r| r.contains("not a permitted predictor"))
+    );
+}
+
+#[test]
+fn split_defects_leakage_duplicates_and_missing_keys_are_caught() {
+    let p = project(40, 4, 9);
+    let split_path = p.path().join("outputs/split.csv");
+    let good = std::fs::read_to_string(&split_path).expect("split");
+    assert_eq!(
+        result(&stage(p.path(), "split"), "group_disjoint_split").status,
+        Status::Passed
+    );
+
+    // Leakage: one row of the held-out group g3 moved to training.
+    std::fs::write(&split_path, good.replacen("u3,held_out", "u3,train", 1)).expect("write");
+    let leak = stage(p.path(), "split");
+    let r = result(&leak, "group_disjoint_split");
+    assert_eq!(r.status, Status::Failed);
+    assert!(
+        r.reasons.iter().any(|m| m.contains("both sides")),
+        "{:?}",
+        r.reasons
+    );
+
+    // A key assigned twice, and a key missing.
+    std::fs::write(
+        &split_path,
+        good.replacen("u5,train\n", "u5,train\nu5,train\n", 1),
+    )
+    .expect("write");
+    assert!(
+        result(&stage(p.path(), "split"), "group_disjoint_split")
+            .reasons
+            .iter()
+            .any(|m| m.contains("assigned twice"))
+    );
+    std::fs::write(&split_path, good.replacen("u6,train\n", "", 1)).expect("write");
+    assert!(
+        result(&stage(p.path(), "split"), "group_disjoint_split")
+            .reasons
+            .iter()
+            .any(|m| m.contains("not assigned"))
+    );
+
+    // A duplicated key in the table itself.
+    let table_path = p.path().join("data/cohort.csv");
+    let table = std::fs::read_to_string(&table_path).expect("table");
+    let second = table.lines().nth(2).expect("row").to_owned();
+    std::fs::write(&table_path, format!("{table}{second}\n")).expect("write");
+    let readiness = stage(p.path(), "readiness");
+    let dictionary = result(&readiness, "data_dictionary");
+    assert_eq!(dictionary.status, Status::Failed);
+    assert!(
+        dictionary
+            .reasons
+            .iter()
+            .any(|m| m.contains("appears twice")),
+        "{:?}",
+        dictionary.reasons
+    );
+}
+
+#[test]
+fn a_table_over_the_row_limit_is_unverified_not_passed() {
+    let p = project(10_001, 4, 10);
+    let readiness = stage(p.path(), "readiness");
+    let r = result(&readiness, "data_dictionary");
+    assert_eq!(r.status, Status::Unverified, "{r:?}");
+    assert!(r.reasons.iter().any(|m| m.contains("more than 10000 rows")));
+}
+
+#[test]
+fn the_catalog_says_what_is_not_implemented_and_definitions_are_validated() {
+    let entries = catalog::catalog().expect("catalog");
+    let ols = entries
+        .iter()
+        .find(|e| e.id == "tabular-ols")
+        .expect("entry");
+    assert!(!ols.supported);
+    assert_eq!(ols.missing_checks, ["analysis_plan", "readiness_report"]);
+    assert_eq!(ols.stages.len(), 5);
+
+    let json = include_str!("../../../fixtures/workflows/tabular-ols.json");
+    let broken =
+        |from: &str, to: &str| Definition::parse(&json.replacen(from, to, 1), &KNOWN_CHECKS);
+    assert!(matches!(
+        broken(r#""produces": ["plan"]"#, r#""produces": ["plan", "readiness"]"#),
+        Err(DefinitionError::Producers { artifact, count: 2 }) if artifact == "readiness"
+    ));
+    assert!(matches!(
+        broken(r#""covers": ["split"]"#, r#""covers": []"#),
+        Err(DefinitionError::Unchecked { artifact, .. }) if artifact == "split"
+    ));
+    assert!(matches!(
+        broken(r#""consumes": ["dictionary", "readiness"]"#, r#""consumes": ["dictionary", "model"]"#),
+        Err(DefinitionError::BadDependency { item, why: "a later stage produces", .. }) if item == "model"
+    ));
+    assert!(matches!(
+        broken(r#""path": "outputs/split.csv""#, r#""path": "../split.csv""#),
+        Err(DefinitionError::BadPath { item, .. }) if item == "split"
+    ));
+    assert!(matches!(
+        broken(r#""check": "nonempty_report""#, r#""check": "vibes""#),
+        Err(DefinitionError::UnknownCheck { check, .. }) if check == "vibes"
+    ));
+}
+
+#[test]
+fn python_is_parsed_never_run_and_an_empty_report_does_not_count() {
+    let p = project(30, 3, 11);
+    python_reference(p.path(), "x");
+    std::fs::create_dir_all(p.path().join("analysis")).expect("mkdir");
+    let marker = p.path().join("ran");
+    let code = format!(
+        "open({:?}, 'w').write('x')\nslope = 1\n",
+        marker.display().to_string()
+    );
+    std::fs::write(p.path().join("analysis/fit.py"), &code).expect("write");
+    let ok = stage(p.path(), "model");
+    assert_eq!(result(&ok, "python_syntax").status, Status::Passed);
+    assert!(!marker.exists(), "the syntax check ran the code");
+    std::fs::write(p.path().join("analysis/fit.py"), "def fit(:\n    pass\n").expect("write");
+    let bad = stage(p.path(), "model");
+    let syntax = result(&bad, "python_syntax");
+    assert_eq!(syntax.status, Status::Failed);
+    assert!(syntax.reasons[0].contains("line 1"), "{:?}", syntax.reasons);
+
+    std::fs::create_dir_all(p.path().join("reports")).expect("mkdir");
+    std::fs::write(p.path().join("reports/final.md"), "# Result\n\nTBD\n").expect("write");
+    assert_eq!(
+        result(&stage(p.path(), "report"), "nonempty_report").status,
+        Status::Failed
+    );
+    std::fs::write(p.path().join("reports/final.md"), "word ".repeat(25)).expect("write");
+    assert_eq!(
+        result(&stage(p.path(), "report"), "nonempty_report").status,
+        Status::Passed
+    );
+}
