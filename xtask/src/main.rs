@@ -32,7 +32,7 @@ enum Task {
     DemoRecording,
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
-        /// Which benchmark: `journal`, `agent`, `gateway`, `workspace` or `tui`.
+        /// Which benchmark: `journal`, `agent`, `gateway`, `workspace`, `tui` or `workflow`.
         name: String,
     },
     /// Internal: one measured step of a benchmark, run in a fresh process.
@@ -57,8 +57,9 @@ fn main() -> Result<()> {
             "gateway" => bench::gateway::run(),
             "workspace" => bench::workspace::run(),
             "tui" => bench::tui::run(),
+            "workflow" => bench::workflow::run(),
             other => bail!(
-                "no benchmark named {other:?}; available: journal, agent, gateway, workspace, tui"
+                "no benchmark named {other:?}; available: journal, agent, gateway, workspace, tui, workflow"
             ),
         },
         Task::BenchChild { step, arg } => match step.strip_prefix("agent-") {

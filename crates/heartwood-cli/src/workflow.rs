@@ -3,10 +3,12 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Subcommand;
 use heartwood_gateway::ProjectContext;
-use heartwood_gateway::workspace::{CheckStatus, WorkspaceService, workflow_catalog};
+use heartwood_gateway::workspace::{
+    Assessment, CheckResult, CheckStatus, WorkspaceService, workflow_catalog,
+};
 
 /// `heartwood workflow …`
 #[derive(Subcommand)]
@@ -23,9 +25,22 @@ pub enum WorkflowCommand {
         definition: String,
         /// The stage id.
         stage: String,
+        /// Also write the results to this file, to assess them again later.
+        #[arg(long)]
+        save: Option<std::path::PathBuf>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Assess saved results: are they still evidence for the stage (complete, passing, and
+    /// about the files as they are now)?
+    Assess {
+        /// The definition id.
+        definition: String,
+        /// The stage id.
+        stage: String,
+        /// Results written by `heartwood workflow check --save`.
+        results: std::path::PathBuf,
     },
 }
 
@@ -72,12 +87,36 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
             }
             Ok(ExitCode::SUCCESS)
         }
+        WorkflowCommand::Assess {
+            definition,
+            stage,
+            results,
+        } => {
+            let text = std::fs::read(&results)
+                .with_context(|| format!("cannot read {}", results.display()))?;
+            let saved: Vec<CheckResult> = serde_json::from_slice(&text)
+                .with_context(|| format!("{} does not hold check results", results.display()))?;
+            let assessment =
+                WorkspaceService::open(project)?.assess_stage(&definition, &stage, &saved)?;
+            print_assessment(&assessment);
+            Ok(if assessment.eligible {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
         WorkflowCommand::Check {
             definition,
             stage,
+            save,
             json,
         } => {
-            let results = WorkspaceService::open(project)?.check_stage(&definition, &stage)?;
+            let service = WorkspaceService::open(project)?;
+            let results = service.check_stage(&definition, &stage)?;
+            if let Some(path) = &save {
+                std::fs::write(path, serde_json::to_vec_pretty(&results)?)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&results)?);
             } else {
@@ -97,6 +136,9 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                     }
                 }
             }
+            if !json {
+                print_assessment(&service.assess_stage(&definition, &stage, &results)?);
+            }
             let all_passed = results.iter().all(|r| r.status == CheckStatus::Passed);
             Ok(if all_passed {
                 ExitCode::SUCCESS
@@ -104,5 +146,28 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                 ExitCode::FAILURE
             })
         }
+    }
+}
+
+fn print_assessment(a: &Assessment) {
+    println!(
+        "\n{} {} / {}: {} (evidence {})",
+        a.definition,
+        a.version,
+        a.stage,
+        if a.eligible {
+            "the evidence holds"
+        } else {
+            "not eligible"
+        },
+        &a.fingerprint[..16]
+    );
+    for problem in &a.problems {
+        println!("    {problem}");
+    }
+    if a.eligible && a.researcher_review_required {
+        println!(
+            "    the stage also needs your acceptance; passing checks grant nothing by themselves"
+        );
     }
 }

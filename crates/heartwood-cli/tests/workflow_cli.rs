@@ -47,6 +47,44 @@ fn the_example_project_checks_and_a_planted_leak_fails() {
     assert_eq!(ols["status"], "passed", "{ols}");
     assert_eq!(ols["inspected"].as_array().map(Vec::len), Some(4));
 
+    for stage in ["readiness", "plan", "split", "model", "report"] {
+        let out = heartwood(dir.path(), &["workflow", "check", "tabular-ols", stage]);
+        assert!(out.status.success(), "{stage}: {}", text(&out.stdout));
+        assert!(
+            text(&out.stdout).contains("the evidence holds"),
+            "{}",
+            text(&out.stdout)
+        );
+    }
+
+    // Evidence saved now goes stale when an input changes afterwards.
+    let saved = dir.path().join("split-results.json");
+    let save = saved.to_str().expect("utf-8");
+    heartwood(
+        dir.path(),
+        &["workflow", "check", "tabular-ols", "split", "--save", save],
+    );
+    let fresh = heartwood(
+        dir.path(),
+        &["workflow", "assess", "tabular-ols", "split", save],
+    );
+    assert!(fresh.status.success(), "{}", text(&fresh.stdout));
+    let table = dir.path().join("data/cohort.csv");
+    let edited = std::fs::read_to_string(&table)
+        .expect("table")
+        .replace("p01,north,34", "p01,north,35");
+    std::fs::write(&table, edited).expect("write");
+    let stale = heartwood(
+        dir.path(),
+        &["workflow", "assess", "tabular-ols", "split", save],
+    );
+    assert!(!stale.status.success());
+    assert!(
+        text(&stale.stdout).contains("stale: data/cohort.csv changed"),
+        "{}",
+        text(&stale.stdout)
+    );
+
     let path = dir.path().join("outputs/split.csv");
     let leaked = std::fs::read_to_string(&path)
         .expect("split")

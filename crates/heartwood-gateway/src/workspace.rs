@@ -184,9 +184,29 @@ impl WorkspaceService {
     }
 }
 
+impl WorkspaceService {
+    /// Assesses check results as evidence for a stage: complete, passing, and still about the
+    /// files now in the project. Eligibility grants nothing by itself.
+    pub fn assess_stage(
+        &self,
+        definition: &str,
+        stage: &str,
+        results: &[heartwood_workflow::CheckResult],
+    ) -> Result<heartwood_workflow::gate::Assessment, GatewayError> {
+        let found = heartwood_workflow::catalog::definition(definition)
+            .map_err(|e| GatewayError::Config(e.to_string()))?
+            .ok_or_else(|| {
+                GatewayError::Config(format!("no workflow definition {definition:?}"))
+            })?;
+        heartwood_workflow::gate::assess(&self.workspace, &found, stage, results)
+            .ok_or_else(|| GatewayError::Config(format!("{definition} has no stage {stage:?}")))
+    }
+}
+
 /// The workflow catalog (read-only; creates nothing).
 pub fn workflow_catalog() -> Result<Vec<heartwood_workflow::catalog::Entry>, GatewayError> {
     heartwood_workflow::catalog::catalog().map_err(|e| GatewayError::Config(e.to_string()))
 }
 
+pub use heartwood_workflow::gate::Assessment;
 pub use heartwood_workflow::{CheckResult, Status as CheckStatus};

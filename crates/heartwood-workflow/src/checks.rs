@@ -43,7 +43,7 @@ pub fn data_dictionary(files: Files<'_>, result: &mut CheckResult) -> Option<(Ta
             continue;
         };
         for (i, row) in table.rows.iter().enumerate() {
-            let value = row.get(c).map(String::as_str).unwrap_or_default();
+            let value = &row[c];
             let line = i + 2;
             if value.is_empty() {
                 if rule.required {
@@ -75,8 +75,8 @@ pub fn data_dictionary(files: Files<'_>, result: &mut CheckResult) -> Option<(Ta
     if let Some(key) = table.column(&dictionary.primary_key) {
         let mut seen = BTreeSet::new();
         for (i, row) in table.rows.iter().enumerate() {
-            if !seen.insert(row[key].clone()) {
-                result.fail(format!("line {}: key {:?} appears twice", i + 2, row[key]));
+            if !seen.insert(row[key].to_owned()) {
+                result.fail(format!("line {}: key {:?} appears twice", i + 2, &row[key]));
             }
         }
     }
@@ -86,7 +86,7 @@ pub fn data_dictionary(files: Files<'_>, result: &mut CheckResult) -> Option<(Ta
     ) {
         let mut sizes: BTreeMap<&str, usize> = BTreeMap::new();
         for row in &table.rows {
-            *sizes.entry(row[g].as_str()).or_default() += 1;
+            *sizes.entry(&row[g]).or_default() += 1;
         }
         for (group, n) in sizes {
             if n < min {
@@ -102,6 +102,11 @@ pub fn data_dictionary(files: Files<'_>, result: &mut CheckResult) -> Option<(Ta
 /// `group_disjoint_split`: reads table, dictionary, split. Every key is assigned exactly once, no
 /// group is on both sides, and the held-out rows are exactly the held-out groups' rows.
 pub fn group_disjoint_split(files: Files<'_>, result: &mut CheckResult) -> Option<Split> {
+    checked_split(files, result).map(|(split, _, _)| split)
+}
+
+/// The split check, also handing back the table and dictionary it parsed.
+fn checked_split(files: Files<'_>, result: &mut CheckResult) -> Option<(Split, Table, Dictionary)> {
     let (table, dictionary) = table_and_dictionary(files, result)?;
     let split_table = table_from(files.get(2), "split", result)?;
     let (Some(key), Some(group)) = (
@@ -117,22 +122,22 @@ pub fn group_disjoint_split(files: Files<'_>, result: &mut CheckResult) -> Optio
     };
     let mut assigned: HashMap<&str, &str> = HashMap::new();
     for (i, row) in split_table.rows.iter().enumerate() {
-        let partition = row[sp].as_str();
+        let partition = &row[sp];
         if partition != "train" && partition != "held_out" {
             result.fail(format!(
                 "split line {}: partition {partition:?} is neither train nor held_out",
                 i + 2
             ));
         }
-        if assigned.insert(row[sk].as_str(), partition).is_some() {
+        if assigned.insert(&row[sk], partition).is_some() {
             result.fail(format!(
                 "split line {}: key {:?} is assigned twice",
                 i + 2,
-                row[sk]
+                &row[sk]
             ));
         }
     }
-    let keys: BTreeSet<&str> = table.rows.iter().map(|r| r[key].as_str()).collect();
+    let keys: BTreeSet<&str> = table.rows.iter().map(|r| &r[key]).collect();
     for k in assigned.keys() {
         if !keys.contains(k) {
             result.fail(format!(
@@ -143,15 +148,15 @@ pub fn group_disjoint_split(files: Files<'_>, result: &mut CheckResult) -> Optio
     let mut sides: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     let mut split = Split::default();
     for row in &table.rows {
-        let Some(partition) = assigned.get(row[key].as_str()) else {
-            result.fail(format!("key {:?} is not assigned to a partition", row[key]));
+        let Some(partition) = assigned.get(&row[key]) else {
+            result.fail(format!(
+                "key {:?} is not assigned to a partition",
+                &row[key]
+            ));
             continue;
         };
-        sides
-            .entry(row[group].as_str())
-            .or_default()
-            .insert(partition);
-        let expected = if dictionary.held_out_groups.contains(&row[group]) {
+        sides.entry(&row[group]).or_default().insert(partition);
+        let expected = if dictionary.held_out_groups.iter().any(|h| *h == row[group]) {
             "held_out"
         } else {
             "train"
@@ -159,12 +164,12 @@ pub fn group_disjoint_split(files: Files<'_>, result: &mut CheckResult) -> Optio
         if *partition != expected {
             result.fail(format!(
                 "key {:?} (group {:?}) is in {partition}, but the dictionary puts its group in {expected}",
-                row[key], row[group]
+                &row[key], &row[group]
             ));
         }
         split
             .partition
-            .insert(row[key].clone(), (*partition).to_owned());
+            .insert(row[key].to_owned(), (*partition).to_owned());
     }
     for (g, s) in sides {
         if s.len() > 1 {
@@ -173,7 +178,7 @@ pub fn group_disjoint_split(files: Files<'_>, result: &mut CheckResult) -> Optio
             ));
         }
     }
-    Some(split)
+    Some((split, table, dictionary))
 }
 
 /// Which partition each key is in.
@@ -229,17 +234,13 @@ pub struct GroupSlope {
 /// partition, the held-out predictions and errors, the training-mean comparator and the
 /// leave-one-group-out slopes, and compares each with the report.
 pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
-    let Some(split) = group_disjoint_split(files, result) else {
+    let Some((split, table, dictionary)) = checked_split(files, result) else {
         return;
     };
     if result.status != crate::check::Status::Passed {
         result.fail("the split is not valid, so the model cannot be checked against it");
         return;
     }
-    let (table, dictionary) = match table_and_dictionary(files, result) {
-        Some(t) => t,
-        None => return,
-    };
     let report: OlsReport = match files.get(3).map(|b| serde_json::from_slice(b)) {
         Some(Ok(r)) => r,
         Some(Err(e)) => return result.fail(format!("the results file is not a model report: {e}")),
@@ -272,14 +273,14 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
         let (Some(xv), Some(yv)) = (number(&row[x]), number(&row[y])) else {
             result.fail(format!(
                 "key {:?}: predictor or outcome is not a number",
-                row[k]
+                &row[k]
             ));
             return;
         };
         match split.partition.get(&row[k]).map(String::as_str) {
-            Some("train") => train.push((xv, yv, row[g].clone())),
+            Some("train") => train.push((xv, yv, row[g].to_owned())),
             Some(_) => {
-                held_out.insert(row[k].clone(), (xv, yv));
+                held_out.insert(row[k].to_owned(), (xv, yv));
             }
             None => {}
         }
@@ -507,5 +508,197 @@ pub fn nonempty_report(files: Files<'_>, result: &mut CheckResult) {
                 ));
             }
         }
+    }
+}
+
+/// A readiness report as the stage writes it (JSON): the figures it states about the table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadinessReport {
+    /// Data rows (the header not counted).
+    pub rows: usize,
+    /// Columns.
+    pub columns: usize,
+    /// Rows per group.
+    pub group_sizes: BTreeMap<String, usize>,
+    /// Empty values per column (columns not listed are stated to have none).
+    #[serde(default)]
+    pub missing: BTreeMap<String, usize>,
+    /// Summaries of numeric columns.
+    #[serde(default)]
+    pub numeric: BTreeMap<String, NumericSummary>,
+}
+
+/// A numeric column's summary.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NumericSummary {
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+/// `readiness_report`: reads table, dictionary, report. Every count and summary the report
+/// states is recomputed from the table.
+pub fn readiness_report(files: Files<'_>, result: &mut CheckResult) {
+    let Some((table, dictionary)) = table_and_dictionary(files, result) else {
+        return;
+    };
+    let report: ReadinessReport = match files.get(2).map(|b| serde_json::from_slice(b)) {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => {
+            return result.fail(format!(
+                "the readiness report is not in the expected form: {e}"
+            ));
+        }
+        None => return result.fail("the check needs the readiness report"),
+    };
+    if report.rows != table.rows.len() {
+        result.fail(format!(
+            "the report says {} rows; the table has {}",
+            report.rows,
+            table.rows.len()
+        ));
+    }
+    if report.columns != table.columns.len() {
+        result.fail(format!(
+            "the report says {} columns; the table has {}",
+            report.columns,
+            table.columns.len()
+        ));
+    }
+    let Some(g) = table.column(&dictionary.group) else {
+        return result.fail("the table lacks the dictionary's group column");
+    };
+    let mut sizes: BTreeMap<String, usize> = BTreeMap::new();
+    for row in &table.rows {
+        *sizes.entry(row[g].to_owned()).or_default() += 1;
+    }
+    if sizes != report.group_sizes {
+        result.fail(format!(
+            "the report's group sizes {:?} differ from the table's {:?}",
+            report.group_sizes, sizes
+        ));
+    }
+    for (c, name) in table.columns.iter().enumerate() {
+        let empty = table.rows.iter().filter(|r| r[c].is_empty()).count();
+        let stated = report.missing.get(name).copied().unwrap_or(0);
+        if empty != stated {
+            result.fail(format!(
+                "column {name}: the report says {stated} empty values; the table has {empty}"
+            ));
+        }
+    }
+    for (name, stated) in &report.numeric {
+        let Some(c) = table.column(name) else {
+            result.fail(format!(
+                "the report summarizes column {name:?}, which the table lacks"
+            ));
+            continue;
+        };
+        let values: Vec<f64> = table.rows.iter().filter_map(|r| number(&r[c])).collect();
+        if values.is_empty() {
+            result.fail(format!("column {name} has no numbers to summarize"));
+            continue;
+        }
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        compare(result, &format!("{name} minimum"), stated.min, min);
+        compare(result, &format!("{name} maximum"), stated.max, max);
+        compare(
+            result,
+            &format!("{name} mean"),
+            stated.mean,
+            mean(values.iter().copied()),
+        );
+    }
+}
+
+/// An analysis plan (JSON).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnalysisPlan {
+    /// The outcome column.
+    pub outcome: String,
+    /// The single predictor.
+    pub predictor: String,
+    /// The grouping column.
+    pub group: String,
+    /// The split: `group_disjoint` is the one the maintained checks support.
+    pub split: String,
+    /// Groups held out.
+    pub held_out_groups: Vec<String>,
+}
+
+/// `analysis_plan`: reads dictionary, plan. The plan names the dictionary's outcome and grouping,
+/// one permitted predictor, its held-out groups, and a split the maintained checks support.
+pub fn analysis_plan(files: Files<'_>, result: &mut CheckResult) {
+    let dictionary: Dictionary = match files.first().map(|b| serde_json::from_slice(b)) {
+        Some(Ok(d)) => d,
+        Some(Err(e)) => return result.fail(format!("the data dictionary is not valid: {e}")),
+        None => return result.fail("the check needs the data dictionary"),
+    };
+    let plan: AnalysisPlan = match files.get(1).map(|b| serde_json::from_slice(b)) {
+        Some(Ok(p)) => p,
+        Some(Err(e)) => return result.fail(format!("the plan is not in the expected form: {e}")),
+        None => return result.fail("the check needs the plan"),
+    };
+    if plan.outcome != dictionary.outcome {
+        result.fail(format!(
+            "the plan's outcome {:?} is not the dictionary's {:?}",
+            plan.outcome, dictionary.outcome
+        ));
+    }
+    if !dictionary.predictors.contains(&plan.predictor) {
+        result.fail(format!("{:?} is not a permitted predictor", plan.predictor));
+    }
+    if plan.group != dictionary.group {
+        result.fail(format!(
+            "the plan groups by {:?}; the dictionary's group is {:?}",
+            plan.group, dictionary.group
+        ));
+    }
+    let mut planned = plan.held_out_groups.clone();
+    let mut declared = dictionary.held_out_groups.clone();
+    planned.sort();
+    declared.sort();
+    if planned != declared {
+        result.fail(format!(
+            "the plan holds out {planned:?}; the dictionary declares {declared:?}"
+        ));
+    }
+    if plan.split != "group_disjoint" {
+        result.mark_unverified(format!(
+            "the maintained checks support the group_disjoint split, not {:?}",
+            plan.split
+        ));
+    }
+}
+
+/// `byte_comparison`: reads an original and a reproduction. Different bytes fail (with the first
+/// differing offset). Identical bytes stay unverified: a copy matches too, and a reproduction
+/// also needs evidence that a reviewed run produced it.
+pub fn byte_comparison(files: Files<'_>, result: &mut CheckResult) {
+    let (Some(original), Some(reproduced)) = (files.first(), files.get(1)) else {
+        return result.fail("the check needs the original and the reproduction");
+    };
+    match original
+        .iter()
+        .zip(reproduced.iter())
+        .position(|(a, b)| a != b)
+    {
+        Some(at) => result.fail(format!("the files differ first at byte {at}")),
+        None if original.len() != reproduced.len() => result.fail(format!(
+            "the files differ in length ({} and {} bytes)",
+            original.len(),
+            reproduced.len()
+        )),
+        None => result.mark_unverified(
+            "the bytes are identical, which a copy would also be; reproduction needs evidence \
+             that a reviewed run produced the file",
+        ),
     }
 }

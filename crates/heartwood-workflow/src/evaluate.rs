@@ -13,13 +13,26 @@ pub fn check_stage(
     stage: &str,
 ) -> Option<Vec<CheckResult>> {
     let stage = definition.stages.iter().find(|s| s.id == stage)?;
-    Some(
-        stage
+    // The checks of a stage are independent: run them side by side (the Python parser's
+    // start-up, in particular, overlaps the table checks).
+    Some(std::thread::scope(|scope| {
+        let running: Vec<_> = stage
             .checks
             .iter()
-            .map(|c| run(workspace, definition, c))
-            .collect(),
-    )
+            .map(|c| scope.spawn(move || run(workspace, definition, c)))
+            .collect();
+        running
+            .into_iter()
+            .zip(&stage.checks)
+            .map(|(handle, check)| {
+                handle.join().unwrap_or_else(|_| {
+                    let mut failed = CheckResult::new(&check.check);
+                    failed.mark_unverified("the check stopped unexpectedly");
+                    failed
+                })
+            })
+            .collect()
+    }))
 }
 
 /// Runs one check: reads its files (whole, within the limits, with digests), then evaluates.
@@ -68,6 +81,9 @@ pub fn run(workspace: &Workspace, definition: &Definition, check: &CheckUse) -> 
         "univariate_ols" => checks::univariate_ols(&files, &mut result),
         "python_syntax" => checks::python_syntax(&files, &mut result),
         "nonempty_report" => checks::nonempty_report(&files, &mut result),
+        "readiness_report" => checks::readiness_report(&files, &mut result),
+        "analysis_plan" => checks::analysis_plan(&files, &mut result),
+        "byte_comparison" => checks::byte_comparison(&files, &mut result),
         _ => {}
     }
     result

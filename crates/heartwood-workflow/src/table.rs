@@ -12,7 +12,20 @@ pub struct Table {
     /// Column names.
     pub columns: Vec<String>,
     /// Rows, each with one field per column.
-    pub rows: Vec<Vec<String>>,
+    pub rows: Vec<Row>,
+}
+
+/// One row: its fields in one buffer (a table at the limits would otherwise be over a million
+/// separate strings). Indexing past the last field gives an empty field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row(csv::StringRecord);
+
+impl std::ops::Index<usize> for Row {
+    type Output = str;
+
+    fn index(&self, column: usize) -> &str {
+        self.0.get(column).unwrap_or_default()
+    }
 }
 
 /// Why a table could not be used.
@@ -29,12 +42,13 @@ impl Table {
     pub fn parse(bytes: &[u8]) -> Result<Self, TableError> {
         let text = std::str::from_utf8(bytes)
             .map_err(|e| TableError::Malformed(format!("not UTF-8 text: {e}")))?;
+        // Fields are taken as written: " 7.5" is not a number, as it would not be to most readers.
         let mut reader = csv::ReaderBuilder::new().from_reader(text.as_bytes());
         let columns: Vec<String> = reader
             .headers()
             .map_err(|e| TableError::Malformed(e.to_string()))?
             .iter()
-            .map(|c| c.trim().to_owned())
+            .map(str::to_owned)
             .collect();
         if columns.len() > MAX_COLUMNS {
             return Err(TableError::Limit(format!(
@@ -50,7 +64,7 @@ impl Table {
                     "the table has more than {MAX_ROWS} rows, the most checks read"
                 )));
             }
-            rows.push(record.iter().map(|f| f.trim().to_owned()).collect());
+            rows.push(Row(record));
         }
         Ok(Table { columns, rows })
     }
