@@ -5,6 +5,7 @@
 //! max(1, |recomputed|)`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -19,7 +20,10 @@ pub type Files<'a> = &'a [Vec<u8>];
 
 /// `data_dictionary`: reads table, dictionary. Every column rule holds on every row, the key is
 /// unique, and the declared roles name real columns.
-pub fn data_dictionary(files: Files<'_>, result: &mut CheckResult) -> Option<(Table, Dictionary)> {
+pub fn data_dictionary(
+    files: Files<'_>,
+    result: &mut CheckResult,
+) -> Option<(Arc<Table>, Dictionary)> {
     let (table, dictionary) = table_and_dictionary(files, result)?;
     for role in [
         &dictionary.primary_key,
@@ -106,7 +110,10 @@ pub fn group_disjoint_split(files: Files<'_>, result: &mut CheckResult) -> Optio
 }
 
 /// The split check, also handing back the table and dictionary it parsed.
-fn checked_split(files: Files<'_>, result: &mut CheckResult) -> Option<(Split, Table, Dictionary)> {
+fn checked_split(
+    files: Files<'_>,
+    result: &mut CheckResult,
+) -> Option<(Split, Arc<Table>, Dictionary)> {
     let (table, dictionary) = table_and_dictionary(files, result)?;
     let split_table = table_from(files.get(2), "split", result)?;
     let (Some(key), Some(group)) = (
@@ -407,7 +414,10 @@ fn compare(result: &mut CheckResult, what: &str, reported: f64, recomputed: f64)
     }
 }
 
-fn table_and_dictionary(files: Files<'_>, result: &mut CheckResult) -> Option<(Table, Dictionary)> {
+fn table_and_dictionary(
+    files: Files<'_>,
+    result: &mut CheckResult,
+) -> Option<(Arc<Table>, Dictionary)> {
     let table = table_from(files.first(), "table", result)?;
     let dictionary = match files
         .get(1)
@@ -426,12 +436,12 @@ fn table_and_dictionary(files: Files<'_>, result: &mut CheckResult) -> Option<(T
     Some((table, dictionary))
 }
 
-fn table_from(bytes: Option<&Vec<u8>>, what: &str, result: &mut CheckResult) -> Option<Table> {
+fn table_from(bytes: Option<&Vec<u8>>, what: &str, result: &mut CheckResult) -> Option<Arc<Table>> {
     let Some(bytes) = bytes else {
         result.fail(format!("the check needs the {what} file"));
         return None;
     };
-    match Table::parse(bytes) {
+    match Table::parse_shared(bytes) {
         Ok(t) => Some(t),
         Err(TableError::Malformed(e)) => {
             result.fail(format!("the {what} is not a valid CSV table: {e}"));
@@ -444,8 +454,10 @@ fn table_from(bytes: Option<&Vec<u8>>, what: &str, result: &mut CheckResult) -> 
     }
 }
 
-/// `python_syntax`: reads one Python source file. Parses it with Python's own parser
-/// (`ast.parse`, which never runs the code); unverified when no `python3` is available.
+/// `python_syntax`: reads one Python source file and parses it, never running it. An in-process
+/// parser (rustpython) accepts ordinary code at once; what it rejects is confirmed by Python's own
+/// parser (`ast.parse`), so newer syntax it does not know is never failed on its word alone.
+/// Unverified when the in-process parser rejects the file and no `python3` is available.
 pub fn python_syntax(files: Files<'_>, result: &mut CheckResult) {
     use std::io::Write;
     use std::process::{Command, Stdio};
@@ -454,6 +466,12 @@ pub fn python_syntax(files: Files<'_>, result: &mut CheckResult) {
     };
     if source.iter().all(u8::is_ascii_whitespace) {
         return result.fail("the source file is empty");
+    }
+    let Ok(text) = std::str::from_utf8(source) else {
+        return result.fail("the source file is not UTF-8");
+    };
+    if rustpython_parser::parse(text, rustpython_parser::Mode::Module, "<source>").is_ok() {
+        return;
     }
     let parser = Command::new("python3")
         .args([

@@ -1,6 +1,7 @@
 //! Tables and data dictionaries, read within the check limits.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Deserialize;
 
@@ -14,6 +15,9 @@ pub struct Table {
     /// Rows, each with one field per column.
     pub rows: Vec<Row>,
 }
+
+/// A table with the bytes it was parsed from.
+type Parsed = (Arc<Vec<u8>>, Arc<Table>);
 
 /// One row: its fields in one buffer (a table at the limits would otherwise be over a million
 /// separate strings). Indexing past the last field gives an empty field.
@@ -67,6 +71,22 @@ impl Table {
             rows.push(Row(record));
         }
         Ok(Table { columns, rows })
+    }
+
+    /// [`Table::parse`], sharing the result with the checks that read the same bytes: the
+    /// stages of a definition read one table several times, and parsing it dominates their cost.
+    /// The cache holds the most recent table and is hit only when the bytes are identical.
+    pub fn parse_shared(bytes: &[u8]) -> Result<Arc<Self>, TableError> {
+        static RECENT: Mutex<Option<Parsed>> = Mutex::new(None);
+        let lock = || RECENT.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((cached, table)) = lock().as_ref()
+            && cached.as_slice() == bytes
+        {
+            return Ok(Arc::clone(table));
+        }
+        let table = Arc::new(Table::parse(bytes)?);
+        *lock() = Some((Arc::new(bytes.to_vec()), Arc::clone(&table)));
+        Ok(table)
     }
 
     /// The index of a column.
