@@ -351,13 +351,23 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
         .iter()
         .map(|s| (s.group.as_str(), s.slope))
         .collect();
+    // Groups by index, so leaving one out compares integers, not names.
+    let names: Vec<&str> = groups.iter().copied().collect();
+    let ids: Vec<usize> = train
+        .iter()
+        .map(|t| names.binary_search(&t.2.as_str()).unwrap_or(usize::MAX))
+        .collect();
     let mut logo = Vec::new();
-    for group in &groups {
-        let rest: Vec<(f64, f64)> = train
-            .iter()
-            .filter(|t| t.2 != *group)
-            .map(|t| (t.0, t.1))
-            .collect();
+    let mut rest = Vec::with_capacity(train.len());
+    for (id, group) in names.iter().enumerate() {
+        rest.clear();
+        rest.extend(
+            train
+                .iter()
+                .zip(&ids)
+                .filter(|(_, g)| **g != id)
+                .map(|(t, _)| (t.0, t.1)),
+        );
         let Some((s, _)) = fit(&rest) else { continue };
         logo.push(serde_json::json!({"group": group, "slope": s}));
         match reported.get(group) {
