@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use heartwood_events::Lifecycle;
-use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig, install_recording};
+use heartwood_gateway::config::{ProjectConfig, RouteConfig, install_recording};
 use heartwood_gateway::{ProjectContext, SessionAdmin};
 
 /// The study's files, as shipped in `fixtures/demo/project/`.
@@ -51,18 +51,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
     std::env::set_current_dir(&dir).with_context(|| format!("cannot enter {}", dir.display()))?;
     let project = ProjectContext::current()?;
     let recording = install_recording(&project, "demo.jsonl", RECORDING.as_bytes())?;
-    ProjectConfig::set_route(
-        &project,
-        RouteConfig {
-            category: RouteCategory::Replay,
-            base_url: "replay".into(),
-            model: "recorded".into(),
-            api_key_env: None,
-            recording: Some(recording),
-            max_input_tokens: 100_000,
-            max_output_tokens: 4_096,
-        },
-    )?;
+    ProjectConfig::set_route(&project, RouteConfig::replay(recording))?;
     println!(
         "The example study is in {}; the agent's model replies are replayed from a recording.",
         dir.display()

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use heartwood_events::{ActionState, ActionView, Event, SessionProjection};
-use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig, install_recording};
+use heartwood_gateway::config::{ProjectConfig, RouteConfig, install_recording};
 use heartwood_gateway::{ProjectContext, SessionAdmin};
 
 /// Arguments of `heartwood replay`.
@@ -73,18 +73,7 @@ pub fn run(project: &ProjectContext, args: ReplayArgs) -> Result<ExitCode> {
     }
     let name = format!("replay-{}.jsonl", args.session);
     let recording = install_recording(&copy, &name, &recording)?;
-    ProjectConfig::set_route(
-        &copy,
-        RouteConfig {
-            category: RouteCategory::Replay,
-            base_url: "replay".into(),
-            model: "recorded".into(),
-            api_key_env: None,
-            recording: Some(recording),
-            max_input_tokens: 100_000,
-            max_output_tokens: 4_096,
-        },
-    )?;
+    ProjectConfig::set_route(&copy, RouteConfig::replay(recording))?;
     println!(
         "Replaying session {} in {} ({} policy); answer each decision with `heartwood decide` \
          there, then compare with `heartwood replay {} --into {} --compare`.",

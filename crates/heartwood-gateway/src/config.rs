@@ -142,6 +142,19 @@ impl RouteConfig {
         Ok(())
     }
 
+    /// A route that replays `recording` (project-relative), with default budgets.
+    pub fn replay(recording: String) -> Self {
+        RouteConfig {
+            category: RouteCategory::Replay,
+            base_url: "replay".into(),
+            model: "recorded".into(),
+            api_key_env: None,
+            recording: Some(recording),
+            max_input_tokens: default_input(),
+            max_output_tokens: default_output(),
+        }
+    }
+
     /// The recording a replay route serves, resolved against the project folder.
     pub fn recording_path(&self, project: &Path) -> Option<PathBuf> {
         self.recording.as_ref().map(|r| project.join(r))
