@@ -14,7 +14,7 @@ pub fn describe(e: &RecordedEvent) -> String {
             format!("exported {count} events to {bundle}")
         }
         Event::SessionClosed {} => "session closed".to_owned(),
-        Event::TaskSubmitted { text, policy } => {
+        Event::TaskSubmitted { text, policy, .. } => {
             format!("task ({}): {}", policy.as_str(), short(text, 200))
         }
         Event::GuidanceSent { text } => format!("guidance: {}", short(text, 200)),

@@ -1,15 +1,17 @@
 //! `heartwood replay`: run a recorded session's task again, with the model's recorded replies,
 //! in a copy of the project's starting files, and compare what the tools observed.
 //!
-//! `heartwood replay ID --into DIR` installs the session's recording in DIR (which must hold the
-//! project as it was when the session started), connects DIR to a replay route and gives the
-//! task again under the same policy: every action set waits for a decision again, answered with
+//! `heartwood replay ID` makes a fresh copy of the project's starting files beside the project
+//! (from the Git commit the files matched when the task was given), or `--into DIR` uses a copy
+//! you made; it installs the session's recording there, connects it to a replay route and gives
+//! the task again under the same policy: every action set waits for a decision again, answered with
 //! `heartwood decide` in DIR as usual. `--compare` then reports, action by action, whether the
 //! replay observed the same results. A replay that leaves the recording (a file differed, so a
 //! tool result differed) stops at that model call and says so.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 use heartwood_events::{ActionState, ActionView, Event, SessionProjection};
@@ -21,9 +23,10 @@ use heartwood_gateway::{ProjectContext, SessionAdmin};
 pub struct ReplayArgs {
     /// The recorded session (in this project).
     session: String,
-    /// A folder holding the project's starting files, where the replay runs.
+    /// A folder holding the project's starting files, where the replay runs (default: a fresh
+    /// copy made from the commit recorded with the task, beside the project).
     #[arg(long)]
-    into: PathBuf,
+    into: Option<PathBuf>,
     /// Compare the replay in DIR with the original instead of starting it.
     #[arg(long)]
     compare: bool,
@@ -40,8 +43,12 @@ pub fn run(project: &ProjectContext, args: ReplayArgs) -> Result<ExitCode> {
             args.session
         );
     };
-    let Some((task, policy)) = view.events.iter().flatten().find_map(|e| match &e.event {
-        Event::TaskSubmitted { text, policy } => Some((text.clone(), *policy)),
+    let Some((task, policy, commit)) = view.events.iter().flatten().find_map(|e| match &e.event {
+        Event::TaskSubmitted {
+            text,
+            policy,
+            starting_commit,
+        } => Some((text.clone(), *policy, starting_commit.clone())),
         _ => None,
     }) else {
         bail!("session {} was never given a task", args.session);
@@ -52,13 +59,21 @@ pub fn run(project: &ProjectContext, args: ReplayArgs) -> Result<ExitCode> {
             args.session
         )
     })?;
-    std::env::set_current_dir(&args.into)
-        .with_context(|| format!("cannot enter {}", args.into.display()))?;
+    let into = match (args.into.clone(), commit) {
+        (Some(dir), _) => dir,
+        (None, _) if args.compare => default_copy(project, &args.session),
+        (None, Some(commit)) => fresh_copy(project, &args.session, &commit)?,
+        (None, None) => bail!(
+            "session {} recorded no commit for its starting files (the project was not a Git work              tree, or had uncommitted changes, when the task was given); make a copy of the              starting files and pass it with --into DIR",
+            args.session
+        ),
+    };
+    std::env::set_current_dir(&into).with_context(|| format!("cannot enter {}", into.display()))?;
     let copy = ProjectContext::current()?;
     if args.compare {
         let replayed = SessionAdmin::new(&copy).show(&args.session)?;
         let Some(replayed) = replayed.projection else {
-            bail!("the replay in {} does not verify", args.into.display());
+            bail!("the replay in {} does not verify", into.display());
         };
         return Ok(compare(&original, &replayed));
     }
@@ -67,7 +82,7 @@ pub fn run(project: &ProjectContext, args: ReplayArgs) -> Result<ExitCode> {
     {
         bail!(
             "{} already holds a session {}; replay into a fresh copy of the starting files",
-            args.into.display(),
+            into.display(),
             args.session
         );
     }
@@ -78,10 +93,10 @@ pub fn run(project: &ProjectContext, args: ReplayArgs) -> Result<ExitCode> {
         "Replaying session {} in {} ({} policy); answer each decision with `heartwood decide` \
          there, then compare with `heartwood replay {} --into {} --compare`.",
         args.session,
-        args.into.display(),
+        into.display(),
         policy.as_str(),
         args.session,
-        args.into.display()
+        into.display()
     );
     crate::exec::run_task_with(&copy, &args.session, &task, policy)
 }
@@ -140,4 +155,64 @@ fn first_line(action: &ActionView) -> String {
         .and_then(|d| d.lines().next())
         .unwrap_or("(no output)")
         .to_owned()
+}
+
+/// Where a replay's fresh copy goes by default: beside the project.
+fn default_copy(project: &ProjectContext, session: &str) -> PathBuf {
+    let name = project
+        .root()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "project".to_owned());
+    project
+        .root()
+        .with_file_name(format!("{name}-replay-{session}"))
+}
+
+/// Writes the files of `commit` into a new folder beside the project.
+fn fresh_copy(project: &ProjectContext, session: &str, commit: &str) -> Result<PathBuf> {
+    let dir = default_copy(project, session);
+    if dir.exists() {
+        bail!(
+            "{} already exists; remove it, or pass another folder with --into",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(&dir)?;
+    let mut archive = Command::new("git")
+        .args([
+            "--no-optional-locks",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "archive",
+            "--format=tar",
+            commit,
+        ])
+        .current_dir(project.root())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("cannot run git")?;
+    let extracted = Command::new("tar")
+        .args(["-x", "-C"])
+        .arg(&dir)
+        .stdin(
+            archive
+                .stdout
+                .take()
+                .context("git archive gave no output")?,
+        )
+        .status()
+        .context("cannot run tar")?;
+    let archived = archive.wait().context("git archive did not finish")?;
+    if !extracted.success() || !archived.success() {
+        bail!(
+            "could not write the files of commit {commit} into {}",
+            dir.display()
+        );
+    }
+    println!(
+        "The starting files (commit {commit}) are in {}.",
+        dir.display()
+    );
+    Ok(dir)
 }

@@ -50,6 +50,14 @@ async fn a_replay_reproduces_the_results_and_a_planted_change_is_found() {
     );
     drop(server);
 
+    let no_copy = heartwood(&original, &["replay", "r"]);
+    assert!(!no_copy.status.success());
+    assert!(
+        text(&no_copy.stderr).contains("recorded no commit"),
+        "{}",
+        text(&no_copy.stderr)
+    );
+
     let same = root.path().join("same");
     starting_files(&same, ROWS);
     let into = same.to_str().expect("utf-8");
@@ -83,4 +91,73 @@ async fn a_replay_reproduces_the_results_and_a_planted_change_is_found() {
         "{report}"
     );
     assert!(report.contains("missing"), "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_a_git_project_the_replay_makes_its_own_copy_of_the_starting_files() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let original = root.path().join("study");
+    starting_files(&original, ROWS);
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
+            .args(args)
+            .current_dir(&original)
+            .status()
+            .expect("git")
+            .success();
+        assert!(ok);
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(original.join(".gitignore"), ".heartwood/\n").expect("write");
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "data"]);
+    let server = ScriptedModelServer::start(Script::of(vec![
+        Turn::calls(&[("terminal", json!({"command": "wc -l < data/cohort.csv"}))]),
+        Turn::calls(&[("finish", json!({"message": "3 rows"}))]),
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(&original, &server.base_url());
+    // The route lives in .heartwood/, which the repository ignores: the tree is still clean.
+    let run = heartwood_async(
+        &original,
+        &["exec", "--session", "g", "--policy", "low-risk", "count"],
+    )
+    .await;
+    assert!(
+        run.status.success(),
+        "{}{}",
+        text(&run.stdout),
+        text(&run.stderr)
+    );
+    // Work after the task does not change what the replay starts from.
+    std::fs::write(original.join("data/cohort.csv"), "id,site,y\n").expect("write");
+    drop(server);
+
+    let replay = heartwood_async(&original, &["replay", "g"]).await;
+    assert!(
+        replay.status.success(),
+        "{}{}",
+        text(&replay.stdout),
+        text(&replay.stderr)
+    );
+    let copy = root.path().join("study-replay-g");
+    assert_eq!(
+        std::fs::read_to_string(copy.join("data/cohort.csv")).expect("copy"),
+        ROWS
+    );
+    let compare = heartwood(&original, &["replay", "g", "--compare"]);
+    assert!(compare.status.success(), "{}", text(&compare.stdout));
+    assert!(
+        text(&compare.stdout).contains("2 of 2 tool results match"),
+        "{}",
+        text(&compare.stdout)
+    );
+    let again = heartwood_async(&original, &["replay", "g"]).await;
+    assert!(
+        text(&again.stderr).contains("already exists"),
+        "{}",
+        text(&again.stderr)
+    );
 }

@@ -50,6 +50,10 @@ pub enum Event {
         text: String,
         /// The action policy for this task.
         policy: ActionPolicy,
+        /// The Git commit the project's files matched exactly when the task was given (so a
+        /// replay can start from the same files); absent outside Git or with uncommitted changes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        starting_commit: Option<String>,
     },
     /// The researcher added guidance while a task was active.
     GuidanceSent {
@@ -305,6 +309,7 @@ mod tests {
             Event::TaskSubmitted {
                 text: "t".into(),
                 policy: ActionPolicy::AlwaysReview,
+                starting_commit: Some("0123abcd".into()),
             },
             Event::GuidanceSent { text: "g".into() },
             Event::PauseRequested {},

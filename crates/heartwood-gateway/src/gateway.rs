@@ -94,6 +94,15 @@ impl SessionGateway {
             &command.session,
             matches!(command.kind, CommandKind::SubmitTask { .. }),
         )?;
+        // Looked up before taking the session's lock: `git status` can take a while.
+        let starting_commit = match &command.kind {
+            CommandKind::SubmitTask { .. } => {
+                heartwood_workspace::Workspace::open(self.project.root())
+                    .ok()
+                    .and_then(|w| w.clean_head())
+            }
+            _ => None,
+        };
         let mut core = live.lock();
         let name = command.kind.name();
         let id = &command.command_id;
@@ -116,6 +125,7 @@ impl SessionGateway {
                 let event = Event::TaskSubmitted {
                     text: text.clone(),
                     policy,
+                    starting_commit,
                 };
                 if let Some(worker) = &core.worker {
                     worker.withdraw_pause();

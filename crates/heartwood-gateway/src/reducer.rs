@@ -37,7 +37,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         Event::Message { role, text } => say(p, seq, *role, text),
         Event::ExportRecorded { .. } => p.exports += 1,
         Event::SessionClosed {} => p.closed = true,
-        Event::TaskSubmitted { text, policy } => {
+        Event::TaskSubmitted { text, policy, .. } => {
             say(p, seq, Role::Researcher, text);
             p.policy = *policy;
             p.closed = false;
@@ -289,6 +289,7 @@ mod tests {
                 Event::TaskSubmitted {
                     text: "t".into(),
                     policy: ActionPolicy::AlwaysReview,
+                    starting_commit: None,
                 },
             ),
             recorded(

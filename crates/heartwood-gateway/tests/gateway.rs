@@ -403,6 +403,7 @@ async fn a_task_journaled_before_a_crash_reaches_the_agent_in_the_next_process()
         vec![heartwood_events::Event::TaskSubmitted {
             text: "two".into(),
             policy: ActionPolicy::AlwaysReview,
+            starting_commit: None,
         }],
     );
     let next = SessionGateway::new(ProjectContext::at(f.project.path())).expect("gateway");

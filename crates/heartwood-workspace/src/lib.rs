@@ -81,6 +81,21 @@ impl Workspace {
         self.git.is_some()
     }
 
+    /// The commit `HEAD` names when the work tree matches it exactly (no change, no untracked
+    /// file outside `.heartwood/`), so the project's files can be recreated from it later.
+    pub fn clean_head(&self) -> Option<String> {
+        let git = self.git.as_ref()?;
+        if !git.prefix.is_empty() {
+            return None; // the project is part of a larger work tree: its files alone are not a commit
+        }
+        let head = git.run(&["rev-parse", "--verify", "HEAD"]).ok()?;
+        let head = String::from_utf8(head).ok()?.trim().to_owned();
+        let changes = self.changes(&[], ChangeLimits { max_paths: 1 }).ok()?;
+        // Paths the listing leaves out are Heartwood's own state (and names a project path cannot
+        // hold); they are not part of the starting files.
+        changes.changes.is_empty().then_some(head)
+    }
+
     /// What sits at `path` (links not followed) and, for files, its size.
     pub fn kind(&self, path: &ProjectPath) -> Result<(EntryKind, u64), AccessError> {
         self.root.kind(path)

@@ -49,6 +49,7 @@ pub fn run() -> Result<()> {
     let mut events = vec![Event::TaskSubmitted {
         text: "Summarize every part".into(),
         policy: ActionPolicy::AlwaysReview,
+        starting_commit: None,
     }];
     events.extend((0..MESSAGES).map(|i| Event::Message {
         role: if i % 2 == 0 { Role::Agent } else { Role::Researcher },

@@ -61,6 +61,7 @@ fn task(text: &str) -> Event {
     Event::TaskSubmitted {
         text: text.into(),
         policy: ActionPolicy::AlwaysReview,
+        starting_commit: None,
     }
 }
 
