@@ -13,6 +13,7 @@ mod exec;
 mod model;
 mod render;
 mod replay;
+mod serve;
 mod sessions;
 mod status;
 mod workflow;
@@ -58,6 +59,8 @@ enum Command {
     /// Research workflows: the catalog, and a stage's independent checks on the current files.
     #[command(subcommand)]
     Workflow(workflow::WorkflowCommand),
+    /// Serve the gateway's API over HTTP on loopback (the browser page comes later).
+    Serve(serve::ServeArgs),
     /// Try Heartwood without a model: an example study and a recorded session, replayed.
     Demo(demo::DemoArgs),
     /// Look at the project's files: tree, text, changes, diffs (read-only).
@@ -91,6 +94,7 @@ fn run(project: heartwood_gateway::ProjectContext, command: Command) -> anyhow::
         Command::Decide(args) => exec::decide(project, args),
         Command::Workspace(cmd) => workspace::run(&project, cmd),
         Command::Demo(args) => demo::run(args),
+        Command::Serve(args) => serve::run(project, args),
         Command::Workflow(cmd) => workflow::run(&project, cmd),
         Command::Replay(args) => replay::run(&project, args),
     }

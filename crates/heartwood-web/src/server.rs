@@ -1,0 +1,313 @@
+//! The HTTP server: one entry point that runs the ingress policy on every request, then the
+//! gateway's API under `{base}/api/`. Handlers only adapt HTTP to the gateway; the gateway keeps
+//! every rule.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use heartwood_events::{Command, CommandId, CommandKind, Lifecycle, Outcome, SessionId};
+use heartwood_gateway::{ProjectContext, SessionGateway};
+use serde_json::{Value, json};
+
+use crate::capability::COOKIE;
+use crate::ingress::{Admitted, IngressPolicy};
+
+/// Most bytes of a request body.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// What every request handler shares.
+pub struct AppState {
+    /// The project's gateway.
+    pub gateway: SessionGateway,
+    /// The project.
+    pub project: ProjectContext,
+    /// The ingress policy.
+    pub policy: IngressPolicy,
+    /// Requests that passed the policy (for tests: refused ones never reach a handler).
+    pub admitted: AtomicU64,
+}
+
+/// The router: everything goes through [`entry`].
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new().fallback(entry).with_state(state)
+}
+
+async fn entry(
+    State(app): State<Arc<AppState>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request,
+) -> Response {
+    let headers: Vec<(String, String)> = request
+        .headers()
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_owned(),
+                v.to_str().unwrap_or("\u{fffd}").to_owned(),
+            )
+        })
+        .collect();
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    let method = request.method().as_str().to_owned();
+    let admitted = match app.policy.admit(&method, &target, &headers, peer.ip()) {
+        Ok(admitted) => admitted,
+        Err(refused) => {
+            let status = StatusCode::from_u16(refused.status).unwrap_or(StatusCode::BAD_REQUEST);
+            return (status, format!("{}\n", refused.reason)).into_response();
+        }
+    };
+    app.admitted.fetch_add(1, Ordering::SeqCst);
+    if admitted.exchange_token {
+        return exchange(&app);
+    }
+    let body = match axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES).await {
+        Ok(body) => body,
+        Err(_) => {
+            return plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the request body is too large",
+            );
+        }
+    };
+    route(&app, &method, &admitted, body).await
+}
+
+/// Sets the capability cookie and sends the browser to the same page without the token.
+fn exchange(app: &AppState) -> Response {
+    let base = app.policy.base_path();
+    let cookie = format!(
+        "{COOKIE}={}; HttpOnly; SameSite=Strict; Path={base}",
+        app.policy.capability().reveal()
+    );
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let headers = response.headers_mut();
+    if let (Ok(location), Ok(cookie)) =
+        (HeaderValue::from_str(base), HeaderValue::from_str(&cookie))
+    {
+        headers.insert(header::LOCATION, location);
+        headers.insert(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+async fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) -> Response {
+    let parts: Vec<&str> = admitted.route.trim_matches('/').split('/').collect();
+    let since = admitted
+        .query
+        .as_deref()
+        .and_then(|q| q.split('&').find_map(|p| p.strip_prefix("since=")))
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(0);
+    match (method, parts.as_slice()) {
+        ("GET", ["api", "status"]) => match heartwood_gateway::startup::plan(&app.project) {
+            Ok(plan) => json_response(StatusCode::OK, &plan),
+            Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        },
+        ("GET", ["api", "sessions"]) => match app.gateway.sessions() {
+            Ok(list) => {
+                let rows: Vec<Value> = list
+                    .iter()
+                    .map(|s| {
+                        json!({
+                            "id": s.id,
+                            "events": s.events,
+                            "last_activity": s.last_activity.as_ref().map(|t| t.as_str()),
+                        })
+                    })
+                    .collect();
+                json_response(StatusCode::OK, &rows)
+            }
+            Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        },
+        // The server mints the id; callers cannot choose one.
+        ("POST", ["api", "sessions"]) => json_response(
+            StatusCode::CREATED,
+            &json!({"session": SessionGateway::new_session_id()}),
+        ),
+        ("GET", ["api", "sessions", id, "snapshot"]) => {
+            let Ok(id) = SessionId::parse(id) else {
+                return plain(StatusCode::BAD_REQUEST, "not a session id");
+            };
+            match app.gateway.snapshot(&id, since) {
+                Ok(snapshot) => {
+                    // A run stopped for a decision is not an error: 202 with the pending set.
+                    let waiting = snapshot.projection.lifecycle == Lifecycle::WaitingForDecision
+                        && snapshot.projection.pending.is_some();
+                    let status = if waiting {
+                        StatusCode::ACCEPTED
+                    } else {
+                        StatusCode::OK
+                    };
+                    json_response(status, &snapshot)
+                }
+                Err(e) => plain(StatusCode::NOT_FOUND, &e.to_string()),
+            }
+        }
+        ("POST", ["api", "sessions", id, "commands"]) => submit(app, id, &body),
+        ("GET", ["api", "sessions", id, "events"]) => events(app, id, since),
+        ("GET", [""]) => plain(
+            StatusCode::NOT_IMPLEMENTED,
+            "The browser page is not built yet. The API answers under api/: sessions, \
+             sessions/ID/snapshot, sessions/ID/commands, sessions/ID/events (server-sent events), \
+             status.",
+        ),
+        _ => plain(StatusCode::NOT_FOUND, "not found"),
+    }
+}
+
+/// Submits a command (`{"command_id"?, "type", ...}`) to session `id`; the session comes from the
+/// path and the actor from the capability, never from the body.
+fn submit(app: &Arc<AppState>, id: &str, body: &[u8]) -> Response {
+    let Ok(session) = SessionId::parse(id) else {
+        return plain(StatusCode::BAD_REQUEST, "not a session id");
+    };
+    let mut value: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("not JSON: {e}")),
+    };
+    let command_id = match value.get("command_id").and_then(Value::as_str) {
+        Some(c) => match CommandId::parse(c) {
+            Ok(c) => c,
+            Err(e) => return plain(StatusCode::BAD_REQUEST, &e.to_string()),
+        },
+        None => SessionGateway::new_command_id(),
+    };
+    if let Some(object) = value.as_object_mut() {
+        object.remove("command_id");
+        object.remove("session");
+        object.remove("schema");
+    }
+    let kind: CommandKind = match serde_json::from_value(value) {
+        Ok(k) => k,
+        Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("not a command: {e}")),
+    };
+    match app.gateway.submit(Command::new(command_id, session, kind)) {
+        Ok(receipt) => {
+            let status = match receipt.outcome {
+                Outcome::Applied { .. } => StatusCode::OK,
+                Outcome::Refused { .. } => StatusCode::CONFLICT,
+            };
+            json_response(status, &receipt)
+        }
+        Err(e) => plain(StatusCode::CONFLICT, &e.to_string()),
+    }
+}
+
+/// Server-sent events: the events after `since`, then every update as it happens.
+fn events(app: &Arc<AppState>, id: &str, since: u64) -> Response {
+    let Ok(session) = SessionId::parse(id) else {
+        return plain(StatusCode::BAD_REQUEST, "not a session id");
+    };
+    let mut updates = match app.gateway.subscribe(&session) {
+        Ok(u) => u,
+        Err(e) => return plain(StatusCode::CONFLICT, &e.to_string()),
+    };
+    let first = match app.gateway.snapshot(&session, since) {
+        Ok(s) => s,
+        Err(e) => return plain(StatusCode::NOT_FOUND, &e.to_string()),
+    };
+    let mut last = first.revision;
+    let backlog: Vec<String> = first
+        .events
+        .iter()
+        .filter_map(|e| serde_json::to_string(&json!({"update": "event", "revision": e.seq.get(), "transient_revision": 0, "event": e})).ok())
+        .collect();
+    let stream = async_stream(backlog, move |sender| async move {
+        loop {
+            match updates.recv().await {
+                Ok(update) => {
+                    // Durable events at or below the snapshot were already sent.
+                    if let heartwood_gateway::Change::Event { event } = &update.change {
+                        if event.seq.get() <= last {
+                            continue;
+                        }
+                        last = event.seq.get();
+                    }
+                    let Ok(text) = serde_json::to_string(&update) else {
+                        continue;
+                    };
+                    if sender.send(text).await.is_err() {
+                        return;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    let _ = sender.send(json!({"update": "lagged"}).to_string()).await;
+                }
+                Err(_) => return,
+            }
+        }
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// A stream of SSE events: `backlog` first, then what `produce` sends.
+fn async_stream<F, Fut>(
+    backlog: Vec<String>,
+    produce: F,
+) -> impl futures_core_stream::Stream<Item = Result<SseEvent, Infallible>>
+where
+    F: FnOnce(tokio::sync::mpsc::Sender<String>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (sender, receiver) = tokio::sync::mpsc::channel(256);
+    let pump = sender.clone();
+    tokio::spawn(async move {
+        for text in backlog {
+            if pump.send(text).await.is_err() {
+                return;
+            }
+        }
+    });
+    tokio::spawn(produce(sender));
+    futures_core_stream::from_receiver(receiver)
+}
+
+fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => (
+            status,
+            [(header::CONTENT_TYPE, "application/json")],
+            Body::from(bytes),
+        )
+            .into_response(),
+        Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+fn plain(status: StatusCode, text: &str) -> Response {
+    (status, format!("{text}\n")).into_response()
+}
+
+/// A tiny adapter from an mpsc receiver to the `Stream` axum's SSE wants.
+mod futures_core_stream {
+    pub use futures_util::Stream;
+    use std::convert::Infallible;
+
+    use axum::response::sse::Event;
+    use futures_util::StreamExt;
+
+    pub fn from_receiver(
+        receiver: tokio::sync::mpsc::Receiver<String>,
+    ) -> impl Stream<Item = Result<Event, Infallible>> {
+        futures_util::stream::unfold(receiver, |mut r| async move {
+            r.recv()
+                .await
+                .map(|text| (Ok(Event::default().data(text)), r))
+        })
+        .boxed()
+    }
+}

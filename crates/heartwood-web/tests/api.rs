@@ -1,0 +1,145 @@
+//! The API over real HTTP against the scripted model server: a task, a pending set answered 202,
+//! a decision, the run finishing, and the server-sent event stream carrying it.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
+use heartwood_gateway::{ProjectContext, SessionGateway};
+use heartwood_testkit::{Script, ScriptedModelServer, Turn};
+use heartwood_web::{AppState, Capability, IngressPolicy, Mode};
+use serde_json::{Value, json};
+
+const SECRET: &str = "api-test-capability";
+
+/// One request; returns the status and the body.
+fn call(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {SECRET}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        addr.port(),
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_waits_for_a_decision_over_http_and_the_stream_carries_it() {
+    let model = ScriptedModelServer::start(Script::of(vec![
+        Turn::calls(&[
+            ("terminal", json!({"command": "echo one >> ran.txt"})),
+            ("terminal", json!({"command": "echo two >> ran.txt"})),
+        ]),
+        Turn::calls(&[("finish", json!({"message": "done"}))]),
+    ]))
+    .await
+    .expect("model");
+    let project = tempfile::tempdir().expect("project");
+    let context = ProjectContext::at(project.path());
+    ProjectConfig::set_route(
+        &context,
+        RouteConfig {
+            category: RouteCategory::Compatible,
+            base_url: model.base_url(),
+            model: "scripted".into(),
+            api_key_env: None,
+            recording: None,
+            max_input_tokens: 100_000,
+            max_output_tokens: 1_000,
+        },
+    )
+    .expect("route");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let state = Arc::new(AppState {
+        gateway: SessionGateway::new(context.clone()).expect("gateway"),
+        project: context,
+        policy: IngressPolicy::new(Mode::Loopback, addr.port(), Capability::from_secret(SECRET)),
+        admitted: Default::default(),
+    });
+    tokio::spawn(heartwood_web::serve(listener, Arc::clone(&state)));
+
+    let created = tokio::task::spawn_blocking(move || {
+        let (status, body) = call(addr, "POST", "/api/sessions", None);
+        assert_eq!(status, 201, "{body}");
+        let session: Value = serde_json::from_str(&body).expect("json");
+        let id = session["session"].as_str().expect("id").to_owned();
+        let task = json!({"type": "submit_task", "text": "write ran.txt", "command_id": "t1"});
+        let (status, body) = call(addr, "POST", &format!("/api/sessions/{id}/commands"), Some(&task));
+        assert_eq!(status, 200, "{body}");
+
+        // The event stream, opened now, replays from the start and then follows.
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        write!(
+            stream,
+            "GET /api/sessions/{id}/events?since=0 HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {SECRET}\r\n\r\n",
+            addr.port()
+        )
+        .expect("write");
+        stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+        let events = BufReader::new(stream);
+
+        let started = Instant::now();
+        let snapshot = loop {
+            let (status, body) = call(addr, "GET", &format!("/api/sessions/{id}/snapshot?since=0"), None);
+            if status == 202 {
+                break serde_json::from_str::<Value>(&body).expect("json");
+            }
+            assert!(started.elapsed() < Duration::from_secs(20), "never waited: {status} {body}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let set = &snapshot["projection"]["pending"];
+        assert_eq!(set["members"].as_array().map(Vec::len), Some(2));
+        let decide = json!({"type": "decide", "set_id": set["set_id"], "revision": set["revision"], "decision": "allow_once"});
+        let (status, body) = call(addr, "POST", &format!("/api/sessions/{id}/commands"), Some(&decide));
+        assert_eq!(status, 200, "{body}");
+        let (status, body) = call(addr, "POST", &format!("/api/sessions/{id}/commands"), Some(&decide));
+        assert_eq!(status, 409, "a second decision was not refused: {body}");
+
+        let mut seen = Vec::new();
+        for line in events.lines() {
+            let Ok(line) = line else { break };
+            if let Some(data) = line.strip_prefix("data: ") {
+                let update: Value = serde_json::from_str(data).expect("update json");
+                if let Some(kind) = update["event"]["type"].as_str() {
+                    seen.push(kind.to_owned());
+                }
+                if update["event"]["type"] == "lifecycle_changed"
+                    && update["event"]["lifecycle"] == "finished"
+                {
+                    break;
+                }
+            }
+        }
+        seen
+    })
+    .await
+    .expect("client");
+    assert!(
+        created.contains(&"action_set_pending".to_owned()),
+        "{created:?}"
+    );
+    assert!(
+        created.contains(&"decision_recorded".to_owned()),
+        "{created:?}"
+    );
+    let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran");
+    assert_eq!(ran, "one\ntwo\n");
+}
