@@ -157,12 +157,7 @@ async fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Byt
         }
         ("POST", ["api", "sessions", id, "commands"]) => submit(app, id, &body),
         ("GET", ["api", "sessions", id, "events"]) => events(app, id, since),
-        ("GET", [""]) => plain(
-            StatusCode::NOT_IMPLEMENTED,
-            "The browser page is not built yet. The API answers under api/: sessions, \
-             sessions/ID/snapshot, sessions/ID/commands, sessions/ID/events (server-sent events), \
-             status.",
-        ),
+        ("GET", [""]) => page(app.policy.base_path()),
         _ => plain(StatusCode::NOT_FOUND, "not found"),
     }
 }
@@ -274,6 +269,26 @@ where
     });
     tokio::spawn(produce(sender));
     futures_core_stream::from_receiver(receiver)
+}
+
+/// The page, embedded in the binary; the only thing written into it is the (non-secret) base
+/// path, which the policy has already checked.
+fn page(base: &str) -> Response {
+    const PAGE: &str = include_str!("../assets/index.html");
+    let html = PAGE.replace("%%HEARTWOOD_BASE%%", base);
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
+            ),
+        ],
+        html,
+    )
+        .into_response()
 }
 
 fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response {

@@ -393,3 +393,58 @@ async fn behind_a_jupyter_proxy_prefix_the_api_answers_under_the_prefix() {
     );
     assert_eq!(state.admitted.load(Ordering::SeqCst), 1);
 }
+
+/// Sends a raw request; returns the whole response text.
+fn raw_text(addr: SocketAddr, request: &str) -> String {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.write_all(request.as_bytes()).expect("write");
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    String::from_utf8_lossy(&response).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_knows_its_base_path_and_never_holds_the_capability() {
+    let (_project, addr, _state) = start(|_| Mode::JupyterProxy {
+        base_path: "/user/alice/proxy/8765/".into(),
+        external_host: "hub.example.org".into(),
+    })
+    .await;
+    let headers = [
+        "Host: hub.example.org".to_owned(),
+        format!("Cookie: heartwood_capability={SECRET}"),
+    ];
+    let response = raw_text(addr, &request("GET", "/user/alice/proxy/8765/", &headers));
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains(r#"<meta name="heartwood-base" content="/user/alice/proxy/8765/">"#));
+    assert!(response.contains("Allow all once") && response.contains("Reject all"));
+    assert!(
+        !response.contains(SECRET),
+        "the page carries the capability"
+    );
+    assert!(
+        !response.contains("<script src=") && !response.contains("<link "),
+        "the page loads nothing from elsewhere"
+    );
+
+    // The token exchange sets an HttpOnly, SameSite=Strict cookie and drops the token.
+    let exchange = raw_text(
+        addr,
+        &request(
+            "GET",
+            &format!("/user/alice/proxy/8765/?token={SECRET}"),
+            &["Host: hub.example.org".to_owned()],
+        ),
+    );
+    assert!(exchange.starts_with("HTTP/1.1 303"), "{exchange}");
+    assert!(
+        exchange.contains("HttpOnly; SameSite=Strict; Path=/user/alice/proxy/8765/"),
+        "{exchange}"
+    );
+    assert!(
+        exchange
+            .to_ascii_lowercase()
+            .contains("location: /user/alice/proxy/8765/\r\n"),
+        "{exchange}"
+    );
+}
