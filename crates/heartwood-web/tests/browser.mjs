@@ -1,0 +1,44 @@
+// Drives the page in headless Chromium (Debian's), for tests/browser.rs.
+// Usage: node browser.mjs URL SCREENSHOT   (NODE_PATH must reach playwright-core)
+import { createRequire } from "node:module";
+const require = createRequire(import.meta.url);
+const { chromium } = require("playwright-core");
+
+const [url, screenshot] = process.argv.slice(2);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+const step = (what) => console.log("step: " + what);
+try {
+  await page.goto(url);
+  step("opened " + page.url());
+  if (page.url().includes("token=")) throw new Error("the token stayed in the URL");
+  await page.click("#new-session");
+  await page.fill("#text", "write ran.txt");
+  await page.click("#send");
+  await page.waitForSelector("#review:not([hidden])", { timeout: 20000 });
+  const first = await page.locator("#review-members li").count();
+  step("first set has " + first + " members");
+  if (first !== 2) throw new Error("expected a two-member set, saw " + first);
+  await page.fill("#reason", "append to notes.txt instead");
+  await page.click("#reject");
+  await page.waitForFunction(() => document.querySelector("#review-title").textContent.includes("set") &&
+      !document.querySelector("#review").hidden &&
+      [...document.querySelectorAll("#review-members li")].some(li => li.textContent.includes("B1")), null, { timeout: 20000 });
+  step("the agent continued with a second set");
+  await page.click("#allow");
+  await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Finished"), null, { timeout: 20000 });
+  step("finished: " + await page.textContent("#status"));
+  await page.screenshot({ path: screenshot, fullPage: true });
+  const session = await page.evaluate(() => [...document.querySelectorAll("#sessions button")].map(b => b.textContent)[0]);
+  console.log("session: " + session);
+} catch (error) {
+  await page.screenshot({ path: screenshot, fullPage: true }).catch(() => {});
+  console.error(String(error));
+  await browser.close();
+  process.exit(1);
+}
+await browser.close();
