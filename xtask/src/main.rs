@@ -32,7 +32,7 @@ enum Task {
     DemoRecording,
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
-        /// Which benchmark: `journal`, `agent`, `gateway`, `workspace`, `tui` or `workflow`.
+        /// Which benchmark: `journal`, `agent`, `gateway`, `workspace`, `tui`, `workflow` or `web`.
         name: String,
     },
     /// Internal: one measured step of a benchmark, run in a fresh process.
@@ -58,8 +58,9 @@ fn main() -> Result<()> {
             "workspace" => bench::workspace::run(),
             "tui" => bench::tui::run(),
             "workflow" => bench::workflow::run(),
+            "web" => bench::web::run(),
             other => bail!(
-                "no benchmark named {other:?}; available: journal, agent, gateway, workspace, tui, workflow"
+                "no benchmark named {other:?}; available: journal, agent, gateway, workspace, tui, workflow, web"
             ),
         },
         Task::BenchChild { step, arg } => match step.strip_prefix("agent-") {

@@ -30,6 +30,16 @@ fn set_of(a: &str, b: &str) -> Turn {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_runs_a_task_with_a_rejection_and_an_approval_in_chromium() {
+    flow(None, "browser-test.png").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_same_flow_works_behind_a_jupyter_proxy_prefix() {
+    flow(Some("/user/alice/proxy/8765/"), "browser-test-jupyter.png").await;
+}
+
+/// The whole flow, at the root or under a Jupyter server proxy prefix.
+async fn flow(prefix: Option<&str>, screenshot_name: &str) {
     let node_path = std::env::var("HEARTWOOD_NODE_PATH").unwrap_or_default();
     if !Path::new(&node_path).join("playwright-core").is_dir() {
         // CI always has it (.ci/run installs it); a developer machine may not.
@@ -67,17 +77,30 @@ async fn the_page_runs_a_task_with_a_rejection_and_an_approval_in_chromium() {
         .expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let capability = Capability::generate().expect("capability");
-    let url = format!("http://127.0.0.1:{port}/?token={}", capability.reveal());
+    let base = prefix.unwrap_or("/");
+    let url = format!(
+        "http://127.0.0.1:{port}{base}?token={}",
+        capability.reveal()
+    );
+    let mode = match prefix {
+        None => Mode::Loopback,
+        Some(base_path) => Mode::JupyterProxy {
+            base_path: base_path.to_owned(),
+            external_host: "hub.example.org".into(),
+        },
+    };
     let state = Arc::new(AppState {
         gateway: SessionGateway::new(context.clone()).expect("gateway"),
         project: context,
-        policy: IngressPolicy::new(Mode::Loopback, port, capability),
+        policy: IngressPolicy::new(mode, port, capability),
         admitted: Default::default(),
     });
     tokio::spawn(heartwood_web::serve(listener, Arc::clone(&state)));
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser.mjs");
-    let screenshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-test.png");
+    let screenshot = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target")
+        .join(screenshot_name);
     let out = tokio::process::Command::new("node")
         .arg(&script)
         .arg(&url)

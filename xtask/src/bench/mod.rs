@@ -5,6 +5,7 @@ pub mod agent;
 pub mod gateway;
 pub mod journal;
 pub mod tui;
+pub mod web;
 pub mod workflow;
 pub mod workspace;
 
