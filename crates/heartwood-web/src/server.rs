@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::ws::{Message, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -72,6 +73,21 @@ async fn entry(
     if admitted.exchange_token {
         return exchange(&app);
     }
+    if let ["api", "sessions", id, "ws"] = admitted
+        .route
+        .trim_matches('/')
+        .split('/')
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        let id = (*id).to_owned();
+        let since = since_of(&admitted);
+        let (mut parts, _) = request.into_parts();
+        return match WebSocketUpgrade::from_request_parts(&mut parts, &app).await {
+            Ok(upgrade) => websocket(&app, &id, since, upgrade),
+            Err(rejection) => rejection.into_response(),
+        };
+    }
     let body = match axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES).await {
         Ok(body) => body,
         Err(_) => {
@@ -102,14 +118,65 @@ fn exchange(app: &AppState) -> Response {
     response
 }
 
-async fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) -> Response {
-    let parts: Vec<&str> = admitted.route.trim_matches('/').split('/').collect();
-    let since = admitted
+fn since_of(admitted: &Admitted) -> u64 {
+    admitted
         .query
         .as_deref()
         .and_then(|q| q.split('&').find_map(|p| p.strip_prefix("since=")))
         .and_then(|s| s.parse::<u64>().ok())
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+/// The same updates as the event stream, over a WebSocket (the policy has checked its Origin).
+fn websocket(app: &Arc<AppState>, id: &str, since: u64, upgrade: WebSocketUpgrade) -> Response {
+    let Ok(session) = SessionId::parse(id) else {
+        return plain(StatusCode::BAD_REQUEST, "not a session id");
+    };
+    let mut updates = match app.gateway.subscribe(&session) {
+        Ok(u) => u,
+        Err(e) => return plain(StatusCode::CONFLICT, &e.to_string()),
+    };
+    let first = match app.gateway.snapshot(&session, since) {
+        Ok(s) => s,
+        Err(e) => return plain(StatusCode::NOT_FOUND, &e.to_string()),
+    };
+    upgrade.on_upgrade(move |mut socket| async move {
+        let mut last = first.revision;
+        for event in &first.events {
+            let update = json!({"update": "event", "revision": event.seq.get(), "transient_revision": 0, "event": event});
+            if socket.send(Message::Text(update.to_string().into())).await.is_err() {
+                return;
+            }
+        }
+        loop {
+            match updates.recv().await {
+                Ok(update) => {
+                    if let heartwood_gateway::Change::Event { event } = &update.change {
+                        if event.seq.get() <= last {
+                            continue;
+                        }
+                        last = event.seq.get();
+                    }
+                    let Ok(text) = serde_json::to_string(&update) else { continue };
+                    if socket.send(Message::Text(text.into())).await.is_err() {
+                        return;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    let lagged = json!({"update": "lagged"}).to_string();
+                    if socket.send(Message::Text(lagged.into())).await.is_err() {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+    })
+}
+
+async fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) -> Response {
+    let parts: Vec<&str> = admitted.route.trim_matches('/').split('/').collect();
+    let since = since_of(admitted);
     match (method, parts.as_slice()) {
         ("GET", ["api", "status"]) => match heartwood_gateway::startup::plan(&app.project) {
             Ok(plan) => json_response(StatusCode::OK, &plan),
@@ -156,9 +223,49 @@ async fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Byt
             }
         }
         ("POST", ["api", "sessions", id, "commands"]) => submit(app, id, &body),
+        ("GET", ["api", "workspace", what]) => workspace(app, what, admitted.query.as_deref()),
         ("GET", ["api", "sessions", id, "events"]) => events(app, id, since),
         ("GET", [""]) => page(app.policy.base_path()),
         _ => plain(StatusCode::NOT_FOUND, "not found"),
+    }
+}
+
+/// The workspace calls: `tree`, `file`, `changes`, `diff`, with `path=` (and `session=` for
+/// changes in a project without Git). Read-only; paths are checked by the workspace service.
+fn workspace(app: &Arc<AppState>, what: &str, query: Option<&str>) -> Response {
+    use heartwood_gateway::workspace::{
+        ChangeLimits, DiffLimits, TextLimits, TreeLimits, WorkspaceService,
+    };
+    let param = |name: &str| {
+        query
+            .unwrap_or_default()
+            .split('&')
+            .find_map(|p| p.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
+            .map(str::to_owned)
+    };
+    let service = match WorkspaceService::open(&app.project) {
+        Ok(s) => s,
+        Err(e) => return plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    let path = param("path").unwrap_or_default();
+    let answer = match what {
+        "tree" => service
+            .tree(&path, TreeLimits::default())
+            .map(|t| serde_json::to_value(t).unwrap_or_default()),
+        "file" => service
+            .text(&path, 1, TextLimits::default())
+            .map(|t| serde_json::to_value(t).unwrap_or_default()),
+        "changes" => service
+            .changes(param("session").as_deref(), ChangeLimits::default())
+            .map(|c| serde_json::to_value(c).unwrap_or_default()),
+        "diff" => service
+            .diff(&path, DiffLimits::default())
+            .map(|d| serde_json::to_value(d).unwrap_or_default()),
+        _ => return plain(StatusCode::NOT_FOUND, "not found"),
+    };
+    match answer {
+        Ok(value) => json_response(StatusCode::OK, &value),
+        Err(e) => plain(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
     }
 }
 

@@ -143,3 +143,66 @@ async fn a_task_waits_for_a_decision_over_http_and_the_stream_carries_it() {
     let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran");
     assert_eq!(ran, "one\ntwo\n");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_websocket_stream_replays_and_follows_and_refuses_a_foreign_origin() {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+    let project = tempfile::tempdir().expect("project");
+    let context = ProjectContext::at(project.path());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let state = Arc::new(AppState {
+        gateway: SessionGateway::new(context.clone()).expect("gateway"),
+        project: context,
+        policy: IngressPolicy::new(Mode::Loopback, addr.port(), Capability::from_secret(SECRET)),
+        admitted: Default::default(),
+    });
+    tokio::spawn(heartwood_web::serve(listener, Arc::clone(&state)));
+    let id = "ws-session";
+    let request = |origin: &str| {
+        let mut request = format!(
+            "ws://127.0.0.1:{}/api/sessions/{id}/ws?since=0",
+            addr.port()
+        )
+        .into_client_request()
+        .expect("request");
+        let headers = request.headers_mut();
+        headers.insert("Origin", origin.parse().expect("header"));
+        headers.insert(
+            "Authorization",
+            format!("Bearer {SECRET}").parse().expect("header"),
+        );
+        request
+    };
+    let foreign = tokio_tungstenite::connect_async(request("http://evil.example.com")).await;
+    assert!(foreign.is_err(), "a foreign origin was upgraded");
+
+    // A task with no model connected is refused, but the session is registered: history to replay.
+    let register = heartwood_events::Command::new(
+        heartwood_events::CommandId::parse("c2").expect("id"),
+        heartwood_events::SessionId::parse(id).expect("id"),
+        heartwood_events::CommandKind::SubmitTask {
+            text: "no model is connected".into(),
+            policy: Default::default(),
+        },
+    );
+    let _ = state.gateway.submit(register);
+    let (mut socket, _) =
+        tokio_tungstenite::connect_async(request(&format!("http://127.0.0.1:{}", addr.port())))
+            .await
+            .expect("upgrade");
+    let first = tokio::time::timeout(Duration::from_secs(10), socket.next())
+        .await
+        .expect("a message")
+        .expect("open")
+        .expect("frame");
+    let update: Value = serde_json::from_str(first.to_text().expect("text")).expect("json");
+    assert_eq!(
+        update["event"]["seq"], 1,
+        "the stream replays from the start: {update}"
+    );
+}

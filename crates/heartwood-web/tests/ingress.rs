@@ -448,3 +448,32 @@ async fn the_page_knows_its_base_path_and_never_holds_the_capability() {
         "{exchange}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_workspace_calls_answer_and_stay_confined() {
+    let (project, addr, _state) = start(|_| Mode::Loopback).await;
+    std::fs::create_dir(project.path().join("data")).expect("mkdir");
+    std::fs::write(project.path().join("data/a.csv"), "id\n1\n").expect("write");
+    let headers = [
+        format!("Host: 127.0.0.1:{}", addr.port()),
+        format!("Authorization: Bearer {SECRET}"),
+    ];
+    let tree = raw_text(addr, &request("GET", "/api/workspace/tree", &headers));
+    assert!(
+        tree.starts_with("HTTP/1.1 200") && tree.contains("data/a.csv"),
+        "{tree}"
+    );
+    let file = raw_text(
+        addr,
+        &request("GET", "/api/workspace/file?path=data/a.csv", &headers),
+    );
+    assert!(file.contains(r#""content":"id\n1\n""#), "{file}");
+    let escape = raw_text(
+        addr,
+        &request("GET", "/api/workspace/file?path=../../etc/passwd", &headers),
+    );
+    assert!(
+        escape.starts_with("HTTP/1.1 422") && escape.contains("not normalized"),
+        "{escape}"
+    );
+}
