@@ -59,7 +59,7 @@ enum Command {
     /// Research workflows: the catalog, and a stage's independent checks on the current files.
     #[command(subcommand)]
     Workflow(workflow::WorkflowCommand),
-    /// Serve the gateway's API over HTTP on loopback (the browser page comes later).
+    /// Serve the browser interface and the gateway's API over HTTP (loopback unless a proxy is declared).
     Serve(serve::ServeArgs),
     /// Try Heartwood without a model: an example study and a recorded session, replayed.
     Demo(demo::DemoArgs),

@@ -14,6 +14,42 @@ pub struct ServeArgs {
     /// The loopback port (default: one the system picks).
     #[arg(long, default_value_t = 0)]
     port: u16,
+    /// Behind a Jupyter server proxy: the prefix it forwards, e.g. /user/alice/proxy/8765/.
+    #[arg(long, requires = "external_host", conflicts_with = "trusted_proxy")]
+    jupyter_prefix: Option<String>,
+    /// Behind a proxy: the host (and port) the browser uses, e.g. hub.example.org.
+    #[arg(long)]
+    external_host: Option<String>,
+    /// Behind a reverse proxy at this address (repeatable); requires --origin and --base-path.
+    #[arg(long, requires_all = ["origin", "base_path"])]
+    trusted_proxy: Vec<std::net::IpAddr>,
+    /// The proxy's canonical external origin, e.g. https://heartwood.example.org.
+    #[arg(long)]
+    origin: Option<String>,
+    /// The path the proxy serves Heartwood under, e.g. /heartwood/.
+    #[arg(long)]
+    base_path: Option<String>,
+}
+
+/// The ingress mode the arguments declare; anything not declared is loopback only.
+fn mode(args: &ServeArgs) -> Mode {
+    let slashed = |p: &str| format!("/{}/", p.trim_matches('/'));
+    if let (Some(prefix), Some(host)) = (&args.jupyter_prefix, &args.external_host) {
+        return Mode::JupyterProxy {
+            base_path: slashed(prefix),
+            external_host: host.clone(),
+        };
+    }
+    if let (false, Some(origin), Some(base)) =
+        (args.trusted_proxy.is_empty(), &args.origin, &args.base_path)
+    {
+        return Mode::TrustedProxy {
+            origin: origin.trim_end_matches('/').to_owned(),
+            base_path: slashed(base),
+            proxies: args.trusted_proxy.clone(),
+        };
+    }
+    Mode::Loopback
 }
 
 /// Runs the server until interrupted.
@@ -23,20 +59,33 @@ pub fn run(project: ProjectContext, args: ServeArgs) -> Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
+        let mode = mode(&args);
+        // Loopback unless a trusted proxy was declared, which must be able to reach us.
+        let address = if matches!(mode, Mode::TrustedProxy { .. }) { "0.0.0.0" } else { "127.0.0.1" };
+        let listener = tokio::net::TcpListener::bind((address, args.port))
             .await
             .with_context(|| format!("cannot listen on 127.0.0.1:{}", args.port))?;
         let port = listener.local_addr()?.port();
         let capability = Capability::generate()
             .map_err(|e| anyhow::anyhow!("no randomness for the launch capability: {e}"))?;
         println!(
-            "Heartwood serves {} on loopback. Open (the link carries this run's capability):\n\n    http://127.0.0.1:{port}/?token={}\n\nPrograms send it as `Authorization: Bearer …`. Ctrl-C stops the server.",
+            "Heartwood serves {} ({}). Open (the link carries this run's capability):\n\n    {}?token={}\n\nPrograms send it as `Authorization: Bearer …`. Ctrl-C stops the server.",
             project.root().display(),
+            match &mode {
+                Mode::Loopback => "loopback only",
+                Mode::JupyterProxy { .. } => "behind the Jupyter server proxy",
+                Mode::TrustedProxy { .. } => "behind the declared proxy only",
+            },
+            match &mode {
+                Mode::Loopback => format!("http://127.0.0.1:{port}/"),
+                Mode::JupyterProxy { base_path, external_host } => format!("https://{external_host}{base_path}"),
+                Mode::TrustedProxy { origin, base_path, .. } => format!("{origin}{base_path}"),
+            },
             capability.reveal()
         );
         let state = Arc::new(AppState {
             gateway: SessionGateway::new(project.clone())?,
-            policy: IngressPolicy::new(Mode::Loopback, port, capability),
+            policy: IngressPolicy::new(mode, port, capability),
             project,
             admitted: Default::default(),
         });
