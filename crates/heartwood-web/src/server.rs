@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use heartwood_events::{Command, CommandId, CommandKind, Lifecycle, Outcome, SessionId};
 use heartwood_gateway::{ProjectContext, SessionGateway};
 use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
 
 use crate::capability::COOKIE;
 use crate::ingress::{Admitted, IngressPolicy};
@@ -129,27 +130,49 @@ fn since_of(admitted: &Admitted) -> u64 {
 
 /// The same updates as the event stream, over a WebSocket (the policy has checked its Origin).
 fn websocket(app: &Arc<AppState>, id: &str, since: u64, upgrade: WebSocketUpgrade) -> Response {
-    let Ok(session) = SessionId::parse(id) else {
-        return plain(StatusCode::BAD_REQUEST, "not a session id");
-    };
-    let mut updates = match app.gateway.subscribe(&session) {
-        Ok(u) => u,
-        Err(e) => return plain(StatusCode::CONFLICT, &e.to_string()),
-    };
-    let first = match app.gateway.snapshot(&session, since) {
-        Ok(s) => s,
-        Err(e) => return plain(StatusCode::NOT_FOUND, &e.to_string()),
+    let mut feed = match feed(app, id, since) {
+        Ok(feed) => feed,
+        Err((status, why)) => return plain(status, &why),
     };
     upgrade.on_upgrade(move |mut socket| async move {
+        while let Some(text) = feed.recv().await {
+            if socket.send(Message::Text(text.into())).await.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// One session's updates as JSON text, in order, for the event stream and the WebSocket alike:
+/// the events after `since`, then every update as it happens (durable events the backlog already
+/// carried are skipped). One task writes both, so live updates never overtake the backlog.
+fn feed(
+    app: &Arc<AppState>,
+    id: &str,
+    since: u64,
+) -> Result<mpsc::Receiver<String>, (StatusCode, String)> {
+    let Ok(session) = SessionId::parse(id) else {
+        return Err((StatusCode::BAD_REQUEST, "not a session id".into()));
+    };
+    let mut updates = app
+        .gateway
+        .subscribe(&session)
+        .map_err(|e| (StatusCode::CONFLICT, e.to_string()))?;
+    let first = app
+        .gateway
+        .snapshot(&session, since)
+        .map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
+    let (sender, receiver) = mpsc::channel(256);
+    tokio::spawn(async move {
         let mut last = first.revision;
         for event in &first.events {
             let update = json!({"update": "event", "revision": event.seq.get(), "transient_revision": 0, "event": event});
-            if socket.send(Message::Text(update.to_string().into())).await.is_err() {
+            if sender.send(update.to_string()).await.is_err() {
                 return;
             }
         }
         loop {
-            match updates.recv().await {
+            let text = match updates.recv().await {
                 Ok(update) => {
                     if let heartwood_gateway::Change::Event { event } = &update.change {
                         if event.seq.get() <= last {
@@ -157,21 +180,22 @@ fn websocket(app: &Arc<AppState>, id: &str, since: u64, upgrade: WebSocketUpgrad
                         }
                         last = event.seq.get();
                     }
-                    let Ok(text) = serde_json::to_string(&update) else { continue };
-                    if socket.send(Message::Text(text.into())).await.is_err() {
-                        return;
-                    }
+                    let Ok(text) = serde_json::to_string(&update) else {
+                        continue;
+                    };
+                    text
                 }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    let lagged = json!({"update": "lagged"}).to_string();
-                    if socket.send(Message::Text(lagged.into())).await.is_err() {
-                        return;
-                    }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    json!({"update": "lagged"}).to_string()
                 }
-                Err(_) => return,
+                Err(broadcast::error::RecvError::Closed) => return,
+            };
+            if sender.send(text).await.is_err() {
+                return;
             }
         }
-    })
+    });
+    Ok(receiver)
 }
 
 async fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) -> Response {
@@ -309,73 +333,17 @@ fn submit(app: &Arc<AppState>, id: &str, body: &[u8]) -> Response {
 
 /// Server-sent events: the events after `since`, then every update as it happens.
 fn events(app: &Arc<AppState>, id: &str, since: u64) -> Response {
-    let Ok(session) = SessionId::parse(id) else {
-        return plain(StatusCode::BAD_REQUEST, "not a session id");
+    let feed = match feed(app, id, since) {
+        Ok(feed) => feed,
+        Err((status, why)) => return plain(status, &why),
     };
-    let mut updates = match app.gateway.subscribe(&session) {
-        Ok(u) => u,
-        Err(e) => return plain(StatusCode::CONFLICT, &e.to_string()),
-    };
-    let first = match app.gateway.snapshot(&session, since) {
-        Ok(s) => s,
-        Err(e) => return plain(StatusCode::NOT_FOUND, &e.to_string()),
-    };
-    let mut last = first.revision;
-    let backlog: Vec<String> = first
-        .events
-        .iter()
-        .filter_map(|e| serde_json::to_string(&json!({"update": "event", "revision": e.seq.get(), "transient_revision": 0, "event": e})).ok())
-        .collect();
-    let stream = async_stream(backlog, move |sender| async move {
-        loop {
-            match updates.recv().await {
-                Ok(update) => {
-                    // Durable events at or below the snapshot were already sent.
-                    if let heartwood_gateway::Change::Event { event } = &update.change {
-                        if event.seq.get() <= last {
-                            continue;
-                        }
-                        last = event.seq.get();
-                    }
-                    let Ok(text) = serde_json::to_string(&update) else {
-                        continue;
-                    };
-                    if sender.send(text).await.is_err() {
-                        return;
-                    }
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    let _ = sender.send(json!({"update": "lagged"}).to_string()).await;
-                }
-                Err(_) => return,
-            }
-        }
+    let stream = futures_util::stream::unfold(feed, |mut feed| async move {
+        let text = feed.recv().await?;
+        Some((Ok::<_, Infallible>(SseEvent::default().data(text)), feed))
     });
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()
-}
-
-/// A stream of SSE events: `backlog` first, then what `produce` sends.
-fn async_stream<F, Fut>(
-    backlog: Vec<String>,
-    produce: F,
-) -> impl futures_core_stream::Stream<Item = Result<SseEvent, Infallible>>
-where
-    F: FnOnce(tokio::sync::mpsc::Sender<String>) -> Fut,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let (sender, receiver) = tokio::sync::mpsc::channel(256);
-    let pump = sender.clone();
-    tokio::spawn(async move {
-        for text in backlog {
-            if pump.send(text).await.is_err() {
-                return;
-            }
-        }
-    });
-    tokio::spawn(produce(sender));
-    futures_core_stream::from_receiver(receiver)
 }
 
 /// The page, embedded in the binary; the only thing written into it is the (non-secret) base
@@ -412,24 +380,4 @@ fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response 
 
 fn plain(status: StatusCode, text: &str) -> Response {
     (status, format!("{text}\n")).into_response()
-}
-
-/// A tiny adapter from an mpsc receiver to the `Stream` axum's SSE wants.
-mod futures_core_stream {
-    pub use futures_util::Stream;
-    use std::convert::Infallible;
-
-    use axum::response::sse::Event;
-    use futures_util::StreamExt;
-
-    pub fn from_receiver(
-        receiver: tokio::sync::mpsc::Receiver<String>,
-    ) -> impl Stream<Item = Result<Event, Infallible>> {
-        futures_util::stream::unfold(receiver, |mut r| async move {
-            r.recv()
-                .await
-                .map(|text| (Ok(Event::default().data(text)), r))
-        })
-        .boxed()
-    }
 }
