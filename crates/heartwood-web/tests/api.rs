@@ -1,15 +1,14 @@
 //! The API over real HTTP against the scripted model server: a task, a pending set answered 202,
 //! a decision, the run finishing, and the server-sent event stream carrying it.
 
+mod support;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
-use heartwood_gateway::{ProjectContext, SessionGateway};
 use heartwood_testkit::{Script, ScriptedModelServer, Turn};
-use heartwood_web::{AppState, Capability, IngressPolicy, Mode};
+use heartwood_web::{Capability, Mode};
 use serde_json::{Value, json};
 
 const SECRET: &str = "api-test-capability";
@@ -50,31 +49,13 @@ async fn a_task_waits_for_a_decision_over_http_and_the_stream_carries_it() {
     .await
     .expect("model");
     let project = tempfile::tempdir().expect("project");
-    let context = ProjectContext::at(project.path());
-    ProjectConfig::set_route(
-        &context,
-        RouteConfig {
-            category: RouteCategory::Compatible,
-            base_url: model.base_url(),
-            model: "scripted".into(),
-            api_key_env: None,
-            recording: None,
-            max_input_tokens: 100_000,
-            max_output_tokens: 1_000,
-        },
+    support::connect_model(project.path(), &model.base_url());
+    let (addr, _state) = support::serve(
+        project.path(),
+        Mode::Loopback,
+        Capability::from_secret(SECRET),
     )
-    .expect("route");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let state = Arc::new(AppState {
-        gateway: SessionGateway::new(context.clone()).expect("gateway"),
-        project: context,
-        policy: IngressPolicy::new(Mode::Loopback, addr.port(), Capability::from_secret(SECRET)),
-        admitted: Default::default(),
-    });
-    tokio::spawn(heartwood_web::serve(listener, Arc::clone(&state)));
+    .await;
 
     let created = tokio::task::spawn_blocking(move || {
         let (status, body) = call(addr, "POST", "/api/sessions", None);
@@ -150,18 +131,12 @@ async fn the_websocket_stream_replays_and_follows_and_refuses_a_foreign_origin()
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
     let project = tempfile::tempdir().expect("project");
-    let context = ProjectContext::at(project.path());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let state = Arc::new(AppState {
-        gateway: SessionGateway::new(context.clone()).expect("gateway"),
-        project: context,
-        policy: IngressPolicy::new(Mode::Loopback, addr.port(), Capability::from_secret(SECRET)),
-        admitted: Default::default(),
-    });
-    tokio::spawn(heartwood_web::serve(listener, Arc::clone(&state)));
+    let (addr, state) = support::serve(
+        project.path(),
+        Mode::Loopback,
+        Capability::from_secret(SECRET),
+    )
+    .await;
     let id = "ws-session";
     let request = |origin: &str| {
         let mut request = format!(

@@ -6,13 +6,12 @@
 //! It needs Debian's `chromium` and `playwright-core` from npm (`.ci/run` installs both; set
 //! `HEARTWOOD_NODE_PATH` to the `node_modules` holding playwright-core).
 
-use std::path::Path;
-use std::sync::Arc;
+mod support;
 
-use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
-use heartwood_gateway::{ProjectContext, SessionGateway};
+use std::path::Path;
+
 use heartwood_testkit::{Script, ScriptedModelServer, Turn};
-use heartwood_web::{AppState, Capability, IngressPolicy, Mode};
+use heartwood_web::{Capability, Mode};
 use serde_json::json;
 
 fn set_of(a: &str, b: &str) -> Turn {
@@ -58,30 +57,9 @@ async fn flow(prefix: Option<&str>, screenshot_name: &str) {
     .await
     .expect("model");
     let project = tempfile::tempdir().expect("project");
-    let context = ProjectContext::at(project.path());
-    ProjectConfig::set_route(
-        &context,
-        RouteConfig {
-            category: RouteCategory::Compatible,
-            base_url: model.base_url(),
-            model: "scripted".into(),
-            api_key_env: None,
-            recording: None,
-            max_input_tokens: 100_000,
-            max_output_tokens: 1_000,
-        },
-    )
-    .expect("route");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("addr").port();
+    support::connect_model(project.path(), &model.base_url());
     let capability = Capability::generate().expect("capability");
-    let base = prefix.unwrap_or("/");
-    let url = format!(
-        "http://127.0.0.1:{port}{base}?token={}",
-        capability.reveal()
-    );
+    let secret = capability.reveal().to_owned();
     let mode = match prefix {
         None => Mode::Loopback,
         Some(base_path) => Mode::JupyterProxy {
@@ -89,13 +67,9 @@ async fn flow(prefix: Option<&str>, screenshot_name: &str) {
             external_host: "hub.example.org".into(),
         },
     };
-    let state = Arc::new(AppState {
-        gateway: SessionGateway::new(context.clone()).expect("gateway"),
-        project: context,
-        policy: IngressPolicy::new(mode, port, capability),
-        admitted: Default::default(),
-    });
-    tokio::spawn(heartwood_web::serve(listener, Arc::clone(&state)));
+    let (addr, state) = support::serve(project.path(), mode, capability).await;
+    let base = prefix.unwrap_or("/");
+    let url = format!("http://127.0.0.1:{}{base}?token={secret}", addr.port());
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser.mjs");
     let screenshot = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -2,34 +2,22 @@
 //! handler (the server counts admitted requests), each gets a plain 4xx; well-formed requests
 //! with the capability are served.
 
+mod support;
+
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use heartwood_gateway::{ProjectContext, SessionGateway};
-use heartwood_web::{AppState, Capability, IngressPolicy, Mode};
+use heartwood_web::{AppState, Capability, Mode};
 
 const SECRET: &str = "s3cret-capability-for-tests";
 
 async fn start(mode: impl FnOnce(u16) -> Mode) -> (tempfile::TempDir, SocketAddr, Arc<AppState>) {
     let project = tempfile::tempdir().expect("project");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let context = ProjectContext::at(project.path());
-    let state = Arc::new(AppState {
-        gateway: SessionGateway::new(context.clone()).expect("gateway"),
-        project: context,
-        policy: IngressPolicy::new(
-            mode(addr.port()),
-            addr.port(),
-            Capability::from_secret(SECRET),
-        ),
-        admitted: Default::default(),
-    });
-    tokio::spawn(heartwood_web::serve(listener, Arc::clone(&state)));
+    // The mode does not depend on the port; the closure keeps the call sites readable.
+    let (addr, state) =
+        support::serve(project.path(), mode(0), Capability::from_secret(SECRET)).await;
     (project, addr, state)
 }
 
