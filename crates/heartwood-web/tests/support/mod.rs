@@ -1,0 +1,48 @@
+//! A project and a running server, shared by the web tests.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
+use heartwood_gateway::{ProjectContext, SessionGateway};
+use heartwood_web::{AppState, Capability, IngressPolicy, Mode};
+
+/// Connects `project` to the OpenAI-compatible service at `base_url`.
+pub fn connect_model(project: &Path, base_url: &str) {
+    ProjectConfig::set_route(
+        &ProjectContext::at(project),
+        RouteConfig {
+            category: RouteCategory::Compatible,
+            base_url: base_url.to_owned(),
+            model: "scripted".into(),
+            api_key_env: None,
+            recording: None,
+            max_input_tokens: 100_000,
+            max_output_tokens: 1_000,
+        },
+    )
+    .expect("route");
+}
+
+/// Serves `project` on a free loopback port in `mode`, requiring `capability`.
+pub async fn serve(
+    project: &Path,
+    mode: Mode,
+    capability: Capability,
+) -> (SocketAddr, Arc<AppState>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let context = ProjectContext::at(project);
+    let state = Arc::new(AppState {
+        gateway: SessionGateway::new(context.clone()).expect("gateway"),
+        project: context,
+        policy: IngressPolicy::new(mode, addr.port(), capability),
+        admitted: Default::default(),
+    });
+    tokio::spawn(heartwood_web::serve(listener, Arc::clone(&state)));
+    (addr, state)
+}

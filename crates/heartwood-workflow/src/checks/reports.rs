@@ -1,0 +1,199 @@
+//! The report checks: the readiness report's counts and summaries, the analysis plan's fit with
+//! the dictionary, and a written report's presence.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::{Files, compare, mean, table_and_dictionary};
+use crate::check::CheckResult;
+use crate::table::{Dictionary, number};
+
+/// The fewest words a report needs to count as written.
+pub const MIN_REPORT_WORDS: usize = 20;
+
+/// `nonempty_report`: reads one text report. It must be UTF-8 with at least
+/// [`MIN_REPORT_WORDS`] words. Presence only: it says nothing of correctness.
+pub fn nonempty_report(files: Files<'_>, result: &mut CheckResult) {
+    let Some(bytes) = files.first() else {
+        return result.fail("the check needs the report");
+    };
+    match std::str::from_utf8(bytes) {
+        Err(_) => result.fail("the report is not UTF-8 text"),
+        Ok(text) => {
+            let words = text.split_whitespace().count();
+            if words < MIN_REPORT_WORDS {
+                result.fail(format!(
+                    "the report has {words} words; a written result needs at least {MIN_REPORT_WORDS}"
+                ));
+            }
+        }
+    }
+}
+
+/// A readiness report as the stage writes it (JSON): the figures it states about the table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadinessReport {
+    /// Data rows (the header not counted).
+    pub rows: usize,
+    /// Columns.
+    pub columns: usize,
+    /// Rows per group.
+    pub group_sizes: BTreeMap<String, usize>,
+    /// Empty values per column (columns not listed are stated to have none).
+    #[serde(default)]
+    pub missing: BTreeMap<String, usize>,
+    /// Summaries of numeric columns.
+    #[serde(default)]
+    pub numeric: BTreeMap<String, NumericSummary>,
+}
+
+/// A numeric column's summary.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NumericSummary {
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+/// `readiness_report`: reads table, dictionary, report. Every count and summary the report
+/// states is recomputed from the table.
+pub fn readiness_report(files: Files<'_>, result: &mut CheckResult) {
+    let Some((table, dictionary)) = table_and_dictionary(files, result) else {
+        return;
+    };
+    let report: ReadinessReport = match files.get(2).map(|b| serde_json::from_slice(b)) {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => {
+            return result.fail(format!(
+                "the readiness report is not in the expected form: {e}"
+            ));
+        }
+        None => return result.fail("the check needs the readiness report"),
+    };
+    if report.rows != table.rows.len() {
+        result.fail(format!(
+            "the report says {} rows; the table has {}",
+            report.rows,
+            table.rows.len()
+        ));
+    }
+    if report.columns != table.columns.len() {
+        result.fail(format!(
+            "the report says {} columns; the table has {}",
+            report.columns,
+            table.columns.len()
+        ));
+    }
+    let Some(g) = table.column(&dictionary.group) else {
+        return result.fail("the table lacks the dictionary's group column");
+    };
+    let mut sizes: BTreeMap<String, usize> = BTreeMap::new();
+    for row in &table.rows {
+        *sizes.entry(row[g].to_owned()).or_default() += 1;
+    }
+    if sizes != report.group_sizes {
+        result.fail(format!(
+            "the report's group sizes {:?} differ from the table's {:?}",
+            report.group_sizes, sizes
+        ));
+    }
+    for (c, name) in table.columns.iter().enumerate() {
+        let empty = table.rows.iter().filter(|r| r[c].is_empty()).count();
+        let stated = report.missing.get(name).copied().unwrap_or(0);
+        if empty != stated {
+            result.fail(format!(
+                "column {name}: the report says {stated} empty values; the table has {empty}"
+            ));
+        }
+    }
+    for (name, stated) in &report.numeric {
+        let Some(c) = table.column(name) else {
+            result.fail(format!(
+                "the report summarizes column {name:?}, which the table lacks"
+            ));
+            continue;
+        };
+        let values: Vec<f64> = table.rows.iter().filter_map(|r| number(&r[c])).collect();
+        if values.is_empty() {
+            result.fail(format!("column {name} has no numbers to summarize"));
+            continue;
+        }
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        compare(result, &format!("{name} minimum"), stated.min, min);
+        compare(result, &format!("{name} maximum"), stated.max, max);
+        compare(
+            result,
+            &format!("{name} mean"),
+            stated.mean,
+            mean(values.iter().copied()),
+        );
+    }
+}
+
+/// An analysis plan (JSON).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnalysisPlan {
+    /// The outcome column.
+    pub outcome: String,
+    /// The single predictor.
+    pub predictor: String,
+    /// The grouping column.
+    pub group: String,
+    /// The split: `group_disjoint` is the one the maintained checks support.
+    pub split: String,
+    /// Groups held out.
+    pub held_out_groups: Vec<String>,
+}
+
+/// `analysis_plan`: reads dictionary, plan. The plan names the dictionary's outcome and grouping,
+/// one permitted predictor, its held-out groups, and a split the maintained checks support.
+pub fn analysis_plan(files: Files<'_>, result: &mut CheckResult) {
+    let dictionary: Dictionary = match files.first().map(|b| serde_json::from_slice(b)) {
+        Some(Ok(d)) => d,
+        Some(Err(e)) => return result.fail(format!("the data dictionary is not valid: {e}")),
+        None => return result.fail("the check needs the data dictionary"),
+    };
+    let plan: AnalysisPlan = match files.get(1).map(|b| serde_json::from_slice(b)) {
+        Some(Ok(p)) => p,
+        Some(Err(e)) => return result.fail(format!("the plan is not in the expected form: {e}")),
+        None => return result.fail("the check needs the plan"),
+    };
+    if plan.outcome != dictionary.outcome {
+        result.fail(format!(
+            "the plan's outcome {:?} is not the dictionary's {:?}",
+            plan.outcome, dictionary.outcome
+        ));
+    }
+    if !dictionary.predictors.contains(&plan.predictor) {
+        result.fail(format!("{:?} is not a permitted predictor", plan.predictor));
+    }
+    if plan.group != dictionary.group {
+        result.fail(format!(
+            "the plan groups by {:?}; the dictionary's group is {:?}",
+            plan.group, dictionary.group
+        ));
+    }
+    let mut planned = plan.held_out_groups.clone();
+    let mut declared = dictionary.held_out_groups.clone();
+    planned.sort();
+    declared.sort();
+    if planned != declared {
+        result.fail(format!(
+            "the plan holds out {planned:?}; the dictionary declares {declared:?}"
+        ));
+    }
+    if plan.split != "group_disjoint" {
+        result.mark_unverified(format!(
+            "the maintained checks support the group_disjoint split, not {:?}",
+            plan.split
+        ));
+    }
+}
