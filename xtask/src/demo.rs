@@ -39,6 +39,7 @@ pub fn generate() -> Result<()> {
                 recording: None,
                 max_input_tokens: 100_000,
                 max_output_tokens: 4_096,
+                timeout_secs: 300,
             },
         )?;
         let gateway = SessionGateway::new(project)?;

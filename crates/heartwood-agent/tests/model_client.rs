@@ -285,6 +285,27 @@ async fn slow_chunks_beyond_the_idle_timeout_are_a_timeout() {
 }
 
 #[tokio::test]
+async fn a_silent_service_is_given_up_on_at_the_calls_total_deadline() {
+    // Each attempt stays within the idle limit chunk by chunk but the whole call is bounded:
+    // the client gives up at the deadline instead of after every attempt's idle limits.
+    let slow = || Turn::text("slow reply with many words").with_fault(Fault::ChunkDelayMs(300));
+    let server = ScriptedModelServer::start(Script::of(vec![slow(), slow(), slow()]))
+        .await
+        .expect("server");
+    let route = ModelRoute {
+        total_timeout: Duration::from_millis(700),
+        ..route(&server, true)
+    };
+    let (reply, _) = call(route).await;
+    assert!(
+        matches!(reply, Err(ModelError::Deadline { attempts: 1, .. })),
+        "{reply:?}"
+    );
+    let message = reply.expect_err("deadline").to_string();
+    assert!(message.contains("--timeout-secs"), "{message}");
+}
+
+#[tokio::test]
 async fn an_unreachable_service_is_a_connection_error() {
     let server = ScriptedModelServer::start(Script::default())
         .await

@@ -107,8 +107,9 @@ pub enum AuditError {
     },
     /// An earlier write by this writer failed; it refuses to write again.
     #[error(
-        "an earlier write to session \"{id}\" failed ({cause}); this writer stopped so nothing \
-         is written twice or out of order: close it and reopen the session to recover"
+        "a write to session \"{id}\" failed ({cause}); Heartwood stopped writing to it so \
+         nothing is recorded twice or out of order. Fix the cause (free disk space, say), then \
+         run `heartwood sessions recover {id}` to complete the interrupted write and continue"
     )]
     WriterFailed {
         /// The session.

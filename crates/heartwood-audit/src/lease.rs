@@ -45,6 +45,10 @@ impl WriterInfo {
 pub(crate) struct WriterLease {
     lock: File,
     info_path: PathBuf,
+    /// `writer.json` was there when the lock was taken: its holder ended without closing.
+    inherited_from_crash: bool,
+    /// Keep `writer.json` on release: the session was left as a crash would leave it.
+    unclean: bool,
 }
 
 impl WriterLease {
@@ -63,6 +67,9 @@ impl WriterLease {
             }
             Err(TryLockError::Error(e)) => return Err(e).ctx("lock", &paths.lock),
         }
+        // A holder that closes removes `writer.json`; one left behind under a free lock means
+        // the holder died (or its removal failed, which errs on the side of "crashed").
+        let inherited_from_crash = paths.writer.exists();
         let info = WriterInfo {
             pid: std::process::id(),
             host: host_name(),
@@ -73,14 +80,29 @@ impl WriterLease {
         Ok(WriterLease {
             lock,
             info_path: paths.writer.clone(),
+            inherited_from_crash,
+            unclean: false,
         })
+    }
+
+    /// Releases the lease as a crash would: `writer.json` stays, so the next holder treats
+    /// what other logs hold beyond the journal as a crash's remains.
+    pub fn mark_unclean(&mut self) {
+        self.unclean = true;
+    }
+
+    /// Whether the previous holder ended without closing the session (a crash or a kill).
+    pub fn inherited_from_crash(&self) -> bool {
+        self.inherited_from_crash
     }
 }
 
 impl Drop for WriterLease {
     fn drop(&mut self) {
         // Best effort: a leftover writer.json is harmless, since the lock decides ownership.
-        let _ = std::fs::remove_file(&self.info_path);
+        if !self.unclean {
+            let _ = std::fs::remove_file(&self.info_path);
+        }
         // Unlock explicitly rather than only closing the file: a child process forked by another
         // thread at this moment holds a duplicate of the descriptor until it execs, and the
         // lock belongs to the shared open file, so closing ours alone would leave the session

@@ -55,6 +55,11 @@ impl SessionStore {
         SessionPaths::new(&self.sessions_root, id)
     }
 
+    /// Whether session `id` is registered (its directory exists). Creates nothing.
+    pub fn exists(&self, id: &SessionId) -> bool {
+        self.paths(id).dir.is_dir()
+    }
+
     /// Every session, most recently active first. A project without `.heartwood/` has none.
     pub fn list(&self) -> Result<Vec<SessionSummary>, AuditError> {
         let entries = match std::fs::read_dir(&self.sessions_root) {

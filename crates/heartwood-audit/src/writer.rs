@@ -85,7 +85,7 @@ pub struct SessionWriter {
     receipts: HashMap<CommandId, Receipt>,
     failed: Option<String>,
     // Declared last so it is released after the files above are closed.
-    _lease: WriterLease,
+    lease: WriterLease,
 }
 
 impl std::fmt::Debug for SessionWriter {
@@ -161,7 +161,7 @@ impl SessionWriter {
             chain,
             receipts,
             failed: None,
-            _lease: lease,
+            lease,
         };
         if writer.chain.count == 0 {
             let registered = Event::SessionRegistered {
@@ -183,7 +183,13 @@ impl SessionWriter {
         &self.meta
     }
 
-    /// The session's file paths.
+    /// Whether the process that wrote this session before ended without closing it (a crash
+    /// or a kill): only then can other logs the session keeps be ahead of the journal.
+    pub fn previous_writer_crashed(&self) -> bool {
+        self.lease.inherited_from_crash()
+    }
+
+    /// The session's files.
     pub fn paths(&self) -> &SessionPaths {
         &self.paths
     }
@@ -364,7 +370,8 @@ impl SessionWriter {
     /// Closes the writer and releases the lease.
     pub fn close(self) {}
 
-    fn ensure_usable(&self) -> Result<(), AuditError> {
+    /// `Err` with the first failure once a write has failed: the writer refuses to continue.
+    pub fn ensure_usable(&self) -> Result<(), AuditError> {
         match &self.failed {
             Some(cause) => Err(AuditError::WriterFailed {
                 id: self.id.clone(),
@@ -385,6 +392,7 @@ impl SessionWriter {
         let prepared = self.prepare(command, events, receipt.as_ref())?;
         if let Err(e) = self.write_durably(&prepared.intent) {
             self.failed = Some(e.to_string());
+            self.lease.mark_unclean();
             return Err(e);
         }
         let Prepared {

@@ -6,7 +6,7 @@
 //! Ctrl-C pauses the agent at its next step instead of killing it mid-action.
 
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
@@ -22,6 +22,12 @@ use crate::render;
 pub const EXIT_WAITING: u8 = 3;
 /// Exit code: the agent is paused.
 pub const EXIT_PAUSED: u8 = 4;
+
+/// How long a run may say nothing before `exec` says what it is waiting on.
+const QUIET_NOTICE: Duration = Duration::from_secs(10);
+
+const STOPPED_BY_RESEARCHER: &str = "stopped by the researcher (Ctrl-C twice); an action that \
+    was running may have partly run and is not repeated. Give the task again to continue";
 
 /// Arguments of `heartwood exec`.
 #[derive(Args)]
@@ -234,6 +240,8 @@ async fn follow_in(
     }
     let mut updates = gateway.subscribe(&session)?;
     let mut interrupted = false;
+    let mut quiet_since = Instant::now();
+    let mut last_notice = Instant::now();
     let projection = loop {
         let snapshot = gateway.snapshot(&session, seen)?;
         for event in &snapshot.events {
@@ -243,19 +251,35 @@ async fn follow_in(
                 println!("{:>5}  {}", event.seq, render::describe(event));
             }
             seen = event.seq.get();
+            quiet_since = Instant::now();
         }
         if settled(&snapshot.projection) {
             break snapshot.projection;
+        }
+        // A run that says nothing for a while says what it is waiting on, and for how long.
+        let quiet = quiet_since.elapsed();
+        if quiet >= QUIET_NOTICE && last_notice.elapsed() >= QUIET_NOTICE {
+            last_notice = Instant::now();
+            eprintln!(
+                "heartwood: still {} ({} s so far; Ctrl-C pauses, twice stops)",
+                snapshot.projection.activity,
+                quiet.as_secs()
+            );
         }
         tokio::select! {
             // Any update (or a quiet second) means: look again.
             _ = updates.recv() => {}
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-            _ = tokio::signal::ctrl_c(), if !interrupted => {
-                interrupted = true;
-                eprintln!("heartwood: pausing the agent at its next step (Ctrl-C again to stop now)");
-                let pause = Command::new(SessionGateway::new_command_id(), session.clone(), CommandKind::Pause);
-                gateway.submit(pause)?;
+            _ = tokio::signal::ctrl_c() => {
+                if interrupted {
+                    eprintln!("heartwood: stopping the agent now");
+                    gateway.stop_now(&session, STOPPED_BY_RESEARCHER).await?;
+                } else {
+                    interrupted = true;
+                    eprintln!("heartwood: pausing the agent at its next step (Ctrl-C again to stop now)");
+                    let pause = Command::new(SessionGateway::new_command_id(), session.clone(), CommandKind::Pause);
+                    gateway.submit(pause)?;
+                }
             }
         }
     };

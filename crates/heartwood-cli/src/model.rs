@@ -34,6 +34,10 @@ pub enum ModelCommand {
         /// Upper bound on reply tokens per model call.
         #[arg(long, default_value_t = 4_096)]
         max_output_tokens: u64,
+        /// Seconds one model call may take, retries included; past it the run stops with an
+        /// error you can resume from.
+        #[arg(long, default_value_t = 300)]
+        timeout_secs: u64,
     },
     /// Show the project's model route.
     Show {
@@ -81,6 +85,7 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
             recording,
             max_input_tokens,
             max_output_tokens,
+            timeout_secs,
         } => {
             let route = RouteConfig {
                 category: category.into(),
@@ -93,6 +98,7 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                 recording,
                 max_input_tokens,
                 max_output_tokens,
+                timeout_secs,
             };
             ProjectConfig::set_route(project, route)?;
             println!("connected; the project's status is now:");
@@ -117,6 +123,7 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                     );
                     println!("input budget      {} tokens", route.max_input_tokens);
                     println!("output budget     {} tokens", route.max_output_tokens);
+                    println!("call timeout      {} s", route.timeout_secs);
                 }
             }
             Ok(ExitCode::SUCCESS)

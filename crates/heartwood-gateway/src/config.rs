@@ -72,7 +72,14 @@ pub struct RouteConfig {
     /// `max_tokens` per model call.
     #[serde(default = "default_output")]
     pub max_output_tokens: u64,
+    /// Seconds allowed for one model call, retries included.
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
 }
+
+/// The smallest input budget a route may have: the agent's instructions and tool schemas alone
+/// take about a thousand tokens.
+pub const MIN_INPUT_TOKENS: u64 = 1_024;
 
 fn default_input() -> u64 {
     100_000
@@ -81,6 +88,15 @@ fn default_input() -> u64 {
 fn default_output() -> u64 {
     4_096
 }
+
+/// Five minutes: long enough for a slow local model's reply, short enough that a service that
+/// accepts and never answers is noticed.
+fn default_timeout() -> u64 {
+    300
+}
+
+/// The longest a route may allow one model call to take: a day.
+pub const MAX_TIMEOUT_SECS: u64 = 86_400;
 
 impl RouteConfig {
     /// Checks a route before it is stored; the error says what to change.
@@ -136,8 +152,22 @@ impl RouteConfig {
                 "a hosted route needs --api-key-env naming the variable that holds the key".into(),
             );
         }
-        if self.max_input_tokens == 0 || self.max_output_tokens == 0 {
-            return bad("token budgets must be positive".into());
+        if self.timeout_secs == 0 || self.timeout_secs > MAX_TIMEOUT_SECS {
+            return bad(format!(
+                "a model call timeout of {} s is out of range; use 1 to {MAX_TIMEOUT_SECS} seconds",
+                self.timeout_secs
+            ));
+        }
+        if self.max_output_tokens == 0 {
+            return bad("the output token budget must be positive".into());
+        }
+        if self.max_input_tokens < MIN_INPUT_TOKENS {
+            return bad(format!(
+                "an input budget of {} tokens cannot hold the agent's instructions and tools; \
+                 use at least {MIN_INPUT_TOKENS} (the default is {})",
+                self.max_input_tokens,
+                default_input()
+            ));
         }
         Ok(())
     }
@@ -152,6 +182,7 @@ impl RouteConfig {
             recording: Some(recording),
             max_input_tokens: default_input(),
             max_output_tokens: default_output(),
+            timeout_secs: default_timeout(),
         }
     }
 
@@ -167,6 +198,7 @@ impl RouteConfig {
         route.api_key_env.clone_from(&self.api_key_env);
         route.max_input_tokens = self.max_input_tokens;
         route.max_output_tokens = self.max_output_tokens;
+        route.total_timeout = std::time::Duration::from_secs(self.timeout_secs);
         route
     }
 
@@ -292,6 +324,7 @@ mod tests {
             recording: None,
             max_input_tokens: 32_000,
             max_output_tokens: 2_048,
+            timeout_secs: 300,
         }
     }
 
@@ -336,6 +369,20 @@ mod tests {
                 "environment variable",
             ),
             (route(RouteCategory::Hosted), "--api-key-env"),
+            (
+                RouteConfig {
+                    max_input_tokens: 50,
+                    ..route(RouteCategory::Compatible)
+                },
+                "at least 1024",
+            ),
+            (
+                RouteConfig {
+                    timeout_secs: 0,
+                    ..route(RouteCategory::Compatible)
+                },
+                "timeout",
+            ),
             (route(RouteCategory::Local), "not available yet"),
         ];
         for (bad, expected) in cases {

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use heartwood_agent::conversation::ConversationConfig;
 use heartwood_audit::{SessionStore, SessionSummary};
@@ -16,15 +17,18 @@ use heartwood_events::{
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
 use tokio::sync::broadcast;
-use tokio::task::JoinHandle;
 
 use crate::config::{CredentialBoundary, ProjectConfig};
 use crate::live::{Core, Live, Snapshot, Update};
-use crate::worker::{self, Work};
+use crate::worker::{self, Stopping, Work};
 use crate::{GatewayError, ProjectContext, reducer};
 
 /// The backend name recorded for sessions the native engine serves.
 pub const NATIVE_BACKEND: &str = "native";
+
+/// How long [`SessionGateway::close`] waits for a busy agent to reach its next step before it
+/// stops it.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// The gateway of one project: the only way an interface reaches its sessions.
 pub struct SessionGateway {
@@ -32,7 +36,7 @@ pub struct SessionGateway {
     store: SessionStore,
     runtime: Handle,
     live: Mutex<HashMap<SessionId, Arc<Live>>>,
-    stopping: Mutex<Vec<JoinHandle<()>>>,
+    stopping: Mutex<Vec<Stopping>>,
 }
 
 impl std::fmt::Debug for SessionGateway {
@@ -90,6 +94,19 @@ impl SessionGateway {
     /// Submits a command and returns its receipt. A retry with the same command id returns the
     /// first receipt without acting again; a refusal is a receipt too, with the reason.
     pub fn submit(&self, command: Command) -> Result<Receipt, GatewayError> {
+        // A task that cannot run is refused before it registers a session nobody can use.
+        if let CommandKind::SubmitTask { policy, .. } = &command.kind
+            && !self.store.exists(&command.session)
+            && let Err(reason) = self.usable_route(*policy)
+        {
+            return Ok(Receipt {
+                schema: heartwood_events::SCHEMA_VERSION,
+                command_id: command.command_id,
+                command_type: command.kind.name().to_owned(),
+                time: heartwood_events::Timestamp::now(),
+                outcome: heartwood_events::Outcome::Refused { reason },
+            });
+        }
         let live = self.attach(
             &command.session,
             matches!(command.kind, CommandKind::SubmitTask { .. }),
@@ -191,8 +208,8 @@ impl SessionGateway {
             CommandKind::Close => {
                 let receipt =
                     core.complete(id, name, vec![Event::SessionClosed {}], Value::Null)?;
-                if let Some(stopped) = core.worker.take().and_then(|w| w.shut_down()) {
-                    lock(&self.stopping).push(stopped);
+                if let Some(worker) = core.worker.take() {
+                    lock(&self.stopping).push(worker.shut_down());
                 }
                 core.writer = None;
                 drop(core);
@@ -205,8 +222,14 @@ impl SessionGateway {
     /// The events after `since` and the projection, taken together. A session this process is
     /// not serving is read from disk, verified first, and creates nothing.
     pub fn snapshot(&self, session: &SessionId, since: u64) -> Result<Snapshot, GatewayError> {
-        if let Some(live) = lock(&self.live).get(session) {
-            return Ok(live.lock().snapshot(since));
+        let served = lock(&self.live).get(session).cloned();
+        if let Some(live) = served {
+            let core = live.lock();
+            // A failed write stops the session here: what follows would not be recorded.
+            if let Some(writer) = &core.writer {
+                writer.ensure_usable()?;
+            }
+            return Ok(core.snapshot(since));
         }
         let reader = self.store.reader(session)?;
         // Verification and decoding read the same files; doing them side by side halves the
@@ -254,21 +277,43 @@ impl SessionGateway {
         Ok(self.attach(session, false)?.subscribe())
     }
 
-    /// Stops every worker (a running task is interrupted between steps only by a crash, so
-    /// callers pause or wait first) and releases every session's lease.
+    /// Stops every worker and releases every session's lease. A running agent is paused at
+    /// its next step; one still busy after [`CLOSE_GRACE`] is cancelled and its run recorded
+    /// as interrupted. Writers are released only after their workers have stopped, so nothing
+    /// a worker does goes unrecorded.
     pub async fn close(&self) {
         let sessions: Vec<Arc<Live>> = lock(&self.live).drain().map(|(_, l)| l).collect();
-        let mut handles = std::mem::take(&mut *lock(&self.stopping));
+        let stopping = std::mem::take(&mut *lock(&self.stopping));
+        for stopping in stopping {
+            stopping.finish(CLOSE_GRACE).await;
+        }
         for live in sessions {
-            let mut core = live.lock();
-            if let Some(handle) = core.worker.take().and_then(|w| w.shut_down()) {
-                handles.push(handle);
+            let worker = live.lock().worker.take();
+            if let Some(worker) = worker
+                && worker.shut_down().finish(CLOSE_GRACE).await
+            {
+                let reason = "the Heartwood process serving this session closed while the agent \
+                              was working; the run was stopped there. Give the task again, or \
+                              continue with a new one"
+                    .to_owned();
+                live.lock().interrupted(reason);
             }
-            core.writer = None;
+            live.lock().writer = None;
         }
-        for handle in handles {
-            let _ = handle.await;
+    }
+
+    /// Stops the session's agent now, at its next await point (a model call, a tool's output),
+    /// and records the run as interrupted with `reason`. Nothing already started runs again.
+    pub async fn stop_now(&self, session: &SessionId, reason: &str) -> Result<(), GatewayError> {
+        let Some(live) = lock(&self.live).get(session).cloned() else {
+            return Ok(());
+        };
+        let worker = live.lock().worker.take();
+        if let Some(worker) = worker {
+            worker.shut_down().cancel().await;
         }
+        live.lock().interrupted(reason.to_owned());
+        Ok(())
     }
 
     /// Benchmark hook: records events on a session exactly as the agent worker does (append,
@@ -299,11 +344,15 @@ impl SessionGateway {
         let opened = Live::new(writer, events);
         {
             let mut core = opened.lock();
-            // The journal says a run was on, but nobody served it: the process that ran it
-            // stopped. The worker's reconciliation finds out what the engine last did.
-            if core.projection.lifecycle == Lifecycle::Running
-                && let Err(reason) = self.ensure_worker(&opened, &mut core, None)
-            {
+            // The journal says a run was on, or that a set was about to be published, but
+            // nobody served it: the process that ran it stopped. The worker's reconciliation
+            // finds out what the engine last did, and publishes the set the engine waits on.
+            let unsettled = match core.projection.lifecycle {
+                Lifecycle::Running => true,
+                Lifecycle::WaitingForDecision => core.projection.pending.is_none(),
+                _ => false,
+            };
+            if unsettled && let Err(reason) = self.ensure_worker(&opened, &mut core, None) {
                 let reason = format!(
                     "the run stopped when the Heartwood process serving it ended, and it cannot \
                      continue here: {reason}"
@@ -336,6 +385,24 @@ impl SessionGateway {
         core: &mut Core,
         policy: ActionPolicy,
     ) -> Result<ConversationConfig, String> {
+        let route = self.usable_route(policy)?;
+        let dir = core
+            .writer()
+            .map_err(|e| e.to_string())?
+            .paths()
+            .backend
+            .clone();
+        let mut conversation = ConversationConfig::new(
+            route.model_route(self.project.root()),
+            self.project.root().to_owned(),
+            dir,
+        );
+        conversation.policy = worker::confirmation(policy);
+        Ok(conversation)
+    }
+
+    /// The connected model route, or why the agent cannot use it under `policy` now.
+    fn usable_route(&self, policy: ActionPolicy) -> Result<crate::config::RouteConfig, String> {
         let config = ProjectConfig::load(&self.project).map_err(|e| e.to_string())?;
         let Some(route) = config.model else {
             return Err(
@@ -344,6 +411,10 @@ impl SessionGateway {
                     .into(),
             );
         };
+        // A route edited by hand is checked as strictly as one `model connect` stored.
+        route.validate().map_err(|e| {
+            format!("the connected model route cannot be used: {e}; connect it again with `heartwood model connect`")
+        })?;
         if let Some(var) = &route.api_key_env
             && std::env::var(var).map_or(true, |v| v.is_empty())
         {
@@ -362,19 +433,7 @@ impl SessionGateway {
                 route.api_key_env.as_deref().unwrap_or_default()
             ));
         }
-        let dir = core
-            .writer()
-            .map_err(|e| e.to_string())?
-            .paths()
-            .backend
-            .clone();
-        let mut conversation = ConversationConfig::new(
-            route.model_route(self.project.root()),
-            self.project.root().to_owned(),
-            dir,
-        );
-        conversation.policy = worker::confirmation(policy);
-        Ok(conversation)
+        Ok(route)
     }
 }
 

@@ -214,6 +214,22 @@ impl Core {
         });
     }
 
+    /// Records that the run stopped for `reason` (if a run was on) and that the agent settled.
+    /// A failed write is already recorded as the writer's failure, which snapshots report.
+    pub(crate) fn interrupted(&mut self, reason: String) {
+        let settling = self.projection.lifecycle == Lifecycle::WaitingForDecision
+            && self.projection.pending.is_none();
+        if settling
+            || matches!(
+                self.projection.lifecycle,
+                Lifecycle::Running | Lifecycle::Paused
+            )
+        {
+            let _ = self.record(vec![Event::RunInterrupted { reason }]);
+        }
+        self.settled();
+    }
+
     /// Publishes that the agent stopped and the gateway has reconciled.
     pub(crate) fn settled(&mut self) {
         let lifecycle = self.projection.lifecycle;

@@ -47,6 +47,13 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         Event::GuidanceSent { text } => say(p, seq, Role::Researcher, text),
         Event::PauseRequested {} => {}
         Event::RunResumed {} => p.lifecycle = Lifecycle::Running,
+        // The engine passes through idle when a new message reaches a finished conversation
+        // and after a rejection, and the worker then runs it at once: while a run is on, idle
+        // is a step inside it, not where the session rests. Showing it would tell an interface
+        // the run ended before it began.
+        Event::LifecycleChanged {
+            lifecycle: Lifecycle::Idle,
+        } if p.lifecycle == Lifecycle::Running => {}
         Event::LifecycleChanged { lifecycle } => {
             p.lifecycle = *lifecycle;
             if *lifecycle != Lifecycle::WaitingForDecision {
@@ -136,7 +143,8 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         Event::ContextCondensed { .. } => {}
         Event::RunInterrupted { reason } => {
             p.last_error = Some(reason.clone());
-            if matches!(p.lifecycle, Lifecycle::Running | Lifecycle::Paused) {
+            let settling = p.lifecycle == Lifecycle::WaitingForDecision && p.pending.is_none();
+            if settling || matches!(p.lifecycle, Lifecycle::Running | Lifecycle::Paused) {
                 p.lifecycle = Lifecycle::Failed;
             }
         }

@@ -12,6 +12,7 @@
 //! set the engine waits on but the journal does not show is published.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use heartwood_agent::conversation::{
     ConfirmationPolicy, Conversation, ConversationConfig, ConversationError, EventKind,
@@ -21,7 +22,7 @@ use heartwood_agent::tools::Risk;
 use heartwood_events::{ActionPolicy, ActionSet, ActionSetId, Decision, Event, Lifecycle};
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::GatewayError;
 use crate::live::{Core, Live};
@@ -48,6 +49,8 @@ pub(crate) struct WorkerLink {
     work: mpsc::UnboundedSender<Work>,
     pause: PauseHandle,
     guidance: GuidanceHandle,
+    /// Cancels the worker's task at its next await point (a model call, a tool's output).
+    abort: AbortHandle,
     supervisor: Option<JoinHandle<()>>,
 }
 
@@ -73,10 +76,47 @@ impl WorkerLink {
         self.guidance.send(text);
     }
 
-    /// Asks the worker to stop; the returned handle completes when it has.
-    pub(crate) fn shut_down(mut self) -> Option<JoinHandle<()>> {
+    /// Asks the worker to stop after the work in hand; the returned handle completes when it
+    /// has. A run in progress is asked to pause at its next step first, so stopping never
+    /// waits for a whole task.
+    pub(crate) fn shut_down(mut self) -> Stopping {
+        self.pause.pause();
         let _ = self.work.send(Work::Shutdown);
-        self.supervisor.take()
+        Stopping {
+            abort: self.abort.clone(),
+            supervisor: self.supervisor.take(),
+        }
+    }
+}
+
+/// A worker asked to stop, until it has.
+pub(crate) struct Stopping {
+    abort: AbortHandle,
+    supervisor: Option<JoinHandle<()>>,
+}
+
+impl Stopping {
+    /// Waits up to `grace` for the worker to stop by itself; past that it is cancelled at its
+    /// next await point. Returns whether it had to be cancelled, in which case the caller
+    /// records why: a cancelled worker records nothing.
+    pub(crate) async fn finish(self, grace: Duration) -> bool {
+        let Some(mut supervisor) = self.supervisor else {
+            return false;
+        };
+        if tokio::time::timeout(grace, &mut supervisor).await.is_ok() {
+            return false;
+        }
+        self.abort.abort();
+        let _ = supervisor.await;
+        true
+    }
+
+    /// Cancels the worker now and waits until it has stopped.
+    pub(crate) async fn cancel(self) {
+        self.abort.abort();
+        if let Some(supervisor) = self.supervisor {
+            let _ = supervisor.await;
+        }
     }
 }
 
@@ -127,30 +167,37 @@ pub(crate) fn start(
     let guidance = conversation.guidance_handle();
     let inner = runtime.spawn(serve(conversation, queue, Arc::clone(live)));
     let supervised = Arc::clone(live);
+    let abort = inner.abort_handle();
     let supervisor = runtime.spawn(async move {
-        if let Err(failure) = inner.await {
-            let cause = match failure.try_into_panic() {
-                Ok(panic) => panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "a panic".to_owned()),
-                Err(_) => "cancellation".to_owned(),
-            };
-            let mut core = supervised.lock();
-            core.worker = None;
-            let reason = format!(
-                "the agent worker stopped unexpectedly ({cause}); the record is intact, and the \
-                 next command starts a new worker from it"
-            );
-            let _ = core.record(vec![Event::RunInterrupted { reason }]);
-            core.settled();
+        match inner.await {
+            // Cancelled on purpose: whoever cancelled records why.
+            Err(failure) if failure.is_cancelled() => {}
+            Err(failure) => {
+                let cause = match failure.try_into_panic() {
+                    Ok(panic) => panic
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "a panic".to_owned()),
+                    Err(_) => "cancellation".to_owned(),
+                };
+                let mut core = supervised.lock();
+                core.worker = None;
+                let reason = format!(
+                    "the agent worker stopped unexpectedly ({cause}); the record is intact, and \
+                     the next command starts a new worker from it"
+                );
+                let _ = core.record(vec![Event::RunInterrupted { reason }]);
+                core.settled();
+            }
+            Ok(()) => {}
         }
     });
     let link = WorkerLink {
         work,
         pause,
         guidance,
+        abort,
         supervisor: Some(supervisor),
     };
     if continue_run {
@@ -222,6 +269,7 @@ async fn run_until_settled(
 fn reconcile(core: &mut Core, conversation: &mut Conversation) -> Result<bool, GatewayError> {
     let mut continue_run = false;
     conversation.set_policy(confirmation(core.projection.policy));
+    check_engine_log(core, conversation)?;
 
     // Researcher input the engine never received: always a suffix, because the journal records
     // it before the engine is given it.
@@ -288,6 +336,92 @@ fn reconcile(core: &mut Core, conversation: &mut Conversation) -> Result<bool, G
         continue_run = true;
     }
     Ok(continue_run)
+}
+
+/// The engine's log must agree with what the journal has sealed: the journal's engine-derived
+/// events are the translation of the log's first events, and the researcher's messages in the
+/// log are the ones the journal recorded, in order. Beyond that, the log may hold events the
+/// journal lacks only when the process that served the session before ended without closing
+/// it (a crash window); otherwise they were written by something other than Heartwood.
+fn check_engine_log(core: &Core, conversation: &Conversation) -> Result<(), GatewayError> {
+    let mismatch = |detail: String| {
+        GatewayError::Backend(format!(
+            "the agent's own log ({}) does not match the session's record: {detail}. The \
+             session's record may still verify (`heartwood sessions verify`), but the agent \
+             cannot continue from a log that disagrees with it; export the session if you need \
+             it, and give the task again in a new session",
+            core.writer
+                .as_ref()
+                .map(|w| w.paths().backend.join("events.jsonl").display().to_string())
+                .unwrap_or_else(|| "backend/events.jsonl".to_owned())
+        ))
+    };
+    let engine = conversation.events();
+    let inputs: Vec<&str> = core
+        .events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::TaskSubmitted { text, .. } | Event::GuidanceSent { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let received = engine.iter().filter_map(|e| match &e.kind {
+        EventKind::Message {
+            speaker: heartwood_agent::conversation::Speaker::User,
+            text,
+        } => Some(text.as_str()),
+        _ => None,
+    });
+    for (n, text) in received.enumerate() {
+        if inputs.get(n) != Some(&text) {
+            return Err(mismatch(format!(
+                "researcher message {} in the agent's log is not the one the session recorded",
+                n + 1
+            )));
+        }
+    }
+
+    let recorded: Vec<&Event> = core
+        .events
+        .iter()
+        .map(|e| &e.event)
+        .filter(|e| is_backend_derived(e))
+        .collect();
+    let mut translator = crate::translate::Translator::default();
+    let mut matched = 0;
+    let mut unrecorded = 0;
+    for (index, event) in engine.iter().take(conversation.restored_len()).enumerate() {
+        for translated in translator.translate(event) {
+            match recorded.get(matched) {
+                Some(&journaled) if *journaled == translated => matched += 1,
+                Some(_) => {
+                    return Err(mismatch(format!(
+                        "its event {} differs from what the session recorded of it",
+                        index + 1
+                    )));
+                }
+                None => unrecorded += 1,
+            }
+        }
+    }
+    if matched < recorded.len() {
+        return Err(mismatch(
+            "it holds less than the session recorded of it (it was truncated, replaced or \
+             deleted)"
+                .to_owned(),
+        ));
+    }
+    let crashed = core
+        .writer
+        .as_ref()
+        .is_some_and(|w| w.previous_writer_crashed());
+    if unrecorded > 0 && !crashed {
+        return Err(mismatch(format!(
+            "it holds {unrecorded} event(s) the session never recorded, although the session \
+             was closed normally"
+        )));
+    }
+    Ok(())
 }
 
 /// The pending actions nobody has decided.

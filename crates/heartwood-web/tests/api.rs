@@ -156,12 +156,16 @@ async fn the_websocket_stream_replays_and_follows_and_refuses_a_foreign_origin()
     let foreign = tokio_tungstenite::connect_async(request("http://evil.example.com")).await;
     assert!(foreign.is_err(), "a foreign origin was upgraded");
 
-    // A task with no model connected is refused, but the session is registered: history to replay.
+    // A task registers the session: history to replay.
+    let model = ScriptedModelServer::start(Script::of(vec![Turn::text("Done.")]))
+        .await
+        .expect("model");
+    support::connect_model(project.path(), &model.base_url());
     let register = heartwood_events::Command::new(
         heartwood_events::CommandId::parse("c2").expect("id"),
         heartwood_events::SessionId::parse(id).expect("id"),
         heartwood_events::CommandKind::SubmitTask {
-            text: "no model is connected".into(),
+            text: "say done".into(),
             policy: Default::default(),
         },
     );

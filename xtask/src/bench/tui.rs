@@ -42,6 +42,7 @@ pub fn run() -> Result<()> {
             recording: None,
             max_input_tokens: 100_000,
             max_output_tokens: 1_000,
+            timeout_secs: 60,
         },
     )?;
     let gateway = SessionGateway::new(project.clone())?;

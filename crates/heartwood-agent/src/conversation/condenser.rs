@@ -31,7 +31,9 @@ pub fn plan(
     }
     let keep_last = (config.max_events / 2).max(1);
     let start = config.keep_first.min(visible.len());
-    let mut end = visible.len().saturating_sub(keep_last);
+    // Few events can be over the token budget (one huge reply): then only the first and last
+    // are kept, and there may be nothing between them to forget.
+    let mut end = visible.len().saturating_sub(keep_last).max(start);
     // Do not cut inside a reply: move the end forward past results of forgotten actions and past
     // the rest of a reply whose first calls are forgotten.
     while end < visible.len() && end > start {
@@ -125,4 +127,44 @@ pub fn estimated_tokens(view: &[ChatMessage]) -> u64 {
         })
         .sum();
     bytes as u64 / 4
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(id: u64) -> AgentEvent {
+        AgentEvent {
+            id,
+            kind: EventKind::Message {
+                speaker: Speaker::Agent,
+                text: format!("message {id}"),
+            },
+        }
+    }
+
+    #[test]
+    fn a_short_history_over_the_token_budget_plans_without_panicking() {
+        let config = CondenserConfig {
+            max_events: 120,
+            keep_first: 2,
+        };
+        let state = ConversationState::default();
+        for len in 0..8 {
+            let events: Vec<AgentEvent> = (1..=len).map(message).collect();
+            // Every event is within the kept head or tail: nothing can be forgotten.
+            assert_eq!(plan(&config, &events, &state, true), None, "{len} events");
+        }
+    }
+
+    #[test]
+    fn a_long_history_forgets_the_middle_and_keeps_head_and_tail() {
+        let config = CondenserConfig {
+            max_events: 4,
+            keep_first: 1,
+        };
+        let events: Vec<AgentEvent> = (1..=10).map(message).collect();
+        let forgotten = plan(&config, &events, &ConversationState::default(), false);
+        assert_eq!(forgotten, Some((2..=8).collect()));
+    }
 }

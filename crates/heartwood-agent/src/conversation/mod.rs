@@ -76,6 +76,8 @@ pub struct Conversation {
     view: (Vec<ChatMessage>, usize),
     /// Every model call, recorded for replay.
     recorder: crate::model::replay::Recorder,
+    /// How many events the log held when it was opened.
+    restored: usize,
 }
 
 impl Conversation {
@@ -84,6 +86,7 @@ impl Conversation {
     /// the process stopped is resolved as interrupted and never runs again.
     pub fn open(config: ConversationConfig) -> Result<Self, ConversationError> {
         let log = EventLog::open(&config.dir)?;
+        let restored = log.events().len();
         let state = ConversationState::replay(log.events());
         // The model's commands must not read the route's credential.
         let hidden = config.route.api_key_env.iter().cloned().collect();
@@ -115,6 +118,7 @@ impl Conversation {
             tool_specs: specs(),
             view: (Vec::new(), 0),
             recorder,
+            restored,
         };
         conversation.reconcile_after_restart()?;
         Ok(conversation)
@@ -148,6 +152,12 @@ impl Conversation {
     /// The current state.
     pub fn state(&self) -> &ConversationState {
         &self.state
+    }
+
+    /// How many of [`Conversation::events`] were read from the log when it was opened (the
+    /// rest this process wrote).
+    pub fn restored_len(&self) -> usize {
+        self.restored
     }
 
     /// Every event so far.
@@ -295,6 +305,15 @@ impl Conversation {
             })?;
             if reply.tool_calls.is_empty() {
                 let text = reply.content.unwrap_or_default();
+                // No words and no action is no answer: finishing on it would report a task
+                // done that the model never addressed.
+                if text.trim().is_empty() {
+                    let message = "the model sent an empty reply (no text and no tool call); \
+                                   resume to ask again, or check the model route"
+                        .to_owned();
+                    self.record(EventKind::Error { message })?;
+                    return self.stop_with(ExecutionStatus::Error);
+                }
                 self.record(EventKind::Message {
                     speaker: Speaker::Agent,
                     text,

@@ -100,12 +100,27 @@ impl ModelClient {
         })?;
         let mut backoff = self.route.initial_backoff;
         let mut attempt = 0;
+        let total = self.route.total_timeout;
+        let deadline = tokio::time::Instant::now() + total;
+        let past_deadline = |attempts| ModelError::Deadline { attempts, total };
         loop {
             attempt += 1;
-            match self.attempt(&body, key.as_deref(), attempt, on_token).await {
+            let attempted = tokio::time::timeout_at(
+                deadline,
+                self.attempt(&body, key.as_deref(), attempt, on_token),
+            )
+            .await;
+            let Ok(attempted) = attempted else {
+                return Err(past_deadline(attempt));
+            };
+            match attempted {
                 Ok(reply) => return Ok(reply),
                 Err(AttemptError::Retry { after, .. }) if attempt <= self.route.max_retries => {
-                    tokio::time::sleep(after.unwrap_or(backoff)).await;
+                    let wait = after.unwrap_or(backoff);
+                    if tokio::time::Instant::now() + wait >= deadline {
+                        return Err(past_deadline(attempt));
+                    }
+                    tokio::time::sleep(wait).await;
                     backoff = backoff.saturating_mul(2).min(Duration::from_secs(30));
                 }
                 Err(AttemptError::Retry { error, .. } | AttemptError::Fatal(error)) => {

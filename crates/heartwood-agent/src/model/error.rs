@@ -87,6 +87,14 @@ pub enum ModelError {
         /// The idle limit.
         idle: Duration,
     },
+    /// One model call, every attempt included, took longer than the route allows.
+    #[error("the model call did not complete within {}s ({attempts} attempts); the service may be down or overloaded: check it, then resume, or raise the route's --timeout-secs", total.as_secs())]
+    Deadline {
+        /// Attempts made.
+        attempts: u32,
+        /// The limit for the whole call.
+        total: Duration,
+    },
     /// The reply was not a chat completion.
     #[error(
         "the model service sent a reply that is not a valid chat completion ({detail}); check that the base URL points at an OpenAI-compatible /v1 endpoint"

@@ -32,6 +32,8 @@ pub struct ModelRoute {
     pub connect_timeout: Duration,
     /// Time allowed between two streamed chunks (or for a whole non-streamed reply).
     pub idle_timeout: Duration,
+    /// Time allowed for one model call, every attempt and wait between attempts included.
+    pub total_timeout: Duration,
     /// Retries after a rate limit, server error or connection failure.
     pub max_retries: u32,
     /// First backoff; it doubles per retry.
@@ -54,6 +56,7 @@ impl ModelRoute {
             max_output_tokens: 4_096,
             connect_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(120),
+            total_timeout: Duration::from_secs(300),
             max_retries: 3,
             initial_backoff: Duration::from_millis(500),
             prices: None,

@@ -222,6 +222,7 @@ fn apply(
                 recording: None,
                 max_input_tokens: 100_000,
                 max_output_tokens: 4_096,
+                timeout_secs: 300,
             };
             match ProjectConfig::set_route(project, route) {
                 Ok(_) => app.screen = first_screen(gateway, project)?,

@@ -21,6 +21,7 @@ pub fn connect_model(project: &Path, base_url: &str) {
             recording: None,
             max_input_tokens: 100_000,
             max_output_tokens: 1_000,
+            timeout_secs: 60,
         },
     )
     .expect("route");
