@@ -10,4 +10,5 @@
 
 pub mod conversation;
 pub mod model;
+mod private;
 pub mod tools;

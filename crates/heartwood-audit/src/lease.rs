@@ -81,7 +81,8 @@ impl WriterLease {
             lock,
             info_path: paths.writer.clone(),
             inherited_from_crash,
-            unclean: false,
+            // Whatever a crash left unreconciled stays flagged until a holder reconciles it.
+            unclean: inherited_from_crash,
         })
     }
 
@@ -89,6 +90,11 @@ impl WriterLease {
     /// what other logs hold beyond the journal as a crash's remains.
     pub fn mark_unclean(&mut self) {
         self.unclean = true;
+    }
+
+    /// Whatever the previous holder left behind has been reconciled: release normally.
+    pub fn mark_clean(&mut self) {
+        self.unclean = false;
     }
 
     /// Whether the previous holder ended without closing the session (a crash or a kill).

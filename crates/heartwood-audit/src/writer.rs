@@ -189,6 +189,15 @@ impl SessionWriter {
         self.lease.inherited_from_crash()
     }
 
+    /// The caller has reconciled every log the session keeps with the journal, so closing
+    /// this writer may release the session as cleanly closed. Until then (and always after a
+    /// failed write) the next writer is told the previous one crashed.
+    pub fn mark_reconciled(&mut self) {
+        if self.failed.is_none() {
+            self.lease.mark_clean();
+        }
+    }
+
     /// The session's files.
     pub fn paths(&self) -> &SessionPaths {
         &self.paths

@@ -102,6 +102,9 @@ pub fn exec(project: ProjectContext, args: ExecArgs) -> Result<ExitCode> {
     let id = command_id(args.command_id)?;
     let task = args.task;
     follow(project, session.clone(), args.json, move |gateway| {
+        // Serving the session first reconciles it with the engine, so the lifecycle read next
+        // is where the agent really stands (a new session has nothing to serve yet).
+        let _ = gateway.subscribe(&session);
         // A paused task continues with the text as guidance; anything else starts a task.
         let paused = gateway
             .projection(&session)

@@ -329,6 +329,7 @@ fn reconcile(core: &mut Core, conversation: &mut Conversation) -> Result<bool, G
     let missing: Vec<Event> = translated.into_iter().skip(recorded).collect();
     core.record(missing)?;
     publish_pending(core, conversation)?;
+    core.writer()?.mark_reconciled();
 
     // The journal says a run is on (resumed, decided, or given a task) but the engine is not.
     let engine_running = conversation.state().status == ExecutionStatus::Running;

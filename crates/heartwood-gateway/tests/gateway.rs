@@ -426,3 +426,94 @@ async fn a_task_journaled_before_a_crash_reaches_the_agent_in_the_next_process()
     );
     next.close().await;
 }
+
+/// Removes the session's last journal line, as a process killed between two appends leaves it
+/// (the chain stays intact: an intact prefix is a valid session).
+fn cut_last_event(project: &std::path::Path, session: &SessionId) -> String {
+    let dir = project.join(".heartwood/sessions").join(session.as_str());
+    let mut cut = String::new();
+    for name in ["events.jsonl", "audit.jsonl"] {
+        let path = dir.join(name);
+        let text = std::fs::read_to_string(&path).expect("journal file");
+        let mut lines: Vec<&str> = text.lines().collect();
+        let last = lines.pop().expect("a line");
+        if name == "events.jsonl" {
+            cut = last.to_owned();
+        }
+        let mut kept = lines.join("\n");
+        kept.push('\n');
+        std::fs::write(&path, kept).expect("write");
+    }
+    cut
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_before_the_set_is_published_is_republished_by_the_next_process() {
+    let f = Fixture::new(Script::of(vec![two_actions(), finish()])).await;
+    f.task("write the file");
+    let waiting = f.settled().await;
+    let shown = waiting.pending.clone().expect("pending");
+    f.gateway.close().await;
+    let cut = cut_last_event(f.project.path(), &f.session);
+    assert!(cut.contains("action_set_pending"), "{cut}");
+
+    let next = SessionGateway::new(ProjectContext::at(f.project.path())).expect("gateway");
+    let stored = next.projection(&f.session).expect("stored");
+    assert_eq!(stored.lifecycle, Lifecycle::WaitingForDecision);
+    assert!(
+        stored.pending.is_none(),
+        "the crash window: waiting, no set"
+    );
+    // Serving the session republishes the set the engine waits on; it can then be decided.
+    let _updates = next.subscribe(&f.session).expect("attach");
+    let p = next.projection(&f.session).expect("projection");
+    let set = p.pending.clone().expect("the set is published again");
+    assert_eq!(set.set_id, shown.set_id);
+    assert_eq!(set.members, shown.members);
+    let receipt = next
+        .submit(Command::new(
+            CommandId::parse("after-crash").expect("id"),
+            f.session.clone(),
+            CommandKind::Decide {
+                set_id: set.set_id,
+                revision: set.revision,
+                decision: Decision::AllowOnce,
+                reason: None,
+            },
+        ))
+        .expect("decide");
+    applied(&receipt);
+    let started = Instant::now();
+    loop {
+        let p = next.projection(&f.session).expect("projection");
+        if p.lifecycle == Lifecycle::Finished {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{p:#?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let ran = std::fs::read_to_string(f.project.path().join("ran.txt")).expect("ran");
+    assert_eq!(ran, "one\ntwo\n");
+    next.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn closing_the_gateway_mid_run_waits_for_the_worker_and_records_everything() {
+    let slow = Turn::text("late but recorded").with_fault(Fault::ChunkDelayMs(100));
+    let f = Fixture::new(Script::of(vec![slow])).await;
+    f.task("answer slowly");
+    // Close while the model is still streaming: the worker is paused at its next step, and
+    // what it did before stopping is in the journal, not only in the engine's log.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    f.gateway.close().await;
+    let stored = f.gateway.snapshot(&f.session, 0).expect("stored");
+    assert!(
+        stored
+            .events
+            .iter()
+            .any(|e| matches!(&e.event, heartwood_events::Event::Message { text, .. } if text == "late but recorded")),
+        "{:#?}",
+        stored.projection
+    );
+    assert_eq!(stored.projection.lifecycle, Lifecycle::Finished);
+}

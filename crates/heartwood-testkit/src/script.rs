@@ -83,6 +83,8 @@ pub enum Fault {
     ChunkDelayMs(u64),
     /// Answer 200 with a body that is not a chat completion.
     Garbage,
+    /// Accept the request and never answer (a service that hangs).
+    Silent,
 }
 
 impl Script {

@@ -164,6 +164,11 @@ async fn complete(
         Some(Fault::Garbage) => {
             return (StatusCode::OK, "<html>this is not a chat completion</html>").into_response();
         }
+        Some(Fault::Silent) => {
+            // Bounded so a forgotten test cannot keep the server task alive for ever.
+            tokio::time::sleep(Duration::from_secs(600)).await;
+            return error_response(StatusCode::GATEWAY_TIMEOUT, "silent turn ended", None);
+        }
         _ => {}
     }
     let id = format!("chatcmpl-scripted-{index}");

@@ -6,7 +6,7 @@
 //! runs (so a restart never runs it again) and before control returns to the caller (so a
 //! pending decision survives a closed terminal).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
@@ -50,7 +50,7 @@ impl EventLog {
             let path = path.to_owned();
             move |source| LogError::Io { path, source }
         };
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        crate::private::create_dir(dir).map_err(io(dir))?;
         let path = dir.join("events.jsonl");
         let mut events = Vec::new();
         let mut good_len = 0u64;
@@ -75,11 +75,7 @@ impl EventLog {
                 events.push(event);
             }
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(io(&path))?;
+        let file = crate::private::append(&path).map_err(io(&path))?;
         if file.metadata().map_err(io(&path))?.len() > good_len {
             file.set_len(good_len).map_err(io(&path))?;
         }

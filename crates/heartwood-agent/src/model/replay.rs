@@ -112,10 +112,7 @@ impl Recorder {
         };
         let mut line = serde_json::to_vec(&exchange).map_err(std::io::Error::other)?;
         line.push(b'\n');
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
+        let mut file = crate::private::append(&self.path)?;
         file.write_all(&line)
     }
 }

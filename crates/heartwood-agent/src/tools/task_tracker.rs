@@ -69,8 +69,8 @@ pub(super) fn run(file: &Path, args: &TaskTrackerArgs) -> Observation {
             let tmp = file.with_extension("tmp");
             let saved = file
                 .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::write(&tmp, &bytes))
+                .map_or(Ok(()), crate::private::create_dir)
+                .and_then(|()| crate::private::write(&tmp, &bytes))
                 .and_then(|()| std::fs::rename(&tmp, file));
             match saved {
                 Ok(()) => Observation::ok(format!("Plan updated.\n{}", render(task_list))),

@@ -1,0 +1,460 @@
+//! What a hostile probe of the `heartwood` binary found, each as the process-level reproduction
+//! that failed before its fix: a second task that ran unrecorded, a huge reply that panicked
+//! the condenser for good, a full disk that hung `decide`, a forged or deleted engine log that
+//! was sealed into the record, double Ctrl-C that did not stop, and routes `status` calls
+//! unusable that `exec` still tried.
+
+mod support;
+
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use heartwood_testkit::{Fault, Script, ScriptedModelServer, Turn};
+use serde_json::json;
+use support::{connect_scripted, heartwood, heartwood_async, text};
+
+async fn project_with(script: Script) -> (tempfile::TempDir, ScriptedModelServer) {
+    let project = tempfile::tempdir().expect("project");
+    let server = ScriptedModelServer::start(script).await.expect("server");
+    connect_scripted(project.path(), &server.base_url());
+    (project, server)
+}
+
+fn two_actions() -> Turn {
+    Turn::calls(&[
+        ("terminal", json!({"command": "echo one >> ran.txt"})),
+        ("terminal", json!({"command": "echo two >> ran.txt"})),
+    ])
+}
+
+fn finish(message: &str) -> Turn {
+    Turn::calls(&[("finish", json!({"message": message}))])
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+fn both(out: &Output) -> String {
+    format!("{}{}", text(&out.stdout), text(&out.stderr))
+}
+
+fn session_of(out: &Output) -> String {
+    text(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("session "))
+        .expect("session line")
+        .trim()
+        .to_owned()
+}
+
+/// The words of the `heartwood decide … allow` line `exec` printed, without `heartwood`.
+fn printed_allow(out: &Output) -> Vec<String> {
+    let stdout = text(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("heartwood decide") && l.trim_end().ends_with(" allow"))
+        .unwrap_or_else(|| panic!("no decide command printed:\n{stdout}"));
+    line[line.find("heartwood decide").expect("command")..]
+        .split_whitespace()
+        .skip(1)
+        .map(str::to_owned)
+        .collect()
+}
+
+async fn run(project: &Path, words: &[String]) -> Output {
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    heartwood_async(project, &words).await
+}
+
+/// Runs the binary, failing the test if it has not ended after a minute (the probe's hangs).
+async fn bounded(project: &Path, words: &[&str]) -> Output {
+    tokio::time::timeout(Duration::from_secs(60), heartwood_async(project, words))
+        .await
+        .unwrap_or_else(|_| panic!("`heartwood {}` did not end", words.join(" ")))
+}
+
+fn journal_kinds(project: &Path, session: &str) -> Vec<String> {
+    let path = project
+        .join(".heartwood/sessions")
+        .join(session)
+        .join("events.jsonl");
+    std::fs::read_to_string(path)
+        .expect("journal")
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("event line");
+            v["type"].as_str().unwrap_or_default().to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_task_on_a_finished_session_is_followed_and_recorded() {
+    let (project, server) = project_with(Script::of(vec![
+        Turn::text("First done."),
+        two_actions(),
+        finish("second done"),
+    ]))
+    .await;
+    let first = bounded(project.path(), &["exec", "first"]).await;
+    assert_eq!(code(&first), 0, "{}", both(&first));
+    let session = session_of(&first);
+
+    let second = bounded(
+        project.path(),
+        &["exec", "--session", &session, "second task"],
+    )
+    .await;
+    assert_eq!(
+        code(&second),
+        3,
+        "exec reports the set it waits on: {}",
+        both(&second)
+    );
+    assert!(
+        text(&second.stdout).contains("echo one"),
+        "{}",
+        both(&second)
+    );
+    assert!(
+        !text(&second.stdout).contains("give the next task"),
+        "{}",
+        both(&second)
+    );
+    // The journal has the second run's set now, not when a later process opens the session.
+    let kinds = journal_kinds(project.path(), &session);
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "action_set_pending").count(),
+        1,
+        "{kinds:?}"
+    );
+
+    let decided = run(project.path(), &printed_allow(&second)).await;
+    assert_eq!(code(&decided), 0, "{}", both(&decided));
+    assert!(
+        text(&decided.stdout).contains("agent: second done"),
+        "{}",
+        both(&decided)
+    );
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_huge_reply_neither_panics_nor_bricks_the_session() {
+    let huge = Turn {
+        content: Some("word ".repeat(120_000)),
+        ..Turn::calls(&[("terminal", json!({"command": "echo big >> ran.txt"}))])
+    };
+    let (project, server) = project_with(Script::of(vec![
+        huge,
+        finish("handled"),
+        Turn::text("still here"),
+    ]))
+    .await;
+    let out = bounded(project.path(), &["exec", "go"]).await;
+    assert_eq!(code(&out), 3, "{}", both(&out));
+    let session = session_of(&out);
+    let decided = run(project.path(), &printed_allow(&out)).await;
+    assert_eq!(code(&decided), 0, "{}", both(&decided));
+    assert!(!both(&decided).contains("panicked"), "{}", both(&decided));
+    assert!(
+        text(&decided.stdout).contains("agent: handled"),
+        "{}",
+        both(&decided)
+    );
+    // The session continues afterwards.
+    let again = bounded(project.path(), &["exec", "--session", &session, "more"]).await;
+    assert_eq!(code(&again), 0, "{}", both(&again));
+    assert!(
+        text(&again.stdout).contains("agent: still here"),
+        "{}",
+        both(&again)
+    );
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forged_or_deleted_engine_log_is_refused_not_sealed() {
+    let (project, server) = project_with(Script::of(vec![
+        Turn::text("one"),
+        Turn::text("two"),
+        Turn::text("three"),
+    ]))
+    .await;
+    let first = bounded(project.path(), &["exec", "first"]).await;
+    assert_eq!(code(&first), 0, "{}", both(&first));
+    let session = session_of(&first);
+    let backend = project
+        .path()
+        .join(".heartwood/sessions")
+        .join(&session)
+        .join("backend");
+    let log = backend.join("events.jsonl");
+    let original = std::fs::read(&log).expect("engine log");
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode(&backend), 0o700, "backend/ is private");
+        assert_eq!(mode(&log), 0o600, "the engine log is private");
+    }
+
+    // A forged agent message appended to the engine's log.
+    let count = original.iter().filter(|b| **b == b'\n').count();
+    let forged = format!(
+        "{}\n",
+        json!({"id": count + 1, "kind": "message", "speaker": "agent", "text": "FORGED"})
+    );
+    let mut bytes = original.clone();
+    bytes.extend_from_slice(forged.as_bytes());
+    std::fs::write(&log, &bytes).expect("forge");
+    let refused = bounded(project.path(), &["exec", "--session", &session, "second"]).await;
+    assert_eq!(code(&refused), 1, "{}", both(&refused));
+    assert!(
+        both(&refused).contains("does not match"),
+        "{}",
+        both(&refused)
+    );
+    assert!(!both(&refused).contains("FORGED"), "{}", both(&refused));
+    assert!(
+        !std::fs::read_to_string(
+            project
+                .path()
+                .join(".heartwood/sessions")
+                .join(&session)
+                .join("events.jsonl")
+        )
+        .expect("journal")
+        .contains("FORGED"),
+        "the forged message entered the record"
+    );
+
+    // The engine's log deleted: the old task must not be sent again.
+    std::fs::remove_file(&log).expect("delete");
+    let refused = bounded(project.path(), &["exec", "--session", &session, "third"]).await;
+    assert_eq!(code(&refused), 1, "{}", both(&refused));
+    assert!(
+        both(&refused).contains("does not match"),
+        "{}",
+        both(&refused)
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "no model call after the first task"
+    );
+
+    // Put back as it was, the session continues.
+    std::fs::write(&log, &original).expect("restore");
+    let ok = bounded(project.path(), &["exec", "--session", &session, "second"]).await;
+    assert_eq!(code(&ok), 0, "{}", both(&ok));
+    assert!(text(&ok.stdout).contains("agent: two"), "{}", both(&ok));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unusable_routes_are_refused_before_any_attempt_and_register_nothing() {
+    let server = ScriptedModelServer::start(Script::of(vec![Turn::text("never")]))
+        .await
+        .expect("server");
+    let project = tempfile::tempdir().expect("project");
+    // No model at all: refused, and no empty session is left behind.
+    let out = bounded(project.path(), &["exec", "hello"]).await;
+    assert_eq!(code(&out), 1, "{}", both(&out));
+    assert!(
+        both(&out).contains("heartwood model connect"),
+        "{}",
+        both(&out)
+    );
+    assert!(!project.path().join(".heartwood/sessions").exists());
+
+    // A route edited by hand into one `status` calls unusable.
+    connect_scripted(project.path(), &server.base_url());
+    let config = project.path().join(".heartwood/config.toml");
+    let edited = std::fs::read_to_string(&config)
+        .expect("config")
+        .replace(&server.base_url(), "ftp://example.invalid/v1");
+    std::fs::write(&config, edited).expect("edit");
+    let out = bounded(project.path(), &["exec", "hello"]).await;
+    assert_eq!(code(&out), 1, "{}", both(&out));
+    assert!(both(&out).contains("http://"), "{}", both(&out));
+    assert_eq!(server.requests().len(), 0);
+    let listed = heartwood(project.path(), &["sessions", "ls"]);
+    assert!(!text(&listed.stdout).contains("s20"), "{}", both(&listed));
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_twice_stops_a_run_waiting_on_a_silent_model_at_once() {
+    let (project, _server) = project_with(Script::of(vec![
+        Turn::text("never").with_fault(Fault::Silent),
+    ]))
+    .await;
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["exec", "wait for a silent model"])
+        .current_dir(project.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id().expect("pid").to_string();
+    // Let it reach the model call, then press Ctrl-C twice.
+    let sessions = project.path().join(".heartwood/sessions");
+    for _ in 0..100 {
+        if std::fs::read_dir(&sessions).is_ok_and(|mut d| d.next().is_some()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let interrupt = || {
+        std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .expect("kill")
+    };
+    interrupt();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    interrupt();
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("the second Ctrl-C stops exec")
+        .expect("output");
+    assert_eq!(code(&out), 1, "{}", both(&out));
+    assert!(
+        both(&out).contains("stopped by the researcher"),
+        "{}",
+        both(&out)
+    );
+    let session = std::fs::read_dir(&sessions)
+        .expect("sessions")
+        .next()
+        .expect("one session")
+        .expect("entry")
+        .file_name()
+        .to_string_lossy()
+        .into_owned();
+    let kinds = journal_kinds(project.path(), &session);
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("run_interrupted"),
+        "{kinds:?}"
+    );
+    let verify = heartwood(project.path(), &["sessions", "verify", &session]);
+    assert!(verify.status.success(), "{}", both(&verify));
+}
+
+/// A small tmpfs mounted over a fresh folder, unmounted on drop; `None` where this process may
+/// not mount (not root), and the test then says it was skipped.
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(bytes: u64) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().ok()?;
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        mounted.then_some(SmallDisk { dir })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// Fills the disk holding `dir` until `leave` bytes or fewer are free; returns the filler.
+fn fill(dir: &Path, leave: u64) -> std::path::PathBuf {
+    use std::io::Write;
+    let filler = dir.join("filler.bin");
+    let mut file = std::fs::File::create(&filler).expect("filler");
+    let block = vec![0u8; 4096];
+    while file.write_all(&block).is_ok() {}
+    let _ = file.sync_all();
+    let len = std::fs::metadata(&filler).expect("meta").len();
+    file.set_len(len.saturating_sub(leave)).expect("shrink");
+    filler
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_disk_fails_decide_with_the_error_and_recover_completes_once_space_returns() {
+    let Some(disk) = SmallDisk::mount(2 * 1024 * 1024) else {
+        eprintln!("skipped: mounting a tmpfs needs root");
+        return;
+    };
+    let project = disk.path().join("project");
+    std::fs::create_dir(&project).expect("project");
+    let many: Vec<(&str, serde_json::Value)> = (0..40)
+        .map(|i| {
+            (
+                "terminal",
+                json!({"command": format!("echo {i} >> ran.txt")}),
+            )
+        })
+        .collect();
+    let server = ScriptedModelServer::start(Script::of(vec![
+        Turn::calls(&many),
+        finish("done"),
+        Turn::text("continued"),
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(&project, &server.base_url());
+    let out = bounded(&project, &["exec", "write"]).await;
+    assert_eq!(code(&out), 3, "{}", both(&out));
+    let session = session_of(&out);
+
+    let filler = fill(disk.path(), 24 * 1024);
+    let decided = bounded(&project, &args_of(&printed_allow(&out))).await;
+    assert_ne!(
+        code(&decided),
+        0,
+        "a full disk is not success: {}",
+        both(&decided)
+    );
+    assert_ne!(code(&decided), 3, "{}", both(&decided));
+    assert!(
+        both(&decided).contains("No space left on device"),
+        "the error is shown: {}",
+        both(&decided)
+    );
+
+    std::fs::remove_file(filler).expect("free space");
+    let recovered = bounded(&project, &["sessions", "recover", &session]).await;
+    assert!(recovered.status.success(), "{}", both(&recovered));
+    let verify = bounded(&project, &["sessions", "verify", &session]).await;
+    assert!(verify.status.success(), "{}", both(&verify));
+    // The session continues from the CLI: whatever the engine did is caught up, nothing runs
+    // twice, and a new task is accepted once the interrupted run is settled.
+    let shown = bounded(&project, &["sessions", "show", &session]).await;
+    assert!(shown.status.success(), "{}", both(&shown));
+    let next = bounded(&project, &["exec", "--session", &session, "go on"]).await;
+    assert!(
+        matches!(code(&next), 0 | 3),
+        "the session continues: {}",
+        both(&next)
+    );
+    let ran = std::fs::read_to_string(project.join("ran.txt")).unwrap_or_default();
+    let lines: Vec<&str> = ran.lines().collect();
+    let unique: std::collections::BTreeSet<&str> = lines.iter().copied().collect();
+    assert_eq!(lines.len(), unique.len(), "an action ran twice: {ran}");
+}
+
+fn args_of(words: &[String]) -> Vec<&str> {
+    words.iter().map(String::as_str).collect()
+}
