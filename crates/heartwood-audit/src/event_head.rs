@@ -1,5 +1,6 @@
-//! Finding an event line's `seq`, `type` and `time` (the fields its audit record repeats)
-//! without deserializing the rest of the line.
+//! Finding an event line's `seq`, `type` and `time` (the fields its audit record repeats), and
+//! the `command` that caused it (which binds the command receipts to the chain), without
+//! deserializing the rest of the line.
 //!
 //! Verification is bound by how fast it gets through event lines, and most of an event's bytes
 //! are content (message text, tool output) that verification only hashes. The fast path walks
@@ -20,6 +21,8 @@ pub(crate) struct EventHead<'a> {
     pub kind: Cow<'a, str>,
     #[serde(borrow)]
     pub time: Cow<'a, str>,
+    #[serde(default, borrow)]
+    pub command: Option<Cow<'a, str>>,
 }
 
 /// Reads the head of an event line.
@@ -35,7 +38,7 @@ fn scan(line: &[u8]) -> Option<EventHead<'_>> {
     if line.first() != Some(&b'{') {
         return None;
     }
-    let (mut seq, mut kind, mut time) = (None, None, None);
+    let (mut seq, mut kind, mut time, mut command) = (None, None, None, None);
     loop {
         let key = plain_string(line, &mut pos)?;
         if line.get(pos) != Some(&b':') {
@@ -46,6 +49,8 @@ fn scan(line: &[u8]) -> Option<EventHead<'_>> {
             "seq" => seq = Some(integer(line, &mut pos)?),
             "type" => kind = Some(plain_string(line, &mut pos)?),
             "time" => time = Some(plain_string(line, &mut pos)?),
+            "command" if line.get(pos..pos + 4) == Some(b"null") => pos += 4,
+            "command" => command = Some(plain_string(line, &mut pos)?),
             _ => skip_value(line, &mut pos)?,
         }
         match line.get(pos)? {
@@ -58,6 +63,7 @@ fn scan(line: &[u8]) -> Option<EventHead<'_>> {
         seq: seq?,
         kind: Cow::Borrowed(kind?),
         time: Cow::Borrowed(time?),
+        command: command.map(Cow::Borrowed),
     })
 }
 
@@ -157,10 +163,14 @@ mod tests {
 
     proptest! {
         #[test]
-        fn the_fast_path_agrees_with_serde_on_real_event_lines(text in "\\PC{0,80}", n in 1u64..u64::MAX) {
+        fn the_fast_path_agrees_with_serde_on_real_event_lines(
+            text in "\\PC{0,80}",
+            n in 1u64..u64::MAX,
+            command in proptest::option::of("[A-Za-z0-9_-]{1,20}"),
+        ) {
             let event = heartwood_events::RecordedEvent::new(
                 heartwood_events::Seq::new(n).expect("seq"),
-                None,
+                command.map(|c| heartwood_events::CommandId::parse(&c).expect("id")),
                 heartwood_events::Event::Message { role: heartwood_events::Role::Agent, text },
             );
             let line = heartwood_events::to_canonical_bytes(&event).expect("canonical");

@@ -1,14 +1,16 @@
 //! `receipts.jsonl`: one canonical [`Receipt`] per completed command, loaded into a map so a
-//! retried command id is answered from its first outcome.
+//! retried command id is answered from its first outcome, checked against the chain by
+//! verification, and rebuilt from the chain by recovery when it is damaged.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use heartwood_events::{CommandId, Receipt, SessionId};
+use heartwood_events::{CommandId, Outcome, Receipt, SessionId};
 
 use crate::error::IoContext;
 use crate::layout::RECEIPTS_FILE;
 use crate::line::{Line, read_line};
+use crate::verify::Commands;
 use crate::{AuditError, Damage, DamageKind, MAX_LINE_BYTES};
 
 /// Loads every receipt; any damaged line refuses the whole file.
@@ -17,29 +19,115 @@ pub(crate) fn load(
     path: &Path,
 ) -> Result<(HashMap<CommandId, Receipt>, u64), AuditError> {
     let mut map = HashMap::new();
+    let len = each(id, path, |_, receipt| {
+        map.insert(receipt.command_id.clone(), receipt);
+        Ok(())
+    })?;
+    Ok((map, len))
+}
+
+/// Checks that the receipts agree with the chain: every command named on an event has exactly
+/// one receipt, which says it applied and ends at that command's last event; no receipt claims
+/// events the chain does not give it. `commands` maps each command on an event to its last
+/// event's sequence number.
+pub(crate) fn check(id: &SessionId, path: &Path, commands: &Commands) -> Result<(), AuditError> {
+    let mut seen: HashSet<CommandId> = HashSet::new();
+    let mut lines = 0;
+    each(id, path, |line, receipt| {
+        lines = line;
+        let command = receipt.command_id.as_str();
+        let damaged = |what: String| damage(id, line, what, DamageKind::Modification);
+        if !seen.insert(receipt.command_id.clone()) {
+            return Err(damaged(format!("a second receipt for command {command:?}")));
+        }
+        let on_events = commands.get(command).copied();
+        match (&receipt.outcome, on_events) {
+            (
+                Outcome::Applied {
+                    last_seq: Some(s), ..
+                },
+                Some(last),
+            ) if s.get() == last => Ok(()),
+            (
+                Outcome::Applied {
+                    last_seq: Some(s), ..
+                },
+                Some(last),
+            ) => Err(damaged(format!(
+                "the receipt of command {command:?} ends at event {s}, but the command's last \
+                 event is {last}"
+            ))),
+            (
+                Outcome::Applied {
+                    last_seq: Some(s), ..
+                },
+                None,
+            ) => Err(damaged(format!(
+                "the receipt of command {command:?} names event {s}, which the command did not \
+                 record"
+            ))),
+            (_, Some(last)) => Err(damaged(format!(
+                "the receipt of command {command:?} says it recorded nothing, but event {last} \
+                 carries it"
+            ))),
+            (_, None) => Ok(()),
+        }
+    })?;
+    let missing = commands
+        .iter()
+        .filter(|(command, _)| CommandId::parse(command).map_or(true, |c| !seen.contains(&c)))
+        .min_by_key(|(_, last)| **last);
+    if let Some((command, last)) = missing {
+        return Err(damage(
+            id,
+            lines + 1,
+            format!(
+                "command {command:?} (last event {last}) has no receipt: receipts.jsonl was cut \
+                 short, edited or deleted"
+            ),
+            DamageKind::Modification,
+        ));
+    }
+    Ok(())
+}
+
+fn damage(id: &SessionId, line: u64, what: String, kind: DamageKind) -> AuditError {
+    AuditError::Damaged {
+        id: id.clone(),
+        damage: Damage {
+            file: RECEIPTS_FILE,
+            line,
+            what,
+            kind,
+        },
+    }
+}
+
+/// Calls `f` with each receipt and its line number; returns the bytes read. Any damaged line
+/// stops with the damage, a torn last line as a torn tail.
+fn each(
+    id: &SessionId,
+    path: &Path,
+    mut f: impl FnMut(u64, Receipt) -> Result<(), AuditError>,
+) -> Result<u64, AuditError> {
     let mut reader = crate::durable::read_or_empty(path, 64 * 1024)?;
     let mut buf = Vec::new();
     let mut len = 0u64;
     for line_no in 1u64.. {
-        let damage = |what: String, kind| AuditError::Damaged {
-            id: id.clone(),
-            damage: Damage {
-                file: RECEIPTS_FILE,
-                line: line_no,
-                what,
-                kind,
-            },
-        };
         match read_line(&mut reader, &mut buf, MAX_LINE_BYTES).ctx("read", path)? {
             Line::End => break,
             Line::Unterminated => {
                 return Err(damage(
+                    id,
+                    line_no,
                     "receipt line is incomplete".into(),
                     DamageKind::TornTail,
                 ));
             }
             Line::TooLong => {
                 return Err(damage(
+                    id,
+                    line_no,
                     "line exceeds the size limit".into(),
                     DamageKind::Modification,
                 ));
@@ -48,12 +136,14 @@ pub(crate) fn load(
         }
         let receipt: Receipt = serde_json::from_slice(&buf).map_err(|e| {
             damage(
+                id,
+                line_no,
                 format!("receipt is not valid ({e})"),
                 DamageKind::Modification,
             )
         })?;
         len += buf.len() as u64 + 1;
-        map.insert(receipt.command_id.clone(), receipt);
+        f(line_no, receipt)?;
     }
-    Ok((map, len))
+    Ok(len)
 }

@@ -3,14 +3,15 @@
 
 use std::path::{Path, PathBuf};
 
-use heartwood_events::{SessionId, Timestamp};
+use heartwood_events::{RecordedEvent, SessionId, Timestamp};
 
 use crate::error::IoContext;
 use crate::intent::{Pending, read_pending};
 use crate::layout::{SESSIONS_DIR, STATE_DIR};
 use crate::lease::WriterLease;
 use crate::{
-    AuditError, Recovery, SessionMeta, SessionPaths, SessionReader, SessionWriter, WriterInfo,
+    AuditError, ReceiptRepair, Recovery, SessionMeta, SessionPaths, SessionReader, SessionWriter,
+    WriterInfo,
 };
 
 /// One line of a session listing. Gathered without verifying the session (that is
@@ -108,6 +109,16 @@ impl SessionStore {
             interrupted,
             writer,
         })
+    }
+
+    /// Rebuilds session `id`'s `receipts.jsonl` from its chain (see [`ReceiptRepair`]); the
+    /// caller's `describe` gives the command type and result for a command's last event.
+    pub fn repair_receipts(
+        &self,
+        id: &SessionId,
+        describe: &dyn Fn(&RecordedEvent) -> Option<(String, serde_json::Value)>,
+    ) -> Result<ReceiptRepair, AuditError> {
+        crate::writer::repair_receipts(id, &self.paths(id), describe)
     }
 
     /// Opens a session read-only.

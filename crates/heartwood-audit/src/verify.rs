@@ -4,8 +4,11 @@
 //! the event line must be whole, name `seq` k, and hash to the record's `event_sha256`; the
 //! audit line must be canonical, name `seq` k with the event's `type` and `time`, link to the
 //! previous record's hash (or the session's genesis), and hash correctly; and the two files
-//! must hold the same number of lines. The first failure stops verification and is reported
-//! with its line and whether it looks like a torn tail or a modification.
+//! must hold the same number of lines. Then `receipts.jsonl` must agree with the chain: every
+//! command named on an event has exactly one receipt saying it applied, ending at that
+//! command's last event (see [`crate::receipts::check`]). The first failure stops verification
+//! and is reported with its file, its line and whether it looks like a torn tail or a
+//! modification.
 
 use std::io::{self, BufRead, BufReader};
 use std::ops::Range;
@@ -21,6 +24,9 @@ use crate::line::{Line, read_line};
 use crate::merkle::RootBuilder;
 use crate::record::{LineProblem, check_line, genesis};
 use crate::{AuditError, Damage, DamageKind, Digest, MAX_LINE_BYTES, SessionPaths};
+
+/// Every command named on an event, with the sequence number of its last event.
+pub(crate) type Commands = std::collections::HashMap<String, u64>;
 
 /// What a successful verification established.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +51,7 @@ enum EventLine {
     Whole {
         /// The event line's SHA-256 as lowercase hex, as the audit record spells it.
         sha256: [u8; 64],
-        head: Result<(u64, Range<usize>, Range<usize>), String>,
+        head: Result<Head, String>,
         len: u64,
         last: bool,
     },
@@ -53,6 +59,9 @@ enum EventLine {
     TooLong,
     End,
 }
+
+/// An event line's `seq`, and where its `type`, `time` and `command` sit in the batch text.
+type Head = (u64, Range<usize>, Range<usize>, Option<Range<usize>>);
 
 #[derive(Default)]
 struct Batch {
@@ -85,6 +94,19 @@ pub(crate) fn verify_session(
     leaves: Option<&mut Vec<Digest>>,
     tree: Tree,
 ) -> Result<(Verified, Option<RootBuilder>), AuditError> {
+    let (verified, root, commands) = verify_chain(id, paths, leaves, tree)?;
+    crate::receipts::check(id, &paths.receipts, &commands)?;
+    Ok((verified, root))
+}
+
+/// [`verify_session`] without the receipts: the chain alone, and every command named on an
+/// event with its last event (from which damaged receipts are rebuilt).
+pub(crate) fn verify_chain(
+    id: &SessionId,
+    paths: &SessionPaths,
+    leaves: Option<&mut Vec<Digest>>,
+    tree: Tree,
+) -> Result<(Verified, Option<RootBuilder>, Commands), AuditError> {
     let events = open_or_empty(&paths.events)?;
     let audit = open_or_empty(&paths.audit)?;
     std::thread::scope(|scope| {
@@ -106,9 +128,9 @@ pub(crate) fn verify_session(
             next: 0,
         };
         let tree_tx = builder.is_some().then_some(tree_tx);
-        let verified = check_chain(id, paths, &mut feed, audit, leaves, tree_tx)?;
+        let (verified, commands) = check_chain(id, paths, &mut feed, audit, leaves, tree_tx)?;
         let Some(builder) = builder else {
-            return Ok((verified, None));
+            return Ok((verified, None, commands));
         };
         let root = builder.join().map_err(|_| AuditError::Io {
             action: "verify",
@@ -121,6 +143,7 @@ pub(crate) fn verify_session(
                 ..verified
             },
             Some(root),
+            commands,
         ))
     })
 }
@@ -162,7 +185,8 @@ fn read_events(
                 let head = event_head(&buf).map(|h| {
                     let kind = push_text(&mut batch.text, &h.kind);
                     let time = push_text(&mut batch.text, &h.time);
-                    (h.seq, kind, time)
+                    let command = h.command.map(|c| push_text(&mut batch.text, &c));
+                    (h.seq, kind, time, command)
                 });
                 match at_end(&mut events) {
                     Ok(last) => Ok(EventLine::Whole {
@@ -211,7 +235,7 @@ fn check_chain(
     mut audit: BufReader<Box<dyn io::Read + Send>>,
     mut leaves: Option<&mut Vec<Digest>>,
     tree: Option<mpsc::SyncSender<Vec<Digest>>>,
-) -> Result<Verified, AuditError> {
+) -> Result<(Verified, Commands), AuditError> {
     let damaged = |damage: Damage| AuditError::Damaged {
         id: id.clone(),
         damage,
@@ -221,6 +245,7 @@ fn check_chain(
     let mut au_buf = Vec::new();
     let (mut events_len, mut audit_len) = (0u64, 0u64);
     let mut last_time = None;
+    let mut commands = Commands::new();
     let mut k: u64 = 0;
     loop {
         k += 1;
@@ -279,7 +304,7 @@ fn check_chain(
                 Line::Complete,
             ) => (sha256, head, len, last),
         };
-        let (seq, kind, time) = head.map_err(|e| {
+        let (seq, kind, time, command) = head.map_err(|e| {
             damaged(damage(
                 EVENTS_FILE,
                 &format!("event is not valid ({e})"),
@@ -328,6 +353,9 @@ fn check_chain(
         if let Some((file, what)) = mismatch {
             return Err(damaged(damage(file, &what, false)));
         }
+        if let Some(command) = command {
+            commands.insert(text[command].to_owned(), k);
+        }
         prev = record.hash;
         if let Some(tree) = &tree {
             pending_leaves.push(record.hash);
@@ -351,14 +379,15 @@ fn check_chain(
     if let Some(tree) = tree {
         let _ = tree.send(pending_leaves);
     }
-    Ok(Verified {
+    let verified = Verified {
         count: k - 1,
         terminal_hash: prev,
         merkle_root: None, // filled in from the tree worker, when there is one
         events_len,
         audit_len,
         last_time,
-    })
+    };
+    Ok((verified, commands))
 }
 
 fn open_or_empty(path: &Path) -> Result<BufReader<Box<dyn io::Read + Send>>, AuditError> {

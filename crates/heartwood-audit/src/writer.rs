@@ -539,6 +539,112 @@ impl SessionWriter {
     }
 }
 
+/// What rebuilding a session's receipts did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReceiptRepair {
+    /// Receipts kept as they were: whole, valid and in agreement with the chain.
+    pub kept: usize,
+    /// Receipts made again from the chain for commands that had none.
+    pub rebuilt: usize,
+    /// Lines dropped: torn, not a receipt, repeated, or contradicting the chain.
+    pub dropped: usize,
+}
+
+/// Rebuilds `receipts.jsonl` from the chain, under the session's lease: an interrupted append
+/// is completed first and the chain must verify; whole receipts that agree with the chain are
+/// kept; every command named on an event that has no receipt gets one, its type and result
+/// from `describe` applied to the command's last event. Refusals are not in the chain: a lost
+/// refusal means a retry of that command id is considered afresh.
+pub(crate) fn repair_receipts(
+    id: &SessionId,
+    paths: &SessionPaths,
+    describe: &dyn Fn(&RecordedEvent) -> Option<(String, Value)>,
+) -> Result<ReceiptRepair, AuditError> {
+    let _lease = WriterLease::acquire(id, paths)?;
+    let (mut intent, _) = IntentFile::open(&paths.journal)?;
+    recover(id, paths, &mut intent)?;
+    let (_, _, commands) = crate::verify::verify_chain(id, paths, None, Tree::Skip)?;
+    let bytes = match std::fs::read(&paths.receipts) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e).ctx("read", &paths.receipts),
+    };
+    let mut report = ReceiptRepair::default();
+    let mut kept: HashMap<CommandId, Receipt> = HashMap::new();
+    let mut out = Vec::new();
+    let mut lines = bytes.split_inclusive(|b| *b == b'\n');
+    for line in lines.by_ref() {
+        let receipt = line
+            .strip_suffix(b"\n")
+            .and_then(|l| serde_json::from_slice::<Receipt>(l).ok());
+        let agrees = receipt.as_ref().is_some_and(|r| {
+            !kept.contains_key(&r.command_id)
+                && match (&r.outcome, commands.get(r.command_id.as_str())) {
+                    (
+                        Outcome::Applied {
+                            last_seq: Some(s), ..
+                        },
+                        Some(last),
+                    ) => s.get() == *last,
+                    (_, None) => !matches!(
+                        r.outcome,
+                        Outcome::Applied {
+                            last_seq: Some(_),
+                            ..
+                        }
+                    ),
+                    (_, Some(_)) => false,
+                }
+        });
+        match receipt {
+            Some(receipt) if agrees => {
+                out.extend_from_slice(line);
+                kept.insert(receipt.command_id.clone(), receipt);
+                report.kept += 1;
+            }
+            _ => report.dropped += 1,
+        }
+    }
+    let mut missing: Vec<(&String, u64)> = commands
+        .iter()
+        .filter(|(c, _)| CommandId::parse(c).is_ok_and(|c| !kept.contains_key(&c)))
+        .map(|(c, last)| (c, *last))
+        .collect();
+    if !missing.is_empty() {
+        missing.sort_by_key(|(_, last)| *last);
+        let reader = crate::SessionReader::open(id, paths.clone())?;
+        let events = reader.events()?;
+        for (command, last) in missing {
+            let event = usize::try_from(last - 1)
+                .ok()
+                .and_then(|i| events.get(i))
+                .and_then(|e| e.as_ref().ok());
+            let (command_type, result) = event
+                .and_then(describe)
+                .unwrap_or_else(|| ("unknown".to_owned(), Value::Null));
+            let Ok(command_id) = CommandId::parse(command) else {
+                continue;
+            };
+            let mut receipt = new_receipt(
+                &command_id,
+                &command_type,
+                Outcome::Applied {
+                    last_seq: Seq::new(last).ok(),
+                    result,
+                },
+            );
+            if let Some(event) = event {
+                receipt.time = event.time.clone();
+            }
+            out.extend_from_slice(&to_canonical_bytes(&receipt)?);
+            out.push(b'\n');
+            report.rebuilt += 1;
+        }
+    }
+    durable::write_atomic(&paths.receipts, &out)?;
+    Ok(report)
+}
+
 /// Creates the session directory with its `meta.json` already inside, by preparing it under a
 /// hidden name and renaming it into place: a crash can never leave a session directory without
 /// metadata. If another process created the session first, its directory is kept.

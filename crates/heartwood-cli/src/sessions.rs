@@ -81,8 +81,17 @@ pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Recover { id } => {
-            let (recovery, count) = admin.recover(&id)?;
-            match recovery {
+            let report = admin.recover(&id)?;
+            let count = report.count;
+            if let Some(repair) = report.receipts {
+                println!(
+                    "session {id}: rebuilt the command receipts from the hash chain ({} kept, \
+                     {} made again, {} damaged line(s) dropped); a refusal that was lost is \
+                     considered afresh if its command is retried",
+                    repair.kept, repair.rebuilt, repair.dropped
+                );
+            }
+            match report.recovery {
                 Recovery::Clean => {
                     println!("session {id}: nothing to recover; {count} events intact")
                 }

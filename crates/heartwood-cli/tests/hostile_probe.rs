@@ -458,3 +458,91 @@ async fn a_full_disk_fails_decide_with_the_error_and_recover_completes_once_spac
 fn args_of(words: &[String]) -> Vec<&str> {
     words.iter().map(String::as_str).collect()
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn damaged_receipts_are_reported_by_verify_and_rebuilt_by_recover() {
+    let (project, server) = project_with(Script::of(vec![
+        Turn::text("one"),
+        Turn::text("two"),
+        Turn::text("three"),
+        Turn::text("four"),
+    ]))
+    .await;
+    let first = bounded(
+        project.path(),
+        &["exec", "--command-id", "first-task", "first"],
+    )
+    .await;
+    assert_eq!(code(&first), 0, "{}", both(&first));
+    let session = session_of(&first);
+    let receipts = project
+        .path()
+        .join(".heartwood/sessions")
+        .join(&session)
+        .join("receipts.jsonl");
+    let original = std::fs::read(&receipts).expect("receipts");
+
+    let garbage = |bytes: &[u8]| {
+        let mut b = bytes.to_vec();
+        b.extend_from_slice(b"{\"not\":\"a receipt\"}\n");
+        b
+    };
+    let cut = |bytes: &[u8]| bytes[..bytes.len() - 10].to_vec();
+    let cases: [(&str, Option<Vec<u8>>); 3] = [
+        ("garbage appended", Some(garbage(&original))),
+        ("10 bytes cut", Some(cut(&original))),
+        ("deleted", None),
+    ];
+    for (case, damaged) in cases {
+        match &damaged {
+            Some(bytes) => std::fs::write(&receipts, bytes).expect("damage"),
+            None => std::fs::remove_file(&receipts).expect("delete"),
+        }
+        // verify, and every command that acts, agree: the session needs recovery.
+        let verify = bounded(project.path(), &["sessions", "verify", &session]).await;
+        assert!(
+            !verify.status.success(),
+            "{case}: verify passed: {}",
+            both(&verify)
+        );
+        assert!(
+            both(&verify).contains("receipts.jsonl"),
+            "{case}: {}",
+            both(&verify)
+        );
+        let exec = bounded(project.path(), &["exec", "--session", &session, "more"]).await;
+        assert_eq!(code(&exec), 1, "{case}: {}", both(&exec));
+
+        let recovered = bounded(project.path(), &["sessions", "recover", &session]).await;
+        assert!(recovered.status.success(), "{case}: {}", both(&recovered));
+        assert!(
+            both(&recovered).contains("rebuilt the command receipts"),
+            "{case}: {}",
+            both(&recovered)
+        );
+        let verify = bounded(project.path(), &["sessions", "verify", &session]).await;
+        assert!(verify.status.success(), "{case}: {}", both(&verify));
+    }
+    // The rebuilt receipt still answers a retry: the first task does not run again.
+    let retried = bounded(
+        project.path(),
+        &[
+            "exec",
+            "--session",
+            &session,
+            "--command-id",
+            "first-task",
+            "first",
+        ],
+    )
+    .await;
+    assert_eq!(code(&retried), 0, "{}", both(&retried));
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the retried command acted again"
+    );
+    let next = bounded(project.path(), &["exec", "--session", &session, "second"]).await;
+    assert_eq!(code(&next), 0, "{}", both(&next));
+    assert!(text(&next.stdout).contains("agent: two"), "{}", both(&next));
+}

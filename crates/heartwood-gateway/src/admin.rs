@@ -2,8 +2,8 @@
 //! mutating ones take the session's writer lease for their duration and release it.
 
 use heartwood_audit::{
-    AuditError, Checkpoint, CheckpointReport, Recovery, SessionMeta, SessionStore, SessionSummary,
-    Verified,
+    AuditError, Checkpoint, CheckpointReport, ReceiptRepair, Recovery, SessionMeta, SessionStore,
+    SessionSummary, Verified,
 };
 use heartwood_events::{DecodeError, IdError, RecordedEvent, SessionId, SessionProjection};
 
@@ -36,6 +36,39 @@ pub enum GatewayError {
     /// A project file could not be shown.
     #[error("{0}")]
     Workspace(String),
+}
+
+/// What [`SessionAdmin::recover`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoverReport {
+    /// What completing an interrupted append did.
+    pub recovery: Recovery,
+    /// What rebuilding the command receipts did, when they were damaged.
+    pub receipts: Option<ReceiptRepair>,
+    /// Events the session holds, intact.
+    pub count: u64,
+}
+
+/// The receipts file's name, as damage reports spell it.
+const RECEIPTS_FILE: &str = "receipts.jsonl";
+
+/// The command type and result a command's last event shows it had; the inverse of what
+/// [`crate::SessionGateway::submit`] records for each command.
+fn receipt_of(event: &RecordedEvent) -> Option<(String, serde_json::Value)> {
+    use heartwood_events::Event;
+    let kind = match &event.event {
+        Event::TaskSubmitted { .. } => "submit_task",
+        Event::GuidanceSent { .. } => "send_guidance",
+        Event::PauseRequested {} => "pause",
+        Event::RunResumed {} => "resume",
+        Event::DecisionRecorded { .. } => "decide",
+        Event::SessionClosed {} => "close",
+        Event::ExportRecorded { bundle, .. } => {
+            return Some(("export".into(), serde_json::json!({ "bundle": bundle })));
+        }
+        _ => return None,
+    };
+    Some((kind.to_owned(), serde_json::Value::Null))
 }
 
 /// One session, as `show` presents it.
@@ -132,11 +165,23 @@ impl SessionAdmin {
         })
     }
 
-    /// Completes an interrupted append (if any) and verifies the session; returns what was done
-    /// and how many events the session holds.
-    pub fn recover(&self, id: &str) -> Result<(Recovery, u64), GatewayError> {
-        let (writer, recovery) = self.store.open_writer(&SessionId::parse(id)?)?;
-        Ok((recovery, writer.count()))
+    /// Completes an interrupted append (if any), rebuilds damaged command receipts from the
+    /// chain, and verifies the session; returns what was done and how many events it holds.
+    pub fn recover(&self, id: &str) -> Result<RecoverReport, GatewayError> {
+        let id = SessionId::parse(id)?;
+        let (receipts, opened) = match self.store.open_writer(&id) {
+            Err(AuditError::Damaged { damage, .. }) if damage.file == RECEIPTS_FILE => {
+                let repair = self.store.repair_receipts(&id, &receipt_of)?;
+                (Some(repair), self.store.open_writer(&id)?)
+            }
+            opened => (None, opened?),
+        };
+        let (writer, recovery) = opened;
+        Ok(RecoverReport {
+            recovery,
+            receipts,
+            count: writer.count(),
+        })
     }
 
     /// The model exchanges the session's engine recorded (for a replay route), or `None` when

@@ -22,11 +22,11 @@ pub mod translate;
 mod worker;
 pub mod workspace;
 
-pub use admin::{ExportReport, GatewayError, SessionAdmin, SessionView};
+pub use admin::{ExportReport, GatewayError, RecoverReport, SessionAdmin, SessionView};
 pub use gateway::{NATIVE_BACKEND, SessionGateway};
 pub use heartwood_audit::{
-    Checkpoint, CheckpointReport, Damage, DamageKind, Recovery, SessionMeta, SessionSummary,
-    Verified,
+    Checkpoint, CheckpointReport, Damage, DamageKind, ReceiptRepair, Recovery, SessionMeta,
+    SessionSummary, Verified,
 };
 pub use heartwood_events as events;
 pub use live::{Change, Snapshot, Update};
