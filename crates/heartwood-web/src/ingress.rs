@@ -176,7 +176,10 @@ impl IngressPolicy {
         if upgrade && origin.is_none() {
             return refuse(403, "a WebSocket upgrade must name its origin");
         }
-        // Path.
+        // Path: origin-form only.
+        if !target.starts_with('/') {
+            return refuse(400, "the request target must be a path");
+        }
         let (path, query) = match target.split_once('?') {
             Some((p, q)) => (p, Some(q.to_owned())),
             None => (target, None),

@@ -57,11 +57,13 @@ async fn entry(
             )
         })
         .collect();
-    let target = request
-        .uri()
-        .path_and_query()
-        .map_or("/", |p| p.as_str())
-        .to_owned();
+    // An absolute-form target (`GET http://host/path`) goes to the policy whole, which
+    // refuses it: only the Host header may name the host.
+    let uri = request.uri();
+    let target = match uri.authority() {
+        Some(_) => uri.to_string(),
+        None => uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
+    };
     let method = request.method().as_str().to_owned();
     let admitted = match app.policy.admit(&method, &target, &headers, peer.ip()) {
         Ok(admitted) => admitted,

@@ -82,6 +82,13 @@ async fn hostile_requests_never_reach_a_handler() {
             with_host(&format!("192.168.1.5:{port}")),
         ),
         ("GET", "/api/sessions".into(), vec![auth.clone()]),
+        // An absolute-form target with the right Host: the host must come from Host alone.
+        ("GET", "http://evil.example/api/sessions".into(), ok(&[])),
+        (
+            "GET",
+            format!("http://127.0.0.1:{port}/api/sessions"),
+            ok(&[]),
+        ),
         (
             "GET",
             "/api/sessions".into(),
