@@ -120,7 +120,7 @@ pub enum AuditError {
     /// A command id was reused for a different kind of command.
     #[error(
         "command id \"{command_id}\" was already used for a {first} command; a retry must \
-         repeat the same command, a new command needs a new id"
+         repeat the same command exactly, a new command needs a new id"
     )]
     CommandIdReused {
         /// The reused id.

@@ -39,7 +39,7 @@ pub use reader::SessionReader;
 pub use record::AuditRecord;
 pub use store::{SessionStore, SessionSummary};
 pub use verify::Verified;
-pub use writer::{ReceiptRepair, Recovery, SessionWriter};
+pub use writer::{RebuiltReceipt, ReceiptRepair, Recovery, SessionWriter};
 
 /// The longest event, audit or receipt line accepted, in bytes. Longer lines are refused when
 /// written and reported as damage when read, so reading a session has bounded memory.

@@ -10,8 +10,8 @@ use crate::intent::{Pending, read_pending};
 use crate::layout::{SESSIONS_DIR, STATE_DIR};
 use crate::lease::WriterLease;
 use crate::{
-    AuditError, ReceiptRepair, Recovery, SessionMeta, SessionPaths, SessionReader, SessionWriter,
-    WriterInfo,
+    AuditError, RebuiltReceipt, ReceiptRepair, Recovery, SessionMeta, SessionPaths, SessionReader,
+    SessionWriter, WriterInfo,
 };
 
 /// One line of a session listing. Gathered without verifying the session (that is
@@ -116,7 +116,7 @@ impl SessionStore {
     pub fn repair_receipts(
         &self,
         id: &SessionId,
-        describe: &dyn Fn(&RecordedEvent) -> Option<(String, serde_json::Value)>,
+        describe: &dyn Fn(&RecordedEvent) -> Option<RebuiltReceipt>,
     ) -> Result<ReceiptRepair, AuditError> {
         crate::writer::repair_receipts(id, &self.paths(id), describe)
     }

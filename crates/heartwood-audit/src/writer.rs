@@ -242,11 +242,32 @@ impl SessionWriter {
         command_id: &CommandId,
         command_type: &str,
     ) -> Result<Option<&Receipt>, AuditError> {
+        self.receipt_for_content(command_id, command_type, None)
+    }
+
+    /// [`SessionWriter::receipt_for`], also refusing a retry whose content (`content_sha256`,
+    /// a digest the caller computes of what the command says) differs from the first one's.
+    pub fn receipt_for_content(
+        &self,
+        command_id: &CommandId,
+        command_type: &str,
+        content_sha256: Option<&str>,
+    ) -> Result<Option<&Receipt>, AuditError> {
         match self.receipts.get(command_id) {
             Some(r) if r.command_type != command_type => Err(AuditError::CommandIdReused {
                 command_id: command_id.to_string(),
                 first: r.command_type.clone(),
             }),
+            Some(r)
+                if content_sha256.is_some()
+                    && r.content_sha256.is_some()
+                    && r.content_sha256.as_deref() != content_sha256 =>
+            {
+                Err(AuditError::CommandIdReused {
+                    command_id: command_id.to_string(),
+                    first: format!("different {}", r.command_type),
+                })
+            }
             found => Ok(found),
         }
     }
@@ -288,30 +309,33 @@ impl SessionWriter {
         result: Value,
     ) -> Result<Receipt, AuditError> {
         let (receipt, _) =
-            self.complete_command_recorded(command_id, command_type, events, result)?;
+            self.complete_command_recorded(command_id, command_type, None, events, result)?;
         Ok(receipt)
     }
 
-    /// [`SessionWriter::complete_command`], also returning the events as recorded.
+    /// [`SessionWriter::complete_command`], also returning the events as recorded; the receipt
+    /// keeps `content_sha256` so a retry that changed the command is refused.
     pub fn complete_command_recorded(
         &mut self,
         command_id: &CommandId,
         command_type: &str,
+        content_sha256: Option<&str>,
         events: Vec<Event>,
         result: Value,
     ) -> Result<(Receipt, Vec<RecordedEvent>), AuditError> {
-        self.receipt_for(command_id, command_type)?;
+        self.receipt_for_content(command_id, command_type, content_sha256)?;
         let n = events.len() as u64;
         let last_seq = if n == 0 {
             None
         } else {
             Seq::new(self.chain.count + n).ok()
         };
-        let receipt = new_receipt(
+        let mut receipt = new_receipt(
             command_id,
             command_type,
             Outcome::Applied { last_seq, result },
         );
+        receipt.content_sha256 = content_sha256.map(str::to_owned);
         let committed = self.commit(Some(command_id), events, Some(receipt))?;
         let receipt = self.receipt_of(committed.receipt)?;
         Ok((receipt, committed.events))
@@ -329,16 +353,18 @@ impl SessionWriter {
         &mut self,
         command_id: &CommandId,
         command_type: &str,
+        content_sha256: Option<&str>,
         reason: &str,
     ) -> Result<Receipt, AuditError> {
-        self.receipt_for(command_id, command_type)?;
-        let receipt = new_receipt(
+        self.receipt_for_content(command_id, command_type, content_sha256)?;
+        let mut receipt = new_receipt(
             command_id,
             command_type,
             Outcome::Refused {
                 reason: reason.into(),
             },
         );
+        receipt.content_sha256 = content_sha256.map(str::to_owned);
         let committed = self.commit(Some(command_id), Vec::new(), Some(receipt))?;
         self.receipt_of(committed.receipt)
     }
@@ -539,6 +565,18 @@ impl SessionWriter {
     }
 }
 
+/// A receipt made again from the chain: what the caller's `describe` knows of a command from
+/// its last event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RebuiltReceipt {
+    /// The command's type.
+    pub command_type: String,
+    /// Its result.
+    pub result: Value,
+    /// The digest of what it said, when the event shows it whole.
+    pub content_sha256: Option<String>,
+}
+
 /// What rebuilding a session's receipts did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ReceiptRepair {
@@ -558,7 +596,7 @@ pub struct ReceiptRepair {
 pub(crate) fn repair_receipts(
     id: &SessionId,
     paths: &SessionPaths,
-    describe: &dyn Fn(&RecordedEvent) -> Option<(String, Value)>,
+    describe: &dyn Fn(&RecordedEvent) -> Option<RebuiltReceipt>,
 ) -> Result<ReceiptRepair, AuditError> {
     let _lease = WriterLease::acquire(id, paths)?;
     let (mut intent, _) = IntentFile::open(&paths.journal)?;
@@ -619,20 +657,23 @@ pub(crate) fn repair_receipts(
                 .ok()
                 .and_then(|i| events.get(i))
                 .and_then(|e| e.as_ref().ok());
-            let (command_type, result) = event
-                .and_then(describe)
-                .unwrap_or_else(|| ("unknown".to_owned(), Value::Null));
+            let rebuilt = event.and_then(describe).unwrap_or(RebuiltReceipt {
+                command_type: "unknown".to_owned(),
+                result: Value::Null,
+                content_sha256: None,
+            });
             let Ok(command_id) = CommandId::parse(command) else {
                 continue;
             };
             let mut receipt = new_receipt(
                 &command_id,
-                &command_type,
+                &rebuilt.command_type,
                 Outcome::Applied {
                     last_seq: Seq::new(last).ok(),
-                    result,
+                    result: rebuilt.result,
                 },
             );
+            receipt.content_sha256 = rebuilt.content_sha256;
             if let Some(event) = event {
                 receipt.time = event.time.clone();
             }
@@ -678,6 +719,7 @@ fn new_receipt(command_id: &CommandId, command_type: &str, outcome: Outcome) -> 
         command_type: command_type.to_owned(),
         time: Timestamp::now(),
         outcome,
+        content_sha256: None,
     }
 }
 

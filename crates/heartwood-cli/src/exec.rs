@@ -102,9 +102,6 @@ pub fn exec(project: ProjectContext, args: ExecArgs) -> Result<ExitCode> {
     let id = command_id(args.command_id)?;
     let task = args.task;
     follow(project, session.clone(), args.json, move |gateway| {
-        // Serving the session first reconciles it with the engine, so the lifecycle read next
-        // is where the agent really stands (a new session has nothing to serve yet).
-        let _ = gateway.subscribe(&session);
         // A paused task continues with the text as guidance; anything else starts a task.
         let paused = gateway
             .projection(&session)
@@ -211,6 +208,7 @@ fn follow(
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let gateway = SessionGateway::new(project)?;
+        wait_for_owner(&gateway, &session).await?;
         let result = match plan(&gateway) {
             Ok(commands) => follow_in(&gateway, session, commands, json).await,
             Err(e) => Err(e),
@@ -218,6 +216,34 @@ fn follow(
         gateway.close().await;
         result
     })
+}
+
+/// How long a command waits for another Heartwood process to let go of the session (an `exec`
+/// printing its pending set, a `decide` started a moment earlier) before it gives up.
+const OWNER_WAIT: Duration = Duration::from_secs(30);
+
+/// Starts serving `session`, waiting while another process serves it, so two commands started
+/// together both act, one after the other, instead of one giving up. Serving first also
+/// reconciles the session with its engine, so the lifecycle a command plan reads is where the
+/// agent really stands. A session that does not exist yet is fine.
+async fn wait_for_owner(gateway: &SessionGateway, session: &SessionId) -> Result<()> {
+    let started = Instant::now();
+    let mut told = false;
+    loop {
+        match gateway.subscribe(session) {
+            Err(e) if e.is_owned_elsewhere() => {
+                if started.elapsed() >= OWNER_WAIT {
+                    return Err(e.into());
+                }
+                if !told {
+                    eprintln!("heartwood: {e}; waiting up to {} s", OWNER_WAIT.as_secs());
+                    told = true;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            _ => return Ok(()),
+        }
+    }
 }
 
 async fn follow_in(

@@ -542,7 +542,52 @@ async fn damaged_receipts_are_reported_by_verify_and_rebuilt_by_recover() {
         1,
         "the retried command acted again"
     );
+    // The same id with other words is not a retry: refused, not answered with the old receipt.
+    let changed = bounded(
+        project.path(),
+        &[
+            "exec",
+            "--session",
+            &session,
+            "--command-id",
+            "first-task",
+            "something else",
+        ],
+    )
+    .await;
+    assert_eq!(code(&changed), 1, "{}", both(&changed));
+    assert!(
+        both(&changed).contains("already used"),
+        "{}",
+        both(&changed)
+    );
+    assert_eq!(server.requests().len(), 1);
     let next = bounded(project.path(), &["exec", "--session", &session, "second"]).await;
     assert_eq!(code(&next), 0, "{}", both(&next));
     assert!(text(&next.stdout).contains("agent: two"), "{}", both(&next));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_commands_racing_for_a_session_take_turns_instead_of_giving_up() {
+    let (project, _server) = project_with(Script::of(vec![two_actions(), finish("done")])).await;
+    let out = bounded(project.path(), &["exec", "write"]).await;
+    assert_eq!(code(&out), 3, "{}", both(&out));
+    let words = printed_allow(&out);
+    let mut first = words.clone();
+    first.extend(["--command-id".to_owned(), "racer-1".to_owned()]);
+    let mut second = words;
+    second.extend(["--command-id".to_owned(), "racer-2".to_owned()]);
+    let (a, b) = tokio::join!(run(project.path(), &first), run(project.path(), &second));
+    // Exactly one decision acted; the other waited its turn and was then refused for the
+    // real reason (no set is waiting any more), never because the other held the session.
+    let codes = [code(&a), code(&b)];
+    assert!(codes.contains(&0), "{codes:?}\n{}\n{}", both(&a), both(&b));
+    let loser = if code(&a) == 0 { &b } else { &a };
+    assert!(
+        both(loser).contains("no action set waiting"),
+        "{}",
+        both(loser)
+    );
+    let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran");
+    assert_eq!(ran, "one\ntwo\n");
 }

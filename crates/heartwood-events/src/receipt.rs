@@ -20,6 +20,10 @@ pub struct Receipt {
     pub time: Timestamp,
     /// What happened.
     pub outcome: Outcome,
+    /// SHA-256 (hex) of what the command said, so a retry that changed it is refused rather
+    /// than answered with the first outcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_sha256: Option<String>,
 }
 
 /// What a command came to.

@@ -2,8 +2,8 @@
 //! mutating ones take the session's writer lease for their duration and release it.
 
 use heartwood_audit::{
-    AuditError, Checkpoint, CheckpointReport, ReceiptRepair, Recovery, SessionMeta, SessionStore,
-    SessionSummary, Verified,
+    AuditError, Checkpoint, CheckpointReport, RebuiltReceipt, ReceiptRepair, Recovery, SessionMeta,
+    SessionStore, SessionSummary, Verified,
 };
 use heartwood_events::{DecodeError, IdError, RecordedEvent, SessionId, SessionProjection};
 
@@ -38,6 +38,14 @@ pub enum GatewayError {
     Workspace(String),
 }
 
+impl GatewayError {
+    /// Whether another process holds the session (so waiting a moment and trying again may
+    /// succeed, when that process is finishing a short command).
+    pub fn is_owned_elsewhere(&self) -> bool {
+        matches!(self, GatewayError::Journal(AuditError::Owned { .. }))
+    }
+}
+
 /// What [`SessionAdmin::recover`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecoverReport {
@@ -52,23 +60,42 @@ pub struct RecoverReport {
 /// The receipts file's name, as damage reports spell it.
 const RECEIPTS_FILE: &str = "receipts.jsonl";
 
-/// The command type and result a command's last event shows it had; the inverse of what
+/// The command a command's last event shows it was, with its result: the inverse of what
 /// [`crate::SessionGateway::submit`] records for each command.
-fn receipt_of(event: &RecordedEvent) -> Option<(String, serde_json::Value)> {
-    use heartwood_events::Event;
+fn receipt_of(event: &RecordedEvent) -> Option<RebuiltReceipt> {
+    use heartwood_events::{CommandKind, Event};
+    let mut result = serde_json::Value::Null;
     let kind = match &event.event {
-        Event::TaskSubmitted { .. } => "submit_task",
-        Event::GuidanceSent { .. } => "send_guidance",
-        Event::PauseRequested {} => "pause",
-        Event::RunResumed {} => "resume",
-        Event::DecisionRecorded { .. } => "decide",
-        Event::SessionClosed {} => "close",
+        Event::TaskSubmitted { text, policy, .. } => CommandKind::SubmitTask {
+            text: text.clone(),
+            policy: *policy,
+        },
+        Event::GuidanceSent { text } => CommandKind::SendGuidance { text: text.clone() },
+        Event::PauseRequested {} => CommandKind::Pause,
+        Event::RunResumed {} => CommandKind::Resume,
+        Event::DecisionRecorded {
+            set_id,
+            revision,
+            decision,
+            reason,
+        } => CommandKind::Decide {
+            set_id: set_id.clone(),
+            revision: *revision,
+            decision: *decision,
+            reason: reason.clone(),
+        },
+        Event::SessionClosed {} => CommandKind::Close,
         Event::ExportRecorded { bundle, .. } => {
-            return Some(("export".into(), serde_json::json!({ "bundle": bundle })));
+            result = serde_json::json!({ "bundle": bundle });
+            CommandKind::Export
         }
         _ => return None,
     };
-    Some((kind.to_owned(), serde_json::Value::Null))
+    Some(RebuiltReceipt {
+        command_type: kind.name().to_owned(),
+        result,
+        content_sha256: Some(crate::gateway::content_digest(&kind)),
+    })
 }
 
 /// One session, as `show` presents it.

@@ -19,7 +19,7 @@ use tokio::runtime::Handle;
 use tokio::sync::broadcast;
 
 use crate::config::{CredentialBoundary, ProjectConfig};
-use crate::live::{Core, Live, Snapshot, Update};
+use crate::live::{CommandKey, Core, Live, Snapshot, Update};
 use crate::worker::{self, Stopping, Work};
 use crate::{GatewayError, ProjectContext, reducer};
 
@@ -105,6 +105,7 @@ impl SessionGateway {
                 command_type: command.kind.name().to_owned(),
                 time: heartwood_events::Timestamp::now(),
                 outcome: heartwood_events::Outcome::Refused { reason },
+                content_sha256: None,
             });
         }
         let live = self.attach(
@@ -122,22 +123,30 @@ impl SessionGateway {
         };
         let mut core = live.lock();
         let name = command.kind.name();
-        let id = &command.command_id;
-        if let Some(receipt) = core.writer()?.receipt_for(id, name)? {
+        let content = content_digest(&command.kind);
+        let key = CommandKey {
+            id: &command.command_id,
+            name,
+            content: &content,
+        };
+        if let Some(receipt) = core
+            .writer()?
+            .receipt_for_content(key.id, name, Some(&content))?
+        {
             return Ok(receipt.clone());
         }
         if let Err(reason) = admissible(&core.projection, &command.kind) {
-            return core.refuse(id, name, &reason);
+            return core.refuse(&key, &reason);
         }
         match command.kind {
             CommandKind::SubmitTask { text, policy } => {
                 if let Err(reason) = self.ensure_worker(&live, &mut core, Some(policy)) {
-                    return core.refuse(id, name, &reason);
+                    return core.refuse(&key, &reason);
                 }
                 // Reconciling may have continued an earlier run.
                 if !core.projection.lifecycle.accepts_task() {
                     let reason = busy(&core.projection, name);
-                    return core.refuse(id, name, &reason);
+                    return core.refuse(&key, &reason);
                 }
                 let event = Event::TaskSubmitted {
                     text: text.clone(),
@@ -147,24 +156,23 @@ impl SessionGateway {
                 if let Some(worker) = &core.worker {
                     worker.withdraw_pause();
                 }
-                let receipt = core.complete(id, name, vec![event], Value::Null)?;
+                let receipt = core.complete(&key, vec![event], Value::Null)?;
                 send(&core, Work::Task { text, policy });
                 Ok(receipt)
             }
             CommandKind::SendGuidance { text } => {
                 if let Err(reason) = self.ensure_worker(&live, &mut core, None) {
-                    return core.refuse(id, name, &reason);
+                    return core.refuse(&key, &reason);
                 }
                 let event = Event::GuidanceSent { text: text.clone() };
-                let receipt = core.complete(id, name, vec![event], Value::Null)?;
+                let receipt = core.complete(&key, vec![event], Value::Null)?;
                 if let Some(worker) = &core.worker {
                     worker.guide(&text);
                 }
                 Ok(receipt)
             }
             CommandKind::Pause => {
-                let receipt =
-                    core.complete(id, name, vec![Event::PauseRequested {}], Value::Null)?;
+                let receipt = core.complete(&key, vec![Event::PauseRequested {}], Value::Null)?;
                 if let Some(worker) = &core.worker {
                     worker.pause();
                 }
@@ -172,9 +180,9 @@ impl SessionGateway {
             }
             CommandKind::Resume => {
                 if let Err(reason) = self.ensure_worker(&live, &mut core, None) {
-                    return core.refuse(id, name, &reason);
+                    return core.refuse(&key, &reason);
                 }
-                let receipt = core.complete(id, name, vec![Event::RunResumed {}], Value::Null)?;
+                let receipt = core.complete(&key, vec![Event::RunResumed {}], Value::Null)?;
                 send(&core, Work::Run);
                 Ok(receipt)
             }
@@ -185,7 +193,7 @@ impl SessionGateway {
                 reason,
             } => {
                 if let Err(why) = self.ensure_worker(&live, &mut core, None) {
-                    return core.refuse(id, name, &why);
+                    return core.refuse(&key, &why);
                 }
                 let event = Event::DecisionRecorded {
                     set_id,
@@ -193,7 +201,7 @@ impl SessionGateway {
                     decision,
                     reason: reason.clone(),
                 };
-                let receipt = core.complete(id, name, vec![event], Value::Null)?;
+                let receipt = core.complete(&key, vec![event], Value::Null)?;
                 send(&core, Work::Decide { decision, reason });
                 Ok(receipt)
             }
@@ -203,11 +211,10 @@ impl SessionGateway {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                core.complete(id, name, vec![event], json!({ "bundle": name_of }))
+                core.complete(&key, vec![event], json!({ "bundle": name_of }))
             }
             CommandKind::Close => {
-                let receipt =
-                    core.complete(id, name, vec![Event::SessionClosed {}], Value::Null)?;
+                let receipt = core.complete(&key, vec![Event::SessionClosed {}], Value::Null)?;
                 if let Some(worker) = core.worker.take() {
                     lock(&self.stopping).push(worker.shut_down());
                 }
@@ -484,6 +491,13 @@ fn busy(p: &SessionProjection, name: &str) -> String {
         p.lifecycle.as_str(),
         p.available_commands.join(", ")
     )
+}
+
+/// SHA-256 of what a command says (its canonical JSON), kept in its receipt.
+pub(crate) fn content_digest(kind: &CommandKind) -> String {
+    heartwood_events::to_canonical_bytes(kind)
+        .map(|bytes| heartwood_audit::Digest::of(&bytes).to_hex())
+        .unwrap_or_default()
 }
 
 fn send(core: &Core, work: Work) {

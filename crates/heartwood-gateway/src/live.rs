@@ -88,6 +88,13 @@ impl Snapshot {
     }
 }
 
+/// What a command's receipt is keyed by: its id, its type and a digest of what it says.
+pub(crate) struct CommandKey<'a> {
+    pub(crate) id: &'a CommandId,
+    pub(crate) name: &'a str,
+    pub(crate) content: &'a str,
+}
+
 /// A live session.
 pub(crate) struct Live {
     core: Mutex<Core>,
@@ -163,14 +170,17 @@ impl Core {
     /// Appends a command's events with its receipt, applies and publishes them.
     pub(crate) fn complete(
         &mut self,
-        command_id: &CommandId,
-        command_type: &str,
+        key: &CommandKey<'_>,
         events: Vec<Event>,
         result: Value,
     ) -> Result<Receipt, GatewayError> {
-        let (receipt, recorded) =
-            self.writer()?
-                .complete_command_recorded(command_id, command_type, events, result)?;
+        let (receipt, recorded) = self.writer()?.complete_command_recorded(
+            key.id,
+            key.name,
+            Some(key.content),
+            events,
+            result,
+        )?;
         self.accept(recorded);
         Ok(receipt)
     }
@@ -178,13 +188,12 @@ impl Core {
     /// Records a refusal, so a retry of the same command is refused the same way.
     pub(crate) fn refuse(
         &mut self,
-        command_id: &CommandId,
-        command_type: &str,
+        key: &CommandKey<'_>,
         reason: &str,
     ) -> Result<Receipt, GatewayError> {
         Ok(self
             .writer()?
-            .refuse_command(command_id, command_type, reason)?)
+            .refuse_command(key.id, key.name, Some(key.content), reason)?)
     }
 
     fn accept(&mut self, recorded: Vec<RecordedEvent>) {
