@@ -112,10 +112,14 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                 (None, false) => {
                     println!("no model is connected; run heartwood model connect --help")
                 }
-                (Some(route), true) => println!("{}", serde_json::to_string_pretty(&route)?),
+                (Some(mut route), true) => {
+                    // Shown, not stored: credentials in the URL stay in the config file.
+                    route.base_url = route.display_url();
+                    println!("{}", serde_json::to_string_pretty(&route)?)
+                }
                 (Some(route), false) => {
                     println!("category          {}", route.category.as_str());
-                    println!("base URL          {}", route.base_url);
+                    println!("base URL          {}", route.display_url());
                     println!("model             {}", route.model);
                     println!(
                         "API key from      {}",

@@ -591,3 +591,34 @@ async fn two_commands_racing_for_a_session_take_turns_instead_of_giving_up() {
     let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran");
     assert_eq!(ran, "one\ntwo\n");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn odd_model_replies_leave_a_trace_and_an_empty_reply_is_an_error() {
+    let (project, _server) = project_with(Script::of(vec![
+        Turn::calls(&[("", json!({}))]),
+        Turn::text(""),
+        Turn::text("fine"),
+    ]))
+    .await;
+    let out = bounded(project.path(), &["exec", "go"]).await;
+    // A reply with no text and no tool call is a model error, not "Finished."
+    assert_eq!(code(&out), 1, "{}", both(&out));
+    assert!(both(&out).contains("empty reply"), "{}", both(&out));
+    let session = session_of(&out);
+    let journal = std::fs::read_to_string(
+        project
+            .path()
+            .join(".heartwood/sessions")
+            .join(&session)
+            .join("events.jsonl"),
+    )
+    .expect("journal");
+    // The nameless tool call is in the record, resolved as failed.
+    let nameless = journal
+        .lines()
+        .find(|l| l.contains("\"action_proposed\"") && l.contains("\"tool\":\"\""));
+    assert!(nameless.is_some(), "{journal}");
+    assert!(journal.contains("\"state\":\"failed\""), "{journal}");
+    let again = bounded(project.path(), &["exec", "--session", &session, "again"]).await;
+    assert_eq!(code(&again), 0, "{}", both(&again));
+}

@@ -202,6 +202,12 @@ impl RouteConfig {
         route
     }
 
+    /// The base URL as it may be shown or logged: a user name, password or query string in it
+    /// (where some services take a key) is replaced by `***`.
+    pub fn display_url(&self) -> String {
+        redact_url(&self.base_url)
+    }
+
     /// Where the credential sits relative to the agent's tools.
     pub fn boundary(&self) -> CredentialBoundary {
         if self.api_key_env.is_some() {
@@ -210,6 +216,27 @@ impl RouteConfig {
             CredentialBoundary::CredentialFree
         }
     }
+}
+
+/// `url` with its user information and query replaced by `***`.
+fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), url),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let host = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("***@{host}"),
+        None => authority.to_owned(),
+    };
+    let path = match path.split_once('?') {
+        Some((path, _)) => format!("{path}?***"),
+        None => path.to_owned(),
+    };
+    format!("{scheme}{host}{path}")
 }
 
 /// Stores a model recording in the project (`.heartwood/recordings/NAME`) so a replay route can
@@ -325,6 +352,29 @@ mod tests {
             max_input_tokens: 32_000,
             max_output_tokens: 2_048,
             timeout_secs: 300,
+        }
+    }
+
+    #[test]
+    fn credentials_in_a_base_url_are_never_shown() {
+        for (url, shown) in [
+            ("http://localhost:11434/v1", "http://localhost:11434/v1"),
+            (
+                "https://user:s3cret@api.example.com/v1",
+                "https://***@api.example.com/v1",
+            ),
+            (
+                "https://api.example.com/v1?key=s3cret",
+                "https://api.example.com/v1?***",
+            ),
+            ("http://tok@host", "http://***@host"),
+        ] {
+            let route = RouteConfig {
+                base_url: url.into(),
+                ..route(RouteCategory::Compatible)
+            };
+            assert_eq!(route.display_url(), shown);
+            assert!(!route.display_url().contains("s3cret"));
         }
     }
 

@@ -160,7 +160,7 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             Phase::ConnectionRequired,
             format!(
                 "the model service at {} cannot be reached ({why})",
-                route.base_url
+                route.display_url()
             ),
             "start the model service, or connect another one with heartwood model connect"
                 .to_owned(),
@@ -169,7 +169,11 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
     }
     Ok(plan(
         Phase::Ready,
-        format!("model {} at {} is reachable", route.model, route.base_url),
+        format!(
+            "model {} at {} is reachable",
+            route.model,
+            route.display_url()
+        ),
         "run heartwood to open the terminal interface, or heartwood exec \"task\"".to_owned(),
         Some(summary),
     ))
@@ -178,7 +182,7 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
 fn summarize(route: &RouteConfig) -> RouteSummary {
     RouteSummary {
         category: route.category.as_str(),
-        base_url: route.base_url.clone(),
+        base_url: route.display_url(),
         model: route.model.clone(),
         api_key_env: route.api_key_env.clone(),
         credential_boundary: route.boundary(),

@@ -77,7 +77,9 @@ impl Assembler {
             .calls
             .into_iter()
             .enumerate()
-            .filter(|(_, c)| !c.name.is_empty())
+            // Slots the stream never filled (an index skipped) are dropped; a call that came
+            // with anything at all is kept, even nameless, so the engine records and answers it.
+            .filter(|(_, c)| !(c.name.is_empty() && c.arguments.is_empty() && c.id.is_empty()))
             .map(|(i, c)| {
                 let id = if c.id.is_empty() {
                     format!("{response_id}-call-{i}")
