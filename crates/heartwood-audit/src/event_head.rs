@@ -87,6 +87,10 @@ fn integer(line: &[u8], pos: &mut usize) -> Option<u64> {
         .iter()
         .take_while(|b| b.is_ascii_digit())
         .count();
+    // JSON numbers have no leading zeros: `02` is left to serde, which refuses it.
+    if digits > 1 && line[*pos] == b'0' {
+        return None;
+    }
     let text = std::str::from_utf8(&line[*pos..*pos + digits]).ok()?;
     *pos += digits;
     text.parse().ok()

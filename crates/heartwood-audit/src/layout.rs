@@ -10,6 +10,7 @@ pub const STATE_DIR: &str = ".heartwood";
 pub const SESSIONS_DIR: &str = "sessions";
 pub(crate) const EVENTS_FILE: &str = "events.jsonl";
 pub(crate) const AUDIT_FILE: &str = "audit.jsonl";
+pub(crate) const META_FILE: &str = "meta.json";
 pub(crate) const RECEIPTS_FILE: &str = "receipts.jsonl";
 
 /// The files of one session directory, `.heartwood/sessions/<id>/`.
@@ -42,7 +43,7 @@ impl SessionPaths {
     pub fn new(sessions_root: &Path, id: &SessionId) -> Self {
         let dir = sessions_root.join(id.as_str());
         SessionPaths {
-            meta: dir.join("meta.json"),
+            meta: dir.join(META_FILE),
             events: dir.join(EVENTS_FILE),
             audit: dir.join(AUDIT_FILE),
             journal: dir.join("journal.json"),

@@ -36,7 +36,7 @@ pub use layout::SessionPaths;
 pub use lease::WriterInfo;
 pub use meta::SessionMeta;
 pub use reader::SessionReader;
-pub use record::AuditRecord;
+pub use record::{AuditRecord, genesis};
 pub use store::{SessionStore, SessionSummary};
 pub use verify::Verified;
 pub use writer::{RebuiltReceipt, ReceiptRepair, Recovery, SessionWriter};

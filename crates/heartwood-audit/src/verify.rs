@@ -95,6 +95,7 @@ pub(crate) fn verify_session(
     tree: Tree,
 ) -> Result<(Verified, Option<RootBuilder>), AuditError> {
     let (verified, root, commands) = verify_chain(id, paths, leaves, tree)?;
+    crate::meta::check(id, paths, verified.count)?;
     crate::receipts::check(id, &paths.receipts, &commands)?;
     Ok((verified, root))
 }
@@ -182,7 +183,7 @@ fn read_events(
     loop {
         let item = match read_line(&mut events, &mut buf, MAX_LINE_BYTES) {
             Ok(Line::Complete) => {
-                let head = event_head(&buf).map(|h| {
+                let head = valid_json(&buf).and_then(|()| event_head(&buf)).map(|h| {
                     let kind = push_text(&mut batch.text, &h.kind);
                     let time = push_text(&mut batch.text, &h.time);
                     let command = h.command.map(|c| push_text(&mut batch.text, &c));
@@ -219,6 +220,16 @@ fn read_events(
             }
         }
     }
+}
+
+/// Whether an event line is one JSON value in UTF-8. The head scanner skips what it does not
+/// need, and a forger who recomputes every hash can put anything there; an independent
+/// verifier parses the whole line, so this one must refuse what a JSON parser refuses.
+fn valid_json(line: &[u8]) -> Result<(), String> {
+    std::str::from_utf8(line).map_err(|e| format!("not UTF-8: {e}"))?;
+    serde_json::from_slice::<serde::de::IgnoredAny>(line)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 fn push_text(text: &mut String, s: &str) -> Range<usize> {

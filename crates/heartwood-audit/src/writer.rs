@@ -150,7 +150,7 @@ impl SessionWriter {
             receipts_len,
             last_time: verified.last_time,
         };
-        let mut writer = SessionWriter {
+        let writer = SessionWriter {
             id: id.clone(),
             paths,
             meta,
@@ -163,13 +163,6 @@ impl SessionWriter {
             failed: None,
             lease,
         };
-        if writer.chain.count == 0 {
-            let registered = Event::SessionRegistered {
-                backend: writer.meta.backend.clone(),
-                workflow: writer.meta.workflow.clone(),
-            };
-            writer.append(None, vec![registered])?;
-        }
         Ok((writer, recovery))
     }
 
@@ -698,7 +691,35 @@ fn create_registered_dir(
     durable::create_private_dir_all(sessions_root)?;
     let staging = sessions_root.join(format!(".creating-{id}-{}", std::process::id()));
     durable::create_private_dir(&staging)?;
-    let meta = SessionMeta::new(id.clone(), backend, None);
+    // The first event is sealed before the directory appears, so a registered session always
+    // holds a chain that starts with its registration: an emptied or deleted chain can never
+    // pass for a new session.
+    let registered = RecordedEvent::new(
+        Seq::new(1).map_err(|e| AuditError::BadFile {
+            path: paths.events.clone(),
+            detail: e.to_string(),
+        })?,
+        None,
+        Event::SessionRegistered {
+            backend: backend.to_owned(),
+            workflow: None,
+        },
+    );
+    let mut line = to_canonical_bytes(&registered)?;
+    let record = AuditRecord::seal(
+        1,
+        registered.event.kind(),
+        registered.time.as_str(),
+        Digest::of(&line),
+        crate::record::genesis(id),
+    );
+    line.push(b'\n');
+    let mut record_line = record.to_line();
+    record_line.push(b'\n');
+    durable::write_atomic(&staging.join(crate::layout::EVENTS_FILE), &line)?;
+    durable::write_atomic(&staging.join(crate::layout::AUDIT_FILE), &record_line)?;
+    let mut meta = SessionMeta::new(id.clone(), backend, None);
+    meta.created_at = registered.time.clone();
     let mut bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
     bytes.push(b'\n');
     durable::write_atomic(&staging.join("meta.json"), &bytes)?;

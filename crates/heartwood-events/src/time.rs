@@ -31,6 +31,14 @@ impl Timestamp {
             .map_err(|e| format!("{s:?} is not an RFC 3339 timestamp: {e}"))
     }
 
+    /// Milliseconds from this time to `later` (negative when `later` is earlier); `None` when
+    /// either is not a timestamp.
+    pub fn millis_until(&self, later: &Timestamp) -> Option<i64> {
+        let from: jiff::Timestamp = self.0.parse().ok()?;
+        let to: jiff::Timestamp = later.0.parse().ok()?;
+        Some(to.as_millisecond() - from.as_millisecond())
+    }
+
     /// The timestamp text.
     pub fn as_str(&self) -> &str {
         &self.0
