@@ -94,7 +94,7 @@ pub fn run(project: &ProjectContext, command: WorkspaceCommand) -> Result<ExitCo
                 }
             }
             println!(
-                "\n{} entries (limits: {} entries, depth {}){}{}",
+                "\n{} entries (limits: {} entries, depth {}){}{}{}",
                 tree.entries.len(),
                 tree.limits.max_entries,
                 tree.limits.max_depth,
@@ -107,6 +107,15 @@ pub fn run(project: &ProjectContext, command: WorkspaceCommand) -> Result<ExitCo
                     format!(
                         "; {} directories deeper than the limit not listed",
                         tree.depth_limited
+                    )
+                } else {
+                    String::new()
+                },
+                if tree.unsupported_names > 0 {
+                    format!(
+                        "; {} name(s) not shown: not UTF-8, or holding a control character or a \
+                         backslash",
+                        tree.unsupported_names
                     )
                 } else {
                     String::new()
@@ -181,6 +190,13 @@ pub fn run(project: &ProjectContext, command: WorkspaceCommand) -> Result<ExitCo
                 println!(
                     "(more changes not shown; limit {} paths)",
                     report.changes.limits.max_paths
+                );
+            }
+            if report.changes.excluded > 0 {
+                println!(
+                    "({} changed path(s) not shown: inside .heartwood/, outside the project, or \
+                     with a name that is not UTF-8 or holds a control character)",
+                    report.changes.excluded
                 );
             }
             Ok(ExitCode::SUCCESS)

@@ -159,3 +159,77 @@ fn pending(project: &std::path::Path) -> (String, String) {
         set["revision"].to_string(),
     )
 }
+
+#[test]
+fn odd_paths_get_plain_answers_not_false_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::create_dir(d.join("data")).expect("mkdir");
+    std::fs::write(d.join("a.txt"), "a\n").expect("write");
+    std::fs::write(d.join("data/x.csv"), "x\n").expect("write");
+    git(d, &["init", "-q", "-b", "main"]);
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-q", "-m", "base"]);
+
+    // A file that is nowhere is not "unchanged since HEAD".
+    for missing in ["nonexist", "A.TXT"] {
+        let out = heartwood(d, &["workspace", "diff", missing]);
+        assert!(!out.status.success(), "{}", text(&out.stdout));
+        assert!(
+            text(&out.stderr).contains("does not exist"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(
+            !text(&out.stdout).contains("unchanged"),
+            "{}",
+            text(&out.stdout)
+        );
+    }
+    // A directory is named as one, with no Git error text.
+    let out = heartwood(d, &["workspace", "diff", "data"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("is a directory"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !text(&out.stderr).contains("fatal"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A file path with a trailing slash is refused.
+    let out = heartwood(d, &["workspace", "show", "a.txt/"]);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("names a directory"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A deleted committed file still diffs.
+    std::fs::remove_file(d.join("a.txt")).expect("rm");
+    let out = heartwood(d, &["workspace", "diff", "a.txt"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("-a"), "{}", text(&out.stdout));
+
+    // Names no project path can spell are counted where they would have been listed.
+    std::fs::write(d.join("new\nline.txt"), "n\n").expect("write");
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let name = std::ffi::OsStr::from_bytes(b"bad-\xff.txt");
+        std::fs::write(d.join(name), "b\n").expect("write");
+    }
+    let tree = heartwood(d, &["workspace", "tree"]);
+    assert!(
+        text(&tree.stdout).contains("2 name(s) not shown"),
+        "{}",
+        text(&tree.stdout)
+    );
+    let changes = heartwood(d, &["workspace", "changes"]);
+    assert!(
+        text(&changes.stdout).contains("not shown"),
+        "{}",
+        text(&changes.stdout)
+    );
+}

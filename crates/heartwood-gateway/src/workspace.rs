@@ -62,7 +62,7 @@ impl WorkspaceService {
         first_line: usize,
         limits: TextLimits,
     ) -> Result<TextFile, GatewayError> {
-        let path = ProjectPath::parse(path).map_err(|e| workspace_error(e.into()))?;
+        let path = ProjectPath::parse_file(path).map_err(|e| workspace_error(e.into()))?;
         self.workspace
             .text(&path, first_line, limits)
             .map_err(|e| workspace_error(e.into()))
@@ -102,7 +102,7 @@ impl WorkspaceService {
 
     /// The diff of one file against `HEAD`.
     pub fn diff(&self, path: &str, limits: DiffLimits) -> Result<FileDiff, GatewayError> {
-        let path = ProjectPath::parse(path).map_err(|e| workspace_error(e.into()))?;
+        let path = ProjectPath::parse_file(path).map_err(|e| workspace_error(e.into()))?;
         self.workspace.diff(&path, limits).map_err(workspace_error)
     }
 

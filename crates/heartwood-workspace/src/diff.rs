@@ -76,7 +76,19 @@ impl Workspace {
             return Ok(diff);
         };
         let object = format!("HEAD:{}{}", git.prefix, path.as_str());
-        let old = if git.succeeds(&["cat-file", "-e", &object]) {
+        // What HEAD holds there: a file to compare, a directory (refused as such), or nothing.
+        let in_head = git
+            .run(&["cat-file", "-t", &object])
+            .ok()
+            .map(|kind| String::from_utf8_lossy(&kind).trim().to_owned());
+        if in_head.as_deref().is_some_and(|k| k != "blob") {
+            return Err(WorkspaceError::Access(AccessError::WrongKind {
+                path: path.clone(),
+                found: "directory",
+                wanted: "file",
+            }));
+        }
+        let old = if in_head.is_some() {
             let size: u64 = String::from_utf8_lossy(
                 &git.run(&["cat-file", "-s", &object])
                     .map_err(WorkspaceError::Git)?,
@@ -106,7 +118,11 @@ impl Workspace {
                 }
                 Some(bytes)
             }
-            Err(AccessError::Missing(_)) => None,
+            Err(AccessError::Missing(_)) if old.is_some() => None,
+            // In neither the work tree nor HEAD: not a file of this project at all.
+            Err(AccessError::Missing(missing)) => {
+                return Err(WorkspaceError::Access(AccessError::Missing(missing)));
+            }
             Err(e) => return Err(e.into()),
         };
         if old == new {

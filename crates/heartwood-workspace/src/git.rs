@@ -50,15 +50,6 @@ impl Git {
         }
     }
 
-    /// Whether `git ARGS` succeeds (for existence checks).
-    pub(crate) fn succeeds(&self, args: &[&str]) -> bool {
-        self.command(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    }
-
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new("git");
         for (key, _) in std::env::vars_os() {

@@ -37,6 +37,9 @@ pub enum PathError {
     /// Names `.heartwood` or `.git`.
     #[error("{0:?} is inside {1}/, which the workspace never shows")]
     Excluded(String, &'static str),
+    /// A file was asked for with a trailing `/`, which names a directory.
+    #[error("{0:?} ends with '/', which names a directory; name the file without it")]
+    DirectorySlash(String),
     /// Longer than [`MAX_PATH_BYTES`] or deeper than [`MAX_COMPONENTS`].
     #[error(
         "the path is too long (at most {MAX_PATH_BYTES} bytes and {MAX_COMPONENTS} components)"
@@ -86,6 +89,15 @@ impl ProjectPath {
             return Err(PathError::TooLong);
         }
         Ok(ProjectPath(trimmed.to_owned()))
+    }
+
+    /// Checks `text` as a path to a file: as [`ProjectPath::parse`], without the trailing
+    /// slash a directory may be written with.
+    pub fn parse_file(text: &str) -> Result<Self, PathError> {
+        if text.ends_with('/') && !text.trim_end_matches('/').is_empty() {
+            return Err(PathError::DirectorySlash(text.chars().take(200).collect()));
+        }
+        Self::parse(text)
     }
 
     /// The path as text (empty for the project itself).
