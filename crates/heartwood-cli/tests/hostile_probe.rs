@@ -622,3 +622,47 @@ async fn odd_model_replies_leave_a_trace_and_an_empty_reply_is_an_error() {
     let again = bounded(project.path(), &["exec", "--session", &session, "again"]).await;
     assert_eq!(code(&again), 0, "{}", both(&again));
 }
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_whose_process_was_killed_mid_run_takes_the_next_task() {
+    let (project, server) = project_with(Script::of(vec![
+        Turn::text("never").with_fault(Fault::Silent),
+        Turn::text("carried on"),
+    ]))
+    .await;
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["exec", "a task that will be cut off"])
+        .current_dir(project.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id().expect("pid").to_string();
+    // Kill it while it waits on the model.
+    for _ in 0..200 {
+        if !server.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(server.requests().len(), 1, "the run reached the model");
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .expect("kill");
+    let killed = child.wait_with_output().await.expect("wait");
+    let session = session_of(&killed);
+
+    // No process serves the session now; the next task is taken, not refused as "active".
+    let next = bounded(project.path(), &["exec", "--session", &session, "go on"]).await;
+    assert_eq!(code(&next), 0, "{}", both(&next));
+    assert!(
+        text(&next.stdout).contains("agent: carried on"),
+        "{}",
+        both(&next)
+    );
+    let kinds = journal_kinds(project.path(), &session);
+    assert!(kinds.contains(&"run_interrupted".to_owned()), "{kinds:?}");
+    let verify = heartwood(project.path(), &["sessions", "verify", &session]);
+    assert!(verify.status.success(), "{}", both(&verify));
+}

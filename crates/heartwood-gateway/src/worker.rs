@@ -331,10 +331,18 @@ fn reconcile(core: &mut Core, conversation: &mut Conversation) -> Result<bool, G
     publish_pending(core, conversation)?;
     core.writer()?.mark_reconciled();
 
-    // The journal says a run is on (resumed, decided, or given a task) but the engine is not.
+    // The journal says a run is on but the engine is not: the process running it stopped. A
+    // run the researcher asked for and the engine never started (a task, guidance or decision
+    // journaled just before the stop) continues; a run cut off midway is recorded as
+    // interrupted rather than resumed behind the researcher's back (opening a session to look
+    // at it must not spend model calls), and the next instruction continues it.
     let engine_running = conversation.state().status == ExecutionStatus::Running;
-    if core.projection.lifecycle == Lifecycle::Running && !engine_running {
-        continue_run = true;
+    if core.projection.lifecycle == Lifecycle::Running && !engine_running && !continue_run {
+        let reason = "the Heartwood process running this task stopped before the task finished \
+                      (a crash or a kill); nothing that had started runs again. Give the next \
+                      instruction to continue"
+            .to_owned();
+        core.record(vec![Event::RunInterrupted { reason }])?;
     }
     Ok(continue_run)
 }
