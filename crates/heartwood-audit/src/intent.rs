@@ -104,7 +104,7 @@ impl IntentFile {
         }
         self.file.write_all_at(&bytes, 0).ctx("write", &self.path)?;
         self.dirty = text_len;
-        self.file.sync_data().ctx("sync", &self.path)
+        crate::durable::sync_data(&self.file).ctx("sync", &self.path)
     }
 
     /// Marks the append complete. Not synced: if this is lost in a crash, the next open finds
@@ -122,7 +122,7 @@ impl IntentFile {
     /// Clears the intent durably (used after recovery, before new appends build on it).
     pub fn clear_durably(&mut self) -> Result<(), AuditError> {
         self.clear()?;
-        self.file.sync_data().ctx("sync", &self.path)
+        crate::durable::sync_data(&self.file).ctx("sync", &self.path)
     }
 }
 
@@ -161,6 +161,6 @@ pub(crate) fn complete_file(
         file.write_all_at(&expected[tail.len()..], len)
             .ctx("write", path)?;
     }
-    file.sync_data().ctx("sync", path)?;
+    crate::durable::sync_data(&file).ctx("sync", path)?;
     Ok(Ok(()))
 }

@@ -30,6 +30,7 @@ mod writer;
 
 pub use checkpoint::{Checkpoint, CheckpointReport};
 pub use digest::Digest;
+pub use durable::sync_calls;
 pub use error::{AuditError, Damage, DamageKind};
 pub use export::EXPORTS_DIR;
 pub use layout::SessionPaths;

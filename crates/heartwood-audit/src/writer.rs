@@ -418,6 +418,26 @@ impl SessionWriter {
     ) -> Result<Committed, AuditError> {
         self.ensure_usable()?;
         let prepared = self.prepare(command, events, receipt.as_ref())?;
+        self.commit_prepared(prepared, receipt)
+    }
+
+    /// Appends events a caller numbered and timed itself (so it could show them before they
+    /// were durable), as one durable unit. They must continue the chain: the first is numbered
+    /// [`SessionWriter::count`] + 1.
+    pub fn append_numbered(&mut self, events: Vec<RecordedEvent>) -> Result<(), AuditError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.ensure_usable()?;
+        let prepared = self.prepare_recorded(events, None)?;
+        self.commit_prepared(prepared, None).map(|_| ())
+    }
+
+    fn commit_prepared(
+        &mut self,
+        prepared: Prepared,
+        receipt: Option<Receipt>,
+    ) -> Result<Committed, AuditError> {
         if let Err(e) = self.write_durably(&prepared.intent) {
             self.failed = Some(e.to_string());
             self.lease.mark_unclean();
@@ -462,19 +482,46 @@ impl SessionWriter {
         receipt: Option<&Receipt>,
     ) -> Result<Prepared, AuditError> {
         let first_seq = self.chain.count + 1;
+        let recorded = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, event)| {
+                let seq = Seq::new(first_seq + i as u64).map_err(|e| AuditError::BadFile {
+                    path: self.paths.events.clone(),
+                    detail: e.to_string(),
+                })?;
+                Ok(RecordedEvent::new(seq, command.cloned(), event))
+            })
+            .collect::<Result<Vec<_>, AuditError>>()?;
+        self.prepare_recorded(recorded, receipt)
+    }
+
+    /// [`SessionWriter::prepare`] for events already numbered and timed, which must continue
+    /// the chain (`seq` = count + 1, + 2, ...).
+    fn prepare_recorded(
+        &self,
+        recorded: Vec<RecordedEvent>,
+        receipt: Option<&Receipt>,
+    ) -> Result<Prepared, AuditError> {
+        let first_seq = self.chain.count + 1;
         let mut event_bytes = Vec::new();
         let mut audit_bytes = Vec::new();
         let mut prev = self.chain.prev;
-        let mut sealed = Vec::with_capacity(events.len());
+        let mut sealed = Vec::with_capacity(recorded.len());
         let mut last_time = None;
-        let mut all = Vec::with_capacity(events.len());
-        for (i, event) in events.into_iter().enumerate() {
-            let seq = Seq::new(first_seq + i as u64).map_err(|e| AuditError::BadFile {
-                path: self.paths.events.clone(),
-                detail: e.to_string(),
-            })?;
-            let recorded = RecordedEvent::new(seq, command.cloned(), event);
-            let line = to_canonical_bytes(&recorded)?;
+        for (i, recorded) in recorded.iter().enumerate() {
+            let seq = first_seq + i as u64;
+            if recorded.seq.get() != seq {
+                return Err(AuditError::BadFile {
+                    path: self.paths.events.clone(),
+                    detail: format!(
+                        "an event numbered {} cannot follow event {}",
+                        recorded.seq,
+                        seq - 1
+                    ),
+                });
+            }
+            let line = to_canonical_bytes(recorded)?;
             if line.len() > MAX_LINE_BYTES {
                 return Err(AuditError::TooLarge {
                     len: line.len(),
@@ -482,7 +529,7 @@ impl SessionWriter {
                 });
             }
             let record = AuditRecord::seal(
-                seq.get(),
+                seq,
                 recorded.event.kind(),
                 recorded.time.as_str(),
                 Digest::of(&line),
@@ -495,8 +542,8 @@ impl SessionWriter {
             prev = record.hash;
             sealed.push(record.hash);
             last_time = Some(recorded.time.as_str().to_owned());
-            all.push(recorded);
         }
+        let all = recorded;
         let mut receipt_bytes = Vec::new();
         if let Some(receipt) = receipt {
             receipt_bytes = to_canonical_bytes(receipt)?;
@@ -552,7 +599,7 @@ impl SessionWriter {
             }
         }
         for (file, path) in touched {
-            file.sync_data().ctx("sync", path)?;
+            durable::sync_data(file).ctx("sync", path)?;
         }
         self.intent.clear()
     }

@@ -305,7 +305,9 @@ impl SessionGateway {
                     .to_owned();
                 live.lock().interrupted(reason);
             }
-            live.lock().writer = None;
+            let mut core = live.lock();
+            let _ = core.flush();
+            core.writer = None;
         }
     }
 

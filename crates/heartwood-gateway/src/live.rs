@@ -1,9 +1,13 @@
 //! A session this process serves: its journal writer, its projection, the events so far, and
 //! the channel its updates go out on, all behind one lock.
 //!
-//! Every durable change goes through [`Core::record`]: append to the journal, apply to the
-//! projection, publish to subscribers, in that order and under the same lock, so a snapshot
-//! never sees a projection ahead of (or behind) the events it returns.
+//! Every change goes through [`Core::record`] (durable now) or [`Core::stage`] (numbered,
+//! applied and published now, made durable at the engine's next durability point by
+//! [`Core::flush`], as one group commit): append or stage, apply to the projection, publish to
+//! subscribers, in that order and under the same lock, so a snapshot never sees a projection
+//! ahead of (or behind) the events it returns. Staged events are the engine's, whose own log
+//! holds them: a process that stops before the flush loses nothing, because the next one
+//! translates them from that log again.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -109,6 +113,8 @@ pub(crate) struct Core {
     pub(crate) events: Vec<Arc<RecordedEvent>>,
     pub(crate) translator: Translator,
     pub(crate) worker: Option<WorkerLink>,
+    /// Engine-derived events numbered and shown but not yet in the journal.
+    staged: Vec<RecordedEvent>,
     transient_revision: u64,
     streaming: String,
     updates: broadcast::Sender<Update>,
@@ -128,6 +134,7 @@ impl Live {
                 events,
                 translator: Translator::default(),
                 worker: None,
+                staged: Vec::new(),
                 transient_revision: 0,
                 streaming: String::new(),
                 updates: updates.clone(),
@@ -157,14 +164,53 @@ impl Core {
             .ok_or_else(|| GatewayError::Closed(id.to_string()))
     }
 
-    /// Appends events (no command), applies and publishes them.
+    /// Appends events (no command) durably now, after anything staged, and applies and
+    /// publishes them.
     pub(crate) fn record(&mut self, events: Vec<Event>) -> Result<(), GatewayError> {
+        self.flush()?;
         if events.is_empty() {
             return Ok(());
         }
         let recorded = self.writer()?.append_recorded(None, events)?;
         self.accept(recorded);
         Ok(())
+    }
+
+    /// Numbers the engine's events after everything recorded or staged, and applies and
+    /// publishes them now; [`Core::flush`] makes them durable.
+    pub(crate) fn stage(&mut self, events: Vec<Event>) -> Result<(), GatewayError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        // A writer that failed stages nothing more: what follows could never be recorded.
+        self.writer()?.ensure_usable()?;
+        let mut recorded = Vec::with_capacity(events.len());
+        for event in events {
+            let seq = heartwood_events::Seq::new(self.next_seq()).map_err(|e| {
+                GatewayError::Unreadable(format!("the session is too long to continue: {e}"))
+            })?;
+            let event = RecordedEvent::new(seq, None, event);
+            self.staged.push(event.clone());
+            recorded.push(event);
+        }
+        self.accept(recorded);
+        Ok(())
+    }
+
+    /// Makes the staged events durable as one append (one group commit).
+    pub(crate) fn flush(&mut self) -> Result<(), GatewayError> {
+        if self.staged.is_empty() {
+            return Ok(());
+        }
+        let staged = std::mem::take(&mut self.staged);
+        self.writer()?.append_numbered(staged)?;
+        Ok(())
+    }
+
+    /// The sequence number the next event will have.
+    pub(crate) fn next_seq(&self) -> u64 {
+        let durable = self.writer.as_ref().map_or(0, |w| w.count());
+        durable + self.staged.len() as u64 + 1
     }
 
     /// Appends a command's events with its receipt, applies and publishes them.
@@ -174,6 +220,7 @@ impl Core {
         events: Vec<Event>,
         result: Value,
     ) -> Result<Receipt, GatewayError> {
+        self.flush()?;
         let (receipt, recorded) = self.writer()?.complete_command_recorded(
             key.id,
             key.name,
@@ -191,6 +238,7 @@ impl Core {
         key: &CommandKey<'_>,
         reason: &str,
     ) -> Result<Receipt, GatewayError> {
+        self.flush()?;
         Ok(self
             .writer()?
             .refuse_command(key.id, key.name, Some(key.content), reason)?)
@@ -241,6 +289,8 @@ impl Core {
 
     /// Publishes that the agent stopped and the gateway has reconciled.
     pub(crate) fn settled(&mut self) {
+        // Settled means recorded: a failed flush poisons the writer, which snapshots report.
+        let _ = self.flush();
         let lifecycle = self.projection.lifecycle;
         self.publish(Change::ExecutionSettled { lifecycle });
     }

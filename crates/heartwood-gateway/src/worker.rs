@@ -151,9 +151,20 @@ pub(crate) fn start(
     conversation.on_event(move |event| {
         let mut core = events_to.lock();
         let translated = core.translator.translate(event);
+        if core.stage(translated).is_err()
+            && let Some(worker) = &core.worker
+        {
+            worker.pause();
+        }
+    });
+    // One group commit per engine durability point: the journal is never ahead of the
+    // engine's own log, and a step costs one journal append instead of one per event.
+    let durable_to = Arc::clone(live);
+    conversation.on_durable(move || {
+        let mut core = durable_to.lock();
         // A failed append poisons the writer, which refuses every later write and says why;
         // the run stops at its next step because the worker pauses it.
-        if core.record(translated).is_err()
+        if core.flush().is_err()
             && let Some(worker) = &core.worker
         {
             worker.pause();
@@ -465,7 +476,7 @@ fn publish_pending(core: &mut Core, conversation: &Conversation) -> Result<(), G
         .filter(|e| ids.contains(&e.id))
         .filter_map(proposal_of)
         .collect();
-    let revision = core.writer()?.count() + 1;
+    let revision = core.next_seq();
     core.record(vec![Event::ActionSetPending {
         set: ActionSet {
             set_id,

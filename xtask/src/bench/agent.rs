@@ -91,7 +91,7 @@ fn route(server: &ScriptedModelServer) -> ModelRoute {
     }
 }
 
-fn think(i: usize) -> Turn {
+pub(crate) fn think(i: usize) -> Turn {
     Turn::calls(&[(
         "think",
         json!({"thought": format!("step {i}: check the next column's range")}),
@@ -99,7 +99,7 @@ fn think(i: usize) -> Turn {
     .with_usage(1_000, 20)
 }
 
-async fn bare_calls(n: usize) -> Result<f64> {
+pub(crate) async fn bare_calls(n: usize) -> Result<f64> {
     let server =
         ScriptedModelServer::start_unrecorded(Script::of((0..n).map(think).collect())).await?;
     let client = ModelClient::new(route(&server))?;

@@ -24,7 +24,7 @@ pub use condenser::{CondenserConfig, estimated_tokens};
 pub use config::ConversationConfig;
 pub use event::{AgentEvent, ApprovedBy, EventKind, ExecutionStatus, Speaker};
 pub use handles::{GuidanceHandle, PauseHandle};
-pub use log::{EventLog, LogError};
+pub use log::{EventLog, LogError, sync_calls as log_sync_calls};
 pub use policy::ConfirmationPolicy;
 pub use state::ConversationState;
 pub use timing::RunTiming;
@@ -58,6 +58,7 @@ pub enum ConversationError {
 
 type EventCallback = Box<dyn FnMut(&AgentEvent) + Send>;
 type TokenCallback = Box<dyn FnMut(&str) + Send>;
+type DurableCallback = Box<dyn FnMut() + Send>;
 
 /// One agent conversation.
 pub struct Conversation {
@@ -70,6 +71,7 @@ pub struct Conversation {
     guidance: GuidanceHandle,
     on_event: Option<EventCallback>,
     on_token: Option<TokenCallback>,
+    on_durable: Option<DurableCallback>,
     timing: RunTiming,
     tool_specs: Vec<crate::model::ToolSpec>,
     /// The model's view as last sent, and how many events it covers.
@@ -114,6 +116,7 @@ impl Conversation {
             guidance: GuidanceHandle::default(),
             on_event: None,
             on_token: None,
+            on_durable: None,
             timing: RunTiming::default(),
             tool_specs: specs(),
             view: (Vec::new(), 0),
@@ -127,6 +130,13 @@ impl Conversation {
     /// Calls `f` with every new event.
     pub fn on_event(&mut self, f: impl FnMut(&AgentEvent) + Send + 'static) {
         self.on_event = Some(Box::new(f));
+    }
+
+    /// Calls `f` each time every event so far has become durable: before a tool runs, when a
+    /// run stops, and before a public call returns. A caller that keeps its own record of the
+    /// events writes it durably here, so its record is never ahead of this log.
+    pub fn on_durable(&mut self, f: impl FnMut() + Send + 'static) {
+        self.on_durable = Some(Box::new(f));
     }
 
     /// Calls `f` with streamed token text (never persisted).
@@ -185,7 +195,7 @@ impl Conversation {
         ) {
             self.set_status(ExecutionStatus::Idle)?;
         }
-        Ok(self.log.sync()?)
+        self.sync()
     }
 
     /// Allows the whole pending action set to run once; the next [`Conversation::run`] runs it.
@@ -195,7 +205,7 @@ impl Conversation {
             action_ids: ids,
             by: ApprovedBy::User,
         })?;
-        Ok(self.log.sync()?)
+        self.sync()
     }
 
     /// Rejects every pending action; the conversation becomes idle and the next run tells the
@@ -209,7 +219,7 @@ impl Conversation {
             })?;
         }
         self.set_status(ExecutionStatus::Idle)?;
-        Ok(self.log.sync()?)
+        self.sync()
     }
 
     fn undecided(&self) -> Result<Vec<u64>, ConversationError> {
@@ -406,7 +416,7 @@ impl Conversation {
             let request = self.request_of(action_id);
             self.record(EventKind::Started { action_id })?;
             // Durable before the tool runs: after a crash this action is never run again.
-            self.log.sync()?;
+            self.sync()?;
             let request = match request {
                 Ok(request) => request,
                 Err(message) => {
@@ -577,20 +587,29 @@ impl Conversation {
             };
             self.set_status(status)?;
         }
-        Ok(self.log.sync()?)
+        self.sync()
     }
 
     /// Ends a run: the status and everything before it are durable when the caller regains
     /// control.
     fn stop_with(&mut self, status: ExecutionStatus) -> Result<ExecutionStatus, ConversationError> {
         self.set_status(status)?;
-        self.log.sync()?;
+        self.sync()?;
         Ok(status)
     }
 
     fn set_status(&mut self, status: ExecutionStatus) -> Result<(), ConversationError> {
         if self.state.status != status {
             self.record(EventKind::Status { status })?;
+        }
+        Ok(())
+    }
+
+    /// Makes every event so far durable, then tells [`Conversation::on_durable`].
+    fn sync(&mut self) -> Result<(), ConversationError> {
+        self.log.sync()?;
+        if let Some(f) = self.on_durable.as_mut() {
+            f();
         }
         Ok(())
     }
