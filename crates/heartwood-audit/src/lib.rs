@@ -10,6 +10,7 @@
 //! [`SessionReader`]) must never create a directory or a file.
 
 mod checkpoint;
+mod derived;
 mod digest;
 mod durable;
 mod error;

@@ -97,6 +97,13 @@ impl SessionReader {
         Ok((verified, report))
     }
 
+    /// What the session's writer last left beside the journal with
+    /// [`SessionWriter::store_derived`](crate::SessionWriter::store_derived), if the journal
+    /// still ends where it did then. Not verified: a summary for listings, never evidence.
+    pub fn derived(&self) -> Option<serde_json::Value> {
+        crate::derived::load(&self.paths)
+    }
+
     /// Decodes the session's events in order. Reading stops at the first line that is not a
     /// whole line; each whole line is decoded independently so an unknown kind is reported by
     /// name in its place. Call [`SessionReader::verify`] to establish that they are authentic.

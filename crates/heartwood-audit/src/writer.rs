@@ -395,6 +395,21 @@ impl SessionWriter {
         Ok((self.paths.exports.join(bundle), event))
     }
 
+    /// Leaves `payload` beside the journal, bound to where it ends now (see
+    /// [`SessionReader::derived`](crate::SessionReader::derived)). Best effort: a cache that
+    /// cannot be written is simply absent.
+    pub fn store_derived(&self, payload: serde_json::Value) {
+        if self.failed.is_none() {
+            let _ = crate::derived::store(
+                &self.paths,
+                self.chain.events_len,
+                self.chain.audit_len,
+                self.chain.prev.to_hex(),
+                payload,
+            );
+        }
+    }
+
     /// Closes the writer and releases the lease.
     pub fn close(self) {}
 

@@ -30,7 +30,8 @@ pub use decode::DecodeError;
 pub use event::{Event, EventKind, RecordedEvent, Role};
 pub use id::{ActionSetId, CommandId, IdError, Seq, SessionId};
 pub use projection::{
-    ActionView, ConversationEntry, DecisionView, PurposeUsage, SessionProjection, UsageView,
+    ActionView, ConversationEntry, DecisionView, PurposeUsage, SessionProjection, SessionRow,
+    UsageView,
 };
 pub use receipt::{Outcome, Receipt};
 pub use time::Timestamp;

@@ -12,6 +12,23 @@ use crate::{
     PlanTask, Role, SessionId, UsageFigures,
 };
 
+/// One row of a session list, the same in every interface.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionRow {
+    /// The session.
+    pub session: SessionId,
+    /// When its journal last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_activity: Option<crate::Timestamp>,
+    /// Where it stands; `None` when it cannot be read (the status line says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<Lifecycle>,
+    /// Its status line.
+    pub status_line: String,
+    /// Whether an action set waits for a decision.
+    pub pending: bool,
+}
+
 /// Everything an interface shows about one session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionProjection {

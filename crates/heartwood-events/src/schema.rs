@@ -5,7 +5,7 @@
 
 use schemars::{JsonSchema, generate::SchemaSettings};
 
-use crate::{Command, Receipt, RecordedEvent, SessionProjection};
+use crate::{Command, Receipt, RecordedEvent, SessionProjection, SessionRow};
 
 /// Every generated schema as `(file name, pretty JSON text ending in a newline)`.
 pub fn generated() -> Vec<(&'static str, String)> {
@@ -14,6 +14,7 @@ pub fn generated() -> Vec<(&'static str, String)> {
         ("command.schema.json", render::<Command>()),
         ("receipt.schema.json", render::<Receipt>()),
         ("projection.schema.json", render::<SessionProjection>()),
+        ("session-row.schema.json", render::<SessionRow>()),
     ]
 }
 

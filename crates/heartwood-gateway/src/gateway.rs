@@ -13,6 +13,7 @@ use heartwood_agent::conversation::ConversationConfig;
 use heartwood_audit::{SessionStore, SessionSummary};
 use heartwood_events::{
     ActionPolicy, Command, CommandKind, Event, Lifecycle, Receipt, SessionId, SessionProjection,
+    SessionRow,
 };
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
@@ -37,6 +38,8 @@ pub struct SessionGateway {
     runtime: Handle,
     live: Mutex<HashMap<SessionId, Arc<Live>>>,
     stopping: Mutex<Vec<Stopping>>,
+    /// Held while a session is being opened (see `attach`).
+    opening: Mutex<()>,
 }
 
 impl std::fmt::Debug for SessionGateway {
@@ -66,6 +69,7 @@ impl SessionGateway {
             runtime,
             live: Mutex::new(HashMap::new()),
             stopping: Mutex::new(Vec::new()),
+            opening: Mutex::new(()),
         }
     }
 
@@ -89,6 +93,53 @@ impl SessionGateway {
     /// The project's sessions, most recently active first.
     pub fn sessions(&self) -> Result<Vec<SessionSummary>, GatewayError> {
         Ok(self.store.list()?)
+    }
+
+    /// The project's most recently active sessions (at most `limit`) as list rows. A session
+    /// this process serves is read from memory; another from the projection its last writer
+    /// left bound to the journal's end, and only when there is none (or the journal has moved
+    /// on) by verifying and replaying it. So a list that refreshes often stays cheap.
+    pub fn rows(&self, limit: usize) -> Result<Vec<SessionRow>, GatewayError> {
+        let mut rows = Vec::new();
+        for summary in self.sessions()?.into_iter().take(limit) {
+            // Bound first: a guard in the `match` would be held while the session is read.
+            let served = lock(&self.live).get(&summary.id).cloned();
+            let projection = match served {
+                Some(live) => Ok(live.lock().projection.clone()),
+                None => self.cached_projection(&summary.id),
+            };
+            rows.push(match projection {
+                Ok(p) => SessionRow {
+                    session: summary.id,
+                    last_activity: summary.last_activity,
+                    lifecycle: Some(p.lifecycle),
+                    status_line: p.status_line,
+                    pending: p.pending.is_some(),
+                },
+                Err(e) => SessionRow {
+                    session: summary.id,
+                    last_activity: summary.last_activity,
+                    lifecycle: None,
+                    status_line: format!("cannot be read: {e}"),
+                    pending: false,
+                },
+            });
+        }
+        Ok(rows)
+    }
+
+    /// The stored session's projection from its cache when that still matches the journal,
+    /// else verified and replayed.
+    fn cached_projection(&self, session: &SessionId) -> Result<SessionProjection, GatewayError> {
+        let cached = self
+            .store
+            .reader(session)?
+            .derived()
+            .and_then(|v| serde_json::from_value::<SessionProjection>(v).ok());
+        match cached {
+            Some(projection) => Ok(projection),
+            None => self.projection(session),
+        }
     }
 
     /// Submits a command and returns its receipt. A retry with the same command id returns the
@@ -307,6 +358,7 @@ impl SessionGateway {
             }
             let mut core = live.lock();
             let _ = core.flush();
+            core.store_cache();
             core.writer = None;
         }
     }
@@ -339,10 +391,19 @@ impl SessionGateway {
     }
 
     /// The live session, opening it (and taking its lease) if this process does not serve it.
+    ///
+    /// The map of live sessions is never held while a session is opened (verified, replayed,
+    /// reconciled): other sessions' snapshots and commands go on meanwhile. Opens are taken one
+    /// at a time, so two callers never open the same session twice.
     fn attach(&self, session: &SessionId, register: bool) -> Result<Arc<Live>, GatewayError> {
-        let mut live = lock(&self.live);
-        if let Some(found) = live.get(session) {
-            return Ok(Arc::clone(found));
+        let served = lock(&self.live).get(session).cloned();
+        if let Some(found) = served {
+            return Ok(found);
+        }
+        let _opening = lock(&self.opening);
+        let served = lock(&self.live).get(session).cloned();
+        if let Some(found) = served {
+            return Ok(found);
         }
         let (writer, _recovery) = if register {
             self.store.create_or_open_writer(session, NATIVE_BACKEND)?
@@ -369,7 +430,7 @@ impl SessionGateway {
                 core.record(vec![Event::RunInterrupted { reason }])?;
             }
         }
-        live.insert(session.clone(), Arc::clone(&opened));
+        lock(&self.live).insert(session.clone(), Arc::clone(&opened));
         Ok(opened)
     }
 

@@ -207,6 +207,16 @@ impl Core {
         Ok(())
     }
 
+    /// Leaves the projection beside the journal for session lists (`SessionGateway::rows`),
+    /// bound to where the journal ends now.
+    pub(crate) fn store_cache(&self) {
+        if let (Some(writer), true) = (&self.writer, self.staged.is_empty())
+            && let Ok(value) = serde_json::to_value(&self.projection)
+        {
+            writer.store_derived(value);
+        }
+    }
+
     /// The sequence number the next event will have.
     pub(crate) fn next_seq(&self) -> u64 {
         let durable = self.writer.as_ref().map_or(0, |w| w.count());
@@ -291,6 +301,7 @@ impl Core {
     pub(crate) fn settled(&mut self) {
         // Settled means recorded: a failed flush poisons the writer, which snapshots report.
         let _ = self.flush();
+        self.store_cache();
         let lifecycle = self.projection.lifecycle;
         self.publish(Change::ExecutionSettled { lifecycle });
     }

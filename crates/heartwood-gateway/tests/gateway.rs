@@ -517,3 +517,37 @@ async fn closing_the_gateway_mid_run_waits_for_the_worker_and_records_everything
     );
     assert_eq!(stored.projection.lifecycle, Lifecycle::Finished);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn session_rows_come_from_a_cache_bound_to_the_journals_end() {
+    let f = Fixture::new(Script::of(vec![two_actions(), finish()])).await;
+    f.task("write the file");
+    let waiting = f.settled().await;
+    assert!(waiting.pending.is_some());
+    f.gateway.close().await;
+
+    let next = SessionGateway::new(ProjectContext::at(f.project.path())).expect("gateway");
+    let rows = next.rows(10).expect("rows");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].session, f.session);
+    assert!(rows[0].pending, "{rows:?}");
+    assert_eq!(rows[0].status_line, waiting.status_line);
+
+    // The cache is a summary, never evidence: once the journal's end moves, it is ignored and
+    // the row comes from verifying the session, which here finds the damage.
+    let dir = f
+        .project
+        .path()
+        .join(".heartwood/sessions")
+        .join(f.session.as_str());
+    let events = dir.join("events.jsonl");
+    let mut bytes = std::fs::read(&events).expect("events");
+    bytes.extend_from_slice(b"{\"forged\":true}\n");
+    std::fs::write(&events, bytes).expect("write");
+    let rows = next.rows(10).expect("rows");
+    assert_eq!(rows[0].lifecycle, None, "{rows:?}");
+    assert!(
+        rows[0].status_line.starts_with("cannot be read"),
+        "{rows:?}"
+    );
+}

@@ -37,6 +37,9 @@ pub struct AppState {
     pub admitted: AtomicU64,
 }
 
+/// The most sessions the list returns (most recently active first).
+const LISTED_SESSIONS: usize = 200;
+
 /// The router: everything goes through [`entry`].
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new().fallback(entry).with_state(state)
@@ -208,20 +211,8 @@ async fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Byt
             Ok(plan) => json_response(StatusCode::OK, &plan),
             Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         },
-        ("GET", ["api", "sessions"]) => match app.gateway.sessions() {
-            Ok(list) => {
-                let rows: Vec<Value> = list
-                    .iter()
-                    .map(|s| {
-                        json!({
-                            "id": s.id,
-                            "events": s.events,
-                            "last_activity": s.last_activity.as_ref().map(|t| t.as_str()),
-                        })
-                    })
-                    .collect();
-                json_response(StatusCode::OK, &rows)
-            }
+        ("GET", ["api", "sessions"]) => match app.gateway.rows(LISTED_SESSIONS) {
+            Ok(rows) => json_response(StatusCode::OK, &rows),
             Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         },
         // The server mints the id; callers cannot choose one.

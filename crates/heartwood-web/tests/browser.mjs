@@ -33,7 +33,7 @@ try {
   await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Finished"), null, { timeout: 20000 });
   step("finished: " + await page.textContent("#status"));
   await page.screenshot({ path: screenshot, fullPage: true });
-  const session = await page.evaluate(() => [...document.querySelectorAll("#sessions button")].map(b => b.textContent)[0]);
+  const session = await page.evaluate(() => [...document.querySelectorAll("#sessions button")].map(b => b.textContent.split(" — ")[0])[0]);
   console.log("session: " + session);
 } catch (error) {
   await page.screenshot({ path: screenshot, fullPage: true }).catch(() => {});

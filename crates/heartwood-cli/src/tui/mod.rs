@@ -247,22 +247,19 @@ fn first_screen(gateway: &SessionGateway, project: &ProjectContext) -> Result<Sc
 }
 
 fn sessions_screen(gateway: &SessionGateway, selected: usize) -> Result<Screen> {
-    let mut rows = Vec::new();
-    for summary in gateway.sessions()?.into_iter().take(LISTED_SESSIONS) {
-        let (status, pending) = match gateway.projection(&summary.id) {
-            Ok(p) => (p.status_line, p.pending.is_some()),
-            Err(e) => (format!("cannot be read: {e}"), false),
-        };
-        rows.push(SessionRow {
-            id: summary.id,
-            when: summary
+    let rows: Vec<SessionRow> = gateway
+        .rows(LISTED_SESSIONS)?
+        .into_iter()
+        .map(|row| SessionRow {
+            id: row.session,
+            when: row
                 .last_activity
                 .map(|t| t.as_str().to_owned())
                 .unwrap_or_default(),
-            status,
-            pending,
-        });
-    }
+            status: row.status_line,
+            pending: row.pending,
+        })
+        .collect();
     let selected = selected.min(rows.len().saturating_sub(1));
     Ok(Screen::Sessions { rows, selected })
 }
