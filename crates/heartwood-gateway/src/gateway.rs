@@ -42,6 +42,22 @@ pub struct SessionGateway {
     opening: Mutex<()>,
 }
 
+impl Drop for SessionGateway {
+    /// A gateway dropped without [`SessionGateway::close`] still stops its workers (at their
+    /// next await point) and so releases every lease once they have: nothing keeps a session
+    /// owned after its gateway is gone. Staged events are flushed as each session is dropped;
+    /// a run cut off this way is recorded as interrupted by the next process that opens it.
+    fn drop(&mut self) {
+        let sessions: Vec<Arc<Live>> = lock(&self.live).drain().map(|(_, l)| l).collect();
+        for live in sessions {
+            let worker = live.lock().worker.take();
+            if let Some(worker) = worker {
+                worker.abort();
+            }
+        }
+    }
+}
+
 impl std::fmt::Debug for SessionGateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionGateway")

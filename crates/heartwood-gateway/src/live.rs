@@ -155,6 +155,15 @@ impl Live {
     }
 }
 
+impl Drop for Core {
+    /// Whatever is staged reaches the journal before the lease is released, however the
+    /// session stops being served.
+    fn drop(&mut self) {
+        let _ = self.flush();
+        self.store_cache();
+    }
+}
+
 impl Core {
     /// The writer, or why there is none.
     pub(crate) fn writer(&mut self) -> Result<&mut SessionWriter, GatewayError> {

@@ -76,6 +76,13 @@ impl WorkerLink {
         self.guidance.send(text);
     }
 
+    /// Cancels the worker at its next await point without waiting for it (for a gateway
+    /// dropped without `close`). Its run is left as a crash would leave it, and the next
+    /// process records it as interrupted.
+    pub(crate) fn abort(self) {
+        self.abort.abort();
+    }
+
     /// Asks the worker to stop after the work in hand; the returned handle completes when it
     /// has. A run in progress is asked to pause at its next step first, so stopping never
     /// waits for a whole task.

@@ -551,3 +551,67 @@ async fn session_rows_come_from_a_cache_bound_to_the_journals_end() {
         "{rows:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gateway_dropped_without_close_stops_its_workers_and_releases_its_leases() {
+    let f = Fixture::new(Script::of(vec![
+        Turn::text("never").with_fault(Fault::Silent),
+        Turn::text("after the drop"),
+    ]))
+    .await;
+    applied(&f.task("wait on a silent model"));
+    let started = Instant::now();
+    while f.server.requests().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(10), "no model call");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let Fixture {
+        project,
+        server,
+        gateway,
+        session,
+        ..
+    } = f;
+    drop(gateway);
+
+    // The lease comes free without `close`, and the session continues in a new gateway.
+    let next = SessionGateway::new(ProjectContext::at(project.path())).expect("gateway");
+    let started = Instant::now();
+    let receipt = loop {
+        let command = Command::new(
+            CommandId::parse("after-drop").expect("id"),
+            session.clone(),
+            CommandKind::SubmitTask {
+                text: "carry on".into(),
+                policy: ActionPolicy::AlwaysReview,
+            },
+        );
+        match next.submit(command) {
+            Ok(receipt) => break receipt,
+            Err(e) if e.is_owned_elsewhere() => {
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "still owned: {e}"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    applied(&receipt);
+    let started = Instant::now();
+    let done = loop {
+        let p = next.projection(&session).expect("projection");
+        if p.lifecycle == Lifecycle::Finished {
+            break p;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{p:#?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(
+        done.conversation.last().map(|m| m.text.as_str()),
+        Some("after the drop")
+    );
+    assert_eq!(server.requests().len(), 2);
+    next.close().await;
+}
