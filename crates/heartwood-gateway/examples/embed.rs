@@ -1,0 +1,108 @@
+//! Heartwood embedded in another Rust program: open a project, give the agent a task, show the
+//! proposed action set whole, decide it, and print the session record's terminal hash.
+//!
+//! ```sh
+//! cargo run -p heartwood-gateway --example embed -- PROJECT_DIR BASE_URL [MODEL]
+//! ```
+//!
+//! `BASE_URL` is any OpenAI-compatible service (`http://localhost:11434/v1` for Ollama). The
+//! program allows the first set it is shown; a real tool would ask a person.
+
+use std::time::Duration;
+
+use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
+use heartwood_gateway::events::{
+    ActionPolicy, Command, CommandKind, Decision, Lifecycle, Outcome, SessionId, SessionProjection,
+};
+use heartwood_gateway::{ProjectContext, SessionAdmin, SessionGateway};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let (Some(dir), Some(base_url)) = (args.next(), args.next()) else {
+        eprintln!("usage: embed PROJECT_DIR BASE_URL [MODEL]");
+        std::process::exit(2);
+    };
+    let model = args.next().unwrap_or_else(|| "qwen2.5-coder".to_owned());
+
+    // The project and its model route (stored in PROJECT_DIR/.heartwood/config.toml).
+    let project = ProjectContext::at(std::path::Path::new(&dir));
+    ProjectConfig::set_route(
+        &project,
+        RouteConfig {
+            category: RouteCategory::Compatible,
+            base_url,
+            model,
+            api_key_env: None,
+            recording: None,
+            max_input_tokens: 100_000,
+            max_output_tokens: 4_096,
+            timeout_secs: 300,
+        },
+    )?;
+
+    let gateway = SessionGateway::new(project.clone())?;
+    let session = SessionGateway::new_session_id();
+    let submit = |kind| {
+        let command = Command::new(SessionGateway::new_command_id(), session.clone(), kind);
+        match gateway.submit(command)?.outcome {
+            Outcome::Refused { reason } => Err(reason.into()),
+            Outcome::Applied { .. } => Ok::<_, Box<dyn std::error::Error>>(()),
+        }
+    };
+    submit(CommandKind::SubmitTask {
+        text: "Count the lines of data.csv and write the count to count.txt.".into(),
+        policy: ActionPolicy::AlwaysReview,
+    })?;
+
+    let mut decided = false;
+    let finished = loop {
+        let p = settled(&gateway, &session).await?;
+        match (&p.pending, decided) {
+            (Some(set), false) => {
+                println!("set {} (revision {}) proposes:", set.set_id, set.revision);
+                for member in &set.members {
+                    println!(
+                        "  #{} {} {}",
+                        member.action_id, member.tool, member.arguments
+                    );
+                }
+                submit(CommandKind::Decide {
+                    set_id: set.set_id.clone(),
+                    revision: set.revision,
+                    decision: Decision::AllowOnce,
+                    reason: None,
+                })?;
+                decided = true;
+            }
+            // A second set: this example decides only one; leave it for a person.
+            (Some(_), true) => break p,
+            (None, _) => break p,
+        }
+    };
+    println!("{}", finished.status_line);
+    gateway.close().await;
+
+    let (verified, _) = SessionAdmin::new(&project).verify(session.as_str(), None)?;
+    println!(
+        "session {session}: {} events, terminal hash {}",
+        verified.count,
+        verified.terminal_hash.to_hex()
+    );
+    Ok(())
+}
+
+/// Waits until the agent stops (finished, failed, paused, or waiting on a published set).
+async fn settled(
+    gateway: &SessionGateway,
+    session: &SessionId,
+) -> Result<SessionProjection, Box<dyn std::error::Error>> {
+    loop {
+        let p = gateway.projection(session)?;
+        let waiting = p.lifecycle == Lifecycle::WaitingForDecision && p.pending.is_none();
+        if p.lifecycle != Lifecycle::Running && !waiting {
+            return Ok(p);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
