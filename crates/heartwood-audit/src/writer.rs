@@ -238,6 +238,11 @@ impl SessionWriter {
         self.receipt_for_content(command_id, command_type, None)
     }
 
+    /// The receipt of an earlier command with this id, whatever its type.
+    pub fn receipt(&self, command_id: &CommandId) -> Option<&Receipt> {
+        self.receipts.get(command_id)
+    }
+
     /// [`SessionWriter::receipt_for`], also refusing a retry whose content (`content_sha256`,
     /// a digest the caller computes of what the command says) differs from the first one's.
     pub fn receipt_for_content(

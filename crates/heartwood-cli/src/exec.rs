@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use heartwood_events::{
     ActionPolicy, ActionSetId, Command, CommandId, CommandKind, Decision, Lifecycle, Outcome,
-    SessionId, SessionProjection,
+    Receipt, SessionId, SessionProjection,
 };
 use heartwood_gateway::{ProjectContext, SessionGateway};
 
@@ -101,28 +101,10 @@ pub fn exec(project: ProjectContext, args: ExecArgs) -> Result<ExitCode> {
     };
     let id = command_id(args.command_id)?;
     let task = args.task;
+    // What the text means (a task, or guidance and resuming a paused one) is the gateway's
+    // rule, the same as in the terminal and browser interfaces.
     follow(project, session.clone(), args.json, move |gateway| {
-        // A paused task continues with the text as guidance; anything else starts a task.
-        let paused = gateway
-            .projection(&session)
-            .is_ok_and(|p| p.lifecycle == Lifecycle::Paused);
-        if !paused {
-            return Ok(vec![Command::new(
-                id,
-                session,
-                CommandKind::SubmitTask { text: task, policy },
-            )]);
-        }
-        let guidance = CommandId::parse(&format!("{}-g", id.as_str()))
-            .unwrap_or_else(|_| SessionGateway::new_command_id());
-        Ok(vec![
-            Command::new(
-                guidance,
-                session.clone(),
-                CommandKind::SendGuidance { text: task },
-            ),
-            Command::new(id, session, CommandKind::Resume),
-        ])
+        Ok(gateway.say(&session, &task, policy, id)?)
     })
 }
 
@@ -139,8 +121,8 @@ pub fn decide(project: ProjectContext, args: DecideArgs) -> Result<ExitCode> {
         reason: args.reason,
     };
     let id = command_id(args.command_id)?;
-    follow(project, session.clone(), args.json, move |_| {
-        Ok(vec![Command::new(id, session, kind)])
+    follow(project, session.clone(), args.json, move |gateway| {
+        Ok(vec![gateway.submit(Command::new(id, session, kind))?])
     })
 }
 
@@ -162,8 +144,8 @@ pub fn run_task_with(
         policy,
     };
     let id = SessionGateway::new_command_id();
-    follow(project.clone(), session.clone(), false, move |_| {
-        Ok(vec![Command::new(id, session, kind)])
+    follow(project.clone(), session.clone(), false, move |gateway| {
+        Ok(vec![gateway.submit(Command::new(id, session, kind))?])
     })
 }
 
@@ -182,8 +164,8 @@ pub fn run_decision(
         reason: None,
     };
     let id = SessionGateway::new_command_id();
-    follow(project.clone(), session.clone(), false, move |_| {
-        Ok(vec![Command::new(id, session, kind)])
+    follow(project.clone(), session.clone(), false, move |gateway| {
+        Ok(vec![gateway.submit(Command::new(id, session, kind))?])
     })
 }
 
@@ -194,12 +176,13 @@ fn command_id(given: Option<String>) -> Result<CommandId> {
     })
 }
 
-/// Submits the commands `plan` makes, then prints the session's events until the agent stops.
+/// Acts on the session with `act` (which returns the receipts of the commands it submitted),
+/// then prints the session's events until the agent stops.
 fn follow(
     project: ProjectContext,
     session: SessionId,
     json: bool,
-    plan: impl FnOnce(&SessionGateway) -> Result<Vec<Command>>,
+    act: impl FnOnce(&SessionGateway) -> Result<Vec<Receipt>>,
 ) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -209,8 +192,8 @@ fn follow(
     runtime.block_on(async move {
         let gateway = SessionGateway::new(project)?;
         wait_for_owner(&gateway, &session).await?;
-        let result = match plan(&gateway) {
-            Ok(commands) => follow_in(&gateway, session, commands, json).await,
+        let result = match act(&gateway) {
+            Ok(receipts) => follow_in(&gateway, session, receipts, json).await,
             Err(e) => Err(e),
         };
         gateway.close().await;
@@ -249,12 +232,11 @@ async fn wait_for_owner(gateway: &SessionGateway, session: &SessionId) -> Result
 async fn follow_in(
     gateway: &SessionGateway,
     session: SessionId,
-    commands: Vec<Command>,
+    receipts: Vec<Receipt>,
     json: bool,
 ) -> Result<ExitCode> {
     let mut seen = None;
-    for command in commands {
-        let receipt = gateway.submit(command)?;
+    for receipt in receipts {
         match &receipt.outcome {
             Outcome::Refused { reason } => anyhow::bail!("refused: {reason}"),
             Outcome::Applied { last_seq, .. } => {
@@ -282,7 +264,7 @@ async fn follow_in(
             seen = event.seq.get();
             quiet_since = Instant::now();
         }
-        if settled(&snapshot.projection) {
+        if snapshot.projection.is_settled() {
             break snapshot.projection;
         }
         // A run that says nothing for a while says what it is waiting on, and for how long.
@@ -313,15 +295,6 @@ async fn follow_in(
         }
     };
     Ok(outcome(&projection, json))
-}
-
-/// Whether the agent has stopped and any set it waits on is published.
-fn settled(p: &SessionProjection) -> bool {
-    match p.lifecycle {
-        Lifecycle::Running => false,
-        Lifecycle::WaitingForDecision => p.pending.is_some(),
-        _ => true,
-    }
 }
 
 fn outcome(p: &SessionProjection, json: bool) -> ExitCode {

@@ -158,6 +158,36 @@ impl SessionProjection {
         }
     }
 
+    /// Whether the agent has stopped and any set it waits on is published: what an interface
+    /// that follows a run waits for.
+    pub fn is_settled(&self) -> bool {
+        match self.lifecycle {
+            Lifecycle::Running => false,
+            Lifecycle::WaitingForDecision => self.pending.is_some(),
+            _ => true,
+        }
+    }
+
+    /// What text the researcher types means now, the same in every interface: a new task when
+    /// the session rests (or is closed), guidance and then resuming when it is paused, guidance
+    /// while the agent works or a decision is due. `policy` applies to a new task.
+    pub fn text_commands(&self, text: &str, policy: ActionPolicy) -> Vec<crate::CommandKind> {
+        use crate::CommandKind;
+        let text = text.to_owned();
+        if self.closed {
+            return vec![CommandKind::SubmitTask { text, policy }];
+        }
+        match self.lifecycle {
+            Lifecycle::Idle | Lifecycle::Finished | Lifecycle::Failed | Lifecycle::Stuck => {
+                vec![CommandKind::SubmitTask { text, policy }]
+            }
+            Lifecycle::Paused => vec![CommandKind::SendGuidance { text }, CommandKind::Resume],
+            Lifecycle::Running | Lifecycle::WaitingForDecision => {
+                vec![CommandKind::SendGuidance { text }]
+            }
+        }
+    }
+
     /// The action with this id.
     pub fn action(&self, action_id: u64) -> Option<&ActionView> {
         let i = self

@@ -111,6 +111,65 @@ impl SessionGateway {
         Ok(self.store.list()?)
     }
 
+    /// Submits what the text the researcher typed means now (a task, guidance, or guidance and
+    /// resuming; see [`SessionProjection::text_commands`]), read from the session as this
+    /// process serves it, so every interface gives typed text one meaning. The first command
+    /// has `command_id`, later ones `<command_id>-2`, ...; a retry of `command_id` is answered
+    /// from its receipt whatever the session does now. Stops at the first refusal.
+    pub fn say(
+        &self,
+        session: &SessionId,
+        text: &str,
+        policy: ActionPolicy,
+        command_id: heartwood_events::CommandId,
+    ) -> Result<Vec<Receipt>, GatewayError> {
+        let projection = if self.store.exists(session) {
+            let live = self.attach(session, false)?;
+            let mut core = live.lock();
+            // A retry: the text meant what it meant the first time. Submitting that command
+            // again answers from its receipt, or refuses the id if the text changed.
+            let first = core
+                .writer()?
+                .receipt(&command_id)
+                .map(|r| r.command_type.clone());
+            drop(core);
+            if let Some(first) = first {
+                let text = text.to_owned();
+                let kind = match first.as_str() {
+                    "send_guidance" => CommandKind::SendGuidance { text },
+                    _ => CommandKind::SubmitTask { text, policy },
+                };
+                return Ok(vec![self.submit(Command::new(
+                    command_id,
+                    session.clone(),
+                    kind,
+                ))?]);
+            }
+            live.lock().projection.clone()
+        } else {
+            SessionProjection::empty(session.clone())
+        };
+        let mut receipts = Vec::new();
+        for (n, kind) in projection
+            .text_commands(text, policy)
+            .into_iter()
+            .enumerate()
+        {
+            let id = match n {
+                0 => command_id.clone(),
+                n => heartwood_events::CommandId::parse(&format!("{command_id}-{}", n + 1))
+                    .unwrap_or_else(|_| Self::new_command_id()),
+            };
+            let receipt = self.submit(Command::new(id, session.clone(), kind))?;
+            let refused = matches!(receipt.outcome, heartwood_events::Outcome::Refused { .. });
+            receipts.push(receipt);
+            if refused {
+                break;
+            }
+        }
+        Ok(receipts)
+    }
+
     /// The project's most recently active sessions (at most `limit`) as list rows. A session
     /// this process serves is read from memory; another from the projection its last writer
     /// left bound to the journal's end, and only when there is none (or the journal has moved

@@ -240,6 +240,7 @@ async fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Byt
             }
         }
         ("POST", ["api", "sessions", id, "commands"]) => submit(app, id, &body),
+        ("POST", ["api", "sessions", id, "say"]) => say(app, id, &body),
         ("GET", ["api", "workspace", what]) => workspace(app, what, admitted.query.as_deref()),
         ("GET", ["api", "sessions", id, "events"]) => events(app, id, since),
         ("GET", [""]) => page(app.policy.base_path()),
@@ -319,6 +320,46 @@ fn submit(app: &Arc<AppState>, id: &str, body: &[u8]) -> Response {
                 Outcome::Refused { .. } => StatusCode::CONFLICT,
             };
             json_response(status, &receipt)
+        }
+        Err(e) => plain(StatusCode::CONFLICT, &e.to_string()),
+    }
+}
+
+/// Typed text, which the gateway turns into a task, guidance, or guidance and resuming, as the
+/// session stands (`{"text": …, "command_id"?: …}`). Answers the receipts; `409` when the last
+/// was a refusal.
+fn say(app: &Arc<AppState>, id: &str, body: &[u8]) -> Response {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Say {
+        text: String,
+        #[serde(default)]
+        command_id: Option<String>,
+    }
+    let Ok(session) = SessionId::parse(id) else {
+        return plain(StatusCode::BAD_REQUEST, "not a session id");
+    };
+    let said: Say = match serde_json::from_slice(body) {
+        Ok(s) => s,
+        Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("not typed text: {e}")),
+    };
+    let command_id = match said.command_id.as_deref().map(CommandId::parse) {
+        Some(Ok(c)) => c,
+        Some(Err(e)) => return plain(StatusCode::BAD_REQUEST, &e.to_string()),
+        None => SessionGateway::new_command_id(),
+    };
+    let policy = Default::default();
+    match app.gateway.say(&session, &said.text, policy, command_id) {
+        Ok(receipts) => {
+            let refused = receipts
+                .last()
+                .is_some_and(|r| matches!(r.outcome, Outcome::Refused { .. }));
+            let status = if refused {
+                StatusCode::CONFLICT
+            } else {
+                StatusCode::OK
+            };
+            json_response(status, &receipts)
         }
         Err(e) => plain(StatusCode::CONFLICT, &e.to_string()),
     }

@@ -72,6 +72,8 @@ pub enum Focus {
 pub enum Intent {
     /// Submit a command to the open session.
     Submit(CommandKind),
+    /// Send typed text to the open session; the gateway decides what it means now.
+    Say(String),
     /// Open a session.
     Open(SessionId),
     /// Start a new session.
@@ -273,32 +275,16 @@ impl App {
         }
     }
 
-    /// The typed text as a task or as guidance, whichever the session accepts now.
+    /// The typed text, for the gateway to act on as the session stands (a task, guidance, or
+    /// guidance and resuming).
     fn send(&mut self) -> Option<Intent> {
         let text = self.input.trim().to_owned();
         if text.is_empty() {
             return None;
         }
-        let accepts_task = self
-            .snapshot()
-            .is_none_or(|s| s.projection.allows("submit_task"));
-        let accepts_guidance = self
-            .snapshot()
-            .is_some_and(|s| s.projection.allows("send_guidance"));
-        let kind = if accepts_task {
-            CommandKind::SubmitTask {
-                text,
-                policy: Default::default(),
-            }
-        } else if accepts_guidance {
-            CommandKind::SendGuidance { text }
-        } else {
-            self.notice = Some("the session accepts neither a task nor guidance right now".into());
-            return None;
-        };
         self.input.clear();
         self.scroll = 0;
-        Some(Intent::Submit(kind))
+        Some(Intent::Say(text))
     }
 }
 

@@ -179,18 +179,17 @@ fn apply(
             };
             let id = id.clone();
             let command = Command::new(SessionGateway::new_command_id(), id.clone(), kind);
-            match gateway.submit(command) {
-                Ok(receipt) => {
-                    if let Outcome::Refused { reason } = receipt.outcome {
-                        app.notice = Some(reason);
-                    }
-                    if updates.is_none() {
-                        *updates = gateway.subscribe(&id).ok();
-                    }
-                    refresh(app, gateway);
-                }
-                Err(e) => app.notice = Some(e.to_string()),
-            }
+            let submitted = gateway.submit(command).map(|r| vec![r]);
+            answered(app, gateway, updates, &id, submitted);
+        }
+        Intent::Say(text) => {
+            let Screen::Session { id, .. } = &app.screen else {
+                return Ok(true);
+            };
+            let id = id.clone();
+            let policy = Default::default();
+            let said = gateway.say(&id, &text, policy, SessionGateway::new_command_id());
+            answered(app, gateway, updates, &id, said);
         }
         Intent::Open(id) => match gateway.subscribe(&id) {
             Ok(receiver) => {
@@ -232,6 +231,30 @@ fn apply(
         Intent::Recheck => app.screen = first_screen(gateway, project)?,
     }
     Ok(true)
+}
+
+/// Shows a refusal (or error) from submitted commands, and follows the session.
+fn answered(
+    app: &mut App,
+    gateway: &SessionGateway,
+    updates: &mut Option<broadcast::Receiver<Update>>,
+    id: &heartwood_events::SessionId,
+    receipts: Result<Vec<heartwood_events::Receipt>, heartwood_gateway::GatewayError>,
+) {
+    match receipts {
+        Ok(receipts) => {
+            for receipt in receipts {
+                if let Outcome::Refused { reason } = receipt.outcome {
+                    app.notice = Some(reason);
+                }
+            }
+            if updates.is_none() {
+                *updates = gateway.subscribe(id).ok();
+            }
+            refresh(app, gateway);
+        }
+        Err(e) => app.notice = Some(e.to_string()),
+    }
 }
 
 /// The startup plan's screen, or the session list when the project is ready.

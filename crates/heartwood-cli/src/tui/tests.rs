@@ -324,9 +324,7 @@ fn typing_while_running_sends_guidance_and_streamed_text_shows() {
     insta::assert_snapshot!(draw(&app));
     assert_eq!(
         app.on_key(key(KeyCode::Enter)),
-        Some(Intent::Submit(CommandKind::SendGuidance {
-            text: "keep group 7 out".into()
-        }))
+        Some(Intent::Say("keep group 7 out".into()))
     );
 }
 
