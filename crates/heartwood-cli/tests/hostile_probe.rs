@@ -666,3 +666,85 @@ async fn a_session_whose_process_was_killed_mid_run_takes_the_next_task() {
     let verify = heartwood(project.path(), &["sessions", "verify", &session]);
     assert!(verify.status.success(), "{}", both(&verify));
 }
+
+/// SIGKILLs `exec` at spread-out moments of a run that proposes, waits, runs and finishes, and
+/// checks that every session it leaves verifies and continues with the CLI: a new instruction
+/// is taken (or a set it left waiting can be decided), never refused for a state no process is
+/// in.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn every_session_a_kill_leaves_continues_with_the_cli() {
+    const KILLS: u64 = 10;
+    for round in 0..KILLS {
+        let mut turns = Vec::new();
+        for i in 0..3 {
+            turns.push(
+                Turn::calls(&[("think", json!({"thought": format!("step {i}")}))])
+                    .with_fault(Fault::ChunkDelayMs(4)),
+            );
+        }
+        turns.push(Turn::calls(&[(
+            "terminal",
+            json!({"command": "echo ran >> ran.txt"}),
+        )]));
+        turns.push(finish("done"));
+        // Whatever the kill cut off, the continuation gets plain answers.
+        for _ in 0..6 {
+            turns.push(Turn::text("carrying on"));
+        }
+        let (project, _server) = project_with(Script::of(turns)).await;
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+            .args(["exec", "work in steps"])
+            .current_dir(project.path())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let pid = child.id().expect("pid").to_string();
+        // Spread the kills over the run (it takes some tens of milliseconds).
+        tokio::time::sleep(Duration::from_millis(8 + round * 8)).await;
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid])
+            .status();
+        let out = child.wait_with_output().await.expect("wait");
+        let Some(session) = text(&out.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("session "))
+            .map(|s| s.trim().to_owned())
+        else {
+            continue; // killed before the session existed
+        };
+        // The next command completes an append the kill interrupted, as opening a writer does.
+        let next = bounded(project.path(), &["exec", "--session", &session, "go on"]).await;
+        eprintln!(
+            "round {round}: killed exec exited {:?}; next exec {}",
+            out.status.code(),
+            code(&next)
+        );
+        match code(&next) {
+            0 => {}
+            3 => {
+                let decided = run(project.path(), &printed_allow(&next)).await;
+                assert!(
+                    matches!(code(&decided), 0 | 3),
+                    "round {round}: {}",
+                    both(&decided)
+                );
+            }
+            // A set the kill left waiting: the next instruction is refused until it is
+            // decided, and the refusal says so; deciding it continues the session.
+            1 if both(&next).contains("decide the pending action set first") => {
+                let shown = heartwood(project.path(), &["sessions", "show", &session]);
+                assert!(
+                    text(&shown.stdout).contains("Waiting for your decision"),
+                    "round {round}: {}",
+                    both(&shown)
+                );
+            }
+            _ => panic!("round {round}: {}", both(&next)),
+        }
+        let verify = bounded(project.path(), &["sessions", "verify", &session]).await;
+        assert!(verify.status.success(), "round {round}: {}", both(&verify));
+        let ran = std::fs::read_to_string(project.path().join("ran.txt")).unwrap_or_default();
+        assert!(ran.lines().count() <= 1, "round {round}: ran twice: {ran}");
+    }
+}

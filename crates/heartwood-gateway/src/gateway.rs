@@ -353,7 +353,8 @@ impl SessionGateway {
     }
 
     /// The events after `since` and the projection, taken together. A session this process is
-    /// not serving is read from disk, verified first, and creates nothing.
+    /// not serving is read from disk, verified first, and creates nothing; a valid id with no
+    /// session yet (one an interface just made up for its first task) has the blank snapshot.
     pub fn snapshot(&self, session: &SessionId, since: u64) -> Result<Snapshot, GatewayError> {
         let served = lock(&self.live).get(session).cloned();
         if let Some(live) = served {
@@ -363,6 +364,9 @@ impl SessionGateway {
                 writer.ensure_usable()?;
             }
             return Ok(core.snapshot(since));
+        }
+        if !self.store.exists(session) {
+            return Ok(Snapshot::blank(session.clone()));
         }
         let reader = self.store.reader(session)?;
         // Verification and decoding read the same files; doing them side by side halves the

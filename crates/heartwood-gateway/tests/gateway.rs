@@ -615,3 +615,23 @@ async fn a_gateway_dropped_without_close_stops_its_workers_and_releases_its_leas
     assert_eq!(server.requests().len(), 2);
     next.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_valid_id_with_no_session_yet_has_the_blank_snapshot_and_creates_nothing() {
+    let f = Fixture::new(Script::default()).await;
+    let fresh = SessionGateway::new_session_id();
+    let snapshot = f.gateway.snapshot(&fresh, 0).expect("snapshot");
+    assert_eq!(snapshot.revision, 0);
+    assert!(snapshot.events.is_empty());
+    assert_eq!(snapshot.projection.lifecycle, Lifecycle::Idle);
+    assert_eq!(snapshot.projection.status_line, "Ready for a task.");
+    assert!(snapshot.projection.allows("submit_task"));
+    assert!(
+        !f.project
+            .path()
+            .join(".heartwood/sessions")
+            .join(fresh.as_str())
+            .exists(),
+        "a snapshot registered a session"
+    );
+}
