@@ -22,7 +22,7 @@ pub mod translate;
 mod worker;
 pub mod workspace;
 
-pub use admin::{ExportReport, GatewayError, RecoverReport, SessionAdmin, SessionView};
+pub use admin::{ErrorKind, ExportReport, GatewayError, RecoverReport, SessionAdmin, SessionView};
 pub use gateway::{NATIVE_BACKEND, SessionGateway};
 pub use heartwood_audit::{
     Checkpoint, CheckpointReport, Damage, DamageKind, ReceiptRepair, Recovery, SessionMeta,

@@ -162,11 +162,11 @@ fn feed(
     let mut updates = app
         .gateway
         .subscribe(&session)
-        .map_err(|e| (StatusCode::CONFLICT, e.to_string()))?;
+        .map_err(|e| (status_of(&e), e.to_string()))?;
     let first = app
         .gateway
         .snapshot(&session, since)
-        .map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))?;
+        .map_err(|e| (status_of(&e), e.to_string()))?;
     let (sender, receiver) = mpsc::channel(256);
     tokio::spawn(async move {
         let mut last = first.revision;
@@ -213,7 +213,7 @@ async fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Byt
         },
         ("GET", ["api", "sessions"]) => match app.gateway.rows(LISTED_SESSIONS) {
             Ok(rows) => json_response(StatusCode::OK, &rows),
-            Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+            Err(e) => failure(&e),
         },
         // The server mints the id; callers cannot choose one.
         ("POST", ["api", "sessions"]) => json_response(
@@ -236,7 +236,7 @@ async fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Byt
                     };
                     json_response(status, &snapshot)
                 }
-                Err(e) => plain(StatusCode::NOT_FOUND, &e.to_string()),
+                Err(e) => failure(&e),
             }
         }
         ("POST", ["api", "sessions", id, "commands"]) => submit(app, id, &body),
@@ -321,7 +321,7 @@ fn submit(app: &Arc<AppState>, id: &str, body: &[u8]) -> Response {
             };
             json_response(status, &receipt)
         }
-        Err(e) => plain(StatusCode::CONFLICT, &e.to_string()),
+        Err(e) => failure(&e),
     }
 }
 
@@ -361,8 +361,26 @@ fn say(app: &Arc<AppState>, id: &str, body: &[u8]) -> Response {
             };
             json_response(status, &receipts)
         }
-        Err(e) => plain(StatusCode::CONFLICT, &e.to_string()),
+        Err(e) => failure(&e),
     }
+}
+
+/// The HTTP status for a gateway failure, by its kind (never by its message).
+fn status_of(e: &heartwood_gateway::GatewayError) -> StatusCode {
+    use heartwood_gateway::ErrorKind;
+    match e.kind() {
+        ErrorKind::NotFound => StatusCode::NOT_FOUND,
+        ErrorKind::Owned | ErrorKind::Unavailable => StatusCode::CONFLICT,
+        ErrorKind::Invalid => StatusCode::BAD_REQUEST,
+        ErrorKind::Damaged => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorKind::Io => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::Backend => StatusCode::BAD_GATEWAY,
+    }
+}
+
+/// A gateway failure as a plain-text answer with the status of its kind.
+fn failure(e: &heartwood_gateway::GatewayError) -> Response {
+    plain(status_of(e), &e.to_string())
 }
 
 /// Server-sent events: the events after `since`, then every update as it happens.

@@ -185,3 +185,41 @@ async fn the_websocket_stream_replays_and_follows_and_refuses_a_foreign_origin()
         "the stream replays from the start: {update}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failures_answer_with_the_status_of_their_kind_and_typed_text_is_the_gateways_to_read() {
+    let model = ScriptedModelServer::start(Script::of(vec![Turn::text("Done.")]))
+        .await
+        .expect("model");
+    let project = tempfile::tempdir().expect("project");
+    support::connect_model(project.path(), &model.base_url());
+    let (addr, _state) = support::serve(
+        project.path(),
+        Mode::Loopback,
+        Capability::from_secret(SECRET),
+    )
+    .await;
+    tokio::task::spawn_blocking(move || {
+        // A valid id with no session: a blank snapshot, and no event stream to follow yet.
+        let (status, body) = call(addr, "GET", "/api/sessions/nobody/snapshot", None);
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("Ready for a task."), "{body}");
+        let (status, _) = call(addr, "GET", "/api/sessions/nobody/events", None);
+        assert_eq!(status, 404);
+
+        // Typed text on a resting session is a task, as in every interface.
+        let said = json!({"text": "say done", "command_id": "t1"});
+        let (status, body) = call(addr, "POST", "/api/sessions/typed/say", Some(&said));
+        assert_eq!(status, 200, "{body}");
+        let receipts: Value = serde_json::from_str(&body).expect("receipts");
+        assert_eq!(receipts[0]["command_type"], "submit_task", "{body}");
+
+        // The same command id for another command: an invalid request, 400.
+        let reused = json!({"type": "pause", "command_id": "t1"});
+        let (status, body) = call(addr, "POST", "/api/sessions/typed/commands", Some(&reused));
+        assert_eq!(status, 400, "{body}");
+        assert!(body.contains("already used"), "{body}");
+    })
+    .await
+    .expect("client");
+}
