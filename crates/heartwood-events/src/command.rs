@@ -90,29 +90,87 @@ impl Command {
     }
 }
 
+/// A command's kind without its content: what a projection lists as available now, and the
+/// `type` tag on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandName {
+    /// [`CommandKind::SubmitTask`].
+    SubmitTask,
+    /// [`CommandKind::SendGuidance`].
+    SendGuidance,
+    /// [`CommandKind::Pause`].
+    Pause,
+    /// [`CommandKind::Resume`].
+    Resume,
+    /// [`CommandKind::Decide`].
+    Decide,
+    /// [`CommandKind::Export`].
+    Export,
+    /// [`CommandKind::Close`].
+    Close,
+}
+
+impl CommandName {
+    /// Every command, in the order interfaces list them.
+    pub const ALL: [CommandName; 7] = [
+        CommandName::SubmitTask,
+        CommandName::SendGuidance,
+        CommandName::Pause,
+        CommandName::Resume,
+        CommandName::Decide,
+        CommandName::Export,
+        CommandName::Close,
+    ];
+
+    /// The `type` tag.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CommandName::SubmitTask => "submit_task",
+            CommandName::SendGuidance => "send_guidance",
+            CommandName::Pause => "pause",
+            CommandName::Resume => "resume",
+            CommandName::Decide => "decide",
+            CommandName::Export => "export",
+            CommandName::Close => "close",
+        }
+    }
+}
+
+impl std::fmt::Display for CommandName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl CommandKind {
     /// Every `type` tag this build accepts.
     pub const KINDS: &'static [&'static str] = &[
-        "submit_task",
-        "send_guidance",
-        "pause",
-        "resume",
-        "decide",
-        "export",
-        "close",
+        CommandName::SubmitTask.as_str(),
+        CommandName::SendGuidance.as_str(),
+        CommandName::Pause.as_str(),
+        CommandName::Resume.as_str(),
+        CommandName::Decide.as_str(),
+        CommandName::Export.as_str(),
+        CommandName::Close.as_str(),
     ];
+
+    /// This command's kind.
+    pub fn command_name(&self) -> CommandName {
+        match self {
+            CommandKind::SubmitTask { .. } => CommandName::SubmitTask,
+            CommandKind::SendGuidance { .. } => CommandName::SendGuidance,
+            CommandKind::Pause => CommandName::Pause,
+            CommandKind::Resume => CommandName::Resume,
+            CommandKind::Decide { .. } => CommandName::Decide,
+            CommandKind::Export => CommandName::Export,
+            CommandKind::Close => CommandName::Close,
+        }
+    }
 
     /// This command's `type` tag.
     pub fn name(&self) -> &'static str {
-        match self {
-            CommandKind::SubmitTask { .. } => "submit_task",
-            CommandKind::SendGuidance { .. } => "send_guidance",
-            CommandKind::Pause => "pause",
-            CommandKind::Resume => "resume",
-            CommandKind::Decide { .. } => "decide",
-            CommandKind::Export => "export",
-            CommandKind::Close => "close",
-        }
+        self.command_name().as_str()
     }
 }
 

@@ -25,7 +25,7 @@ pub use action::{
     UsageFigures,
 };
 pub use canonical::{CanonicalError, to_canonical_bytes, to_canonical_value_bytes};
-pub use command::{Command, CommandKind};
+pub use command::{Command, CommandKind, CommandName};
 pub use decode::DecodeError;
 pub use event::{Event, EventKind, RecordedEvent, Role};
 pub use id::{ActionSetId, CommandId, IdError, Seq, SessionId};

@@ -61,7 +61,7 @@ pub struct SessionProjection {
     /// What the agent is doing, in a few words.
     pub activity: String,
     /// The commands the gateway accepts now (the same for every interface).
-    pub available_commands: Vec<String>,
+    pub available_commands: Vec<crate::CommandName>,
     /// One line for the researcher: where things stand.
     pub status_line: String,
     /// At most three next steps that make sense now.
@@ -197,8 +197,8 @@ impl SessionProjection {
         self.actions.get(i)
     }
 
-    /// Whether the gateway accepts a command of this `type` now.
-    pub fn allows(&self, command_type: &str) -> bool {
-        self.available_commands.iter().any(|c| c == command_type)
+    /// Whether the gateway accepts this kind of command now.
+    pub fn allows(&self, command: crate::CommandName) -> bool {
+        self.available_commands.contains(&command)
     }
 }

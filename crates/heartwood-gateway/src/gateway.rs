@@ -12,8 +12,8 @@ use std::time::Duration;
 use heartwood_agent::conversation::ConversationConfig;
 use heartwood_audit::{SessionStore, SessionSummary};
 use heartwood_events::{
-    ActionPolicy, Command, CommandKind, Event, Lifecycle, Receipt, SessionId, SessionProjection,
-    SessionRow,
+    ActionPolicy, Command, CommandKind, CommandName, Event, Lifecycle, Receipt, SessionId,
+    SessionProjection, SessionRow,
 };
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
@@ -271,7 +271,7 @@ impl SessionGateway {
                 }
                 // Reconciling may have continued an earlier run.
                 if !core.projection.lifecycle.accepts_task() {
-                    let reason = busy(&core.projection, name);
+                    let reason = busy(&core.projection, CommandName::SubmitTask);
                     return core.refuse(&key, &reason);
                 }
                 let event = Event::TaskSubmitted {
@@ -588,7 +588,6 @@ impl SessionGateway {
 
 /// Whether the projection admits the command now; `Err` says why not and what to do.
 fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<(), String> {
-    let name = kind.name();
     if let CommandKind::Decide {
         set_id, revision, ..
     } = kind
@@ -613,25 +612,28 @@ fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<(), String> {
             ));
         }
     }
-    if p.allows(name) {
+    if p.allows(kind.command_name()) {
         Ok(())
     } else {
-        Err(busy(p, name))
+        Err(busy(p, kind.command_name()))
     }
 }
 
-fn busy(p: &SessionProjection, name: &str) -> String {
-    let hint = match (name, p.lifecycle) {
-        ("submit_task", Lifecycle::Running | Lifecycle::Paused) => {
+fn busy(p: &SessionProjection, command: CommandName) -> String {
+    let hint = match (command, p.lifecycle) {
+        (CommandName::SubmitTask, Lifecycle::Running | Lifecycle::Paused) => {
             "; a task is already active: send guidance, or wait for it to finish"
         }
-        ("submit_task", Lifecycle::WaitingForDecision) => "; decide the pending action set first",
+        (CommandName::SubmitTask, Lifecycle::WaitingForDecision) => {
+            "; decide the pending action set first"
+        }
         _ => "",
     };
+    let available: Vec<&str> = p.available_commands.iter().map(|c| c.as_str()).collect();
     format!(
-        "`{name}` is not available while the session is {}{hint} (available now: {})",
+        "`{command}` is not available while the session is {}{hint} (available now: {})",
         p.lifecycle.as_str(),
-        p.available_commands.join(", ")
+        available.join(", ")
     )
 }
 

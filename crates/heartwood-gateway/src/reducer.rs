@@ -5,8 +5,8 @@
 //! nothing but the event and the projection so far.
 
 use heartwood_events::{
-    ActionPolicy, ActionState, ActionView, ConversationEntry, DecisionView, Event, Lifecycle,
-    PurposeUsage, RecordedEvent, Role, SessionId, SessionProjection,
+    ActionPolicy, ActionState, ActionView, CommandName, ConversationEntry, DecisionView, Event,
+    Lifecycle, PurposeUsage, RecordedEvent, Role, SessionId, SessionProjection,
 };
 
 /// The projection of a stored session's events.
@@ -174,28 +174,26 @@ fn purpose_label(purpose: &str) -> String {
 /// Refreshes what follows from the rest: activity, available commands, status line and
 /// suggestions. These rules are the single source of "what may happen now" for every interface.
 fn derive(p: &mut SessionProjection) {
-    p.available_commands = available_commands(p)
-        .iter()
-        .map(|c| (*c).to_owned())
-        .collect();
+    p.available_commands = available_commands(p).to_vec();
     p.activity = activity(p);
     p.status_line = status_line(p);
     p.suggestions = suggestions(p);
 }
 
-fn available_commands(p: &SessionProjection) -> &'static [&'static str] {
+fn available_commands(p: &SessionProjection) -> &'static [CommandName] {
+    use CommandName::{Close, Decide, Export, Pause, Resume, SendGuidance, SubmitTask};
     match p.lifecycle {
-        _ if p.closed => &["submit_task", "export"],
+        _ if p.closed => &[SubmitTask, Export],
         Lifecycle::Idle | Lifecycle::Finished | Lifecycle::Failed | Lifecycle::Stuck => {
-            &["submit_task", "export", "close"]
+            &[SubmitTask, Export, Close]
         }
-        Lifecycle::Running => &["send_guidance", "pause", "export"],
-        Lifecycle::Paused => &["resume", "send_guidance", "export", "close"],
+        Lifecycle::Running => &[SendGuidance, Pause, Export],
+        Lifecycle::Paused => &[Resume, SendGuidance, Export, Close],
         Lifecycle::WaitingForDecision if p.pending.is_some() => {
-            &["decide", "send_guidance", "export", "close"]
+            &[Decide, SendGuidance, Export, Close]
         }
         // Settling: the set is published once the agent has stopped.
-        Lifecycle::WaitingForDecision => &["send_guidance", "export"],
+        Lifecycle::WaitingForDecision => &[SendGuidance, Export],
     }
 }
 
@@ -315,10 +313,10 @@ mod tests {
         ];
         let settling = replay(id.clone(), &events);
         assert!(
-            !settling.allows("decide"),
+            !settling.allows(CommandName::Decide),
             "decide offered before the set is published"
         );
-        assert!(!settling.allows("submit_task"));
+        assert!(!settling.allows(CommandName::SubmitTask));
         events.push(recorded(
             4,
             Event::ActionSetPending {
@@ -330,7 +328,7 @@ mod tests {
             },
         ));
         let waiting = replay(id, &events);
-        assert!(waiting.allows("decide"));
+        assert!(waiting.allows(CommandName::Decide));
         assert!(
             waiting.status_line.contains("set set-2, revision 4"),
             "{}",

@@ -140,7 +140,10 @@ async fn a_two_action_set_waits_whole_runs_once_and_replays_to_the_same_projecti
     assert_eq!(waiting.lifecycle, Lifecycle::WaitingForDecision);
     let set = waiting.pending.clone().expect("pending");
     assert_eq!(set.members.len(), 2, "the set is shown whole");
-    assert!(waiting.allows("decide") && !waiting.allows("submit_task"));
+    assert!(
+        waiting.allows(heartwood_events::CommandName::Decide)
+            && !waiting.allows(heartwood_events::CommandName::SubmitTask)
+    );
     assert!(
         !f.project.path().join("ran.txt").exists(),
         "ran before the decision"
@@ -255,7 +258,10 @@ async fn guidance_and_pause_reach_a_running_task() {
     applied(&f.submit(CommandKind::Pause));
     let paused = f.settled().await;
     assert_eq!(paused.lifecycle, Lifecycle::Paused, "{paused:#?}");
-    assert!(paused.allows("resume") && !paused.allows("pause"));
+    assert!(
+        paused.allows(heartwood_events::CommandName::Resume)
+            && !paused.allows(heartwood_events::CommandName::Pause)
+    );
     applied(&f.submit(CommandKind::Resume));
     let done = f.settled().await;
     assert_eq!(done.lifecycle, Lifecycle::Finished, "{done:#?}");
@@ -625,7 +631,11 @@ async fn a_valid_id_with_no_session_yet_has_the_blank_snapshot_and_creates_nothi
     assert!(snapshot.events.is_empty());
     assert_eq!(snapshot.projection.lifecycle, Lifecycle::Idle);
     assert_eq!(snapshot.projection.status_line, "Ready for a task.");
-    assert!(snapshot.projection.allows("submit_task"));
+    assert!(
+        snapshot
+            .projection
+            .allows(heartwood_events::CommandName::SubmitTask)
+    );
     assert!(
         !f.project
             .path()
