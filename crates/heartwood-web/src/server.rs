@@ -14,7 +14,7 @@ use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use heartwood_events::{Command, CommandId, CommandKind, Lifecycle, Outcome, SessionId};
+use heartwood_events::{Command, CommandId, Lifecycle, Outcome, SessionId};
 use heartwood_gateway::{ProjectContext, SessionGateway};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
@@ -297,23 +297,25 @@ fn submit(app: &Arc<AppState>, id: &str, body: &[u8]) -> Response {
         Ok(v) => v,
         Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("not JSON: {e}")),
     };
-    let command_id = match value.get("command_id").and_then(Value::as_str) {
-        Some(c) => match CommandId::parse(c) {
-            Ok(c) => c,
-            Err(e) => return plain(StatusCode::BAD_REQUEST, &e.to_string()),
-        },
-        None => SessionGateway::new_command_id(),
+    // The session comes from the path, never the body; a missing command id is minted here.
+    // Everything else is read by the one command decoder, which refuses a newer format or an
+    // unknown kind by name instead of reading it as this build's.
+    let Some(object) = value.as_object_mut() else {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            "not a command: expected a JSON object",
+        );
     };
-    if let Some(object) = value.as_object_mut() {
-        object.remove("command_id");
-        object.remove("session");
-        object.remove("schema");
+    object.insert("session".into(), Value::String(session.to_string()));
+    if !object.contains_key("command_id") {
+        let minted = SessionGateway::new_command_id();
+        object.insert("command_id".into(), Value::String(minted.to_string()));
     }
-    let kind: CommandKind = match serde_json::from_value(value) {
-        Ok(k) => k,
+    let command = match Command::decode(value.to_string().as_bytes()) {
+        Ok(command) => command,
         Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("not a command: {e}")),
     };
-    match app.gateway.submit(Command::new(command_id, session, kind)) {
+    match app.gateway.submit(command) {
         Ok(receipt) => {
             let status = match receipt.outcome {
                 Outcome::Applied { .. } => StatusCode::OK,

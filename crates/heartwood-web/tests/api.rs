@@ -219,6 +219,16 @@ async fn failures_answer_with_the_status_of_their_kind_and_typed_text_is_the_gat
         let (status, body) = call(addr, "POST", "/api/sessions/typed/commands", Some(&reused));
         assert_eq!(status, 400, "{body}");
         assert!(body.contains("already used"), "{body}");
+
+        // A command in a newer format is refused by name, not read as this build's.
+        let newer = json!({"type": "pause", "schema": 99});
+        let (status, body) = call(addr, "POST", "/api/sessions/typed/commands", Some(&newer));
+        assert_eq!(status, 400, "{body}");
+        assert!(body.contains("99"), "{body}");
+        let unknown = json!({"type": "self_destruct"});
+        let (status, body) = call(addr, "POST", "/api/sessions/typed/commands", Some(&unknown));
+        assert_eq!(status, 400, "{body}");
+        assert!(body.contains("self_destruct"), "{body}");
     })
     .await
     .expect("client");
