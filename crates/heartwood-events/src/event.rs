@@ -224,9 +224,23 @@ pub struct RecordedEvent {
     /// The command that caused the event, when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandId>,
+    /// The agent backend's event this one was translated from, for events derived from the
+    /// backend: it lets the gateway reconcile the journal with the backend's log by identity,
+    /// and detect a backend log that no longer holds what the journal recorded of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
     /// The event itself; its `type` tag sits beside the fields above.
     #[serde(flatten)]
     pub event: Event,
+}
+
+/// Which backend event a journaled event came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Origin {
+    /// The backend event's position in the backend's log, from 1.
+    pub event: u64,
+    /// SHA-256 (hex) of the backend event as its log stores it.
+    pub sha256: String,
 }
 
 impl RecordedEvent {
@@ -237,6 +251,7 @@ impl RecordedEvent {
             seq,
             time: Timestamp::now(),
             command,
+            origin: None,
             event,
         }
     }
@@ -259,6 +274,7 @@ impl RecordedEvent {
             seq: head.seq,
             time: head.time,
             command: head.command,
+            origin: head.origin,
             event,
         })
     }
@@ -275,6 +291,8 @@ struct Envelope {
     time: Timestamp,
     #[serde(default)]
     command: Option<CommandId>,
+    #[serde(default)]
+    origin: Option<Origin>,
 }
 
 impl Versioned for Envelope {

@@ -27,7 +27,7 @@ pub use action::{
 pub use canonical::{CanonicalError, to_canonical_bytes, to_canonical_value_bytes};
 pub use command::{Command, CommandKind, CommandName};
 pub use decode::DecodeError;
-pub use event::{Event, EventKind, RecordedEvent, Role};
+pub use event::{Event, EventKind, Origin, RecordedEvent, Role};
 pub use id::{ActionSetId, CommandId, IdError, Seq, SessionId};
 pub use projection::{
     ActionView, ConversationEntry, DecisionView, PurposeUsage, SessionProjection, SessionRow,

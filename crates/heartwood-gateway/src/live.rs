@@ -185,9 +185,14 @@ impl Core {
         Ok(())
     }
 
-    /// Numbers the engine's events after everything recorded or staged, and applies and
-    /// publishes them now; [`Core::flush`] makes them durable.
-    pub(crate) fn stage(&mut self, events: Vec<Event>) -> Result<(), GatewayError> {
+    /// Numbers the engine's events after everything recorded or staged, marks them with the
+    /// engine event they came from, and applies and publishes them now; [`Core::flush`] makes
+    /// them durable.
+    pub(crate) fn stage(
+        &mut self,
+        events: Vec<Event>,
+        origin: Option<heartwood_events::Origin>,
+    ) -> Result<(), GatewayError> {
         if events.is_empty() {
             return Ok(());
         }
@@ -198,7 +203,8 @@ impl Core {
             let seq = heartwood_events::Seq::new(self.next_seq()).map_err(|e| {
                 GatewayError::Unreadable(format!("the session is too long to continue: {e}"))
             })?;
-            let event = RecordedEvent::new(seq, None, event);
+            let mut event = RecordedEvent::new(seq, None, event);
+            event.origin.clone_from(&origin);
             self.staged.push(event.clone());
             recorded.push(event);
         }

@@ -158,7 +158,7 @@ pub(crate) fn start(
     conversation.on_event(move |event| {
         let mut core = events_to.lock();
         let translated = core.translator.translate(event);
-        if core.stage(translated).is_err()
+        if core.stage(translated, Some(origin_of(event))).is_err()
             && let Some(worker) = &core.worker
         {
             worker.pause();
@@ -334,18 +334,34 @@ fn reconcile(core: &mut Core, conversation: &mut Conversation) -> Result<bool, G
         continue_run = true;
     }
 
-    // The engine's events the journal lacks.
+    // The engine's events the journal lacks: by identity (every engine event after the last
+    // one the journal names as an origin) once the journal names origins, by counting for a
+    // session written before it did. Either way the translator sees every event in order.
+    let covered = covered_by_journal(core);
     let recorded = core
         .events
         .iter()
         .filter(|e| is_backend_derived(&e.event))
         .count();
-    let mut translated = Vec::new();
+    let mut counted = 0usize;
     for event in conversation.events() {
-        translated.extend(core.translator.translate(event));
+        let translated = core.translator.translate(event);
+        let missing = match covered {
+            Some(last) => {
+                if event.id <= last {
+                    continue;
+                }
+                translated
+            }
+            None => {
+                let skip = recorded.saturating_sub(counted).min(translated.len());
+                counted += translated.len();
+                translated.into_iter().skip(skip).collect()
+            }
+        };
+        core.stage(missing, Some(origin_with(conversation, event)))?;
     }
-    let missing: Vec<Event> = translated.into_iter().skip(recorded).collect();
-    core.record(missing)?;
+    core.flush()?;
     publish_pending(core, conversation)?;
     core.writer()?.mark_reconciled();
 
@@ -414,29 +430,53 @@ fn check_engine_log(core: &Core, conversation: &Conversation) -> Result<(), Gate
         .map(|e| &e.event)
         .filter(|e| is_backend_derived(e))
         .collect();
-    let mut translator = crate::translate::Translator::default();
-    let mut matched = 0;
-    let mut unrecorded = 0;
-    for (index, event) in engine.iter().take(conversation.restored_len()).enumerate() {
-        for translated in translator.translate(event) {
-            match recorded.get(matched) {
-                Some(&journaled) if *journaled == translated => matched += 1,
-                Some(_) => {
-                    return Err(mismatch(format!(
-                        "its event {} differs from what the session recorded of it",
-                        index + 1
-                    )));
-                }
-                None => unrecorded += 1,
-            }
-        }
-    }
-    if matched < recorded.len() {
-        return Err(mismatch(
+    let shorter = || {
+        mismatch(
             "it holds less than the session recorded of it (it was truncated, replaced or \
              deleted)"
                 .to_owned(),
-        ));
+        )
+    };
+    let differs = |id: u64| {
+        mismatch(format!(
+            "its event {id} differs from what the session recorded of it"
+        ))
+    };
+    let mut translator = crate::translate::Translator::default();
+    let mut unrecorded = 0;
+    if let Some(covered) = covered_by_journal(core) {
+        // By identity: every origin the journal names is in the engine's log, byte for byte.
+        // What the engine's events translate to may change between versions; which event each
+        // journaled event came from does not.
+        for origin in core.events.iter().filter_map(|e| e.origin.as_ref()) {
+            match conversation.event_digest(origin.event) {
+                None => return Err(shorter()),
+                Some(sha256) if sha256 != origin.sha256 => return Err(differs(origin.event)),
+                Some(_) => {}
+            }
+        }
+        for event in engine.iter().take(conversation.restored_len()) {
+            let translated = translator.translate(event);
+            if event.id > covered {
+                unrecorded += translated.len();
+            }
+        }
+    } else {
+        // A journal written before origins: its engine-derived events are the translation of
+        // the log's first events, in order.
+        let mut matched = 0;
+        for event in engine.iter().take(conversation.restored_len()) {
+            for translated in translator.translate(event) {
+                match recorded.get(matched) {
+                    Some(&journaled) if *journaled == translated => matched += 1,
+                    Some(_) => return Err(differs(event.id)),
+                    None => unrecorded += 1,
+                }
+            }
+        }
+        if matched < recorded.len() {
+            return Err(shorter());
+        }
     }
     let crashed = core
         .writer
@@ -449,6 +489,39 @@ fn check_engine_log(core: &Core, conversation: &Conversation) -> Result<(), Gate
         )));
     }
     Ok(())
+}
+
+/// The last engine event the journal names as an origin, or `None` for a journal that names
+/// none (written before origins existed, or holding no engine event yet).
+fn covered_by_journal(core: &Core) -> Option<u64> {
+    core.events
+        .iter()
+        .filter_map(|e| e.origin.as_ref().map(|o| o.event))
+        .max()
+}
+
+/// Where a journaled event came from: the engine event and the digest of its stored line.
+fn origin_of(event: &heartwood_agent::conversation::AgentEvent) -> heartwood_events::Origin {
+    // The engine's log stores exactly these bytes for the event (see `EventLog::append`).
+    let bytes = serde_json::to_vec(event).unwrap_or_default();
+    heartwood_events::Origin {
+        event: event.id,
+        sha256: heartwood_audit::Digest::of(&bytes).to_hex(),
+    }
+}
+
+/// [`origin_of`] with the digest the engine's log computed from the line as stored.
+fn origin_with(
+    conversation: &Conversation,
+    event: &heartwood_agent::conversation::AgentEvent,
+) -> heartwood_events::Origin {
+    match conversation.event_digest(event.id) {
+        Some(sha256) => heartwood_events::Origin {
+            event: event.id,
+            sha256,
+        },
+        None => origin_of(event),
+    }
 }
 
 /// The pending actions nobody has decided.

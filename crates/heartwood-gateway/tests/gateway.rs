@@ -645,3 +645,113 @@ async fn a_valid_id_with_no_session_yet_has_the_blank_snapshot_and_creates_nothi
         "a snapshot registered a session"
     );
 }
+
+/// Rewrites the session's journal without its events for which `drop` holds, renumbered and
+/// sealed again, as a journal written by a translation that produced fewer events would be.
+fn rewrite_journal(
+    project: &std::path::Path,
+    session: &SessionId,
+    drop: impl Fn(&heartwood_events::RecordedEvent) -> bool,
+) {
+    use heartwood_audit::{AuditRecord, Digest, genesis};
+    let dir = project.join(".heartwood/sessions").join(session.as_str());
+    let text = std::fs::read_to_string(dir.join("events.jsonl")).expect("events");
+    let mut prev = genesis(session);
+    let (mut events, mut audit) = (Vec::new(), Vec::new());
+    let mut seq = 0u64;
+    for line in text.lines() {
+        let mut event = heartwood_events::RecordedEvent::decode(line.as_bytes()).expect("event");
+        if drop(&event) {
+            continue;
+        }
+        seq += 1;
+        event.seq = heartwood_events::Seq::new(seq).expect("seq");
+        let bytes = heartwood_events::to_canonical_bytes(&event).expect("canonical");
+        let record = AuditRecord::seal(
+            seq,
+            event.event.kind(),
+            event.time.as_str(),
+            Digest::of(&bytes),
+            prev,
+        );
+        prev = record.hash;
+        events.extend_from_slice(&bytes);
+        events.push(b'\n');
+        audit.extend_from_slice(&record.to_line());
+        audit.push(b'\n');
+    }
+    std::fs::write(dir.join("events.jsonl"), events).expect("write");
+    std::fs::write(dir.join("audit.jsonl"), audit).expect("write");
+    let _ = std::fs::remove_file(dir.join("derived.json"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reconciliation_by_identity_survives_a_translation_that_changed_shape() {
+    let f = Fixture::new(Script::of(vec![
+        Turn::calls(&[("think", json!({"thought": "first look"}))]),
+        Turn::text("first answer"),
+        Turn::text("second answer"),
+    ]))
+    .await;
+    f.task("one");
+    let first = f.settled().await;
+    assert_eq!(first.lifecycle, Lifecycle::Finished);
+    f.gateway.close().await;
+    // An older translation that did not record usage: the journal lacks those events, while
+    // the engine's log holds them. Counting would take the journal to be behind and append
+    // (or refuse) the wrong events; by identity nothing is missing.
+    rewrite_journal(f.project.path(), &f.session, |e| {
+        e.event.kind() == "usage_recorded"
+    });
+    let before = SessionGateway::new(ProjectContext::at(f.project.path()))
+        .expect("gateway")
+        .snapshot(&f.session, 0)
+        .expect("stored")
+        .events
+        .len();
+
+    let next = SessionGateway::new(ProjectContext::at(f.project.path())).expect("gateway");
+    let receipt = next
+        .submit(Command::new(
+            CommandId::parse("second-task").expect("id"),
+            f.session.clone(),
+            CommandKind::SubmitTask {
+                text: "two".into(),
+                policy: ActionPolicy::AlwaysReview,
+            },
+        ))
+        .expect("submit");
+    applied(&receipt);
+    let started = Instant::now();
+    let done = loop {
+        let p = next.projection(&f.session).expect("projection");
+        if p.lifecycle == Lifecycle::Finished {
+            break p;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{p:#?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    next.close().await;
+    let stored = next.snapshot(&f.session, 0).expect("stored");
+    let answers: Vec<&str> = done
+        .conversation
+        .iter()
+        .filter(|m| m.role == heartwood_events::Role::Agent)
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(
+        answers,
+        ["first answer", "second answer"],
+        "nothing duplicated"
+    );
+    // Nothing of the first run was appended again: only the second task's events are new.
+    let reopened: Vec<&str> = stored.events[before..]
+        .iter()
+        .map(|e| e.event.kind())
+        .collect();
+    assert_eq!(
+        reopened.first().copied(),
+        Some("task_submitted"),
+        "{reopened:?}"
+    );
+}

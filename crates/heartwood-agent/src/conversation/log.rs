@@ -48,6 +48,13 @@ pub struct EventLog {
     path: PathBuf,
     file: File,
     events: Vec<AgentEvent>,
+    /// SHA-256 of each event's line as stored (without its newline), in order.
+    digests: Vec<[u8; 32]>,
+}
+
+fn digest(line: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(line).into()
 }
 
 impl EventLog {
@@ -61,6 +68,7 @@ impl EventLog {
         crate::private::create_dir(dir).map_err(io(dir))?;
         let path = dir.join("events.jsonl");
         let mut events = Vec::new();
+        let mut digests = Vec::new();
         let mut good_len = 0u64;
         if let Ok(file) = File::open(&path) {
             let mut reader = BufReader::new(file);
@@ -81,13 +89,19 @@ impl EventLog {
                     })?;
                 good_len += n as u64;
                 events.push(event);
+                digests.push(digest(&line[..line.len() - 1]));
             }
         }
         let file = crate::private::append(&path).map_err(io(&path))?;
         if file.metadata().map_err(io(&path))?.len() > good_len {
             file.set_len(good_len).map_err(io(&path))?;
         }
-        Ok(EventLog { path, file, events })
+        Ok(EventLog {
+            path,
+            file,
+            events,
+            digests,
+        })
     }
 
     /// Makes every appended event durable.
@@ -104,6 +118,14 @@ impl EventLog {
         &self.events
     }
 
+    /// SHA-256 (hex) of event `id`'s line as stored, so a record kept elsewhere can name
+    /// exactly which event it came from.
+    pub fn digest_of(&self, id: u64) -> Option<String> {
+        let index = usize::try_from(id).ok()?.checked_sub(1)?;
+        let bytes = self.digests.get(index)?;
+        Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
     /// Appends an event (durable after the next [`EventLog::sync`]) and returns it.
     pub fn append(&mut self, kind: EventKind) -> Result<&AgentEvent, LogError> {
         let event = AgentEvent {
@@ -115,6 +137,7 @@ impl EventLog {
             line: self.events.len() + 1,
             detail: e.to_string(),
         })?;
+        let line_digest = digest(&line);
         line.push(b'\n');
         let io = |source| LogError::Io {
             path: self.path.clone(),
@@ -124,6 +147,7 @@ impl EventLog {
         // next (see the module documentation).
         self.file.write_all(&line).map_err(io)?;
         self.events.push(event);
+        self.digests.push(line_digest);
         Ok(self.events.last().expect("just pushed"))
     }
 }

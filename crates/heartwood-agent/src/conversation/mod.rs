@@ -170,6 +170,11 @@ impl Conversation {
         self.restored
     }
 
+    /// SHA-256 (hex) of event `id` as the conversation's log stores it.
+    pub fn event_digest(&self, id: u64) -> Option<String> {
+        self.log.digest_of(id)
+    }
+
     /// Every event so far.
     pub fn events(&self) -> &[AgentEvent] {
         self.log.events()
