@@ -89,9 +89,16 @@ async fn entry(
         let id = (*id).to_owned();
         let since = since_of(&admitted);
         let (mut parts, _) = request.into_parts();
-        return match WebSocketUpgrade::from_request_parts(&mut parts, &app).await {
-            Ok(upgrade) => websocket(&app, &id, since, upgrade),
-            Err(rejection) => rejection.into_response(),
+        let upgrade = match WebSocketUpgrade::from_request_parts(&mut parts, &app).await {
+            Ok(upgrade) => upgrade,
+            Err(rejection) => return rejection.into_response(),
+        };
+        let opened = Arc::clone(&app);
+        let feed = tokio::task::spawn_blocking(move || feed(&opened, &id, since)).await;
+        return match feed {
+            Ok(Ok(feed)) => websocket(feed, upgrade),
+            Ok(Err((status, why))) => plain(status, &why),
+            Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"),
         };
     }
     let body = match axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES).await {
@@ -103,7 +110,11 @@ async fn entry(
             );
         }
     };
-    route(&app, &method, &admitted, body).await
+    // The gateway's calls block (journal appends with fsync, verification, `git`): they run on
+    // the blocking pool, never on the runtime's workers.
+    tokio::task::spawn_blocking(move || route(&app, &method, &admitted, body))
+        .await
+        .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"))
 }
 
 /// Sets the capability cookie and sends the browser to the same page without the token.
@@ -134,11 +145,7 @@ fn since_of(admitted: &Admitted) -> u64 {
 }
 
 /// The same updates as the event stream, over a WebSocket (the policy has checked its Origin).
-fn websocket(app: &Arc<AppState>, id: &str, since: u64, upgrade: WebSocketUpgrade) -> Response {
-    let mut feed = match feed(app, id, since) {
-        Ok(feed) => feed,
-        Err((status, why)) => return plain(status, &why),
-    };
+fn websocket(mut feed: mpsc::Receiver<String>, upgrade: WebSocketUpgrade) -> Response {
     upgrade.on_upgrade(move |mut socket| async move {
         while let Some(text) = feed.recv().await {
             if socket.send(Message::Text(text.into())).await.is_err() {
@@ -203,7 +210,7 @@ fn feed(
     Ok(receiver)
 }
 
-async fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) -> Response {
+fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) -> Response {
     let parts: Vec<&str> = admitted.route.trim_matches('/').split('/').collect();
     let since = since_of(admitted);
     match (method, parts.as_slice()) {
