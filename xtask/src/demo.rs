@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use heartwood_events::{ActionPolicy, Command, CommandKind, Decision, Lifecycle, SessionId};
-use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
+use heartwood_gateway::config::{ProjectConfig, RouteConfig};
 use heartwood_gateway::{ProjectContext, SessionGateway};
 use heartwood_testkit::{Script, ScriptedModelServer};
 
@@ -31,16 +31,7 @@ pub fn generate() -> Result<()> {
         let project = ProjectContext::at(scratch.path());
         ProjectConfig::set_route(
             &project,
-            RouteConfig {
-                category: RouteCategory::Compatible,
-                base_url: server.base_url(),
-                model: "scripted".into(),
-                api_key_env: None,
-                recording: None,
-                max_input_tokens: 100_000,
-                max_output_tokens: 4_096,
-                timeout_secs: 300,
-            },
+            RouteConfig::compatible(&server.base_url(), "scripted"),
         )?;
         let gateway = SessionGateway::new(project)?;
         let session = SessionId::parse("demo")?;

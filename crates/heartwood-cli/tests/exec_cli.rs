@@ -9,25 +9,9 @@ use std::time::Duration;
 
 use heartwood_testkit::{Fault, Script, ScriptedModelServer, Turn};
 use serde_json::{Value, json};
-use support::{connect_scripted, heartwood, heartwood_async, text};
-
-async fn project_with(script: Script) -> (tempfile::TempDir, ScriptedModelServer) {
-    let project = tempfile::tempdir().expect("project");
-    let server = ScriptedModelServer::start(script).await.expect("server");
-    connect_scripted(project.path(), &server.base_url());
-    (project, server)
-}
-
-fn two_actions() -> Turn {
-    Turn::calls(&[
-        ("terminal", json!({"command": "echo one >> ran.txt"})),
-        ("terminal", json!({"command": "echo two >> ran.txt"})),
-    ])
-}
-
-fn finish(message: &str) -> Turn {
-    Turn::calls(&[("finish", json!({"message": message}))])
-}
+use support::{
+    code, finish, heartwood, heartwood_async, project_with, session_of, text, two_actions,
+};
 
 /// The `heartwood decide …` command `exec` printed, with the decision and any extra arguments.
 fn printed_decide_command(out: &Output, decision: &str) -> Vec<String> {
@@ -47,21 +31,8 @@ fn printed_decide_command(out: &Output, decision: &str) -> Vec<String> {
     words
 }
 
-fn session_of(out: &Output) -> String {
-    text(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("session "))
-        .expect("session line")
-        .trim()
-        .to_owned()
-}
-
 fn args(words: &[String]) -> Vec<&str> {
     words.iter().map(String::as_str).collect()
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -12,41 +12,13 @@ use std::time::Duration;
 
 use heartwood_testkit::{Fault, Script, ScriptedModelServer, Turn};
 use serde_json::json;
-use support::{connect_scripted, heartwood, heartwood_async, text};
-
-async fn project_with(script: Script) -> (tempfile::TempDir, ScriptedModelServer) {
-    let project = tempfile::tempdir().expect("project");
-    let server = ScriptedModelServer::start(script).await.expect("server");
-    connect_scripted(project.path(), &server.base_url());
-    (project, server)
-}
-
-fn two_actions() -> Turn {
-    Turn::calls(&[
-        ("terminal", json!({"command": "echo one >> ran.txt"})),
-        ("terminal", json!({"command": "echo two >> ran.txt"})),
-    ])
-}
-
-fn finish(message: &str) -> Turn {
-    Turn::calls(&[("finish", json!({"message": message}))])
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
+use support::{
+    code, connect_scripted, finish, heartwood, heartwood_async, project_with, session_of, text,
+    two_actions,
+};
 
 fn both(out: &Output) -> String {
     format!("{}{}", text(&out.stdout), text(&out.stderr))
-}
-
-fn session_of(out: &Output) -> String {
-    text(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("session "))
-        .expect("session line")
-        .trim()
-        .to_owned()
 }
 
 /// The words of the `heartwood decide … allow` line `exec` printed, without `heartwood`.

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
+use heartwood_gateway::config::{ProjectConfig, RouteConfig};
 use heartwood_gateway::events::{
     ActionPolicy, Command, CommandKind, Decision, Lifecycle, Outcome, SessionId, SessionProjection,
 };
@@ -27,19 +27,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // The project and its model route (stored in PROJECT_DIR/.heartwood/config.toml).
     let project = ProjectContext::at(std::path::Path::new(&dir));
-    ProjectConfig::set_route(
-        &project,
-        RouteConfig {
-            category: RouteCategory::Compatible,
-            base_url,
-            model,
-            api_key_env: None,
-            recording: None,
-            max_input_tokens: 100_000,
-            max_output_tokens: 4_096,
-            timeout_secs: 300,
-        },
-    )?;
+    ProjectConfig::set_route(&project, RouteConfig::compatible(&base_url, &model))?;
 
     let gateway = SessionGateway::new(project.clone())?;
     let session = SessionGateway::new_session_id();

@@ -172,6 +172,21 @@ impl RouteConfig {
         Ok(())
     }
 
+    /// A route to an OpenAI-compatible service at `base_url` serving `model`, with no API key
+    /// and the default budgets and timeout.
+    pub fn compatible(base_url: &str, model: &str) -> Self {
+        RouteConfig {
+            category: RouteCategory::Compatible,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            model: model.to_owned(),
+            api_key_env: None,
+            recording: None,
+            max_input_tokens: default_input(),
+            max_output_tokens: default_output(),
+            timeout_secs: default_timeout(),
+        }
+    }
+
     /// A route that replays `recording` (project-relative), with default budgets.
     pub fn replay(recording: String) -> Self {
         RouteConfig {

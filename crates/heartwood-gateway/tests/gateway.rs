@@ -94,6 +94,19 @@ impl Fixture {
     }
 }
 
+/// Waits (up to 30 s) until `session`, served by `gateway`, has finished.
+async fn finished(gateway: &SessionGateway, session: &SessionId) -> SessionProjection {
+    let started = Instant::now();
+    loop {
+        let p = gateway.projection(session).expect("projection");
+        if p.lifecycle == Lifecycle::Finished {
+            return p;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{p:#?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 fn route(base_url: &str, api_key_env: Option<&str>) -> RouteConfig {
     RouteConfig {
         category: RouteCategory::Compatible,
@@ -372,15 +385,7 @@ async fn a_decision_journaled_before_a_crash_is_applied_once_by_the_next_process
 
     let next = SessionGateway::new(ProjectContext::at(f.project.path())).expect("gateway");
     let _updates = next.subscribe(&f.session).expect("attach");
-    let started = Instant::now();
-    let done = loop {
-        let p = next.projection(&f.session).expect("projection");
-        if p.lifecycle == Lifecycle::Finished {
-            break p;
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "{p:#?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let done = finished(&next, &f.session).await;
     let ran = std::fs::read_to_string(f.project.path().join("ran.txt")).expect("ran");
     assert_eq!(
         ran, "one\ntwo\n",
@@ -489,15 +494,7 @@ async fn a_crash_before_the_set_is_published_is_republished_by_the_next_process(
         ))
         .expect("decide");
     applied(&receipt);
-    let started = Instant::now();
-    loop {
-        let p = next.projection(&f.session).expect("projection");
-        if p.lifecycle == Lifecycle::Finished {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "{p:#?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    finished(&next, &f.session).await;
     let ran = std::fs::read_to_string(f.project.path().join("ran.txt")).expect("ran");
     assert_eq!(ran, "one\ntwo\n");
     next.close().await;
@@ -605,15 +602,7 @@ async fn a_gateway_dropped_without_close_stops_its_workers_and_releases_its_leas
         }
     };
     applied(&receipt);
-    let started = Instant::now();
-    let done = loop {
-        let p = next.projection(&session).expect("projection");
-        if p.lifecycle == Lifecycle::Finished {
-            break p;
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "{p:#?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let done = finished(&next, &session).await;
     assert_eq!(
         done.conversation.last().map(|m| m.text.as_str()),
         Some("after the drop")
@@ -722,15 +711,7 @@ async fn reconciliation_by_identity_survives_a_translation_that_changed_shape() 
         ))
         .expect("submit");
     applied(&receipt);
-    let started = Instant::now();
-    let done = loop {
-        let p = next.projection(&f.session).expect("projection");
-        if p.lifecycle == Lifecycle::Finished {
-            break p;
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "{p:#?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let done = finished(&next, &f.session).await;
     next.close().await;
     let stored = next.snapshot(&f.session, 0).expect("stored");
     let answers: Vec<&str> = done

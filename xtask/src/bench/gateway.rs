@@ -152,7 +152,7 @@ const THINKS: usize = 90;
 /// and seconds per bare model round trip.
 async fn agent_steps(dir: &Path) -> Result<(f64, f64, f64)> {
     use heartwood_events::{ActionPolicy, Command, CommandId, CommandKind};
-    use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
+    use heartwood_gateway::config::{ProjectConfig, RouteConfig};
     use heartwood_testkit::{Script, ScriptedModelServer, Turn};
 
     let mut turns: Vec<Turn> = (0..THINKS).map(super::agent::think).collect();
@@ -165,14 +165,8 @@ async fn agent_steps(dir: &Path) -> Result<(f64, f64, f64)> {
     ProjectConfig::set_route(
         &project,
         RouteConfig {
-            category: RouteCategory::Compatible,
-            base_url: server.base_url(),
-            model: "scripted".into(),
-            api_key_env: None,
-            recording: None,
             max_input_tokens: 1_000_000,
-            max_output_tokens: 1_000,
-            timeout_secs: 60,
+            ..RouteConfig::compatible(&server.base_url(), "scripted")
         },
     )?;
     let gateway = SessionGateway::new(project)?;

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use heartwood_events::{Command, Outcome};
-use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
+use heartwood_gateway::config::{ProjectConfig, RouteConfig};
 use heartwood_gateway::startup::{self, Phase};
 use heartwood_gateway::{ProjectContext, SessionGateway, Snapshot, Update};
 use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
@@ -213,16 +213,7 @@ fn apply(
             app.screen = sessions_screen(gateway, 0)?;
         }
         Intent::Connect { base_url, model } => {
-            let route = RouteConfig {
-                category: RouteCategory::Compatible,
-                base_url: base_url.trim_end_matches('/').to_owned(),
-                model,
-                api_key_env: None,
-                recording: None,
-                max_input_tokens: 100_000,
-                max_output_tokens: 4_096,
-                timeout_secs: 300,
-            };
+            let route = RouteConfig::compatible(&base_url, &model);
             match ProjectConfig::set_route(project, route) {
                 Ok(_) => app.screen = first_screen(gateway, project)?,
                 Err(e) => app.notice = Some(e.to_string()),

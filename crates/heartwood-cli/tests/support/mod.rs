@@ -52,3 +52,49 @@ pub fn connect_scripted(project: &Path, base_url: &str) {
     let out = connect(project, base_url, None);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+/// A fresh project connected to a scripted model server following `script`.
+pub async fn project_with(
+    script: heartwood_testkit::Script,
+) -> (tempfile::TempDir, heartwood_testkit::ScriptedModelServer) {
+    let project = tempfile::tempdir().expect("project");
+    let server = heartwood_testkit::ScriptedModelServer::start(script)
+        .await
+        .expect("server");
+    connect_scripted(project.path(), &server.base_url());
+    (project, server)
+}
+
+/// A reply proposing two terminal actions that each append a line to `ran.txt`.
+pub fn two_actions() -> heartwood_testkit::Turn {
+    heartwood_testkit::Turn::calls(&[
+        (
+            "terminal",
+            serde_json::json!({"command": "echo one >> ran.txt"}),
+        ),
+        (
+            "terminal",
+            serde_json::json!({"command": "echo two >> ran.txt"}),
+        ),
+    ])
+}
+
+/// A reply that finishes with `message`.
+pub fn finish(message: &str) -> heartwood_testkit::Turn {
+    heartwood_testkit::Turn::calls(&[("finish", serde_json::json!({"message": message}))])
+}
+
+/// The session id `exec` printed.
+pub fn session_of(out: &Output) -> String {
+    text(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("session "))
+        .expect("session line")
+        .trim()
+        .to_owned()
+}
+
+/// The process's exit code (-1 when a signal ended it).
+pub fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}

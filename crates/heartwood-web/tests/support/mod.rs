@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
+use heartwood_gateway::config::{ProjectConfig, RouteConfig};
 use heartwood_gateway::{ProjectContext, SessionGateway};
 use heartwood_web::{AppState, Capability, IngressPolicy, Mode};
 
@@ -13,16 +13,7 @@ use heartwood_web::{AppState, Capability, IngressPolicy, Mode};
 pub fn connect_model(project: &Path, base_url: &str) {
     ProjectConfig::set_route(
         &ProjectContext::at(project),
-        RouteConfig {
-            category: RouteCategory::Compatible,
-            base_url: base_url.to_owned(),
-            model: "scripted".into(),
-            api_key_env: None,
-            recording: None,
-            max_input_tokens: 100_000,
-            max_output_tokens: 1_000,
-            timeout_secs: 60,
-        },
+        RouteConfig::compatible(base_url, "scripted"),
     )
     .expect("route");
 }
