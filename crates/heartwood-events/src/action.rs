@@ -88,6 +88,18 @@ pub enum RiskLevel {
     High,
 }
 
+impl RiskLevel {
+    /// The name as written on disk and shown to interfaces.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RiskLevel::Unknown => "unknown",
+            RiskLevel::Low => "low",
+            RiskLevel::Medium => "medium",
+            RiskLevel::High => "high",
+        }
+    }
+}
+
 /// One tool call the agent proposed, as first recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ActionProposal {
@@ -122,6 +134,20 @@ pub enum ActionState {
     Failed,
     /// Rejected; it did not run.
     Rejected,
+}
+
+impl ActionState {
+    /// The name as written on disk and shown to interfaces.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionState::Proposed => "proposed",
+            ActionState::Approved => "approved",
+            ActionState::Running => "running",
+            ActionState::Completed => "completed",
+            ActionState::Failed => "failed",
+            ActionState::Rejected => "rejected",
+        }
+    }
 }
 
 impl ActionState {
@@ -173,8 +199,41 @@ pub struct PlanTask {
     /// Notes, if any.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub notes: String,
-    /// `todo`, `in_progress` or `done`.
-    pub status: String,
+    /// Where the step stands.
+    pub status: PlanStatus,
+}
+
+/// Where one step of the task plan stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    /// Not started.
+    #[default]
+    Todo,
+    /// Being worked on.
+    InProgress,
+    /// Done.
+    Done,
+}
+
+impl PlanStatus {
+    /// The name as written on disk and shown to interfaces.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanStatus::Todo => "todo",
+            PlanStatus::InProgress => "in_progress",
+            PlanStatus::Done => "done",
+        }
+    }
+
+    /// The status a task tracker's text names; anything else is `todo`.
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "in_progress" => PlanStatus::InProgress,
+            "done" => PlanStatus::Done,
+            _ => PlanStatus::Todo,
+        }
+    }
 }
 
 /// Token counts and cost (integers, so they stay canonical JSON).

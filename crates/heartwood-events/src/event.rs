@@ -361,7 +361,7 @@ mod tests {
                 tasks: vec![PlanTask {
                     title: "a".into(),
                     notes: String::new(),
-                    status: "todo".into(),
+                    status: crate::PlanStatus::Todo,
                 }],
             },
             Event::UsageRecorded {

@@ -21,8 +21,8 @@ pub mod schema;
 mod time;
 
 pub use action::{
-    ActionPolicy, ActionProposal, ActionSet, ActionState, Decision, Lifecycle, PlanTask, RiskLevel,
-    UsageFigures,
+    ActionPolicy, ActionProposal, ActionSet, ActionState, Decision, Lifecycle, PlanStatus,
+    PlanTask, RiskLevel, UsageFigures,
 };
 pub use canonical::{CanonicalError, to_canonical_bytes, to_canonical_value_bytes};
 pub use command::{Command, CommandKind, CommandName};

@@ -12,7 +12,8 @@ use heartwood_agent::conversation::{AgentEvent, ApprovedBy, EventKind, Execution
 use heartwood_agent::model::Usage;
 use heartwood_agent::tools::Risk;
 use heartwood_events::{
-    ActionProposal, ActionState, Event, Lifecycle, PlanTask, RiskLevel, Role, UsageFigures,
+    ActionProposal, ActionState, Event, Lifecycle, PlanStatus, PlanTask, RiskLevel, Role,
+    UsageFigures,
 };
 
 /// The longest tool output excerpt kept in an action record, in bytes. The engine's own log
@@ -259,10 +260,7 @@ fn plan_of(arguments: &str) -> Option<Vec<PlanTask>> {
         .map(|task| PlanTask {
             title: text(task, "title"),
             notes: text(task, "notes"),
-            status: match text(task, "status").as_str() {
-                "" => "todo".to_owned(),
-                s => s.to_owned(),
-            },
+            status: PlanStatus::from_name(&text(task, "status")),
         })
         .collect();
     Some(tasks)
@@ -317,7 +315,7 @@ mod tests {
             .collect();
         assert_eq!(versions, [2, 3, 4]);
         assert!(
-            matches!(&observed[1], Event::TaskPlanUpdated { tasks } if tasks[0].title == "load" && tasks[0].status == "done")
+            matches!(&observed[1], Event::TaskPlanUpdated { tasks } if tasks[0].title == "load" && tasks[0].status == PlanStatus::Done)
         );
     }
 

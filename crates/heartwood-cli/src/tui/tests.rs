@@ -300,17 +300,17 @@ fn typing_while_running_sends_guidance_and_streamed_text_shows() {
             PlanTask {
                 title: "Check readiness".into(),
                 notes: String::new(),
-                status: "done".into(),
+                status: heartwood_events::PlanStatus::Done,
             },
             PlanTask {
                 title: "Fit OLS".into(),
                 notes: String::new(),
-                status: "in_progress".into(),
+                status: heartwood_events::PlanStatus::InProgress,
             },
             PlanTask {
                 title: "Write the report".into(),
                 notes: String::new(),
-                status: "todo".into(),
+                status: heartwood_events::PlanStatus::Todo,
             },
         ],
     });

@@ -169,10 +169,10 @@ fn session(frame: &mut Frame<'_>, app: &App, area: Rect, p: &SessionProjection, 
         ));
     }
     for task in &p.task_plan {
-        let mark = match task.status.as_str() {
-            "done" => "✔",
-            "in_progress" => "▶",
-            _ => "○",
+        let mark = match task.status {
+            heartwood_events::PlanStatus::Done => "✔",
+            heartwood_events::PlanStatus::InProgress => "▶",
+            heartwood_events::PlanStatus::Todo => "○",
         };
         side_lines.push(Line::raw(format!("{mark} {}", task.title)));
     }
