@@ -5,91 +5,9 @@ use heartwood_audit::{
     AuditError, Checkpoint, CheckpointReport, RebuiltReceipt, ReceiptRepair, Recovery, SessionMeta,
     SessionStore, SessionSummary, Verified,
 };
-use heartwood_events::{DecodeError, IdError, RecordedEvent, SessionId, SessionProjection};
+use heartwood_events::{DecodeError, RecordedEvent, SessionId, SessionProjection};
 
-use crate::ProjectContext;
-
-/// Why a gateway operation failed. Every message says what to do next.
-#[derive(Debug, thiserror::Error)]
-pub enum GatewayError {
-    /// The current directory could not be read.
-    #[error("cannot use the current directory as a project: {0}")]
-    NoProject(String),
-    /// An id did not parse.
-    #[error(transparent)]
-    BadId(#[from] IdError),
-    /// The session journal refused the operation.
-    #[error(transparent)]
-    Journal(#[from] AuditError),
-    /// The project configuration is missing, invalid, or could not be written.
-    #[error("{0}")]
-    Config(String),
-    /// The session was closed in this process; submit a new task to reopen it.
-    #[error("session {0} is closed; give it a new task to reopen it")]
-    Closed(String),
-    /// The agent engine could not be started or driven.
-    #[error("the agent could not run: {0}")]
-    Backend(String),
-    /// A stored event could not be read by this build.
-    #[error("{0}")]
-    Unreadable(String),
-    /// A project file could not be shown.
-    #[error("{0}")]
-    Workspace(String),
-}
-
-/// What kind of failure a [`GatewayError`] is, for an interface that must answer in its own
-/// terms (an HTTP status, an exit code) without reading the message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// No such session.
-    NotFound,
-    /// Another process holds the session; trying again later may succeed.
-    Owned,
-    /// The request itself is wrong (an id, a path, a reused command id).
-    Invalid,
-    /// The session's files are damaged or need recovery; nothing was done.
-    Damaged,
-    /// The project is not set up for this (no model route, a closed session).
-    Unavailable,
-    /// Reading or writing failed (a full disk, say).
-    Io,
-    /// The agent could not be started or driven.
-    Backend,
-}
-
-impl GatewayError {
-    /// Whether another process holds the session (so waiting a moment and trying again may
-    /// succeed, when that process is finishing a short command).
-    pub fn is_owned_elsewhere(&self) -> bool {
-        self.kind() == ErrorKind::Owned
-    }
-
-    /// What kind of failure this is.
-    pub fn kind(&self) -> ErrorKind {
-        match self {
-            GatewayError::BadId(_) | GatewayError::Workspace(_) => ErrorKind::Invalid,
-            GatewayError::NoProject(_) | GatewayError::Config(_) | GatewayError::Closed(_) => {
-                ErrorKind::Unavailable
-            }
-            GatewayError::Backend(_) => ErrorKind::Backend,
-            GatewayError::Unreadable(_) => ErrorKind::Damaged,
-            GatewayError::Journal(e) => match e {
-                AuditError::NoSession { .. } => ErrorKind::NotFound,
-                AuditError::Owned { .. } => ErrorKind::Owned,
-                AuditError::CommandIdReused { .. } | AuditError::TooLarge { .. } => {
-                    ErrorKind::Invalid
-                }
-                AuditError::Io { .. } | AuditError::WriterFailed { .. } => ErrorKind::Io,
-                AuditError::Damaged { .. }
-                | AuditError::Interrupted { .. }
-                | AuditError::CheckpointMismatch { .. }
-                | AuditError::BadFile { .. }
-                | AuditError::Encode(_) => ErrorKind::Damaged,
-            },
-        }
-    }
-}
+use crate::{GatewayError, ProjectContext};
 
 /// What [`SessionAdmin::recover`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,6 +13,7 @@
 
 mod admin;
 pub mod config;
+mod error;
 mod gateway;
 mod live;
 mod project;
@@ -22,7 +23,8 @@ pub mod translate;
 mod worker;
 pub mod workspace;
 
-pub use admin::{ErrorKind, ExportReport, GatewayError, RecoverReport, SessionAdmin, SessionView};
+pub use admin::{ExportReport, RecoverReport, SessionAdmin, SessionView};
+pub use error::{ErrorKind, GatewayError};
 pub use gateway::{NATIVE_BACKEND, SessionGateway};
 pub use heartwood_audit::{
     Checkpoint, CheckpointReport, Damage, DamageKind, ReceiptRepair, Recovery, SessionMeta,
