@@ -19,6 +19,7 @@ mod projection;
 mod receipt;
 pub mod schema;
 mod time;
+mod wire;
 
 pub use action::{
     ActionPolicy, ActionProposal, ActionSet, ActionState, Decision, Lifecycle, PlanStatus,
@@ -35,6 +36,7 @@ pub use projection::{
 };
 pub use receipt::{Outcome, Receipt};
 pub use time::Timestamp;
+pub use wire::{Change, Snapshot, Update};
 
 /// Version of the event, command and receipt formats this build writes.
 ///

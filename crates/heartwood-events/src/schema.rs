@@ -5,7 +5,7 @@
 
 use schemars::{JsonSchema, generate::SchemaSettings};
 
-use crate::{Command, Receipt, RecordedEvent, SessionProjection, SessionRow};
+use crate::{Command, Receipt, RecordedEvent, SessionProjection, SessionRow, Snapshot, Update};
 
 /// Every generated schema as `(file name, pretty JSON text ending in a newline)`.
 pub fn generated() -> Vec<(&'static str, String)> {
@@ -15,6 +15,8 @@ pub fn generated() -> Vec<(&'static str, String)> {
         ("receipt.schema.json", render::<Receipt>()),
         ("projection.schema.json", render::<SessionProjection>()),
         ("session-row.schema.json", render::<SessionRow>()),
+        ("update.schema.json", render::<Update>()),
+        ("snapshot.schema.json", render::<Snapshot>()),
     ]
 }
 

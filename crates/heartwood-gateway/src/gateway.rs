@@ -20,9 +20,10 @@ use tokio::runtime::Handle;
 use tokio::sync::broadcast;
 
 use crate::config::{CredentialBoundary, ProjectConfig};
-use crate::live::{CommandKey, Core, Live, Snapshot, Update};
+use crate::live::{CommandKey, Core, Live};
 use crate::worker::{self, Stopping, Work};
 use crate::{GatewayError, ProjectContext, reducer};
+use heartwood_events::{Snapshot, Update};
 
 /// The backend name recorded for sessions the native engine serves.
 pub const NATIVE_BACKEND: &str = "native";
@@ -366,7 +367,7 @@ impl SessionGateway {
             return Ok(core.snapshot(since));
         }
         if !self.store.exists(session) {
-            return Ok(Snapshot::blank(session.clone()));
+            return Ok(crate::live::blank_snapshot(session.clone()));
         }
         let reader = self.store.reader(session)?;
         // Verification and decoding read the same files; doing them side by side halves the

@@ -31,6 +31,7 @@ pub use heartwood_audit::{
     SessionSummary, Verified,
 };
 pub use heartwood_events as events;
-pub use live::{Change, Snapshot, Update};
+pub use heartwood_events::{Change, Snapshot, Update};
+pub use live::blank_snapshot;
 pub use project::ProjectContext;
 pub use workspace::WorkspaceService;

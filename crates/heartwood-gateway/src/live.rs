@@ -12,8 +12,10 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use heartwood_audit::SessionWriter;
-use heartwood_events::{CommandId, Event, Lifecycle, Receipt, RecordedEvent, SessionProjection};
-use serde::Serialize;
+use heartwood_events::{
+    Change, CommandId, Event, Lifecycle, Receipt, RecordedEvent, SessionProjection, Snapshot,
+    Update,
+};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
@@ -29,74 +31,24 @@ pub const UPDATE_QUEUE: usize = 1024;
 /// The longest streamed text kept for late subscribers, in bytes.
 pub const STREAM_TAIL_BYTES: usize = 64 * 1024;
 
-/// One update to a session, in order.
-#[derive(Debug, Clone, Serialize)]
-pub struct Update {
-    /// The durable revision after this update.
-    pub revision: u64,
-    /// Token-only updates since the durable revision; orders streamed text between events.
-    pub transient_revision: u64,
-    /// What changed.
-    #[serde(flatten)]
-    pub change: Change,
-}
-
-/// What an [`Update`] carries.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "update", rename_all = "snake_case")]
-pub enum Change {
-    /// A durable event.
-    Event {
-        /// The event as recorded.
-        event: Arc<RecordedEvent>,
-    },
-    /// Streamed model text; never journaled.
-    Token {
-        /// The text.
-        text: String,
-    },
-    /// The agent stopped and the gateway reconciled (published any pending set). Transient:
-    /// it authorizes nothing.
-    ExecutionSettled {
-        /// Where the agent stands.
-        lifecycle: Lifecycle,
-    },
-}
-
-/// Events since a revision and the projection, taken together.
-#[derive(Debug, Clone, Serialize)]
-pub struct Snapshot {
-    /// Events after the requested sequence number.
-    pub events: Vec<Arc<RecordedEvent>>,
-    /// The projection at `revision`.
-    pub projection: SessionProjection,
-    /// The durable revision.
-    pub revision: u64,
-    /// Token-only updates since the durable revision.
-    pub transient_revision: u64,
-    /// Model text streamed since the last durable event (its tail, when long).
-    pub streaming: String,
-}
-
-impl Snapshot {
-    /// The snapshot of a session that has no events yet (a new session before its first task).
-    pub fn blank(session: heartwood_events::SessionId) -> Self {
-        let projection = reducer::replay(session, []);
-        Snapshot {
-            events: Vec::new(),
-            revision: 0,
-            projection,
-            transient_revision: 0,
-            streaming: String::new(),
-        }
-    }
-}
-
 /// What a command's receipt is keyed by: its id, its type and a digest of what it says.
 pub(crate) struct CommandKey<'a> {
     pub(crate) id: &'a CommandId,
     pub(crate) name: &'a str,
     pub(crate) content: &'a str,
+}
+
+/// The snapshot of a session that has no events yet (a new session before its first task),
+/// with the projection's derived fields filled in by the reducer.
+pub fn blank_snapshot(session: heartwood_events::SessionId) -> Snapshot {
+    let projection = reducer::replay(session, []);
+    Snapshot {
+        events: Vec::new(),
+        revision: 0,
+        projection,
+        transient_revision: 0,
+        streaming: String::new(),
+    }
 }
 
 /// A live session.

@@ -14,7 +14,7 @@ use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use heartwood_events::{Command, CommandId, Lifecycle, Outcome, SessionId};
+use heartwood_events::{Change, Command, CommandId, Lifecycle, Outcome, SessionId, Update};
 use heartwood_gateway::{ProjectContext, SessionGateway};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
@@ -177,16 +177,23 @@ fn feed(
     let (sender, receiver) = mpsc::channel(256);
     tokio::spawn(async move {
         let mut last = first.revision;
-        for event in &first.events {
-            let update = json!({"update": "event", "revision": event.seq.get(), "transient_revision": 0, "event": event});
-            if sender.send(update.to_string()).await.is_err() {
+        for event in first.events {
+            let update = Update {
+                revision: event.seq.get(),
+                transient_revision: 0,
+                change: Change::Event { event },
+            };
+            let Ok(text) = serde_json::to_string(&update) else {
+                continue;
+            };
+            if sender.send(text).await.is_err() {
                 return;
             }
         }
         loop {
             let text = match updates.recv().await {
                 Ok(update) => {
-                    if let heartwood_gateway::Change::Event { event } = &update.change {
+                    if let Change::Event { event } = &update.change {
                         if event.seq.get() <= last {
                             continue;
                         }
@@ -198,7 +205,12 @@ fn feed(
                     text
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
-                    json!({"update": "lagged"}).to_string()
+                    let lagged = Update {
+                        revision: last,
+                        transient_revision: 0,
+                        change: Change::Lagged {},
+                    };
+                    serde_json::to_string(&lagged).unwrap_or_default()
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             };

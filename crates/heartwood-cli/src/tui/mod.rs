@@ -24,7 +24,7 @@ use anyhow::{Result, bail};
 use heartwood_events::{Command, Outcome};
 use heartwood_gateway::config::{ProjectConfig, RouteConfig};
 use heartwood_gateway::startup::{self, Phase};
-use heartwood_gateway::{ProjectContext, SessionGateway, Snapshot, Update};
+use heartwood_gateway::{ProjectContext, SessionGateway, Update};
 use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
 use tokio::sync::{broadcast, mpsc};
 
@@ -60,7 +60,7 @@ pub fn run_with_input(project: ProjectContext, input: Option<String>) -> Result<
             Some(text) => {
                 let id = SessionGateway::new_session_id();
                 let mut app = App::new(Screen::Session {
-                    snapshot: Some(Box::new(Snapshot::blank(id.clone()))),
+                    snapshot: Some(Box::new(heartwood_gateway::blank_snapshot(id.clone()))),
                     id,
                 });
                 app.input = text;
@@ -204,7 +204,7 @@ fn apply(
             *updates = None;
             let id = SessionGateway::new_session_id();
             app.screen = Screen::Session {
-                snapshot: Some(Box::new(Snapshot::blank(id.clone()))),
+                snapshot: Some(Box::new(heartwood_gateway::blank_snapshot(id.clone()))),
                 id,
             };
         }

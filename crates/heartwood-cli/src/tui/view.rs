@@ -3,7 +3,7 @@
 //! commands say so).
 
 use heartwood_events::{Lifecycle, SessionProjection};
-use heartwood_gateway::Snapshot;
+
 use heartwood_gateway::startup::Phase;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -109,7 +109,7 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
             let snapshot = match snapshot {
                 Some(s) => s.as_ref(),
                 None => {
-                    blank = Snapshot::blank(id.clone());
+                    blank = heartwood_gateway::blank_snapshot(id.clone());
                     &blank
                 }
             };

@@ -1,0 +1,60 @@
+//! The updates and snapshots every interface receives from the gateway: the wire protocol
+//! next to the projection it carries, with JSON Schema like the rest of the vocabulary.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{Lifecycle, RecordedEvent, SessionProjection};
+
+/// One update to a session, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Update {
+    /// The durable revision after this update.
+    pub revision: u64,
+    /// Token-only updates since the durable revision; orders streamed text between events.
+    pub transient_revision: u64,
+    /// What changed.
+    #[serde(flatten)]
+    pub change: Change,
+}
+
+/// What an [`Update`] carries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "update", rename_all = "snake_case")]
+pub enum Change {
+    /// A durable event.
+    Event {
+        /// The event as recorded.
+        event: Arc<RecordedEvent>,
+    },
+    /// Streamed model text; never journaled.
+    Token {
+        /// The text.
+        text: String,
+    },
+    /// The agent stopped and the gateway reconciled (published any pending set). Transient:
+    /// it authorizes nothing.
+    ExecutionSettled {
+        /// Where the agent stands.
+        lifecycle: Lifecycle,
+    },
+    /// The receiver fell behind and missed updates: take a snapshot to catch up.
+    Lagged {},
+}
+
+/// Events since a revision and the projection, taken together.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Snapshot {
+    /// Events after the requested sequence number.
+    pub events: Vec<Arc<RecordedEvent>>,
+    /// The projection at `revision`.
+    pub projection: SessionProjection,
+    /// The durable revision.
+    pub revision: u64,
+    /// Token-only updates since the durable revision.
+    pub transient_revision: u64,
+    /// Model text streamed since the last durable event (its tail, when long).
+    pub streaming: String,
+}
