@@ -11,7 +11,8 @@ pub const SESSIONS_DIR: &str = "sessions";
 pub(crate) const EVENTS_FILE: &str = "events.jsonl";
 pub(crate) const AUDIT_FILE: &str = "audit.jsonl";
 pub(crate) const META_FILE: &str = "meta.json";
-pub(crate) const RECEIPTS_FILE: &str = "receipts.jsonl";
+/// The command receipts' file name, as damage reports name it.
+pub const RECEIPTS_FILE: &str = "receipts.jsonl";
 
 /// The files of one session directory, `.heartwood/sessions/<id>/`.
 #[derive(Debug, Clone)]

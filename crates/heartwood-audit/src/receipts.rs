@@ -40,37 +40,9 @@ pub(crate) fn check(id: &SessionId, path: &Path, commands: &Commands) -> Result<
         if !seen.insert(receipt.command_id.clone()) {
             return Err(damaged(format!("a second receipt for command {command:?}")));
         }
-        let on_events = commands.get(command).copied();
-        match (&receipt.outcome, on_events) {
-            (
-                Outcome::Applied {
-                    last_seq: Some(s), ..
-                },
-                Some(last),
-            ) if s.get() == last => Ok(()),
-            (
-                Outcome::Applied {
-                    last_seq: Some(s), ..
-                },
-                Some(last),
-            ) => Err(damaged(format!(
-                "the receipt of command {command:?} ends at event {s}, but the command's last \
-                 event is {last}"
-            ))),
-            (
-                Outcome::Applied {
-                    last_seq: Some(s), ..
-                },
-                None,
-            ) => Err(damaged(format!(
-                "the receipt of command {command:?} names event {s}, which the command did not \
-                 record"
-            ))),
-            (_, Some(last)) => Err(damaged(format!(
-                "the receipt of command {command:?} says it recorded nothing, but event {last} \
-                 carries it"
-            ))),
-            (_, None) => Ok(()),
+        match disagreement(&receipt, commands) {
+            Some(what) => Err(damaged(what)),
+            None => Ok(()),
         }
     })?;
     let missing = commands
@@ -89,6 +61,34 @@ pub(crate) fn check(id: &SessionId, path: &Path, commands: &Commands) -> Result<
         ));
     }
     Ok(())
+}
+
+/// How `receipt` contradicts the chain (`commands`: each command named on an event, with its
+/// last event), or `None` when it agrees: an applied receipt ends at its command's last event,
+/// and a receipt that recorded nothing names a command no event carries.
+pub(crate) fn disagreement(receipt: &Receipt, commands: &Commands) -> Option<String> {
+    let command = receipt.command_id.as_str();
+    let on_events = commands.get(command).copied();
+    let last_seq = match &receipt.outcome {
+        Outcome::Applied { last_seq, .. } => last_seq.map(|s| s.get()),
+        Outcome::Refused { .. } => None,
+    };
+    match (last_seq, on_events) {
+        (Some(s), Some(last)) if s == last => None,
+        (Some(s), Some(last)) => Some(format!(
+            "the receipt of command {command:?} ends at event {s}, but the command's last event \
+             is {last}"
+        )),
+        (Some(s), None) => Some(format!(
+            "the receipt of command {command:?} names event {s}, which the command did not \
+             record"
+        )),
+        (None, Some(last)) => Some(format!(
+            "the receipt of command {command:?} says it recorded nothing, but event {last} \
+             carries it"
+        )),
+        (None, None) => None,
+    }
 }
 
 fn damage(id: &SessionId, line: u64, what: String, kind: DamageKind) -> AuditError {

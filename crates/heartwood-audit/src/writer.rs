@@ -13,8 +13,7 @@ use std::io::Write;
 use std::path::Path;
 
 use heartwood_events::{
-    CommandId, Event, Outcome, Receipt, RecordedEvent, SCHEMA_VERSION, Seq, SessionId, Timestamp,
-    to_canonical_bytes,
+    CommandId, Event, Outcome, Receipt, RecordedEvent, Seq, SessionId, to_canonical_bytes,
 };
 use serde_json::Value;
 
@@ -563,7 +562,6 @@ impl SessionWriter {
             sealed.push(record.hash);
             last_time = Some(recorded.time.as_str().to_owned());
         }
-        let all = recorded;
         let mut receipt_bytes = Vec::new();
         if let Some(receipt) = receipt {
             receipt_bytes = to_canonical_bytes(receipt)?;
@@ -583,7 +581,7 @@ impl SessionWriter {
             receipts: text(receipt_bytes),
         };
         Ok(Prepared {
-            recorded: all,
+            recorded,
             intent,
             sealed,
             prev,
@@ -677,22 +675,7 @@ pub(crate) fn repair_receipts(
             .and_then(|l| serde_json::from_slice::<Receipt>(l).ok());
         let agrees = receipt.as_ref().is_some_and(|r| {
             !kept.contains_key(&r.command_id)
-                && match (&r.outcome, commands.get(r.command_id.as_str())) {
-                    (
-                        Outcome::Applied {
-                            last_seq: Some(s), ..
-                        },
-                        Some(last),
-                    ) => s.get() == *last,
-                    (_, None) => !matches!(
-                        r.outcome,
-                        Outcome::Applied {
-                            last_seq: Some(_),
-                            ..
-                        }
-                    ),
-                    (_, Some(_)) => false,
-                }
+                && crate::receipts::disagreement(r, &commands).is_none()
         });
         match receipt {
             Some(receipt) if agrees => {
@@ -801,14 +784,7 @@ fn create_registered_dir(
 }
 
 fn new_receipt(command_id: &CommandId, command_type: &str, outcome: Outcome) -> Receipt {
-    Receipt {
-        schema: SCHEMA_VERSION,
-        command_id: command_id.clone(),
-        command_type: command_type.to_owned(),
-        time: Timestamp::now(),
-        outcome,
-        content_sha256: None,
-    }
+    Receipt::new(command_id.clone(), command_type, outcome)
 }
 
 /// Completes or discards whatever the recovery intent describes.

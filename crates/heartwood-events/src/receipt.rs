@@ -26,6 +26,21 @@ pub struct Receipt {
     pub content_sha256: Option<String>,
 }
 
+impl Receipt {
+    /// The receipt of `command_id` (a `command_type` command) with `outcome`, stamped now, in
+    /// this build's format.
+    pub fn new(command_id: CommandId, command_type: &str, outcome: Outcome) -> Self {
+        Receipt {
+            schema: crate::SCHEMA_VERSION,
+            command_id,
+            command_type: command_type.to_owned(),
+            time: Timestamp::now(),
+            outcome,
+            content_sha256: None,
+        }
+    }
+}
+
 /// What a command came to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "status", rename_all = "snake_case")]

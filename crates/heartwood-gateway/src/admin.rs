@@ -2,8 +2,8 @@
 //! mutating ones take the session's writer lease for their duration and release it.
 
 use heartwood_audit::{
-    AuditError, Checkpoint, CheckpointReport, RebuiltReceipt, ReceiptRepair, Recovery, SessionMeta,
-    SessionStore, SessionSummary, Verified,
+    AuditError, Checkpoint, CheckpointReport, RECEIPTS_FILE, RebuiltReceipt, ReceiptRepair,
+    Recovery, SessionMeta, SessionStore, SessionSummary, Verified,
 };
 use heartwood_events::{DecodeError, RecordedEvent, SessionId, SessionProjection};
 
@@ -19,9 +19,6 @@ pub struct RecoverReport {
     /// Events the session holds, intact.
     pub count: u64,
 }
-
-/// The receipts file's name, as damage reports spell it.
-const RECEIPTS_FILE: &str = "receipts.jsonl";
 
 /// The command a command's last event shows it was, with its result: the inverse of what
 /// [`crate::SessionGateway::submit`] records for each command.

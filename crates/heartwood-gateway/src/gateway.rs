@@ -226,14 +226,12 @@ impl SessionGateway {
             && !self.store.exists(&command.session)
             && let Err(reason) = self.usable_route(*policy)
         {
-            return Ok(Receipt {
-                schema: heartwood_events::SCHEMA_VERSION,
-                command_id: command.command_id,
-                command_type: command.kind.name().to_owned(),
-                time: heartwood_events::Timestamp::now(),
-                outcome: heartwood_events::Outcome::Refused { reason },
-                content_sha256: None,
-            });
+            // Not recorded: there is no session to record it in.
+            return Ok(Receipt::new(
+                command.command_id,
+                command.kind.name(),
+                heartwood_events::Outcome::Refused { reason },
+            ));
         }
         let live = self.attach(
             &command.session,
