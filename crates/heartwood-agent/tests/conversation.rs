@@ -313,7 +313,7 @@ async fn pause_takes_effect_between_steps_and_run_resumes() {
     .await;
     let mut conversation = f.open(ConfirmationPolicy::NeverConfirm);
     let pause = conversation.pause_handle();
-    conversation.on_event(move |event| {
+    conversation.on_event(move |event, _| {
         if matches!(event.kind, EventKind::Observation { .. }) {
             pause.pause();
         }
@@ -518,7 +518,7 @@ async fn guidance_sent_while_running_reaches_the_model_at_the_next_step() {
     .await;
     let mut conversation = f.open(ConfirmationPolicy::NeverConfirm);
     let guidance = conversation.guidance_handle();
-    conversation.on_event(move |event| {
+    conversation.on_event(move |event, _| {
         if matches!(event.kind, EventKind::Observation { .. }) {
             guidance.send("Use the held-out rows only for evaluation.");
         }

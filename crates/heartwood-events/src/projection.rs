@@ -168,6 +168,12 @@ impl SessionProjection {
         }
     }
 
+    /// Whether a run is open: working, settling its proposal, or paused. Such a run can be
+    /// interrupted; a finished, failed or waiting one cannot.
+    pub fn run_is_open(&self) -> bool {
+        !self.is_settled() || self.lifecycle == Lifecycle::Paused
+    }
+
     /// What text the researcher types means now, the same in every interface: a new task when
     /// the session rests (or is closed), guidance and then resuming when it is paused, guidance
     /// while the agent works or a decision is due. `policy` applies to a new task.

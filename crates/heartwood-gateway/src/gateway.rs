@@ -124,7 +124,7 @@ impl SessionGateway {
         policy: ActionPolicy,
         command_id: heartwood_events::CommandId,
     ) -> Result<Vec<Receipt>, GatewayError> {
-        let projection = if self.store.exists(session) {
+        let kinds = if self.store.exists(session) {
             let live = self.attach(session, false)?;
             let mut core = live.lock();
             // A retry: the text meant what it meant the first time. Submitting that command
@@ -132,13 +132,14 @@ impl SessionGateway {
             let first = core
                 .writer()?
                 .receipt(&command_id)
-                .map(|r| r.command_type.clone());
-            drop(core);
-            if let Some(first) = first {
+                .map(|r| r.command_type == CommandName::SendGuidance.as_str());
+            if let Some(was_guidance) = first {
+                drop(core);
                 let text = text.to_owned();
-                let kind = match first.as_str() {
-                    "send_guidance" => CommandKind::SendGuidance { text },
-                    _ => CommandKind::SubmitTask { text, policy },
+                let kind = if was_guidance {
+                    CommandKind::SendGuidance { text }
+                } else {
+                    CommandKind::SubmitTask { text, policy }
                 };
                 return Ok(vec![self.submit(Command::new(
                     command_id,
@@ -146,16 +147,12 @@ impl SessionGateway {
                     kind,
                 ))?]);
             }
-            live.lock().projection.clone()
+            core.projection.text_commands(text, policy)
         } else {
-            SessionProjection::empty(session.clone())
+            SessionProjection::empty(session.clone()).text_commands(text, policy)
         };
         let mut receipts = Vec::new();
-        for (n, kind) in projection
-            .text_commands(text, policy)
-            .into_iter()
-            .enumerate()
-        {
+        for (n, kind) in kinds.into_iter().enumerate() {
             let id = match n {
                 0 => command_id.clone(),
                 n => heartwood_events::CommandId::parse(&format!("{command_id}-{}", n + 1))
@@ -495,12 +492,9 @@ impl SessionGateway {
             // The journal says a run was on, or that a set was about to be published, but
             // nobody served it: the process that ran it stopped. The worker's reconciliation
             // finds out what the engine last did, and publishes the set the engine waits on.
-            let unsettled = match core.projection.lifecycle {
-                Lifecycle::Running => true,
-                Lifecycle::WaitingForDecision => core.projection.pending.is_none(),
-                _ => false,
-            };
-            if unsettled && let Err(reason) = self.ensure_worker(&opened, &mut core, None) {
+            if !core.projection.is_settled()
+                && let Err(reason) = self.ensure_worker(&opened, &mut core, None)
+            {
                 let reason = format!(
                     "the run stopped when the Heartwood process serving it ended, and it cannot \
                      continue here: {reason}"

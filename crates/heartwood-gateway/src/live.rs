@@ -13,8 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use heartwood_audit::SessionWriter;
 use heartwood_events::{
-    Change, CommandId, Event, Lifecycle, Receipt, RecordedEvent, SessionProjection, Snapshot,
-    Update,
+    Change, CommandId, Event, Receipt, RecordedEvent, SessionProjection, Snapshot, Update,
 };
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -251,14 +250,7 @@ impl Core {
     /// Records that the run stopped for `reason` (if a run was on) and that the agent settled.
     /// A failed write is already recorded as the writer's failure, which snapshots report.
     pub(crate) fn interrupted(&mut self, reason: String) {
-        let settling = self.projection.lifecycle == Lifecycle::WaitingForDecision
-            && self.projection.pending.is_none();
-        if settling
-            || matches!(
-                self.projection.lifecycle,
-                Lifecycle::Running | Lifecycle::Paused
-            )
-        {
+        if self.projection.run_is_open() {
             let _ = self.record(vec![Event::RunInterrupted { reason }]);
         }
         self.settled();

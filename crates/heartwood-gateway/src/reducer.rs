@@ -143,8 +143,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         Event::ContextCondensed { .. } => {}
         Event::RunInterrupted { reason } => {
             p.last_error = Some(reason.clone());
-            let settling = p.lifecycle == Lifecycle::WaitingForDecision && p.pending.is_none();
-            if settling || matches!(p.lifecycle, Lifecycle::Running | Lifecycle::Paused) {
+            if p.run_is_open() {
                 p.lifecycle = Lifecycle::Failed;
             }
         }

@@ -19,7 +19,7 @@ use heartwood_agent::conversation::{
     ExecutionStatus, GuidanceHandle, PauseHandle,
 };
 use heartwood_agent::tools::Risk;
-use heartwood_events::{ActionPolicy, ActionSet, ActionSetId, Decision, Event, Lifecycle};
+use heartwood_events::{ActionPolicy, ActionSet, ActionSetId, Decision, Event, Lifecycle, Origin};
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinHandle};
@@ -155,10 +155,10 @@ pub(crate) fn start(
     let continue_run = reconcile(core, &mut conversation)?;
 
     let events_to = Arc::clone(live);
-    conversation.on_event(move |event| {
+    conversation.on_event(move |event, sha256| {
         let mut core = events_to.lock();
         let translated = core.translator.translate(event);
-        if core.stage(translated, Some(origin_of(event))).is_err()
+        if core.stage(translated, Some(origin(event, sha256))).is_err()
             && let Some(worker) = &core.worker
         {
             worker.pause();
@@ -359,7 +359,8 @@ fn reconcile(core: &mut Core, conversation: &mut Conversation) -> Result<bool, G
                 translated.into_iter().skip(skip).collect()
             }
         };
-        core.stage(missing, Some(origin_with(conversation, event)))?;
+        let sha256 = conversation.event_digest(event.id).unwrap_or_default();
+        core.stage(missing, Some(origin(event, &sha256)))?;
     }
     core.flush()?;
     publish_pending(core, conversation)?;
@@ -501,26 +502,10 @@ fn covered_by_journal(core: &Core) -> Option<u64> {
 }
 
 /// Where a journaled event came from: the engine event and the digest of its stored line.
-fn origin_of(event: &heartwood_agent::conversation::AgentEvent) -> heartwood_events::Origin {
-    // The engine's log stores exactly these bytes for the event (see `EventLog::append`).
-    let bytes = serde_json::to_vec(event).unwrap_or_default();
-    heartwood_events::Origin {
+fn origin(event: &heartwood_agent::conversation::AgentEvent, sha256: &str) -> Origin {
+    Origin {
         event: event.id,
-        sha256: heartwood_audit::Digest::of(&bytes).to_hex(),
-    }
-}
-
-/// [`origin_of`] with the digest the engine's log computed from the line as stored.
-fn origin_with(
-    conversation: &Conversation,
-    event: &heartwood_agent::conversation::AgentEvent,
-) -> heartwood_events::Origin {
-    match conversation.event_digest(event.id) {
-        Some(sha256) => heartwood_events::Origin {
-            event: event.id,
-            sha256,
-        },
-        None => origin_of(event),
+        sha256: sha256.to_owned(),
     }
 }
 

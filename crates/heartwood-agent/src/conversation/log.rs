@@ -123,7 +123,12 @@ impl EventLog {
     pub fn digest_of(&self, id: u64) -> Option<String> {
         let index = usize::try_from(id).ok()?.checked_sub(1)?;
         let bytes = self.digests.get(index)?;
-        Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+        let mut hex = String::with_capacity(64);
+        for b in bytes {
+            use std::fmt::Write;
+            let _ = write!(hex, "{b:02x}");
+        }
+        Some(hex)
     }
 
     /// Appends an event (durable after the next [`EventLog::sync`]) and returns it.

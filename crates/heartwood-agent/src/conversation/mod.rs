@@ -56,7 +56,7 @@ pub enum ConversationError {
     NothingPending(ExecutionStatus),
 }
 
-type EventCallback = Box<dyn FnMut(&AgentEvent) + Send>;
+type EventCallback = Box<dyn FnMut(&AgentEvent, &str) + Send>;
 type TokenCallback = Box<dyn FnMut(&str) + Send>;
 type DurableCallback = Box<dyn FnMut() + Send>;
 
@@ -127,8 +127,9 @@ impl Conversation {
         Ok(conversation)
     }
 
-    /// Calls `f` with every new event.
-    pub fn on_event(&mut self, f: impl FnMut(&AgentEvent) + Send + 'static) {
+    /// Calls `f` with every new event and the SHA-256 (hex) of its line in the log, so a record
+    /// kept elsewhere can name exactly which stored event it came from.
+    pub fn on_event(&mut self, f: impl FnMut(&AgentEvent, &str) + Send + 'static) {
         self.on_event = Some(Box::new(f));
     }
 
@@ -623,7 +624,7 @@ impl Conversation {
         let event = self.log.append(kind)?.clone();
         self.state.apply(&event);
         if let Some(f) = self.on_event.as_mut() {
-            f(&event);
+            f(&event, &self.log.digest_of(event.id).unwrap_or_default());
         }
         Ok(event.id)
     }
