@@ -62,6 +62,9 @@ pub struct SessionProjection {
     pub activity: String,
     /// The commands the gateway accepts now (the same for every interface).
     pub available_commands: Vec<crate::CommandName>,
+    /// What text the researcher types now starts as (`submit_task` or `send_guidance`; see
+    /// [`SessionProjection::text_commands`]), so every interface labels its input alike.
+    pub text_means: crate::CommandName,
     /// One line for the researcher: where things stand.
     pub status_line: String,
     /// At most three next steps that make sense now.
@@ -153,6 +156,7 @@ impl SessionProjection {
             exports: 0,
             activity: String::new(),
             available_commands: Vec::new(),
+            text_means: crate::CommandName::SubmitTask,
             status_line: String::new(),
             suggestions: Vec::new(),
         }

@@ -174,6 +174,10 @@ fn purpose_label(purpose: &str) -> String {
 /// suggestions. These rules are the single source of "what may happen now" for every interface.
 fn derive(p: &mut SessionProjection) {
     p.available_commands = available_commands(p).to_vec();
+    p.text_means = p
+        .text_commands("", p.policy)
+        .first()
+        .map_or(CommandName::SubmitTask, |k| k.command_name());
     p.activity = activity(p);
     p.status_line = status_line(p);
     p.suggestions = suggestions(p);

@@ -240,7 +240,7 @@ fn session(frame: &mut Frame<'_>, app: &App, area: Rect, p: &SessionProjection, 
         );
     }
 
-    let prompt = if p.allows(heartwood_events::CommandName::SubmitTask) {
+    let prompt = if p.text_means == heartwood_events::CommandName::SubmitTask {
         "task"
     } else {
         "guidance"
