@@ -38,10 +38,11 @@ pub use layout::{RECEIPTS_FILE, SessionPaths};
 pub use lease::WriterInfo;
 pub use meta::SessionMeta;
 pub use reader::SessionReader;
+pub use receipts::{RebuiltReceipt, ReceiptRepair};
 pub use record::{AuditRecord, genesis};
 pub use store::{SessionStore, SessionSummary};
 pub use verify::Verified;
-pub use writer::{RebuiltReceipt, ReceiptRepair, Recovery, SessionWriter};
+pub use writer::{Recovery, SessionWriter};
 
 /// The longest event, audit or receipt line accepted, in bytes. Longer lines are refused when
 /// written and reported as damage when read, so reading a session has bounded memory.

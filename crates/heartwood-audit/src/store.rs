@@ -118,7 +118,7 @@ impl SessionStore {
         id: &SessionId,
         describe: &dyn Fn(&RecordedEvent) -> Option<RebuiltReceipt>,
     ) -> Result<ReceiptRepair, AuditError> {
-        crate::writer::repair_receipts(id, &self.paths(id), describe)
+        crate::receipts::repair(id, &self.paths(id), describe)
     }
 
     /// Opens a session read-only.

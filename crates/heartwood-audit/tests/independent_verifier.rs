@@ -4,26 +4,19 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 
 use heartwood_audit::SessionStore;
 use heartwood_events::{CommandId, Event, Role};
 use serde_json::{Value, json};
 use support::{id, message};
 
+/// The Python verifier's verdict on `dir`, its result parsed as JSON, and its standard error.
 fn python_verify(dir: &Path) -> (bool, Value, String) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/verify_session.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .arg(dir)
-        .output()
-        .expect("python3 is required for this test");
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    let (ok, stdout, stderr) = support::python_verify(dir);
     (
-        out.status.success(),
-        value,
-        String::from_utf8_lossy(&out.stderr).to_string(),
+        ok,
+        serde_json::from_str(&stdout).unwrap_or(Value::Null),
+        stderr,
     )
 }
 

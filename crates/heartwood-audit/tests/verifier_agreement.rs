@@ -7,27 +7,11 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 
 use heartwood_audit::{AuditRecord, Digest, SessionStore, genesis};
 use heartwood_events::{CommandId, SessionId};
 use serde_json::{Value, json};
-use support::{id, message};
-
-/// Whether the Python verifier accepted `dir`, and its standard error.
-fn python_verify(dir: &Path) -> (bool, String, String) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/verify_session.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .arg(dir)
-        .output()
-        .expect("python3 is required for this test");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use support::{id, message, python_verify};
 
 /// A real session with a command, in a fresh project.
 fn genuine() -> (tempfile::TempDir, SessionId) {

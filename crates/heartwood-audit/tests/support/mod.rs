@@ -70,3 +70,19 @@ pub fn line_starts(bytes: &[u8]) -> Vec<usize> {
 pub fn paths(store: &SessionStore, sid: &SessionId) -> SessionPaths {
     store.paths(sid)
 }
+
+/// Runs the independent Python verifier on `dir`: whether it accepted it, its standard output
+/// (the result as JSON) and its standard error.
+pub fn python_verify(dir: &Path) -> (bool, String, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/verify_session.py");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .arg(dir)
+        .output()
+        .expect("python3 is required for this test");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
