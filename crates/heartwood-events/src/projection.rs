@@ -29,6 +29,19 @@ pub struct SessionRow {
     pub pending: bool,
 }
 
+impl SessionRow {
+    /// The row for a session whose projection is `projection`.
+    pub fn of(projection: &SessionProjection, last_activity: Option<crate::Timestamp>) -> Self {
+        SessionRow {
+            session: projection.session.clone(),
+            last_activity,
+            lifecycle: Some(projection.lifecycle),
+            status_line: projection.status_line.clone(),
+            pending: projection.pending.is_some(),
+        }
+    }
+}
+
 /// Everything an interface shows about one session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionProjection {

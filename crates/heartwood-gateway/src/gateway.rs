@@ -9,7 +9,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use heartwood_agent::conversation::ConversationConfig;
 use heartwood_audit::{SessionStore, SessionSummary};
 use heartwood_events::{
     ActionPolicy, Command, CommandKind, CommandName, Event, Lifecycle, Receipt, SessionId,
@@ -19,14 +18,13 @@ use serde_json::{Value, json};
 use tokio::runtime::Handle;
 use tokio::sync::broadcast;
 
+use crate::backend::{BackendFactory, BackendSpec};
 use crate::config::{CredentialBoundary, ProjectConfig};
 use crate::live::{CommandKey, Core, Live};
-use crate::worker::{self, Stopping, Work};
+use crate::native::NativeBackendFactory;
+use crate::worker::{self, Stopping, Work, WorkerLink};
 use crate::{GatewayError, ProjectContext, reducer};
 use heartwood_events::{Snapshot, Update};
-
-/// The backend name recorded for sessions the native engine serves.
-pub const NATIVE_BACKEND: &str = "native";
 
 /// How long [`SessionGateway::close`] waits for a busy agent to reach its next step before it
 /// stops it.
@@ -37,6 +35,7 @@ pub struct SessionGateway {
     project: ProjectContext,
     store: SessionStore,
     runtime: Handle,
+    backends: Arc<dyn BackendFactory>,
     live: Mutex<HashMap<SessionId, Arc<Live>>>,
     stopping: Mutex<Vec<Stopping>>,
     /// Held while a session is being opened (see `attach`).
@@ -51,9 +50,15 @@ impl Drop for SessionGateway {
     fn drop(&mut self) {
         let sessions: Vec<Arc<Live>> = lock(&self.live).drain().map(|(_, l)| l).collect();
         for live in sessions {
-            let worker = live.lock().worker.take();
-            if let Some(worker) = worker {
-                worker.abort();
+            let worker = live.lock().take_worker();
+            if let Some(stopped) = worker.and_then(WorkerLink::abort) {
+                // The worker reaches its session weakly; this keeps the session (and its
+                // lease) until the worker has stopped writing the backend's log, so whatever
+                // it wrote reaches the journal first.
+                self.runtime.spawn(async move {
+                    let _ = stopped.await;
+                    drop(live);
+                });
             }
         }
     }
@@ -84,10 +89,19 @@ impl SessionGateway {
             store: SessionStore::new(project.root()),
             project,
             runtime,
+            backends: Arc::new(NativeBackendFactory),
             live: Mutex::new(HashMap::new()),
             stopping: Mutex::new(Vec::new()),
             opening: Mutex::new(()),
         }
+    }
+
+    /// The same gateway with sessions served by `backends` instead of the native engine.
+    /// Sessions record the backend's name; one served by another backend before is refused
+    /// rather than continued by a different engine.
+    pub fn with_backend(mut self, backends: Arc<dyn BackendFactory>) -> Self {
+        self.backends = backends;
+        self
     }
 
     /// A fresh session id: the time to the second, this process and a counter, so ids sort by
@@ -147,7 +161,7 @@ impl SessionGateway {
                     kind,
                 ))?]);
             }
-            core.projection.text_commands(text, policy)
+            core.projection().text_commands(text, policy)
         } else {
             SessionProjection::empty(session.clone()).text_commands(text, policy)
         };
@@ -177,18 +191,12 @@ impl SessionGateway {
         for summary in self.sessions()?.into_iter().take(limit) {
             // Bound first: a guard in the `match` would be held while the session is read.
             let served = lock(&self.live).get(&summary.id).cloned();
-            let projection = match served {
-                Some(live) => Ok(live.lock().projection.clone()),
-                None => self.cached_projection(&summary.id),
-            };
-            rows.push(match projection {
-                Ok(p) => SessionRow {
-                    session: summary.id,
-                    last_activity: summary.last_activity,
-                    lifecycle: Some(p.lifecycle),
-                    status_line: p.status_line,
-                    pending: p.pending.is_some(),
-                },
+            if let Some(live) = served {
+                rows.push(live.row(summary.last_activity));
+                continue;
+            }
+            rows.push(match self.cached_projection(&summary.id) {
+                Ok(p) => SessionRow::of(&p, summary.last_activity),
                 Err(e) => SessionRow {
                     session: summary.id,
                     last_activity: summary.last_activity,
@@ -257,7 +265,7 @@ impl SessionGateway {
         {
             return Ok(receipt.clone());
         }
-        if let Err(reason) = admissible(&core.projection, &command.kind) {
+        if let Err(reason) = admissible(core.projection(), &command.kind) {
             return core.refuse(&key, &reason);
         }
         match command.kind {
@@ -266,8 +274,8 @@ impl SessionGateway {
                     return core.refuse(&key, &reason);
                 }
                 // Reconciling may have continued an earlier run.
-                if !core.projection.lifecycle.accepts_task() {
-                    let reason = busy(&core.projection, CommandName::SubmitTask);
+                if !core.projection().lifecycle.accepts_task() {
+                    let reason = busy(core.projection(), CommandName::SubmitTask);
                     return core.refuse(&key, &reason);
                 }
                 let event = Event::TaskSubmitted {
@@ -275,7 +283,7 @@ impl SessionGateway {
                     policy,
                     starting_commit,
                 };
-                if let Some(worker) = &core.worker {
+                if let Some(worker) = core.worker() {
                     worker.withdraw_pause();
                 }
                 let receipt = core.complete(&key, vec![event], Value::Null)?;
@@ -288,16 +296,14 @@ impl SessionGateway {
                 }
                 let event = Event::GuidanceSent { text: text.clone() };
                 let receipt = core.complete(&key, vec![event], Value::Null)?;
-                if let Some(worker) = &core.worker {
+                if let Some(worker) = core.worker() {
                     worker.guide(&text);
                 }
                 Ok(receipt)
             }
             CommandKind::Pause => {
                 let receipt = core.complete(&key, vec![Event::PauseRequested {}], Value::Null)?;
-                if let Some(worker) = &core.worker {
-                    worker.pause();
-                }
+                core.pause_worker();
                 Ok(receipt)
             }
             CommandKind::Resume => {
@@ -337,10 +343,10 @@ impl SessionGateway {
             }
             CommandKind::Close => {
                 let receipt = core.complete(&key, vec![Event::SessionClosed {}], Value::Null)?;
-                if let Some(worker) = core.worker.take() {
+                if let Some(worker) = core.take_worker() {
                     lock(&self.stopping).push(worker.shut_down());
                 }
-                core.writer = None;
+                core.release();
                 drop(core);
                 lock(&self.live).remove(&command.session);
                 Ok(receipt)
@@ -356,7 +362,7 @@ impl SessionGateway {
         if let Some(live) = served {
             let core = live.lock();
             // A failed write stops the session here: what follows would not be recorded.
-            if let Some(writer) = &core.writer {
+            if let Some(writer) = core.writer_ref() {
                 writer.ensure_usable()?;
             }
             return Ok(core.snapshot(since));
@@ -421,7 +427,7 @@ impl SessionGateway {
             stopping.finish(CLOSE_GRACE).await;
         }
         for live in sessions {
-            let worker = live.lock().worker.take();
+            let worker = live.lock().take_worker();
             if let Some(worker) = worker
                 && worker.shut_down().finish(CLOSE_GRACE).await
             {
@@ -431,10 +437,7 @@ impl SessionGateway {
                     .to_owned();
                 live.lock().interrupted(reason);
             }
-            let mut core = live.lock();
-            let _ = core.flush();
-            core.store_cache();
-            core.writer = None;
+            live.lock().release();
         }
     }
 
@@ -444,7 +447,7 @@ impl SessionGateway {
         let Some(live) = lock(&self.live).get(session).cloned() else {
             return Ok(());
         };
-        let worker = live.lock().worker.take();
+        let worker = live.lock().take_worker();
         if let Some(worker) = worker {
             worker.shut_down().cancel().await;
         }
@@ -481,7 +484,8 @@ impl SessionGateway {
             return Ok(found);
         }
         let (writer, _recovery) = if register {
-            self.store.create_or_open_writer(session, NATIVE_BACKEND)?
+            self.store
+                .create_or_open_writer(session, self.backends.name())?
         } else {
             self.store.open_writer(session)?
         };
@@ -492,7 +496,7 @@ impl SessionGateway {
             // The journal says a run was on, or that a set was about to be published, but
             // nobody served it: the process that ran it stopped. The worker's reconciliation
             // finds out what the engine last did, and publishes the set the engine waits on.
-            if !core.projection.is_settled()
+            if !core.projection().is_settled()
                 && let Err(reason) = self.ensure_worker(&opened, &mut core, None)
             {
                 let reason = format!(
@@ -513,34 +517,26 @@ impl SessionGateway {
         core: &mut Core,
         policy: Option<ActionPolicy>,
     ) -> Result<(), String> {
-        let policy = policy.unwrap_or(core.projection.policy);
-        let config = self.conversation_config(core, policy)?;
-        if core.worker.is_some() {
+        let policy = policy.unwrap_or(core.projection().policy);
+        // Checked even when a worker runs: a route removed or broken since is refused now.
+        let route = self.usable_route(policy)?;
+        if core.worker().is_some() {
             return Ok(());
         }
-        worker::start(live, core, config, &self.runtime).map_err(|e| e.to_string())
-    }
-
-    /// The agent's configuration, or why the agent cannot run now.
-    fn conversation_config(
-        &self,
-        core: &mut Core,
-        policy: ActionPolicy,
-    ) -> Result<ConversationConfig, String> {
-        let route = self.usable_route(policy)?;
-        let dir = core
+        let state_dir = core
             .writer()
             .map_err(|e| e.to_string())?
             .paths()
             .backend
             .clone();
-        let mut conversation = ConversationConfig::new(
-            route.model_route(self.project.root()),
-            self.project.root().to_owned(),
-            dir,
-        );
-        conversation.policy = worker::confirmation(policy);
-        Ok(conversation)
+        let spec = BackendSpec {
+            route,
+            project: utf8(self.project.root())?,
+            state_dir: utf8(&state_dir)?,
+            policy,
+        };
+        let backend = self.backends.open(spec).map_err(|e| e.0)?;
+        worker::start(live, core, backend, &self.runtime).map_err(|e| e.to_string())
     }
 
     /// The connected model route, or why the agent cannot use it under `policy` now.
@@ -638,7 +634,7 @@ pub(crate) fn content_digest(kind: &CommandKind) -> String {
 }
 
 fn send(core: &Core, work: Work) {
-    if let Some(worker) = &core.worker {
+    if let Some(worker) = core.worker() {
         worker.send(work);
     }
 }
@@ -675,6 +671,68 @@ fn fresh_id(prefix: &str) -> SessionId {
     SessionId::parse(&id).expect("digits, letters and '-' form a valid id")
 }
 
+/// A path as UTF-8, or why the agent cannot work there.
+fn utf8(path: &std::path::Path) -> Result<camino::Utf8PathBuf, String> {
+    camino::Utf8PathBuf::from_path_buf(path.to_owned()).map_err(|path| {
+        format!(
+            "the path {} is not valid UTF-8; Heartwood serves projects whose paths are UTF-8",
+            path.display()
+        )
+    })
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+
+    /// A session served here, with one event.
+    fn served(gateway: &SessionGateway, name: &str) -> (SessionId, Arc<Live>) {
+        let id = SessionId::parse(name).expect("id");
+        let live = gateway.attach(&id, true).expect("attach");
+        live.lock()
+            .record(vec![Event::PauseRequested {}])
+            .expect("record");
+        (id, live)
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_session_whose_lock_is_held_does_not_stall_another_sessions_reads() {
+        let project = tempfile::tempdir().expect("tempdir");
+        let gateway =
+            Arc::new(SessionGateway::new(ProjectContext::at(project.path())).expect("gw"));
+        let (_, slow) = served(&gateway, "slow");
+        let (other, other_live) = served(&gateway, "other");
+        let revision = other_live.lock().projection().revision;
+        let (stored, stored_live) = served(&gateway, "stored");
+        drop(stored_live);
+        // "stored" becomes a session on disk that this gateway does not serve.
+        if let Some(live) = lock(&gateway.live).remove(&stored) {
+            live.lock().release();
+        }
+
+        let held = slow.lock();
+        let (done, answers) = mpsc::channel();
+        let reader = Arc::clone(&gateway);
+        std::thread::spawn(move || {
+            let served = reader.snapshot(&other, 0).map(|s| s.revision);
+            let on_disk = reader.snapshot(&stored, 0).map(|s| s.revision);
+            let listed = reader.rows(10).map(|rows| rows.len());
+            let _ = done.send((served, on_disk, listed));
+        });
+        // A generous bound that only a deadlock exceeds; the reads take milliseconds.
+        let (served, on_disk, listed) = answers
+            .recv_timeout(Duration::from_secs(20))
+            .expect("another session's reads waited on the held lock");
+        drop(held);
+        assert!(revision > 0);
+        assert_eq!(served.expect("served snapshot"), revision);
+        assert_eq!(on_disk.expect("stored snapshot"), revision);
+        assert_eq!(listed.expect("rows"), 3);
+    }
 }

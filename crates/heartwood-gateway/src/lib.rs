@@ -2,8 +2,8 @@
 //! to sessions.
 //!
 //! It owns [`SessionGateway`] (typed commands in, one projection out, the agent on a supervised
-//! worker per active session), the one [`reducer`], the [`translate`]ion of backend events into
-//! durable events, the [`ProjectContext`] (which project the process serves), the project's
+//! worker per active session), the agent-[`backend`] port and its [`native`] implementation,
+//! the one [`reducer`], the [`translate`]ion of the native engine's events into durable events, the [`ProjectContext`] (which project the process serves), the project's
 //! [`config`] (the model route, written under a project-scoped lock), the read-only [`startup`]
 //! planner, the read-only [`workspace`] service, and [`SessionAdmin`], the administrative view of the project's sessions: list,
 //! show, verify, checkpoint, export, recover, remove.
@@ -12,10 +12,12 @@
 //! the journal's writer to an interface.
 
 mod admin;
+pub mod backend;
 pub mod config;
 mod error;
 mod gateway;
 mod live;
+pub mod native;
 mod project;
 pub mod reducer;
 pub mod startup;
@@ -25,7 +27,7 @@ pub mod workspace;
 
 pub use admin::{ExportReport, RecoverReport, SessionAdmin, SessionView};
 pub use error::{ErrorKind, GatewayError};
-pub use gateway::{NATIVE_BACKEND, SessionGateway};
+pub use gateway::SessionGateway;
 pub use heartwood_audit::{
     Checkpoint, CheckpointReport, Damage, DamageKind, ReceiptRepair, Recovery, SessionMeta,
     SessionSummary, Verified,
@@ -33,5 +35,6 @@ pub use heartwood_audit::{
 pub use heartwood_events as events;
 pub use heartwood_events::{Change, Snapshot, Update};
 pub use live::blank_snapshot;
+pub use native::NATIVE_BACKEND;
 pub use project::ProjectContext;
 pub use workspace::WorkspaceService;

@@ -13,14 +13,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use heartwood_audit::SessionWriter;
 use heartwood_events::{
-    Change, CommandId, Event, Receipt, RecordedEvent, SessionProjection, Snapshot, Update,
+    Change, CommandId, Event, Receipt, RecordedEvent, SessionProjection, SessionRow, Snapshot,
+    Update,
 };
 use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::GatewayError;
 use crate::reducer;
-use crate::translate::Translator;
 use crate::worker::WorkerLink;
 
 /// How many updates a slow subscriber may fall behind before it is told it lagged (and should
@@ -54,16 +54,19 @@ pub fn blank_snapshot(session: heartwood_events::SessionId) -> Snapshot {
 pub(crate) struct Live {
     core: Mutex<Core>,
     updates: broadcast::Sender<Update>,
+    /// The session's list row, kept current by the core outside its lock, so listing sessions
+    /// never waits on a busy one.
+    row: Arc<Mutex<SessionRow>>,
 }
 
 /// Everything behind the session's lock.
 pub(crate) struct Core {
     /// `None` once the session is closed: the lease is released.
-    pub(crate) writer: Option<SessionWriter>,
-    pub(crate) projection: SessionProjection,
-    pub(crate) events: Vec<Arc<RecordedEvent>>,
-    pub(crate) translator: Translator,
-    pub(crate) worker: Option<WorkerLink>,
+    writer: Option<SessionWriter>,
+    projection: SessionProjection,
+    events: Vec<Arc<RecordedEvent>>,
+    worker: Option<WorkerLink>,
+    row: Arc<Mutex<SessionRow>>,
     /// Engine-derived events numbered and shown but not yet in the journal.
     staged: Vec<RecordedEvent>,
     transient_revision: u64,
@@ -78,20 +81,33 @@ impl Live {
         let events: Vec<Arc<RecordedEvent>> = events.into_iter().map(Arc::new).collect();
         let projection = reducer::replay(id, events.iter().map(|e| &**e));
         let (updates, _) = broadcast::channel(UPDATE_QUEUE);
+        let row = Arc::new(Mutex::new(SessionRow::of(&projection, None)));
         Arc::new(Live {
             core: Mutex::new(Core {
                 writer: Some(writer),
                 projection,
                 events,
-                translator: Translator::default(),
                 worker: None,
+                row: Arc::clone(&row),
                 staged: Vec::new(),
                 transient_revision: 0,
                 streaming: String::new(),
                 updates: updates.clone(),
             }),
             updates,
+            row,
         })
+    }
+
+    /// The session's list row now, without waiting on the session's lock.
+    pub(crate) fn row(&self, last_activity: Option<heartwood_events::Timestamp>) -> SessionRow {
+        let mut row = self
+            .row
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        row.last_activity = last_activity;
+        row
     }
 
     /// The session's lock. A panic elsewhere while holding it leaves the journal consistent
@@ -116,6 +132,51 @@ impl Drop for Core {
 }
 
 impl Core {
+    /// The session's projection now.
+    pub(crate) fn projection(&self) -> &SessionProjection {
+        &self.projection
+    }
+
+    /// The session's events now (durable and staged).
+    pub(crate) fn events(&self) -> &[Arc<RecordedEvent>] {
+        &self.events
+    }
+
+    /// The writer, if the session is still served.
+    pub(crate) fn writer_ref(&self) -> Option<&SessionWriter> {
+        self.writer.as_ref()
+    }
+
+    /// Flushes what is staged, leaves the cached projection, and releases the lease. The
+    /// session's worker must have stopped (or been taken) first.
+    pub(crate) fn release(&mut self) {
+        let _ = self.flush();
+        self.store_cache();
+        self.writer = None;
+    }
+
+    /// The session's worker, if one runs.
+    pub(crate) fn worker(&self) -> Option<&WorkerLink> {
+        self.worker.as_ref()
+    }
+
+    /// Takes the worker away (to stop it, or because it stopped).
+    pub(crate) fn take_worker(&mut self) -> Option<WorkerLink> {
+        self.worker.take()
+    }
+
+    /// Sets the session's worker.
+    pub(crate) fn set_worker(&mut self, worker: WorkerLink) {
+        self.worker = Some(worker);
+    }
+
+    /// Asks the worker, if any, to pause at its next step.
+    pub(crate) fn pause_worker(&self) {
+        if let Some(worker) = &self.worker {
+            worker.pause();
+        }
+    }
+
     /// The writer, or why there is none.
     pub(crate) fn writer(&mut self) -> Result<&mut SessionWriter, GatewayError> {
         let id = self.projection.session.clone();
@@ -229,6 +290,8 @@ impl Core {
             self.streaming.clear();
             self.publish(Change::Event { event });
         }
+        *self.row.lock().unwrap_or_else(PoisonError::into_inner) =
+            SessionRow::of(&self.projection, None);
     }
 
     /// Publishes streamed text.

@@ -176,6 +176,11 @@ impl Conversation {
         self.log.digest_of(id)
     }
 
+    /// The conversation's own log, for messages that point a person at it.
+    pub fn log_path(&self) -> std::path::PathBuf {
+        self.config.dir.join("events.jsonl")
+    }
+
     /// Every event so far.
     pub fn events(&self) -> &[AgentEvent] {
         self.log.events()
