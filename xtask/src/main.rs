@@ -116,5 +116,9 @@ fn schema() -> Result<()> {
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
         println!("wrote {}", path.display());
     }
+    let path = dir.join("heartwood.d.ts");
+    std::fs::write(&path, heartwood_events::schema::typescript())
+        .with_context(|| format!("writing {}", path.display()))?;
+    println!("wrote {}", path.display());
     Ok(())
 }

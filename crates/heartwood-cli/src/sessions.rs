@@ -5,8 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use heartwood_gateway::{Checkpoint, ProjectContext, Recovery, SessionAdmin, SessionSummary};
-use serde_json::json;
+use heartwood_gateway::{Checkpoint, ProjectContext, Recovery, SessionAdmin};
 
 use crate::render;
 
@@ -118,10 +117,9 @@ pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
 }
 
 fn list(admin: &SessionAdmin, json: bool, limit: Option<usize>) -> Result<ExitCode> {
-    let sessions = admin.list(limit)?;
+    let sessions = admin.listing(limit)?;
     if json {
-        let rows: Vec<_> = sessions.iter().map(summary_json).collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        println!("{}", serde_json::to_string_pretty(&sessions)?);
     } else if sessions.is_empty() {
         println!("no sessions in this project yet");
     } else {
@@ -130,69 +128,22 @@ fn list(admin: &SessionAdmin, json: bool, limit: Option<usize>) -> Result<ExitCo
             "session", "last activity", "events"
         );
         for s in &sessions {
-            let when = s.last_activity.as_ref().map_or("-", |t| t.as_str());
             println!(
                 "{:<36} {:<24} {:>7}  {}",
                 s.id,
-                when,
+                s.last_activity.as_deref().unwrap_or("-"),
                 s.events,
-                status_text(s)
+                s.status
             );
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn status_text(s: &SessionSummary) -> String {
-    if let Err(e) = &s.meta {
-        return format!("unreadable metadata: {e}");
-    }
-    match (&s.writer, s.interrupted) {
-        (Some(w), _) => format!("open in pid {}", w.pid),
-        (None, true) => "interrupted append: run `heartwood sessions recover`".to_owned(),
-        (None, false) => "closed".to_owned(),
-    }
-}
-
-fn summary_json(s: &SessionSummary) -> serde_json::Value {
-    json!({
-        "id": s.id,
-        "created_at": s.meta.as_ref().ok().map(|m| m.created_at.as_str()),
-        "backend": s.meta.as_ref().ok().map(|m| m.backend.as_str()),
-        "events": s.events,
-        "last_activity": s.last_activity.as_ref().map(|t| t.as_str()),
-        "interrupted": s.interrupted,
-        "writer_pid": s.writer.as_ref().map(|w| w.pid),
-        "metadata_error": s.meta.as_ref().err(),
-    })
-}
-
 fn show(admin: &SessionAdmin, id: &str, json: bool) -> Result<ExitCode> {
     let view = admin.show(id)?;
     if json {
-        let events: Vec<_> = view
-            .events
-            .iter()
-            .map(|e| match e {
-                Ok(e) => serde_json::to_value(e).unwrap_or_default(),
-                Err(err) => json!({ "error": err.to_string() }),
-            })
-            .collect();
-        let integrity = match &view.integrity {
-            Ok(v) => json!({
-                "intact": true,
-                "count": v.count,
-                "terminal_hash": v.terminal_hash,
-                "merkle_root": v.merkle_root,
-            }),
-            Err(e) => json!({"intact": false, "error": e.to_string()}),
-        };
-        let out = json!({
-            "meta": view.meta,
-            "integrity": integrity,
-            "events": events,
-            "projection": view.projection,
-        });
+        let out = view.report();
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         let meta = &view.meta;

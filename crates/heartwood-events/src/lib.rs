@@ -3,14 +3,16 @@
 //! This crate owns validated identifiers ([`SessionId`], [`CommandId`], [`ActionSetId`],
 //! [`Seq`]), the durable [`Event`] enum and its [`RecordedEvent`] envelope, the [`Command`]
 //! enum interfaces submit, command [`Receipt`]s, the [`SessionProjection`] every interface
-//! renders (with the action, decision, lifecycle and usage types it is made of), and the
-//! canonical JSON byte form that the audit chain hashes.
+//! renders (with the action, decision, lifecycle and usage types it is made of), the other
+//! wire types interfaces receive (updates, snapshots, session rows, the [`startup`] plan, the
+//! workflow [`catalog`]), and the canonical JSON byte form that the audit chain hashes.
 //!
 //! It must never do I/O: no files, no clocks beyond reading "now" for a timestamp, no network.
 //! Anything that touches a session directory lives in `heartwood-audit`.
 
 mod action;
 mod canonical;
+pub mod catalog;
 mod command;
 mod decode;
 mod event;
@@ -18,6 +20,7 @@ mod id;
 mod projection;
 mod receipt;
 pub mod schema;
+pub mod startup;
 mod time;
 mod wire;
 
@@ -36,7 +39,7 @@ pub use projection::{
 };
 pub use receipt::{Outcome, Receipt};
 pub use time::Timestamp;
-pub use wire::{Change, Snapshot, Update};
+pub use wire::{Change, NewSession, Snapshot, Update};
 
 /// Version of the event, command and receipt formats this build writes.
 ///

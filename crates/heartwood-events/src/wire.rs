@@ -58,3 +58,11 @@ pub struct Snapshot {
     /// Model text streamed since the last durable event (its tail, when long).
     pub streaming: String,
 }
+
+/// A session id minted for an interface's first task (the gateway chooses ids; callers
+/// cannot).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NewSession {
+    /// The new session's id. Nothing exists on disk until its first command.
+    pub session: crate::SessionId,
+}

@@ -58,6 +58,101 @@ fn receipt_of(event: &RecordedEvent) -> Option<RebuiltReceipt> {
     })
 }
 
+/// One line of a session listing, as `sessions ls --json` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SessionListing {
+    /// The session id.
+    pub id: SessionId,
+    /// When the session was created (absent when its metadata cannot be read).
+    pub created_at: Option<String>,
+    /// The backend that serves it.
+    pub backend: Option<String>,
+    /// Lines in its journal.
+    pub events: u64,
+    /// When its journal last changed.
+    pub last_activity: Option<String>,
+    /// Whether an append was interrupted and awaits recovery.
+    pub interrupted: bool,
+    /// The process that holds it open, if it still runs.
+    pub writer_pid: Option<u32>,
+    /// Why its metadata cannot be read, if it cannot.
+    pub metadata_error: Option<String>,
+    /// Where it stands, in words, with what to do when something is wrong.
+    pub status: String,
+}
+
+impl SessionListing {
+    fn of(s: &SessionSummary) -> Self {
+        let status = match (&s.meta, &s.writer, s.interrupted) {
+            (Err(e), _, _) => format!("unreadable metadata: {e}"),
+            (Ok(_), Some(w), _) => format!("open in pid {}", w.pid),
+            (Ok(_), None, true) => {
+                format!(
+                    "interrupted append: run `heartwood sessions recover {}`",
+                    s.id
+                )
+            }
+            (Ok(_), None, false) => "closed".to_owned(),
+        };
+        SessionListing {
+            id: s.id.clone(),
+            created_at: s.meta.as_ref().ok().map(|m| m.created_at.to_string()),
+            backend: s.meta.as_ref().ok().map(|m| m.backend.clone()),
+            events: s.events,
+            last_activity: s.last_activity.as_ref().map(|t| t.as_str().to_owned()),
+            interrupted: s.interrupted,
+            writer_pid: s.writer.as_ref().map(|w| w.pid),
+            metadata_error: s.meta.as_ref().err().cloned(),
+            status,
+        }
+    }
+}
+
+/// What verification found, as `sessions show --json` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct IntegrityReport {
+    /// Whether the chain verified.
+    pub intact: bool,
+    /// Events covered, when intact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    /// The hash of the last audit record, when intact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub terminal_hash: Option<String>,
+    /// The Merkle root over the audit records, when intact and computed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merkle_root: Option<String>,
+    /// The first damage, when not intact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One journal line: the event, or why it cannot be read.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum EventLine {
+    /// A readable event.
+    Event(RecordedEvent),
+    /// A line that cannot be read.
+    Unreadable {
+        /// Why.
+        error: String,
+    },
+}
+
+/// One session whole, as `sessions show --json` prints it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SessionReport {
+    /// The session's metadata.
+    pub meta: SessionMeta,
+    /// What verification found.
+    pub integrity: IntegrityReport,
+    /// Every journal line, decoded independently.
+    pub events: Vec<EventLine>,
+    /// The projection, when the session is intact and every event could be read.
+    pub projection: Option<SessionProjection>,
+}
+
 /// One session, as `show` presents it.
 #[derive(Debug)]
 pub struct SessionView {
@@ -86,6 +181,43 @@ pub struct SessionAdmin {
     store: SessionStore,
 }
 
+impl SessionView {
+    /// The view as one serializable report.
+    pub fn report(&self) -> SessionReport {
+        let integrity = match &self.integrity {
+            Ok(v) => IntegrityReport {
+                intact: true,
+                count: Some(v.count),
+                terminal_hash: Some(v.terminal_hash.to_hex()),
+                merkle_root: v.merkle_root.as_ref().map(|d| d.to_hex()),
+                error: None,
+            },
+            Err(e) => IntegrityReport {
+                intact: false,
+                count: None,
+                terminal_hash: None,
+                merkle_root: None,
+                error: Some(e.to_string()),
+            },
+        };
+        SessionReport {
+            meta: self.meta.clone(),
+            integrity,
+            events: self
+                .events
+                .iter()
+                .map(|e| match e {
+                    Ok(e) => EventLine::Event(e.clone()),
+                    Err(err) => EventLine::Unreadable {
+                        error: err.to_string(),
+                    },
+                })
+                .collect(),
+            projection: self.projection.clone(),
+        }
+    }
+}
+
 impl SessionAdmin {
     /// Administration for `project`'s sessions.
     pub fn new(project: &ProjectContext) -> Self {
@@ -99,6 +231,11 @@ impl SessionAdmin {
         let mut sessions = self.store.list()?;
         sessions.truncate(limit.unwrap_or(usize::MAX));
         Ok(sessions)
+    }
+
+    /// Sessions, most recently active first, at most `limit`, as listing lines.
+    pub fn listing(&self, limit: Option<usize>) -> Result<Vec<SessionListing>, GatewayError> {
+        Ok(self.list(limit)?.iter().map(SessionListing::of).collect())
     }
 
     /// One session's metadata, integrity and events.

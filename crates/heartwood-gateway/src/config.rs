@@ -38,16 +38,7 @@ impl RouteCategory {
     }
 }
 
-/// Where the model credential lives relative to the agent's tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CredentialBoundary {
-    /// The route needs no secret.
-    CredentialFree,
-    /// The secret is in Heartwood's environment and removed from what tools can see; the model
-    /// client and the tools still share an operating-system identity.
-    ApplicationScrubbed,
-}
+pub use heartwood_events::startup::CredentialBoundary;
 
 /// The configured model route.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

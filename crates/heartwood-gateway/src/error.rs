@@ -32,6 +32,12 @@ pub enum GatewayError {
     /// A project file could not be shown.
     #[error("{0}")]
     Workspace(String),
+    /// The request cannot be carried out as asked (the message says why and what instead).
+    #[error("{0}")]
+    Invalid(String),
+    /// Reading or writing a file outside the session failed.
+    #[error("{0}")]
+    Io(String),
 }
 
 /// What kind of failure a [`GatewayError`] is, for an interface that must answer in its own
@@ -64,7 +70,10 @@ impl GatewayError {
     /// What kind of failure this is.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            GatewayError::BadId(_) | GatewayError::Workspace(_) => ErrorKind::Invalid,
+            GatewayError::BadId(_) | GatewayError::Workspace(_) | GatewayError::Invalid(_) => {
+                ErrorKind::Invalid
+            }
+            GatewayError::Io(_) => ErrorKind::Io,
             GatewayError::NoProject(_) | GatewayError::Config(_) | GatewayError::Closed(_) => {
                 ErrorKind::Unavailable
             }

@@ -5,7 +5,7 @@
 //! worker per active session), the agent-[`backend`] port and its [`native`] implementation,
 //! the one [`reducer`], the [`translate`]ion of the native engine's events into durable events, the [`ProjectContext`] (which project the process serves), the project's
 //! [`config`] (the model route, written under a project-scoped lock), the read-only [`startup`]
-//! planner, the read-only [`workspace`] service, and [`SessionAdmin`], the administrative view of the project's sessions: list,
+//! planner, the read-only [`workspace`] service, session [`replay`], and [`SessionAdmin`], the administrative view of the project's sessions: list,
 //! show, verify, checkpoint, export, recover, remove.
 //!
 //! It must never let an interface choose another project's directory, and it must never expose
@@ -20,12 +20,16 @@ mod live;
 pub mod native;
 mod project;
 pub mod reducer;
+pub mod replay;
 pub mod startup;
 pub mod translate;
 mod worker;
 pub mod workspace;
 
-pub use admin::{ExportReport, RecoverReport, SessionAdmin, SessionView};
+pub use admin::{
+    EventLine, ExportReport, IntegrityReport, RecoverReport, SessionAdmin, SessionListing,
+    SessionReport, SessionView,
+};
 pub use error::{ErrorKind, GatewayError};
 pub use gateway::SessionGateway;
 pub use heartwood_audit::{

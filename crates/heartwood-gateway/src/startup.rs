@@ -6,64 +6,14 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use heartwood_audit::SessionStore;
-use serde::Serialize;
 
-use crate::config::{CredentialBoundary, ProjectConfig, RouteConfig};
+use crate::config::{ProjectConfig, RouteConfig};
 use crate::{GatewayError, ProjectContext};
 
 /// How long the planner waits for the model service to accept a connection.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Where the project stands, in the order the planner checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    /// A session needs recovery before anything else.
-    RecoveryRequired,
-    /// The folder does not look like a project (the filesystem root or the home folder).
-    ProjectReview,
-    /// No usable model route is configured.
-    ModelRequired,
-    /// The route's credential variable is not set.
-    CredentialRequired,
-    /// The model service cannot be reached.
-    ConnectionRequired,
-    /// The route needs compute Heartwood would provide (Heartwood-managed local models, which
-    /// are not available yet, so this phase is not produced today).
-    ComputeRequired,
-    /// Ready for work.
-    Ready,
-}
-
-/// The configured route, as the plan shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RouteSummary {
-    /// How the model is reached.
-    pub category: &'static str,
-    /// The service.
-    pub base_url: String,
-    /// The model.
-    pub model: String,
-    /// The credential variable's name, if any.
-    pub api_key_env: Option<String>,
-    /// Where the credential sits relative to the agent's tools.
-    pub credential_boundary: CredentialBoundary,
-}
-
-/// The startup plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StartupPlan {
-    /// The phase.
-    pub phase: Phase,
-    /// What the phase means here, for the researcher.
-    pub explanation: String,
-    /// What to do next.
-    pub next_action: String,
-    /// The configured route, if any.
-    pub route: Option<RouteSummary>,
-    /// Sessions recorded in this project.
-    pub sessions: usize,
-}
+pub use heartwood_events::startup::{Phase, RouteSummary, StartupPlan};
 
 /// Plans startup for `project`.
 pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
@@ -181,7 +131,7 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
 
 fn summarize(route: &RouteConfig) -> RouteSummary {
     RouteSummary {
-        category: route.category.as_str(),
+        category: route.category.as_str().to_owned(),
         base_url: route.display_url(),
         model: route.model.clone(),
         api_key_env: route.api_key_env.clone(),

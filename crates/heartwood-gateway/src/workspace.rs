@@ -204,7 +204,7 @@ impl WorkspaceService {
 }
 
 /// The workflow catalog (read-only; creates nothing).
-pub fn workflow_catalog() -> Result<Vec<heartwood_workflow::catalog::Entry>, GatewayError> {
+pub fn workflow_catalog() -> Result<Vec<heartwood_events::catalog::CatalogEntry>, GatewayError> {
     heartwood_workflow::catalog::catalog().map_err(|e| GatewayError::Config(e.to_string()))
 }
 

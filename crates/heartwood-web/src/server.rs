@@ -16,7 +16,7 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use heartwood_events::{Change, Command, CommandId, Lifecycle, Outcome, SessionId, Update};
 use heartwood_gateway::{ProjectContext, SessionGateway};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::capability::COOKIE;
@@ -237,7 +237,9 @@ fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) ->
         // The server mints the id; callers cannot choose one.
         ("POST", ["api", "sessions"]) => json_response(
             StatusCode::CREATED,
-            &json!({"session": SessionGateway::new_session_id()}),
+            &heartwood_gateway::events::NewSession {
+                session: SessionGateway::new_session_id(),
+            },
         ),
         ("GET", ["api", "sessions", id, "snapshot"]) => {
             let Ok(id) = SessionId::parse(id) else {

@@ -1,49 +1,13 @@
 //! The read-only workflow catalog: the maintained definitions, each with what it needs and
 //! whether this build can check every stage of it. Discovering the catalog creates nothing.
 
-use serde::Serialize;
+pub use heartwood_events::catalog::{CatalogEntry, CatalogStage};
 
 use crate::check::{KNOWN_CHECKS, REGISTERED_CHECKS};
-use crate::definition::{Budget, Definition, DefinitionError};
+use crate::definition::{Definition, DefinitionError};
 
 /// The maintained definitions, as shipped.
 const MAINTAINED: [&str; 1] = [include_str!("../../../fixtures/workflows/tabular-ols.json")];
-
-/// One catalog entry.
-#[derive(Debug, Clone, Serialize)]
-pub struct Entry {
-    /// The definition's id.
-    pub id: String,
-    /// Its version.
-    pub version: String,
-    /// Its title.
-    pub title: String,
-    /// Files the researcher provides.
-    pub inputs: Vec<String>,
-    /// Stages, in order, with their artifacts and budgets.
-    pub stages: Vec<StageEntry>,
-    /// Whether every check it names is implemented.
-    pub supported: bool,
-    /// The checks it names that this build does not implement.
-    pub missing_checks: Vec<String>,
-}
-
-/// One stage of a catalog entry.
-#[derive(Debug, Clone, Serialize)]
-pub struct StageEntry {
-    /// Id.
-    pub id: String,
-    /// Title.
-    pub title: String,
-    /// Artifact paths it produces.
-    pub produces: Vec<String>,
-    /// Check ids.
-    pub checks: Vec<String>,
-    /// Whether a researcher accepts it.
-    pub researcher_gate: bool,
-    /// Work limits.
-    pub budget: Budget,
-}
 
 /// The maintained definitions, validated.
 pub fn definitions() -> Result<Vec<Definition>, DefinitionError> {
@@ -59,11 +23,11 @@ pub fn definition(id: &str) -> Result<Option<Definition>, DefinitionError> {
 }
 
 /// The catalog.
-pub fn catalog() -> Result<Vec<Entry>, DefinitionError> {
+pub fn catalog() -> Result<Vec<CatalogEntry>, DefinitionError> {
     Ok(definitions()?.iter().map(entry).collect())
 }
 
-fn entry(d: &Definition) -> Entry {
+fn entry(d: &Definition) -> CatalogEntry {
     let mut missing: Vec<String> = d
         .stages
         .iter()
@@ -72,7 +36,7 @@ fn entry(d: &Definition) -> Entry {
         .collect();
     missing.sort();
     missing.dedup();
-    Entry {
+    CatalogEntry {
         id: d.id.clone(),
         version: d.version.clone(),
         title: d.title.clone(),
@@ -80,7 +44,7 @@ fn entry(d: &Definition) -> Entry {
         stages: d
             .stages
             .iter()
-            .map(|s| StageEntry {
+            .map(|s| CatalogStage {
                 id: s.id.clone(),
                 title: s.title.clone(),
                 produces: s

@@ -104,19 +104,7 @@ pub struct CheckUse {
     pub covers: Vec<String>,
 }
 
-/// Work limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Budget {
-    /// Most model calls.
-    pub model_calls: u32,
-    /// Most tokens, prompt and completion together.
-    pub tokens: u64,
-    /// Most tool actions.
-    pub actions: u32,
-    /// Most elapsed seconds.
-    pub seconds: u64,
-}
+pub use heartwood_events::catalog::Budget;
 
 /// Why a definition was refused; names the offending item.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

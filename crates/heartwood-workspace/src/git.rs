@@ -50,6 +50,46 @@ impl Git {
         }
     }
 
+    /// Writes the files of `commit` into the empty folder `into` (`git archive` through the
+    /// same hardening, unpacked by `tar`). `commit` must be a full object id: nothing a
+    /// session records can smuggle an option into the command line.
+    pub(crate) fn export(&self, commit: &str, into: &Path) -> Result<(), String> {
+        let is_object_id = matches!(commit.len(), 40 | 64)
+            && commit
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+        if !is_object_id {
+            return Err(format!("{commit:?} is not a commit id"));
+        }
+        let mut archive = self
+            .command(&["archive", "--format=tar", commit])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        let tar_input = archive
+            .stdout
+            .take()
+            .ok_or_else(|| "git archive gave no output".to_owned())?;
+        let unpacked = Command::new("tar")
+            .args(["-x", "--no-same-owner", "-C"])
+            .arg(into)
+            .stdin(tar_input)
+            .stdout(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run tar: {e}"))?;
+        let archived = archive
+            .wait_with_output()
+            .map_err(|e| format!("git archive did not finish: {e}"))?;
+        if !archived.status.success() {
+            return Err(String::from_utf8_lossy(&archived.stderr).trim().to_owned());
+        }
+        if !unpacked.status.success() {
+            return Err(String::from_utf8_lossy(&unpacked.stderr).trim().to_owned());
+        }
+        Ok(())
+    }
+
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new("git");
         for (key, _) in std::env::vars_os() {

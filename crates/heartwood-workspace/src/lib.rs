@@ -96,6 +96,25 @@ impl Workspace {
         changes.changes.is_empty().then_some(head)
     }
 
+    /// Writes the files of `commit` (a full commit id, as [`Workspace::clean_head`] gives) into
+    /// `into`, which must be an empty folder; for replaying a session from its starting files.
+    pub fn export_commit(&self, commit: &str, into: &Path) -> Result<(), WorkspaceError> {
+        let git = self
+            .git
+            .as_ref()
+            .ok_or_else(|| WorkspaceError::Git("the project is not in a Git work tree".into()))?;
+        let empty = std::fs::read_dir(into)
+            .map(|mut d| d.next().is_none())
+            .map_err(|e| WorkspaceError::Project(format!("{}: {e}", into.display())))?;
+        if !empty {
+            return Err(WorkspaceError::Project(format!(
+                "{} is not empty; starting files go into an empty folder",
+                into.display()
+            )));
+        }
+        git.export(commit, into).map_err(WorkspaceError::Git)
+    }
+
     /// What sits at `path` (links not followed) and, for files, its size.
     pub fn kind(&self, path: &ProjectPath) -> Result<(EntryKind, u64), AccessError> {
         self.root.kind(path)

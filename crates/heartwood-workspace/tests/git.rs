@@ -241,3 +241,49 @@ fn without_git_changes_are_the_sessions_file_edits_only() {
         .expect("diff");
     assert_eq!(diff.status, DiffStatus::NotGit);
 }
+
+#[test]
+fn a_commits_files_are_written_out_and_nothing_but_a_commit_id_reaches_git() {
+    let repo = changed_repo();
+    let workspace = Workspace::open(repo.path()).expect("open");
+    let head = {
+        let out = Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(repo.path())
+            .output()
+            .expect("git");
+        String::from_utf8(out.stdout)
+            .expect("utf8")
+            .trim()
+            .to_owned()
+    };
+    let out = tempfile::tempdir().expect("tempdir");
+    let into = out.path().join("copy");
+    std::fs::create_dir(&into).expect("mkdir");
+    workspace.export_commit(&head, &into).expect("export");
+    // The committed files, as committed, and nothing the work tree changed since.
+    assert_eq!(
+        std::fs::read(into.join("a.txt")).expect("a"),
+        b"one\ntwo\nthree\n"
+    );
+    assert!(into.join("b.txt").exists() && into.join("old name.txt").exists());
+    assert!(!into.join("added.txt").exists() && !into.join(".heartwood").exists());
+
+    // An option or a ref name in place of an id is refused before git runs.
+    let planted = out.path().join("planted");
+    for hostile in [
+        format!("--output={}", planted.display()),
+        "HEAD".to_owned(),
+        head.to_uppercase(),
+    ] {
+        let empty = out.path().join("empty");
+        std::fs::create_dir_all(&empty).expect("mkdir");
+        assert!(
+            workspace.export_commit(&hostile, &empty).is_err(),
+            "{hostile}"
+        );
+        assert!(!planted.exists());
+    }
+    // A folder that is not empty is refused.
+    assert!(workspace.export_commit(&head, &into).is_err());
+}

@@ -176,7 +176,7 @@ fn startup_explains_an_unreachable_service() {
         explanation: "Nothing answers at http://127.0.0.1:9/v1 (connection refused).".into(),
         next_action: "Start the model service, then press Enter to check again.".into(),
         route: Some(RouteSummary {
-            category: "compatible",
+            category: "compatible".into(),
             base_url: "http://127.0.0.1:9/v1".into(),
             model: "m".into(),
             api_key_env: None,

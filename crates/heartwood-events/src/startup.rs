@@ -1,0 +1,67 @@
+//! The startup plan every interface shows first: where the project stands and what to do
+//! next. The gateway's planner fills it in; this module owns only its shape on the wire.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Where the project stands, in the order the planner checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// A session needs recovery before anything else.
+    RecoveryRequired,
+    /// The folder does not look like a project (the filesystem root or the home folder).
+    ProjectReview,
+    /// No usable model route is configured.
+    ModelRequired,
+    /// The route's credential variable is not set.
+    CredentialRequired,
+    /// The model service cannot be reached.
+    ConnectionRequired,
+    /// The route needs compute Heartwood would provide (Heartwood-managed local models, which
+    /// are not available yet, so this phase is not produced today).
+    ComputeRequired,
+    /// Ready for work.
+    Ready,
+}
+
+/// Where the model credential lives relative to the agent's tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CredentialBoundary {
+    /// The route needs no secret.
+    CredentialFree,
+    /// The secret is in Heartwood's environment and removed from what tools can see; the model
+    /// client and the tools still share an operating-system identity.
+    ApplicationScrubbed,
+}
+
+/// The configured route, as the plan shows it (never the credential itself).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RouteSummary {
+    /// How the model is reached (`compatible`, ...).
+    pub category: String,
+    /// The service, with any user information and query redacted.
+    pub base_url: String,
+    /// The model.
+    pub model: String,
+    /// The credential variable's name, if any.
+    pub api_key_env: Option<String>,
+    /// Where the credential sits relative to the agent's tools.
+    pub credential_boundary: CredentialBoundary,
+}
+
+/// The startup plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StartupPlan {
+    /// The phase.
+    pub phase: Phase,
+    /// What the phase means here, for the researcher.
+    pub explanation: String,
+    /// What to do next.
+    pub next_action: String,
+    /// The configured route, if any.
+    pub route: Option<RouteSummary>,
+    /// Sessions recorded in this project.
+    pub sessions: usize,
+}
