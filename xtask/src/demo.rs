@@ -28,7 +28,7 @@ pub fn generate() -> Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let server = ScriptedModelServer::start(script).await?;
-        let project = ProjectContext::at(scratch.path());
+        let project = ProjectContext::at(scratch.path()).expect("a UTF-8 project path");
         ProjectConfig::set_route(
             &project,
             RouteConfig::compatible(&server.base_url(), "scripted"),

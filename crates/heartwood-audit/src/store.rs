@@ -40,7 +40,8 @@ pub struct SessionStore {
 
 impl SessionStore {
     /// The store of the project rooted at `project_root`. Creates nothing.
-    pub fn new(project_root: &Path) -> Self {
+    pub fn new(project_root: impl AsRef<Path>) -> Self {
+        let project_root = project_root.as_ref();
         SessionStore {
             sessions_root: project_root.join(STATE_DIR).join(SESSIONS_DIR),
         }

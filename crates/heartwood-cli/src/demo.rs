@@ -90,7 +90,7 @@ fn walkthrough(project: &ProjectContext) -> Result<ExitCode> {
         "\nSession {SESSION} verified: {} events, hash chain intact (terminal hash {}).",
         verified.count, verified.terminal_hash
     );
-    println!("Look around: cd {} && heartwood", project.root().display());
+    println!("Look around: cd {} && heartwood", project.root());
     Ok(code)
 }
 

@@ -70,7 +70,7 @@ pub fn run(project: ProjectContext, args: ServeArgs) -> Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("no randomness for the launch capability: {e}"))?;
         println!(
             "Heartwood serves {} ({}). Open (the link carries this run's capability):\n\n    {}?token={}\n\nPrograms send it as `Authorization: Bearer …`. Ctrl-C stops the server.",
-            project.root().display(),
+            project.root(),
             match &mode {
                 Mode::Loopback => "loopback only",
                 Mode::JupyterProxy { .. } => "behind the Jupyter server proxy",

@@ -79,6 +79,16 @@ impl Command {
     }
 
     /// Reads a submitted command, reporting newer formats and unknown kinds by name.
+    ///
+    /// ```
+    /// use heartwood_events::{Command, CommandKind};
+    ///
+    /// let sent = br#"{"schema":1,"command_id":"c1","session":"s1","type":"pause"}"#;
+    /// assert!(matches!(Command::decode(sent).map(|c| c.kind), Ok(CommandKind::Pause)));
+    /// // A newer format is refused, naming both versions, rather than read as this one.
+    /// let newer = br#"{"schema":9,"command_id":"c1","session":"s1","type":"pause"}"#;
+    /// assert!(Command::decode(newer).unwrap_err().to_string().contains('9'));
+    /// ```
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         decode_versioned::<Head>(
             bytes,

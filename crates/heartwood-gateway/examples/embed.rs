@@ -26,7 +26,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = args.next().unwrap_or_else(|| "qwen2.5-coder".to_owned());
 
     // The project and its model route (stored in PROJECT_DIR/.heartwood/config.toml).
-    let project = ProjectContext::at(std::path::Path::new(&dir));
+    let project = ProjectContext::at(std::path::Path::new(&dir))?;
     ProjectConfig::set_route(&project, RouteConfig::compatible(&base_url, &model))?;
 
     let gateway = SessionGateway::new(project.clone())?;

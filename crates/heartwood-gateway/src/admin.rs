@@ -176,6 +176,19 @@ pub struct ExportReport {
 }
 
 /// The administrative view of one project's sessions.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let folder = tempfile::tempdir()?;
+/// let project = heartwood_gateway::ProjectContext::at(folder.path())?;
+/// let admin = heartwood_gateway::SessionAdmin::new(&project);
+/// assert!(admin.listing(None)?.is_empty());
+/// // A session that does not exist is an error that says so, not an empty one.
+/// let missing = admin.show("s-none").unwrap_err();
+/// assert_eq!(missing.kind(), heartwood_gateway::ErrorKind::NotFound);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct SessionAdmin {
     store: SessionStore,

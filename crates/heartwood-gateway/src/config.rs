@@ -5,6 +5,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use camino::{Utf8Path, Utf8PathBuf};
+
 use serde::{Deserialize, Serialize};
 
 use crate::{GatewayError, ProjectContext};
@@ -193,8 +195,8 @@ impl RouteConfig {
     }
 
     /// The recording a replay route serves, resolved against the project folder.
-    pub fn recording_path(&self, project: &Path) -> Option<PathBuf> {
-        self.recording.as_ref().map(|r| project.join(r))
+    pub fn recording_path(&self, project: impl AsRef<Path>) -> Option<PathBuf> {
+        self.recording.as_ref().map(|r| project.as_ref().join(r))
     }
 
     /// The engine's route for this configuration, in `project`.
@@ -263,8 +265,8 @@ pub fn install_recording(
         )));
     }
     let dir = project.state_dir().join("recordings");
-    let io = |what: &str, path: &Path, e: std::io::Error| {
-        GatewayError::Config(format!("cannot {what} {}: {e}", path.display()))
+    let io = |what: &str, path: &Utf8Path, e: std::io::Error| {
+        GatewayError::Config(format!("cannot {what} {path}: {e}"))
     };
     std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
     let path = dir.join(name);
@@ -293,16 +295,13 @@ impl ProjectConfig {
                 return Ok(ProjectConfig::default());
             }
             Err(e) => {
-                return Err(GatewayError::Config(format!(
-                    "cannot read {}: {e}",
-                    path.display()
-                )));
+                return Err(GatewayError::Config(format!("cannot read {}: {e}", path)));
             }
         };
         toml::from_str(&text).map_err(|e| {
             GatewayError::Config(format!(
                 "{} is not valid ({e}); fix it or connect the model again",
-                path.display()
+                path
             ))
         })
     }
@@ -311,8 +310,8 @@ impl ProjectConfig {
     pub fn set_route(project: &ProjectContext, route: RouteConfig) -> Result<Self, GatewayError> {
         route.validate()?;
         let state = project.state_dir();
-        let io = |what: &str, path: &Path, e: std::io::Error| {
-            GatewayError::Config(format!("cannot {what} {}: {e}", path.display()))
+        let io = |what: &str, path: &Utf8Path, e: std::io::Error| {
+            GatewayError::Config(format!("cannot {what} {path}: {e}"))
         };
         std::fs::create_dir_all(&state).map_err(|e| io("create", &state, e))?;
         let lock_path = state.join("config.lock");
@@ -340,7 +339,7 @@ impl ProjectConfig {
     }
 }
 
-fn config_path(project: &ProjectContext) -> PathBuf {
+fn config_path(project: &ProjectContext) -> Utf8PathBuf {
     project.state_dir().join("config.toml")
 }
 
@@ -387,7 +386,7 @@ mod tests {
     #[test]
     fn a_route_round_trips_through_the_config_file() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let project = ProjectContext::at(dir.path());
+        let project = ProjectContext::at(dir.path()).expect("a UTF-8 project path");
         assert_eq!(
             ProjectConfig::load(&project).expect("load"),
             ProjectConfig::default()
@@ -408,7 +407,7 @@ mod tests {
     #[test]
     fn invalid_routes_are_refused_with_what_to_change() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let project = ProjectContext::at(dir.path());
+        let project = ProjectContext::at(dir.path()).expect("a UTF-8 project path");
         let cases = [
             (
                 RouteConfig {

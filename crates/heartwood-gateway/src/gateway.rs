@@ -31,6 +31,26 @@ use heartwood_events::{Snapshot, Update};
 pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// The gateway of one project: the only way an interface reaches its sessions.
+///
+/// ```
+/// use heartwood_gateway::events::{CommandName, Lifecycle};
+/// use heartwood_gateway::{ProjectContext, SessionGateway};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let folder = tempfile::tempdir()?;
+/// let gateway = SessionGateway::new(ProjectContext::at(folder.path())?)?;
+/// // An interface mints a session id and shows its (blank) snapshot before the first task.
+/// let session = SessionGateway::new_session_id();
+/// let snapshot = gateway.snapshot(&session, 0)?;
+/// assert_eq!(snapshot.projection.lifecycle, Lifecycle::Idle);
+/// assert!(snapshot.projection.allows(CommandName::SubmitTask));
+/// // Looking created nothing.
+/// assert!(gateway.rows(10)?.is_empty());
+/// gateway.close().await;
+/// # Ok(())
+/// # }
+/// ```
 pub struct SessionGateway {
     project: ProjectContext,
     store: SessionStore,
@@ -531,7 +551,7 @@ impl SessionGateway {
             .clone();
         let spec = BackendSpec {
             route,
-            project: utf8(self.project.root())?,
+            project: self.project.root().to_owned(),
             state_dir: utf8(&state_dir)?,
             policy,
         };
@@ -704,8 +724,10 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn a_session_whose_lock_is_held_does_not_stall_another_sessions_reads() {
         let project = tempfile::tempdir().expect("tempdir");
-        let gateway =
-            Arc::new(SessionGateway::new(ProjectContext::at(project.path())).expect("gw"));
+        let gateway = Arc::new(
+            SessionGateway::new(ProjectContext::at(project.path()).expect("a UTF-8 project path"))
+                .expect("gw"),
+        );
         let (_, slow) = served(&gateway, "slow");
         let (other, other_live) = served(&gateway, "other");
         let revision = other_live.lock().projection().revision;

@@ -65,14 +65,11 @@ impl SessionAdmin {
 
 /// Where a replay's fresh copy of the starting files goes by default: beside the project.
 pub fn default_copy(project: &ProjectContext, session: &str) -> PathBuf {
-    let name = project
-        .root()
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "project".to_owned());
+    let name = project.root().file_name().unwrap_or("project");
     project
         .root()
         .with_file_name(format!("{name}-replay-{session}"))
+        .into_std_path_buf()
 }
 
 /// Writes the files of `commit` into a new folder `dir` (through the workspace's hardened

@@ -16,6 +16,19 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 pub use heartwood_events::startup::{Phase, RouteSummary, StartupPlan};
 
 /// Plans startup for `project`.
+///
+/// ```
+/// use heartwood_gateway::startup::{Phase, plan};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let folder = tempfile::tempdir()?;
+/// let project = heartwood_gateway::ProjectContext::at(folder.path())?;
+/// let plan = plan(&project)?;
+/// assert_eq!(plan.phase, Phase::ModelRequired);
+/// assert!(plan.next_action.starts_with("heartwood model connect"));
+/// # Ok(())
+/// # }
+/// ```
 pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
     let sessions = SessionStore::new(project.root()).list()?;
     let plan = |phase, explanation: String, next_action: String, route: Option<RouteSummary>| {

@@ -63,8 +63,9 @@ async fn the_embedding_example_decides_a_set_and_prints_the_terminal_hash() {
         .strip_prefix("session ")
         .and_then(|rest| rest.split(':').next())
         .expect("session id");
-    let (verified, _) = SessionAdmin::new(&ProjectContext::at(project.path()))
-        .verify(session, None)
-        .expect("verify");
+    let (verified, _) =
+        SessionAdmin::new(&ProjectContext::at(project.path()).expect("a UTF-8 project path"))
+            .verify(session, None)
+            .expect("verify");
     assert!(line.ends_with(&verified.terminal_hash.to_hex()), "{line}");
 }

@@ -25,7 +25,7 @@ impl Fixture {
         let project = tempfile::tempdir().expect("project");
         std::fs::write(project.path().join("data.csv"), "id,y\n1,2\n").expect("write");
         let server = ScriptedModelServer::start(script).await.expect("server");
-        let context = ProjectContext::at(project.path());
+        let context = ProjectContext::at(project.path()).expect("a UTF-8 project path");
         ProjectConfig::set_route(&context, route(&server.base_url(), None)).expect("route");
         let gateway = SessionGateway::new(context).expect("gateway");
         Fixture {
@@ -336,7 +336,7 @@ async fn a_failed_run_is_reported_and_the_gateway_keeps_serving() {
 #[tokio::test(flavor = "multi_thread")]
 async fn low_risk_automation_is_refused_for_a_secret_backed_route() {
     let f = Fixture::new(Script::of(vec![Turn::text("hi")])).await;
-    let context = ProjectContext::at(f.project.path());
+    let context = ProjectContext::at(f.project.path()).expect("a UTF-8 project path");
     ProjectConfig::set_route(
         &context,
         route(&f.server.base_url(), Some("HEARTWOOD_TEST_MODEL_KEY")),
@@ -383,7 +383,9 @@ async fn a_decision_journaled_before_a_crash_is_applied_once_by_the_next_process
         }],
     );
 
-    let next = SessionGateway::new(ProjectContext::at(f.project.path())).expect("gateway");
+    let next =
+        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"))
+            .expect("gateway");
     let _updates = next.subscribe(&f.session).expect("attach");
     let done = finished(&next, &f.session).await;
     let ran = std::fs::read_to_string(f.project.path().join("ran.txt")).expect("ran");
@@ -418,7 +420,9 @@ async fn a_task_journaled_before_a_crash_reaches_the_agent_in_the_next_process()
             starting_commit: None,
         }],
     );
-    let next = SessionGateway::new(ProjectContext::at(f.project.path())).expect("gateway");
+    let next =
+        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"))
+            .expect("gateway");
     let _updates = next.subscribe(&f.session).expect("attach");
     let started = Instant::now();
     loop {
@@ -468,7 +472,9 @@ async fn a_crash_before_the_set_is_published_is_republished_by_the_next_process(
     let cut = cut_last_event(f.project.path(), &f.session);
     assert!(cut.contains("action_set_pending"), "{cut}");
 
-    let next = SessionGateway::new(ProjectContext::at(f.project.path())).expect("gateway");
+    let next =
+        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"))
+            .expect("gateway");
     let stored = next.projection(&f.session).expect("stored");
     assert_eq!(stored.lifecycle, Lifecycle::WaitingForDecision);
     assert!(
@@ -529,7 +535,9 @@ async fn session_rows_come_from_a_cache_bound_to_the_journals_end() {
     assert!(waiting.pending.is_some());
     f.gateway.close().await;
 
-    let next = SessionGateway::new(ProjectContext::at(f.project.path())).expect("gateway");
+    let next =
+        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"))
+            .expect("gateway");
     let rows = next.rows(10).expect("rows");
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].session, f.session);
@@ -578,7 +586,9 @@ async fn a_gateway_dropped_without_close_stops_its_workers_and_releases_its_leas
     drop(gateway);
 
     // The lease comes free without `close`, and the session continues in a new gateway.
-    let next = SessionGateway::new(ProjectContext::at(project.path())).expect("gateway");
+    let next =
+        SessionGateway::new(ProjectContext::at(project.path()).expect("a UTF-8 project path"))
+            .expect("gateway");
     let started = Instant::now();
     let receipt = loop {
         let command = Command::new(
@@ -692,14 +702,17 @@ async fn reconciliation_by_identity_survives_a_translation_that_changed_shape() 
     rewrite_journal(f.project.path(), &f.session, |e| {
         e.event.kind() == "usage_recorded"
     });
-    let before = SessionGateway::new(ProjectContext::at(f.project.path()))
-        .expect("gateway")
-        .snapshot(&f.session, 0)
-        .expect("stored")
-        .events
-        .len();
+    let before =
+        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"))
+            .expect("gateway")
+            .snapshot(&f.session, 0)
+            .expect("stored")
+            .events
+            .len();
 
-    let next = SessionGateway::new(ProjectContext::at(f.project.path())).expect("gateway");
+    let next =
+        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"))
+            .expect("gateway");
     let receipt = next
         .submit(Command::new(
             CommandId::parse("second-task").expect("id"),

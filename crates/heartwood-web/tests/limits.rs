@@ -19,7 +19,7 @@ async fn serve(limits: Limits) -> (tempfile::TempDir, SocketAddr) {
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let context = ProjectContext::at(project.path());
+    let context = ProjectContext::at(project.path()).expect("a UTF-8 project path");
     let state = Arc::new(AppState {
         gateway: SessionGateway::new(context.clone()).expect("gateway"),
         project: context,

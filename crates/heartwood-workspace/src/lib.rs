@@ -58,7 +58,8 @@ pub struct Workspace {
 
 impl Workspace {
     /// The project at `root`. Opens the folder once; detects whether it is in a Git work tree.
-    pub fn open(root: &Path) -> Result<Self, WorkspaceError> {
+    pub fn open(root: impl AsRef<Path>) -> Result<Self, WorkspaceError> {
+        let root = root.as_ref();
         let dir = std::fs::canonicalize(root)
             .map_err(|e| WorkspaceError::Project(format!("{}: {e}", root.display())))?;
         let handle = confined::Root::open(&dir)

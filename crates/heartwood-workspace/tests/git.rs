@@ -198,7 +198,7 @@ fn a_repositorys_own_configuration_cannot_run_a_program() {
 fn a_project_inside_a_larger_repository_sees_only_its_own_paths() {
     let repo = changed_repo();
     write(repo.path(), "notes/more.md", b"more\n");
-    let ws = Workspace::open(&repo.path().join("notes")).expect("open");
+    let ws = Workspace::open(repo.path().join("notes")).expect("open");
     let changes = ws.changes(&[], ChangeLimits::default()).expect("changes");
     let paths: Vec<&str> = changes.changes.iter().map(|c| c.path.as_str()).collect();
     assert_eq!(paths, ["more.md", "untracked.md"]);

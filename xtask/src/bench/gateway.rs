@@ -71,7 +71,7 @@ pub fn run() -> Result<()> {
 
     let dir = scratch.join("snapshot");
     std::fs::create_dir_all(&dir)?;
-    let project = ProjectContext::at(&dir);
+    let project = ProjectContext::at(&dir).expect("a UTF-8 project path");
     let id = SessionId::parse("bench-10k")?;
     {
         let gateway = SessionGateway::new(project.clone())?;
@@ -123,7 +123,7 @@ pub fn child(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let runtime = tokio::runtime::Runtime::new()?;
     let _guard = runtime.enter();
-    let gateway = SessionGateway::new(ProjectContext::at(dir))?;
+    let gateway = SessionGateway::new(ProjectContext::at(dir).expect("a UTF-8 project path"))?;
     let before = peak_rss_kib()?;
     let id = SessionId::parse("memory")?;
     for chunk in workload(BIG_SESSION).chunks(100) {
@@ -161,7 +161,7 @@ async fn agent_steps(dir: &Path) -> Result<(f64, f64, f64)> {
         serde_json::json!({"message": "done"}),
     )]));
     let server = ScriptedModelServer::start_unrecorded(Script::of(turns)).await?;
-    let project = ProjectContext::at(dir);
+    let project = ProjectContext::at(dir).expect("a UTF-8 project path");
     ProjectConfig::set_route(
         &project,
         RouteConfig {
@@ -233,7 +233,7 @@ fn bare_appends(dir: &Path) -> Result<f64> {
 
 /// Seconds to record the same workload through the gateway, with a subscriber listening.
 fn gateway_records(dir: &Path) -> Result<f64> {
-    let gateway = SessionGateway::new(ProjectContext::at(dir))?;
+    let gateway = SessionGateway::new(ProjectContext::at(dir).expect("a UTF-8 project path"))?;
     let id = SessionId::parse("gateway")?;
     gateway.bench_record(&id, vec![Event::RunResumed {}])?;
     let mut updates = gateway.subscribe(&id)?;

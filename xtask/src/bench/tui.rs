@@ -31,7 +31,7 @@ pub fn run() -> Result<()> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let address = listener.local_addr()?;
     std::thread::spawn(move || for _ in listener.incoming() {});
-    let project = ProjectContext::at(&dir);
+    let project = ProjectContext::at(&dir).expect("a UTF-8 project path");
     ProjectConfig::set_route(
         &project,
         RouteConfig {

@@ -26,7 +26,7 @@ pub fn run() -> Result<()> {
     let addr = listener.local_addr()?;
     let capability = Capability::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
     let secret = capability.reveal().to_owned();
-    let project = ProjectContext::at(&dir);
+    let project = ProjectContext::at(&dir).expect("a UTF-8 project path");
     let state = Arc::new(AppState {
         gateway: SessionGateway::new(project.clone())?,
         project,

@@ -21,7 +21,8 @@ const REPEATS: usize = 5;
 pub fn run() -> Result<()> {
     let repo = crate::workspace_root().join("target/bench-workspace/repo");
     generate(&repo)?;
-    let service = WorkspaceService::open(&ProjectContext::at(&repo))?;
+    let service =
+        WorkspaceService::open(&ProjectContext::at(&repo).expect("a UTF-8 project path"))?;
     let all = TreeLimits {
         max_entries: 200_000,
         max_depth: 12,
@@ -115,7 +116,7 @@ pub fn run() -> Result<()> {
 /// whole-repository tree.
 pub fn child(repo: &Path) -> Result<()> {
     let base = peak_rss_kib()?;
-    let service = WorkspaceService::open(&ProjectContext::at(repo))?;
+    let service = WorkspaceService::open(&ProjectContext::at(repo).expect("a UTF-8 project path"))?;
     service.tree("", TreeLimits::default())?;
     service.changes(None, ChangeLimits::default())?;
     let bounded = peak_rss_kib()?;

@@ -12,7 +12,7 @@ use heartwood_web::{AppState, Capability, IngressPolicy, Mode};
 /// Connects `project` to the OpenAI-compatible service at `base_url`.
 pub fn connect_model(project: &Path, base_url: &str) {
     ProjectConfig::set_route(
-        &ProjectContext::at(project),
+        &ProjectContext::at(project).expect("a UTF-8 project path"),
         RouteConfig::compatible(base_url, "scripted"),
     )
     .expect("route");
@@ -28,7 +28,7 @@ pub async fn serve(
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let context = ProjectContext::at(project);
+    let context = ProjectContext::at(project).expect("a UTF-8 project path");
     let state = Arc::new(AppState {
         gateway: SessionGateway::new(context.clone()).expect("gateway"),
         project: context,
