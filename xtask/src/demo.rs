@@ -33,7 +33,7 @@ pub fn generate() -> Result<()> {
             &project,
             RouteConfig::compatible(&server.base_url(), "scripted"),
         )?;
-        let gateway = SessionGateway::new(project)?;
+        let gateway = SessionGateway::new(project);
         let session = SessionId::parse("demo")?;
         let submit = |kind| {
             gateway.submit(Command::new(

@@ -190,7 +190,7 @@ fn follow(
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let gateway = SessionGateway::new(project)?;
+        let gateway = SessionGateway::new(project);
         wait_for_owner(&gateway, &session).await?;
         let result = match act(&gateway) {
             Ok(receipts) => follow_in(&gateway, session, receipts, json).await,

@@ -84,7 +84,7 @@ pub fn run(project: ProjectContext, args: ServeArgs) -> Result<ExitCode> {
             capability.reveal()
         );
         let state = Arc::new(AppState {
-            gateway: SessionGateway::new(project.clone())?,
+            gateway: SessionGateway::new(project.clone()),
             policy: IngressPolicy::new(mode, port, capability),
             project,
             admitted: Default::default(),

@@ -29,7 +29,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let project = ProjectContext::at(std::path::Path::new(&dir))?;
     ProjectConfig::set_route(&project, RouteConfig::compatible(&base_url, &model))?;
 
-    let gateway = SessionGateway::new(project.clone())?;
+    let gateway = SessionGateway::new(project.clone());
     let session = SessionGateway::new_session_id();
     let submit = |kind| {
         let command = Command::new(SessionGateway::new_command_id(), session.clone(), kind);

@@ -15,7 +15,6 @@ use heartwood_events::{
     SessionProjection, SessionRow,
 };
 use serde_json::{Value, json};
-use tokio::runtime::Handle;
 use tokio::sync::broadcast;
 
 use crate::backend::{BackendFactory, BackendSpec};
@@ -39,7 +38,7 @@ pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let folder = tempfile::tempdir()?;
-/// let gateway = SessionGateway::new(ProjectContext::at(folder.path())?)?;
+/// let gateway = SessionGateway::new(ProjectContext::at(folder.path())?);
 /// // An interface mints a session id and shows its (blank) snapshot before the first task.
 /// let session = SessionGateway::new_session_id();
 /// let snapshot = gateway.snapshot(&session, 0)?;
@@ -54,7 +53,6 @@ pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
 pub struct SessionGateway {
     project: ProjectContext,
     store: SessionStore,
-    runtime: Handle,
     backends: Arc<dyn BackendFactory>,
     live: Mutex<HashMap<SessionId, Arc<Live>>>,
     stopping: Mutex<Vec<Stopping>>,
@@ -75,8 +73,8 @@ impl Drop for SessionGateway {
                 // The worker reaches its session weakly; this keeps the session (and its
                 // lease) until the worker has stopped writing the backend's log, so whatever
                 // it wrote reaches the journal first.
-                self.runtime.spawn(async move {
-                    let _ = stopped.await;
+                std::thread::spawn(move || {
+                    let _ = stopped.blocking_recv();
                     drop(live);
                 });
             }
@@ -93,22 +91,13 @@ impl std::fmt::Debug for SessionGateway {
 }
 
 impl SessionGateway {
-    /// The gateway for `project`, running agent workers on the current Tokio runtime.
-    pub fn new(project: ProjectContext) -> Result<Self, GatewayError> {
-        let runtime = Handle::try_current().map_err(|_| {
-            GatewayError::Backend(
-                "the session gateway needs a Tokio runtime; create it inside one".into(),
-            )
-        })?;
-        Ok(Self::with_runtime(project, runtime))
-    }
-
-    /// The gateway for `project`, running agent workers on `runtime`.
-    pub fn with_runtime(project: ProjectContext, runtime: Handle) -> Self {
+    /// The gateway for `project`. Each active session's agent runs on a thread of its own, so
+    /// the gateway needs no runtime of its caller; [`SessionGateway::close`] is async only
+    /// because it waits for those threads, with any runtime.
+    pub fn new(project: ProjectContext) -> Self {
         SessionGateway {
             store: SessionStore::new(project.root()),
             project,
-            runtime,
             backends: Arc::new(NativeBackendFactory),
             live: Mutex::new(HashMap::new()),
             stopping: Mutex::new(Vec::new()),
@@ -555,8 +544,20 @@ impl SessionGateway {
             state_dir: utf8(&state_dir)?,
             policy,
         };
-        let backend = self.backends.open(spec).map_err(|e| e.0)?;
-        worker::start(live, core, backend, &self.runtime).map_err(|e| e.to_string())
+        let runtime = worker::runtime().map_err(|e| e.to_string())?;
+        let opened = {
+            let _inside = runtime.enter();
+            self.backends.open(spec)
+        };
+        let backend = match opened {
+            Ok(backend) => backend,
+            Err(e) => {
+                // The caller may be on an async task, where dropping a runtime would panic.
+                runtime.shutdown_background();
+                return Err(e.0);
+            }
+        };
+        worker::start(live, core, backend, runtime).map_err(|e| e.to_string())
     }
 
     /// The connected model route, or why the agent cannot use it under `policy` now.
@@ -724,10 +725,9 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn a_session_whose_lock_is_held_does_not_stall_another_sessions_reads() {
         let project = tempfile::tempdir().expect("tempdir");
-        let gateway = Arc::new(
-            SessionGateway::new(ProjectContext::at(project.path()).expect("a UTF-8 project path"))
-                .expect("gw"),
-        );
+        let gateway = Arc::new(SessionGateway::new(
+            ProjectContext::at(project.path()).expect("a UTF-8 project path"),
+        ));
         let (_, slow) = served(&gateway, "slow");
         let (other, other_live) = served(&gateway, "other");
         let revision = other_live.lock().projection().revision;

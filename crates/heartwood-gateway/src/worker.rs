@@ -15,9 +15,9 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use heartwood_events::{ActionPolicy, ActionSet, ActionSetId, Decision, Event, Lifecycle, Origin};
-use tokio::runtime::Handle;
-use tokio::sync::mpsc;
-use tokio::task::{AbortHandle, JoinHandle};
+use tokio::runtime::Runtime;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
 
 use crate::GatewayError;
 use crate::backend::{AgentBackend, BackendControls, BackendEntry, BackendError, BackendSink};
@@ -46,7 +46,7 @@ pub(crate) struct WorkerLink {
     controls: Arc<dyn BackendControls>,
     /// Cancels the worker's task at its next await point (a model call, a tool's output).
     abort: AbortHandle,
-    supervisor: Option<JoinHandle<()>>,
+    stopped: Option<oneshot::Receiver<()>>,
 }
 
 impl WorkerLink {
@@ -74,9 +74,9 @@ impl WorkerLink {
     /// Cancels the worker at its next await point without waiting for it (for a gateway
     /// dropped without `close`); the returned handle completes once it has stopped. Its run is
     /// left as a crash would leave it, and the next process records it as interrupted.
-    pub(crate) fn abort(mut self) -> Option<JoinHandle<()>> {
+    pub(crate) fn abort(mut self) -> Option<oneshot::Receiver<()>> {
         self.abort.abort();
-        self.supervisor.take()
+        self.stopped.take()
     }
 
     /// Asks the worker to stop after the work in hand; the returned handle completes when it
@@ -87,7 +87,7 @@ impl WorkerLink {
         let _ = self.work.send(Work::Shutdown);
         Stopping {
             abort: self.abort.clone(),
-            supervisor: self.supervisor.take(),
+            stopped: self.stopped.take(),
         }
     }
 }
@@ -95,7 +95,7 @@ impl WorkerLink {
 /// A worker asked to stop, until it has.
 pub(crate) struct Stopping {
     abort: AbortHandle,
-    supervisor: Option<JoinHandle<()>>,
+    stopped: Option<oneshot::Receiver<()>>,
 }
 
 impl Stopping {
@@ -103,22 +103,22 @@ impl Stopping {
     /// next await point. Returns whether it had to be cancelled, in which case the caller
     /// records why: a cancelled worker records nothing.
     pub(crate) async fn finish(self, grace: Duration) -> bool {
-        let Some(mut supervisor) = self.supervisor else {
+        let Some(mut stopped) = self.stopped else {
             return false;
         };
-        if tokio::time::timeout(grace, &mut supervisor).await.is_ok() {
+        if tokio::time::timeout(grace, &mut stopped).await.is_ok() {
             return false;
         }
         self.abort.abort();
-        let _ = supervisor.await;
+        let _ = stopped.await;
         true
     }
 
     /// Cancels the worker now and waits until it has stopped.
     pub(crate) async fn cancel(self) {
         self.abort.abort();
-        if let Some(supervisor) = self.supervisor {
-            let _ = supervisor.await;
+        if let Some(stopped) = self.stopped {
+            let _ = stopped.await;
         }
     }
 }
@@ -128,14 +128,34 @@ pub(crate) fn set_id_for(first_action: u64) -> ActionSetId {
     ActionSetId::parse(&format!("set-{first_action}")).expect("set-<digits> is a valid id")
 }
 
-/// Reconciles the session's backend with the journal, and starts its worker.
+/// The runtime a worker runs on: its own, on a thread of its own. The engine writes its log
+/// with `fsync` and the worker commits the journal at each durability point; on a dedicated
+/// thread that blocking never stalls the runtime serving interfaces (or another session's
+/// worker), and the gateway needs no runtime of its caller. Open the backend inside it
+/// (`Runtime::enter`), so whatever it creates belongs to the thread that drives it.
+pub(crate) fn runtime() -> Result<Runtime, GatewayError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| GatewayError::Backend(format!("cannot start the agent's runtime: {e}")))
+}
+
+/// Reconciles the session's backend with the journal, and starts its worker on `runtime`,
+/// driven by a thread of its own.
 pub(crate) fn start(
     live: &Arc<Live>,
     core: &mut Core,
     mut backend: Box<dyn AgentBackend>,
-    runtime: &Handle,
+    runtime: Runtime,
 ) -> Result<(), GatewayError> {
-    let continue_run = reconcile(core, backend.as_mut())?;
+    let continue_run = match reconcile(core, backend.as_mut()) {
+        Ok(continue_run) => continue_run,
+        Err(error) => {
+            // The caller may be on an async task, where dropping a runtime would panic.
+            runtime.shutdown_background();
+            return Err(error);
+        }
+    };
     // Attached only now: reconciliation runs under the session's lock, which the sink takes.
     backend.attach(Arc::new(SessionSink {
         live: Arc::downgrade(live),
@@ -146,7 +166,7 @@ pub(crate) fn start(
     let inner = runtime.spawn(serve(backend, queue, Arc::downgrade(live)));
     let supervised = Arc::downgrade(live);
     let abort = inner.abort_handle();
-    let supervisor = runtime.spawn(async move {
+    let supervisor = async move {
         match inner.await {
             // Cancelled on purpose: whoever cancelled records why.
             Err(failure) if failure.is_cancelled() => {}
@@ -173,12 +193,23 @@ pub(crate) fn start(
             }
             Ok(()) => {}
         }
-    });
+    };
+    let (done, stopped) = oneshot::channel();
+    std::thread::Builder::new()
+        .name(format!("heartwood-agent-{}", core.projection().session))
+        .spawn(move || {
+            runtime.block_on(supervisor);
+            // Whatever the worker left running (a tool's process watcher) stops with its
+            // runtime, before anyone is told the worker has stopped.
+            drop(runtime);
+            let _ = done.send(());
+        })
+        .map_err(|e| GatewayError::Backend(format!("cannot start the agent's thread: {e}")))?;
     let link = WorkerLink {
         work,
         controls,
         abort,
-        supervisor: Some(supervisor),
+        stopped: Some(stopped),
     };
     if continue_run {
         link.send(Work::Run);

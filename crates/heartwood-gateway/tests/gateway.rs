@@ -27,7 +27,7 @@ impl Fixture {
         let server = ScriptedModelServer::start(script).await.expect("server");
         let context = ProjectContext::at(project.path()).expect("a UTF-8 project path");
         ProjectConfig::set_route(&context, route(&server.base_url(), None)).expect("route");
-        let gateway = SessionGateway::new(context).expect("gateway");
+        let gateway = SessionGateway::new(context);
         Fixture {
             project,
             server,
@@ -384,8 +384,7 @@ async fn a_decision_journaled_before_a_crash_is_applied_once_by_the_next_process
     );
 
     let next =
-        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"))
-            .expect("gateway");
+        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"));
     let _updates = next.subscribe(&f.session).expect("attach");
     let done = finished(&next, &f.session).await;
     let ran = std::fs::read_to_string(f.project.path().join("ran.txt")).expect("ran");
@@ -421,8 +420,7 @@ async fn a_task_journaled_before_a_crash_reaches_the_agent_in_the_next_process()
         }],
     );
     let next =
-        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"))
-            .expect("gateway");
+        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"));
     let _updates = next.subscribe(&f.session).expect("attach");
     let started = Instant::now();
     loop {
@@ -473,8 +471,7 @@ async fn a_crash_before_the_set_is_published_is_republished_by_the_next_process(
     assert!(cut.contains("action_set_pending"), "{cut}");
 
     let next =
-        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"))
-            .expect("gateway");
+        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"));
     let stored = next.projection(&f.session).expect("stored");
     assert_eq!(stored.lifecycle, Lifecycle::WaitingForDecision);
     assert!(
@@ -536,8 +533,7 @@ async fn session_rows_come_from_a_cache_bound_to_the_journals_end() {
     f.gateway.close().await;
 
     let next =
-        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"))
-            .expect("gateway");
+        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"));
     let rows = next.rows(10).expect("rows");
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].session, f.session);
@@ -587,8 +583,7 @@ async fn a_gateway_dropped_without_close_stops_its_workers_and_releases_its_leas
 
     // The lease comes free without `close`, and the session continues in a new gateway.
     let next =
-        SessionGateway::new(ProjectContext::at(project.path()).expect("a UTF-8 project path"))
-            .expect("gateway");
+        SessionGateway::new(ProjectContext::at(project.path()).expect("a UTF-8 project path"));
     let started = Instant::now();
     let receipt = loop {
         let command = Command::new(
@@ -704,15 +699,13 @@ async fn reconciliation_by_identity_survives_a_translation_that_changed_shape() 
     });
     let before =
         SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"))
-            .expect("gateway")
             .snapshot(&f.session, 0)
             .expect("stored")
             .events
             .len();
 
     let next =
-        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"))
-            .expect("gateway");
+        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"));
     let receipt = next
         .submit(Command::new(
             CommandId::parse("second-task").expect("id"),

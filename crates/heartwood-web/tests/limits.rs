@@ -21,7 +21,7 @@ async fn serve(limits: Limits) -> (tempfile::TempDir, SocketAddr) {
     let addr = listener.local_addr().expect("addr");
     let context = ProjectContext::at(project.path()).expect("a UTF-8 project path");
     let state = Arc::new(AppState {
-        gateway: SessionGateway::new(context.clone()).expect("gateway"),
+        gateway: SessionGateway::new(context.clone()),
         project: context,
         policy: IngressPolicy::new(Mode::Loopback, addr.port(), Capability::from_secret(SECRET)),
         admitted: Default::default(),

@@ -74,7 +74,7 @@ pub fn run() -> Result<()> {
     let project = ProjectContext::at(&dir).expect("a UTF-8 project path");
     let id = SessionId::parse("bench-10k")?;
     {
-        let gateway = SessionGateway::new(project.clone())?;
+        let gateway = SessionGateway::new(project.clone());
         for chunk in workload(BIG_SESSION).chunks(100) {
             gateway.bench_record(&id, chunk.to_vec())?;
         }
@@ -85,7 +85,7 @@ pub fn run() -> Result<()> {
         report_snapshot("snapshot, live 10,000-event session", live);
         runtime.block_on(gateway.close());
     }
-    let cold_gateway = SessionGateway::new(project)?;
+    let cold_gateway = SessionGateway::new(project);
     let cold = best(|| {
         let s = cold_gateway.snapshot(&id, 0)?;
         check(s.events.len())
@@ -123,7 +123,7 @@ pub fn child(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let runtime = tokio::runtime::Runtime::new()?;
     let _guard = runtime.enter();
-    let gateway = SessionGateway::new(ProjectContext::at(dir).expect("a UTF-8 project path"))?;
+    let gateway = SessionGateway::new(ProjectContext::at(dir).expect("a UTF-8 project path"));
     let before = peak_rss_kib()?;
     let id = SessionId::parse("memory")?;
     for chunk in workload(BIG_SESSION).chunks(100) {
@@ -169,7 +169,7 @@ async fn agent_steps(dir: &Path) -> Result<(f64, f64, f64)> {
             ..RouteConfig::compatible(&server.base_url(), "scripted")
         },
     )?;
-    let gateway = SessionGateway::new(project)?;
+    let gateway = SessionGateway::new(project);
     let id = SessionId::parse("steps")?;
     let syncs = || heartwood_audit::sync_calls() + heartwood_agent::conversation::log_sync_calls();
     let before = syncs();
@@ -233,7 +233,7 @@ fn bare_appends(dir: &Path) -> Result<f64> {
 
 /// Seconds to record the same workload through the gateway, with a subscriber listening.
 fn gateway_records(dir: &Path) -> Result<f64> {
-    let gateway = SessionGateway::new(ProjectContext::at(dir).expect("a UTF-8 project path"))?;
+    let gateway = SessionGateway::new(ProjectContext::at(dir).expect("a UTF-8 project path"));
     let id = SessionId::parse("gateway")?;
     gateway.bench_record(&id, vec![Event::RunResumed {}])?;
     let mut updates = gateway.subscribe(&id)?;

@@ -45,7 +45,7 @@ pub fn run() -> Result<()> {
             timeout_secs: 60,
         },
     )?;
-    let gateway = SessionGateway::new(project.clone())?;
+    let gateway = SessionGateway::new(project.clone());
     let big = SessionId::parse("bench-10k")?;
     let mut events = vec![Event::TaskSubmitted {
         text: "Summarize every part".into(),

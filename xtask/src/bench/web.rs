@@ -28,7 +28,7 @@ pub fn run() -> Result<()> {
     let secret = capability.reveal().to_owned();
     let project = ProjectContext::at(&dir).expect("a UTF-8 project path");
     let state = Arc::new(AppState {
-        gateway: SessionGateway::new(project.clone())?,
+        gateway: SessionGateway::new(project.clone()),
         project,
         policy: IngressPolicy::new(Mode::Loopback, addr.port(), capability),
         admitted: Default::default(),

@@ -55,7 +55,7 @@ pub fn run_with_input(project: ProjectContext, input: Option<String>) -> Result<
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let gateway = SessionGateway::new(project.clone())?;
+        let gateway = SessionGateway::new(project.clone());
         let first = match input {
             Some(text) => {
                 let id = SessionGateway::new_session_id();

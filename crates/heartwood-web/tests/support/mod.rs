@@ -30,7 +30,7 @@ pub async fn serve(
     let addr = listener.local_addr().expect("addr");
     let context = ProjectContext::at(project).expect("a UTF-8 project path");
     let state = Arc::new(AppState {
-        gateway: SessionGateway::new(context.clone()).expect("gateway"),
+        gateway: SessionGateway::new(context.clone()),
         project: context,
         policy: IngressPolicy::new(mode, addr.port(), capability),
         admitted: Default::default(),
