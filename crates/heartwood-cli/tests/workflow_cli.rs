@@ -45,7 +45,11 @@ fn the_example_project_checks_and_a_planted_leak_fails() {
         .find(|r| r["check"] == "univariate_ols")
         .expect("ols");
     assert_eq!(ols["status"], "passed", "{ols}");
-    assert_eq!(ols["inspected"].as_array().map(Vec::len), Some(4));
+    assert_eq!(
+        ols["inspected"].as_array().map(Vec::len),
+        Some(5),
+        "the model is checked against the plan, and the plan is bound by digest"
+    );
 
     for stage in ["readiness", "plan", "split", "model", "report"] {
         let out = heartwood(dir.path(), &["workflow", "check", "tabular-ols", stage]);
@@ -96,6 +100,31 @@ fn the_example_project_checks_and_a_planted_leak_fails() {
         text(&split.stdout).contains("both sides of the split"),
         "{}",
         text(&split.stdout)
+    );
+
+    // A saved result edited to say "passed" is not evidence: assess runs the checks again.
+    heartwood(
+        dir.path(),
+        &["workflow", "check", "tabular-ols", "split", "--save", save],
+    );
+    let forged = std::fs::read_to_string(&saved)
+        .expect("saved")
+        .replace("\"failed\"", "\"passed\"");
+    std::fs::write(&saved, forged).expect("write");
+    let assessed = heartwood(
+        dir.path(),
+        &["workflow", "assess", "tabular-ols", "split", save],
+    );
+    assert!(!assessed.status.success(), "{}", text(&assessed.stdout));
+    assert!(
+        !text(&assessed.stdout).contains("the evidence holds"),
+        "{}",
+        text(&assessed.stdout)
+    );
+    assert!(
+        text(&assessed.stdout).contains("changed after they were written"),
+        "{}",
+        text(&assessed.stdout)
     );
     assert!(
         !dir.path().join(".heartwood").exists(),

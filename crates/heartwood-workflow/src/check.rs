@@ -2,8 +2,8 @@
 //!
 //! Every check answers `passed`, `failed` or `unverified` with reasons, and lists the digest of
 //! every file it read, so the evidence gate can tell later whether the evidence still holds.
-//! Beyond a limit, or for a check this build does not implement, the answer is `unverified`,
-//! never `passed`.
+//! The answer is ordered: any definite failure gives `failed`; otherwise anything beyond a
+//! limit (or a check this build does not implement) gives `unverified`, never `passed`.
 
 use heartwood_workspace::FileDigest;
 use serde::{Deserialize, Serialize};
@@ -72,17 +72,19 @@ impl CheckResult {
         }
     }
 
-    /// Records a broken rule.
+    /// Records a broken rule. A definite failure outranks any limit: a check that found a
+    /// wrong figure has failed, whatever else it could not decide.
     pub fn fail(&mut self, reason: impl Into<String>) {
-        if self.status == Status::Passed {
-            self.status = Status::Failed;
-        }
+        self.status = Status::Failed;
         self.reasons.push(reason.into());
     }
 
-    /// Records that the check cannot decide; this outranks any failure found so far.
+    /// Records that the check cannot decide part of what it checks (a limit, a missing tool).
+    /// The result is `unverified` unless a rule was definitely broken; the reasons keep both.
     pub fn mark_unverified(&mut self, reason: impl Into<String>) {
-        self.status = Status::Unverified;
+        if self.status == Status::Passed {
+            self.status = Status::Unverified;
+        }
         self.reasons.push(reason.into());
     }
 }

@@ -24,19 +24,54 @@ impl Lcg {
     }
 }
 
+/// The shape of a generated project.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    rows: usize,
+    /// Training groups; one more group is held out.
+    train_groups: usize,
+    x_offset: f64,
+    y_offset: f64,
+    noise: f64,
+    seed: u64,
+}
+
+impl Shape {
+    const fn new(rows: usize, train_groups: usize, seed: u64) -> Self {
+        Shape {
+            rows,
+            train_groups,
+            x_offset: 1e6,
+            y_offset: 0.0,
+            noise: 1.0,
+            seed,
+        }
+    }
+}
+
 /// Writes a project: `rows` rows in `groups` groups, the last group held out.
 fn project(rows: usize, groups: usize, seed: u64) -> tempfile::TempDir {
+    generate(Shape::new(rows, groups - 1, seed))
+}
+
+/// Writes a project of `shape`: the table, the dictionary and the split (the last group held
+/// out). Artifacts come from [`python_reference`].
+fn generate(shape: Shape) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     std::fs::create_dir_all(d.join("data")).expect("mkdir");
     std::fs::create_dir_all(d.join("outputs")).expect("mkdir");
-    let mut rng = Lcg(seed);
+    let groups = shape.train_groups + 1;
+    let mut rng = Lcg(shape.seed);
     let mut table = String::from("id,site,x,noise,y\n");
     let mut split = String::from("key,partition\n");
-    for i in 0..rows {
+    for i in 0..shape.rows {
         let g = i % groups;
-        let x = 1e6 + rng.next() * 10.0; // a large offset: naive sums of squares lose digits here
-        let y = 3.25 - 0.75 * (x - 1e6) + (rng.next() - 0.5) * 2.0 + g as f64 * 0.1;
+        let dx = rng.next() * 10.0;
+        let x = shape.x_offset + dx;
+        let y = shape.y_offset + 3.25 - 0.75 * dx
+            + (rng.next() - 0.5) * 2.0 * shape.noise
+            + g as f64 * 0.1;
         table.push_str(&format!("u{i},g{g},{x},{},{y}\n", rng.next()));
         let side = if g == groups - 1 { "held_out" } else { "train" };
         split.push_str(&format!("u{i},{side}\n"));
@@ -56,15 +91,26 @@ fn project(rows: usize, groups: usize, seed: u64) -> tempfile::TempDir {
     dir
 }
 
+/// Writes every artifact with the exact-arithmetic reference, the model fitted on `predictor`.
 fn python_reference(project: &Path, predictor: &str) {
+    python_reference_planned(project, predictor, predictor);
+}
+
+/// As [`python_reference`], with the plan declaring `planned`.
+fn python_reference_planned(project: &Path, predictor: &str, planned: &str) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference.py");
-    let status = Command::new("python3")
+    let out = Command::new("python3")
         .arg(script)
         .arg(project)
         .arg(predictor)
-        .status()
+        .arg(planned)
+        .output()
         .expect("python3");
-    assert!(status.success());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn stage(project: &Path, stage: &str) -> Vec<CheckResult> {
@@ -82,80 +128,64 @@ fn result<'a>(results: &'a [CheckResult], check: &str) -> &'a CheckResult {
         .expect("check ran")
 }
 
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).expect("read")).expect("json")
+}
+
+fn edit_json(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut value = read_json(path);
+    edit(&mut value);
+    std::fs::write(path, value.to_string()).expect("write");
+}
+
 #[test]
-fn ols_agrees_with_pythons_statistics_module() {
+fn ols_agrees_with_exact_arithmetic() {
     for (rows, groups, seed) in [(12, 4, 1), (500, 7, 2), (10_000, 129, 3), (2_000, 3, 4)] {
         let p = project(rows, groups, seed);
         python_reference(p.path(), "x");
         let results = stage(p.path(), "model");
         let ols = result(&results, "univariate_ols");
-        let reference: serde_json::Value = serde_json::from_slice(
-            &std::fs::read(p.path().join("outputs/model.json")).expect("model"),
-        )
-        .expect("json");
+        let reference = read_json(&p.path().join("outputs/model.json"));
+        assert_figures_agree(ols, &reference);
         if groups - 1 > heartwood_workflow::check::MAX_GROUPS {
             assert_eq!(ols.status, Status::Unverified, "{ols:?}");
             continue;
         }
         assert_eq!(ols.status, Status::Passed, "{rows} rows: {:?}", ols.reasons);
-        let rel = |a: f64, b: f64| (a - b).abs() / b.abs().max(1.0);
-        for field in [
-            "slope",
-            "intercept",
-            "held_out_rmse",
-            "mean_comparator_rmse",
-        ] {
-            let ours = ols.figures[field].as_f64().expect("figure");
-            let theirs = reference[field].as_f64().expect("reference");
-            assert!(
-                rel(ours, theirs) < 1e-9,
-                "{field}: {ours} vs python {theirs}"
-            );
-        }
-        assert_eq!(ols.inspected.len(), 4, "every file read is bound by digest");
+        assert_eq!(ols.inspected.len(), 5, "every file read is bound by digest");
         // No fit.py was written, so its syntax cannot be established.
         assert_eq!(result(&results, "python_syntax").status, Status::Unverified);
     }
 }
 
-#[test]
-fn planted_defects_are_caught() {
-    // A slope fitted on all the data instead of the training partition.
-    let p = project(300, 5, 7);
-    python_reference(p.path(), "x");
-    let model_path = p.path().join("outputs/model.json");
-    let mut report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&model_path).expect("model")).expect("json");
-    let all = stage(p.path(), "model");
-    assert_eq!(result(&all, "univariate_ols").status, Status::Passed);
-    report["slope"] = serde_json::json!(report["slope"].as_f64().expect("slope") * 1.01);
-    std::fs::write(&model_path, report.to_string()).expect("write");
-    let copied = stage(p.path(), "model");
-    let ols = result(&copied, "univariate_ols");
-    assert_eq!(ols.status, Status::Failed);
-    assert!(
-        ols.reasons.iter().any(|r| r.starts_with("slope:")),
-        "{:?}",
-        ols.reasons
-    );
-
-    // A predictor the dictionary does not permit, even with correct numbers.
-    let p = project(100, 4, 8);
-    std::fs::write(
-        p.path().join("data/dictionary.json"),
-        std::fs::read_to_string(p.path().join("data/dictionary.json"))
-            .expect("dictionary")
-            .replace(r#""predictors":["x","noise"]"#, r#""predictors":["noise"]"#),
-    )
-    .expect("write");
-    python_reference(p.path(), "x");
-    let forbidden = stage(p.path(), "model");
-    assert!(
-        result(&forbidden, "univariate_ols")
-            .reasons
-            .iter()
-            .any(|r| r.contains("not a permitted predictor"))
-    );
+/// The check's own figures agree with the exact reference to 1e-9 relative.
+fn assert_figures_agree(ols: &CheckResult, reference: &serde_json::Value) {
+    let rel = |a: f64, b: f64| (a - b).abs() / b.abs().max(f64::MIN_POSITIVE);
+    for field in [
+        "slope",
+        "intercept",
+        "held_out_rmse",
+        "mean_comparator_rmse",
+    ] {
+        let ours = ols.figures[field].as_f64().expect("figure");
+        let exact = reference[field].as_f64().expect("reference");
+        assert!(
+            rel(ours, exact) < 1e-9,
+            "{field}: {ours} vs exact {exact} ({:e} relative)",
+            rel(ours, exact)
+        );
+    }
+    if let Some(logo) = ols.figures["leave_one_group_out"].as_array() {
+        let exact = reference["leave_one_group_out"].as_array().expect("logo");
+        assert_eq!(logo.len(), exact.len());
+        for (ours, exact) in logo.iter().zip(exact) {
+            let (a, b) = (
+                ours["slope"].as_f64().expect("slope"),
+                exact["slope"].as_f64().expect("slope"),
+            );
+            assert!(rel(a, b) < 1e-9, "{ours} vs exact {exact}");
+        }
+    }
 }
 
 #[test]
@@ -234,7 +264,12 @@ fn the_catalog_says_what_is_not_implemented_and_definitions_are_validated() {
         .find(|e| e.id == "tabular-ols")
         .expect("entry");
     assert!(ols.supported, "{:?}", ols.missing_checks);
-    assert_eq!(ols.stages.len(), 5);
+    assert_eq!(ols.stages.len(), 6);
+    // Reproduction is reachable, and never passes on bytes alone (see the reproduction test).
+    assert_eq!(
+        ols.stages.last().map(|s| s.checks.clone()),
+        Some(vec!["byte_comparison".to_owned()])
+    );
 
     let json = include_str!("../../../fixtures/workflows/tabular-ols.json");
     let broken =
@@ -415,4 +450,436 @@ fn the_evidence_gate_refuses_failed_missing_and_stale_evidence() {
             .iter()
             .any(|m| m.contains("no result for the required check"))
     );
+}
+
+/// The names a defect needs, read from the project's dictionary and plan.
+struct Names {
+    key: String,
+    group: String,
+    predictor: String,
+    other_predictor: String,
+    held_out: String,
+}
+
+impl Names {
+    fn of(project: &Path) -> Self {
+        let dictionary = read_json(&project.join("data/dictionary.json"));
+        let plan = read_json(&project.join("analysis/plan.json"));
+        let text = |v: &serde_json::Value| v.as_str().expect("text").to_owned();
+        let predictor = text(&plan["predictor"]);
+        let other_predictor = dictionary["predictors"]
+            .as_array()
+            .expect("predictors")
+            .iter()
+            .map(text)
+            .find(|p| *p != predictor)
+            .expect("a second permitted predictor");
+        Names {
+            key: text(&dictionary["primary_key"]),
+            group: text(&dictionary["group"]),
+            predictor,
+            other_predictor,
+            held_out: text(&dictionary["held_out_groups"][0]),
+        }
+    }
+}
+
+/// One planted defect: what it does to a correct project, and which check of which stage must
+/// fail because of it (with a fragment of the reason).
+struct Defect {
+    name: &'static str,
+    plant: fn(&Path, &Names),
+    caught_by: &'static [(&'static str, &'static str, &'static str)],
+}
+
+/// Holds out `groups` everywhere a consistent project would (dictionary, split, plan), and
+/// writes the model a careless fit would then report: nothing held out, errors of zero.
+fn hold_out(project: &Path, groups: &[&str]) {
+    edit_json(&project.join("data/dictionary.json"), |d| {
+        d["held_out_groups"] = serde_json::json!(groups);
+    });
+    edit_json(&project.join("analysis/plan.json"), |p| {
+        p["held_out_groups"] = serde_json::json!(groups);
+    });
+    let split = std::fs::read_to_string(project.join("outputs/split.csv")).expect("split");
+    std::fs::write(
+        project.join("outputs/split.csv"),
+        split.replace(",held_out", ",train"),
+    )
+    .expect("write");
+    edit_json(&project.join("outputs/model.json"), |m| {
+        m["held_out_predictions"] = serde_json::json!([]);
+        m["held_out_rmse"] = serde_json::json!(0.0);
+        m["mean_comparator_rmse"] = serde_json::json!(0.0);
+    });
+}
+
+fn residual_scale(project: &Path) -> f64 {
+    read_json(&project.join("reference/scale.json"))["residual_scale"]
+        .as_f64()
+        .expect("scale")
+}
+
+const DEFECTS: &[Defect] = &[
+    Defect {
+        name: "the held-out group is a typo that no row has",
+        plant: |p, _| hold_out(p, &["no-such-group"]),
+        caught_by: &[
+            (
+                "split",
+                "group_disjoint_split",
+                "which no row of the table has",
+            ),
+            ("model", "univariate_ols", "split is not valid"),
+        ],
+    },
+    Defect {
+        name: "nothing is held out",
+        plant: |p, _| hold_out(p, &[]),
+        caught_by: &[
+            ("split", "group_disjoint_split", "holds out no group"),
+            ("plan", "analysis_plan", "holds out no group"),
+            ("model", "univariate_ols", "split is not valid"),
+        ],
+    },
+    Defect {
+        name: "every prediction shifted by five residual scales",
+        plant: |p, _| {
+            let shift = 5.0 * residual_scale(p);
+            edit_json(&p.join("outputs/model.json"), |m| {
+                for prediction in m["held_out_predictions"].as_array_mut().expect("list") {
+                    let v = prediction["predicted"].as_f64().expect("number");
+                    prediction["predicted"] = serde_json::json!(v + shift);
+                }
+            });
+        },
+        caught_by: &[("model", "univariate_ols", "prediction for")],
+    },
+    Defect {
+        name: "the model fits a permitted predictor the plan did not declare",
+        plant: |p, n| python_reference_planned(p, &n.other_predictor, &n.predictor),
+        caught_by: &[("model", "univariate_ols", "the plan declared")],
+    },
+    Defect {
+        name: "a wrong prediction, then the right one, for the same key",
+        plant: |p, _| {
+            let shift = 1000.0 * residual_scale(p).max(1.0);
+            edit_json(&p.join("outputs/model.json"), |m| {
+                let list = m["held_out_predictions"].as_array_mut().expect("list");
+                let mut wrong = list[0].clone();
+                wrong["predicted"] =
+                    serde_json::json!(wrong["predicted"].as_f64().expect("number") + shift);
+                list.insert(0, wrong);
+            });
+        },
+        caught_by: &[("model", "univariate_ols", "twice")],
+    },
+    Defect {
+        name: "a fabricated leave-one-group-out entry",
+        plant: |p, _| {
+            edit_json(&p.join("outputs/model.json"), |m| {
+                let slope = m["slope"].clone();
+                m["leave_one_group_out"]
+                    .as_array_mut()
+                    .expect("list")
+                    .push(serde_json::json!({"group": "invented", "slope": slope}));
+            });
+        },
+        caught_by: &[("model", "univariate_ols", "not a training group")],
+    },
+    Defect {
+        name: "the readiness report counts empty values of a column that does not exist",
+        plant: |p, _| {
+            edit_json(&p.join("reports/readiness.json"), |r| {
+                r["missing"]["ghost_column"] = serde_json::json!(0);
+            });
+        },
+        caught_by: &[("readiness", "readiness_report", "which the table lacks")],
+    },
+    Defect {
+        name: "the model report names its slope twice (a wrong one first)",
+        plant: |p, _| {
+            let path = p.join("outputs/model.json");
+            let text = std::fs::read_to_string(&path).expect("model");
+            std::fs::write(&path, text.replacen('{', r#"{"slope": 123456.5,"#, 1)).expect("write");
+        },
+        caught_by: &[("model", "univariate_ols", "appears twice")],
+    },
+    Defect {
+        name: "a table with a header and no rows",
+        plant: |p, _| {
+            let path = p.join("data/cohort.csv");
+            let text = std::fs::read_to_string(&path).expect("table");
+            let header = text.lines().next().expect("header").to_owned();
+            std::fs::write(&path, header + "\n").expect("write");
+        },
+        caught_by: &[
+            ("readiness", "data_dictionary", "no rows"),
+            ("readiness", "readiness_report", "no rows"),
+            ("split", "group_disjoint_split", "no rows"),
+            ("model", "univariate_ols", "no rows"),
+        ],
+    },
+    Defect {
+        name: "a key names two rows of the table; the split lists it once",
+        plant: |p, n| {
+            let path = p.join("data/cohort.csv");
+            let text = std::fs::read_to_string(&path).expect("table");
+            let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+            let header: Vec<&str> = lines[0].split(',').collect();
+            let (k, g) = (
+                header.iter().position(|c| *c == n.key).expect("key"),
+                header.iter().position(|c| *c == n.group).expect("group"),
+            );
+            let training: Vec<usize> = (1..lines.len())
+                .filter(|&i| lines[i].split(',').nth(g) != Some(n.held_out.as_str()))
+                .take(2)
+                .collect();
+            let [first, second] = training[..] else {
+                panic!("two training rows");
+            };
+            // The second training row takes the first one's key; the table keeps its size.
+            let key = lines[first].split(',').nth(k).expect("key").to_owned();
+            let mut fields: Vec<String> = lines[second].split(',').map(str::to_owned).collect();
+            fields[k] = key;
+            lines[second] = fields.join(",");
+            std::fs::write(&path, lines.join("\n") + "\n").expect("write");
+        },
+        caught_by: &[
+            ("readiness", "data_dictionary", "appears twice"),
+            ("split", "group_disjoint_split", "names two rows"),
+            ("model", "univariate_ols", "split is not valid"),
+        ],
+    },
+];
+
+/// Copies a project (its files, not `.heartwood/`) into a new folder.
+fn copy_project(from: &Path) -> tempfile::TempDir {
+    let to = tempfile::tempdir().expect("tempdir");
+    let mut pending = vec![from.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read_dir") {
+            let entry = entry.expect("entry");
+            let path = entry.path();
+            let target = to.path().join(path.strip_prefix(from).expect("inside"));
+            if entry.file_type().expect("type").is_dir() {
+                std::fs::create_dir_all(&target).expect("mkdir");
+                pending.push(path);
+            } else {
+                std::fs::copy(&path, &target).expect("copy");
+            }
+        }
+    }
+    to
+}
+
+/// Every stage but reproduction passes on `project`.
+fn assert_all_stages_pass(project: &Path, what: &str) {
+    for id in ["readiness", "plan", "split", "model", "report"] {
+        for r in stage(project, id) {
+            assert_eq!(
+                r.status,
+                Status::Passed,
+                "{what}: {id}/{} on correct artifacts: {:?}",
+                r.check,
+                r.reasons
+            );
+        }
+    }
+}
+
+/// Plants every defect in a copy of `correct` and checks each is caught where it must be.
+fn assert_defects_caught(correct: &Path, what: &str) {
+    for defect in DEFECTS {
+        let planted = copy_project(correct);
+        let names = Names::of(planted.path());
+        (defect.plant)(planted.path(), &names);
+        for (stage_id, check, fragment) in defect.caught_by {
+            let results = stage(planted.path(), stage_id);
+            let r = result(&results, check);
+            assert_eq!(
+                r.status,
+                Status::Failed,
+                "{what}: \"{}\" was not caught by {stage_id}/{check}: {:?}",
+                defect.name,
+                r.reasons
+            );
+            assert!(
+                r.reasons.iter().any(|m| m.contains(fragment)),
+                "{what}: \"{}\": {stage_id}/{check} failed, but not saying {fragment:?}: {:?}",
+                defect.name,
+                r.reasons
+            );
+        }
+    }
+}
+
+/// Writes the artifacts a finished project also has: the fit code and the written result.
+fn finish(project: &Path) {
+    std::fs::write(
+        project.join("analysis/fit.py"),
+        "import statistics\nprint(statistics.fmean([1.0, 2.0]))\n",
+    )
+    .expect("write");
+    std::fs::create_dir_all(project.join("reports")).expect("mkdir");
+    std::fs::write(project.join("reports/final.md"), "word ".repeat(30)).expect("write");
+}
+
+#[test]
+fn planted_defects_are_caught_on_generated_tables_of_every_shape() {
+    let shapes = [
+        Shape {
+            x_offset: 0.0,
+            ..Shape::new(3, 2, 21)
+        },
+        Shape {
+            x_offset: 0.0,
+            y_offset: 0.0,
+            ..Shape::new(40, 2, 22)
+        },
+        // The probe's case: outcomes around 10⁶, residuals around 0.1.
+        Shape {
+            x_offset: 1e9,
+            y_offset: 1e6,
+            noise: 0.15,
+            ..Shape::new(500, 16, 23)
+        },
+        Shape {
+            x_offset: 1e12,
+            y_offset: 1e12,
+            noise: 2.0,
+            ..Shape::new(2_000, 128, 24)
+        },
+        Shape::new(10_000, 64, 25),
+    ];
+    for shape in shapes {
+        let correct = generate(shape);
+        python_reference(correct.path(), "x");
+        finish(correct.path());
+        let what = format!("{shape:?}");
+        assert_all_stages_pass(correct.path(), &what);
+        assert_defects_caught(correct.path(), &what);
+    }
+}
+
+#[test]
+fn planted_defects_are_caught_on_the_shipped_example() {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
+    let correct = copy_project(&shipped);
+    assert_all_stages_pass(correct.path(), "sleep-study as shipped");
+    // The defects that need the reference's residual scale get it from the same data.
+    let names = Names::of(correct.path());
+    let with_scale = copy_project(correct.path());
+    python_reference(with_scale.path(), &names.predictor);
+    std::fs::copy(with_scale.path().join("reference/scale.json"), {
+        std::fs::create_dir_all(correct.path().join("reference")).expect("mkdir");
+        correct.path().join("reference/scale.json")
+    })
+    .expect("copy");
+    assert_defects_caught(correct.path(), "sleep-study");
+}
+
+#[test]
+fn a_one_row_table_cannot_be_split_and_says_why() {
+    let p = generate(Shape::new(1, 1, 26));
+    let split = stage(p.path(), "split");
+    let r = result(&split, "group_disjoint_split");
+    assert_eq!(r.status, Status::Failed);
+    assert!(
+        r.reasons
+            .iter()
+            .any(|m| m.contains("which no row of the table has") || m.contains("empty")),
+        "{:?}",
+        r.reasons
+    );
+}
+
+#[test]
+fn a_definite_failure_is_failed_even_beside_a_limit() {
+    // More training groups than leave-one-group-out is checked for, and a slope 0.1% off.
+    let p = generate(Shape::new(
+        2_000,
+        heartwood_workflow::check::MAX_GROUPS + 1,
+        27,
+    ));
+    python_reference(p.path(), "x");
+    let limited = stage(p.path(), "model");
+    assert_eq!(
+        result(&limited, "univariate_ols").status,
+        Status::Unverified
+    );
+    edit_json(&p.path().join("outputs/model.json"), |m| {
+        m["slope"] = serde_json::json!(m["slope"].as_f64().expect("slope") * 1.001);
+    });
+    let results = stage(p.path(), "model");
+    let r = result(&results, "univariate_ols");
+    assert_eq!(r.status, Status::Failed, "{:?}", r.reasons);
+    assert!(r.reasons.iter().any(|m| m.starts_with("slope:")));
+    assert!(
+        r.reasons.iter().any(|m| m.contains("leave-one-group-out")),
+        "the limit is still listed: {:?}",
+        r.reasons
+    );
+}
+
+mod precision {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+        /// Correct artifacts pass and agree with exact arithmetic to 1e-9 at any offset up to
+        /// 10¹² and any residual scale; a prediction moved three allowed differences (the
+        /// stated tolerance, relative to the residual scale, plus the rounding allowance of the
+        /// terms) fails.
+        #[test]
+        fn correct_passes_and_beyond_the_tolerance_fails(
+            x_exp in 0.0f64..12.0,
+            y_exp in 0.0f64..12.0,
+            noise_exp in -1.0f64..3.0,
+            rows in 20usize..400,
+            train_groups in 2usize..8,
+            seed in 0u64..1_000,
+        ) {
+            let shape = Shape {
+                rows,
+                train_groups,
+                x_offset: 10f64.powf(x_exp),
+                y_offset: 10f64.powf(y_exp),
+                noise: 10f64.powf(noise_exp),
+                seed,
+            };
+            let p = generate(shape);
+            python_reference(p.path(), "x");
+            let results = stage(p.path(), "model");
+            let ols = result(&results, "univariate_ols");
+            prop_assert_eq!(ols.status, Status::Passed, "{:?}", ols.reasons);
+            let model = read_json(&p.path().join("outputs/model.json"));
+            assert_figures_agree(ols, &model);
+
+            // An upper bound of the terms any prediction is computed from.
+            let table = std::fs::read_to_string(p.path().join("data/cohort.csv")).expect("table");
+            let (mut max_x, mut max_y) = (0f64, 0f64);
+            for line in table.lines().skip(1) {
+                let fields: Vec<&str> = line.split(',').collect();
+                max_x = max_x.max(fields[2].parse::<f64>().expect("x").abs());
+                max_y = max_y.max(fields[4].parse::<f64>().expect("y").abs());
+            }
+            let slope = model["slope"].as_f64().expect("slope");
+            let intercept = model["intercept"].as_f64().expect("intercept");
+            let terms = intercept.abs() + (slope * max_x).abs() + 2.0 * max_y;
+            let allowed = heartwood_workflow::checks::TOLERANCE * residual_scale(p.path())
+                + heartwood_workflow::checks::ROUNDING * terms;
+            edit_json(&p.path().join("outputs/model.json"), |m| {
+                let first = &mut m["held_out_predictions"][0]["predicted"];
+                *first = serde_json::json!(first.as_f64().expect("number") + 3.0 * allowed);
+            });
+            let moved = stage(p.path(), "model");
+            let r = result(&moved, "univariate_ols");
+            prop_assert_eq!(r.status, Status::Failed, "{:?}", r.reasons);
+            prop_assert!(r.reasons.iter().any(|m| m.contains("prediction for")));
+        }
+    }
 }

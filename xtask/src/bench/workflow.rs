@@ -31,7 +31,15 @@ pub fn run() -> Result<()> {
             let t = Instant::now();
             let results = check_stage(&workspace, &definition, stage).unwrap_or_default();
             per_stage[i] = per_stage[i].min(t.elapsed().as_secs_f64());
-            if let Some(bad) = results.iter().find(|r| r.status != Status::Passed) {
+            // Reproduction never passes on bytes alone: identical bytes stay unverified.
+            let expected = |check: &str| {
+                if check == "byte_comparison" {
+                    Status::Unverified
+                } else {
+                    Status::Passed
+                }
+            };
+            if let Some(bad) = results.iter().find(|r| r.status != expected(&r.check)) {
                 bail!(
                     "{stage}: {} is {:?}: {:?}",
                     bad.check,
@@ -56,7 +64,10 @@ pub fn run() -> Result<()> {
     let ms = best * 1e3;
     println!(
         "{:<52} {ms:>8.1} ms   target < 100 ms  {}",
-        format!("all 5 stages, {MAX_ROWS} rows x {MAX_COLUMNS} columns, {MAX_GROUPS} groups"),
+        format!(
+            "all {} stages, {MAX_ROWS} rows x {MAX_COLUMNS} columns, {MAX_GROUPS} groups",
+            stages.len()
+        ),
         if ms < 100.0 { "ok" } else { "MISSED" }
     );
     let stages_text: Vec<String> = stages
@@ -150,12 +161,13 @@ fn generate(dir: &std::path::Path) -> Result<()> {
     )?;
     let train: Vec<_> = rows.iter().filter(|r| !r.4).collect();
     let points: Vec<(f64, f64)> = train.iter().map(|r| (r.2, r.3)).collect();
-    let (slope, intercept) = fit(&points).ok_or_else(|| anyhow::anyhow!("degenerate data"))?;
+    let line = fit(&points).ok_or_else(|| anyhow::anyhow!("degenerate data"))?;
+    let (slope, intercept) = (line.slope, line.intercept);
     let mean_y = points.iter().map(|p| p.1).sum::<f64>() / points.len() as f64;
     let held: Vec<_> = rows.iter().filter(|r| r.4).collect();
     let predictions: Vec<_> = held
         .iter()
-        .map(|r| serde_json::json!({"key": r.0, "predicted": intercept + slope * r.2}))
+        .map(|r| serde_json::json!({"key": r.0, "predicted": line.predict(r.2)}))
         .collect();
     let rmse = |f: &dyn Fn(f64) -> f64| {
         (held.iter().map(|r| (r.3 - f(r.2)).powi(2)).sum::<f64>() / held.len() as f64).sqrt()
@@ -163,7 +175,7 @@ fn generate(dir: &std::path::Path) -> Result<()> {
     let logo: Vec<_> = (0..groups - 1)
         .map(|g| {
             let rest: Vec<(f64, f64)> = train.iter().filter(|r| r.1 != g).map(|r| (r.2, r.3)).collect();
-            serde_json::json!({"group": format!("g{g}"), "slope": fit(&rest).map(|f| f.0).unwrap_or(0.0)})
+            serde_json::json!({"group": format!("g{g}"), "slope": fit(&rest).map(|f| f.slope).unwrap_or(0.0)})
         })
         .collect();
     std::fs::write(
@@ -171,7 +183,7 @@ fn generate(dir: &std::path::Path) -> Result<()> {
         serde_json::json!({
             "outcome": "y", "predictor": "x", "slope": slope, "intercept": intercept,
             "held_out_predictions": predictions,
-            "held_out_rmse": rmse(&|x| intercept + slope * x),
+            "held_out_rmse": rmse(&|x| line.predict(x)),
             "mean_comparator_rmse": rmse(&|_| mean_y),
             "leave_one_group_out": logo,
         })
@@ -182,5 +194,9 @@ fn generate(dir: &std::path::Path) -> Result<()> {
         "import statistics\nprint(statistics.fmean([1, 2]))\n",
     )?;
     std::fs::write(dir.join("reports/final.md"), "word ".repeat(50))?;
+    std::fs::copy(
+        dir.join("outputs/model.json"),
+        dir.join("outputs/model.reproduced.json"),
+    )?;
     Ok(())
 }

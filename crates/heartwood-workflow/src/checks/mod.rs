@@ -2,15 +2,33 @@
 //! ones (dictionary, split, OLS), report ones (readiness, plan, presence) and source ones
 //! (Python syntax, byte comparison), with the helpers they share.
 //!
-//! Numerics: means first, then sums over deviations from the means (never the naive
-//! `Σx² − n·x̄²`), in f64. Reported figures agree when `|reported − recomputed| ≤ TOLERANCE ·
-//! max(1, |recomputed|)`.
+//! Numerics: compensated sums, means to twice double precision, sums over deviations from the
+//! means (never the naive `Σx² − n·x̄²`), predictions in centered form (`ȳ + b·(x − x̄)`, never
+//! `a + b·x`, which cancels catastrophically when `x` is far from 0) and residuals formed as
+//! `(y − ȳ) − b·(x − x̄)`, so every figure keeps about 1e-12 relative accuracy at offsets up to
+//! 10¹², in f64.
+//!
+//! Tolerances: a reported figure agrees with the recomputed one when
+//! `|reported − recomputed| ≤ TOLERANCE · scale + ROUNDING · magnitude`, where `scale` is what
+//! an error in that figure is naturally measured against (for a prediction or a residual
+//! figure, the residual scale; for a summary of a column, the column's spread) and `magnitude`
+//! is the size of the terms the figure is computed from, which bounds what floating-point
+//! rounding in any correct computation of it (a naive one included) can leave. Never relative
+//! to the magnitude of the value alone: predictions of outcomes around 10⁶ with residuals of
+//! 0.1 must agree to far better than 1.
+//!
+//! Every JSON file a check reads is refused when any object in it names a key twice (JSON
+//! readers disagree on which one wins), and so is any list of keyed entries that names a key
+//! twice.
 
 mod reports;
 mod source;
 mod tabular;
 
+use std::collections::HashSet;
 use std::sync::Arc;
+
+use serde::de::{DeserializeOwned, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 
 pub use reports::{
     AnalysisPlan, MIN_REPORT_WORDS, NumericSummary, ReadinessReport, analysis_plan,
@@ -24,45 +42,246 @@ pub use tabular::{
 use crate::check::CheckResult;
 use crate::table::{Dictionary, Table, TableError};
 
-/// Relative tolerance for reported figures (absolute below 1).
+/// Relative tolerance, against the figure's natural scale (see the module documentation).
 pub const TOLERANCE: f64 = 1e-6;
+
+/// Allowance for floating-point rounding, relative to the magnitude of the terms a figure is
+/// computed from: about a thousand times what one rounding leaves (2⁻⁵³ ≈ 1.1e-16), so a
+/// correct figure computed naively (`a + b·x` at large `x`, a few roundings of the largest
+/// term) still agrees, while a shift of a few residual scales stays visible at offsets up to
+/// 10¹² whenever the residual scale is above about 10⁻¹ there.
+pub const ROUNDING: f64 = 1e-13;
 
 /// The file bytes a check reads, in the order its definition lists them.
 pub type Files<'a> = &'a [Vec<u8>];
 
-/// Least squares of `y` on `x`: `(slope, intercept)`, or `None` when `x` does not vary.
-pub fn fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+/// A least-squares line, kept in centered form, with its means to twice double precision (a
+/// value and the rounding it leaves), so deviations from the means keep their digits at any
+/// offset: `x − x̄` is exact when `x` is near `x̄`, and the mean's own rounding is added back.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Line {
+    /// The slope.
+    pub slope: f64,
+    /// The intercept (`ȳ − b·x̄`; reported, never used to predict).
+    pub intercept: f64,
+    /// The mean of the predictor, as a value and the rounding it leaves.
+    pub mean_x: (f64, f64),
+    /// The mean of the outcome, likewise.
+    pub mean_y: (f64, f64),
+}
+
+impl Line {
+    /// `x − x̄`.
+    pub fn dx(&self, x: f64) -> f64 {
+        (x - self.mean_x.0) - self.mean_x.1
+    }
+
+    /// `y − ȳ`.
+    pub fn dy(&self, y: f64) -> f64 {
+        (y - self.mean_y.0) - self.mean_y.1
+    }
+
+    /// The prediction at `x`, in centered form.
+    pub fn predict(&self, x: f64) -> f64 {
+        self.mean_y.0 + (self.mean_y.1 + self.slope * self.dx(x))
+    }
+
+    /// `y − ŷ(x)`, without forming `ŷ` (which would round at the outcome's magnitude).
+    pub fn residual(&self, x: f64, y: f64) -> f64 {
+        self.dy(y) - self.slope * self.dx(x)
+    }
+
+    /// The size of the terms a naive `a + b·x` prediction at `x` adds up, which bounds its
+    /// rounding.
+    pub fn magnitude_at(&self, x: f64) -> f64 {
+        self.intercept.abs() + (self.slope * x).abs() + self.mean_y.0.abs()
+    }
+}
+
+/// Least squares of `y` on `x`, or `None` when `x` does not vary (or there are fewer than two
+/// points).
+pub fn fit(points: &[(f64, f64)]) -> Option<Line> {
     if points.len() < 2 {
         return None;
     }
-    let mx = mean(points.iter().map(|p| p.0));
-    let my = mean(points.iter().map(|p| p.1));
-    let (mut sxy, mut sxx) = (0.0, 0.0);
-    for (x, y) in points {
-        sxy += (x - mx) * (y - my);
-        sxx += (x - mx) * (x - mx);
+    let mean_x = mean2(points.iter().map(|p| p.0));
+    let mean_y = mean2(points.iter().map(|p| p.1));
+    let dx = |x: f64| (x - mean_x.0) - mean_x.1;
+    let dy = |y: f64| (y - mean_y.0) - mean_y.1;
+    let mut sxy = Sum::default();
+    let mut sxx = Sum::default();
+    for &(x, y) in points {
+        sxy.add(dx(x) * dy(y));
+        sxx.add(dx(x) * dx(x));
     }
+    let (sxy, sxx) = (sxy.total(), sxx.total());
     if sxx == 0.0 {
         return None;
     }
     let slope = sxy / sxx;
-    Some((slope, my - slope * mx))
+    // One rounding of the product, then the means' own roundings.
+    let intercept = (-slope).mul_add(mean_x.0, mean_y.0) + (mean_y.1 - slope * mean_x.1);
+    Some(Line {
+        slope,
+        intercept,
+        mean_x,
+        mean_y,
+    })
 }
 
-pub(crate) fn mean(values: impl Iterator<Item = f64>) -> f64 {
-    let (mut sum, mut n) = (0.0, 0usize);
-    for v in values {
-        sum += v;
-        n += 1;
+/// A compensated (Neumaier) sum: the rounding of each addition is kept and added back.
+#[derive(Debug, Default, Clone, Copy)]
+struct Sum {
+    sum: f64,
+    compensation: f64,
+    count: usize,
+}
+
+impl Sum {
+    fn add(&mut self, v: f64) {
+        let t = self.sum + v;
+        self.compensation += if self.sum.abs() >= v.abs() {
+            (self.sum - t) + v
+        } else {
+            (v - t) + self.sum
+        };
+        self.sum = t;
+        self.count += 1;
     }
-    if n == 0 { 0.0 } else { sum / n as f64 }
+
+    fn total(&self) -> f64 {
+        self.sum + self.compensation
+    }
+
+    /// The mean as a value and the rounding it leaves.
+    fn mean(&self) -> (f64, f64) {
+        if self.count == 0 {
+            return (0.0, 0.0);
+        }
+        let n = self.count as f64;
+        let hi_total = self.sum + self.compensation;
+        let lo_total = self.compensation - (hi_total - self.sum);
+        let hi = hi_total / n;
+        // Exact: what dividing left behind.
+        let remainder = (-hi).mul_add(n, hi_total);
+        (hi, (remainder + lo_total) / n)
+    }
 }
 
-pub(crate) fn compare(result: &mut CheckResult, what: &str, reported: f64, recomputed: f64) {
-    if (reported - recomputed).abs() > TOLERANCE * recomputed.abs().max(1.0) {
+/// The mean as a value and the rounding it leaves (twice double precision).
+pub(crate) fn mean2(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let mut sum = Sum::default();
+    values.for_each(|v| sum.add(v));
+    sum.mean()
+}
+
+/// The mean, correctly rounded in all but pathological cases.
+pub(crate) fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let (hi, lo) = mean2(values);
+    hi + lo
+}
+
+/// The root mean square of `values` (deviations already formed by the caller).
+pub(crate) fn root_mean_square(values: impl Iterator<Item = f64>) -> f64 {
+    let mut sum = Sum::default();
+    values.for_each(|v| sum.add(v * v));
+    if sum.count == 0 {
+        return 0.0;
+    }
+    (sum.total() / sum.count as f64).sqrt()
+}
+
+/// The root mean square of deviations from the mean of `values`.
+pub(crate) fn spread(values: impl Iterator<Item = f64> + Clone) -> f64 {
+    let (hi, lo) = mean2(values.clone());
+    root_mean_square(values.map(|v| (v - hi) - lo))
+}
+
+/// Compares a reported figure with the recomputed one, within `TOLERANCE · scale + ROUNDING ·
+/// magnitude` (see the module documentation). A figure that is not a number never agrees.
+pub(crate) fn compare_within(
+    result: &mut CheckResult,
+    what: &str,
+    reported: f64,
+    recomputed: f64,
+    scale: f64,
+    magnitude: f64,
+) {
+    let allowed = TOLERANCE * scale.abs() + ROUNDING * magnitude.abs().max(recomputed.abs());
+    let agrees = (reported - recomputed).abs() <= allowed;
+    if !agrees {
         result.fail(format!(
-            "{what}: the report says {reported}, recomputed {recomputed}"
+            "{what}: the report says {reported}, recomputed {recomputed} (allowed difference \
+             {allowed:.3e})"
         ));
+    }
+}
+
+/// Reads a JSON file strictly: any object naming a key twice is refused before the file is
+/// read as `T`.
+pub(crate) fn strict_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    let mut reader = serde_json::Deserializer::from_slice(bytes);
+    <NoDuplicateKeys as serde::Deserialize>::deserialize(&mut reader).map_err(|e| e.to_string())?;
+    reader.end().map_err(|e| e.to_string())?;
+    serde_json::from_slice(bytes).map_err(|e| e.to_string())
+}
+
+/// Any JSON value, read only to refuse an object that names a key twice.
+struct NoDuplicateKeys;
+
+impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(NoDuplicateKeys)
+    }
+}
+
+impl<'de> Visitor<'de> for NoDuplicateKeys {
+    type Value = NoDuplicateKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self, A::Error> {
+        while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
+        Ok(self)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        let mut seen = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(A::Error::custom(format!(
+                    "the key {key:?} appears twice in one object"
+                )));
+            }
+            map.next_value::<NoDuplicateKeys>()?;
+        }
+        Ok(self)
     }
 }
 
@@ -71,10 +290,7 @@ pub(crate) fn table_and_dictionary(
     result: &mut CheckResult,
 ) -> Option<(Arc<Table>, Dictionary)> {
     let table = table_from(files.first(), "table", result)?;
-    let dictionary = match files
-        .get(1)
-        .map(|b| serde_json::from_slice::<Dictionary>(b))
-    {
+    let dictionary = match files.get(1).map(|b| strict_json::<Dictionary>(b)) {
         Some(Ok(d)) => d,
         Some(Err(e)) => {
             result.fail(format!("the data dictionary is not valid: {e}"));
@@ -98,6 +314,12 @@ pub(crate) fn table_from(
         return None;
     };
     match Table::parse_shared(bytes) {
+        Ok(t) if t.rows.is_empty() => {
+            result.fail(format!(
+                "the {what} has a header and no rows; an empty table is a finding, not evidence"
+            ));
+            None
+        }
         Ok(t) => Some(t),
         Err(TableError::Malformed(e)) => {
             result.fail(format!("the {what} is not a valid CSV table: {e}"));

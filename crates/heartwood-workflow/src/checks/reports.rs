@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::{Files, compare, mean, table_and_dictionary};
+use super::{Files, compare_within, mean, spread, strict_json, table_and_dictionary};
 use crate::check::CheckResult;
 use crate::table::{Dictionary, number};
 
@@ -67,7 +67,7 @@ pub fn readiness_report(files: Files<'_>, result: &mut CheckResult) {
     let Some((table, dictionary)) = table_and_dictionary(files, result) else {
         return;
     };
-    let report: ReadinessReport = match files.get(2).map(|b| serde_json::from_slice(b)) {
+    let report: ReadinessReport = match files.get(2).map(|b| strict_json(b)) {
         Some(Ok(r)) => r,
         Some(Err(e)) => {
             return result.fail(format!(
@@ -103,6 +103,13 @@ pub fn readiness_report(files: Files<'_>, result: &mut CheckResult) {
             report.group_sizes, sizes
         ));
     }
+    for name in report.missing.keys() {
+        if table.column(name).is_none() {
+            result.fail(format!(
+                "the report counts empty values in column {name:?}, which the table lacks"
+            ));
+        }
+    }
     for (c, name) in table.columns.iter().enumerate() {
         let empty = table.rows.iter().filter(|r| r[c].is_empty()).count();
         let stated = report.missing.get(name).copied().unwrap_or(0);
@@ -126,14 +133,25 @@ pub fn readiness_report(files: Files<'_>, result: &mut CheckResult) {
         }
         let min = values.iter().copied().fold(f64::INFINITY, f64::min);
         let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        compare(result, &format!("{name} minimum"), stated.min, min);
-        compare(result, &format!("{name} maximum"), stated.max, max);
-        compare(
-            result,
-            &format!("{name} mean"),
-            stated.mean,
-            mean(values.iter().copied()),
-        );
+        let centre = mean(values.iter().copied());
+        // A summary is measured against the column's spread, not its distance from zero; a
+        // column that does not vary is held to rounding alone.
+        let scale = spread(values.iter().copied());
+        let magnitude = min.abs().max(max.abs());
+        for (what, stated, recomputed) in [
+            ("minimum", stated.min, min),
+            ("maximum", stated.max, max),
+            ("mean", stated.mean, centre),
+        ] {
+            compare_within(
+                result,
+                &format!("{name} {what}"),
+                stated,
+                recomputed,
+                scale,
+                magnitude,
+            );
+        }
     }
 }
 
@@ -156,12 +174,12 @@ pub struct AnalysisPlan {
 /// `analysis_plan`: reads dictionary, plan. The plan names the dictionary's outcome and grouping,
 /// one permitted predictor, its held-out groups, and a split the maintained checks support.
 pub fn analysis_plan(files: Files<'_>, result: &mut CheckResult) {
-    let dictionary: Dictionary = match files.first().map(|b| serde_json::from_slice(b)) {
+    let dictionary: Dictionary = match files.first().map(|b| strict_json(b)) {
         Some(Ok(d)) => d,
         Some(Err(e)) => return result.fail(format!("the data dictionary is not valid: {e}")),
         None => return result.fail("the check needs the data dictionary"),
     };
-    let plan: AnalysisPlan = match files.get(1).map(|b| serde_json::from_slice(b)) {
+    let plan: AnalysisPlan = match files.get(1).map(|b| strict_json(b)) {
         Some(Ok(p)) => p,
         Some(Err(e)) => return result.fail(format!("the plan is not in the expected form: {e}")),
         None => return result.fail("the check needs the plan"),
@@ -189,6 +207,9 @@ pub fn analysis_plan(files: Files<'_>, result: &mut CheckResult) {
         result.fail(format!(
             "the plan holds out {planned:?}; the dictionary declares {declared:?}"
         ));
+    }
+    if plan.held_out_groups.is_empty() {
+        result.fail("the plan holds out no group, so nothing would be held out");
     }
     if plan.split != "group_disjoint" {
         result.mark_unverified(format!(

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::{Files, compare, fit, mean, table_and_dictionary, table_from};
+use super::{
+    Files, compare_within, fit, root_mean_square, strict_json, table_and_dictionary, table_from,
+};
 use crate::check::{CheckResult, MAX_GROUPS};
 use crate::table::{ColumnType, Dictionary, Table, number};
 
@@ -119,6 +121,35 @@ fn checked_split(
         result.fail("the split needs the columns key and partition");
         return None;
     };
+    // Each stage's checks stand on their own: a key that names two rows cannot be split.
+    let mut table_keys = BTreeSet::new();
+    for (i, row) in table.rows.iter().enumerate() {
+        if !table_keys.insert(&row[key]) {
+            result.fail(format!(
+                "line {}: key {:?} names two rows of the table, so the split cannot say which \
+                 partition a row is in",
+                i + 2,
+                &row[key]
+            ));
+        }
+    }
+    let table_groups: BTreeSet<&str> = table.rows.iter().map(|r| &r[group]).collect();
+    if dictionary.held_out_groups.is_empty() {
+        result.fail("the dictionary holds out no group, so nothing is held out");
+    }
+    for held in &dictionary.held_out_groups {
+        if !table_groups.contains(held.as_str()) {
+            result.fail(format!(
+                "the dictionary holds out group {held:?}, which no row of the table has"
+            ));
+        }
+    }
+    if !table_groups
+        .iter()
+        .any(|g| !dictionary.held_out_groups.iter().any(|h| h == g))
+    {
+        result.fail("every group is held out, so nothing is left to train on");
+    }
     let mut assigned: HashMap<&str, &str> = HashMap::new();
     for (i, row) in split_table.rows.iter().enumerate() {
         let partition = &row[sp];
@@ -136,9 +167,8 @@ fn checked_split(
             ));
         }
     }
-    let keys: BTreeSet<&str> = table.rows.iter().map(|r| &r[key]).collect();
     for k in assigned.keys() {
-        if !keys.contains(k) {
+        if !table_keys.contains(k) {
             result.fail(format!(
                 "the split assigns key {k:?}, which the table does not have"
             ));
@@ -175,6 +205,11 @@ fn checked_split(
             result.fail(format!(
                 "group {g:?} has rows on both sides of the split (leakage)"
             ));
+        }
+    }
+    for side in ["train", "held_out"] {
+        if !split.partition.values().any(|p| p == side) {
+            result.fail(format!("the {side} partition is empty"));
         }
     }
     Some((split, table, dictionary))
@@ -229,9 +264,10 @@ pub struct GroupSlope {
     pub slope: f64,
 }
 
-/// `univariate_ols`: reads table, dictionary, split, results. Recomputes the fit on the training
-/// partition, the held-out predictions and errors, the training-mean comparator and the
-/// leave-one-group-out slopes, and compares each with the report.
+/// `univariate_ols`: reads table, dictionary, split, results, plan. The report must be the model
+/// the accepted plan declared (outcome, predictor, grouping, held-out groups). Recomputes the fit
+/// on the training partition, the held-out predictions and errors, the training-mean comparator
+/// and the leave-one-group-out slopes, and compares each with the report.
 pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
     let Some((split, table, dictionary)) = checked_split(files, result) else {
         return;
@@ -240,15 +276,52 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
         result.fail("the split is not valid, so the model cannot be checked against it");
         return;
     }
-    let report: OlsReport = match files.get(3).map(|b| serde_json::from_slice(b)) {
+    let report: OlsReport = match files.get(3).map(|b| strict_json(b)) {
         Some(Ok(r)) => r,
         Some(Err(e)) => return result.fail(format!("the results file is not a model report: {e}")),
         None => return result.fail("the check needs the results file"),
+    };
+    let plan: super::AnalysisPlan = match files.get(4).map(|b| strict_json(b)) {
+        Some(Ok(p)) => p,
+        Some(Err(e)) => return result.fail(format!("the analysis plan is not valid: {e}")),
+        None => {
+            return result.fail(
+                "the check needs the analysis plan: a model is checked against the plan that \
+                 declared it",
+            );
+        }
     };
     if report.outcome != dictionary.outcome {
         result.fail(format!(
             "the report's outcome {:?} is not the dictionary's {:?}",
             report.outcome, dictionary.outcome
+        ));
+    }
+    if report.outcome != plan.outcome {
+        result.fail(format!(
+            "the report's outcome {:?} is not the plan's {:?}",
+            report.outcome, plan.outcome
+        ));
+    }
+    if report.predictor != plan.predictor {
+        result.fail(format!(
+            "the report fits predictor {:?}; the plan declared {:?}",
+            report.predictor, plan.predictor
+        ));
+    }
+    if plan.group != dictionary.group {
+        result.fail(format!(
+            "the plan groups by {:?}; the dictionary's group is {:?}",
+            plan.group, dictionary.group
+        ));
+    }
+    let mut planned = plan.held_out_groups.clone();
+    let mut declared = dictionary.held_out_groups.clone();
+    planned.sort();
+    declared.sort();
+    if planned != declared {
+        result.fail(format!(
+            "the plan holds out {planned:?}; the split follows the dictionary's {declared:?}"
         ));
     }
     if !dictionary.predictors.contains(&report.predictor) {
@@ -284,65 +357,142 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
             None => {}
         }
     }
+    if held_out.is_empty() {
+        // The split check says why; an error over zero rows is not a figure.
+        return result.fail("no row is held out, so there is no held-out error to check");
+    }
     let points: Vec<(f64, f64)> = train.iter().map(|(x, y, _)| (*x, *y)).collect();
-    let Some((slope, intercept)) = fit(&points) else {
+    let Some(line) = fit(&points) else {
         result.mark_unverified(
             "the training predictor has no variance (or fewer than two rows), so the slope is undefined",
         );
         return;
     };
-    compare(result, "slope", report.slope, slope);
-    compare(result, "intercept", report.intercept, intercept);
-    let mut squared = 0.0;
-    let mut comparator = 0.0;
-    let mean_y = mean(points.iter().map(|p| p.1));
-    let reported: HashMap<&str, f64> = report
-        .held_out_predictions
-        .iter()
-        .map(|p| (p.key.as_str(), p.predicted))
-        .collect();
+    // The residual scale: what an error in a prediction or a residual figure is measured
+    // against. A perfect fit has none; the outcome's spread stands in, and rounding covers an
+    // outcome that does not vary at all.
+    let residual = root_mean_square(points.iter().map(|&(x, y)| line.residual(x, y)));
+    let outcome_spread = root_mean_square(points.iter().map(|p| line.dy(p.1)));
+    let scale = if residual > 0.0 {
+        residual
+    } else {
+        outcome_spread
+    };
+    let x_spread = root_mean_square(points.iter().map(|p| line.dx(p.0)));
+    // A slope's natural scale: its own size, or the residual scale per unit of predictor.
+    let slope_scale = |slope: f64| slope.abs().max(scale / x_spread);
+    compare_within(
+        result,
+        "slope",
+        report.slope,
+        line.slope,
+        slope_scale(line.slope),
+        line.slope,
+    );
+    compare_within(
+        result,
+        "intercept",
+        report.intercept,
+        line.intercept,
+        line.intercept.abs().max(scale),
+        line.magnitude_at(line.mean_x.0),
+    );
+
+    let mut reported: HashMap<&str, f64> = HashMap::new();
+    for p in &report.held_out_predictions {
+        if reported.insert(p.key.as_str(), p.predicted).is_some() {
+            result.fail(format!(
+                "the report predicts key {:?} twice; each held-out row has one prediction",
+                p.key
+            ));
+        }
+        if !held_out.contains_key(&p.key) {
+            result.fail(format!(
+                "the report predicts key {:?}, which is not a held-out row",
+                p.key
+            ));
+        }
+    }
+    let mut errors = Vec::with_capacity(held_out.len());
+    let mut comparator = Vec::with_capacity(held_out.len());
+    let mut magnitude: f64 = 0.0;
     for (key, (xv, yv)) in &held_out {
-        let predicted = intercept + slope * xv;
+        let predicted = line.predict(*xv);
+        let terms = line.magnitude_at(*xv) + yv.abs();
+        magnitude = magnitude.max(terms);
         match reported.get(key.as_str()) {
-            Some(r) => compare(result, &format!("prediction for {key}"), *r, predicted),
+            Some(r) => compare_within(
+                result,
+                &format!("prediction for {key}"),
+                *r,
+                predicted,
+                scale,
+                terms,
+            ),
             None => result.fail(format!(
                 "the report has no prediction for held-out key {key:?}"
             )),
         }
-        squared += (yv - predicted).powi(2);
-        comparator += (yv - mean_y).powi(2);
+        errors.push(line.residual(*xv, *yv));
+        comparator.push(line.dy(*yv));
     }
-    if reported.len() != held_out.len() {
-        result.fail(format!(
-            "the report predicts {} rows; the held-out partition has {}",
-            reported.len(),
-            held_out.len()
-        ));
-    }
-    let n = held_out.len().max(1) as f64;
-    let rmse = (squared / n).sqrt();
-    let comparator_rmse = (comparator / n).sqrt();
-    compare(result, "held-out RMSE", report.held_out_rmse, rmse);
-    compare(
+    let rmse = root_mean_square(errors.into_iter());
+    let comparator_rmse = root_mean_square(comparator.into_iter());
+    compare_within(
+        result,
+        "held-out RMSE",
+        report.held_out_rmse,
+        rmse,
+        rmse.max(scale),
+        magnitude,
+    );
+    compare_within(
         result,
         "training-mean comparator RMSE",
         report.mean_comparator_rmse,
         comparator_rmse,
+        comparator_rmse.max(scale),
+        magnitude,
     );
 
     let groups: BTreeSet<&str> = train.iter().map(|t| t.2.as_str()).collect();
+    // Every reported entry names exactly one training group, once: a fabricated or repeated
+    // entry fails whatever its slope.
+    let mut reported_logo: HashMap<&str, f64> = HashMap::new();
+    for entry in &report.leave_one_group_out {
+        if reported_logo
+            .insert(entry.group.as_str(), entry.slope)
+            .is_some()
+        {
+            result.fail(format!(
+                "the report gives the slope without group {:?} twice",
+                entry.group
+            ));
+        }
+        if !groups.contains(entry.group.as_str()) {
+            result.fail(format!(
+                "the report gives a slope without group {:?}, which is not a training group",
+                entry.group
+            ));
+        }
+    }
+    let mut figures = serde_json::json!({
+        "slope": line.slope,
+        "intercept": line.intercept,
+        "held_out_rmse": rmse,
+        "mean_comparator_rmse": comparator_rmse,
+        "residual_scale": scale,
+        "training_rows": points.len(),
+        "held_out_rows": held_out.len(),
+    });
     if groups.len() > MAX_GROUPS {
+        result.figures = figures;
         result.mark_unverified(format!(
             "{} training groups; leave-one-group-out is checked for at most {MAX_GROUPS}",
             groups.len()
         ));
         return;
     }
-    let reported: HashMap<&str, f64> = report
-        .leave_one_group_out
-        .iter()
-        .map(|s| (s.group.as_str(), s.slope))
-        .collect();
     // Groups by index, so leaving one out compares integers, not names.
     let names: Vec<&str> = groups.iter().copied().collect();
     let ids: Vec<usize> = train
@@ -360,22 +510,30 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
                 .filter(|(_, g)| **g != id)
                 .map(|(t, _)| (t.0, t.1)),
         );
-        let Some((s, _)) = fit(&rest) else { continue };
-        logo.push(serde_json::json!({"group": group, "slope": s}));
-        match reported.get(group) {
-            Some(r) => compare(result, &format!("slope without group {group}"), *r, s),
+        let Some(without) = fit(&rest) else {
+            if reported_logo.contains_key(group) {
+                result.fail(format!(
+                    "the report gives a slope without group {group:?}, but without it the \
+                     predictor does not vary (or too few rows remain), so there is none"
+                ));
+            }
+            continue;
+        };
+        logo.push(serde_json::json!({"group": group, "slope": without.slope}));
+        match reported_logo.get(group) {
+            Some(r) => compare_within(
+                result,
+                &format!("slope without group {group}"),
+                *r,
+                without.slope,
+                slope_scale(without.slope),
+                without.slope,
+            ),
             None => result.fail(format!(
                 "the report lacks the slope without group {group:?}"
             )),
         }
     }
-    result.figures = serde_json::json!({
-        "slope": slope,
-        "intercept": intercept,
-        "held_out_rmse": rmse,
-        "mean_comparator_rmse": comparator_rmse,
-        "training_rows": points.len(),
-        "held_out_rows": held_out.len(),
-        "leave_one_group_out": logo,
-    });
+    figures["leave_one_group_out"] = serde_json::Value::Array(logo);
+    result.figures = figures;
 }
