@@ -16,7 +16,7 @@ export type ActionSetId = string;
 export type ActionState = "proposed" | "approved" | "running" | "completed" | "failed" | "rejected";
 
 /** One action at its latest version. */
-export type ActionView = { action_id: number; arguments: string; changed_path?: string | null; detail?: string | null; exit_code?: number | null; proposed_seq: number; response_id: string; risk: RiskLevel; state: ActionState; thought?: string | null; tool: string; version: number };
+export type ActionView = { action_id: number; arguments: string; changed_path?: string | null; detail?: string | null; exit_code?: number | null; headline?: string; proposed_seq: number; response_id: string; risk: RiskLevel; state: ActionState; thought?: string | null; tool: string; version: number };
 
 /** Work limits of one stage. */
 export type Budget = { actions: number; model_calls: number; seconds: number; tokens: number };
@@ -52,6 +52,9 @@ export type DecisionView = { decision: Decision; reason?: string | null; revisio
 /** Where a session's agent stands. */
 export type Lifecycle = "idle" | "running" | "paused" | "waiting_for_decision" | "finished" | "failed" | "stuck";
 
+/** One member of a reviewed set. */
+export type MemberReview = { action_id: number; headline: string; predicted_risk?: string | null; preview: Preview; risk: RiskLevel; tool: string };
+
 /** A session id minted for an interface's first task (the gateway chooses ids; callers
  * cannot). */
 export type NewSession = { session: SessionId };
@@ -71,6 +74,9 @@ export type PlanStatus = "todo" | "in_progress" | "done";
 /** One step of the agent's task plan. */
 export type PlanTask = { notes?: string; status: PlanStatus; title: string };
 
+/** Exactly what one action would do, computed without running it. */
+export type Preview = { command: string; input: boolean; kind: "command"; reset: boolean; timeout_secs?: number | null; working_directory: string } | { content: string; kind: "create"; lines: number; omitted_lines: number; path: string } | { added: number; kind: "diff"; omitted_lines: number; path: string; removed: number; sha256: string; unified: string } | { kind: "read"; path: string; range?: number[] | null } | { kind: "plan"; tasks: PlanTask[] } | { kind: "note"; text: string } | { kind: "would_fail"; reason: string };
+
 /** Usage for one purpose. */
 export type PurposeUsage = { label: string; purpose: string; usage: UsageFigures };
 
@@ -79,6 +85,9 @@ export type Receipt = { command_id: CommandId; command_type: string; content_sha
 
 /** An event as stored: the event plus its place in the session. */
 export type RecordedEvent = { command?: CommandId | null; origin?: Origin | null; schema: number; seq: Seq; time: Timestamp } & ({ backend: string; type: "session_registered"; workflow?: string | null } | { role: Role; text: string; type: "message" } | { bundle: string; count: number; terminal_hash: string; type: "export_recorded" } | { type: "session_closed" } | { policy: ActionPolicy; starting_commit?: string | null; text: string; type: "task_submitted" } | { text: string; type: "guidance_sent" } | { type: "pause_requested" } | { type: "run_resumed" } | { lifecycle: Lifecycle; type: "lifecycle_changed" } | { action: ActionProposal; type: "action_proposed" } | { action_id: number; changed_path?: string | null; detail?: string | null; exit_code?: number | null; state: ActionState; type: "action_updated"; version: number } | { set: ActionSet; type: "action_set_pending" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decision_recorded" } | { tasks: PlanTask[]; type: "task_plan_updated" } | { purpose: string; type: "usage_recorded"; usage: UsageFigures } | { message: string; type: "error_recorded" } | { forgotten: number; type: "context_condensed" } | { reason: string; type: "run_interrupted" });
+
+/** The review of the pending set at one revision. */
+export type Review = { members: MemberReview[]; revision: number; set_id: ActionSetId };
 
 /** The deterministic risk rating of one action. */
 export type RiskLevel = "unknown" | "low" | "medium" | "high";
@@ -102,7 +111,7 @@ export type SessionProjection = { actions: ActionView[]; activity: string; avail
 export type SessionRow = { last_activity?: Timestamp | null; lifecycle?: Lifecycle | null; pending: boolean; session: SessionId; status_line: string };
 
 /** Events since a revision and the projection, taken together. */
-export type Snapshot = { events: RecordedEvent[]; projection: SessionProjection; revision: number; streaming: string; transient_revision: number };
+export type Snapshot = { events: RecordedEvent[]; projection: SessionProjection; review?: Review | null; revision: number; streaming: string; transient_revision: number };
 
 /** The startup plan. */
 export type StartupPlan = { explanation: string; next_action: string; phase: Phase; route?: RouteSummary | null; sessions: number };

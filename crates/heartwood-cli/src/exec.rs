@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use heartwood_events::{
     ActionPolicy, ActionSetId, Command, CommandId, CommandKind, Decision, Lifecycle, Outcome,
-    Receipt, SessionId, SessionProjection,
+    Receipt, SessionId,
 };
 use heartwood_gateway::{ProjectContext, SessionGateway};
 
@@ -253,7 +253,7 @@ async fn follow_in(
     let mut interrupted = false;
     let mut quiet_since = Instant::now();
     let mut last_notice = Instant::now();
-    let projection = loop {
+    let settled = loop {
         let snapshot = gateway.snapshot(&session, seen)?;
         for event in &snapshot.events {
             if json {
@@ -265,7 +265,7 @@ async fn follow_in(
             quiet_since = Instant::now();
         }
         if snapshot.projection.is_settled() {
-            break snapshot.projection;
+            break snapshot;
         }
         // A run that says nothing for a while says what it is waiting on, and for how long.
         let quiet = quiet_since.elapsed();
@@ -294,18 +294,19 @@ async fn follow_in(
             }
         }
     };
-    Ok(outcome(&projection, json))
+    Ok(outcome(&settled, json))
 }
 
-fn outcome(p: &SessionProjection, json: bool) -> ExitCode {
+fn outcome(snapshot: &heartwood_events::Snapshot, json: bool) -> ExitCode {
+    let p = &snapshot.projection;
     let waiting = p.lifecycle == Lifecycle::WaitingForDecision;
     if !json && !waiting {
         println!("\n{}", p.status_line);
     }
     match p.lifecycle {
         Lifecycle::WaitingForDecision => {
-            if let (Some(set), false) = (&p.pending, json) {
-                render::pending_set(&p.session, set);
+            if let (Some(set), Some(review), false) = (&p.pending, &snapshot.review, json) {
+                render::pending_set(&p.session, set, review);
             }
             ExitCode::from(EXIT_WAITING)
         }

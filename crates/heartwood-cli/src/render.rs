@@ -1,7 +1,7 @@
 //! How events and pending sets read in a terminal. Rendering only: what an event means for the
 //! session comes from the gateway's projection.
 
-use heartwood_events::{ActionSet, Event, RecordedEvent, SessionId};
+use heartwood_events::{ActionSet, Event, Preview, RecordedEvent, Review, SessionId};
 
 /// One line for a durable event.
 pub fn describe(e: &RecordedEvent) -> String {
@@ -24,10 +24,9 @@ pub fn describe(e: &RecordedEvent) -> String {
             format!("agent is {}", lifecycle.as_str().replace('_', " "))
         }
         Event::ActionProposed { action } => format!(
-            "proposed #{} {} {}",
+            "proposed #{} {}",
             action.action_id,
-            action.tool,
-            short(&action.arguments, 160)
+            heartwood_gateway::review::headline(&action.tool, &action.arguments)
         ),
         Event::ActionUpdated {
             action_id,
@@ -88,8 +87,28 @@ pub fn describe(e: &RecordedEvent) -> String {
     }
 }
 
-/// Prints a pending set whole, and the exact commands that answer it.
-pub fn pending_set(session: &SessionId, set: &ActionSet) {
+/// Colour for a terminal: only when standard output is one and `NO_COLOR` is not set.
+struct Paint(bool);
+
+impl Paint {
+    fn detect() -> Self {
+        use std::io::IsTerminal;
+        Paint(std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+    }
+
+    fn wrap(&self, code: &str, text: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+/// Prints a pending set whole, as the gateway's review shows it (every line of every command,
+/// the whole new file, the diff of an edit), and the exact commands that answer it.
+pub fn pending_set(session: &SessionId, set: &ActionSet, review: &Review) {
+    let paint = Paint::detect();
     println!(
         "\nThe agent proposes {} action{} (set {}, revision {}). Nothing runs until you decide:",
         set.members.len(),
@@ -99,16 +118,27 @@ pub fn pending_set(session: &SessionId, set: &ActionSet) {
     );
     for member in &set.members {
         if let Some(thought) = &member.thought {
-            println!("  agent: {}", short(thought, 400));
+            println!("\n  agent: {}", short(thought, 400));
         }
-        let risk = serde_json::to_value(member.risk)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
+        let Some(reviewed) = review
+            .members
+            .iter()
+            .find(|m| m.action_id == member.action_id)
+        else {
+            continue;
+        };
+        let predicted = reviewed
+            .predicted_risk
+            .as_deref()
+            .map(|r| format!(" (model predicts {})", r.to_lowercase()))
             .unwrap_or_default();
         println!(
-            "  #{} {} [{risk} risk] {}",
-            member.action_id, member.tool, member.arguments
+            "\n  #{} {} [{} risk]{predicted}",
+            member.action_id,
+            paint.wrap("1", &reviewed.headline),
+            reviewed.risk.as_str()
         );
+        print_preview(&paint, &reviewed.preview);
     }
     let base = format!(
         "heartwood decide {session} --set {} --revision {}",
@@ -116,6 +146,97 @@ pub fn pending_set(session: &SessionId, set: &ActionSet) {
     );
     println!("\nAllow all of them once:  {base} allow");
     println!("Reject all of them:      {base} reject --reason \"why\"");
+}
+
+fn print_preview(paint: &Paint, preview: &Preview) {
+    let omitted = |n: usize| {
+        if n > 0 {
+            println!("      … {n} more lines not shown");
+        }
+    };
+    match preview {
+        Preview::Command {
+            command,
+            working_directory,
+            input,
+            reset,
+            timeout_secs,
+        } => {
+            let mut notes = vec![format!("in {working_directory}")];
+            if *reset {
+                notes.push("after restarting the shell".to_owned());
+            }
+            if let Some(t) = timeout_secs {
+                notes.push(format!("waits up to {t} s"));
+            }
+            println!("      {}", paint.wrap("2", &notes.join(" · ")));
+            let prompt = if *input { "> " } else { "$ " };
+            for line in command.split('\n') {
+                println!("      {}", paint.wrap("36", &format!("{prompt}{line}")));
+            }
+        }
+        Preview::Create {
+            path,
+            content,
+            lines,
+            omitted_lines,
+        } => {
+            println!("      new file {path} ({lines} lines):");
+            for line in content.lines() {
+                println!("      {}", paint.wrap("32", &format!("+ {line}")));
+            }
+            omitted(*omitted_lines);
+        }
+        Preview::Diff {
+            path,
+            unified,
+            added,
+            removed,
+            omitted_lines,
+            ..
+        } => {
+            if unified.is_empty() {
+                println!("      {path}: goes back to the agent's copy from before its last edit");
+                return;
+            }
+            println!("      {path}: +{added} -{removed}");
+            for line in unified.lines() {
+                let code = match line.as_bytes().first() {
+                    _ if line.starts_with("+++") || line.starts_with("---") => "2",
+                    Some(b'+') => "32",
+                    Some(b'-') => "31",
+                    Some(b'@') => "36",
+                    _ => "0",
+                };
+                println!("      {}", paint.wrap(code, line));
+            }
+            omitted(*omitted_lines);
+        }
+        Preview::Read { path, range } => {
+            let range = range
+                .as_ref()
+                .map(|r| format!(" lines {r:?}"))
+                .unwrap_or_default();
+            println!("      reads {path}{range}; changes nothing");
+        }
+        Preview::Plan { tasks } => {
+            println!("      the task plan becomes:");
+            for task in tasks {
+                println!("        - {}", task.title);
+            }
+        }
+        Preview::Note { text } => {
+            for line in text.lines() {
+                println!("      {line}");
+            }
+        }
+        Preview::WouldFail { reason } => {
+            println!(
+                "      {}",
+                paint.wrap("31", &format!("would fail: {reason}"))
+            );
+        }
+    }
 }
 
 fn short(text: &str, max: usize) -> String {

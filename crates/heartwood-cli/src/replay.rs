@@ -94,7 +94,7 @@ pub fn run(project: &ProjectContext, args: ReplayArgs) -> Result<ExitCode> {
 fn print_comparison(comparison: &ReplayComparison) -> ExitCode {
     for compared in &comparison.actions {
         let old = &compared.original;
-        let call = crate::tui::summary(&old.proposal.tool, &old.proposal.arguments);
+        let call = &old.headline;
         match (compared.verdict, &compared.replayed) {
             (Verdict::Same, _) => println!("same     {call}"),
             (Verdict::Differs, Some(new)) => {

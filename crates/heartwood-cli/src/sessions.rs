@@ -64,7 +64,7 @@ pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
     let admin = SessionAdmin::new(project);
     match cmd {
         SessionsCommand::Ls { json, limit } => list(&admin, json, limit),
-        SessionsCommand::Show { id, json } => show(&admin, &id, json),
+        SessionsCommand::Show { id, json } => show(project, &admin, &id, json),
         SessionsCommand::Verify { id, checkpoint } => verify(&admin, &id, checkpoint.as_deref()),
         SessionsCommand::Checkpoint { id } => {
             println!("{}", serde_json::to_string_pretty(&admin.checkpoint(&id)?)?);
@@ -140,7 +140,7 @@ fn list(admin: &SessionAdmin, json: bool, limit: Option<usize>) -> Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-fn show(admin: &SessionAdmin, id: &str, json: bool) -> Result<ExitCode> {
+fn show(project: &ProjectContext, admin: &SessionAdmin, id: &str, json: bool) -> Result<ExitCode> {
     let view = admin.show(id)?;
     if json {
         let out = view.report();
@@ -168,7 +168,8 @@ fn show(admin: &SessionAdmin, id: &str, json: bool) -> Result<ExitCode> {
             println!();
             println!("status    {}", projection.status_line);
             if let Some(set) = &projection.pending {
-                render::pending_set(&projection.session, set);
+                let review = heartwood_gateway::review::review_in(project, set);
+                render::pending_set(&projection.session, set, &review);
             }
         }
     }

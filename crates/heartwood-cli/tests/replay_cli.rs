@@ -87,7 +87,7 @@ async fn a_replay_reproduces_the_results_and_a_planted_change_is_found() {
     let report = text(&compare.stdout);
     assert!(!compare.status.success());
     assert!(
-        report.contains("differs  terminal $ wc -l < data/cohort.csv"),
+        report.contains("differs  run `wc -l < data/cohort.csv`"),
         "{report}"
     );
     assert!(report.contains("missing"), "{report}");

@@ -141,10 +141,10 @@ async fn reject_with_a_reason_allow_the_next_set_and_leave_one_pending_for_the_s
         .await;
     assert!(review.contains("echo A1 >> ran.txt") && review.contains("echo A2 >> ran.txt"));
     assert!(
-        review.contains("a allow all once · r reject all"),
+        review.contains("a ⏎ allow all once · r ⏎ reject all"),
         "{review}"
     );
-    tmux.keys(&["r"]);
+    tmux.keys(&["r", "Enter"]);
     tmux.type_text("append to notes.txt instead");
     tmux.keys(&["Enter"]);
 
@@ -153,15 +153,35 @@ async fn reject_with_a_reason_allow_the_next_set_and_leave_one_pending_for_the_s
             s.contains("echo B1") && s.contains("Review:")
         })
         .await;
-    assert!(second.contains("[rejected]"), "{second}");
+    assert!(second.contains("$ echo B2 >> ran.txt"), "{second}");
     let told = server.requests()[1]["messages"].to_string();
     assert!(
         told.contains("append to notes.txt instead"),
         "the reason never reached the model"
     );
-    tmux.keys(&["a"]);
-    tmux.wait_for("the task to finish", |s| s.contains("Finished."))
+    // Typing a sentence while the set waits decides nothing: it lands on the message line.
+    tmux.type_text("add more checks");
+    tmux.wait_for("the typed text on the message line", |s| {
+        s.contains("add more checks") && s.contains("Typing goes to the message line")
+    })
+    .await;
+    assert!(
+        !project.path().join("ran.txt").exists(),
+        "typing approved the set"
+    );
+    for _ in 0.."add more checks".len() {
+        tmux.keys(&["BSpace"]);
+    }
+    tmux.keys(&["Tab", "a"]);
+    tmux.wait_for("the armed allow", |s| {
+        s.contains("Press Enter to allow all 2 actions once")
+    })
+    .await;
+    tmux.keys(&["Enter"]);
+    let finished = tmux
+        .wait_for("the task to finish", |s| s.contains("Finished."))
         .await;
+    assert!(finished.contains("[rejected]"), "{finished}");
     let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran");
     assert_eq!(ran, "B1\nB2\n", "only the allowed set ran, once");
 

@@ -19,6 +19,7 @@ mod event;
 mod id;
 mod projection;
 mod receipt;
+mod review;
 pub mod schema;
 pub mod startup;
 mod time;
@@ -38,6 +39,7 @@ pub use projection::{
     UsageView,
 };
 pub use receipt::{Outcome, Receipt};
+pub use review::{MemberReview, Preview, Review};
 pub use time::Timestamp;
 pub use wire::{Change, NewSession, Snapshot, Update};
 

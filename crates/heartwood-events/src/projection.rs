@@ -101,6 +101,10 @@ pub struct ActionView {
     /// The action as proposed.
     #[serde(flatten)]
     pub proposal: ActionProposal,
+    /// One line every interface shows for it: the model's own summary when it gave one, else
+    /// what the call does.
+    #[serde(default)]
+    pub headline: String,
     /// The event that recorded the proposal, to place the action among the messages.
     pub proposed_seq: u64,
     /// Its latest version (1 = as proposed).

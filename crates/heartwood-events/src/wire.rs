@@ -57,6 +57,10 @@ pub struct Snapshot {
     pub transient_revision: u64,
     /// Model text streamed since the last durable event (its tail, when long).
     pub streaming: String,
+    /// The review of the pending set, when one waits: computed by the gateway from the
+    /// project's files when the set was shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<crate::Review>,
 }
 
 /// A session id minted for an interface's first task (the gateway chooses ids; callers

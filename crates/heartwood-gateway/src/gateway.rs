@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use heartwood_audit::{SessionStore, SessionSummary};
 use heartwood_events::{
-    ActionPolicy, Command, CommandKind, CommandName, Event, Lifecycle, Receipt, SessionId,
-    SessionProjection, SessionRow,
+    ActionPolicy, Command, CommandKind, CommandName, Decision, Event, Lifecycle, Receipt,
+    SessionId, SessionProjection, SessionRow,
 };
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
@@ -332,6 +332,23 @@ impl SessionGateway {
                 if let Err(why) = self.ensure_worker(&live, &mut core, None) {
                     return core.refuse(&key, &why);
                 }
+                // Allowing a set whose preview no longer matches the files would approve
+                // something nobody saw: show it again (a new revision) and refuse this decision.
+                let stale = core.stale_review();
+                if decision == Decision::AllowOnce
+                    && !stale.is_empty()
+                    && let Some(mut set) = core.projection().pending.clone()
+                {
+                    set.revision = core.next_seq();
+                    let shown_again = set.revision;
+                    core.record(vec![Event::ActionSetPending { set }])?;
+                    let why = format!(
+                        "{} changed since the set was shown, so its preview is stale; the set is \
+                         shown again as revision {shown_again}: review it and decide again",
+                        stale.join(", ")
+                    );
+                    return core.refuse(&key, &why);
+                }
                 let event = Event::DecisionRecorded {
                     set_id,
                     revision,
@@ -401,12 +418,17 @@ impl SessionGateway {
         let from = usize::try_from(since)
             .unwrap_or(usize::MAX)
             .min(events.len());
+        let review = projection
+            .pending
+            .as_ref()
+            .map(|set| crate::review::review_in(&self.project, set));
         Ok(Snapshot {
             events: events.into_iter().skip(from).map(Arc::new).collect(),
             projection,
             revision,
             transient_revision: 0,
             streaming: String::new(),
+            review,
         })
     }
 
@@ -499,7 +521,7 @@ impl SessionGateway {
             self.store.open_writer(session)?
         };
         let events = decoded(self.store.reader(session)?.events()?)?;
-        let opened = Live::new(writer, events);
+        let opened = Live::new(writer, events, self.project.root());
         {
             let mut core = opened.lock();
             // The journal says a run was on, or that a set was about to be published, but

@@ -21,6 +21,7 @@ pub mod native;
 mod project;
 pub mod reducer;
 pub mod replay;
+pub mod review;
 pub mod startup;
 pub mod translate;
 mod worker;

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use heartwood_audit::SessionWriter;
 use heartwood_events::{
-    Change, CommandId, Event, Receipt, RecordedEvent, SessionProjection, SessionRow, Snapshot,
-    Update,
+    Change, CommandId, Event, Receipt, RecordedEvent, Review, SessionProjection, SessionRow,
+    Snapshot, Update,
 };
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -47,6 +47,7 @@ pub fn blank_snapshot(session: heartwood_events::SessionId) -> Snapshot {
         projection,
         transient_revision: 0,
         streaming: String::new(),
+        review: None,
     }
 }
 
@@ -67,6 +68,12 @@ pub(crate) struct Core {
     events: Vec<Arc<RecordedEvent>>,
     worker: Option<WorkerLink>,
     row: Arc<Mutex<SessionRow>>,
+    /// The project, for reviews of pending sets.
+    project: camino::Utf8PathBuf,
+    /// The project's files, read-only and confined, for reviews.
+    workspace: Option<Arc<heartwood_workspace::Workspace>>,
+    /// The review of the pending set, computed when the set was shown.
+    review: Option<Review>,
     /// Engine-derived events numbered and shown but not yet in the journal.
     staged: Vec<RecordedEvent>,
     transient_revision: u64,
@@ -76,19 +83,28 @@ pub(crate) struct Core {
 
 impl Live {
     /// A live session over an open writer and the session's events so far.
-    pub(crate) fn new(writer: SessionWriter, events: Vec<RecordedEvent>) -> Arc<Self> {
+    pub(crate) fn new(
+        writer: SessionWriter,
+        events: Vec<RecordedEvent>,
+        project: &camino::Utf8Path,
+    ) -> Arc<Self> {
         let id = writer.id().clone();
         let events: Vec<Arc<RecordedEvent>> = events.into_iter().map(Arc::new).collect();
         let projection = reducer::replay(id, events.iter().map(|e| &**e));
         let (updates, _) = broadcast::channel(UPDATE_QUEUE);
         let row = Arc::new(Mutex::new(SessionRow::of(&projection, None)));
-        Arc::new(Live {
+        let live = Arc::new(Live {
             core: Mutex::new(Core {
                 writer: Some(writer),
                 projection,
                 events,
                 worker: None,
                 row: Arc::clone(&row),
+                project: project.to_owned(),
+                workspace: heartwood_workspace::Workspace::open(project)
+                    .ok()
+                    .map(Arc::new),
+                review: None,
                 staged: Vec::new(),
                 transient_revision: 0,
                 streaming: String::new(),
@@ -96,7 +112,9 @@ impl Live {
             }),
             updates,
             row,
-        })
+        });
+        live.lock().refresh_review();
+        live
     }
 
     /// The session's list row now, without waiting on the session's lock.
@@ -281,8 +299,42 @@ impl Core {
             .refuse_command(key.id, key.name, Some(key.content), reason)?)
     }
 
+    /// Computes the review of the pending set (if any, and if not yet computed for its
+    /// revision), or drops a review no set waits for.
+    fn refresh_review(&mut self) {
+        let Some(set) = &self.projection.pending else {
+            self.review = None;
+            return;
+        };
+        if self
+            .review
+            .as_ref()
+            .is_some_and(|r| r.set_id == set.set_id && r.revision == set.revision)
+        {
+            return;
+        }
+        self.review = Some(crate::review::review(
+            &self.project,
+            self.workspace.as_deref(),
+            set,
+        ));
+    }
+
+    /// Files the review previewed whose bytes changed since.
+    pub(crate) fn stale_review(&self) -> Vec<String> {
+        self.review
+            .as_ref()
+            .map(|r| crate::review::stale(self.workspace.as_deref(), r))
+            .unwrap_or_default()
+    }
+
     fn accept(&mut self, recorded: Vec<RecordedEvent>) {
+        let mut sets_changed = false;
         for event in recorded {
+            sets_changed |= matches!(
+                event.event,
+                Event::ActionSetPending { .. } | Event::DecisionRecorded { .. }
+            );
             let event = Arc::new(event);
             reducer::apply_one(&mut self.projection, &event);
             self.events.push(Arc::clone(&event));
@@ -292,6 +344,9 @@ impl Core {
         }
         *self.row.lock().unwrap_or_else(PoisonError::into_inner) =
             SessionRow::of(&self.projection, None);
+        if sets_changed {
+            self.refresh_review();
+        }
     }
 
     /// Publishes streamed text.
@@ -348,6 +403,7 @@ impl Core {
             revision: self.projection.revision,
             transient_revision: self.transient_revision,
             streaming: self.streaming.clone(),
+            review: self.review.clone(),
         }
     }
 }

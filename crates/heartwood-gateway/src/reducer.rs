@@ -62,6 +62,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         }
         Event::ActionProposed { action } => {
             let view = ActionView {
+                headline: crate::review::headline(&action.tool, &action.arguments),
                 proposal: action.clone(),
                 proposed_seq: seq,
                 version: 1,

@@ -742,3 +742,71 @@ async fn reconciliation_by_identity_survives_a_translation_that_changed_shape() 
         "{reopened:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_edit_is_reviewed_as_a_diff_and_a_file_changed_before_the_decision_shows_the_set_again()
+{
+    let edit = Turn::calls(&[(
+        "file_editor",
+        json!({"command": "str_replace", "path": "data.csv", "old_str": "1,2", "new_str": "1,3",
+               "summary": "correct the first outcome", "security_risk": "LOW"}),
+    )]);
+    let f = Fixture::new(Script::of(vec![edit, finish()])).await;
+    applied(&f.task("fix the outcome"));
+    let waiting = f.settled().await;
+    let set = waiting.pending.clone().expect("pending");
+    let review = f
+        .gateway
+        .snapshot(&f.session, u64::MAX)
+        .expect("snapshot")
+        .review
+        .expect("a review of the pending set");
+    assert_eq!(review.revision, set.revision);
+    let member = &review.members[0];
+    assert_eq!(member.headline, "correct the first outcome");
+    assert_eq!(member.predicted_risk.as_deref(), Some("LOW"));
+    match &member.preview {
+        heartwood_events::Preview::Diff {
+            path,
+            unified,
+            added,
+            removed,
+            ..
+        } => {
+            assert_eq!(path, "data.csv");
+            assert!(
+                unified.contains("-1,2\n") && unified.contains("+1,3\n"),
+                "{unified}"
+            );
+            assert_eq!((*added, *removed), (1, 1));
+        }
+        other => panic!("expected a diff, got {other:?}"),
+    }
+    assert_eq!(waiting.actions[0].headline, "correct the first outcome");
+
+    // The file changes after the set was shown: allowing the old review is refused, and the
+    // set is shown again with a fresh diff.
+    std::fs::write(f.project.path().join("data.csv"), "id,y\n1,2\n9,9\n").expect("write");
+    let refusal = f.decide(&waiting, Decision::AllowOnce, None);
+    assert!(
+        refused(&refusal).contains("data.csv changed"),
+        "{refusal:?}"
+    );
+    let again = f.projection();
+    let shown_again = again.pending.clone().expect("still pending");
+    assert!(shown_again.revision > set.revision);
+    let fresh = f
+        .gateway
+        .snapshot(&f.session, u64::MAX)
+        .expect("snapshot")
+        .review
+        .expect("review");
+    assert_eq!(fresh.revision, shown_again.revision);
+    applied(&f.decide(&again, Decision::AllowOnce, None));
+    f.until(|p| p.lifecycle == Lifecycle::Finished).await;
+    assert_eq!(
+        std::fs::read_to_string(f.project.path().join("data.csv")).expect("read"),
+        "id,y\n1,3\n9,9\n"
+    );
+    f.gateway.close().await;
+}

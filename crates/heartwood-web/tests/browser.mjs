@@ -25,10 +25,17 @@ try {
   if (first !== 2) throw new Error("expected a two-member set, saw " + first);
   await page.fill("#reason", "append to notes.txt instead");
   await page.click("#reject");
-  await page.waitForFunction(() => document.querySelector("#review-title").textContent.includes("set") &&
+  await page.waitForFunction(() => document.querySelector("#review-set").textContent.includes("set") &&
       !document.querySelector("#review").hidden &&
       [...document.querySelectorAll("#review-members li")].some(li => li.textContent.includes("B1")), null, { timeout: 20000 });
   step("the agent continued with a second set");
+  // The edit is reviewed as a diff, with its headline from the model's summary.
+  await page.waitForSelector("#review-members .preview .add", { timeout: 20000 });
+  const removed = await page.textContent("#review-members .preview .del");
+  const added = await page.textContent("#review-members .preview .add");
+  step("diff shown: " + removed.trim() + " " + added.trim());
+  if (!(await page.textContent("#review-members")).includes("mark the notes final")) throw new Error("the model's summary is not the headline");
+  await page.screenshot({ path: screenshot.replace(/\.png$/, "-review.png"), fullPage: true });
   await page.click("#allow");
   await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Finished"), null, { timeout: 20000 });
   step("finished: " + await page.textContent("#status"));

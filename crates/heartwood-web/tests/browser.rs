@@ -51,12 +51,28 @@ async fn flow(prefix: Option<&str>, screenshot_name: &str) {
     }
     let model = ScriptedModelServer::start(Script::of(vec![
         set_of("A1", "A2"),
-        set_of("B1", "B2"),
+        // The second set edits a file: the page must show the diff before anyone allows it.
+        Turn::calls(&[
+            ("terminal", json!({ "command": "echo B1 >> ran.txt" })),
+            (
+                "file_editor",
+                json!({
+                    "command": "str_replace", "path": "notes.txt",
+                    "old_str": "status: draft", "new_str": "status: final",
+                    "summary": "mark the notes final"
+                }),
+            ),
+        ]),
         Turn::calls(&[("finish", json!({"message": "wrote B"}))]),
     ]))
     .await
     .expect("model");
     let project = tempfile::tempdir().expect("project");
+    std::fs::write(
+        project.path().join("notes.txt"),
+        "title: cohort\nstatus: draft\n",
+    )
+    .expect("notes");
     support::connect_model(project.path(), &model.base_url());
     let capability = Capability::generate().expect("capability");
     let secret = capability.reveal().to_owned();
@@ -91,7 +107,18 @@ async fn flow(prefix: Option<&str>, screenshot_name: &str) {
     );
     assert!(screenshot.exists(), "no screenshot");
     let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran");
-    assert_eq!(ran, "B1\nB2\n", "only the allowed set ran, once");
+    assert_eq!(ran, "B1\n", "only the allowed set ran, once");
+    let notes = std::fs::read_to_string(project.path().join("notes.txt")).expect("notes");
+    assert_eq!(
+        notes, "title: cohort\nstatus: final\n",
+        "the edit the diff showed"
+    );
+    let review_shot = screenshot.with_file_name(screenshot_name.replace(".png", "-review.png"));
+    assert!(review_shot.exists(), "no screenshot of the review");
+    assert!(
+        stdout.contains("diff shown: -status: draft +status: final"),
+        "{stdout}"
+    );
     let told = model.requests()[1]["messages"].to_string();
     assert!(
         told.contains("append to notes.txt instead"),

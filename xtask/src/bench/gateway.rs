@@ -69,6 +69,15 @@ pub fn run() -> Result<()> {
     );
     std::fs::remove_dir_all(&steps_dir)?;
 
+    let review_dir = scratch.join("review");
+    std::fs::create_dir_all(&review_dir)?;
+    let review_ms = review_of_ten_edits(&review_dir)?;
+    println!(
+        "{:<40} {review_ms:>9.2} ms   target < 20 ms  {}",
+        "review of 10 edits on 1 MB files",
+        if review_ms < 20.0 { "ok" } else { "MISSED" }
+    );
+
     let dir = scratch.join("snapshot");
     std::fs::create_dir_all(&dir)?;
     let project = ProjectContext::at(&dir).expect("a UTF-8 project path");
@@ -199,6 +208,56 @@ async fn agent_steps(dir: &Path) -> Result<(f64, f64, f64)> {
     let steps = (THINKS + 1) as f64;
     let bare = super::agent::bare_calls(THINKS + 1).await? / steps;
     Ok((used as f64 / steps, secs / steps, bare))
+}
+
+/// Milliseconds to compute the review of a set of 10 edits on 1 MB files (read through the
+/// confined reader, each diffed), best of [`REPEATS`].
+fn review_of_ten_edits(dir: &Path) -> Result<f64> {
+    use heartwood_events::{ActionProposal, ActionSet, ActionSetId, RiskLevel};
+    let line = "0123456789,abcdefghij,0.5,1.25,2.5,group-7,the quick brown fox jumps over\n";
+    let mut members = Vec::new();
+    for i in 0..10u64 {
+        let mut text = String::with_capacity(1 << 20);
+        while text.len() < 1 << 20 {
+            text.push_str(line);
+        }
+        text.push_str(&format!("marker {i}\n"));
+        std::fs::write(dir.join(format!("f{i}.csv")), &text)?;
+        members.push(ActionProposal {
+            action_id: i + 1,
+            response_id: "r".into(),
+            tool: "file_editor".into(),
+            arguments: serde_json::json!({
+                "command": "str_replace", "path": format!("f{i}.csv"),
+                "old_str": format!("marker {i}"), "new_str": format!("marker {i} (edited)")
+            })
+            .to_string(),
+            risk: RiskLevel::Medium,
+            thought: None,
+        });
+    }
+    let set = ActionSet {
+        set_id: ActionSetId::parse("set-1")?,
+        revision: 1,
+        members,
+    };
+    let project = ProjectContext::at(dir)?;
+    let workspace = heartwood_workspace::Workspace::open(dir)?;
+    let mut diffs = 0;
+    let secs = best(|| {
+        let review = heartwood_gateway::review::review(project.root(), Some(&workspace), &set);
+        diffs = review
+            .members
+            .iter()
+            .filter(|m| matches!(m.preview, heartwood_events::Preview::Diff { .. }))
+            .count();
+        Ok(())
+    })?;
+    anyhow::ensure!(
+        diffs == 10,
+        "only {diffs} of 10 edits were previewed as diffs"
+    );
+    Ok(secs * 1e3)
 }
 
 fn report_snapshot(what: &str, secs: f64) {

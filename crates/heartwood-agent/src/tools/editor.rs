@@ -109,63 +109,24 @@ impl FileEditor {
                 )))
             }
             EditorCommand::StrReplace => {
-                let old = args
-                    .old_str
-                    .as_deref()
-                    .filter(|s| !s.is_empty())
-                    .ok_or("`str_replace` needs a non-empty `old_str`")?;
+                let old = args.old_str.as_deref().unwrap_or_default();
                 let new = args.new_str.as_deref().unwrap_or("");
                 let text = read(&path, &shown)?;
-                let starts: Vec<usize> = text.match_indices(old).map(|(i, _)| i).collect();
-                match starts.as_slice() {
-                    [] => Err(format!(
-                        "`old_str` does not occur in {shown}; view the file and copy the text exactly, including whitespace"
-                    )),
-                    [at] => {
-                        let updated = format!("{}{new}{}", &text[..*at], &text[at + old.len()..]);
-                        write(&path, &updated)?;
-                        self.remember(&path, Some(text));
-                        let line = line_of(&updated, *at);
-                        Ok(edited(format!(
-                            "Edited {shown}: replaced one occurrence at line {line}.\n{}",
-                            snippet(&updated, line)
-                        )))
-                    }
-                    many => {
-                        let lines: Vec<String> = many
-                            .iter()
-                            .map(|i| line_of(&text, *i).to_string())
-                            .collect();
-                        Err(format!(
-                            "`old_str` occurs {} times in {shown} (lines {}); include more surrounding text so it matches exactly once",
-                            many.len(),
-                            lines.join(", ")
-                        ))
-                    }
-                }
+                let (updated, at) = replace_once(&text, old, new, &shown)?;
+                write(&path, &updated)?;
+                self.remember(&path, Some(text));
+                let line = line_of(&updated, at);
+                Ok(edited(format!(
+                    "Edited {shown}: replaced one occurrence at line {line}.\n{}",
+                    snippet(&updated, line)
+                )))
             }
             EditorCommand::Insert => {
                 let line = args.insert_line.ok_or("`insert` needs `insert_line`")?;
                 let new = args.new_str.as_deref().ok_or("`insert` needs `new_str`")?;
                 let text = read(&path, &shown)?;
-                let lines: Vec<&str> = text.split_inclusive('\n').collect();
+                let updated = insert_after(&text, line, new, &shown)?;
                 let line = usize::try_from(line).unwrap_or(usize::MAX);
-                if line > lines.len() {
-                    return Err(format!(
-                        "{shown} has {} lines; `insert_line` must be between 0 and {}",
-                        lines.len(),
-                        lines.len()
-                    ));
-                }
-                let mut inserted = new.to_owned();
-                if !inserted.ends_with('\n') {
-                    inserted.push('\n');
-                }
-                let mut before: String = lines[..line].concat();
-                if !before.is_empty() && !before.ends_with('\n') {
-                    before.push('\n');
-                }
-                let updated = format!("{before}{inserted}{}", lines[line..].concat());
                 write(&path, &updated)?;
                 self.remember(&path, Some(text));
                 Ok(edited(format!(
@@ -197,6 +158,61 @@ impl FileEditor {
             stack.remove(0);
         }
     }
+}
+
+/// `text` with the one occurrence of `old` replaced by `new`, and where it was; refused when
+/// `old` occurs never or more than once. The editor and the review preview share it, so what a
+/// researcher reviews is what the edit writes.
+pub fn replace_once(
+    text: &str,
+    old: &str,
+    new: &str,
+    shown: &str,
+) -> Result<(String, usize), String> {
+    if old.is_empty() {
+        return Err("`str_replace` needs a non-empty `old_str`".to_owned());
+    }
+    let starts: Vec<usize> = text.match_indices(old).map(|(i, _)| i).collect();
+    match starts.as_slice() {
+        [] => Err(format!(
+            "`old_str` does not occur in {shown}; view the file and copy the text exactly, including whitespace"
+        )),
+        [at] => Ok((
+            format!("{}{new}{}", &text[..*at], &text[at + old.len()..]),
+            *at,
+        )),
+        many => {
+            let lines: Vec<String> = many.iter().map(|i| line_of(text, *i).to_string()).collect();
+            Err(format!(
+                "`old_str` occurs {} times in {shown} (lines {}); include more surrounding text so it matches exactly once",
+                many.len(),
+                lines.join(", ")
+            ))
+        }
+    }
+}
+
+/// `text` with `new` inserted after line `line` (0: at the top), as its own line(s). Shared
+/// with the review preview, like [`replace_once`].
+pub fn insert_after(text: &str, line: u64, new: &str, shown: &str) -> Result<String, String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let line = usize::try_from(line).unwrap_or(usize::MAX);
+    if line > lines.len() {
+        return Err(format!(
+            "{shown} has {} lines; `insert_line` must be between 0 and {}",
+            lines.len(),
+            lines.len()
+        ));
+    }
+    let mut inserted = new.to_owned();
+    if !inserted.ends_with('\n') {
+        inserted.push('\n');
+    }
+    let mut before: String = lines[..line].concat();
+    if !before.is_empty() && !before.ends_with('\n') {
+        before.push('\n');
+    }
+    Ok(format!("{before}{inserted}{}", lines[line..].concat()))
 }
 
 fn read(path: &Path, shown: &str) -> Result<String, String> {

@@ -14,12 +14,13 @@ mod terminal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use editor::{EditorCommand, FileEditor};
+pub use editor::{EditorArgs, EditorCommand, FileEditor, insert_after, replace_once};
 pub use paths::ProjectPaths;
 pub use risk::{Risk, risk};
 pub use schema::specs;
+pub use task_tracker::TaskTrackerArgs;
 pub use task_tracker::{Task, TaskPlan, TaskStatus};
-pub use terminal::{Terminal, TerminalLimits};
+pub use terminal::{Terminal, TerminalArgs, TerminalLimits};
 
 /// A parsed, schema-checked tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,14 +44,36 @@ pub enum ToolCallRequest {
     },
 }
 
+/// The optional argument every tool accepts: the model's one-line summary of the call.
+pub const SUMMARY_ARGUMENT: &str = "summary";
+/// The optional argument every tool accepts: the model's prediction of the call's risk.
+pub const SECURITY_RISK_ARGUMENT: &str = "security_risk";
+
 impl ToolCallRequest {
     /// Parses the model's arguments for `name`. The error is the observation the model gets.
     pub fn parse(name: &str, arguments: &str) -> Result<Self, String> {
         let value: Value = serde_json::from_str(if arguments.trim().is_empty() { "{}" } else { arguments })
             .map_err(|e| format!("the arguments for `{name}` are not valid JSON ({e}); send a JSON object that fits the tool's schema"))?;
-        if !value.is_object() {
+        let Value::Object(mut fields) = value else {
             return Err(format!("the arguments for `{name}` must be a JSON object"));
+        };
+        // OpenHands' tool contract adds these two to every tool; they describe the call and
+        // change nothing it does (the summary is its headline in review).
+        if let Some(summary) = fields.remove(SUMMARY_ARGUMENT)
+            && !summary.is_string()
+        {
+            return Err(format!(
+                "`summary` for `{name}` must be a string: about ten words saying what this action does"
+            ));
         }
+        if let Some(risk) = fields.remove(SECURITY_RISK_ARGUMENT)
+            && !matches!(risk.as_str(), Some("LOW" | "MEDIUM" | "HIGH" | "UNKNOWN"))
+        {
+            return Err(format!(
+                "`security_risk` for `{name}` must be one of LOW, MEDIUM, HIGH or UNKNOWN"
+            ));
+        }
+        let value = Value::Object(fields);
         let unfit =
             |e: serde_json::Error| format!("the arguments do not fit `{name}`'s schema: {e}");
         Ok(match name {
@@ -209,5 +232,34 @@ mod tests {
                 thought: "hmm".into()
             })
         );
+    }
+
+    #[test]
+    fn openhands_summary_and_risk_prediction_are_accepted_and_nothing_else_is() {
+        let call = ToolCallRequest::parse(
+            "terminal",
+            r#"{"command": "ls", "summary": "list the project", "security_risk": "LOW"}"#,
+        )
+        .expect("the contract's extra arguments are accepted");
+        assert!(matches!(call, ToolCallRequest::Terminal(args) if args.command == "ls"));
+        for tool in crate::tools::schema::specs() {
+            let properties = &tool.function.parameters["properties"];
+            assert!(
+                properties.get(SUMMARY_ARGUMENT).is_some(),
+                "{}",
+                tool.function.name
+            );
+            assert!(properties.get(SECURITY_RISK_ARGUMENT).is_some());
+        }
+        let err = ToolCallRequest::parse("terminal", r#"{"command": "ls", "summary": 3}"#)
+            .expect_err("a summary that is not text");
+        assert!(err.contains("summary"), "{err}");
+        let err =
+            ToolCallRequest::parse("terminal", r#"{"command": "ls", "security_risk": "NONE"}"#)
+                .expect_err("an unknown risk");
+        assert!(err.contains("security_risk"), "{err}");
+        let err = ToolCallRequest::parse("terminal", r#"{"command": "ls", "colour": "red"}"#)
+            .expect_err("another unknown argument");
+        assert!(err.contains("schema") && err.contains("colour"), "{err}");
     }
 }

@@ -4,7 +4,23 @@ use serde_json::json;
 
 use crate::model::{FunctionSpec, ToolSpec};
 
-fn tool(name: &'static str, description: &'static str, parameters: serde_json::Value) -> ToolSpec {
+fn tool(
+    name: &'static str,
+    description: &'static str,
+    mut parameters: serde_json::Value,
+) -> ToolSpec {
+    // OpenHands' contract: every tool takes an optional one-line summary and an optional risk
+    // prediction. Heartwood rates risk itself; the prediction is shown, never trusted.
+    if let Some(properties) = parameters["properties"].as_object_mut() {
+        properties.insert(
+            super::SUMMARY_ARGUMENT.into(),
+            json!({"type": "string", "description": "About ten words: what this action does. Shown to the researcher as the action's headline."}),
+        );
+        properties.insert(
+            super::SECURITY_RISK_ARGUMENT.into(),
+            json!({"type": "string", "enum": ["LOW", "MEDIUM", "HIGH", "UNKNOWN"], "description": "Your prediction of this action's risk."}),
+        );
+    }
     ToolSpec {
         kind: "function",
         function: FunctionSpec {

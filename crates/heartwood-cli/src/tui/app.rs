@@ -61,7 +61,9 @@ pub enum Screen {
 pub enum Focus {
     /// The message line.
     Input,
-    /// The review panel (`a` allows all once, `r` rejects all).
+    /// The review, which owns the keyboard while a set waits: `a` then Enter allows all once,
+    /// `r` then Enter asks for a reason and rejects all; any other letter (including one after
+    /// `a` or `r`) is typing and goes to the message line, so a sentence cannot decide anything.
     Review,
     /// The reason for rejecting all.
     Reason,
@@ -111,6 +113,13 @@ pub struct App {
     pub help: bool,
     /// The last refusal or error, in the gateway's words.
     pub notice: Option<String>,
+    /// `a` (allow) or `r` (reject) was pressed in the review: Enter goes on (allows the whole
+    /// set once, or asks for the rejection's reason); a letter means it was typing.
+    pub armed: Option<Decision>,
+    /// Review lines scrolled down from the top.
+    pub review_scroll: usize,
+    /// Ctrl-C was pressed while the agent worked: a second one quits.
+    pub quit_armed: bool,
 }
 
 impl App {
@@ -125,6 +134,9 @@ impl App {
             expanded: false,
             help: false,
             notice: None,
+            armed: None,
+            review_scroll: 0,
+            quit_armed: false,
         }
     }
 
@@ -138,10 +150,21 @@ impl App {
 
     /// Takes a new snapshot; moves focus to the review panel when a set has just appeared.
     pub fn show_snapshot(&mut self, new: Snapshot) {
-        let had_pending = self
-            .snapshot()
-            .is_some_and(|s| s.projection.pending.is_some());
-        let has_pending = new.projection.pending.is_some();
+        let shown = |s: &Snapshot| {
+            s.projection
+                .pending
+                .as_ref()
+                .map(|set| (set.set_id.clone(), set.revision))
+        };
+        let before = self.snapshot().and_then(shown);
+        let after = shown(&new);
+        let had_pending = before.is_some();
+        let has_pending = after.is_some();
+        // A set shown again (a new revision) must be reviewed again: an armed allow is dropped.
+        if before != after {
+            self.armed = None;
+            self.review_scroll = 0;
+        }
         if let Screen::Session { snapshot, .. } = &mut self.screen {
             *snapshot = Some(Box::new(new));
         }
@@ -157,7 +180,24 @@ impl App {
     pub fn on_key(&mut self, key: KeyEvent) -> Option<Intent> {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && matches!(key.code, KeyCode::Char('q') | KeyCode::Char('c')) {
+            let working = self
+                .snapshot()
+                .is_some_and(|s| s.projection.lifecycle == heartwood_events::Lifecycle::Running);
+            if working && !self.quit_armed {
+                self.quit_armed = true;
+                self.notice = Some(
+                    "The agent is working. Press Ctrl-C again to quit: the running action is \
+                     stopped and recorded as interrupted, and the session waits for your next \
+                     instruction. Any other key keeps working."
+                        .to_owned(),
+                );
+                return None;
+            }
             return Some(Intent::Quit);
+        }
+        if self.quit_armed {
+            self.quit_armed = false;
+            self.notice = None;
         }
         if self.help {
             self.help = false;
@@ -197,24 +237,72 @@ impl App {
             .and_then(|s| s.projection.pending.as_ref())
             .map(|set| (set.set_id.clone(), set.revision));
         match self.focus {
-            Focus::Review => match key.code {
-                KeyCode::Char('a') => {
-                    pending.map(|(set, rev)| decide(set, rev, Decision::AllowOnce, None))
+            Focus::Review => {
+                let armed = self.armed.take();
+                match key.code {
+                    KeyCode::Enter => match armed {
+                        Some(Decision::AllowOnce) => {
+                            self.notice = None;
+                            pending.map(|(set, rev)| decide(set, rev, Decision::AllowOnce, None))
+                        }
+                        Some(Decision::RejectAll) => {
+                            self.focus = Focus::Reason;
+                            None
+                        }
+                        None => None,
+                    },
+                    KeyCode::Char('a') if !ctrl && armed.is_none() => {
+                        self.armed = pending.is_some().then_some(Decision::AllowOnce);
+                        None
+                    }
+                    KeyCode::Char('r') if !ctrl && armed.is_none() => {
+                        self.armed = pending.is_some().then_some(Decision::RejectAll);
+                        None
+                    }
+                    KeyCode::Char('?') if armed.is_none() => {
+                        self.help = true;
+                        None
+                    }
+                    // Any other letter is typing, never a decision: it goes to the message
+                    // line (with the letter that armed, which was typing too).
+                    KeyCode::Char(c) if !ctrl => {
+                        match armed {
+                            Some(Decision::AllowOnce) => self.input.push('a'),
+                            Some(Decision::RejectAll) => self.input.push('r'),
+                            None => {}
+                        }
+                        self.input.push(c);
+                        self.focus = Focus::Input;
+                        self.notice = Some(
+                            "Typing goes to the message line; the set still waits. Tab returns to \
+                             the review."
+                                .to_owned(),
+                        );
+                        None
+                    }
+                    KeyCode::Up => {
+                        self.review_scroll = self.review_scroll.saturating_sub(1);
+                        None
+                    }
+                    KeyCode::Down => {
+                        self.review_scroll += 1;
+                        None
+                    }
+                    KeyCode::PageUp => {
+                        self.review_scroll = self.review_scroll.saturating_sub(10);
+                        None
+                    }
+                    KeyCode::PageDown => {
+                        self.review_scroll += 10;
+                        None
+                    }
+                    KeyCode::Tab => {
+                        self.focus = Focus::Input;
+                        None
+                    }
+                    _ => None,
                 }
-                KeyCode::Char('r') => {
-                    self.focus = Focus::Reason;
-                    None
-                }
-                KeyCode::Char('?') => {
-                    self.help = true;
-                    None
-                }
-                KeyCode::Tab | KeyCode::Esc => {
-                    self.focus = Focus::Input;
-                    None
-                }
-                _ => None,
-            },
+            }
             Focus::Reason => match key.code {
                 KeyCode::Enter => {
                     let reason = std::mem::take(&mut self.reason);

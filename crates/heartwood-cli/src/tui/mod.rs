@@ -7,10 +7,10 @@
 //! with a decision pending leaves it pending for any other interface.
 
 mod app;
+mod review;
 mod timeline;
 mod view;
 
-pub use timeline::summary;
 pub use view::render;
 
 #[cfg(test)]

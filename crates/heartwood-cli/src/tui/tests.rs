@@ -29,20 +29,33 @@ fn session() -> SessionId {
     SessionId::parse("s20261130-101500-4242-0").expect("id")
 }
 
-/// A snapshot of the session after `events` (numbered from 1), as the gateway would give it.
+/// A snapshot of the session after `events` (numbered from 1), as the gateway would give it,
+/// with the pending set (if any) reviewed against an empty project.
 fn snapshot(events: Vec<Event>, streaming: &str) -> Snapshot {
+    let empty = tempfile::tempdir().expect("tempdir");
+    snapshot_in(empty.path(), events, streaming)
+}
+
+/// As [`snapshot`], with the pending set reviewed against the files in `project`.
+fn snapshot_in(project: &std::path::Path, events: Vec<Event>, streaming: &str) -> Snapshot {
     let recorded: Vec<RecordedEvent> = events
         .into_iter()
         .enumerate()
         .map(|(i, e)| RecordedEvent::new(Seq::new(i as u64 + 1).expect("seq"), None, e))
         .collect();
     let projection = reducer::replay(session(), &recorded);
+    let project = heartwood_gateway::ProjectContext::at(project).expect("a UTF-8 path");
+    let review = projection
+        .pending
+        .as_ref()
+        .map(|set| heartwood_gateway::review::review_in(&project, set));
     Snapshot {
         events: Vec::new(),
         revision: projection.revision,
         projection,
         transient_revision: 0,
         streaming: streaming.to_owned(),
+        review,
     }
 }
 
@@ -266,6 +279,11 @@ fn a_pending_set_is_reviewed_whole() {
 fn rejecting_asks_for_a_reason_and_names_the_set_and_revision_shown() {
     let mut app = session_app(snapshot(pending_events(), ""));
     assert_eq!(app.on_key(key(KeyCode::Char('r'))), None);
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        None,
+        "r then Enter asks for a reason"
+    );
     for c in "use the held-out groups".chars() {
         app.on_key(key(KeyCode::Char(c)));
     }
@@ -280,7 +298,9 @@ fn rejecting_asks_for_a_reason_and_names_the_set_and_revision_shown() {
             reason: Some("use the held-out groups".into()),
         }))
     );
-    let allow = app.on_key(key(KeyCode::Char('a')));
+    app.focus = Focus::Review;
+    assert_eq!(app.on_key(key(KeyCode::Char('a'))), None, "a only arms");
+    let allow = app.on_key(key(KeyCode::Enter));
     assert!(matches!(
         allow,
         Some(Intent::Submit(CommandKind::Decide {
@@ -289,6 +309,140 @@ fn rejecting_asks_for_a_reason_and_names_the_set_and_revision_shown() {
             ..
         }))
     ));
+}
+
+/// A pending set of the given members (ids from 4), reviewed against `project`.
+fn pending_with(project: &std::path::Path, members: Vec<ActionProposal>) -> Snapshot {
+    let revision = 4 + members.len() as u64 + 2;
+    let mut events = vec![
+        Event::SessionRegistered {
+            backend: "native".into(),
+            workflow: None,
+        },
+        task("Tidy the analysis"),
+    ];
+    events.extend(
+        members
+            .iter()
+            .map(|m| Event::ActionProposed { action: m.clone() }),
+    );
+    events.push(lifecycle(Lifecycle::WaitingForDecision));
+    events.push(Event::ActionSetPending {
+        set: ActionSet {
+            set_id: ActionSetId::parse("set-4").expect("id"),
+            revision,
+            members,
+        },
+    });
+    snapshot_in(project, events, "")
+}
+
+#[test]
+fn the_review_shows_every_line_of_a_command_and_the_diff_of_an_edit() {
+    let project = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        project.path().join("analyze.py"),
+        "import csv\nrows = list(csv.reader(open('data/a.csv')))\nprint(len(rows))\n",
+    )
+    .expect("write");
+    let members = vec![
+        proposal(
+            4,
+            "terminal",
+            r#"{"command":"cd data\nls -l\npython -c \"import os; os.remove('data/a.csv')\"","summary":"look at the data, then delete a.csv"}"#,
+            RiskLevel::High,
+        ),
+        proposal(
+            5,
+            "file_editor",
+            r#"{"command":"str_replace","path":"analyze.py","old_str":"print(len(rows))","new_str":"print(len(rows) - 1)  # without the header"}"#,
+            RiskLevel::Medium,
+        ),
+        proposal(
+            6,
+            "file_editor",
+            r#"{"command":"str_replace","path":"analyze.py","old_str":"not in the file","new_str":"x"}"#,
+            RiskLevel::Medium,
+        ),
+    ];
+    let app = session_app(pending_with(project.path(), members));
+    let screen = draw(&app);
+    // The destructive last line and the risk label are on screen, not cut off.
+    assert!(screen.contains("os.remove('data/a.csv')"), "{screen}");
+    assert!(screen.contains("[high risk]"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn a_large_created_file_is_cut_with_a_count_and_the_rest_scrolls() {
+    let project = tempfile::tempdir().expect("tempdir");
+    let text: String = (1..=1_000).map(|i| format!("line {i}\n")).collect();
+    let arguments = serde_json::json!({"command": "create", "path": "big.txt", "file_text": text});
+    let members = vec![proposal(
+        4,
+        "file_editor",
+        &arguments.to_string(),
+        RiskLevel::Medium,
+    )];
+    let mut app = session_app(pending_with(project.path(), members));
+    let top = draw(&app);
+    assert!(top.contains("+ line 1 "), "{top}");
+    for _ in 0..50 {
+        app.on_key(key(KeyCode::PageDown));
+    }
+    let bottom = draw(&app);
+    assert!(bottom.contains("+ line 400"), "{bottom}");
+    assert!(!bottom.contains("+ line 401"), "{bottom}");
+    assert!(bottom.contains("600 more lines not shown here"), "{bottom}");
+}
+
+#[test]
+fn typing_while_a_set_waits_decides_nothing() {
+    for sentence in ["add more checks", "run the tests again", "ok", "yes do it"] {
+        let mut app = session_app(snapshot(pending_events(), ""));
+        assert_eq!(app.focus, Focus::Review);
+        for c in sentence.chars() {
+            assert_eq!(
+                app.on_key(key(KeyCode::Char(c))),
+                None,
+                "{c:?} decided something"
+            );
+        }
+        // Enter after the sentence sends it as text; it never decides.
+        match app.on_key(key(KeyCode::Enter)) {
+            None => {}
+            Some(Intent::Say(text)) => assert_eq!(text, sentence),
+            other => panic!("{sentence:?} then Enter gave {other:?}"),
+        }
+        if sentence.len() > 1 {
+            assert_eq!(app.focus, Focus::Input, "typing moved to the message line");
+        }
+    }
+    // An armed allow is shown, and any key but Enter cancels it.
+    let mut app = session_app(snapshot(pending_events(), ""));
+    app.on_key(key(KeyCode::Char('a')));
+    let armed = draw(&app);
+    assert!(
+        armed.contains("Press Enter to allow all 2 actions once"),
+        "{armed}"
+    );
+    assert_eq!(app.on_key(key(KeyCode::Down)), None);
+    assert_eq!(app.on_key(key(KeyCode::Enter)), None);
+}
+
+#[test]
+fn ctrl_c_while_the_agent_works_asks_before_quitting() {
+    let mut events = pending_events();
+    events.truncate(4);
+    let mut app = session_app(snapshot(events, ""));
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert_eq!(app.on_key(ctrl_c), None);
+    assert!(
+        app.notice
+            .as_deref()
+            .is_some_and(|n| n.contains("Ctrl-C again"))
+    );
+    assert_eq!(app.on_key(ctrl_c), Some(Intent::Quit));
 }
 
 #[test]

@@ -108,7 +108,7 @@ fn action_lines(action: &ActionView, width: usize, expanded: bool) -> Vec<Line<'
     let head = format!(
         "▸ #{} {} ",
         action.proposal.action_id,
-        summary(&action.proposal.tool, &action.proposal.arguments)
+        action.headline.clone()
     );
     // The text the model sent with its calls belongs before the first of them.
     let mut out = match &action.proposal.thought {
@@ -141,36 +141,6 @@ fn action_lines(action: &ActionView, width: usize, expanded: bool) -> Vec<Line<'
         }
     }
     out
-}
-
-/// A one-line, readable summary of a tool call's arguments.
-pub fn summary(tool: &str, arguments: &str) -> String {
-    let value: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
-    let field = |k: &str| {
-        value
-            .get(k)
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_owned()
-    };
-    match tool {
-        "terminal" => format!("terminal $ {}", field("command").replace('\n', " ⏎ ")),
-        "file_editor" => {
-            let lines = value
-                .get("file_text")
-                .and_then(|v| v.as_str())
-                .map(|t| format!(" ({} lines)", t.lines().count()))
-                .unwrap_or_default();
-            format!("file_editor {} {}{lines}", field("command"), field("path"))
-        }
-        "task_tracker" => match value.get("task_list").and_then(|v| v.as_array()) {
-            Some(tasks) => format!("task_tracker plan: {} steps", tasks.len()),
-            None => format!("task_tracker {}", field("command")),
-        },
-        "finish" => format!("finish: {}", field("message")),
-        "think" => format!("think: {}", field("thought")),
-        other => format!("{other} {}", cut(arguments, 80)),
-    }
 }
 
 /// Splits text into lines of at most `width` characters, breaking at spaces where possible.

@@ -12,7 +12,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, List, ListItem, ListState, Paragraph, Wrap};
 
 use super::app::{App, Focus, Screen};
-use super::timeline::{summary, visible_lines};
+use super::timeline::visible_lines;
 
 /// Draws the whole screen.
 pub fn render(frame: &mut Frame<'_>, app: &App) {
@@ -113,7 +113,7 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
                     &blank
                 }
             };
-            session(frame, app, area, &snapshot.projection, &snapshot.streaming);
+            session(frame, app, area, snapshot);
         }
     }
     if app.help {
@@ -121,123 +121,31 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
     }
 }
 
-fn session(frame: &mut Frame<'_>, app: &App, area: Rect, p: &SessionProjection, streaming: &str) {
-    let review_height = p
-        .pending
-        .as_ref()
-        .map_or(0, |set| set.members.len() as u16 + 4)
-        .min(area.height / 2);
-    let [main, review, input, status, keys_area] = Layout::vertical([
+fn session(frame: &mut Frame<'_>, app: &App, area: Rect, snapshot: &heartwood_events::Snapshot) {
+    let p = &snapshot.projection;
+    // The review owns the main area while it has the keyboard; otherwise a short panel lists
+    // the set's headlines and says how to review it.
+    let reviewing = p.pending.is_some() && matches!(app.focus, Focus::Review | Focus::Reason);
+    let summary_height = match (&p.pending, reviewing) {
+        (Some(set), false) => (set.members.len() as u16 + 3).min(area.height / 3),
+        _ => 0,
+    };
+    let [main, summary, input, status, keys_area] = Layout::vertical([
         Constraint::Min(5),
-        Constraint::Length(review_height),
+        Constraint::Length(summary_height),
         Constraint::Length(3),
         Constraint::Length(2),
         Constraint::Length(1),
     ])
     .areas(area);
-    let [conversation, side] =
-        Layout::horizontal([Constraint::Percentage(70), Constraint::Percentage(30)]).areas(main);
-
-    let title = format!(
-        " {} · {} ",
-        p.session,
-        p.lifecycle.as_str().replace('_', " ")
-    );
-    let inner_height = conversation.height.saturating_sub(2) as usize;
-    let inner_width = conversation.width.saturating_sub(2) as usize;
-    let lines = visible_lines(
-        p,
-        streaming,
-        inner_width,
-        inner_height,
-        app.scroll,
-        app.expanded,
-    );
-    frame.render_widget(
-        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)),
-        conversation,
-    );
-
-    let mut side_lines = vec![Line::styled(
-        "Task plan",
-        Style::default().add_modifier(Modifier::BOLD),
-    )];
-    if p.task_plan.is_empty() {
-        side_lines.push(Line::styled(
-            "  (none yet)",
-            Style::default().fg(Color::DarkGray),
-        ));
-    }
-    for task in &p.task_plan {
-        let mark = match task.status {
-            heartwood_events::PlanStatus::Done => "✔",
-            heartwood_events::PlanStatus::InProgress => "▶",
-            heartwood_events::PlanStatus::Todo => "○",
-        };
-        side_lines.push(Line::raw(format!("{mark} {}", task.title)));
-    }
-    side_lines.push(Line::default());
-    side_lines.push(Line::styled(
-        "Next steps",
-        Style::default().add_modifier(Modifier::BOLD),
-    ));
-    for s in &p.suggestions {
-        side_lines.push(Line::raw(format!("• {s}")));
-    }
-    frame.render_widget(
-        Paragraph::new(side_lines)
-            .wrap(Wrap { trim: true })
-            .block(Block::default().borders(Borders::ALL)),
-        side,
-    );
-
-    if let Some(set) = &p.pending {
-        let focused = matches!(app.focus, Focus::Review | Focus::Reason);
-        let mut lines: Vec<Line<'_>> = set
-            .members
-            .iter()
-            .map(|m| {
-                let risk = serde_json::to_value(m.risk)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                Line::from(vec![
-                    Span::raw(format!("  #{} ", m.action_id)),
-                    Span::raw(summary(&m.tool, &m.arguments)),
-                    Span::styled(
-                        format!("  [{risk} risk]"),
-                        Style::default().fg(Color::Yellow),
-                    ),
-                ])
-            })
-            .collect();
-        lines.push(match app.focus {
-            Focus::Reason => Line::styled(
-                format!("  Reason for rejecting all (Enter to reject, Esc to cancel): {}▏", app.reason),
-                Style::default().fg(Color::Magenta),
-            ),
-            _ => keys("  a allow all once · r reject all (with a reason) · one decision covers the whole set"),
-        });
-        let border = if focused {
-            Color::Yellow
-        } else {
-            Color::DarkGray
-        };
-        frame.render_widget(
-            Paragraph::new(lines).block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .border_style(Style::default().fg(border))
-                    .title(format!(
-                        " Review: {} proposed action{} · set {} · revision {} ",
-                        set.members.len(),
-                        if set.members.len() == 1 { "" } else { "s" },
-                        set.set_id,
-                        set.revision
-                    )),
-            ),
-            review,
-        );
+    match &p.pending {
+        Some(set) if reviewing => review_screen(frame, app, main, snapshot, set),
+        pending => {
+            conversation_and_plan(frame, app, main, p, &snapshot.streaming);
+            if let Some(set) = pending {
+                review_summary(frame, summary, snapshot, set);
+            }
+        }
     }
 
     let prompt = if p.text_means == heartwood_events::CommandName::SubmitTask {
@@ -297,12 +205,15 @@ fn session(frame: &mut Frame<'_>, app: &App, area: Rect, p: &SessionProjection, 
         Paragraph::new(status_lines).wrap(Wrap { trim: true }),
         status,
     );
-    frame.render_widget(
-        Paragraph::new(keys(
-            "Enter send · Tab review · ^P pause · ^R resume · ^E results · PgUp/Dn · Esc list · F1 help · ^Q quit",
-        )),
-        keys_area,
-    );
+    // Each bar fits 80 columns.
+    let bar = if reviewing {
+        "a ⏎ allow all · r ⏎ reject all · ↑↓ scroll · Tab guidance · F1 · ^Q quit"
+    } else if p.pending.is_some() {
+        "⏎ send · Tab review · ^P pause · ^E results · Esc list · F1 help · ^Q quit"
+    } else {
+        "⏎ send · ^P pause · ^R resume · ^E results · PgUp/Dn · Esc list · F1 · ^Q quit"
+    };
+    frame.render_widget(Paragraph::new(keys(bar)), keys_area);
 }
 
 fn help(frame: &mut Frame<'_>, area: Rect) {
@@ -310,15 +221,22 @@ fn help(frame: &mut Frame<'_>, area: Rect) {
         Line::styled("Keys", Style::default().add_modifier(Modifier::BOLD)),
         Line::raw(""),
         Line::raw("Enter       send the typed text: a task when idle, guidance while a task runs"),
-        Line::raw("Tab         move between the message line and the review panel"),
-        Line::raw("a           (review) allow every proposed action once"),
-        Line::raw("r           (review) reject every proposed action, with an optional reason"),
+        Line::raw("Tab         move between the message line and the review"),
+        Line::raw("a, Enter    (review) allow every proposed action once: a arms, Enter confirms"),
+        Line::raw(
+            "r, Enter    (review) reject every proposed action, then give an optional reason",
+        ),
+        Line::raw("letters     (review) any other letter starts typing guidance; it never decides"),
         Line::raw("Ctrl-P      pause the agent at its next step"),
         Line::raw("Ctrl-R      resume a paused task"),
         Line::raw("Ctrl-E      show tool results whole or folded"),
         Line::raw("PgUp/PgDn   scroll the conversation"),
         Line::raw("Esc         back to the session list"),
+        Line::raw("↑↓ PgUp/Dn  (review) scroll the previews"),
         Line::raw("Ctrl-Q      quit; a pending decision stays pending for any interface"),
+        Line::raw(
+            "Ctrl-C      quit; while the agent works, asks first (the action is interrupted)",
+        ),
         Line::raw(""),
         Line::raw("There is no per-action approval: one decision covers the whole set."),
         Line::raw(""),
@@ -353,4 +271,179 @@ fn phase_title(phase: Phase) -> &'static str {
         Phase::ComputeRequired => "compute required",
         Phase::Ready => "ready",
     }
+}
+
+fn conversation_and_plan(
+    frame: &mut Frame<'_>,
+    app: &App,
+    main: Rect,
+    p: &SessionProjection,
+    streaming: &str,
+) {
+    let [conversation, side] =
+        Layout::horizontal([Constraint::Percentage(70), Constraint::Percentage(30)]).areas(main);
+    let title = format!(
+        " {} · {} ",
+        p.session,
+        p.lifecycle.as_str().replace('_', " ")
+    );
+    let inner_height = conversation.height.saturating_sub(2) as usize;
+    let inner_width = conversation.width.saturating_sub(2) as usize;
+    let lines = visible_lines(
+        p,
+        streaming,
+        inner_width,
+        inner_height,
+        app.scroll,
+        app.expanded,
+    );
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)),
+        conversation,
+    );
+
+    let mut side_lines = vec![Line::styled(
+        "Task plan",
+        Style::default().add_modifier(Modifier::BOLD),
+    )];
+    if p.task_plan.is_empty() {
+        side_lines.push(Line::styled(
+            "  (none yet)",
+            Style::default().fg(Color::DarkGray),
+        ));
+    }
+    for task in &p.task_plan {
+        let mark = match task.status {
+            heartwood_events::PlanStatus::Done => "✔",
+            heartwood_events::PlanStatus::InProgress => "▶",
+            heartwood_events::PlanStatus::Todo => "○",
+        };
+        side_lines.push(Line::raw(format!("{mark} {}", task.title)));
+    }
+    side_lines.push(Line::default());
+    side_lines.push(Line::styled(
+        "Next steps",
+        Style::default().add_modifier(Modifier::BOLD),
+    ));
+    for s in &p.suggestions {
+        side_lines.push(Line::raw(format!("• {s}")));
+    }
+    frame.render_widget(
+        Paragraph::new(side_lines)
+            .wrap(Wrap { trim: true })
+            .block(Block::default().borders(Borders::ALL)),
+        side,
+    );
+}
+
+fn review_title(set: &heartwood_events::ActionSet) -> String {
+    format!(
+        " Review: {} proposed action{} · set {} · revision {} ",
+        set.members.len(),
+        if set.members.len() == 1 { "" } else { "s" },
+        set.set_id,
+        set.revision
+    )
+}
+
+/// The set's headlines, while the keyboard is on the message line.
+fn review_summary(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    snapshot: &heartwood_events::Snapshot,
+    set: &heartwood_events::ActionSet,
+) {
+    let mut lines: Vec<Line<'_>> = match &snapshot.review {
+        Some(review) => review
+            .members
+            .iter()
+            .map(|m| {
+                Line::from(vec![
+                    Span::raw(format!("  #{} {}", m.action_id, m.headline)),
+                    Span::styled(
+                        format!("  [{} risk]", m.risk.as_str()),
+                        Style::default().fg(Color::Yellow),
+                    ),
+                ])
+            })
+            .collect(),
+        None => vec![Line::raw("  (the review is being prepared)")],
+    };
+    lines.push(keys(
+        "  Tab review the whole set and decide · typing here sends guidance, never a decision",
+    ));
+    frame.render_widget(
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(Style::default().fg(Color::DarkGray))
+                .title(review_title(set)),
+        ),
+        area,
+    );
+}
+
+/// The whole review, owning the main area and the keyboard until a decision.
+fn review_screen(
+    frame: &mut Frame<'_>,
+    app: &App,
+    area: Rect,
+    snapshot: &heartwood_events::Snapshot,
+    set: &heartwood_events::ActionSet,
+) {
+    let [body, footer] = Layout::vertical([Constraint::Min(3), Constraint::Length(2)]).areas(area);
+    let width = body.width.saturating_sub(2) as usize;
+    let lines = match &snapshot.review {
+        Some(review) => super::review::review_lines(review, width),
+        None => vec![Line::raw("The review is being prepared…")],
+    };
+    let height = body.height.saturating_sub(2) as usize;
+    let top = app.review_scroll.min(lines.len().saturating_sub(height));
+    let more_below = lines.len() > top + height;
+    let visible: Vec<Line<'_>> = lines.into_iter().skip(top).take(height).collect();
+    let mut title = review_title(set);
+    if top > 0 || more_below {
+        title.push_str("· ↑↓ PgUp PgDn scroll ");
+    }
+    frame.render_widget(
+        Paragraph::new(visible).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(Style::default().fg(Color::Yellow))
+                .title(title),
+        ),
+        body,
+    );
+    let n = set.members.len();
+    let prompt = match app.focus {
+        Focus::Reason => Line::styled(
+            format!(
+                "Reason for rejecting all (Enter rejects, Esc cancels): {}▏",
+                app.reason
+            ),
+            Style::default().fg(Color::Magenta),
+        ),
+        _ if app.armed == Some(heartwood_events::Decision::AllowOnce) => Line::styled(
+            format!(
+                "Press Enter to allow all {n} action{} once. Any other key cancels.",
+                if n == 1 { "" } else { "s" }
+            ),
+            Style::default()
+                .fg(Color::Yellow)
+                .add_modifier(Modifier::BOLD),
+        ),
+        _ if app.armed == Some(heartwood_events::Decision::RejectAll) => Line::styled(
+            format!(
+                "Press Enter to reject all {n} action{} (you can give a reason next). Any other key cancels.",
+                if n == 1 { "" } else { "s" }
+            ),
+            Style::default()
+                .fg(Color::Magenta)
+                .add_modifier(Modifier::BOLD),
+        ),
+        _ => keys(
+            "a ⏎ allow all once · r ⏎ reject all · one decision covers the whole set · typing goes to guidance",
+        ),
+    };
+    frame.render_widget(Paragraph::new(vec![prompt]), footer);
 }
