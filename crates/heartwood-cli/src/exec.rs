@@ -287,9 +287,13 @@ async fn follow_in(
                     gateway.stop_now(&session, STOPPED_BY_RESEARCHER).await?;
                 } else {
                     interrupted = true;
-                    eprintln!("heartwood: pausing the agent at its next step (Ctrl-C again to stop now)");
-                    let pause = Command::new(SessionGateway::new_command_id(), session.clone(), CommandKind::Pause);
-                    gateway.submit(pause)?;
+                    eprintln!("heartwood: stopping the running action and pausing (Ctrl-C again to stop the agent entirely)");
+                    let kind = if snapshot.projection.allows(heartwood_events::CommandName::Interrupt) {
+                        CommandKind::Interrupt
+                    } else {
+                        CommandKind::Pause
+                    };
+                    gateway.submit(Command::new(SessionGateway::new_command_id(), session.clone(), kind))?;
                 }
             }
         }

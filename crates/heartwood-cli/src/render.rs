@@ -19,6 +19,9 @@ pub fn describe(e: &RecordedEvent) -> String {
         }
         Event::GuidanceSent { text } => format!("guidance: {}", short(text, 200)),
         Event::PauseRequested {} => "pause requested".to_owned(),
+        Event::InterruptRequested {} => {
+            "stop requested: the running action is interrupted and the agent pauses".to_owned()
+        }
         Event::RunResumed {} => "resumed".to_owned(),
         Event::LifecycleChanged { lifecycle } => {
             format!("agent is {}", lifecycle.as_str().replace('_', " "))

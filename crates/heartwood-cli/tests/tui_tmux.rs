@@ -18,8 +18,11 @@ struct Tmux {
 
 impl Tmux {
     fn start(project: &Path) -> Self {
+        // One server per test: tests in this file run side by side.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmux = Tmux {
-            socket: format!("heartwood-test-{}", std::process::id()),
+            socket: format!("heartwood-test-{}-{n}", std::process::id()),
         };
         let command = format!(
             "cd '{}' && exec '{}'",
@@ -232,4 +235,65 @@ async fn reject_with_a_reason_allow_the_next_set_and_leave_one_pending_for_the_s
     );
     let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran");
     assert_eq!(ran, "B1\nB2\nC1\nC2\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn esc_stops_a_thirty_second_command_and_the_journal_records_it() {
+    let project = tempfile::tempdir().expect("project");
+    let server = ScriptedModelServer::start(Script::of(vec![
+        Turn::calls(&[(
+            "terminal",
+            json!({ "command": "echo begun; sleep 30", "timeout": 60 }),
+        )]),
+        finish("done"),
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(project.path(), &server.base_url());
+    let tmux = Tmux::start(project.path());
+    tmux.wait_for("the session list", |s| s.contains("press n to start one"))
+        .await;
+    tmux.keys(&["n"]);
+    tmux.wait_for("the session screen", |s| s.contains("Ready for a task"))
+        .await;
+    tmux.type_text("wait half a minute");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the set", |s| s.contains("$ echo begun; sleep 30"))
+        .await;
+    tmux.keys(&["a", "Enter"]);
+    tmux.wait_for("the command running", |s| s.contains("Esc stop now"))
+        .await;
+    let asked = Instant::now();
+    tmux.keys(&["Escape"]);
+    let paused = tmux
+        .wait_for("the session paused", |s| s.contains("Paused between steps"))
+        .await;
+    let took = asked.elapsed();
+    eprintln!("Esc to paused: {took:?}");
+    // Stopped, not waited for: the command had half a minute to go.
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    assert!(paused.contains("[failed]"), "{paused}");
+    tmux.keys(&["C-q"]);
+
+    let sessions = heartwood(project.path(), &["sessions", "ls", "--json"]);
+    let list: Value = serde_json::from_slice(&sessions.stdout).expect("json");
+    let id = list[0]["id"].as_str().expect("id").to_owned();
+    let shown = heartwood(project.path(), &["sessions", "show", &id, "--json"]);
+    let view: Value = serde_json::from_slice(&shown.stdout).expect("json");
+    let kinds: Vec<&str> = view["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"interrupt_requested"),
+        "{kinds:?}\n{paused}"
+    );
+    let detail = view["projection"]["actions"][0]["detail"]
+        .as_str()
+        .unwrap_or_default();
+    // (The partial output itself is checked where the test can wait for it to be written:
+    // the gateway's stop-now test.)
+    assert!(detail.contains("interrupted by the researcher"), "{detail}");
 }

@@ -43,6 +43,9 @@ pub enum CommandKind {
     },
     /// Pause the running task at its next step.
     Pause,
+    /// Stop now: kill the running tool's whole process group, record the action as
+    /// interrupted with its partial output, and pause.
+    Interrupt,
     /// Continue a paused task.
     Resume,
     /// Decide the pending action set, bound to the set and revision the researcher saw.
@@ -111,6 +114,8 @@ pub enum CommandName {
     SendGuidance,
     /// [`CommandKind::Pause`].
     Pause,
+    /// [`CommandKind::Interrupt`].
+    Interrupt,
     /// [`CommandKind::Resume`].
     Resume,
     /// [`CommandKind::Decide`].
@@ -123,10 +128,11 @@ pub enum CommandName {
 
 impl CommandName {
     /// Every command, in the order interfaces list them.
-    pub const ALL: [CommandName; 7] = [
+    pub const ALL: [CommandName; 8] = [
         CommandName::SubmitTask,
         CommandName::SendGuidance,
         CommandName::Pause,
+        CommandName::Interrupt,
         CommandName::Resume,
         CommandName::Decide,
         CommandName::Export,
@@ -139,6 +145,7 @@ impl CommandName {
             CommandName::SubmitTask => "submit_task",
             CommandName::SendGuidance => "send_guidance",
             CommandName::Pause => "pause",
+            CommandName::Interrupt => "interrupt",
             CommandName::Resume => "resume",
             CommandName::Decide => "decide",
             CommandName::Export => "export",
@@ -159,6 +166,7 @@ impl CommandKind {
         CommandName::SubmitTask.as_str(),
         CommandName::SendGuidance.as_str(),
         CommandName::Pause.as_str(),
+        CommandName::Interrupt.as_str(),
         CommandName::Resume.as_str(),
         CommandName::Decide.as_str(),
         CommandName::Export.as_str(),
@@ -171,6 +179,7 @@ impl CommandKind {
             CommandKind::SubmitTask { .. } => CommandName::SubmitTask,
             CommandKind::SendGuidance { .. } => CommandName::SendGuidance,
             CommandKind::Pause => CommandName::Pause,
+            CommandKind::Interrupt => CommandName::Interrupt,
             CommandKind::Resume => CommandName::Resume,
             CommandKind::Decide { .. } => CommandName::Decide,
             CommandKind::Export => CommandName::Export,
@@ -216,6 +225,7 @@ mod tests {
             },
             CommandKind::SendGuidance { text: "g".into() },
             CommandKind::Pause,
+            CommandKind::Interrupt,
             CommandKind::Resume,
             CommandKind::Decide {
                 set_id: ActionSetId::parse("set-1").expect("id"),

@@ -62,6 +62,8 @@ pub enum Event {
     },
     /// The researcher asked the agent to pause at its next step.
     PauseRequested {},
+    /// The researcher asked to stop now: the running tool is killed and the agent pauses.
+    InterruptRequested {},
     /// The researcher resumed a paused task.
     RunResumed {},
     /// The agent's lifecycle changed.
@@ -174,6 +176,7 @@ impl Event {
         "task_submitted",
         "guidance_sent",
         "pause_requested",
+        "interrupt_requested",
         "run_resumed",
         "lifecycle_changed",
         "action_proposed",
@@ -197,6 +200,7 @@ impl Event {
             Event::TaskSubmitted { .. } => "task_submitted",
             Event::GuidanceSent { .. } => "guidance_sent",
             Event::PauseRequested {} => "pause_requested",
+            Event::InterruptRequested {} => "interrupt_requested",
             Event::RunResumed {} => "run_resumed",
             Event::LifecycleChanged { .. } => "lifecycle_changed",
             Event::ActionProposed { .. } => "action_proposed",
@@ -331,6 +335,7 @@ mod tests {
             },
             Event::GuidanceSent { text: "g".into() },
             Event::PauseRequested {},
+            Event::InterruptRequested {},
             Event::RunResumed {},
             Event::LifecycleChanged {
                 lifecycle: Lifecycle::WaitingForDecision,

@@ -73,6 +73,10 @@ pub struct SessionProjection {
     pub exports: u64,
     /// What the agent is doing, in a few words.
     pub activity: String,
+    /// A pause (or a stop) was asked for and the running step has not yet ended, so every
+    /// interface can say it was heard.
+    #[serde(default)]
+    pub stopping: Option<String>,
     /// The commands the gateway accepts now (the same for every interface).
     pub available_commands: Vec<crate::CommandName>,
     /// What text the researcher types now starts as (`submit_task` or `send_guidance`; see
@@ -172,6 +176,7 @@ impl SessionProjection {
             last_error: None,
             exports: 0,
             activity: String::new(),
+            stopping: None,
             available_commands: Vec::new(),
             text_means: crate::CommandName::SubmitTask,
             status_line: String::new(),

@@ -32,6 +32,7 @@ fn receipt_of(event: &RecordedEvent) -> Option<RebuiltReceipt> {
         },
         Event::GuidanceSent { text } => CommandKind::SendGuidance { text: text.clone() },
         Event::PauseRequested {} => CommandKind::Pause,
+        Event::InterruptRequested {} => CommandKind::Interrupt,
         Event::RunResumed {} => CommandKind::Resume,
         Event::DecisionRecorded {
             set_id,

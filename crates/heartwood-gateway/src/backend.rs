@@ -75,8 +75,11 @@ pub trait BackendSink: Send + Sync {
 pub trait BackendControls: Send + Sync {
     /// Asks the agent to pause at its next step.
     fn pause(&self);
-    /// Withdraws a pause no run acted on yet.
+    /// Withdraws a pause (or an interruption) no run acted on yet.
     fn withdraw_pause(&self);
+    /// Stops now: kills the running tool (its whole process group), records its action with
+    /// the partial output, and pauses.
+    fn interrupt(&self);
     /// Gives the agent guidance at its next step (or, if it has just finished, continues the
     /// run with it).
     fn guide(&self, text: &str);

@@ -315,6 +315,14 @@ impl SessionGateway {
                 core.pause_worker();
                 Ok(receipt)
             }
+            CommandKind::Interrupt => {
+                let receipt =
+                    core.complete(&key, vec![Event::InterruptRequested {}], Value::Null)?;
+                if let Some(worker) = core.worker() {
+                    worker.interrupt();
+                }
+                Ok(receipt)
+            }
             CommandKind::Resume => {
                 if let Err(reason) = self.ensure_worker(&live, &mut core, None) {
                     return core.refuse(&key, &reason);

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use heartwood_agent::conversation::{
     ConfirmationPolicy, Conversation, ConversationConfig, ConversationError, EventKind,
-    ExecutionStatus, GuidanceHandle, PauseHandle, Speaker,
+    ExecutionStatus, GuidanceHandle, InterruptHandle, PauseHandle, Speaker,
 };
 use heartwood_agent::tools::Risk;
 use heartwood_events::{ActionPolicy, Origin};
@@ -44,6 +44,7 @@ impl BackendFactory for NativeBackendFactory {
         Ok(Box::new(NativeBackend {
             controls: Arc::new(NativeControls {
                 pause: conversation.pause_handle(),
+                interrupt: conversation.interrupt_handle(),
                 guidance: conversation.guidance_handle(),
             }),
             conversation,
@@ -79,6 +80,7 @@ struct NativeBackend {
 
 struct NativeControls {
     pause: PauseHandle,
+    interrupt: InterruptHandle,
     guidance: GuidanceHandle,
 }
 
@@ -89,6 +91,11 @@ impl BackendControls for NativeControls {
 
     fn withdraw_pause(&self) {
         self.pause.withdraw();
+        self.interrupt.withdraw();
+    }
+
+    fn interrupt(&self) {
+        self.interrupt.interrupt();
     }
 
     fn guide(&self, text: &str) {

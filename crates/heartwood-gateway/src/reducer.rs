@@ -45,7 +45,13 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             p.lifecycle = Lifecycle::Running;
         }
         Event::GuidanceSent { text } => say(p, seq, Role::Researcher, text),
-        Event::PauseRequested {} => {}
+        Event::PauseRequested {} if p.lifecycle == Lifecycle::Running => {
+            p.stopping = Some("pausing after the current step".to_owned());
+        }
+        Event::InterruptRequested {} if p.lifecycle == Lifecycle::Running => {
+            p.stopping = Some("stopping the running action now".to_owned());
+        }
+        Event::PauseRequested {} | Event::InterruptRequested {} => {}
         Event::RunResumed {} => p.lifecycle = Lifecycle::Running,
         // The engine passes through idle when a new message reaches a finished conversation
         // and after a rejection, and the worker then runs it at once: while a run is on, idle
@@ -56,6 +62,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         } if p.lifecycle == Lifecycle::Running => {}
         Event::LifecycleChanged { lifecycle } => {
             p.lifecycle = *lifecycle;
+            p.stopping = None;
             if *lifecycle != Lifecycle::WaitingForDecision {
                 p.pending = None;
             }
@@ -144,6 +151,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         Event::ContextCondensed { .. } => {}
         Event::RunInterrupted { reason } => {
             p.last_error = Some(reason.clone());
+            p.stopping = None;
             if p.run_is_open() {
                 p.lifecycle = Lifecycle::Failed;
             }
@@ -185,13 +193,13 @@ fn derive(p: &mut SessionProjection) {
 }
 
 fn available_commands(p: &SessionProjection) -> &'static [CommandName] {
-    use CommandName::{Close, Decide, Export, Pause, Resume, SendGuidance, SubmitTask};
+    use CommandName::{Close, Decide, Export, Interrupt, Pause, Resume, SendGuidance, SubmitTask};
     match p.lifecycle {
         _ if p.closed => &[SubmitTask, Export],
         Lifecycle::Idle | Lifecycle::Finished | Lifecycle::Failed | Lifecycle::Stuck => {
             &[SubmitTask, Export, Close]
         }
-        Lifecycle::Running => &[SendGuidance, Pause, Export],
+        Lifecycle::Running => &[SendGuidance, Pause, Interrupt, Export],
         Lifecycle::Paused => &[Resume, SendGuidance, Export, Close],
         Lifecycle::WaitingForDecision if p.pending.is_some() => {
             &[Decide, SendGuidance, Export, Close]
@@ -225,7 +233,10 @@ fn status_line(p: &SessionProjection) -> String {
     match p.lifecycle {
         Lifecycle::Idle if p.conversation.is_empty() => "Ready for a task.".to_owned(),
         Lifecycle::Idle => "Idle: the last run ended; give the next task.".to_owned(),
-        Lifecycle::Running => format!("Working ({}).", p.activity),
+        Lifecycle::Running => match &p.stopping {
+            Some(stopping) => format!("Working ({}); {stopping}.", p.activity),
+            None => format!("Working ({}).", p.activity),
+        },
         Lifecycle::Paused => "Paused between steps; resume to continue.".to_owned(),
         Lifecycle::WaitingForDecision => match &p.pending {
             Some(set) => format!(
@@ -366,5 +377,39 @@ mod tests {
             ("Agent", 17)
         );
         assert_eq!(p.usage.by_purpose[1].label, "History summaries");
+    }
+
+    #[test]
+    fn a_pause_or_stop_asked_for_mid_step_is_acknowledged_until_the_step_ends() {
+        let id = SessionId::parse("s").expect("id");
+        let task = recorded(
+            1,
+            Event::TaskSubmitted {
+                text: "t".into(),
+                policy: heartwood_events::ActionPolicy::AlwaysReview,
+                starting_commit: None,
+            },
+        );
+        for (asked, says) in [
+            (Event::PauseRequested {}, "pausing after the current step"),
+            (
+                Event::InterruptRequested {},
+                "stopping the running action now",
+            ),
+        ] {
+            let events = vec![task.clone(), recorded(2, asked)];
+            let p = replay(id.clone(), &events);
+            assert!(p.status_line.contains(says), "{}", p.status_line);
+            let mut events = events;
+            events.push(recorded(
+                3,
+                Event::LifecycleChanged {
+                    lifecycle: Lifecycle::Paused,
+                },
+            ));
+            let p = replay(id.clone(), &events);
+            assert_eq!(p.stopping, None);
+            assert!(p.allows(CommandName::Resume));
+        }
     }
 }

@@ -60,6 +60,11 @@ impl WorkerLink {
         self.controls.pause();
     }
 
+    /// Stops the running tool now and pauses (see [`BackendControls::interrupt`]).
+    pub(crate) fn interrupt(&self) {
+        self.controls.interrupt();
+    }
+
     /// Withdraws a pause no run acted on (a new task starts unpaused). Called when the task is
     /// accepted, not when the worker picks it up, so a pause sent right after is kept.
     pub(crate) fn withdraw_pause(&self) {

@@ -810,3 +810,55 @@ async fn an_edit_is_reviewed_as_a_diff_and_a_file_changed_before_the_decision_sh
     );
     f.gateway.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stop_now_kills_the_running_command_records_its_partial_output_and_pauses() {
+    let long = Turn::calls(&[(
+        "terminal",
+        json!({"command": "echo started; sleep 30 & echo $! > child.pid; wait", "timeout": 60}),
+    )]);
+    let f = Fixture::new(Script::of(vec![long, finish()])).await;
+    applied(&f.task("run the long job"));
+    let waiting = f.settled().await;
+    applied(&f.decide(&waiting, Decision::AllowOnce, None));
+    f.until(|p| p.actions.iter().any(|a| a.state == ActionState::Running))
+        .await;
+    let pid_file = f.project.path().join("child.pid");
+    let started = Instant::now();
+    while !pid_file.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the command never started"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let asked = Instant::now();
+    applied(&f.submit(CommandKind::Interrupt));
+    let paused = f.until(|p| p.lifecycle == Lifecycle::Paused).await;
+    let took = asked.elapsed();
+    eprintln!("stop now took {took:?}");
+    // Killed, not waited for: the command had 30 s to go.
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    let action = &paused.actions[0];
+    assert_eq!(action.state, ActionState::Failed);
+    let detail = action.detail.as_deref().unwrap_or_default();
+    assert!(
+        detail.contains("started"),
+        "the partial output is kept: {detail}"
+    );
+    assert!(detail.contains("interrupted by the researcher"), "{detail}");
+    // The whole process group went: the background sleep is gone too.
+    let pid = std::fs::read_to_string(&pid_file).expect("pid");
+    let alive = std::path::Path::new("/proc").join(pid.trim()).exists();
+    assert!(!alive, "the command's child {pid} survived");
+    assert!(paused.allows(heartwood_events::CommandName::Resume));
+    let recorded = f.gateway.snapshot(&f.session, 0).expect("snapshot");
+    assert!(
+        recorded
+            .events
+            .iter()
+            .any(|e| e.event == heartwood_events::Event::InterruptRequested {}),
+        "the journal records the researcher's stop"
+    );
+    f.gateway.close().await;
+}

@@ -23,7 +23,7 @@ use std::time::Instant;
 pub use condenser::{CondenserConfig, estimated_tokens};
 pub use config::ConversationConfig;
 pub use event::{AgentEvent, ApprovedBy, EventKind, ExecutionStatus, Speaker};
-pub use handles::{GuidanceHandle, PauseHandle};
+pub use handles::{GuidanceHandle, InterruptHandle, PauseHandle};
 pub use log::{EventLog, LogError, sync_calls as log_sync_calls};
 pub use policy::ConfirmationPolicy;
 pub use state::ConversationState;
@@ -150,6 +150,12 @@ impl Conversation {
         self.pause.clone()
     }
 
+    /// A handle that stops this conversation now: the running tool is killed and the
+    /// conversation pauses.
+    pub fn interrupt_handle(&self) -> InterruptHandle {
+        self.toolbox.interrupt_handle()
+    }
+
     /// A handle that adds researcher messages to this conversation while it runs.
     pub fn guidance_handle(&self) -> GuidanceHandle {
         self.guidance.clone()
@@ -268,7 +274,8 @@ impl Conversation {
         }
         self.set_status(ExecutionStatus::Running)?;
         loop {
-            if self.pause.take() {
+            // An interruption asked for between steps is a pause.
+            if self.pause.take() | self.toolbox.interrupt_handle().take() {
                 return self.stop_with(ExecutionStatus::Paused);
             }
             if let Some(status) = self.execute_approved().await? {
@@ -449,7 +456,8 @@ impl Conversation {
                 })?;
                 return self.stop_with(ExecutionStatus::Finished).map(Some);
             }
-            if self.pause.take() {
+            // An interrupted tool has returned its partial output; the run pauses there.
+            if self.pause.take() | self.toolbox.interrupt_handle().take() {
                 return self.stop_with(ExecutionStatus::Paused).map(Some);
             }
         }

@@ -189,6 +189,11 @@ impl Toolbox {
         })
     }
 
+    /// The handle that interrupts the running command.
+    pub fn interrupt_handle(&self) -> crate::conversation::InterruptHandle {
+        self.terminal.interrupt_handle()
+    }
+
     /// The project's paths.
     pub fn paths(&self) -> &ProjectPaths {
         &self.paths

@@ -78,7 +78,12 @@ pub struct Terminal {
     shell: Option<Shell>,
     counter: u64,
     hidden: Vec<String>,
+    /// The researcher's "stop now", looked at every [`INTERRUPT_POLL`] while a command runs.
+    interrupt: crate::conversation::InterruptHandle,
 }
+
+/// How often a running command looks for an interruption.
+const INTERRUPT_POLL: Duration = Duration::from_millis(100);
 
 /// Output of one command: the head, the tail, and how much was dropped between them, plus a
 /// window over the most recent bytes in which the end marker is looked for.
@@ -183,12 +188,18 @@ impl Terminal {
             shell: None,
             counter: 0,
             hidden,
+            interrupt: crate::conversation::InterruptHandle::default(),
         }
     }
 
     /// A terminal whose shell starts in `root` on first use.
     pub fn new(root: &Path, limits: TerminalLimits) -> Self {
         Self::with_hidden_env(root, limits, Vec::new())
+    }
+
+    /// The handle that stops the running command (and its process group) now.
+    pub fn interrupt_handle(&self) -> crate::conversation::InterruptHandle {
+        self.interrupt.clone()
     }
 
     /// Runs one request.
@@ -280,12 +291,23 @@ impl Terminal {
                     ..output_observation(out, code)
                 };
             }
+            if self.interrupt.is_requested() {
+                let out = captured.render();
+                self.stop().await;
+                return Observation {
+                    exit_code: Some(-1),
+                    ..Observation::error(format!(
+                        "{out}\n[interrupted by the researcher: the command was stopped with its processes, and the shell was reset]"
+                    ))
+                };
+            }
             let now = Instant::now();
             let until = deadline.min(hard_deadline);
             if now >= until {
                 break;
             }
-            match tokio::time::timeout(until - now, shell.output.recv()).await {
+            let wait = (until - now).min(INTERRUPT_POLL);
+            match tokio::time::timeout(wait, shell.output.recv()).await {
                 Ok(Some(bytes)) => captured.push(&bytes),
                 Ok(None) => {
                     let out = captured.render();

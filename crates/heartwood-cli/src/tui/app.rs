@@ -356,7 +356,18 @@ impl App {
                     self.scroll = self.scroll.saturating_sub(10);
                     None
                 }
-                KeyCode::Esc => Some(Intent::Back),
+                // Esc stops the running action now; with nothing running it leaves the session.
+                KeyCode::Esc => {
+                    let running = self.snapshot().is_some_and(|s| {
+                        s.projection
+                            .allows(heartwood_events::CommandName::Interrupt)
+                    });
+                    Some(if running {
+                        Intent::Submit(CommandKind::Interrupt)
+                    } else {
+                        Intent::Back
+                    })
+                }
                 KeyCode::Enter => self.send(),
                 _ => None,
             },

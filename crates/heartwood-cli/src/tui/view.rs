@@ -210,6 +210,8 @@ fn session(frame: &mut Frame<'_>, app: &App, area: Rect, snapshot: &heartwood_ev
         "a ⏎ allow all · r ⏎ reject all · ↑↓ scroll · Tab guidance · F1 · ^Q quit"
     } else if p.pending.is_some() {
         "⏎ send · Tab review · ^P pause · ^E results · Esc list · F1 help · ^Q quit"
+    } else if p.allows(heartwood_events::CommandName::Interrupt) {
+        "⏎ guidance · Esc stop now · ^P pause · ^E results · PgUp/Dn · F1 · ^Q quit"
     } else {
         "⏎ send · ^P pause · ^R resume · ^E results · PgUp/Dn · Esc list · F1 · ^Q quit"
     };
@@ -231,7 +233,8 @@ fn help(frame: &mut Frame<'_>, area: Rect) {
         Line::raw("Ctrl-R      resume a paused task"),
         Line::raw("Ctrl-E      show tool results whole or folded"),
         Line::raw("PgUp/PgDn   scroll the conversation"),
-        Line::raw("Esc         back to the session list"),
+        Line::raw("Esc         stop the running action now (it is recorded as interrupted; the"),
+        Line::raw("            agent pauses); with nothing running, back to the session list"),
         Line::raw("↑↓ PgUp/Dn  (review) scroll the previews"),
         Line::raw("Ctrl-Q      quit; a pending decision stays pending for any interface"),
         Line::raw(
