@@ -18,6 +18,9 @@ export type ActionState = "proposed" | "approved" | "running" | "completed" | "f
 /** One action at its latest version. */
 export type ActionView = { action_id: number; arguments: string; changed_path?: string | null; detail?: string | null; exit_code?: number | null; headline?: string; proposed_seq: number; response_id: string; risk: RiskLevel; state: ActionState; thought?: string | null; tool: string; version: number };
 
+/** One block of a message. */
+export type Block = { block: "heading"; level: number; spans: Inline[] } | { block: "paragraph"; spans: Inline[] } | { block: "list"; items: Inline[][]; start?: number | null } | { block: "code"; language?: string | null; text: string } | { block: "quote"; spans: Inline[] } | { block: "rule" };
+
 /** Work limits of one stage. */
 export type Budget = { actions: number; model_calls: number; seconds: number; tokens: number };
 
@@ -38,7 +41,7 @@ export type CommandId = string;
 export type CommandName = "submit_task" | "send_guidance" | "pause" | "interrupt" | "resume" | "decide" | "export" | "close";
 
 /** One message in the conversation. */
-export type ConversationEntry = { role: Role; seq: number; text: string };
+export type ConversationEntry = { blocks?: Block[]; role: Role; seq: number; text: string };
 
 /** Where the model credential lives relative to the agent's tools. */
 export type CredentialBoundary = "credential_free" | "application_scrubbed";
@@ -48,6 +51,9 @@ export type Decision = "allow_once" | "reject_all";
 
 /** A recorded decision. */
 export type DecisionView = { decision: Decision; reason?: string | null; revision: number; seq: number; set_id: ActionSetId };
+
+/** A run of text with one style. */
+export type Inline = { code?: boolean; emphasis?: boolean; strong?: boolean; text: string };
 
 /** Where a session's agent stands. */
 export type Lifecycle = "idle" | "running" | "paused" | "waiting_for_decision" | "finished" | "failed" | "stuck";

@@ -17,6 +17,7 @@ mod command;
 mod decode;
 mod event;
 mod id;
+mod markdown;
 mod projection;
 mod receipt;
 mod review;
@@ -34,6 +35,7 @@ pub use command::{Command, CommandKind, CommandName};
 pub use decode::DecodeError;
 pub use event::{Event, EventKind, Origin, RecordedEvent, Role};
 pub use id::{ActionSetId, CommandId, IdError, Seq, SessionId};
+pub use markdown::{Block, Inline};
 pub use projection::{
     ActionView, ConversationEntry, DecisionView, PurposeUsage, SessionProjection, SessionRow,
     UsageView,

@@ -97,6 +97,9 @@ pub struct ConversationEntry {
     pub role: Role,
     /// What was said.
     pub text: String,
+    /// The agent's words as Markdown blocks (empty for the researcher's, shown as typed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<crate::Block>,
 }
 
 /// One action at its latest version.

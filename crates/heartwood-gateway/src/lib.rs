@@ -17,6 +17,7 @@ pub mod config;
 mod error;
 mod gateway;
 mod live;
+pub mod markdown;
 pub mod native;
 mod project;
 pub mod reducer;

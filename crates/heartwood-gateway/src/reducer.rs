@@ -160,10 +160,17 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
 }
 
 fn say(p: &mut SessionProjection, seq: u64, role: Role, text: &str) {
+    // The researcher's words are shown as typed; the agent's are Markdown.
+    let blocks = if role == Role::Agent {
+        crate::markdown::blocks(text)
+    } else {
+        Vec::new()
+    };
     p.conversation.push(ConversationEntry {
         seq,
         role,
         text: text.to_owned(),
+        blocks,
     });
 }
 

@@ -61,11 +61,34 @@ pub fn headline(tool: &str, arguments: &str) -> String {
             Some(tasks) => format!("plan {} steps", tasks.len()),
             None => "show the task plan".to_owned(),
         },
-        "finish" => format!("finish: {}", field("message")),
-        "think" => format!("think: {}", field("thought")),
+        // Markdown in a one-line label would show as markup: its text only.
+        "finish" => format!("finish: {}", plain_text(field("message"))),
+        "think" => format!("think: {}", plain_text(field("thought"))),
         other => format!("{other} {arguments}"),
     };
     one_line(&described, 160)
+}
+
+/// The text of some Markdown, without its markup.
+fn plain_text(markdown: &str) -> String {
+    crate::markdown::blocks(markdown)
+        .iter()
+        .map(|block| match block {
+            heartwood_events::Block::Heading { spans, .. }
+            | heartwood_events::Block::Paragraph { spans }
+            | heartwood_events::Block::Quote { spans } => {
+                spans.iter().map(|s| s.text.as_str()).collect::<String>()
+            }
+            heartwood_events::Block::List { items, .. } => items
+                .iter()
+                .map(|item| item.iter().map(|s| s.text.as_str()).collect::<String>())
+                .collect::<Vec<_>>()
+                .join("; "),
+            heartwood_events::Block::Code { text, .. } => text.clone(),
+            heartwood_events::Block::Rule => String::new(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `text` on one line, at most `max` characters (an ellipsis marks a cut).

@@ -39,6 +39,12 @@ try {
   await page.click("#allow");
   await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Finished"), null, { timeout: 20000 });
   step("finished: " + await page.textContent("#status"));
+  // The agent's Markdown is formatted, not shown as markup.
+  const bold = await page.textContent("#conversation .md strong");
+  if (bold !== "Wrote") throw new Error("no bold text in the agent's message: " + bold);
+  if ((await page.locator("#conversation .md li code").count()) !== 1) throw new Error("no list with inline code");
+  const shown = await page.evaluate(() => [...document.querySelectorAll("#conversation .msg, #conversation .action > div:not(.msg)")].map(e => e.textContent).join("\n"));
+  if (shown.includes("**")) throw new Error("raw markup shown: " + shown);
   await page.screenshot({ path: screenshot, fullPage: true });
   const session = await page.evaluate(() => [...document.querySelectorAll("#sessions button")].map(b => b.textContent.split(" — ")[0])[0]);
   console.log("session: " + session);

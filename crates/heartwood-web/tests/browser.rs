@@ -63,7 +63,10 @@ async fn flow(prefix: Option<&str>, screenshot_name: &str) {
                 }),
             ),
         ]),
-        Turn::calls(&[("finish", json!({"message": "wrote B"}))]),
+        Turn::calls(&[(
+            "finish",
+            json!({"message": "**Wrote** B:\n\n- `ran.txt`\n- notes.txt"}),
+        )]),
     ]))
     .await
     .expect("model");

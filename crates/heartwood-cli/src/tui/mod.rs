@@ -7,6 +7,7 @@
 //! with a decision pending leaves it pending for any other interface.
 
 mod app;
+mod markdown;
 mod review;
 mod timeline;
 mod view;

@@ -513,3 +513,20 @@ fn a_frame_of_a_ten_thousand_message_conversation_draws_only_what_shows() {
     assert!(screen.contains("message 9999"), "{screen}");
     assert!(!screen.contains("message 9000 "), "{screen}");
 }
+
+#[test]
+fn the_agents_markdown_reads_as_formatted_text_not_markup() {
+    let events = vec![
+        task("Summarize the fit"),
+        agent(
+            "## Result\n\nThe slope is **-0.75** (*held-out* RMSE `0.94`).\n\n1. fit on the training sites\n2. predict the held-out site\n\n```python\nimport statistics\nprint(statistics.fmean([1.0, 2.0]))\n```",
+        ),
+        lifecycle(Lifecycle::Finished),
+    ];
+    let screen = draw(&session_app(snapshot(events, "")));
+    assert!(
+        !screen.contains("**") && !screen.contains("```"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}

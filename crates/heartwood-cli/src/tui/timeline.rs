@@ -73,7 +73,27 @@ fn item_lines(item: &Item<'_>, width: usize, expanded: bool) -> Vec<Line<'static
                 Role::Agent => ("agent", Style::default()),
                 Role::System => ("heartwood", Style::default().fg(Color::Yellow)),
             };
-            message_lines(who, &entry.text, style, width)
+            // One plain paragraph reads best beside the speaker, as before.
+            let plain = match entry.blocks.as_slice() {
+                [heartwood_events::Block::Paragraph { spans }]
+                    if spans.iter().all(|s| !s.strong && !s.emphasis && !s.code) =>
+                {
+                    Some(spans.iter().map(|s| s.text.as_str()).collect::<String>())
+                }
+                _ => None,
+            };
+            if entry.blocks.is_empty() {
+                message_lines(who, &entry.text, style, width)
+            } else if let Some(text) = plain {
+                message_lines(who, &text, style, width)
+            } else {
+                let mut lines = vec![Line::styled(
+                    format!("{who}:"),
+                    style.add_modifier(Modifier::BOLD),
+                )];
+                lines.extend(super::markdown::block_lines(&entry.blocks, 2, width));
+                lines
+            }
         }
         Item::Action(action) => action_lines(action, width, expanded),
     }
