@@ -16,7 +16,7 @@ export type ActionSetId = string;
 export type ActionState = "proposed" | "approved" | "running" | "completed" | "failed" | "rejected";
 
 /** One action at its latest version. */
-export type ActionView = { action_id: number; arguments: string; changed_path?: string | null; detail?: string | null; exit_code?: number | null; headline?: string; proposed_seq: number; response_id: string; risk: RiskLevel; state: ActionState; thought?: string | null; tool: string; version: number };
+export type ActionView = { action_id: number; arguments: string; changed_path?: string | null; detail?: string | null; exit_code?: number | null; headline?: string; proposed_seq: number; response_id: string; risk: RiskLevel; started_at?: Timestamp | null; state: ActionState; thought?: string | null; tool: string; version: number };
 
 /** One block of a message. */
 export type Block = { block: "heading"; level: number; spans: Inline[] } | { block: "paragraph"; spans: Inline[] } | { block: "list"; items: Inline[][]; start?: number | null } | { block: "code"; language?: string | null; text: string } | { block: "quote"; spans: Inline[] } | { block: "rule" };
@@ -111,22 +111,29 @@ export type Seq = number;
 export type SessionId = string;
 
 /** Everything an interface shows about one session. */
-export type SessionProjection = { actions: ActionView[]; activity: string; available_commands: CommandName[]; closed: boolean; conversation: ConversationEntry[]; exports: number; last_decision?: DecisionView | null; last_error?: string | null; lifecycle: Lifecycle; pending?: ActionSet | null; policy: ActionPolicy; revision: number; session: SessionId; status_line: string; stopping?: string | null; suggestions: string[]; task_plan: PlanTask[]; text_means: CommandName; usage: UsageView };
+export type SessionProjection = { actions: ActionView[]; activity: string; available_commands: CommandName[]; closed: boolean; conversation: ConversationEntry[]; exports: number; last_decision?: DecisionView | null; last_error?: string | null; lifecycle: Lifecycle; pending?: ActionSet | null; policy: ActionPolicy; revision: number; session: SessionId; status_line: string; stopping?: string | null; suggestions: Suggestion[]; task_plan: PlanTask[]; text_means: CommandName; usage: UsageView };
 
 /** One row of a session list, the same in every interface. */
 export type SessionRow = { last_activity?: Timestamp | null; lifecycle?: Lifecycle | null; pending: boolean; session: SessionId; status_line: string };
 
 /** Events since a revision and the projection, taken together. */
-export type Snapshot = { events: RecordedEvent[]; projection: SessionProjection; review?: Review | null; revision: number; streaming: string; transient_revision: number };
+export type Snapshot = { events: RecordedEvent[]; output?: ToolOutput | null; projection: SessionProjection; review?: Review | null; revision: number; streaming: string; transient_revision: number };
 
 /** The startup plan. */
 export type StartupPlan = { explanation: string; next_action: string; phase: Phase; route?: RouteSummary | null; sessions: number };
 
+/** A next step, with how to take it: the typed command it means (each interface shows its own
+ * key or button for it) or, for something outside the session, the shell command to run. */
+export type Suggestion = { command?: CommandName | null; shell?: string | null; text: string };
+
 /** RFC 3339 time; Heartwood writes UTC with millisecond precision. */
 export type Timestamp = string;
 
+/** What a running action has printed so far. */
+export type ToolOutput = { action_id: number; text: string };
+
 /** One update to a session, in order. */
-export type Update = { revision: number; transient_revision: number } & ({ event: RecordedEvent; update: "event" } | { text: string; update: "token" } | { lifecycle: Lifecycle; update: "execution_settled" } | { update: "lagged" });
+export type Update = { revision: number; transient_revision: number } & ({ event: RecordedEvent; update: "event" } | { text: string; update: "token" } | { action_id: number; text: string; update: "output" } | { lifecycle: Lifecycle; update: "execution_settled" } | { update: "lagged" });
 
 /** Token counts and cost (integers, so they stay canonical JSON). */
 export type UsageFigures = { cache_read_tokens: number; calls: number; completion_tokens: number; cost_micros: number; prompt_tokens: number; reasoning_tokens: number };

@@ -253,6 +253,8 @@ async fn follow_in(
     let mut interrupted = false;
     let mut quiet_since = Instant::now();
     let mut last_notice = Instant::now();
+    // Lines of the running action's output already printed: (action, lines).
+    let mut printed: (u64, usize) = (0, 0);
     let settled = loop {
         let snapshot = gateway.snapshot(&session, seen)?;
         for event in &snapshot.events {
@@ -263,6 +265,16 @@ async fn follow_in(
             }
             seen = event.seq.get();
             quiet_since = Instant::now();
+        }
+        if let (Some(output), false) = (&snapshot.output, json) {
+            if printed.0 != output.action_id {
+                printed = (output.action_id, 0);
+            }
+            for line in output.text.lines().skip(printed.1) {
+                println!("       | {line}");
+                printed.1 += 1;
+                quiet_since = Instant::now();
+            }
         }
         if snapshot.projection.is_settled() {
             break snapshot;

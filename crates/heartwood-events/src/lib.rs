@@ -38,12 +38,12 @@ pub use id::{ActionSetId, CommandId, IdError, Seq, SessionId};
 pub use markdown::{Block, Inline};
 pub use projection::{
     ActionView, ConversationEntry, DecisionView, PurposeUsage, SessionProjection, SessionRow,
-    UsageView,
+    Suggestion, UsageView,
 };
 pub use receipt::{Outcome, Receipt};
 pub use review::{MemberReview, Preview, Review};
 pub use time::Timestamp;
-pub use wire::{Change, NewSession, Snapshot, Update};
+pub use wire::{Change, NewSession, Snapshot, ToolOutput, Update};
 
 /// Version of the event, command and receipt formats this build writes.
 ///

@@ -42,6 +42,20 @@ impl SessionRow {
     }
 }
 
+/// A next step, with how to take it: the typed command it means (each interface shows its own
+/// key or button for it) or, for something outside the session, the shell command to run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Suggestion {
+    /// The step, in words.
+    pub text: String,
+    /// The command that takes it, when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<crate::CommandName>,
+    /// The shell command that takes it, when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<String>,
+}
+
 /// Everything an interface shows about one session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionProjection {
@@ -85,7 +99,7 @@ pub struct SessionProjection {
     /// One line for the researcher: where things stand.
     pub status_line: String,
     /// At most three next steps that make sense now.
-    pub suggestions: Vec<String>,
+    pub suggestions: Vec<Suggestion>,
 }
 
 /// One message in the conversation.
@@ -124,6 +138,9 @@ pub struct ActionView {
     pub exit_code: Option<i64>,
     /// For successful file edits, the project-relative path written.
     pub changed_path: Option<String>,
+    /// When it started running (interfaces show the time since, while it runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<crate::Timestamp>,
 }
 
 /// A recorded decision.

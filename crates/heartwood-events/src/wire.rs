@@ -34,6 +34,14 @@ pub enum Change {
         /// The text.
         text: String,
     },
+    /// Output a running command printed (complete lines); never journaled: the action's
+    /// record keeps its output when it ends.
+    Output {
+        /// The running action.
+        action_id: u64,
+        /// The lines.
+        text: String,
+    },
     /// The agent stopped and the gateway reconciled (published any pending set). Transient:
     /// it authorizes nothing.
     ExecutionSettled {
@@ -57,10 +65,22 @@ pub struct Snapshot {
     pub transient_revision: u64,
     /// Model text streamed since the last durable event (its tail, when long).
     pub streaming: String,
+    /// What the running action has printed so far (its tail, when long), while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<ToolOutput>,
     /// The review of the pending set, when one waits: computed by the gateway from the
     /// project's files when the set was shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<crate::Review>,
+}
+
+/// What a running action has printed so far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolOutput {
+    /// The running action.
+    pub action_id: u64,
+    /// Its output so far (the tail, when long).
+    pub text: String,
 }
 
 /// A session id minted for an interface's first task (the gateway chooses ids; callers

@@ -69,6 +69,9 @@ pub trait BackendSink: Send + Sync {
     fn durable(&self);
     /// Streamed model text, shown and never recorded.
     fn token(&self, text: &str);
+    /// Complete lines a running action printed, shown and never recorded (its record keeps
+    /// the output when it ends).
+    fn output(&self, action_id: u64, text: &str);
 }
 
 /// Handles that act on a running backend from outside its task (thread-safe, cheap).

@@ -436,6 +436,7 @@ impl SessionGateway {
             revision,
             transient_revision: 0,
             streaming: String::new(),
+            output: None,
             review,
         })
     }

@@ -47,7 +47,19 @@ pub fn blank_snapshot(session: heartwood_events::SessionId) -> Snapshot {
         projection,
         transient_revision: 0,
         streaming: String::new(),
+        output: None,
         review: None,
+    }
+}
+
+/// Keeps the last [`STREAM_TAIL_BYTES`] of `text`, cut at a character boundary.
+fn keep_tail(text: &mut String) {
+    if text.len() > STREAM_TAIL_BYTES {
+        let mut cut = text.len() - STREAM_TAIL_BYTES;
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        text.drain(..cut);
     }
 }
 
@@ -78,6 +90,8 @@ pub(crate) struct Core {
     staged: Vec<RecordedEvent>,
     transient_revision: u64,
     streaming: String,
+    /// What the running action has printed (its tail).
+    output: Option<heartwood_events::ToolOutput>,
     updates: broadcast::Sender<Update>,
 }
 
@@ -108,6 +122,7 @@ impl Live {
                 staged: Vec::new(),
                 transient_revision: 0,
                 streaming: String::new(),
+                output: None,
                 updates: updates.clone(),
             }),
             updates,
@@ -337,6 +352,18 @@ impl Core {
             );
             let event = Arc::new(event);
             reducer::apply_one(&mut self.projection, &event);
+            // Output belongs to a running action; once it has ended its record keeps it.
+            if let Event::ActionUpdated {
+                action_id, state, ..
+            } = &event.event
+                && self
+                    .output
+                    .as_ref()
+                    .is_some_and(|o| o.action_id == *action_id)
+                && *state != heartwood_events::ActionState::Running
+            {
+                self.output = None;
+            }
             self.events.push(Arc::clone(&event));
             self.transient_revision = 0;
             self.streaming.clear();
@@ -353,14 +380,29 @@ impl Core {
     pub(crate) fn token(&mut self, text: &str) {
         self.transient_revision += 1;
         self.streaming.push_str(text);
-        if self.streaming.len() > STREAM_TAIL_BYTES {
-            let mut cut = self.streaming.len() - STREAM_TAIL_BYTES;
-            while !self.streaming.is_char_boundary(cut) {
-                cut += 1;
-            }
-            self.streaming.drain(..cut);
-        }
+        keep_tail(&mut self.streaming);
         self.publish(Change::Token {
+            text: text.to_owned(),
+        });
+    }
+
+    /// Publishes output a running action printed.
+    pub(crate) fn output(&mut self, action_id: u64, text: &str) {
+        self.transient_revision += 1;
+        let output = self
+            .output
+            .get_or_insert_with(|| heartwood_events::ToolOutput {
+                action_id,
+                text: String::new(),
+            });
+        if output.action_id != action_id {
+            output.action_id = action_id;
+            output.text.clear();
+        }
+        output.text.push_str(text);
+        keep_tail(&mut output.text);
+        self.publish(Change::Output {
+            action_id,
             text: text.to_owned(),
         });
     }
@@ -403,6 +445,7 @@ impl Core {
             revision: self.projection.revision,
             transient_revision: self.transient_revision,
             streaming: self.streaming.clone(),
+            output: self.output.clone(),
             review: self.review.clone(),
         }
     }

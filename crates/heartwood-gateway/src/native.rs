@@ -208,6 +208,9 @@ impl AgentBackend for NativeBackend {
         });
         let durable_to = Arc::clone(&sink);
         self.conversation.on_durable(move || durable_to.durable());
+        let output_to = Arc::clone(&sink);
+        self.conversation
+            .on_output(move |action_id, text| output_to.output(action_id, text));
         self.conversation.on_token(move |text| sink.token(text));
     }
 

@@ -6,7 +6,7 @@
 
 use heartwood_events::{
     ActionPolicy, ActionState, ActionView, CommandName, ConversationEntry, DecisionView, Event,
-    Lifecycle, PurposeUsage, RecordedEvent, Role, SessionId, SessionProjection,
+    Lifecycle, PurposeUsage, RecordedEvent, Role, SessionId, SessionProjection, Suggestion,
 };
 
 /// The projection of a stored session's events.
@@ -77,6 +77,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
                 detail: None,
                 exit_code: None,
                 changed_path: None,
+                started_at: None,
             };
             // Ids only grow, so pushing keeps the list sorted; the search covers odd logs.
             match p
@@ -101,6 +102,9 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             {
                 let action = &mut p.actions[i];
                 action.version = *version;
+                if *state == ActionState::Running && action.state != ActionState::Running {
+                    action.started_at = Some(recorded.time.clone());
+                }
                 action.state = *state;
                 action.detail.clone_from(detail);
                 action.exit_code = *exit_code;
@@ -240,10 +244,17 @@ fn status_line(p: &SessionProjection) -> String {
     match p.lifecycle {
         Lifecycle::Idle if p.conversation.is_empty() => "Ready for a task.".to_owned(),
         Lifecycle::Idle => "Idle: the last run ended; give the next task.".to_owned(),
-        Lifecycle::Running => match &p.stopping {
-            Some(stopping) => format!("Working ({}); {stopping}.", p.activity),
-            None => format!("Working ({}).", p.activity),
-        },
+        Lifecycle::Running => {
+            let automation = if p.policy == ActionPolicy::LowRiskAutomation {
+                " Low-risk actions run without review in this task."
+            } else {
+                ""
+            };
+            match &p.stopping {
+                Some(stopping) => format!("Working ({}); {stopping}.{automation}", p.activity),
+                None => format!("Working ({}).{automation}", p.activity),
+            }
+        }
         Lifecycle::Paused => "Paused between steps; resume to continue.".to_owned(),
         Lifecycle::WaitingForDecision => match &p.pending {
             Some(set) => format!(
@@ -264,31 +275,61 @@ fn status_line(p: &SessionProjection) -> String {
     }
 }
 
-fn suggestions(p: &SessionProjection) -> Vec<String> {
-    let mut out: Vec<&str> = match p.lifecycle {
-        Lifecycle::WaitingForDecision if p.pending.is_some() => vec![
-            "Review every action in the set, then allow it once or reject it all",
-            "Reject with a reason to steer the agent",
-        ],
-        Lifecycle::Running => vec!["Send guidance if the agent is heading the wrong way"],
-        Lifecycle::Paused => vec!["Resume the task", "Send guidance before resuming"],
-        Lifecycle::Failed => vec![
-            "Read the error, fix the cause, then give the task again",
-            "Check the model connection with `heartwood status`",
-        ],
-        Lifecycle::Stuck => vec!["Give the agent more specific guidance in a new task"],
-        Lifecycle::Finished => vec![
-            "Review what changed in the project",
-            "Export the session for the record",
-        ],
-        Lifecycle::Idle => vec!["Describe the task for the agent"],
-        Lifecycle::WaitingForDecision => Vec::new(),
+fn suggestions(p: &SessionProjection) -> Vec<Suggestion> {
+    use CommandName::{Decide, Export, Interrupt, Resume, SendGuidance, SubmitTask};
+    let typed = |text: &str, command: CommandName| Suggestion {
+        text: text.to_owned(),
+        command: Some(command),
+        shell: None,
     };
-    if p.policy == ActionPolicy::LowRiskAutomation && p.lifecycle == Lifecycle::Running {
-        out.push("Low-risk actions run without review in this task");
+    let shell = |text: &str, command: String| Suggestion {
+        text: text.to_owned(),
+        command: None,
+        shell: Some(command),
+    };
+    match p.lifecycle {
+        Lifecycle::WaitingForDecision if p.pending.is_some() => vec![
+            typed(
+                "Review every action in the set, then allow it once or reject it all",
+                Decide,
+            ),
+            typed("Reject with a reason to steer the agent", Decide),
+        ],
+        Lifecycle::Running => vec![
+            typed(
+                "Send guidance if the agent is heading the wrong way",
+                SendGuidance,
+            ),
+            typed("Stop the running action now", Interrupt),
+        ],
+        Lifecycle::Paused => vec![
+            typed("Resume the task", Resume),
+            typed("Send guidance before resuming", SendGuidance),
+        ],
+        Lifecycle::Failed => vec![
+            typed(
+                "Read the error, fix the cause, then give the task again",
+                SubmitTask,
+            ),
+            shell("Check the model connection", "heartwood status".to_owned()),
+        ],
+        Lifecycle::Stuck => vec![typed(
+            "Give the agent more specific guidance in a new task",
+            SubmitTask,
+        )],
+        Lifecycle::Finished => vec![
+            shell(
+                "Review what changed in the project",
+                format!("heartwood workspace changes --session {}", p.session),
+            ),
+            Suggestion {
+                shell: Some(format!("heartwood sessions export {}", p.session)),
+                ..typed("Export the session for the record", Export)
+            },
+        ],
+        Lifecycle::Idle => vec![typed("Describe the task for the agent", SubmitTask)],
+        Lifecycle::WaitingForDecision => Vec::new(),
     }
-    out.truncate(3);
-    out.into_iter().map(str::to_owned).collect()
 }
 
 #[cfg(test)]

@@ -259,6 +259,12 @@ impl BackendSink for SessionSink {
             live.lock().token(text);
         }
     }
+
+    fn output(&self, action_id: u64, text: &str) {
+        if let Some(live) = self.live.upgrade() {
+            live.lock().output(action_id, text);
+        }
+    }
 }
 
 /// The worker loop: one piece of work at a time, each followed by settling. Ends when the

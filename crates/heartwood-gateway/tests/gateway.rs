@@ -848,9 +848,22 @@ async fn stop_now_kills_the_running_command_records_its_partial_output_and_pause
     );
     assert!(detail.contains("interrupted by the researcher"), "{detail}");
     // The whole process group went: the background sleep is gone too.
+    // (A killed process lingers as a zombie until it is reaped; that is not alive.)
     let pid = std::fs::read_to_string(&pid_file).expect("pid");
-    let alive = std::path::Path::new("/proc").join(pid.trim()).exists();
-    assert!(!alive, "the command's child {pid} survived");
+    let status = std::path::Path::new("/proc")
+        .join(pid.trim())
+        .join("status");
+    let alive = || {
+        std::fs::read_to_string(&status).is_ok_and(|s| {
+            !s.lines()
+                .any(|l| l.starts_with("State:") && l.contains('Z'))
+        })
+    };
+    let waited = Instant::now();
+    while alive() && waited.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive(), "the command's child {pid} survived");
     assert!(paused.allows(heartwood_events::CommandName::Resume));
     let recorded = f.gateway.snapshot(&f.session, 0).expect("snapshot");
     assert!(
@@ -860,5 +873,54 @@ async fn stop_now_kills_the_running_command_records_its_partial_output_and_pause
             .any(|e| e.event == heartwood_events::Event::InterruptRequested {}),
         "the journal records the researcher's stop"
     );
+    f.gateway.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_running_commands_output_streams_before_it_ends_and_is_never_journaled() {
+    let slow = Turn::calls(&[(
+        "terminal",
+        json!({"command": "for i in 1 2 3; do echo line $i; sleep 0.2; done"}),
+    )]);
+    let f = Fixture::new(Script::of(vec![slow, finish()])).await;
+    applied(&f.task("print slowly"));
+    let waiting = f.settled().await;
+    let mut updates = f.gateway.subscribe(&f.session).expect("subscribe");
+    applied(&f.decide(&waiting, Decision::AllowOnce, None));
+    let mut streamed = String::new();
+    let mut seen_while_running = false;
+    let started = Instant::now();
+    loop {
+        let update = tokio::time::timeout(Duration::from_secs(20), updates.recv())
+            .await
+            .expect("an update")
+            .expect("open");
+        match update.change {
+            heartwood_gateway::Change::Output { text, .. } => {
+                streamed.push_str(&text);
+                let live = f.gateway.snapshot(&f.session, u64::MAX).expect("snapshot");
+                seen_while_running |= live.output.is_some_and(|o| o.text.contains("line 1"));
+            }
+            heartwood_gateway::Change::ExecutionSettled { .. } => break,
+            _ => {}
+        }
+        assert!(started.elapsed() < Duration::from_secs(30));
+    }
+    assert!(
+        streamed.contains("line 1\n") && streamed.contains("line 3\n"),
+        "{streamed:?}"
+    );
+    assert!(
+        !streamed.contains("__HEARTWOOD_DONE"),
+        "the end marker leaked: {streamed:?}"
+    );
+    assert!(
+        seen_while_running,
+        "a snapshot shows the output while the command runs"
+    );
+    let done = f.until(|p| p.lifecycle == Lifecycle::Finished).await;
+    assert!(done.actions[0].started_at.is_some());
+    let after = f.gateway.snapshot(&f.session, 0).expect("snapshot");
+    assert!(after.output.is_none(), "output is transient");
     f.gateway.close().await;
 }

@@ -80,6 +80,8 @@ pub struct Conversation {
     recorder: crate::model::replay::Recorder,
     /// How many events the log held when it was opened.
     restored: usize,
+    /// The action whose tool runs now (for progress reports).
+    running_action: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Conversation {
@@ -122,6 +124,7 @@ impl Conversation {
             view: (Vec::new(), 0),
             recorder,
             restored,
+            running_action: std::sync::Arc::default(),
         };
         conversation.reconcile_after_restart()?;
         Ok(conversation)
@@ -138,6 +141,16 @@ impl Conversation {
     /// events writes it durably here, so its record is never ahead of this log.
     pub fn on_durable(&mut self, f: impl FnMut() + Send + 'static) {
         self.on_durable = Some(Box::new(f));
+    }
+
+    /// Calls `f` with each complete line a running command prints, with the action it belongs
+    /// to (progress, never persisted: the action's observation carries the output).
+    pub fn on_output(&mut self, f: impl Fn(u64, &str) + Send + Sync + 'static) {
+        let running = std::sync::Arc::clone(&self.running_action);
+        self.toolbox
+            .set_progress(std::sync::Arc::new(move |text: &str| {
+                f(running.load(std::sync::atomic::Ordering::SeqCst), text);
+            }));
     }
 
     /// Calls `f` with streamed token text (never persisted).
@@ -443,6 +456,8 @@ impl Conversation {
                 }
             };
             let ran = Instant::now();
+            self.running_action
+                .store(action_id, std::sync::atomic::Ordering::SeqCst);
             let observation = self.toolbox.execute(&request).await;
             self.timing.tools += ran.elapsed();
             self.record(EventKind::Observation {

@@ -20,7 +20,7 @@ pub use risk::{Risk, risk};
 pub use schema::specs;
 pub use task_tracker::TaskTrackerArgs;
 pub use task_tracker::{Task, TaskPlan, TaskStatus};
-pub use terminal::{Terminal, TerminalArgs, TerminalLimits};
+pub use terminal::{OutputSink, Terminal, TerminalArgs, TerminalLimits};
 
 /// A parsed, schema-checked tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -187,6 +187,11 @@ impl Toolbox {
             paths,
             plan_file,
         })
+    }
+
+    /// Sends complete lines of running commands' output to `sink` as they arrive.
+    pub fn set_progress(&mut self, sink: OutputSink) {
+        self.terminal.set_progress(sink);
     }
 
     /// The handle that interrupts the running command.

@@ -80,7 +80,13 @@ pub struct Terminal {
     hidden: Vec<String>,
     /// The researcher's "stop now", looked at every [`INTERRUPT_POLL`] while a command runs.
     interrupt: crate::conversation::InterruptHandle,
+    /// Where complete lines of a running command's output go as they arrive (progress; the
+    /// observation still carries the output).
+    progress: Option<OutputSink>,
 }
+
+/// Receives a running command's output, a complete line at a time.
+pub type OutputSink = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 
 /// How often a running command looks for an interruption.
 const INTERRUPT_POLL: Duration = Duration::from_millis(100);
@@ -189,12 +195,18 @@ impl Terminal {
             counter: 0,
             hidden,
             interrupt: crate::conversation::InterruptHandle::default(),
+            progress: None,
         }
     }
 
     /// A terminal whose shell starts in `root` on first use.
     pub fn new(root: &Path, limits: TerminalLimits) -> Self {
         Self::with_hidden_env(root, limits, Vec::new())
+    }
+
+    /// Sends complete lines of running commands' output to `sink` as they arrive.
+    pub fn set_progress(&mut self, sink: OutputSink) {
+        self.progress = Some(sink);
     }
 
     /// The handle that stops the running command (and its process group) now.
@@ -280,6 +292,8 @@ impl Terminal {
             return Observation::error("no command is running");
         };
         let mut captured = Captured::new(&limits);
+        let progress = self.progress.clone();
+        let mut partial: Vec<u8> = Vec::new();
         let deadline = Instant::now() + soft;
         let hard_deadline = started + limits.hard_limit;
         loop {
@@ -308,7 +322,12 @@ impl Terminal {
             }
             let wait = (until - now).min(INTERRUPT_POLL);
             match tokio::time::timeout(wait, shell.output.recv()).await {
-                Ok(Some(bytes)) => captured.push(&bytes),
+                Ok(Some(bytes)) => {
+                    captured.push(&bytes);
+                    if let Some(sink) = &progress {
+                        report_lines(sink, &mut partial, &bytes, &marker);
+                    }
+                }
                 Ok(None) => {
                     let out = captured.render();
                     self.stop().await;
@@ -409,6 +428,29 @@ fn kill_group(child: &Child) {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
+    }
+}
+
+/// Sends the complete lines in `partial` + `bytes` to `sink`, keeping an unfinished line for
+/// later; the end marker's line is Heartwood's, not the command's, and is left out.
+fn report_lines(sink: &OutputSink, partial: &mut Vec<u8>, bytes: &[u8], marker: &str) {
+    partial.extend_from_slice(bytes);
+    let Some(end) = partial.iter().rposition(|b| *b == b'\n') else {
+        // A line longer than the tail limit is reported as it stands.
+        if partial.len() > 16 * 1024 {
+            sink(&String::from_utf8_lossy(partial));
+            partial.clear();
+        }
+        return;
+    };
+    let complete: Vec<u8> = partial.drain(..=end).collect();
+    let text = String::from_utf8_lossy(&complete);
+    let shown: String = text
+        .split_inclusive('\n')
+        .filter(|line| !line.contains(marker))
+        .collect();
+    if !shown.is_empty() {
+        sink(&shown);
     }
 }
 

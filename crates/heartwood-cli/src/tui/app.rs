@@ -120,6 +120,8 @@ pub struct App {
     pub review_scroll: usize,
     /// Ctrl-C was pressed while the agent worked: a second one quits.
     pub quit_armed: bool,
+    /// The time frames are drawn at; `None` for the clock (tests fix it).
+    pub now: Option<heartwood_events::Timestamp>,
 }
 
 impl App {
@@ -137,6 +139,7 @@ impl App {
             armed: None,
             review_scroll: 0,
             quit_armed: false,
+            now: None,
         }
     }
 

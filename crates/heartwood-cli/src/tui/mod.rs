@@ -126,6 +126,8 @@ async fn event_loop(
                     refresh(&mut app, gateway);
                 }
             }
+            // A running action shows how long it has run: redraw each second.
+            _ = tokio::time::sleep(Duration::from_secs(1)), if action_running(&app) => {}
             // The list and startup screens show state other processes may change.
             _ = tokio::time::sleep(Duration::from_secs(2)), if updates.is_none() => {
                 if let Screen::Sessions { .. } = app.screen {
@@ -135,6 +137,16 @@ async fn event_loop(
             }
         }
     }
+}
+
+/// Whether the open session has an action running now.
+fn action_running(app: &App) -> bool {
+    app.snapshot().is_some_and(|s| {
+        s.projection
+            .actions
+            .iter()
+            .any(|a| a.state == heartwood_events::ActionState::Running)
+    })
 }
 
 /// Waits for the next update, then takes any others already queued (one frame covers them).

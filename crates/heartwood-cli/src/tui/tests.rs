@@ -55,6 +55,7 @@ fn snapshot_in(project: &std::path::Path, events: Vec<Event>, streaming: &str) -
         projection,
         transient_revision: 0,
         streaming: streaming.to_owned(),
+        output: None,
         review,
     }
 }
@@ -529,4 +530,46 @@ fn the_agents_markdown_reads_as_formatted_text_not_markup() {
         "{screen}"
     );
     insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn a_running_command_shows_its_output_so_far_and_how_long_it_has_run() {
+    let events = vec![
+        task("Count the rows"),
+        lifecycle(Lifecycle::Running),
+        Event::ActionProposed {
+            action: proposal(
+                4,
+                "terminal",
+                r#"{"command":"python count.py"}"#,
+                RiskLevel::Low,
+            ),
+        },
+        Event::ActionUpdated {
+            action_id: 4,
+            version: 2,
+            state: ActionState::Running,
+            detail: None,
+            exit_code: None,
+            changed_path: None,
+        },
+    ];
+    let mut snap = snapshot(events, "");
+    let started = snap.projection.actions[0]
+        .started_at
+        .clone()
+        .expect("the reducer records when it started");
+    snap.output = Some(heartwood_events::ToolOutput {
+        action_id: 4,
+        text: (1..=8).map(|i| format!("counted part {i}\n")).collect(),
+    });
+    let mut app = session_app(snap);
+    app.now = Some(started);
+    let screen = draw(&app);
+    assert!(screen.contains("running for 0 s"), "{screen}");
+    assert!(
+        screen.contains("counted part 8") && !screen.contains("counted part 3"),
+        "{screen}"
+    );
+    assert!(screen.contains("Esc stops it now"), "{screen}");
 }

@@ -9,6 +9,18 @@ use ratatui::text::{Line, Span};
 /// Lines of a tool result shown while folded.
 pub const FOLDED_RESULT_LINES: usize = 3;
 
+/// Lines of a running command's output shown under it.
+pub const RUNNING_OUTPUT_LINES: usize = 5;
+
+/// What is in progress now: the running action's output so far, and the time.
+#[derive(Clone, Copy)]
+pub struct Progress<'a> {
+    /// The running action's output, if it has printed any.
+    pub output: Option<&'a heartwood_events::ToolOutput>,
+    /// Now, for how long a running action has run.
+    pub now: &'a heartwood_events::Timestamp,
+}
+
 /// One thing in the conversation.
 enum Item<'a> {
     Message(&'a ConversationEntry),
@@ -24,6 +36,7 @@ pub fn visible_lines(
     height: usize,
     skip: usize,
     expanded: bool,
+    progress: Progress<'_>,
 ) -> Vec<Line<'static>> {
     let width = width.max(10);
     let wanted = height + skip;
@@ -55,7 +68,7 @@ pub fn visible_lines(
             a -= 1;
             Item::Action(&p.actions[a])
         };
-        let mut block = item_lines(&item, width, expanded);
+        let mut block = item_lines(&item, width, expanded, progress);
         block.push(Line::default());
         lines.extend(block.into_iter().rev());
     }
@@ -65,7 +78,12 @@ pub fn visible_lines(
     shown
 }
 
-fn item_lines(item: &Item<'_>, width: usize, expanded: bool) -> Vec<Line<'static>> {
+fn item_lines(
+    item: &Item<'_>,
+    width: usize,
+    expanded: bool,
+    progress: Progress<'_>,
+) -> Vec<Line<'static>> {
     match item {
         Item::Message(entry) => {
             let (who, style) = match entry.role {
@@ -95,7 +113,7 @@ fn item_lines(item: &Item<'_>, width: usize, expanded: bool) -> Vec<Line<'static
                 lines
             }
         }
-        Item::Action(action) => action_lines(action, width, expanded),
+        Item::Action(action) => action_lines(action, width, expanded, progress),
     }
 }
 
@@ -116,7 +134,12 @@ fn message_lines(who: &str, text: &str, style: Style, width: usize) -> Vec<Line<
     out
 }
 
-fn action_lines(action: &ActionView, width: usize, expanded: bool) -> Vec<Line<'static>> {
+fn action_lines(
+    action: &ActionView,
+    width: usize,
+    expanded: bool,
+    progress: Progress<'_>,
+) -> Vec<Line<'static>> {
     let (mark, color) = match action.state {
         ActionState::Proposed => ("proposed", Color::Yellow),
         ActionState::Approved => ("allowed", Color::Green),
@@ -142,6 +165,30 @@ fn action_lines(action: &ActionView, width: usize, expanded: bool) -> Vec<Line<'
         ),
         Span::styled(format!("[{mark}]"), Style::default().fg(color)),
     ]));
+    if action.state == ActionState::Running {
+        let seconds = action
+            .started_at
+            .as_ref()
+            .and_then(|t| t.millis_until(progress.now))
+            .map_or(0, |ms| ms.max(0) / 1000);
+        out.push(Line::styled(
+            format!("    running for {seconds} s · Esc stops it now"),
+            Style::default().fg(Color::Blue),
+        ));
+        if let Some(output) = progress
+            .output
+            .filter(|o| o.action_id == action.proposal.action_id)
+        {
+            let lines: Vec<&str> = output.text.lines().collect();
+            let from = lines.len().saturating_sub(RUNNING_OUTPUT_LINES);
+            for line in &lines[from..] {
+                out.push(Line::styled(
+                    format!("    │ {}", cut(line, width.saturating_sub(6))),
+                    Style::default().fg(Color::DarkGray),
+                ));
+            }
+        }
+    }
     if let Some(detail) = &action.detail {
         let mut result: Vec<String> = detail
             .lines()

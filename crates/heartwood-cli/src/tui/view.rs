@@ -2,7 +2,7 @@
 //! decides what a session state means (the projection's status line, suggestions and available
 //! commands say so).
 
-use heartwood_events::{Lifecycle, SessionProjection};
+use heartwood_events::Lifecycle;
 
 use heartwood_gateway::startup::Phase;
 use ratatui::Frame;
@@ -141,7 +141,7 @@ fn session(frame: &mut Frame<'_>, app: &App, area: Rect, snapshot: &heartwood_ev
     match &p.pending {
         Some(set) if reviewing => review_screen(frame, app, main, snapshot, set),
         pending => {
-            conversation_and_plan(frame, app, main, p, &snapshot.streaming);
+            conversation_and_plan(frame, app, main, snapshot);
             if let Some(set) = pending {
                 review_summary(frame, summary, snapshot, set);
             }
@@ -280,9 +280,13 @@ fn conversation_and_plan(
     frame: &mut Frame<'_>,
     app: &App,
     main: Rect,
-    p: &SessionProjection,
-    streaming: &str,
+    snapshot: &heartwood_events::Snapshot,
 ) {
+    let p = &snapshot.projection;
+    let now = app
+        .now
+        .clone()
+        .unwrap_or_else(heartwood_events::Timestamp::now);
     let [conversation, side] =
         Layout::horizontal([Constraint::Percentage(70), Constraint::Percentage(30)]).areas(main);
     let title = format!(
@@ -294,11 +298,15 @@ fn conversation_and_plan(
     let inner_width = conversation.width.saturating_sub(2) as usize;
     let lines = visible_lines(
         p,
-        streaming,
+        &snapshot.streaming,
         inner_width,
         inner_height,
         app.scroll,
         app.expanded,
+        super::timeline::Progress {
+            output: snapshot.output.as_ref(),
+            now: &now,
+        },
     );
     frame.render_widget(
         Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)),
@@ -329,7 +337,19 @@ fn conversation_and_plan(
         Style::default().add_modifier(Modifier::BOLD),
     ));
     for s in &p.suggestions {
-        side_lines.push(Line::raw(format!("• {s}")));
+        // The terminal's own key for the command; otherwise the shell command.
+        let how = s
+            .command
+            .and_then(key_for)
+            .map(str::to_owned)
+            .or_else(|| s.shell.clone());
+        side_lines.push(Line::raw(format!("• {}", s.text)));
+        if let Some(how) = how {
+            side_lines.push(Line::styled(
+                format!("  {how}"),
+                Style::default().fg(Color::Cyan),
+            ));
+        }
     }
     frame.render_widget(
         Paragraph::new(side_lines)
@@ -337,6 +357,19 @@ fn conversation_and_plan(
             .block(Block::default().borders(Borders::ALL)),
         side,
     );
+}
+
+/// This interface's key for a command, when it has one.
+fn key_for(command: heartwood_events::CommandName) -> Option<&'static str> {
+    use heartwood_events::CommandName;
+    match command {
+        CommandName::SubmitTask | CommandName::SendGuidance => Some("type it, then ⏎"),
+        CommandName::Decide => Some("Tab, then a ⏎ or r ⏎"),
+        CommandName::Pause => Some("Ctrl-P"),
+        CommandName::Interrupt => Some("Esc"),
+        CommandName::Resume => Some("Ctrl-R"),
+        CommandName::Export | CommandName::Close => None,
+    }
 }
 
 fn review_title(set: &heartwood_events::ActionSet) -> String {
