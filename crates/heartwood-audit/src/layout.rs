@@ -37,6 +37,8 @@ pub struct SessionPaths {
     pub exports: PathBuf,
     /// `backend/`: the agent engine's own persistence, private to the engine.
     pub backend: PathBuf,
+    /// `channel.sock`: the command channel the lease holder serves (see heartwood-gateway).
+    pub channel: PathBuf,
 }
 
 impl SessionPaths {
@@ -53,6 +55,7 @@ impl SessionPaths {
             writer: dir.join("writer.json"),
             exports: dir.join(crate::EXPORTS_DIR),
             backend: dir.join("backend"),
+            channel: dir.join("channel.sock"),
             dir,
         }
     }

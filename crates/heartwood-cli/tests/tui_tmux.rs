@@ -297,3 +297,58 @@ async fn esc_stops_a_thirty_second_command_and_the_journal_records_it() {
     // the gateway's stop-now test.)
     assert!(detail.contains("interrupted by the researcher"), "{detail}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_shell_decides_a_set_the_open_tui_is_showing_and_the_tui_follows() {
+    let project = tempfile::tempdir().expect("project");
+    let server =
+        ScriptedModelServer::start(Script::of(vec![set_of("D1", "D2"), finish("wrote D")]))
+            .await
+            .expect("server");
+    connect_scripted(project.path(), &server.base_url());
+    let tmux = Tmux::start(project.path());
+    tmux.wait_for("the session list", |s| s.contains("press n to start one"))
+        .await;
+    tmux.keys(&["n"]);
+    tmux.wait_for("the session screen", |s| s.contains("Ready for a task"))
+        .await;
+    tmux.type_text("write ran.txt");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the set", |s| s.contains("echo D2")).await;
+
+    // The TUI holds the session; the shell's decision reaches it through its channel.
+    let shown = heartwood(project.path(), &["sessions", "ls", "--json"]);
+    let list: Value = serde_json::from_slice(&shown.stdout).expect("json");
+    let id = list[0]["id"].as_str().expect("id").to_owned();
+    let view = heartwood(project.path(), &["sessions", "show", &id, "--json"]);
+    let view: Value = serde_json::from_slice(&view.stdout).expect("json");
+    let pending = &view["projection"]["pending"];
+    let set = pending["set_id"].as_str().expect("set").to_owned();
+    let revision = pending["revision"].to_string();
+    let decided = heartwood_async(
+        project.path(),
+        &[
+            "decide",
+            &id,
+            "--set",
+            &set,
+            "--revision",
+            &revision,
+            "allow",
+        ],
+    )
+    .await;
+    assert!(
+        decided.status.success(),
+        "{}{}",
+        text(&decided.stdout),
+        text(&decided.stderr)
+    );
+    tmux.wait_for("the TUI to show the finished task", |s| {
+        s.contains("Finished.")
+    })
+    .await;
+    let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran");
+    assert_eq!(ran, "D1\nD2\n", "the set ran once");
+    tmux.keys(&["C-q"]);
+}

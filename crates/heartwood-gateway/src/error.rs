@@ -38,11 +38,20 @@ pub enum GatewayError {
     /// Reading or writing a file outside the session failed.
     #[error("{0}")]
     Io(String),
+    /// The process serving the session refused or failed the request, for this reason.
+    #[error("{message}")]
+    Forwarded {
+        /// What kind of failure it was there.
+        kind: ErrorKind,
+        /// Its message there.
+        message: String,
+    },
 }
 
 /// What kind of failure a [`GatewayError`] is, for an interface that must answer in its own
 /// terms (an HTTP status, an exit code) without reading the message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// No such session.
     NotFound,
@@ -67,6 +76,16 @@ impl GatewayError {
         self.kind() == ErrorKind::Owned
     }
 
+    /// A failure reaching another process's channel, as the `owned` error it stands in for
+    /// (so the caller waits and retries, which command ids make safe); any other failure as it
+    /// is.
+    pub(crate) fn or_owned(self, owned: GatewayError) -> GatewayError {
+        match self {
+            GatewayError::Io(_) => owned,
+            other => other,
+        }
+    }
+
     /// What kind of failure this is.
     pub fn kind(&self) -> ErrorKind {
         match self {
@@ -74,6 +93,7 @@ impl GatewayError {
                 ErrorKind::Invalid
             }
             GatewayError::Io(_) => ErrorKind::Io,
+            GatewayError::Forwarded { kind, .. } => *kind,
             GatewayError::NoProject(_) | GatewayError::Config(_) | GatewayError::Closed(_) => {
                 ErrorKind::Unavailable
             }

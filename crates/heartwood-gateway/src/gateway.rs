@@ -51,6 +51,12 @@ pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// # }
 /// ```
 pub struct SessionGateway {
+    shared: Arc<Shared>,
+}
+
+/// What a gateway holds. Shared with the command channels of the sessions it serves (weakly:
+/// a channel never keeps a gateway alive), which act through the same methods.
+pub(crate) struct Shared {
     project: ProjectContext,
     store: SessionStore,
     backends: Arc<dyn BackendFactory>,
@@ -60,7 +66,7 @@ pub struct SessionGateway {
     opening: Mutex<()>,
 }
 
-impl Drop for SessionGateway {
+impl Drop for Shared {
     /// A gateway dropped without [`SessionGateway::close`] still stops its workers (at their
     /// next await point) and so releases every lease once they have: nothing keeps a session
     /// owned after its gateway is gone. Staged events are flushed as each session is dropped;
@@ -68,6 +74,9 @@ impl Drop for SessionGateway {
     fn drop(&mut self) {
         let sessions: Vec<Arc<Live>> = lock(&self.live).drain().map(|(_, l)| l).collect();
         for live in sessions {
+            // Nobody answers through this gateway any more: other processes are told the
+            // session is owned (and retry) until the lease is free.
+            live.lock().set_channel(None);
             let worker = live.lock().take_worker();
             if let Some(stopped) = worker.and_then(WorkerLink::abort) {
                 // The worker reaches its session weakly; this keeps the session (and its
@@ -85,7 +94,7 @@ impl Drop for SessionGateway {
 impl std::fmt::Debug for SessionGateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionGateway")
-            .field("project", &self.project.root())
+            .field("project", &self.shared.project.root())
             .finish()
     }
 }
@@ -96,20 +105,30 @@ impl SessionGateway {
     /// because it waits for those threads, with any runtime.
     pub fn new(project: ProjectContext) -> Self {
         SessionGateway {
-            store: SessionStore::new(project.root()),
-            project,
-            backends: Arc::new(NativeBackendFactory),
-            live: Mutex::new(HashMap::new()),
-            stopping: Mutex::new(Vec::new()),
-            opening: Mutex::new(()),
+            shared: Arc::new(Shared {
+                store: SessionStore::new(project.root()),
+                project,
+                backends: Arc::new(NativeBackendFactory),
+                live: Mutex::new(HashMap::new()),
+                stopping: Mutex::new(Vec::new()),
+                opening: Mutex::new(()),
+            }),
         }
+    }
+
+    /// A handle on the same gateway, for a session's command channel.
+    pub(crate) fn from_shared(shared: Arc<Shared>) -> Self {
+        SessionGateway { shared }
     }
 
     /// The same gateway with sessions served by `backends` instead of the native engine.
     /// Sessions record the backend's name; one served by another backend before is refused
     /// rather than continued by a different engine.
     pub fn with_backend(mut self, backends: Arc<dyn BackendFactory>) -> Self {
-        self.backends = backends;
+        // Before any session is served nothing else holds the shared state.
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.backends = backends;
+        }
         self
     }
 
@@ -127,12 +146,12 @@ impl SessionGateway {
 
     /// The project this gateway serves.
     pub fn project(&self) -> &ProjectContext {
-        &self.project
+        &self.shared.project
     }
 
     /// The project's sessions, most recently active first.
     pub fn sessions(&self) -> Result<Vec<SessionSummary>, GatewayError> {
-        Ok(self.store.list()?)
+        Ok(self.shared.store.list()?)
     }
 
     /// Submits what the text the researcher typed means now (a task, guidance, or guidance and
@@ -147,8 +166,19 @@ impl SessionGateway {
         policy: ActionPolicy,
         command_id: heartwood_events::CommandId,
     ) -> Result<Vec<Receipt>, GatewayError> {
-        let kinds = if self.store.exists(session) {
-            let live = self.attach(session, false)?;
+        let kinds = if self.shared.store.exists(session) {
+            let live = match self.attach(session, false) {
+                Ok(live) => live,
+                Err(e) if e.is_owned_elsewhere() => {
+                    return match self.remote(session) {
+                        Some(remote) => remote
+                            .say(text, policy, command_id)
+                            .map_err(|lost| lost.or_owned(e)),
+                        None => Err(e),
+                    };
+                }
+                Err(e) => return Err(e),
+            };
             let mut core = live.lock();
             // A retry: the text meant what it meant the first time. Submitting that command
             // again answers from its receipt, or refuses the id if the text changed.
@@ -199,7 +229,7 @@ impl SessionGateway {
         let mut rows = Vec::new();
         for summary in self.sessions()?.into_iter().take(limit) {
             // Bound first: a guard in the `match` would be held while the session is read.
-            let served = lock(&self.live).get(&summary.id).cloned();
+            let served = lock(&self.shared.live).get(&summary.id).cloned();
             if let Some(live) = served {
                 rows.push(live.row(summary.last_activity));
                 continue;
@@ -222,6 +252,7 @@ impl SessionGateway {
     /// else verified and replayed.
     fn cached_projection(&self, session: &SessionId) -> Result<SessionProjection, GatewayError> {
         let cached = self
+            .shared
             .store
             .reader(session)?
             .derived()
@@ -237,7 +268,7 @@ impl SessionGateway {
     pub fn submit(&self, command: Command) -> Result<Receipt, GatewayError> {
         // A task that cannot run is refused before it registers a session nobody can use.
         if let CommandKind::SubmitTask { policy, .. } = &command.kind
-            && !self.store.exists(&command.session)
+            && !self.shared.store.exists(&command.session)
             && let Err(reason) = self.usable_route(*policy)
         {
             // Not recorded: there is no session to record it in.
@@ -247,14 +278,26 @@ impl SessionGateway {
                 heartwood_events::Outcome::Refused { reason },
             ));
         }
-        let live = self.attach(
+        let live = match self.attach(
             &command.session,
             matches!(command.kind, CommandKind::SubmitTask { .. }),
-        )?;
+        ) {
+            Ok(live) => live,
+            // Another process serves the session: the command goes to it.
+            Err(e) if e.is_owned_elsewhere() => {
+                return match self.remote(&command.session) {
+                    // A lost connection may have carried the command or not: the caller's
+                    // retry with the same id is answered from its receipt either way.
+                    Some(remote) => remote.submit(command).map_err(|lost| lost.or_owned(e)),
+                    None => Err(e),
+                };
+            }
+            Err(e) => return Err(e),
+        };
         // Looked up before taking the session's lock: `git status` can take a while.
         let starting_commit = match &command.kind {
             CommandKind::SubmitTask { .. } => {
-                heartwood_workspace::Workspace::open(self.project.root())
+                heartwood_workspace::Workspace::open(self.shared.project.root())
                     .ok()
                     .and_then(|w| w.clean_head())
             }
@@ -378,11 +421,11 @@ impl SessionGateway {
             CommandKind::Close => {
                 let receipt = core.complete(&key, vec![Event::SessionClosed {}], Value::Null)?;
                 if let Some(worker) = core.take_worker() {
-                    lock(&self.stopping).push(worker.shut_down());
+                    lock(&self.shared.stopping).push(worker.shut_down());
                 }
                 core.release();
                 drop(core);
-                lock(&self.live).remove(&command.session);
+                lock(&self.shared.live).remove(&command.session);
                 Ok(receipt)
             }
         }
@@ -392,7 +435,7 @@ impl SessionGateway {
     /// not serving is read from disk, verified first, and creates nothing; a valid id with no
     /// session yet (one an interface just made up for its first task) has the blank snapshot.
     pub fn snapshot(&self, session: &SessionId, since: u64) -> Result<Snapshot, GatewayError> {
-        let served = lock(&self.live).get(session).cloned();
+        let served = lock(&self.shared.live).get(session).cloned();
         if let Some(live) = served {
             let core = live.lock();
             // A failed write stops the session here: what follows would not be recorded.
@@ -401,10 +444,17 @@ impl SessionGateway {
             }
             return Ok(core.snapshot(since));
         }
-        if !self.store.exists(session) {
+        if !self.shared.store.exists(session) {
             return Ok(crate::live::blank_snapshot(session.clone()));
         }
-        let reader = self.store.reader(session)?;
+        // Served by another process: its snapshot is the live one (review, output, streamed
+        // text); the files on disk are the fallback.
+        if let Some(remote) = self.remote(session)
+            && let Ok(snapshot) = remote.snapshot(since)
+        {
+            return Ok(snapshot);
+        }
+        let reader = self.shared.store.reader(session)?;
         // Verification and decoding read the same files; doing them side by side halves the
         // wait, and nothing decoded is used unless verification passes.
         let (verified, events) = std::thread::scope(|scope| {
@@ -429,7 +479,7 @@ impl SessionGateway {
         let review = projection
             .pending
             .as_ref()
-            .map(|set| crate::review::review_in(&self.project, set));
+            .map(|set| crate::review::review_in(&self.shared.project, set));
         Ok(Snapshot {
             events: events.into_iter().skip(from).map(Arc::new).collect(),
             projection,
@@ -453,7 +503,14 @@ impl SessionGateway {
         &self,
         session: &SessionId,
     ) -> Result<broadcast::Receiver<Update>, GatewayError> {
-        Ok(self.attach(session, false)?.subscribe())
+        match self.attach(session, false) {
+            Ok(live) => Ok(live.subscribe()),
+            Err(e) if e.is_owned_elsewhere() => match self.remote(session) {
+                Some(remote) => remote.subscribe().map_err(|lost| lost.or_owned(e)),
+                None => Err(e),
+            },
+            Err(e) => Err(e),
+        }
     }
 
     /// Stops every worker and releases every session's lease. A running agent is paused at
@@ -461,8 +518,8 @@ impl SessionGateway {
     /// as interrupted. Writers are released only after their workers have stopped, so nothing
     /// a worker does goes unrecorded.
     pub async fn close(&self) {
-        let sessions: Vec<Arc<Live>> = lock(&self.live).drain().map(|(_, l)| l).collect();
-        let stopping = std::mem::take(&mut *lock(&self.stopping));
+        let sessions: Vec<Arc<Live>> = lock(&self.shared.live).drain().map(|(_, l)| l).collect();
+        let stopping = std::mem::take(&mut *lock(&self.shared.stopping));
         for stopping in stopping {
             stopping.finish(CLOSE_GRACE).await;
         }
@@ -484,7 +541,7 @@ impl SessionGateway {
     /// Stops the session's agent now, at its next await point (a model call, a tool's output),
     /// and records the run as interrupted with `reason`. Nothing already started runs again.
     pub async fn stop_now(&self, session: &SessionId, reason: &str) -> Result<(), GatewayError> {
-        let Some(live) = lock(&self.live).get(session).cloned() else {
+        let Some(live) = lock(&self.shared.live).get(session).cloned() else {
             return Ok(());
         };
         let worker = live.lock().take_worker();
@@ -508,29 +565,41 @@ impl SessionGateway {
         self.attach(session, true)?.lock().record(events)
     }
 
+    /// A connection to the process serving `session`, if one serves its channel.
+    fn remote(&self, session: &SessionId) -> Option<crate::channel::Client> {
+        crate::channel::Client::connect(&self.shared.store.paths(session).channel)
+    }
+
     /// The live session, opening it (and taking its lease) if this process does not serve it.
     ///
     /// The map of live sessions is never held while a session is opened (verified, replayed,
     /// reconciled): other sessions' snapshots and commands go on meanwhile. Opens are taken one
     /// at a time, so two callers never open the same session twice.
     fn attach(&self, session: &SessionId, register: bool) -> Result<Arc<Live>, GatewayError> {
-        let served = lock(&self.live).get(session).cloned();
+        let served = lock(&self.shared.live).get(session).cloned();
         if let Some(found) = served {
             return Ok(found);
         }
-        let _opening = lock(&self.opening);
-        let served = lock(&self.live).get(session).cloned();
+        let _opening = lock(&self.shared.opening);
+        let served = lock(&self.shared.live).get(session).cloned();
         if let Some(found) = served {
             return Ok(found);
         }
         let (writer, _recovery) = if register {
-            self.store
-                .create_or_open_writer(session, self.backends.name())?
+            self.shared
+                .store
+                .create_or_open_writer(session, self.shared.backends.name())?
         } else {
-            self.store.open_writer(session)?
+            self.shared.store.open_writer(session)?
         };
-        let events = decoded(self.store.reader(session)?.events()?)?;
-        let opened = Live::new(writer, events, self.project.root());
+        let events = decoded(self.shared.store.reader(session)?.events()?)?;
+        let channel_path = writer.paths().channel.clone();
+        let opened = Live::new(writer, events, self.shared.project.root());
+        opened.lock().set_channel(crate::channel::serve(
+            &channel_path,
+            Arc::downgrade(&self.shared),
+            session.clone(),
+        ));
         {
             let mut core = opened.lock();
             // The journal says a run was on, or that a set was about to be published, but
@@ -546,7 +615,7 @@ impl SessionGateway {
                 core.record(vec![Event::RunInterrupted { reason }])?;
             }
         }
-        lock(&self.live).insert(session.clone(), Arc::clone(&opened));
+        lock(&self.shared.live).insert(session.clone(), Arc::clone(&opened));
         Ok(opened)
     }
 
@@ -571,14 +640,14 @@ impl SessionGateway {
             .clone();
         let spec = BackendSpec {
             route,
-            project: self.project.root().to_owned(),
+            project: self.shared.project.root().to_owned(),
             state_dir: utf8(&state_dir)?,
             policy,
         };
         let runtime = worker::runtime().map_err(|e| e.to_string())?;
         let opened = {
             let _inside = runtime.enter();
-            self.backends.open(spec)
+            self.shared.backends.open(spec)
         };
         let backend = match opened {
             Ok(backend) => backend,
@@ -593,7 +662,7 @@ impl SessionGateway {
 
     /// The connected model route, or why the agent cannot use it under `policy` now.
     fn usable_route(&self, policy: ActionPolicy) -> Result<crate::config::RouteConfig, String> {
-        let config = ProjectConfig::load(&self.project).map_err(|e| e.to_string())?;
+        let config = ProjectConfig::load(&self.shared.project).map_err(|e| e.to_string())?;
         let Some(route) = config.model else {
             return Err(
                 "no model route is connected; run `heartwood model connect --category \
@@ -765,7 +834,7 @@ mod tests {
         let (stored, stored_live) = served(&gateway, "stored");
         drop(stored_live);
         // "stored" becomes a session on disk that this gateway does not serve.
-        if let Some(live) = lock(&gateway.live).remove(&stored) {
+        if let Some(live) = lock(&gateway.shared.live).remove(&stored) {
             live.lock().release();
         }
 

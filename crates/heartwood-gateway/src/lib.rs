@@ -13,6 +13,7 @@
 
 mod admin;
 pub mod backend;
+mod channel;
 pub mod config;
 mod error;
 mod gateway;

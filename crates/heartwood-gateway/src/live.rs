@@ -86,6 +86,8 @@ pub(crate) struct Core {
     workspace: Option<Arc<heartwood_workspace::Workspace>>,
     /// The review of the pending set, computed when the set was shown.
     review: Option<Review>,
+    /// The command channel other processes reach this session through, while served here.
+    channel: Option<crate::channel::ChannelServer>,
     /// Engine-derived events numbered and shown but not yet in the journal.
     staged: Vec<RecordedEvent>,
     transient_revision: u64,
@@ -119,6 +121,7 @@ impl Live {
                     .ok()
                     .map(Arc::new),
                 review: None,
+                channel: None,
                 staged: Vec::new(),
                 transient_revision: 0,
                 streaming: String::new(),
@@ -161,6 +164,9 @@ impl Drop for Core {
     fn drop(&mut self) {
         let _ = self.flush();
         self.store_cache();
+        // The socket goes before the lease: once the lease is free, the next owner's socket
+        // may take its place, and must not be removed.
+        self.channel = None;
     }
 }
 
@@ -180,12 +186,18 @@ impl Core {
         self.writer.as_ref()
     }
 
-    /// Flushes what is staged, leaves the cached projection, and releases the lease. The
-    /// session's worker must have stopped (or been taken) first.
+    /// Flushes what is staged, leaves the cached projection, stops serving the channel and
+    /// releases the lease. The session's worker must have stopped (or been taken) first.
     pub(crate) fn release(&mut self) {
         let _ = self.flush();
         self.store_cache();
+        self.channel = None;
         self.writer = None;
+    }
+
+    /// Serves the session's command channel (while the lease is held here).
+    pub(crate) fn set_channel(&mut self, channel: Option<crate::channel::ChannelServer>) {
+        self.channel = channel;
     }
 
     /// The session's worker, if one runs.

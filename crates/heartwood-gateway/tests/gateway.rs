@@ -924,3 +924,68 @@ async fn a_running_commands_output_streams_before_it_ends_and_is_never_journaled
     assert!(after.output.is_none(), "output is transient");
     f.gateway.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_gateway_reaches_a_served_session_through_its_channel_and_decisions_meet_in_one_order()
+ {
+    let f = Fixture::new(Script::of(vec![two_actions(), finish()])).await;
+    applied(&f.task("write the file"));
+    let waiting = f.settled().await;
+    let set = waiting.pending.clone().expect("pending");
+
+    // Two other "interfaces" (each its own gateway, as another process would be).
+    let context = || ProjectContext::at(f.project.path()).expect("a UTF-8 project path");
+    let (second, third) = (
+        SessionGateway::new(context()),
+        SessionGateway::new(context()),
+    );
+    let live = second.snapshot(&f.session, u64::MAX).expect("snapshot");
+    assert!(
+        live.review.is_some(),
+        "the snapshot comes from the serving process"
+    );
+    let mut updates = second
+        .subscribe(&f.session)
+        .expect("subscribe through the channel");
+
+    let decide = |gateway: &SessionGateway, id: &str| {
+        gateway.submit(Command::new(
+            CommandId::parse(id).expect("id"),
+            f.session.clone(),
+            CommandKind::Decide {
+                set_id: set.set_id.clone(),
+                revision: set.revision,
+                decision: Decision::AllowOnce,
+                reason: None,
+            },
+        ))
+    };
+    let (a, b) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| decide(&second, "from-second"));
+        let b = scope.spawn(|| decide(&third, "from-third"));
+        (a.join().expect("a"), b.join().expect("b"))
+    });
+    let (a, b) = (a.expect("answered"), b.expect("answered"));
+    let applied_count = [&a, &b]
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Applied { .. }))
+        .count();
+    assert_eq!(applied_count, 1, "exactly one decision acts: {a:?} {b:?}");
+    // A retry through the channel gets the first answer.
+    let again = decide(&second, "from-second").expect("retry");
+    assert_eq!(again.outcome, a.outcome);
+
+    let done = f.until(|p| p.lifecycle == Lifecycle::Finished).await;
+    assert_eq!(
+        std::fs::read_to_string(f.project.path().join("ran.txt")).expect("ran"),
+        "one\ntwo\n",
+        "the set ran once"
+    );
+    let mut saw_event = false;
+    while let Ok(update) = updates.try_recv() {
+        saw_event |= matches!(update.change, heartwood_gateway::Change::Event { .. });
+    }
+    assert!(saw_event, "updates reached the other gateway");
+    assert_eq!(done.last_decision.map(|d| d.set_id), Some(set.set_id));
+    f.gateway.close().await;
+}

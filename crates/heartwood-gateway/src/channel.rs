@@ -1,0 +1,299 @@
+//! The command channel of a served session: one writer, many interfaces.
+//!
+//! The process that holds a session's writer lease also listens on a Unix domain socket in the
+//! session's directory (`channel.sock`, mode 0600, peers checked to be the same user). Another
+//! Heartwood process that finds the session owned sends its typed commands there instead of
+//! being refused, and reads snapshots and updates from there; the writer stays single, and
+//! commands from every interface meet in one order under the session's lock, with the same
+//! receipts (a retried command id is answered from its receipt, a stale revision is refused).
+//!
+//! The protocol is one JSON request per line and one JSON answer per line (a subscription
+//! answers with a stream of updates). The OS lock stays the truth about ownership: a socket
+//! left by a crashed owner refuses connections, and the next owner replaces it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use heartwood_events::{ActionPolicy, Command, CommandId, Receipt, SessionId, Snapshot, Update};
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+
+use crate::gateway::{SessionGateway, Shared};
+use crate::{ErrorKind, GatewayError};
+
+/// The longest socket path the OS accepts (`sun_path`, less its terminating NUL); a session
+/// directory deeper than this serves no channel, and other processes are told it is owned.
+const MAX_SOCKET_PATH: usize = 107;
+
+/// How long a client waits for an answer before it gives up.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One request.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum Request {
+    Submit {
+        command: Command,
+    },
+    Say {
+        text: String,
+        policy: ActionPolicy,
+        command_id: CommandId,
+    },
+    Snapshot {
+        since: u64,
+    },
+    Subscribe {},
+}
+
+/// One answer.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Answer<T> {
+    Ok(T),
+    Error { kind: ErrorKind, message: String },
+}
+
+/// A session's channel, served while this process holds its lease; dropping it stops serving
+/// and removes the socket.
+pub(crate) struct ChannelServer {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for ChannelServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accepting thread, which sees the stop and ends.
+        let _ = UnixStream::connect(&self.path);
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Serves `session`'s channel at `path` for the gateway behind `shared`. `None` when the path
+/// is too long for a socket or cannot be bound (other processes are then told the session is
+/// owned, as before).
+pub(crate) fn serve(
+    path: &Path,
+    shared: Weak<Shared>,
+    session: SessionId,
+) -> Option<ChannelServer> {
+    if path.as_os_str().len() > MAX_SOCKET_PATH {
+        return None;
+    }
+    // This process holds the lease: whatever socket is there was left by an owner that ended.
+    let _ = std::fs::remove_file(path);
+    let listener = UnixListener::bind(path).ok()?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).ok()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::clone(&stop);
+    std::thread::Builder::new()
+        .name(format!("heartwood-channel-{session}"))
+        .spawn(move || {
+            for stream in listener.incoming() {
+                if stopped.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                if !same_user(&stream) {
+                    continue;
+                }
+                let shared = shared.clone();
+                let session = session.clone();
+                let _ = std::thread::Builder::new()
+                    .name("heartwood-channel-peer".into())
+                    .spawn(move || answer(stream, &shared, &session));
+            }
+        })
+        .ok()?;
+    Some(ChannelServer {
+        path: path.to_owned(),
+        stop,
+    })
+}
+
+/// Whether the peer runs as this process's user.
+fn same_user(stream: &UnixStream) -> bool {
+    rustix::net::sockopt::socket_peercred(stream)
+        .is_ok_and(|peer| peer.uid == rustix::process::getuid())
+}
+
+/// Answers one peer's requests until it hangs up.
+fn answer(stream: UnixStream, shared: &Weak<Shared>, session: &SessionId) {
+    let Ok(reading) = stream.try_clone() else {
+        return;
+    };
+    let mut writer = stream;
+    for line in BufReader::new(reading).lines() {
+        let Ok(line) = line else { return };
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let gateway = SessionGateway::from_shared(shared);
+        let written = match serde_json::from_str::<Request>(&line) {
+            Err(e) => send::<()>(
+                &mut writer,
+                Err(GatewayError::Invalid(format!("not a channel request: {e}"))),
+            ),
+            Ok(Request::Submit { command }) if &command.session != session => send::<()>(
+                &mut writer,
+                Err(GatewayError::Invalid(format!(
+                    "this channel serves session {session}, not {}",
+                    command.session
+                ))),
+            ),
+            Ok(Request::Submit { command }) => send(&mut writer, gateway.submit(command)),
+            Ok(Request::Say {
+                text,
+                policy,
+                command_id,
+            }) => send(&mut writer, gateway.say(session, &text, policy, command_id)),
+            Ok(Request::Snapshot { since }) => send(&mut writer, gateway.snapshot(session, since)),
+            Ok(Request::Subscribe {}) => {
+                let subscribed = gateway.subscribe(session);
+                drop(gateway);
+                match subscribed {
+                    Ok(updates) => stream_updates(&mut writer, updates),
+                    Err(e) => {
+                        let _ = send::<()>(&mut writer, Err(e));
+                    }
+                }
+                return;
+            }
+        };
+        if written.is_err() {
+            return;
+        }
+    }
+}
+
+fn send<T: Serialize>(
+    writer: &mut UnixStream,
+    result: Result<T, GatewayError>,
+) -> std::io::Result<()> {
+    let answer = match result {
+        Ok(value) => Answer::Ok(value),
+        Err(e) => Answer::Error {
+            kind: e.kind(),
+            message: e.to_string(),
+        },
+    };
+    let mut line = serde_json::to_vec(&answer).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    writer.write_all(&line)
+}
+
+/// Sends updates to a subscribed peer until it hangs up or the session stops being served.
+fn stream_updates(writer: &mut UnixStream, mut updates: broadcast::Receiver<Update>) {
+    loop {
+        let update = match updates.blocking_recv() {
+            Ok(update) => update,
+            Err(broadcast::error::RecvError::Lagged(_)) => Update {
+                revision: 0,
+                transient_revision: 0,
+                change: heartwood_events::Change::Lagged {},
+            },
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        if send(writer, Ok(update)).is_err() {
+            return;
+        }
+    }
+}
+
+/// A connection to the process that serves a session.
+pub(crate) struct Client {
+    stream: UnixStream,
+    reader: BufReader<UnixStream>,
+}
+
+impl Client {
+    /// Connects to the channel at `path`; `None` when nobody serves it (no socket, or one
+    /// left by an owner that ended).
+    pub(crate) fn connect(path: &Path) -> Option<Client> {
+        let stream = UnixStream::connect(path).ok()?;
+        stream.set_read_timeout(Some(ANSWER_TIMEOUT)).ok()?;
+        let reader = BufReader::new(stream.try_clone().ok()?);
+        Some(Client { stream, reader })
+    }
+
+    fn call<T: for<'de> Deserialize<'de>>(&mut self, request: &Request) -> Result<T, GatewayError> {
+        let mut line = serde_json::to_vec(request).map_err(|e| GatewayError::Io(e.to_string()))?;
+        line.push(b'\n');
+        self.stream.write_all(&line).map_err(lost)?;
+        self.next()
+    }
+
+    fn next<T: for<'de> Deserialize<'de>>(&mut self) -> Result<T, GatewayError> {
+        let mut answer = String::new();
+        if self.reader.read_line(&mut answer).map_err(lost)? == 0 {
+            return Err(lost(std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        match serde_json::from_str::<Answer<T>>(&answer) {
+            Ok(Answer::Ok(value)) => Ok(value),
+            Ok(Answer::Error { kind, message }) => Err(GatewayError::Forwarded { kind, message }),
+            Err(e) => Err(GatewayError::Io(format!(
+                "the process serving the session answered something unreadable: {e}"
+            ))),
+        }
+    }
+
+    /// Submits a command to the serving process.
+    pub(crate) fn submit(mut self, command: Command) -> Result<Receipt, GatewayError> {
+        self.call(&Request::Submit { command })
+    }
+
+    /// Says text to the session through the serving process.
+    pub(crate) fn say(
+        mut self,
+        text: &str,
+        policy: ActionPolicy,
+        command_id: CommandId,
+    ) -> Result<Vec<Receipt>, GatewayError> {
+        self.call(&Request::Say {
+            text: text.to_owned(),
+            policy,
+            command_id,
+        })
+    }
+
+    /// The session's snapshot as the serving process has it (live, with any review, output
+    /// and streamed text).
+    pub(crate) fn snapshot(mut self, since: u64) -> Result<Snapshot, GatewayError> {
+        self.call(&Request::Snapshot { since })
+    }
+
+    /// The session's updates from the serving process, relayed by a thread of their own.
+    pub(crate) fn subscribe(mut self) -> Result<broadcast::Receiver<Update>, GatewayError> {
+        let request = serde_json::to_vec(&Request::Subscribe {})
+            .map_err(|e| GatewayError::Io(e.to_string()))?;
+        self.stream
+            .write_all(&[request.as_slice(), b"\n"].concat())
+            .map_err(lost)?;
+        // Updates may be far apart: no read timeout on a subscription.
+        self.stream.set_read_timeout(None).map_err(lost)?;
+        let (sender, receiver) = broadcast::channel(crate::live::UPDATE_QUEUE);
+        std::thread::Builder::new()
+            .name("heartwood-channel-updates".into())
+            .spawn(move || {
+                while let Ok(update) = self.next::<Update>() {
+                    if sender.send(update).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| GatewayError::Io(format!("cannot follow the session: {e}")))?;
+        Ok(receiver)
+    }
+}
+
+fn lost(e: std::io::Error) -> GatewayError {
+    GatewayError::Io(format!(
+        "the connection to the process serving the session was lost ({e}); try again"
+    ))
+}
