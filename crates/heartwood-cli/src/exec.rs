@@ -51,14 +51,14 @@ pub struct ExecArgs {
 /// Arguments of `heartwood decide`.
 #[derive(Args)]
 pub struct DecideArgs {
-    /// The session.
+    /// The session: its id, a unique prefix of it, or `last`.
     session: String,
-    /// The pending set, as shown.
-    #[arg(long = "set")]
-    set_id: String,
-    /// The set's revision, as shown.
-    #[arg(long)]
-    revision: u64,
+    /// The pending set, as shown (default: the set pending now, which is printed).
+    #[arg(long = "set", requires = "revision")]
+    set_id: Option<String>,
+    /// The set's revision, as shown (default: the pending set's).
+    #[arg(long, requires = "set_id")]
+    revision: Option<u64>,
     /// Allow every action once, or reject them all.
     #[arg(value_enum)]
     decision: DecisionArg,
@@ -110,10 +110,32 @@ pub fn exec(project: ProjectContext, args: ExecArgs) -> Result<ExitCode> {
 
 /// Runs `heartwood decide`.
 pub fn decide(project: ProjectContext, args: DecideArgs) -> Result<ExitCode> {
-    let session = SessionId::parse(&args.session)?;
+    let session = heartwood_gateway::SessionAdmin::new(&project).resolve(&args.session)?;
+    let (set_id, revision) = match (args.set_id, args.revision) {
+        (Some(set), Some(revision)) => (ActionSetId::parse(&set)?, revision),
+        _ => {
+            // The set pending now, as the session shows it (there is at most one).
+            let gateway = SessionGateway::new(project.clone());
+            let projection = gateway.projection(&session)?;
+            let Some(set) = projection.pending else {
+                anyhow::bail!(
+                    "session {session} has no action set waiting for a decision; it is {}",
+                    projection.lifecycle.as_str().replace('_', " ")
+                );
+            };
+            eprintln!(
+                "heartwood: deciding set {} (revision {}, {} action{})",
+                set.set_id,
+                set.revision,
+                set.members.len(),
+                if set.members.len() == 1 { "" } else { "s" }
+            );
+            (set.set_id, set.revision)
+        }
+    };
     let kind = CommandKind::Decide {
-        set_id: ActionSetId::parse(&args.set_id)?,
-        revision: args.revision,
+        set_id,
+        revision,
         decision: match args.decision {
             DecisionArg::Allow => Decision::AllowOnce,
             DecisionArg::Reject => Decision::RejectAll,

@@ -69,6 +69,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     let cli = Cli::parse();
     let result = heartwood_gateway::ProjectContext::current()
         .map_err(anyhow::Error::from)
@@ -83,6 +84,24 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Output to a reader that went away (`heartwood sessions show ID | head -1`) ends the process
+/// quietly, as other command-line tools do, instead of reporting a panic.
+fn quiet_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.contains("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
 }
 
 fn run(project: heartwood_gateway::ProjectContext, command: Command) -> anyhow::Result<ExitCode> {

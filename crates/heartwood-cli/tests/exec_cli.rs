@@ -285,3 +285,67 @@ async fn wait_for_request(server: &ScriptedModelServer) {
     }
     panic!("the model was never called");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn decide_last_acts_on_the_one_pending_set_and_ids_take_prefixes() {
+    let (project, _server) =
+        project_with(Script::of(vec![two_actions(), Turn::text("wrote it")])).await;
+    let waiting = heartwood_async(
+        project.path(),
+        &["exec", "--session", "s-alpha-1", "write ran.txt"],
+    )
+    .await;
+    assert_eq!(code(&waiting), 3, "{}", text(&waiting.stdout));
+    // `last` and no --set/--revision: the set pending now, named before it is decided.
+    let decided = heartwood_async(project.path(), &["decide", "last", "allow"]).await;
+    assert_eq!(
+        code(&decided),
+        0,
+        "{}{}",
+        text(&decided.stdout),
+        text(&decided.stderr)
+    );
+    assert!(
+        text(&decided.stderr).contains("deciding set set-"),
+        "{}",
+        text(&decided.stderr)
+    );
+    assert!(project.path().join("ran.txt").exists());
+    // Nothing pending now: refused, saying so.
+    let nothing = heartwood_async(project.path(), &["decide", "s-alpha", "allow"]).await;
+    assert_eq!(code(&nothing), 1);
+    assert!(
+        text(&nothing.stderr).contains("no action set waiting"),
+        "{}",
+        text(&nothing.stderr)
+    );
+
+    // A unique prefix names the session; an ambiguous one lists the candidates.
+    let shown = heartwood(project.path(), &["sessions", "show", "s-alpha"]);
+    assert!(shown.status.success(), "{}", text(&shown.stderr));
+    let other = heartwood_async(project.path(), &["exec", "--session", "s-alpine", "hello"]).await;
+    assert_ne!(code(&other), 2);
+    let ambiguous = heartwood(project.path(), &["sessions", "show", "s-alp"]);
+    assert!(!ambiguous.status.success());
+    let said = text(&ambiguous.stderr);
+    assert!(
+        said.contains("s-alpha-1") && said.contains("s-alpine"),
+        "{said}"
+    );
+
+    // A reader that goes away early ends the output quietly.
+    let mut piped = std::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["sessions", "show", "s-alpha-1"])
+        .current_dir(project.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(piped.stdout.take());
+    let out = piped.wait_with_output().expect("wait");
+    assert!(
+        !text(&out.stderr).contains("panicked"),
+        "{}",
+        text(&out.stderr)
+    );
+}

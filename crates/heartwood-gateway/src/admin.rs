@@ -247,14 +247,51 @@ impl SessionAdmin {
         Ok(sessions)
     }
 
+    /// The session `text` names: `last` (the most recently active), an exact id, or a prefix
+    /// of exactly one id. An ambiguous prefix lists the sessions it could mean.
+    pub fn resolve(&self, text: &str) -> Result<SessionId, GatewayError> {
+        if text != "last" {
+            // A prefix of an id is itself a well-formed id; anything else is refused as such.
+            SessionId::parse(text)?;
+        }
+        let sessions = self.store.list()?;
+        if text == "last" {
+            return sessions.into_iter().next().map(|s| s.id).ok_or_else(|| {
+                GatewayError::Invalid("this project has no sessions yet".to_owned())
+            });
+        }
+        if let Some(exact) = sessions.iter().find(|s| s.id.as_str() == text) {
+            return Ok(exact.id.clone());
+        }
+        let matching: Vec<&SessionId> = sessions
+            .iter()
+            .map(|s| &s.id)
+            .filter(|id| id.as_str().starts_with(text))
+            .collect();
+        match matching.as_slice() {
+            [one] => Ok((*one).clone()),
+            [] => Err(GatewayError::Journal(AuditError::NoSession {
+                id: SessionId::parse(text)?,
+            })),
+            many => Err(GatewayError::Invalid(format!(
+                "{text:?} could mean any of {}; give more of the id",
+                many.iter()
+                    .map(|id| id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
     /// Sessions, most recently active first, at most `limit`, as listing lines.
     pub fn listing(&self, limit: Option<usize>) -> Result<Vec<SessionListing>, GatewayError> {
         Ok(self.list(limit)?.iter().map(SessionListing::of).collect())
     }
 
-    /// One session's metadata, integrity and events.
+    /// One session's metadata, integrity and events (`id` as [`SessionAdmin::resolve`] takes
+    /// it).
     pub fn show(&self, id: &str) -> Result<SessionView, GatewayError> {
-        let id = SessionId::parse(id)?;
+        let id = self.resolve(id)?;
         let reader = self.store.reader(&id)?;
         let integrity = reader.verify();
         let events = reader.events()?;
@@ -278,7 +315,7 @@ impl SessionAdmin {
         id: &str,
         retained: Option<&Checkpoint>,
     ) -> Result<(Verified, Option<CheckpointReport>), GatewayError> {
-        let reader = self.store.reader(&SessionId::parse(id)?)?;
+        let reader = self.store.reader(&self.resolve(id)?)?;
         Ok(match retained {
             None => (reader.verify()?, None),
             Some(checkpoint) => {
@@ -290,12 +327,12 @@ impl SessionAdmin {
 
     /// The session's current checkpoint.
     pub fn checkpoint(&self, id: &str) -> Result<Checkpoint, GatewayError> {
-        Ok(self.store.reader(&SessionId::parse(id)?)?.checkpoint()?)
+        Ok(self.store.reader(&self.resolve(id)?)?.checkpoint()?)
     }
 
     /// Writes an export bundle and records it in the session.
     pub fn export(&self, id: &str) -> Result<ExportReport, GatewayError> {
-        let (mut writer, _) = self.store.open_writer(&SessionId::parse(id)?)?;
+        let (mut writer, _) = self.store.open_writer(&self.resolve(id)?)?;
         let (bundle, seq) = writer.export(None)?;
         Ok(ExportReport {
             bundle,
@@ -306,7 +343,7 @@ impl SessionAdmin {
     /// Completes an interrupted append (if any), rebuilds damaged command receipts from the
     /// chain, and verifies the session; returns what was done and how many events it holds.
     pub fn recover(&self, id: &str) -> Result<RecoverReport, GatewayError> {
-        let id = SessionId::parse(id)?;
+        let id = self.resolve(id)?;
         let (receipts, opened) = match self.store.open_writer(&id) {
             Err(AuditError::Damaged { damage, .. }) if damage.file == RECEIPTS_FILE => {
                 let repair = self.store.repair_receipts(&id, &receipt_of)?;
@@ -344,6 +381,6 @@ impl SessionAdmin {
 
     /// Deletes a session.
     pub fn remove(&self, id: &str) -> Result<(), GatewayError> {
-        Ok(self.store.remove(&SessionId::parse(id)?)?)
+        Ok(self.store.remove(&self.resolve(id)?)?)
     }
 }
