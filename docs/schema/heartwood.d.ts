@@ -111,10 +111,10 @@ export type Seq = number;
 export type SessionId = string;
 
 /** Everything an interface shows about one session. */
-export type SessionProjection = { actions: ActionView[]; activity: string; available_commands: CommandName[]; closed: boolean; conversation: ConversationEntry[]; exports: number; last_decision?: DecisionView | null; last_error?: string | null; lifecycle: Lifecycle; pending?: ActionSet | null; policy: ActionPolicy; revision: number; session: SessionId; status_line: string; stopping?: string | null; suggestions: Suggestion[]; task_plan: PlanTask[]; text_means: CommandName; usage: UsageView };
+export type SessionProjection = { actions: ActionView[]; activity: string; available_commands: CommandName[]; closed: boolean; conversation: ConversationEntry[]; exports: number; last_decision?: DecisionView | null; last_error?: string | null; lifecycle: Lifecycle; pending?: ActionSet | null; policy: ActionPolicy; revision: number; session: SessionId; status_line: string; stopping?: string | null; suggestions: Suggestion[]; task_plan: PlanTask[]; text_means: CommandName; title?: string | null; usage: UsageView };
 
 /** One row of a session list, the same in every interface. */
-export type SessionRow = { last_activity?: Timestamp | null; lifecycle?: Lifecycle | null; pending: boolean; session: SessionId; status_line: string };
+export type SessionRow = { last_activity?: Timestamp | null; lifecycle?: Lifecycle | null; pending: boolean; session: SessionId; status_line: string; title?: string | null };
 
 /** Events since a revision and the projection, taken together. */
 export type Snapshot = { events: RecordedEvent[]; output?: ToolOutput | null; projection: SessionProjection; review?: Review | null; revision: number; streaming: string; transient_revision: number };

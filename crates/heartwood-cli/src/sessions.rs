@@ -123,18 +123,33 @@ fn list(admin: &SessionAdmin, json: bool, limit: Option<usize>) -> Result<ExitCo
     } else if sessions.is_empty() {
         println!("no sessions in this project yet");
     } else {
+        let width = sessions
+            .iter()
+            .map(|s| s.id.as_str().len())
+            .max()
+            .unwrap_or(7)
+            .max(7);
         println!(
-            "{:<36} {:<24} {:>7}  status",
-            "session", "last activity", "events"
+            "{:<width$}  {:<24}  {:>6}  {:<22}  title",
+            "session", "last activity", "events", "state"
         );
         for s in &sessions {
+            let state = match (&s.pending, s.state) {
+                (Some(_), _) => "waiting for a decision".to_owned(),
+                (None, Some(state)) => state.as_str().replace('_', " "),
+                (None, None) => "unreadable".to_owned(),
+            };
             println!(
-                "{:<36} {:<24} {:>7}  {}",
+                "{:<width$}  {:<24}  {:>6}  {:<22}  {}",
                 s.id,
                 s.last_activity.as_deref().unwrap_or("-"),
                 s.events,
-                s.status
+                state,
+                s.title.as_deref().unwrap_or("-")
             );
+            if s.writer_pid.is_some() || s.interrupted || s.metadata_error.is_some() {
+                println!("{:<width$}  {}", "", s.status);
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

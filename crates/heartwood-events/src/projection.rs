@@ -27,6 +27,9 @@ pub struct SessionRow {
     pub status_line: String,
     /// Whether an action set waits for a decision.
     pub pending: bool,
+    /// Its title: the first task's first line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
 }
 
 impl SessionRow {
@@ -38,6 +41,7 @@ impl SessionRow {
             lifecycle: Some(projection.lifecycle),
             status_line: projection.status_line.clone(),
             pending: projection.pending.is_some(),
+            title: projection.title.clone(),
         }
     }
 }
@@ -85,6 +89,10 @@ pub struct SessionProjection {
     pub last_error: Option<String>,
     /// How many export bundles the session has recorded.
     pub exports: u64,
+    /// The session's title: the first task's first line (at most 80 characters), so lists
+    /// can say what each session is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// What the agent is doing, in a few words.
     pub activity: String,
     /// A pause (or a stop) was asked for and the running step has not yet ended, so every
@@ -197,6 +205,7 @@ impl SessionProjection {
             exports: 0,
             activity: String::new(),
             stopping: None,
+            title: None,
             available_commands: Vec::new(),
             text_means: crate::CommandName::SubmitTask,
             status_line: String::new(),

@@ -80,10 +80,28 @@ pub struct SessionListing {
     pub metadata_error: Option<String>,
     /// Where it stands, in words, with what to do when something is wrong.
     pub status: String,
+    /// What it is about: its first task's first line.
+    pub title: Option<String>,
+    /// Where its agent stands (running, waiting for a decision, paused, failed, finished, ...),
+    /// when its record can be read.
+    pub state: Option<heartwood_events::Lifecycle>,
+    /// The set waiting for a decision, if one does.
+    pub pending: Option<PendingListing>,
+}
+
+/// The set a listed session waits on.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PendingListing {
+    /// The set.
+    pub set_id: heartwood_events::ActionSetId,
+    /// The revision to decide.
+    pub revision: u64,
+    /// How many actions it holds.
+    pub members: usize,
 }
 
 impl SessionListing {
-    fn of(s: &SessionSummary) -> Self {
+    fn of(s: &SessionSummary, projection: Option<&SessionProjection>) -> Self {
         let status = match (&s.meta, &s.writer, s.interrupted) {
             (Err(e), _, _) => format!("unreadable metadata: {e}"),
             (Ok(_), Some(w), _) => format!("open in pid {}", w.pid),
@@ -104,7 +122,21 @@ impl SessionListing {
             interrupted: s.interrupted,
             writer_pid: s.writer.as_ref().map(|w| w.pid),
             metadata_error: s.meta.as_ref().err().cloned(),
-            status,
+            status: match projection {
+                Some(p) if s.writer.is_none() && !s.interrupted && s.meta.is_ok() => {
+                    p.status_line.clone()
+                }
+                _ => status,
+            },
+            title: projection.and_then(|p| p.title.clone()),
+            state: projection.map(|p| p.lifecycle),
+            pending: projection
+                .and_then(|p| p.pending.as_ref())
+                .map(|set| PendingListing {
+                    set_id: set.set_id.clone(),
+                    revision: set.revision,
+                    members: set.members.len(),
+                }),
         }
     }
 }
@@ -285,7 +317,25 @@ impl SessionAdmin {
 
     /// Sessions, most recently active first, at most `limit`, as listing lines.
     pub fn listing(&self, limit: Option<usize>) -> Result<Vec<SessionListing>, GatewayError> {
-        Ok(self.list(limit)?.iter().map(SessionListing::of).collect())
+        Ok(self
+            .list(limit)?
+            .iter()
+            .map(|s| SessionListing::of(s, self.projection_of(&s.id).as_ref()))
+            .collect())
+    }
+
+    /// The session's projection for a listing: the cache its last writer left when it still
+    /// matches the journal, else its events replayed (unverified: `verify` is the check).
+    fn projection_of(&self, id: &SessionId) -> Option<SessionProjection> {
+        let reader = self.store.reader(id).ok()?;
+        if let Some(cached) = reader
+            .derived()
+            .and_then(|v| serde_json::from_value::<SessionProjection>(v).ok())
+        {
+            return Some(cached);
+        }
+        let events: Vec<RecordedEvent> = reader.events().ok()?.into_iter().flatten().collect();
+        Some(crate::reducer::replay(id.clone(), &events))
     }
 
     /// One session's metadata, integrity and events (`id` as [`SessionAdmin::resolve`] takes

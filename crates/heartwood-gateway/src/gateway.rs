@@ -242,6 +242,7 @@ impl SessionGateway {
                     lifecycle: None,
                     status_line: format!("cannot be read: {e}"),
                     pending: false,
+                    title: None,
                 },
             });
         }

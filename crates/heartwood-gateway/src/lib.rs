@@ -30,8 +30,8 @@ mod worker;
 pub mod workspace;
 
 pub use admin::{
-    EventLine, ExportReport, IntegrityReport, RecoverReport, SessionAdmin, SessionListing,
-    SessionReport, SessionView,
+    EventLine, ExportReport, IntegrityReport, PendingListing, RecoverReport, SessionAdmin,
+    SessionListing, SessionReport, SessionView,
 };
 pub use error::{ErrorKind, GatewayError};
 pub use gateway::SessionGateway;

@@ -38,6 +38,17 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         Event::ExportRecorded { .. } => p.exports += 1,
         Event::SessionClosed {} => p.closed = true,
         Event::TaskSubmitted { text, policy, .. } => {
+            if p.title.is_none() {
+                let first = text
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or_default();
+                let mut title: String = first.trim().chars().take(80).collect();
+                if first.trim().chars().count() > 80 {
+                    title.push('…');
+                }
+                p.title = Some(title);
+            }
             say(p, seq, Role::Researcher, text);
             p.policy = *policy;
             p.closed = false;

@@ -46,7 +46,9 @@ try {
   const shown = await page.evaluate(() => [...document.querySelectorAll("#conversation .msg, #conversation .action > div:not(.msg)")].map(e => e.textContent).join("\n"));
   if (shown.includes("**")) throw new Error("raw markup shown: " + shown);
   await page.screenshot({ path: screenshot, fullPage: true });
-  const session = await page.evaluate(() => [...document.querySelectorAll("#sessions button")].map(b => b.textContent.split(" — ")[0])[0]);
+  const session = await page.evaluate(() => [...document.querySelectorAll("#sessions button")].map(b => b.dataset.session)[0]);
+  const title = await page.textContent("#sessions button strong");
+  if (title !== "write ran.txt") throw new Error("the session list shows no title: " + title);
   console.log("session: " + session);
 } catch (error) {
   await page.screenshot({ path: screenshot, fullPage: true }).catch(() => {});

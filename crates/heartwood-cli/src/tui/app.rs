@@ -18,6 +18,8 @@ pub struct SessionRow {
     pub status: String,
     /// Whether an action set waits for a decision.
     pub pending: bool,
+    /// What the session is about (its first task's first line), when it has had a task.
+    pub title: Option<String>,
 }
 
 /// The form that connects a compatible-service route.

@@ -285,6 +285,7 @@ fn sessions_screen(gateway: &SessionGateway, selected: usize) -> Result<Screen> 
                 .unwrap_or_default(),
             status: row.status_line,
             pending: row.pending,
+            title: row.title,
         })
         .collect();
     let selected = selected.min(rows.len().saturating_sub(1));

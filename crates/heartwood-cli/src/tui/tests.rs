@@ -207,6 +207,7 @@ fn startup_explains_an_unreachable_service() {
 #[test]
 fn the_session_list_marks_pending_decisions() {
     let row = |id: &str, when: &str, status: &str, pending| SessionRow {
+        title: Some(format!("Task of {id}")),
         id: SessionId::parse(id).expect("id"),
         when: when.into(),
         status: status.into(),

@@ -72,15 +72,23 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
                     } else {
                         ""
                     };
-                    ListItem::new(Line::from(vec![
-                        Span::styled(
-                            format!("{:<32} ", r.id),
-                            Style::default().add_modifier(Modifier::BOLD),
-                        ),
-                        Span::raw(format!("{:<25} ", r.when)),
-                        Span::styled(mark, Style::default().fg(Color::Yellow)),
-                        Span::raw(r.status.clone()),
-                    ]))
+                    let title = r.title.as_deref().unwrap_or("(no task yet)");
+                    ListItem::new(vec![
+                        Line::from(vec![
+                            Span::styled(
+                                format!("{title} "),
+                                Style::default().add_modifier(Modifier::BOLD),
+                            ),
+                            Span::styled(mark, Style::default().fg(Color::Yellow)),
+                        ]),
+                        Line::from(vec![
+                            Span::styled(
+                                format!("  {}  {}  ", r.id, r.when),
+                                Style::default().fg(Color::DarkGray),
+                            ),
+                            Span::raw(r.status.clone()),
+                        ]),
+                    ])
                 })
                 .collect();
             let title = if rows.is_empty() {
