@@ -71,6 +71,9 @@ export type Origin = { event: number; sha256: string };
 /** What a command came to. */
 export type Outcome = { last_seq?: Seq | null; result?: unknown; status: "applied" } | { reason: string; status: "refused" };
 
+/** A session that waits for a decision, and the command that answers it from a shell. */
+export type PendingDecision = { answer: string; session: SessionId; title?: string | null };
+
 /** Where the project stands, in the order the planner checks. */
 export type Phase = "recovery_required" | "project_review" | "model_required" | "credential_required" | "connection_required" | "compute_required" | "ready";
 
@@ -120,7 +123,7 @@ export type SessionRow = { last_activity?: Timestamp | null; lifecycle?: Lifecyc
 export type Snapshot = { events: RecordedEvent[]; output?: ToolOutput | null; projection: SessionProjection; review?: Review | null; revision: number; streaming: string; transient_revision: number };
 
 /** The startup plan. */
-export type StartupPlan = { explanation: string; next_action: string; phase: Phase; route?: RouteSummary | null; sessions: number };
+export type StartupPlan = { explanation: string; next_action: string; pending_decisions?: PendingDecision[]; phase: Phase; route?: RouteSummary | null; sessions: number };
 
 /** A next step, with how to take it: the typed command it means (each interface shows its own
  * key or button for it) or, for something outside the session, the shell command to run. */

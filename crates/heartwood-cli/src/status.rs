@@ -19,6 +19,18 @@ pub fn run(project: &ProjectContext, json: bool) -> Result<ExitCode> {
 
 /// The plan in words.
 pub fn print_plan(plan: &StartupPlan) {
+    for waiting in &plan.pending_decisions {
+        println!(
+            "waiting   session {}{} waits for your decision",
+            waiting.session,
+            waiting
+                .title
+                .as_deref()
+                .map(|t| format!(" ({t})"))
+                .unwrap_or_default()
+        );
+        println!("          {}", waiting.answer);
+    }
     let phase = serde_json::to_value(plan.phase)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))

@@ -162,6 +162,15 @@ async fn a_second_process_on_a_busy_session_reaches_it_through_its_owner() {
         .spawn()
         .expect("spawn");
     wait_for_writer(project.path()).await;
+    let journal = project
+        .path()
+        .join(".heartwood/sessions/shared/events.jsonl");
+    for _ in 0..500 {
+        if std::fs::read_to_string(&journal).is_ok_and(|j| j.contains("task_submitted")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     // The first process serves the session; the second's text reaches it as guidance
     // (what typed text means while a task runs) instead of being refused.
     let second = heartwood_async(project.path(), &["exec", "--session", "shared", "me too"]).await;

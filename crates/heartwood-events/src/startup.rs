@@ -64,4 +64,19 @@ pub struct StartupPlan {
     pub route: Option<RouteSummary>,
     /// Sessions recorded in this project.
     pub sessions: usize,
+    /// Sessions waiting for a decision, most recent first: said before anything else.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_decisions: Vec<PendingDecision>,
+}
+
+/// A session that waits for a decision, and the command that answers it from a shell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PendingDecision {
+    /// The session.
+    pub session: crate::SessionId,
+    /// What it is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The command that answers it (`allow` or `reject`).
+    pub answer: String,
 }

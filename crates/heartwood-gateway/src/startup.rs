@@ -13,7 +13,7 @@ use crate::{GatewayError, ProjectContext};
 /// How long the planner waits for the model service to accept a connection.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
-pub use heartwood_events::startup::{Phase, RouteSummary, StartupPlan};
+pub use heartwood_events::startup::{PendingDecision, Phase, RouteSummary, StartupPlan};
 
 /// Plans startup for `project`.
 ///
@@ -31,6 +31,21 @@ pub use heartwood_events::startup::{Phase, RouteSummary, StartupPlan};
 /// ```
 pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
     let sessions = SessionStore::new(project.root()).list()?;
+    let pending_decisions: Vec<PendingDecision> = crate::SessionAdmin::new(project)
+        .listing(None)?
+        .into_iter()
+        .filter_map(|s| {
+            let set = s.pending?;
+            Some(PendingDecision {
+                answer: format!(
+                    "heartwood decide {} --set {} --revision {} allow|reject",
+                    s.id, set.set_id, set.revision
+                ),
+                session: s.id,
+                title: s.title,
+            })
+        })
+        .collect();
     let plan = |phase, explanation: String, next_action: String, route: Option<RouteSummary>| {
         StartupPlan {
             phase,
@@ -38,6 +53,7 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             next_action,
             route,
             sessions: sessions.len(),
+            pending_decisions: pending_decisions.clone(),
         }
     };
     if let Some(s) = sessions.iter().find(|s| s.interrupted) {

@@ -38,7 +38,7 @@ pub enum Screen {
     /// The startup plan, when the project is not ready.
     Startup {
         /// The plan.
-        plan: StartupPlan,
+        plan: Box<StartupPlan>,
         /// The connect form (used in `model_required`).
         form: ConnectForm,
     },

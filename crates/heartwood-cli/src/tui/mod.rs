@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use heartwood_events::{Command, Outcome};
+use heartwood_events::{Command, Outcome, SessionId};
 use heartwood_gateway::config::{ProjectConfig, RouteConfig};
 use heartwood_gateway::startup::{self, Phase};
 use heartwood_gateway::{ProjectContext, SessionGateway, Update};
@@ -73,7 +73,20 @@ pub fn run_with_input(project: ProjectContext, input: Option<String>) -> Result<
         let result = event_loop(&mut terminal, &gateway, &project, first).await;
         ratatui::restore();
         gateway.close().await;
-        result.map(|()| ExitCode::SUCCESS)
+        // Where the researcher left off, and how to answer a decision from the shell.
+        if let Ok(Some(id)) = &result
+            && let Ok(projection) = gateway.projection(id)
+            && projection.title.is_some()
+        {
+            println!("session {id}: {}", projection.status_line);
+            if let Some(set) = &projection.pending {
+                println!(
+                    "answer it with: heartwood decide {id} --set {} --revision {} allow|reject",
+                    set.set_id, set.revision
+                );
+            }
+        }
+        result.map(|_| ExitCode::SUCCESS)
     })
 }
 
@@ -87,7 +100,7 @@ async fn event_loop(
     gateway: &SessionGateway,
     project: &ProjectContext,
     mut app: App,
-) -> Result<()> {
+) -> Result<Option<SessionId>> {
     let (keys_tx, mut keys) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         loop {
@@ -107,7 +120,7 @@ async fn event_loop(
     loop {
         terminal.draw(|frame| view::render(frame, &app))?;
         if exit_after_first {
-            return Ok(());
+            return Ok(open_session(&app));
         }
         tokio::select! {
             input = keys.recv() => match input {
@@ -115,11 +128,11 @@ async fn event_loop(
                     if let Some(intent) = app.on_key(key)
                         && !apply(&mut app, intent, gateway, project, &mut updates)?
                     {
-                        return Ok(());
+                        return Ok(open_session(&app));
                     }
                 }
                 Some(Input::Redraw) => {}
-                None => return Ok(()),
+                None => return Ok(open_session(&app)),
             },
             changed = next_update(&mut updates) => {
                 if changed {
@@ -136,6 +149,14 @@ async fn event_loop(
                 }
             }
         }
+    }
+}
+
+/// The session on screen, if one is.
+fn open_session(app: &App) -> Option<SessionId> {
+    match &app.screen {
+        Screen::Session { id, .. } => Some(id.clone()),
+        _ => None,
     }
 }
 
@@ -268,7 +289,7 @@ fn first_screen(gateway: &SessionGateway, project: &ProjectContext) -> Result<Sc
         return sessions_screen(gateway, 0);
     }
     Ok(Screen::Startup {
-        plan,
+        plan: Box::new(plan),
         form: ConnectForm::default(),
     })
 }

@@ -168,6 +168,7 @@ fn key(code: KeyCode) -> KeyEvent {
 #[test]
 fn startup_asks_for_a_model_with_a_form() {
     let plan = StartupPlan {
+        pending_decisions: Vec::new(),
         phase: Phase::ModelRequired,
         explanation: "No model is connected to this project yet.".into(),
         next_action:
@@ -180,12 +181,16 @@ fn startup_asks_for_a_model_with_a_form() {
         model: "qwen2.5-co".into(),
         field: 1,
     };
-    insta::assert_snapshot!(draw(&App::new(Screen::Startup { plan, form })));
+    insta::assert_snapshot!(draw(&App::new(Screen::Startup {
+        plan: Box::new(plan),
+        form
+    })));
 }
 
 #[test]
 fn startup_explains_an_unreachable_service() {
     let plan = StartupPlan {
+        pending_decisions: Vec::new(),
         phase: Phase::ConnectionRequired,
         explanation: "Nothing answers at http://127.0.0.1:9/v1 (connection refused).".into(),
         next_action: "Start the model service, then press Enter to check again.".into(),
@@ -199,7 +204,7 @@ fn startup_explains_an_unreachable_service() {
         sessions: 2,
     };
     insta::assert_snapshot!(draw(&App::new(Screen::Startup {
-        plan,
+        plan: Box::new(plan),
         form: ConnectForm::default()
     })));
 }
