@@ -13,6 +13,13 @@ pub fn run(project: &ProjectContext, json: bool) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&plan)?);
     } else {
         print_plan(&plan);
+        match project.found_from() {
+            Some(below) => println!(
+                "project   {} (found above the current folder {below})",
+                project.root()
+            ),
+            None => println!("project   {} (the current folder)", project.root()),
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

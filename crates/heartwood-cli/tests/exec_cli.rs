@@ -342,6 +342,19 @@ async fn decide_last_acts_on_the_one_pending_set_and_ids_take_prefixes() {
         "{said}"
     );
 
+    // From a folder inside the project, the project is found above it, as git finds its
+    // work tree, and said so.
+    let inside = project.path().join("data/raw");
+    std::fs::create_dir_all(&inside).expect("mkdir");
+    let status = text(&heartwood(&inside, &["status"]).stdout);
+    assert!(
+        status.contains("found above the current folder"),
+        "{status}"
+    );
+    assert!(!status.contains("no model is connected"), "{status}");
+    let listed = text(&heartwood(&inside, &["sessions", "ls"]).stdout);
+    assert!(listed.contains("s-alpha-1"), "{listed}");
+
     // A reader that goes away early ends the output quietly.
     let mut piped = std::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
         .args(["sessions", "show", "s-alpha-1"])

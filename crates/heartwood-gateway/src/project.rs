@@ -15,13 +15,33 @@ use crate::GatewayError;
 #[derive(Debug, Clone)]
 pub struct ProjectContext {
     root: Utf8PathBuf,
+    /// The folder the process runs in, when the project was found above it.
+    below: Option<Utf8PathBuf>,
 }
 
 impl ProjectContext {
-    /// The project in the process's current directory. Creates nothing.
+    /// The project of the process's current directory: the directory itself when it holds
+    /// `.heartwood/` (or nothing above it does), else the nearest ancestor that holds one, as
+    /// git finds its work tree; the search stops below the home folder and the filesystem root,
+    /// and never crosses into another filesystem. A new project is still created only in the
+    /// current directory. Creates nothing.
     pub fn current() -> Result<Self, GatewayError> {
-        let root = std::env::current_dir().map_err(|e| GatewayError::NoProject(e.to_string()))?;
-        Self::utf8(&root)
+        let cwd = std::env::current_dir().map_err(|e| GatewayError::NoProject(e.to_string()))?;
+        let here = Self::utf8(&cwd)?;
+        match nearest_project_above(&cwd) {
+            Some(root) => {
+                let mut found = Self::utf8(&root)?;
+                found.below = Some(here.root);
+                Ok(found)
+            }
+            None => Ok(here),
+        }
+    }
+
+    /// The folder the process runs in, when the project was found above it (`None` when the
+    /// project is the current directory).
+    pub fn found_from(&self) -> Option<&Utf8Path> {
+        self.below.as_deref()
     }
 
     /// The project at `root`, for tests and for programs embedding Heartwood that have already
@@ -47,7 +67,7 @@ impl ProjectContext {
                 path.display()
             ))
         })?;
-        Ok(ProjectContext { root })
+        Ok(ProjectContext { root, below: None })
     }
 
     /// The project's root directory.
@@ -59,4 +79,27 @@ impl ProjectContext {
     pub fn state_dir(&self) -> Utf8PathBuf {
         self.root.join(".heartwood")
     }
+}
+
+/// The nearest strict ancestor of `start` holding `.heartwood/`, when `start` holds none; the
+/// search stops below the home folder and the filesystem root, and at a filesystem boundary.
+fn nearest_project_above(start: &Path) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    if start.join(".heartwood").is_dir() {
+        return None;
+    }
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let device = std::fs::metadata(start).ok()?.dev();
+    let mut dir = start.parent();
+    while let Some(candidate) = dir {
+        let is_ceiling = candidate.parent().is_none() || home.as_deref() == Some(candidate);
+        if is_ceiling || std::fs::metadata(candidate).ok()?.dev() != device {
+            return None;
+        }
+        if candidate.join(".heartwood").is_dir() {
+            return Some(candidate.to_owned());
+        }
+        dir = candidate.parent();
+    }
+    None
 }
