@@ -184,6 +184,23 @@ pub fn analysis_plan(files: Files<'_>, result: &mut CheckResult) {
         Some(Err(e)) => return result.fail(format!("the plan is not in the expected form: {e}")),
         None => return result.fail("the check needs the plan"),
     };
+    plan_fits_dictionary(&plan, &dictionary, result);
+    if plan.split != "group_disjoint" {
+        result.mark_unverified(format!(
+            "the maintained checks support the group_disjoint split, not {:?}",
+            plan.split
+        ));
+    }
+}
+
+/// The plan names the dictionary's outcome and grouping, one permitted predictor, and the
+/// dictionary's held-out groups (at least one). Shared by the plan check and the model check,
+/// which binds a model to its plan.
+pub(crate) fn plan_fits_dictionary(
+    plan: &AnalysisPlan,
+    dictionary: &Dictionary,
+    result: &mut CheckResult,
+) {
     if plan.outcome != dictionary.outcome {
         result.fail(format!(
             "the plan's outcome {:?} is not the dictionary's {:?}",
@@ -210,11 +227,5 @@ pub fn analysis_plan(files: Files<'_>, result: &mut CheckResult) {
     }
     if plan.held_out_groups.is_empty() {
         result.fail("the plan holds out no group, so nothing would be held out");
-    }
-    if plan.split != "group_disjoint" {
-        result.mark_unverified(format!(
-            "the maintained checks support the group_disjoint split, not {:?}",
-            plan.split
-        ));
     }
 }

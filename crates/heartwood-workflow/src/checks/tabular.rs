@@ -291,12 +291,8 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
             );
         }
     };
-    if report.outcome != dictionary.outcome {
-        result.fail(format!(
-            "the report's outcome {:?} is not the dictionary's {:?}",
-            report.outcome, dictionary.outcome
-        ));
-    }
+    // The plan must fit the dictionary, and the report must be the plan's model.
+    super::reports::plan_fits_dictionary(&plan, &dictionary, result);
     if report.outcome != plan.outcome {
         result.fail(format!(
             "the report's outcome {:?} is not the plan's {:?}",
@@ -307,21 +303,6 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
         result.fail(format!(
             "the report fits predictor {:?}; the plan declared {:?}",
             report.predictor, plan.predictor
-        ));
-    }
-    if plan.group != dictionary.group {
-        result.fail(format!(
-            "the plan groups by {:?}; the dictionary's group is {:?}",
-            plan.group, dictionary.group
-        ));
-    }
-    let mut planned = plan.held_out_groups.clone();
-    let mut declared = dictionary.held_out_groups.clone();
-    planned.sort();
-    declared.sort();
-    if planned != declared {
-        result.fail(format!(
-            "the plan holds out {planned:?}; the split follows the dictionary's {declared:?}"
         ));
     }
     if !dictionary.predictors.contains(&report.predictor) {
