@@ -137,7 +137,7 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                 }
             }
             if !json {
-                print_assessment(&service.assess_stage(&definition, &stage, &results)?);
+                print_assessment(&service.assess_checked(&definition, &stage, &results)?);
             }
             let all_passed = results.iter().all(|r| r.status == CheckStatus::Passed);
             Ok(if all_passed {

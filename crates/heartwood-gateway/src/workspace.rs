@@ -164,13 +164,7 @@ impl WorkspaceService {
         definition: &str,
         stage: &str,
     ) -> Result<Vec<heartwood_workflow::CheckResult>, GatewayError> {
-        let definition = heartwood_workflow::catalog::definition(definition)
-            .map_err(|e| GatewayError::Config(e.to_string()))?
-            .ok_or_else(|| {
-                GatewayError::Config(format!(
-                    "no workflow definition {definition:?}; `heartwood workflow catalog` lists them"
-                ))
-            })?;
+        let definition = maintained(definition)?;
         heartwood_workflow::evaluate::check_stage(&self.workspace, &definition, stage).ok_or_else(
             || {
                 let stages: Vec<&str> = definition.stages.iter().map(|s| s.id.as_str()).collect();
@@ -185,22 +179,43 @@ impl WorkspaceService {
 }
 
 impl WorkspaceService {
-    /// Assesses check results as evidence for a stage: complete, passing, and still about the
-    /// files now in the project. Eligibility grants nothing by itself.
+    /// Assesses saved check results as evidence for a stage: the checks run again, and the
+    /// stage is eligible only when they pass on the same bytes the saved results name.
+    /// Eligibility grants nothing by itself.
     pub fn assess_stage(
         &self,
         definition: &str,
         stage: &str,
         results: &[heartwood_workflow::CheckResult],
     ) -> Result<heartwood_workflow::gate::Assessment, GatewayError> {
-        let found = heartwood_workflow::catalog::definition(definition)
-            .map_err(|e| GatewayError::Config(e.to_string()))?
-            .ok_or_else(|| {
-                GatewayError::Config(format!("no workflow definition {definition:?}"))
-            })?;
+        let found = maintained(definition)?;
         heartwood_workflow::gate::assess(&self.workspace, &found, stage, results)
             .ok_or_else(|| GatewayError::Config(format!("{definition} has no stage {stage:?}")))
     }
+
+    /// Assesses results [`WorkspaceService::check_stage`] has just computed, without running
+    /// the checks a second time.
+    pub fn assess_checked(
+        &self,
+        definition: &str,
+        stage: &str,
+        results: &[heartwood_workflow::CheckResult],
+    ) -> Result<heartwood_workflow::gate::Assessment, GatewayError> {
+        let found = maintained(definition)?;
+        heartwood_workflow::gate::assess_against(&self.workspace, &found, stage, results, results)
+            .ok_or_else(|| GatewayError::Config(format!("{definition} has no stage {stage:?}")))
+    }
+}
+
+/// The maintained definition `id`, or why there is none.
+fn maintained(id: &str) -> Result<heartwood_workflow::Definition, GatewayError> {
+    heartwood_workflow::catalog::definition(id)
+        .map_err(|e| GatewayError::Config(e.to_string()))?
+        .ok_or_else(|| {
+            GatewayError::Config(format!(
+                "no workflow definition {id:?}; `heartwood workflow catalog` lists them"
+            ))
+        })
 }
 
 /// The workflow catalog (read-only; creates nothing).

@@ -45,10 +45,22 @@ pub fn assess(
     stage: &str,
     saved: &[CheckResult],
 ) -> Option<Assessment> {
+    let now = crate::evaluate::check_stage(workspace, definition, stage)?;
+    assess_against(workspace, definition, stage, saved, &now)
+}
+
+/// Assesses `saved` results against `now`, the stage's checks run on the files as they are.
+/// Results this process has just computed are their own `now`: nothing to run twice.
+pub fn assess_against(
+    workspace: &Workspace,
+    definition: &Definition,
+    stage: &str,
+    saved: &[CheckResult],
+    now: &[CheckResult],
+) -> Option<Assessment> {
     let stage = definition.stages.iter().find(|s| s.id == stage)?;
-    let now = crate::evaluate::check_stage(workspace, definition, &stage.id)?;
     let mut problems = Vec::new();
-    for ((required, recomputed), i) in stage.checks.iter().zip(&now).zip(0..) {
+    for ((required, recomputed), i) in stage.checks.iter().zip(now).zip(0..) {
         let Some(then) = saved.get(i).filter(|r| r.check == required.check) else {
             problems.push(format!(
                 "no result for the required check {}",
