@@ -84,7 +84,7 @@ export type PlanStatus = "todo" | "in_progress" | "done";
 export type PlanTask = { notes?: string; status: PlanStatus; title: string };
 
 /** Exactly what one action would do, computed without running it. */
-export type Preview = { command: string; input: boolean; kind: "command"; reset: boolean; timeout_secs?: number | null; working_directory: string } | { content: string; kind: "create"; lines: number; omitted_lines: number; path: string } | { added: number; kind: "diff"; omitted_lines: number; path: string; removed: number; sha256: string; unified: string } | { kind: "read"; path: string; range?: number[] | null } | { kind: "plan"; tasks: PlanTask[] } | { kind: "note"; text: string } | { kind: "would_fail"; reason: string };
+export type Preview = { command: string; context: string; input: boolean; kind: "command"; reset: boolean; timeout_secs?: number | null; working_directory: string } | { content: string; kind: "create"; lines: number; omitted_lines: number; path: string } | { added: number; kind: "diff"; omitted_lines: number; path: string; removed: number; sha256: string; unified: string } | { kind: "read"; path: string; range?: number[] | null } | { kind: "plan"; tasks: PlanTask[] } | { kind: "note"; text: string } | { kind: "would_fail"; reason: string };
 
 /** Usage for one purpose. */
 export type PurposeUsage = { label: string; purpose: string; usage: UsageFigures };

@@ -160,19 +160,11 @@ fn print_preview(paint: &Paint, preview: &Preview) {
     match preview {
         Preview::Command {
             command,
-            working_directory,
             input,
-            reset,
-            timeout_secs,
+            context,
+            ..
         } => {
-            let mut notes = vec![format!("in {working_directory}")];
-            if *reset {
-                notes.push("after restarting the shell".to_owned());
-            }
-            if let Some(t) = timeout_secs {
-                notes.push(format!("waits up to {t} s"));
-            }
-            println!("      {}", paint.wrap("2", &notes.join(" · ")));
+            println!("      {}", paint.wrap("2", context));
             let prompt = if *input { "> " } else { "$ " };
             for line in command.split('\n') {
                 println!("      {}", paint.wrap("36", &format!("{prompt}{line}")));

@@ -58,6 +58,8 @@ pub enum Preview {
         /// The soft timeout asked for, in seconds.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_secs: Option<u64>,
+        /// Where and how it runs, in words (every interface shows this line as it is).
+        context: String,
     },
     /// A new file, with its content.
     Create {

@@ -83,7 +83,9 @@ pub(crate) struct Core {
     /// The project, for reviews of pending sets.
     project: camino::Utf8PathBuf,
     /// The project's files, read-only and confined, for reviews.
-    workspace: Option<Arc<heartwood_workspace::Workspace>>,
+    /// Opened on the first review (opening it asks `git` about the project, which a session
+    /// that never shows a set should not pay for); `None` inside when it cannot be opened.
+    workspace: std::sync::OnceLock<Option<heartwood_workspace::Workspace>>,
     /// The review of the pending set, computed when the set was shown.
     review: Option<Review>,
     /// The command channel other processes reach this session through, while served here.
@@ -117,9 +119,7 @@ impl Live {
                 worker: None,
                 row: Arc::clone(&row),
                 project: project.to_owned(),
-                workspace: heartwood_workspace::Workspace::open(project)
-                    .ok()
-                    .map(Arc::new),
+                workspace: std::sync::OnceLock::new(),
                 review: None,
                 channel: None,
                 staged: Vec::new(),
@@ -340,18 +340,21 @@ impl Core {
         {
             return;
         }
-        self.review = Some(crate::review::review(
-            &self.project,
-            self.workspace.as_deref(),
-            set,
-        ));
+        self.review = Some(crate::review::review(&self.project, self.workspace(), set));
+    }
+
+    /// The project's confined reader, opened on first use.
+    fn workspace(&self) -> Option<&heartwood_workspace::Workspace> {
+        self.workspace
+            .get_or_init(|| heartwood_workspace::Workspace::open(&self.project).ok())
+            .as_ref()
     }
 
     /// Files the review previewed whose bytes changed since.
     pub(crate) fn stale_review(&self) -> Vec<String> {
         self.review
             .as_ref()
-            .map(|r| crate::review::stale(self.workspace.as_deref(), r))
+            .map(|r| crate::review::stale(self.workspace(), r))
             .unwrap_or_default()
     }
 

@@ -156,13 +156,29 @@ fn preview(
             is_input,
             timeout,
             reset,
-        }) => Preview::Command {
-            command,
-            working_directory: ".".to_owned(),
-            input: is_input,
-            reset,
-            timeout_secs: timeout.map(|t| t.max(0.0).round() as u64),
-        },
+        }) => {
+            let timeout_secs = timeout.map(|t| t.max(0.0).round() as u64);
+            let mut context = vec![
+                "in the project folder (an earlier cd in this shell still applies)".to_owned(),
+            ];
+            if is_input {
+                context.push("sent to the program already running".to_owned());
+            }
+            if reset {
+                context.push("after restarting the shell".to_owned());
+            }
+            if let Some(t) = timeout_secs {
+                context.push(format!("waits up to {t} s"));
+            }
+            Preview::Command {
+                command,
+                working_directory: ".".to_owned(),
+                input: is_input,
+                reset,
+                timeout_secs,
+                context: context.join(" · "),
+            }
+        }
         ToolCallRequest::FileEditor(args) => match (paths, workspace) {
             (Some(paths), Some(workspace)) => edit_preview(paths, workspace, &args),
             _ => Preview::WouldFail {

@@ -78,26 +78,11 @@ fn preview_lines(preview: &Preview, width: usize, out: &mut Vec<Line<'static>>) 
     match preview {
         Preview::Command {
             command,
-            working_directory,
             input,
-            reset,
-            timeout_secs,
+            context,
+            ..
         } => {
-            let place = if working_directory == "." {
-                "the project folder".to_owned()
-            } else {
-                working_directory.clone()
-            };
-            let mut notes = vec![format!(
-                "in {place} (an earlier cd in this shell still applies)"
-            )];
-            if *reset {
-                notes.push("after restarting the shell".to_owned());
-            }
-            if let Some(t) = timeout_secs {
-                notes.push(format!("waits up to {t} s"));
-            }
-            out.push(Line::styled(format!("    {}", notes.join(" · ")), dim));
+            out.push(Line::styled(format!("    {context}"), dim));
             let prompt = if *input { "> " } else { "$ " };
             for line in command.split('\n') {
                 push_wrapped(out, prompt, line, width, Style::default().fg(Color::Cyan));
