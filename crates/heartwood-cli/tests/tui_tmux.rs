@@ -66,6 +66,17 @@ impl Tmux {
         self.run(&["send-keys", "-t", "tui", "-l", text]);
     }
 
+    /// From the empty session list: a new session, given `task`.
+    async fn start_task(&self, task: &str) {
+        self.wait_for("the session list", |s| s.contains("press n to start one"))
+            .await;
+        self.keys(&["n"]);
+        self.wait_for("the session screen", |s| s.contains("Ready for a task"))
+            .await;
+        self.type_text(task);
+        self.keys(&["Enter"]);
+    }
+
     async fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let started = Instant::now();
         loop {
@@ -95,6 +106,15 @@ impl Drop for Tmux {
             .args(["-L", &self.socket, "kill-server"])
             .status();
     }
+}
+
+/// The project's latest session: its id and `sessions show --json`.
+fn latest_session(project: &Path) -> (String, Value) {
+    let listed = heartwood(project, &["sessions", "ls", "--json"]);
+    let list: Value = serde_json::from_slice(&listed.stdout).expect("json");
+    let id = list[0]["id"].as_str().expect("id").to_owned();
+    let shown = heartwood(project, &["sessions", "show", &id, "--json"]);
+    (id, serde_json::from_slice(&shown.stdout).expect("json"))
 }
 
 fn set_of(a: &str, b: &str) -> Turn {
@@ -129,13 +149,7 @@ async fn reject_with_a_reason_allow_the_next_set_and_leave_one_pending_for_the_s
     connect_scripted(project.path(), &server.base_url());
     let tmux = Tmux::start(project.path());
 
-    tmux.wait_for("the session list", |s| s.contains("press n to start one"))
-        .await;
-    tmux.keys(&["n"]);
-    tmux.wait_for("the session screen", |s| s.contains("Ready for a task"))
-        .await;
-    tmux.type_text("write ran.txt");
-    tmux.keys(&["Enter"]);
+    tmux.start_task("write ran.txt").await;
 
     let review = tmux
         .wait_for("the first set", |s| {
@@ -205,11 +219,7 @@ async fn reject_with_a_reason_allow_the_next_set_and_leave_one_pending_for_the_s
     }
 
     // The set is still pending; the shell answers it.
-    let sessions = heartwood(project.path(), &["sessions", "ls", "--json"]);
-    let list: Value = serde_json::from_slice(&sessions.stdout).expect("json");
-    let id = list[0]["id"].as_str().expect("id").to_owned();
-    let shown = heartwood(project.path(), &["sessions", "show", &id, "--json"]);
-    let view: Value = serde_json::from_slice(&shown.stdout).expect("json");
+    let (id, view) = latest_session(project.path());
     let pending = &view["projection"]["pending"];
     assert_eq!(pending["members"].as_array().map(Vec::len), Some(2));
     let set = pending["set_id"].as_str().expect("set").to_owned();
@@ -251,13 +261,7 @@ async fn esc_stops_a_thirty_second_command_and_the_journal_records_it() {
     .expect("server");
     connect_scripted(project.path(), &server.base_url());
     let tmux = Tmux::start(project.path());
-    tmux.wait_for("the session list", |s| s.contains("press n to start one"))
-        .await;
-    tmux.keys(&["n"]);
-    tmux.wait_for("the session screen", |s| s.contains("Ready for a task"))
-        .await;
-    tmux.type_text("wait half a minute");
-    tmux.keys(&["Enter"]);
+    tmux.start_task("wait half a minute").await;
     tmux.wait_for("the set", |s| s.contains("$ echo begun; sleep 30"))
         .await;
     tmux.keys(&["a", "Enter"]);
@@ -275,11 +279,7 @@ async fn esc_stops_a_thirty_second_command_and_the_journal_records_it() {
     assert!(paused.contains("[failed]"), "{paused}");
     tmux.keys(&["C-q"]);
 
-    let sessions = heartwood(project.path(), &["sessions", "ls", "--json"]);
-    let list: Value = serde_json::from_slice(&sessions.stdout).expect("json");
-    let id = list[0]["id"].as_str().expect("id").to_owned();
-    let shown = heartwood(project.path(), &["sessions", "show", &id, "--json"]);
-    let view: Value = serde_json::from_slice(&shown.stdout).expect("json");
+    let (_, view) = latest_session(project.path());
     let kinds: Vec<&str> = view["events"]
         .as_array()
         .expect("events")
@@ -307,21 +307,11 @@ async fn the_shell_decides_a_set_the_open_tui_is_showing_and_the_tui_follows() {
             .expect("server");
     connect_scripted(project.path(), &server.base_url());
     let tmux = Tmux::start(project.path());
-    tmux.wait_for("the session list", |s| s.contains("press n to start one"))
-        .await;
-    tmux.keys(&["n"]);
-    tmux.wait_for("the session screen", |s| s.contains("Ready for a task"))
-        .await;
-    tmux.type_text("write ran.txt");
-    tmux.keys(&["Enter"]);
+    tmux.start_task("write ran.txt").await;
     tmux.wait_for("the set", |s| s.contains("echo D2")).await;
 
     // The TUI holds the session; the shell's decision reaches it through its channel.
-    let shown = heartwood(project.path(), &["sessions", "ls", "--json"]);
-    let list: Value = serde_json::from_slice(&shown.stdout).expect("json");
-    let id = list[0]["id"].as_str().expect("id").to_owned();
-    let view = heartwood(project.path(), &["sessions", "show", &id, "--json"]);
-    let view: Value = serde_json::from_slice(&view.stdout).expect("json");
+    let (id, view) = latest_session(project.path());
     let pending = &view["projection"]["pending"];
     let set = pending["set_id"].as_str().expect("set").to_owned();
     let revision = pending["revision"].to_string();
