@@ -34,7 +34,8 @@ impl fmt::Display for Damage {
         match self.kind {
             DamageKind::TornTail => f.write_str(
                 "this looks like a torn tail left by a crash mid-append, with no recovery intent \
-                 to complete it; it is not repaired automatically: recovery required",
+                 to complete it; it is not repaired automatically: recovery required \
+                 (`heartwood sessions recover` cuts the incomplete append, keeping its bytes)",
             ),
             DamageKind::Modification => f.write_str(
                 "this looks like a modification made after the record was written; \

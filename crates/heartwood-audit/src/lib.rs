@@ -26,6 +26,7 @@ mod reader;
 mod receipts;
 mod record;
 mod store;
+mod torn;
 mod verify;
 mod writer;
 
@@ -41,6 +42,7 @@ pub use reader::SessionReader;
 pub use receipts::{RebuiltReceipt, ReceiptRepair};
 pub use record::{AuditRecord, genesis};
 pub use store::{SessionStore, SessionSummary};
+pub use torn::TornTailCut;
 pub use verify::Verified;
 pub use writer::{Recovery, SessionWriter};
 

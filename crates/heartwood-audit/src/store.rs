@@ -122,6 +122,13 @@ impl SessionStore {
         crate::receipts::repair(id, &self.paths(id), describe)
     }
 
+    /// Cuts session `id`'s torn tail, an incomplete last append no intent can complete, keeping
+    /// the cut bytes beside it (see [`TornTailCut`]); `None` when the session verifies as it is.
+    /// Damage that looks like a modification is refused.
+    pub fn cut_torn_tail(&self, id: &SessionId) -> Result<Option<crate::TornTailCut>, AuditError> {
+        crate::torn::cut_torn_tail(id, &self.paths(id))
+    }
+
     /// Opens a session read-only.
     pub fn reader(&self, id: &SessionId) -> Result<SessionReader, AuditError> {
         SessionReader::open(id, self.paths(id))

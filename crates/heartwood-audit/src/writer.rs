@@ -306,17 +306,19 @@ impl SessionWriter {
         result: Value,
     ) -> Result<Receipt, AuditError> {
         let (receipt, _) =
-            self.complete_command_recorded(command_id, command_type, None, events, result)?;
+            self.complete_command_recorded(command_id, command_type, None, None, events, result)?;
         Ok(receipt)
     }
 
     /// [`SessionWriter::complete_command`], also returning the events as recorded; the receipt
-    /// keeps `content_sha256` so a retry that changed the command is refused.
+    /// keeps `content_sha256` so a retry that changed the command is refused, and the `actor`
+    /// the command acted for.
     pub fn complete_command_recorded(
         &mut self,
         command_id: &CommandId,
         command_type: &str,
         content_sha256: Option<&str>,
+        actor: Option<&str>,
         events: Vec<Event>,
         result: Value,
     ) -> Result<(Receipt, Vec<RecordedEvent>), AuditError> {
@@ -333,6 +335,7 @@ impl SessionWriter {
             Outcome::Applied { last_seq, result },
         );
         receipt.content_sha256 = content_sha256.map(str::to_owned);
+        receipt.actor = actor.map(str::to_owned);
         let committed = self.commit(Some(command_id), events, Some(receipt))?;
         let receipt = self.receipt_of(committed.receipt)?;
         Ok((receipt, committed.events))
@@ -351,6 +354,7 @@ impl SessionWriter {
         command_id: &CommandId,
         command_type: &str,
         content_sha256: Option<&str>,
+        actor: Option<&str>,
         reason: &str,
     ) -> Result<Receipt, AuditError> {
         self.receipt_for_content(command_id, command_type, content_sha256)?;
@@ -362,6 +366,7 @@ impl SessionWriter {
             },
         );
         receipt.content_sha256 = content_sha256.map(str::to_owned);
+        receipt.actor = actor.map(str::to_owned);
         let committed = self.commit(Some(command_id), Vec::new(), Some(receipt))?;
         self.receipt_of(committed.receipt)
     }

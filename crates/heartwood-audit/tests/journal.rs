@@ -116,7 +116,7 @@ fn a_refused_command_is_remembered_as_refused() {
     let cmd = CommandId::parse("cmd-r").expect("id");
     let (mut writer, _) = store.open_writer(&sid).expect("open");
     writer
-        .refuse_command(&cmd, "decide", None, "the action set changed")
+        .refuse_command(&cmd, "decide", None, None, "the action set changed")
         .expect("refuse");
     writer.close();
     let (writer, _) = store.open_writer(&sid).expect("reopen");

@@ -66,11 +66,27 @@ enum Command {
     /// Look at the project's files: tree, text, changes, diffs (read-only).
     #[command(subcommand)]
     Workspace(workspace::WorkspaceCommand),
+    /// Print a shell completion script, e.g. `heartwood completions bash > ~/.local/share/bash-completion/completions/heartwood`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
     quiet_on_closed_pipe();
     let cli = Cli::parse();
+    // Needs no project: a completion script is the same wherever it is printed.
+    if let Some(Command::Completions { shell }) = cli.command {
+        use clap::CommandFactory;
+        clap_complete::generate(
+            shell,
+            &mut Cli::command(),
+            "heartwood",
+            &mut std::io::stdout(),
+        );
+        return ExitCode::SUCCESS;
+    }
     let result = heartwood_gateway::ProjectContext::current()
         .map_err(anyhow::Error::from)
         .and_then(|project| match cli.command {
@@ -116,5 +132,6 @@ fn run(project: heartwood_gateway::ProjectContext, command: Command) -> anyhow::
         Command::Serve(args) => serve::run(project, args),
         Command::Workflow(cmd) => workflow::run(&project, cmd),
         Command::Replay(args) => replay::run(&project, args),
+        Command::Completions { .. } => Ok(ExitCode::SUCCESS),
     }
 }

@@ -42,10 +42,18 @@ pub enum SessionsCommand {
         /// The session id.
         id: String,
     },
-    /// Write a self-contained export bundle and record the export in the session.
+    /// Write a self-contained, verifiable export bundle (recorded in the session), or a
+    /// readable Markdown transcript.
     Export {
         /// The session id.
         id: String,
+        /// What to write.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Bundle)]
+        format: ExportFormat,
+        /// Where: a new directory for a bundle (it stays in the session's `exports/` too), a
+        /// file for a transcript (default: printed).
+        #[arg(long, value_name = "PATH")]
+        out: Option<PathBuf>,
     },
     /// Complete an append that a crash interrupted, then verify the session.
     Recover {
@@ -56,7 +64,19 @@ pub enum SessionsCommand {
     Rm {
         /// The session id.
         id: String,
+        /// Remove without asking (for scripts; without a terminal to ask on, it is required).
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
+}
+
+/// What `sessions export` writes.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// The self-contained bundle an independent verifier checks.
+    Bundle,
+    /// A readable transcript: messages, proposed sets, decisions, results.
+    Markdown,
 }
 
 /// Runs one `sessions` subcommand against the current project.
@@ -70,18 +90,19 @@ pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(&admin.checkpoint(&id)?)?);
             Ok(ExitCode::SUCCESS)
         }
-        SessionsCommand::Export { id } => {
-            let report = admin.export(&id)?;
-            println!(
-                "exported to {} (recorded as event {})",
-                report.bundle.display(),
-                report.recorded_as
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        SessionsCommand::Export { id, format, out } => export(&admin, &id, format, out),
         SessionsCommand::Recover { id } => {
             let report = admin.recover(&id)?;
             let count = report.count;
+            if let Some(cut) = report.torn_tail {
+                println!(
+                    "session {id}: cut a torn tail from event {} on ({} bytes of an append a \
+                     crash left incomplete, never acknowledged); the bytes are kept in {}",
+                    cut.from_seq,
+                    cut.bytes,
+                    cut.kept_at.display()
+                );
+            }
             if let Some(repair) = report.receipts {
                 println!(
                     "session {id}: rebuilt the command receipts from the hash chain ({} kept, \
@@ -108,12 +129,101 @@ pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        SessionsCommand::Rm { id } => {
-            admin.remove(&id)?;
+        SessionsCommand::Rm { id, yes } => {
+            let id = admin.resolve(&id)?;
+            if !yes && !confirmed_removal(&admin, &id)? {
+                println!("kept session {id}");
+                return Ok(ExitCode::FAILURE);
+            }
+            admin.remove(id.as_str())?;
             println!("removed session {id}");
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn export(
+    admin: &SessionAdmin,
+    id: &str,
+    format: ExportFormat,
+    out: Option<PathBuf>,
+) -> Result<ExitCode> {
+    match (format, out) {
+        (ExportFormat::Markdown, None) => print!("{}", admin.transcript(id)?),
+        (ExportFormat::Markdown, Some(out)) => {
+            write_new(&out, admin.transcript(id)?.as_bytes())?;
+            println!("wrote the transcript of session {id} to {}", out.display());
+        }
+        (ExportFormat::Bundle, out) => {
+            if let Some(out) = &out
+                && out.exists()
+            {
+                anyhow::bail!("{} already exists; name a new directory", out.display());
+            }
+            let report = admin.export(id)?;
+            println!(
+                "exported to {} (recorded as event {})",
+                report.bundle.display(),
+                report.recorded_as
+            );
+            if let Some(out) = out {
+                copy_dir(&report.bundle, &out)
+                    .with_context(|| format!("cannot copy the bundle to {}", out.display()))?;
+                println!("copied to {}", out.display());
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `bytes` to `path`, which must not exist yet (an export never overwrites).
+fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("cannot create {} (it must not exist yet)", path.display()))?;
+    file.write_all(bytes)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Asks on the terminal whether to remove session `id`, naming what it holds; refuses when
+/// there is no terminal to ask on, since a removal cannot be undone.
+fn confirmed_removal(admin: &SessionAdmin, id: &heartwood_events::SessionId) -> Result<bool> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "removing session {id} deletes its whole record and cannot be undone; \
+             nobody can be asked here (no terminal), so pass --yes to remove it"
+        );
+    }
+    let listing = admin.listing(None)?.into_iter().find(|l| &l.id == id);
+    let about = listing
+        .map(|l| {
+            let title = l.title.map(|t| format!("\"{t}\", ")).unwrap_or_default();
+            format!(" ({title}{} events)", l.events)
+        })
+        .unwrap_or_default();
+    print!("Remove session {id}{about} and its whole record? This cannot be undone. [y/N] ");
+    std::io::stdout().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
 }
 
 fn list(admin: &SessionAdmin, json: bool, limit: Option<usize>) -> Result<ExitCode> {

@@ -187,9 +187,14 @@ fn a_retained_checkpoint_catches_truncation_and_accepts_growth() {
 }
 
 #[test]
-fn rm_deletes_the_session() {
+fn rm_deletes_the_session_only_when_confirmed() {
     let dir = project_with(&["gone", "kept"], 1);
+    // Not a terminal, so nobody can be asked: without --yes nothing is removed.
     let out = heartwood(dir.path(), &["sessions", "rm", "gone"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("--yes"), "{}", text(&out.stderr));
+    assert!(dir.path().join(".heartwood/sessions/gone").exists());
+    let out = heartwood(dir.path(), &["sessions", "rm", "gone", "--yes"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!dir.path().join(".heartwood/sessions/gone").exists());
     assert!(dir.path().join(".heartwood/sessions/kept").exists());
@@ -205,6 +210,58 @@ fn recover_completes_nothing_on_a_clean_session() {
         "{}",
         text(&out.stdout)
     );
+}
+
+#[test]
+fn recover_cuts_a_torn_tail_that_verify_calls_recovery_required_and_keeps_the_bytes() {
+    let dir = project_with(&["s"], 3);
+    let session = dir.path().join(".heartwood/sessions/s");
+    let verified = |dir: &Path| heartwood(dir, &["sessions", "verify", "s"]);
+    assert!(verified(dir.path()).status.success());
+    let before = std::fs::read(session.join("events.jsonl")).expect("events");
+    // A crash mid-append with no intent: half of one more event line, no audit record.
+    let torn = br#"{"seq":5,"time":"2026-01-01T00:00:00Z","type":"guid"#;
+    let mut damaged = before.clone();
+    damaged.extend_from_slice(torn);
+    std::fs::write(session.join("events.jsonl"), &damaged).expect("write");
+    let out = verified(dir.path());
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("recovery required"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = heartwood(dir.path(), &["sessions", "recover", "s"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains("cut a torn tail from event 5"), "{said}");
+    assert_eq!(
+        std::fs::read(session.join("events.jsonl")).expect("events"),
+        before,
+        "exactly the torn bytes were cut"
+    );
+    let kept = std::fs::read(session.join("torn-tail-5.bin")).expect("kept bytes");
+    assert!(
+        kept.windows(torn.len()).any(|w| w == torn),
+        "the cut bytes are kept"
+    );
+    assert!(verified(dir.path()).status.success());
+
+    // A modification is not a torn tail: recover refuses it and changes nothing.
+    let events = session.join("events.jsonl");
+    let tampered = String::from_utf8(before)
+        .expect("utf-8")
+        .replacen("\"seq\":2", "\"seq\":7", 1);
+    std::fs::write(&events, &tampered).expect("write");
+    let out = heartwood(dir.path(), &["sessions", "recover", "s"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("modification"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&events).expect("events"), tampered);
 }
 
 /// Copies `fixtures/journals/<name>` into a fresh directory, so running against it changes

@@ -3,7 +3,7 @@
 
 use heartwood_audit::{
     AuditError, Checkpoint, CheckpointReport, RECEIPTS_FILE, RebuiltReceipt, ReceiptRepair,
-    Recovery, SessionMeta, SessionStore, SessionSummary, Verified,
+    Recovery, SessionMeta, SessionStore, SessionSummary, TornTailCut, Verified,
 };
 use heartwood_events::{DecodeError, RecordedEvent, SessionId, SessionProjection};
 
@@ -16,6 +16,8 @@ pub struct RecoverReport {
     pub recovery: Recovery,
     /// What rebuilding the command receipts did, when they were damaged.
     pub receipts: Option<ReceiptRepair>,
+    /// What cutting a torn tail did, when the last append was incomplete with no intent.
+    pub torn_tail: Option<TornTailCut>,
     /// Events the session holds, intact.
     pub count: u64,
 }
@@ -359,6 +361,26 @@ impl SessionAdmin {
         })
     }
 
+    /// The session as a readable Markdown transcript (see [`crate::transcript`]). Only a
+    /// session that verifies is transcribed: a transcript of a damaged record would read as
+    /// trustworthy.
+    pub fn transcript(&self, id: &str) -> Result<String, GatewayError> {
+        let id = self.resolve(id)?;
+        let reader = self.store.reader(&id)?;
+        reader.verify()?;
+        let events = reader
+            .events()?
+            .into_iter()
+            .collect::<Result<Vec<RecordedEvent>, DecodeError>>()
+            .map_err(|e| GatewayError::Unreadable(format!("session {id}: {e}")))?;
+        let projection = crate::reducer::replay(id.clone(), events.iter());
+        Ok(crate::transcript::markdown(
+            id.as_str(),
+            projection.title.as_deref(),
+            &events,
+        ))
+    }
+
     /// Verifies a session, and checks it against a retained checkpoint when one is given.
     pub fn verify(
         &self,
@@ -390,10 +412,12 @@ impl SessionAdmin {
         })
     }
 
-    /// Completes an interrupted append (if any), rebuilds damaged command receipts from the
-    /// chain, and verifies the session; returns what was done and how many events it holds.
+    /// Completes an interrupted append (if any), cuts a torn tail no intent describes (the
+    /// bytes kept aside), rebuilds damaged command receipts from the chain, and verifies the
+    /// session; returns what was done and how many events it holds.
     pub fn recover(&self, id: &str) -> Result<RecoverReport, GatewayError> {
         let id = self.resolve(id)?;
+        let torn_tail = self.store.cut_torn_tail(&id)?;
         let (receipts, opened) = match self.store.open_writer(&id) {
             Err(AuditError::Damaged { damage, .. }) if damage.file == RECEIPTS_FILE => {
                 let repair = self.store.repair_receipts(&id, &receipt_of)?;
@@ -405,6 +429,7 @@ impl SessionAdmin {
         Ok(RecoverReport {
             recovery,
             receipts,
+            torn_tail,
             count: writer.count(),
         })
     }

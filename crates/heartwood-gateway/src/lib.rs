@@ -5,7 +5,7 @@
 //! worker per active session), the agent-[`backend`] port and its [`native`] implementation,
 //! the one [`reducer`], the [`translate`]ion of the native engine's events into durable events, the [`ProjectContext`] (which project the process serves), the project's
 //! [`config`] (the model route, written under a project-scoped lock), the read-only [`startup`]
-//! planner, the read-only [`workspace`] service, session [`replay`], and [`SessionAdmin`], the administrative view of the project's sessions: list,
+//! planner, the read-only [`workspace`] service, session [`replay`], the Markdown [`transcript`], and [`SessionAdmin`], the administrative view of the project's sessions: list,
 //! show, verify, checkpoint, export, recover, remove.
 //!
 //! It must never let an interface choose another project's directory, and it must never expose
@@ -25,6 +25,7 @@ pub mod reducer;
 pub mod replay;
 pub mod review;
 pub mod startup;
+pub mod transcript;
 pub mod translate;
 mod worker;
 pub mod workspace;
@@ -37,7 +38,7 @@ pub use error::{ErrorKind, GatewayError};
 pub use gateway::SessionGateway;
 pub use heartwood_audit::{
     Checkpoint, CheckpointReport, Damage, DamageKind, ReceiptRepair, Recovery, SessionMeta,
-    SessionSummary, Verified,
+    SessionSummary, TornTailCut, Verified,
 };
 pub use heartwood_events as events;
 pub use heartwood_events::{Change, Snapshot, Update};

@@ -1,0 +1,207 @@
+//! A session's record as a readable Markdown transcript: the researcher's words, the agent's
+//! replies, each proposed set with what its actions would do, the decision on it, and each
+//! action's result. For reading and sharing; the verifiable record is the export bundle.
+//!
+//! Built here once so every interface that offers it (the CLI's `sessions export --format
+//! markdown`, the notebook) gives the same text.
+
+use std::fmt::Write;
+
+use heartwood_events::{ActionProposal, Event, RecordedEvent, Role};
+
+use crate::review::headline;
+
+/// The transcript of `events` for session `title` (its first task, when it has one).
+pub fn markdown(session: &str, title: Option<&str>, events: &[RecordedEvent]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# {}", title.unwrap_or("Heartwood session"));
+    let _ = writeln!(out);
+    let first = events.first().map(|e| e.time.to_string());
+    let last = events.last().map(|e| e.time.to_string());
+    let _ = writeln!(
+        out,
+        "Session `{session}`, {} events, from {} to {}.",
+        events.len(),
+        first.as_deref().unwrap_or("?"),
+        last.as_deref().unwrap_or("?"),
+    );
+    let _ = writeln!(
+        out,
+        "This transcript is for reading; `heartwood sessions export {session}` writes the \
+         verifiable record."
+    );
+    for e in events {
+        let seq = e.seq.get();
+        match &e.event {
+            Event::TaskSubmitted { text, policy, .. } => {
+                section(&mut out, &format!("Task ({})", policy.as_str()), seq);
+                quote(&mut out, text);
+            }
+            Event::GuidanceSent { text } => {
+                section(&mut out, "Guidance", seq);
+                quote(&mut out, text);
+            }
+            Event::Message { role, text } => {
+                let who = match role {
+                    Role::Researcher => "You",
+                    Role::Agent => "Agent",
+                    Role::System => "Heartwood",
+                };
+                section(&mut out, who, seq);
+                let _ = writeln!(out, "{}", text.trim_end());
+            }
+            Event::ActionSetPending { set } => {
+                section(
+                    &mut out,
+                    &format!(
+                        "Proposed set {} (revision {}, {} action{})",
+                        set.set_id,
+                        set.revision,
+                        set.members.len(),
+                        if set.members.len() == 1 { "" } else { "s" }
+                    ),
+                    seq,
+                );
+                for member in &set.members {
+                    action(&mut out, member);
+                }
+            }
+            Event::DecisionRecorded {
+                set_id,
+                revision,
+                decision,
+                reason,
+            } => {
+                let _ = writeln!(out);
+                let reason = reason
+                    .as_deref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "**Decision** on set {set_id} (revision {revision}): {}{reason}",
+                    decision.as_str().replace('_', " ")
+                );
+            }
+            Event::ActionUpdated {
+                action_id,
+                state,
+                detail,
+                exit_code,
+                changed_path,
+                ..
+            } => {
+                let state = serde_json::to_value(state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                if state == "approved" || state == "running" {
+                    continue;
+                }
+                let _ = writeln!(out);
+                let exit = exit_code.map(|c| format!(", exit {c}")).unwrap_or_default();
+                let wrote = changed_path
+                    .as_deref()
+                    .map(|p| format!(", wrote `{p}`"))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "Action #{action_id}: **{state}**{exit}{wrote}");
+                if let Some(detail) = detail.as_deref().filter(|d| !d.trim().is_empty()) {
+                    fenced(&mut out, "text", detail);
+                }
+            }
+            Event::ErrorRecorded { message } => {
+                section(&mut out, "The run failed", seq);
+                let _ = writeln!(out, "{message}");
+            }
+            Event::RunInterrupted { reason } => {
+                section(&mut out, "The run was interrupted", seq);
+                let _ = writeln!(out, "{reason}");
+            }
+            Event::TaskPlanUpdated { tasks } => {
+                section(&mut out, "Task plan", seq);
+                for task in tasks {
+                    let _ = writeln!(out, "- [{}] {}", task.status.as_str(), task.title);
+                }
+            }
+            Event::ExportRecorded { bundle, count, .. } => {
+                let _ = writeln!(out);
+                let _ = writeln!(out, "*Exported {count} events to `{bundle}`.*");
+            }
+            Event::SessionRegistered { .. }
+            | Event::SessionClosed {}
+            | Event::PauseRequested {}
+            | Event::InterruptRequested {}
+            | Event::RunResumed {}
+            | Event::LifecycleChanged { .. }
+            | Event::ActionProposed { .. }
+            | Event::UsageRecorded { .. }
+            | Event::ContextCondensed { .. } => {}
+        }
+    }
+    out
+}
+
+fn section(out: &mut String, title: &str, seq: u64) {
+    let _ = writeln!(out);
+    let _ = writeln!(out, "## {title} <sub>event {seq}</sub>");
+    let _ = writeln!(out);
+}
+
+fn quote(out: &mut String, text: &str) {
+    for line in text.trim_end().lines() {
+        let _ = writeln!(out, "> {line}");
+    }
+}
+
+/// One proposed action: its headline, and what it would do (the command, or the edit).
+fn action(out: &mut String, member: &ActionProposal) {
+    let _ = writeln!(
+        out,
+        "- #{} `{}` ({} risk): {}",
+        member.action_id,
+        member.tool,
+        member.risk.as_str(),
+        headline(&member.tool, &member.arguments)
+    );
+    let args: serde_json::Value = serde_json::from_str(&member.arguments).unwrap_or_default();
+    let field = |k: &str| args.get(k).and_then(|v| v.as_str());
+    match (member.tool.as_str(), field("command")) {
+        ("terminal", Some(command)) => fenced(out, "sh", command),
+        ("file_editor", _) => {
+            if let Some(text) = field("file_text") {
+                fenced(out, "", text);
+            }
+            if let (Some(old), Some(new)) = (field("old_str"), field("new_str")) {
+                let diff: String = old
+                    .lines()
+                    .map(|l| format!("-{l}\n"))
+                    .chain(new.lines().map(|l| format!("+{l}\n")))
+                    .collect();
+                fenced(out, "diff", &diff);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `text` in a fenced block whose fence is longer than any backtick run inside it.
+fn fenced(out: &mut String, language: &str, text: &str) {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{fence}{language}");
+    let _ = writeln!(out, "{}", text.trim_end_matches('\n'));
+    let _ = writeln!(out, "{fence}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fenced;
+
+    #[test]
+    fn a_fence_outlasts_the_backticks_inside_it() {
+        let mut out = String::new();
+        fenced(&mut out, "", "a ```` b");
+        assert!(out.contains("`````\n"), "{out}");
+    }
+}
