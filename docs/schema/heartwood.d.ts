@@ -31,7 +31,7 @@ export type CatalogEntry = { id: string; inputs: string[]; missing_checks: strin
 export type CatalogStage = { budget: Budget; checks: string[]; id: string; produces: string[]; researcher_gate: boolean; title: string };
 
 /** One request from an interface to a session. */
-export type Command = { command_id: CommandId; schema?: number; session: SessionId } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | { type: "export" } | { type: "close" });
+export type Command = { actor?: string | null; command_id: CommandId; schema?: number; session: SessionId } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | { type: "export" } | { type: "close" });
 
 /** A command id: 1 to 128 letters, digits, '-' or '_'. */
 export type CommandId = string;
@@ -41,7 +41,7 @@ export type CommandId = string;
 export type CommandName = "submit_task" | "send_guidance" | "pause" | "interrupt" | "resume" | "decide" | "export" | "close";
 
 /** One message in the conversation. */
-export type ConversationEntry = { blocks?: Block[]; role: Role; seq: number; text: string };
+export type ConversationEntry = { blocks?: Block[]; role: Role; seq: number; speaker?: string; text: string };
 
 /** Where the model credential lives relative to the agent's tools. */
 export type CredentialBoundary = "credential_free" | "application_scrubbed";
@@ -90,7 +90,7 @@ export type Preview = { command: string; context: string; input: boolean; kind: 
 export type PurposeUsage = { label: string; purpose: string; usage: UsageFigures };
 
 /** The recorded outcome of one command. */
-export type Receipt = { command_id: CommandId; command_type: string; content_sha256?: string | null; outcome: Outcome; schema: number; time: Timestamp };
+export type Receipt = { actor?: string | null; command_id: CommandId; command_type: string; content_sha256?: string | null; outcome: Outcome; schema: number; time: Timestamp };
 
 /** An event as stored: the event plus its place in the session. */
 export type RecordedEvent = { command?: CommandId | null; origin?: Origin | null; schema: number; seq: Seq; time: Timestamp } & ({ backend: string; type: "session_registered"; workflow?: string | null } | { role: Role; text: string; type: "message" } | { bundle: string; count: number; terminal_hash: string; type: "export_recorded" } | { type: "session_closed" } | { policy: ActionPolicy; starting_commit?: string | null; text: string; type: "task_submitted" } | { text: string; type: "guidance_sent" } | { type: "pause_requested" } | { type: "interrupt_requested" } | { type: "run_resumed" } | { lifecycle: Lifecycle; type: "lifecycle_changed" } | { action: ActionProposal; type: "action_proposed" } | { action_id: number; changed_path?: string | null; detail?: string | null; exit_code?: number | null; state: ActionState; type: "action_updated"; version: number } | { set: ActionSet; type: "action_set_pending" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decision_recorded" } | { tasks: PlanTask[]; type: "task_plan_updated" } | { purpose: string; type: "usage_recorded"; usage: UsageFigures } | { message: string; type: "error_recorded" } | { forgotten: number; type: "context_condensed" } | { reason: string; type: "run_interrupted" });
@@ -129,6 +129,10 @@ export type StartupPlan = { explanation: string; next_action: string; pending_de
  * key or button for it) or, for something outside the session, the shell command to run. */
 export type Suggestion = { command?: CommandName | null; shell?: string | null; text: string };
 
+/** A run that stopped for a decision: the set waiting, whole. The answer (HTTP 202) of a
+ * command that waited for its run to settle, and an update of the event stream. */
+export type Suspended = { members: ActionProposal[]; receipts?: Receipt[]; revision: number; session: SessionId; set_id: ActionSetId };
+
 /** RFC 3339 time; Heartwood writes UTC with millisecond precision. */
 export type Timestamp = string;
 
@@ -136,7 +140,7 @@ export type Timestamp = string;
 export type ToolOutput = { action_id: number; text: string };
 
 /** One update to a session, in order. */
-export type Update = { revision: number; transient_revision: number } & ({ event: RecordedEvent; update: "event" } | { text: string; update: "token" } | { action_id: number; text: string; update: "output" } | { lifecycle: Lifecycle; update: "execution_settled" } | { update: "lagged" });
+export type Update = { revision: number; transient_revision: number } & ({ event: RecordedEvent; update: "event" } | { text: string; update: "token" } | { action_id: number; text: string; update: "output" } | { lifecycle: Lifecycle; update: "execution_settled" } | Suspended | { update: "lagged" });
 
 /** Token counts and cost (integers, so they stay canonical JSON). */
 export type UsageFigures = { cache_read_tokens: number; calls: number; completion_tokens: number; cost_micros: number; prompt_tokens: number; reasoning_tokens: number };

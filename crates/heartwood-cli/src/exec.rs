@@ -37,9 +37,13 @@ pub struct ExecArgs {
     /// Print one JSON event per line instead of text.
     #[arg(long)]
     json: bool,
-    /// Continue this session instead of starting a new one.
-    #[arg(long)]
+    /// Continue this session (its id, a unique prefix of it, or `last`) instead of starting a
+    /// new one.
+    #[arg(long, conflicts_with = "last")]
     session: Option<String>,
+    /// Continue the most recently active session.
+    #[arg(long)]
+    last: bool,
     /// When proposed actions wait for your decision.
     #[arg(long, value_enum, default_value_t = PolicyArg::AlwaysReview)]
     policy: PolicyArg,
@@ -91,9 +95,17 @@ enum DecisionArg {
 
 /// Runs `heartwood exec`.
 pub fn exec(project: ProjectContext, args: ExecArgs) -> Result<ExitCode> {
-    let session = match &args.session {
-        Some(id) => SessionId::parse(id)?,
-        None => SessionGateway::new_session_id(),
+    let session = match (&args.session, args.last) {
+        // An id no session has (nor starts with) names a new session.
+        (Some(id), _) => match heartwood_gateway::SessionAdmin::new(&project).resolve(id) {
+            Ok(session) => session,
+            Err(e) if e.kind() == heartwood_gateway::ErrorKind::NotFound && id != "last" => {
+                SessionId::parse(id)?
+            }
+            Err(e) => return Err(e.into()),
+        },
+        (None, true) => heartwood_gateway::SessionAdmin::new(&project).resolve("last")?,
+        (None, false) => SessionGateway::new_session_id(),
     };
     let policy = match args.policy {
         PolicyArg::AlwaysReview => ActionPolicy::AlwaysReview,
@@ -268,7 +280,13 @@ async fn follow_in(
         }
     }
     let mut seen = seen.unwrap_or(0);
-    if !json {
+    if json {
+        // Every line names the session, so lines from several runs can be told apart.
+        println!(
+            "{}",
+            serde_json::json!({ "session": session, "type": "following" })
+        );
+    } else {
         println!("session {session}");
     }
     let mut updates = gateway.subscribe(&session)?;
@@ -281,7 +299,7 @@ async fn follow_in(
         let snapshot = gateway.snapshot(&session, seen)?;
         for event in &snapshot.events {
             if json {
-                println!("{}", serde_json::to_string(&**event)?);
+                println!("{}", json_line(&session, event)?);
             } else {
                 println!("{:>5}  {}", event.seq, render::describe(event));
             }
@@ -333,6 +351,15 @@ async fn follow_in(
         }
     };
     Ok(outcome(&settled, json))
+}
+
+/// An event as one JSON line, with the session it belongs to.
+fn json_line(session: &SessionId, event: &heartwood_events::RecordedEvent) -> Result<String> {
+    let mut value = serde_json::to_value(event)?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert("session".to_owned(), serde_json::json!(session));
+    }
+    Ok(serde_json::to_string(&value)?)
 }
 
 fn outcome(snapshot: &heartwood_events::Snapshot, json: bool) -> ExitCode {

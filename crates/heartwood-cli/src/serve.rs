@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use heartwood_gateway::{ProjectContext, SessionGateway};
+use heartwood_gateway::ProjectContext;
 use heartwood_web::{AppState, Capability, IngressPolicy, Mode};
 
 /// Arguments of `heartwood serve`.
@@ -83,12 +83,10 @@ pub fn run(project: ProjectContext, args: ServeArgs) -> Result<ExitCode> {
             },
             capability.reveal()
         );
-        let state = Arc::new(AppState {
-            gateway: SessionGateway::new(project.clone()),
-            policy: IngressPolicy::new(mode, port, capability),
+        let state = Arc::new(AppState::new(
             project,
-            admitted: Default::default(),
-        });
+            IngressPolicy::new(mode, port, capability),
+        ));
         tokio::select! {
             served = heartwood_web::serve(listener, Arc::clone(&state)) => served?,
             _ = tokio::signal::ctrl_c() => {}

@@ -19,6 +19,10 @@ pub struct Command {
     pub command_id: CommandId,
     /// The session the command acts on.
     pub session: SessionId,
+    /// Who the command acts for, set by the interface that took it (never trusted from a
+    /// request body: the browser API writes it from the capability); recorded on the receipt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
     /// What to do; its `type` tag sits beside the fields above.
     #[serde(flatten)]
     pub kind: CommandKind,
@@ -77,8 +81,15 @@ impl Command {
             schema: SCHEMA_VERSION,
             command_id,
             session,
+            actor: None,
             kind,
         }
+    }
+
+    /// The same command, acting for `actor`.
+    pub fn acting_for(mut self, actor: &str) -> Self {
+        self.actor = Some(actor.to_owned());
+        self
     }
 
     /// Reads a submitted command, reporting newer formats and unknown kinds by name.

@@ -43,7 +43,7 @@ pub use projection::{
 pub use receipt::{Outcome, Receipt};
 pub use review::{MemberReview, Preview, Review};
 pub use time::Timestamp;
-pub use wire::{Change, NewSession, Snapshot, ToolOutput, Update};
+pub use wire::{Change, NewSession, Snapshot, Suspended, ToolOutput, Update};
 
 /// Version of the event, command and receipt formats this build writes.
 ///

@@ -117,6 +117,9 @@ pub struct ConversationEntry {
     pub seq: u64,
     /// Who said it.
     pub role: Role,
+    /// Who said it, as every interface names the speaker ("you", "agent", "heartwood").
+    #[serde(default)]
+    pub speaker: String,
     /// What was said.
     pub text: String,
     /// The agent's words as Markdown blocks (empty for the researcher's, shown as typed).

@@ -24,6 +24,10 @@ pub struct Receipt {
     /// than answered with the first outcome.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_sha256: Option<String>,
+    /// Who the command acted for, as the interface that took it established (the browser
+    /// API's launch capability, say); absent for the local user's own terminal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
 }
 
 impl Receipt {
@@ -37,6 +41,7 @@ impl Receipt {
             time: Timestamp::now(),
             outcome,
             content_sha256: None,
+            actor: None,
         }
     }
 }

@@ -19,6 +19,7 @@ pub fn generated() -> Vec<(&'static str, String)> {
         ("update.schema.json", render::<Update>()),
         ("snapshot.schema.json", render::<Snapshot>()),
         ("new-session.schema.json", render::<crate::NewSession>()),
+        ("suspended.schema.json", render::<crate::Suspended>()),
         (
             "startup-plan.schema.json",
             render::<crate::startup::StartupPlan>(),

@@ -48,8 +48,43 @@ pub enum Change {
         /// Where the agent stands.
         lifecycle: Lifecycle,
     },
+    /// The run stopped for the researcher's decision on this set; sent just before the
+    /// `execution_settled` that follows it, so a client waiting on the stream knows what to
+    /// answer without another request.
+    Suspended(Suspended),
     /// The receiver fell behind and missed updates: take a snapshot to catch up.
     Lagged {},
+}
+
+/// A run that stopped for a decision: the set waiting, whole. The answer (HTTP 202) of a
+/// command that waited for its run to settle, and an update of the event stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Suspended {
+    /// The session.
+    pub session: crate::SessionId,
+    /// The set waiting for the decision.
+    pub set_id: crate::ActionSetId,
+    /// The set's revision, which the decision must name.
+    pub revision: u64,
+    /// Every action in the set, in the order proposed.
+    pub members: Vec<crate::ActionProposal>,
+    /// The receipts of the commands that led here, on a command's answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub receipts: Vec<crate::Receipt>,
+}
+
+impl Suspended {
+    /// The suspension `projection` shows, if its run waits for a decision.
+    pub fn of(projection: &SessionProjection) -> Option<Suspended> {
+        let set = projection.pending.as_ref()?;
+        (projection.lifecycle == Lifecycle::WaitingForDecision).then(|| Suspended {
+            session: projection.session.clone(),
+            set_id: set.set_id.clone(),
+            revision: set.revision,
+            members: set.members.clone(),
+            receipts: Vec::new(),
+        })
+    }
 }
 
 /// Events since a revision and the projection, taken together.

@@ -44,6 +44,8 @@ enum Request {
         text: String,
         policy: ActionPolicy,
         command_id: CommandId,
+        #[serde(default)]
+        actor: Option<String>,
     },
     Snapshot {
         since: u64,
@@ -152,7 +154,11 @@ fn answer(stream: UnixStream, shared: &Weak<Shared>, session: &SessionId) {
                 text,
                 policy,
                 command_id,
-            }) => send(&mut writer, gateway.say(session, &text, policy, command_id)),
+                actor,
+            }) => send(
+                &mut writer,
+                gateway.say_for(session, &text, policy, command_id, actor.as_deref()),
+            ),
             Ok(Request::Snapshot { since }) => send(&mut writer, gateway.snapshot(session, since)),
             Ok(Request::Subscribe {}) => {
                 let subscribed = gateway.subscribe(session);
@@ -254,11 +260,13 @@ impl Client {
         text: &str,
         policy: ActionPolicy,
         command_id: CommandId,
+        actor: Option<&str>,
     ) -> Result<Vec<Receipt>, GatewayError> {
         self.call(&Request::Say {
             text: text.to_owned(),
             policy,
             command_id,
+            actor: actor.map(str::to_owned),
         })
     }
 

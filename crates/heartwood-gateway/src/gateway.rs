@@ -149,6 +149,11 @@ impl SessionGateway {
         &self.shared.project
     }
 
+    /// Whether the project holds session `id` on disk.
+    pub fn exists(&self, id: &SessionId) -> bool {
+        self.shared.store.exists(id)
+    }
+
     /// The project's sessions, most recently active first.
     pub fn sessions(&self) -> Result<Vec<SessionSummary>, GatewayError> {
         Ok(self.shared.store.list()?)
@@ -166,13 +171,29 @@ impl SessionGateway {
         policy: ActionPolicy,
         command_id: heartwood_events::CommandId,
     ) -> Result<Vec<Receipt>, GatewayError> {
+        self.say_for(session, text, policy, command_id, None)
+    }
+
+    /// [`Self::say`], the commands acting for `actor` (see [`Command::actor`]).
+    pub fn say_for(
+        &self,
+        session: &SessionId,
+        text: &str,
+        policy: ActionPolicy,
+        command_id: heartwood_events::CommandId,
+        actor: Option<&str>,
+    ) -> Result<Vec<Receipt>, GatewayError> {
+        let stamped = |command: Command| match actor {
+            Some(actor) => command.acting_for(actor),
+            None => command,
+        };
         let kinds = if self.shared.store.exists(session) {
             let live = match self.attach(session, false) {
                 Ok(live) => live,
                 Err(e) if e.is_owned_elsewhere() => {
                     return match self.remote(session) {
                         Some(remote) => remote
-                            .say(text, policy, command_id)
+                            .say(text, policy, command_id, actor)
                             .map_err(|lost| lost.or_owned(e)),
                         None => Err(e),
                     };
@@ -194,11 +215,11 @@ impl SessionGateway {
                 } else {
                     CommandKind::SubmitTask { text, policy }
                 };
-                return Ok(vec![self.submit(Command::new(
+                return Ok(vec![self.submit(stamped(Command::new(
                     command_id,
                     session.clone(),
                     kind,
-                ))?]);
+                )))?]);
             }
             core.projection().text_commands(text, policy)
         } else {
@@ -211,7 +232,7 @@ impl SessionGateway {
                 n => heartwood_events::CommandId::parse(&format!("{command_id}-{}", n + 1))
                     .unwrap_or_else(|_| Self::new_command_id()),
             };
-            let receipt = self.submit(Command::new(id, session.clone(), kind))?;
+            let receipt = self.submit(stamped(Command::new(id, session.clone(), kind)))?;
             let refused = matches!(receipt.outcome, heartwood_events::Outcome::Refused { .. });
             receipts.push(receipt);
             if refused {
@@ -268,10 +289,14 @@ impl SessionGateway {
     /// first receipt without acting again; a refusal is a receipt too, with the reason.
     pub fn submit(&self, command: Command) -> Result<Receipt, GatewayError> {
         // A task that cannot run is refused before it registers a session nobody can use.
-        if let CommandKind::SubmitTask { policy, .. } = &command.kind
-            && !self.shared.store.exists(&command.session)
-            && let Err(reason) = self.usable_route(*policy)
-        {
+        let unusable = match &command.kind {
+            _ if self.shared.store.exists(&command.session) => None,
+            kind @ CommandKind::SubmitTask { policy, .. } => {
+                blank_text(kind).or_else(|| self.reachable_route(*policy).err())
+            }
+            _ => None,
+        };
+        if let Some(reason) = unusable {
             // Not recorded: there is no session to record it in.
             return Ok(Receipt::new(
                 command.command_id,
@@ -311,6 +336,7 @@ impl SessionGateway {
             id: &command.command_id,
             name,
             content: &content,
+            actor: command.actor.as_deref(),
         };
         if let Some(receipt) = core
             .writer()?
@@ -695,10 +721,43 @@ impl SessionGateway {
         }
         Ok(route)
     }
+
+    /// [`Self::usable_route`], and reachable: for a task that would register a new session,
+    /// since a service nobody can reach would fail the run at its first step and leave a
+    /// session holding nothing but the failure. (Not asked on every command: it opens a
+    /// connection, which an ordinary decision should not wait for.)
+    fn reachable_route(&self, policy: ActionPolicy) -> Result<(), String> {
+        let route = self.usable_route(policy)?;
+        if route.recording_path(self.shared.project.root()).is_some() {
+            return Ok(());
+        }
+        crate::startup::probe(&route.base_url).map_err(|why| {
+            format!(
+                "the model service at {} cannot be reached ({why}); start it, or connect \
+                 another with `heartwood model connect`",
+                route.display_url()
+            )
+        })
+    }
+}
+
+/// Why a task or guidance cannot be given as typed: it says nothing.
+fn blank_text(kind: &CommandKind) -> Option<String> {
+    match kind {
+        CommandKind::SubmitTask { text, .. } | CommandKind::SendGuidance { text }
+            if text.trim().is_empty() =>
+        {
+            Some("the text is empty; say what the agent should do".to_owned())
+        }
+        _ => None,
+    }
 }
 
 /// Whether the projection admits the command now; `Err` says why not and what to do.
 fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<(), String> {
+    if let Some(reason) = blank_text(kind) {
+        return Err(reason);
+    }
     if let CommandKind::Decide {
         set_id, revision, ..
     } = kind

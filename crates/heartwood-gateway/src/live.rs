@@ -35,6 +35,8 @@ pub(crate) struct CommandKey<'a> {
     pub(crate) id: &'a CommandId,
     pub(crate) name: &'a str,
     pub(crate) content: &'a str,
+    /// Who the command acts for, when its interface said.
+    pub(crate) actor: Option<&'a str>,
 }
 
 /// The snapshot of a session that has no events yet (a new session before its first task),
@@ -307,6 +309,7 @@ impl Core {
             key.id,
             key.name,
             Some(key.content),
+            key.actor,
             events,
             result,
         )?;
@@ -323,7 +326,7 @@ impl Core {
         self.flush()?;
         Ok(self
             .writer()?
-            .refuse_command(key.id, key.name, Some(key.content), reason)?)
+            .refuse_command(key.id, key.name, Some(key.content), key.actor, reason)?)
     }
 
     /// Computes the review of the pending set (if any, and if not yet computed for its
@@ -436,6 +439,9 @@ impl Core {
         // Settled means recorded: a failed flush poisons the writer, which snapshots report.
         let _ = self.flush();
         self.store_cache();
+        if let Some(suspended) = heartwood_events::Suspended::of(&self.projection) {
+            self.publish(Change::Suspended(suspended));
+        }
         let lifecycle = self.projection.lifecycle;
         self.publish(Change::ExecutionSettled { lifecycle });
     }

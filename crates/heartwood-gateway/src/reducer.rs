@@ -162,9 +162,19 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
                 }),
             }
         }
-        Event::ErrorRecorded { message } => p.last_error = Some(message.clone()),
+        Event::ErrorRecorded { message } => {
+            // In the conversation too, so the failure stays in the history where it happened.
+            say(p, seq, Role::System, &format!("The run failed: {message}"));
+            p.last_error = Some(message.clone());
+        }
         Event::ContextCondensed { .. } => {}
         Event::RunInterrupted { reason } => {
+            say(
+                p,
+                seq,
+                Role::System,
+                &format!("The run was interrupted: {reason}"),
+            );
             p.last_error = Some(reason.clone());
             p.stopping = None;
             if p.run_is_open() {
@@ -181,9 +191,15 @@ fn say(p: &mut SessionProjection, seq: u64, role: Role, text: &str) {
     } else {
         Vec::new()
     };
+    let speaker = match role {
+        Role::Researcher => "you",
+        Role::Agent => "agent",
+        Role::System => "heartwood",
+    };
     p.conversation.push(ConversationEntry {
         seq,
         role,
+        speaker: speaker.to_owned(),
         text: text.to_owned(),
         blocks,
     });

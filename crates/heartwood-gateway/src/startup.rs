@@ -183,7 +183,7 @@ fn not_a_project(project: &ProjectContext) -> Option<String> {
 }
 
 /// Opens (and closes) a TCP connection to the URL's host and port. Sends nothing.
-fn probe(base_url: &str) -> Result<(), String> {
+pub(crate) fn probe(base_url: &str) -> Result<(), String> {
     let (default_port, rest) = match base_url.split_once("://") {
         Some(("https", rest)) => (443, rest),
         Some(("http", rest)) => (80, rest),

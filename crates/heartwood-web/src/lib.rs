@@ -1,7 +1,7 @@
 //! The browser interface's server: `heartwood serve`.
 //!
 //! This crate owns the ingress policy ([`ingress`]: which peers, hosts, origins, paths and
-//! headers are served, and the launch [`capability`] every request must carry), the accept
+//! headers are served, and the launch [`capability`] every request must carry), the session ids it [`minted`], the accept
 //! loop's connection limits ([`listener`]), and the HTTP adapter over the session gateway's
 //! API ([`server`]). It keeps no session state and no
 //! reducer: every answer comes from the gateway.
@@ -12,6 +12,7 @@
 pub mod capability;
 pub mod ingress;
 pub mod listener;
+pub mod minted;
 pub mod server;
 
 use std::sync::Arc;

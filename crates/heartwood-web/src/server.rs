@@ -6,6 +6,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -14,7 +15,9 @@ use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use heartwood_events::{Change, Command, CommandId, Lifecycle, Outcome, SessionId, Update};
+use heartwood_events::{
+    Change, Command, CommandId, Lifecycle, Outcome, Receipt, SessionId, Suspended, Update,
+};
 use heartwood_gateway::{ProjectContext, SessionGateway};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
@@ -35,6 +38,39 @@ pub struct AppState {
     pub policy: IngressPolicy,
     /// Requests that passed the policy (for tests: refused ones never reach a handler).
     pub admitted: AtomicU64,
+    /// The session ids this server handed out.
+    pub minted: crate::minted::MintedIds,
+}
+
+impl AppState {
+    /// The state for serving `project` under `policy`.
+    pub fn new(project: ProjectContext, policy: IngressPolicy) -> Self {
+        AppState {
+            gateway: SessionGateway::new(project.clone()),
+            project,
+            policy,
+            admitted: AtomicU64::new(0),
+            minted: Default::default(),
+        }
+    }
+
+    /// Session `id` from a request path, if the API serves it: minted here or on disk.
+    /// Anything else is 400 (not an id) or 404 (an id nobody registered).
+    fn known(&self, id: &str) -> Result<SessionId, (StatusCode, String)> {
+        let Ok(id) = SessionId::parse(id) else {
+            return Err((StatusCode::BAD_REQUEST, "not a session id".into()));
+        };
+        if self.minted.contains(&id) || self.gateway.exists(&id) {
+            Ok(id)
+        } else {
+            Err((
+                StatusCode::NOT_FOUND,
+                "no such session: mint an id with POST api/sessions, or list them with GET \
+                 api/sessions"
+                    .into(),
+            ))
+        }
+    }
 }
 
 /// The most sessions the list returns (most recently active first).
@@ -163,9 +199,7 @@ fn feed(
     id: &str,
     since: u64,
 ) -> Result<mpsc::Receiver<String>, (StatusCode, String)> {
-    let Ok(session) = SessionId::parse(id) else {
-        return Err((StatusCode::BAD_REQUEST, "not a session id".into()));
-    };
+    let session = app.known(id)?;
     let mut updates = app
         .gateway
         .subscribe(&session)
@@ -177,12 +211,19 @@ fn feed(
     let (sender, receiver) = mpsc::channel(256);
     tokio::spawn(async move {
         let mut last = first.revision;
-        for event in first.events {
-            let update = Update {
-                revision: event.seq.get(),
-                transient_revision: 0,
-                change: Change::Event { event },
-            };
+        let backlog = first.events.into_iter().map(|event| Update {
+            revision: event.seq.get(),
+            transient_revision: 0,
+            change: Change::Event { event },
+        });
+        // A client that connects while the run waits is told so at once, as one that was
+        // following when it stopped was.
+        let waiting = Suspended::of(&first.projection).map(|suspended| Update {
+            revision: first.revision,
+            transient_revision: first.transient_revision,
+            change: Change::Suspended(suspended),
+        });
+        for update in backlog.chain(waiting) {
             let Ok(text) = serde_json::to_string(&update) else {
                 continue;
             };
@@ -235,15 +276,20 @@ fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) ->
             Err(e) => failure(&e),
         },
         // The server mints the id; callers cannot choose one.
-        ("POST", ["api", "sessions"]) => json_response(
-            StatusCode::CREATED,
-            &heartwood_gateway::events::NewSession {
-                session: SessionGateway::new_session_id(),
-            },
-        ),
+        ("POST", ["api", "sessions"]) => match app.minted.mint() {
+            Ok(session) => json_response(
+                StatusCode::CREATED,
+                &heartwood_gateway::events::NewSession { session },
+            ),
+            Err(e) => plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("cannot draw a random session id: {e}"),
+            ),
+        },
         ("GET", ["api", "sessions", id, "snapshot"]) => {
-            let Ok(id) = SessionId::parse(id) else {
-                return plain(StatusCode::BAD_REQUEST, "not a session id");
+            let id = match app.known(id) {
+                Ok(id) => id,
+                Err((status, why)) => return plain(status, &why),
             };
             match app.gateway.snapshot(&id, since) {
                 Ok(snapshot) => {
@@ -260,8 +306,12 @@ fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) ->
                 Err(e) => failure(&e),
             }
         }
-        ("POST", ["api", "sessions", id, "commands"]) => submit(app, id, &body),
-        ("POST", ["api", "sessions", id, "say"]) => say(app, id, &body),
+        ("POST", ["api", "sessions", id, "commands"]) => {
+            submit(app, id, &body, admitted.actor, waits(admitted))
+        }
+        ("POST", ["api", "sessions", id, "say"]) => {
+            say(app, id, &body, admitted.actor, waits(admitted))
+        }
         ("GET", ["api", "workspace", what]) => workspace(app, what, admitted.query.as_deref()),
         ("GET", ["api", "sessions", id, "events"]) => events(app, id, since),
         ("GET", [""]) => page(app.policy.base_path()),
@@ -310,9 +360,10 @@ fn workspace(app: &Arc<AppState>, what: &str, query: Option<&str>) -> Response {
 
 /// Submits a command (`{"command_id"?, "type", ...}`) to session `id`; the session comes from the
 /// path and the actor from the capability, never from the body.
-fn submit(app: &Arc<AppState>, id: &str, body: &[u8]) -> Response {
-    let Ok(session) = SessionId::parse(id) else {
-        return plain(StatusCode::BAD_REQUEST, "not a session id");
+fn submit(app: &Arc<AppState>, id: &str, body: &[u8], actor: &str, wait: bool) -> Response {
+    let session = match app.known(id) {
+        Ok(id) => id,
+        Err((status, why)) => return plain(status, &why),
     };
     let mut value: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
@@ -336,22 +387,68 @@ fn submit(app: &Arc<AppState>, id: &str, body: &[u8]) -> Response {
         Ok(command) => command,
         Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("not a command: {e}")),
     };
-    match app.gateway.submit(command) {
-        Ok(receipt) => {
-            let status = match receipt.outcome {
-                Outcome::Applied { .. } => StatusCode::OK,
-                Outcome::Refused { .. } => StatusCode::CONFLICT,
-            };
-            json_response(status, &receipt)
-        }
+    match app.gateway.submit(command.acting_for(actor)) {
+        Ok(receipt) => match receipt.outcome {
+            Outcome::Refused { .. } => json_response(StatusCode::CONFLICT, &receipt),
+            Outcome::Applied { .. } if wait => {
+                settled_answer(app, &session, vec![receipt.clone()], &receipt)
+            }
+            Outcome::Applied { .. } => json_response(StatusCode::OK, &receipt),
+        },
         Err(e) => failure(&e),
     }
+}
+
+/// The longest a command waits for its run to settle (`?wait=settled`) before it answers with
+/// its receipt anyway; the event stream keeps following the run.
+const SETTLE_WAIT: Duration = Duration::from_secs(600);
+
+/// How often a waiting command looks at the session again.
+const SETTLE_POLL: Duration = Duration::from_millis(100);
+
+/// Waits (on the blocking pool) until session `session` settles, then answers: 202 with the
+/// typed [`Suspended`] set when the run stopped for a decision, else 200 with `answer` (the
+/// command's receipt, or the receipts of typed text).
+fn settled_answer(
+    app: &Arc<AppState>,
+    session: &SessionId,
+    receipts: Vec<Receipt>,
+    answer: &impl serde::Serialize,
+) -> Response {
+    let started = Instant::now();
+    loop {
+        let snapshot = match app.gateway.snapshot(session, u64::MAX) {
+            Ok(snapshot) => snapshot,
+            Err(e) => return failure(&e),
+        };
+        if snapshot.projection.is_settled() || started.elapsed() >= SETTLE_WAIT {
+            return match Suspended::of(&snapshot.projection) {
+                Some(suspended) => json_response(
+                    StatusCode::ACCEPTED,
+                    &Suspended {
+                        receipts,
+                        ..suspended
+                    },
+                ),
+                None => json_response(StatusCode::OK, answer),
+            };
+        }
+        std::thread::sleep(SETTLE_POLL);
+    }
+}
+
+/// Whether the request asked to wait for its run to settle (`?wait=settled`).
+fn waits(admitted: &Admitted) -> bool {
+    admitted
+        .query
+        .as_deref()
+        .is_some_and(|q| q.split('&').any(|p| p == "wait=settled"))
 }
 
 /// Typed text, which the gateway turns into a task, guidance, or guidance and resuming, as the
 /// session stands (`{"text": …, "command_id"?: …}`). Answers the receipts; `409` when the last
 /// was a refusal.
-fn say(app: &Arc<AppState>, id: &str, body: &[u8]) -> Response {
+fn say(app: &Arc<AppState>, id: &str, body: &[u8], actor: &str, wait: bool) -> Response {
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Say {
@@ -359,8 +456,9 @@ fn say(app: &Arc<AppState>, id: &str, body: &[u8]) -> Response {
         #[serde(default)]
         command_id: Option<String>,
     }
-    let Ok(session) = SessionId::parse(id) else {
-        return plain(StatusCode::BAD_REQUEST, "not a session id");
+    let session = match app.known(id) {
+        Ok(id) => id,
+        Err((status, why)) => return plain(status, &why),
     };
     let said: Say = match serde_json::from_slice(body) {
         Ok(s) => s,
@@ -372,17 +470,21 @@ fn say(app: &Arc<AppState>, id: &str, body: &[u8]) -> Response {
         None => SessionGateway::new_command_id(),
     };
     let policy = Default::default();
-    match app.gateway.say(&session, &said.text, policy, command_id) {
+    match app
+        .gateway
+        .say_for(&session, &said.text, policy, command_id, Some(actor))
+    {
         Ok(receipts) => {
             let refused = receipts
                 .last()
                 .is_some_and(|r| matches!(r.outcome, Outcome::Refused { .. }));
-            let status = if refused {
-                StatusCode::CONFLICT
+            if refused {
+                json_response(StatusCode::CONFLICT, &receipts)
+            } else if wait {
+                settled_answer(app, &session, receipts.clone(), &receipts)
             } else {
-                StatusCode::OK
-            };
-            json_response(status, &receipts)
+                json_response(StatusCode::OK, &receipts)
+            }
         }
         Err(e) => failure(&e),
     }

@@ -37,6 +37,116 @@ fn call(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> (u1
     (status, body)
 }
 
+/// A session id minted by the server.
+fn mint(addr: SocketAddr) -> String {
+    let (status, body) = call(addr, "POST", "/api/sessions", None);
+    assert_eq!(status, 201, "{body}");
+    let minted: Value = serde_json::from_str(&body).expect("json");
+    minted["session"].as_str().expect("id").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ids_are_minted_unguessable_unknown_ids_are_404_and_a_waiting_run_answers_202() {
+    let model = ScriptedModelServer::start(Script::of(vec![
+        Turn::calls(&[
+            ("terminal", json!({"command": "echo one >> ran.txt"})),
+            ("terminal", json!({"command": "echo two >> ran.txt"})),
+        ]),
+        Turn::calls(&[("finish", json!({"message": "done"}))]),
+    ]))
+    .await
+    .expect("model");
+    let project = tempfile::tempdir().expect("project");
+    support::connect_model(project.path(), &model.base_url());
+    let (addr, _state) = support::serve(
+        project.path(),
+        Mode::Loopback,
+        Capability::from_secret(SECRET),
+    )
+    .await;
+    let dir = project.path().to_owned();
+    tokio::task::spawn_blocking(move || {
+        // Two mints differ, and each carries 128 random bits (32 hex digits) after its time.
+        let (a, b) = (mint(addr), mint(addr));
+        assert_ne!(a, b);
+        for id in [&a, &b] {
+            let random = id.rsplit('-').next().expect("random part");
+            assert!(random.len() >= 32 && random.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+        }
+
+        // An id nobody minted and no session has: 404 everywhere, and nothing is created.
+        let task = json!({"type": "submit_task", "text": "write ran.txt"});
+        for (method, path, body) in [
+            ("GET", "/api/sessions/chosen-by-caller/snapshot", None),
+            ("GET", "/api/sessions/chosen-by-caller/events", None),
+            ("POST", "/api/sessions/chosen-by-caller/commands", Some(&task)),
+            ("POST", "/api/sessions/chosen-by-caller/say", Some(&json!({"text": "hi"}))),
+        ] {
+            let (status, body) = call(addr, method, path, body);
+            assert_eq!(status, 404, "{method} {path}: {body}");
+        }
+        assert!(!dir.join(".heartwood/sessions/chosen-by-caller").exists());
+
+        // Waiting for the run: it stops for a decision, so the command itself answers 202
+        // with the set, whole, and the receipt.
+        let said = json!({"text": "write ran.txt"});
+        let (status, body) = call(addr, "POST", &format!("/api/sessions/{a}/say?wait=settled"), Some(&said));
+        assert_eq!(status, 202, "{body}");
+        let suspended: Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(suspended["session"], a.as_str());
+        assert_eq!(suspended["members"].as_array().map(Vec::len), Some(2), "{body}");
+        assert_eq!(suspended["receipts"][0]["command_type"], "submit_task", "{body}");
+        assert!(body.contains("echo one >> ran.txt"), "{body}");
+
+        // The event stream, opened now, replays the run and then says it is suspended (the
+        // same typed update a client following the run got when it stopped).
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        write!(
+            stream,
+            "GET /api/sessions/{a}/events?since=0 HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {SECRET}\r\n\r\n",
+            addr.port()
+        )
+        .expect("write");
+        stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+        let mut updates = Vec::new();
+        for line in BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            if let Some(data) = line.strip_prefix("data: ") {
+                let update: Value = serde_json::from_str(data).expect("update json");
+                let kind = update["update"].as_str().unwrap_or_default().to_owned();
+                updates.push(update["event"]["type"].as_str().unwrap_or(&kind).to_owned());
+                if kind == "suspended" {
+                    assert_eq!(update["set_id"], suspended["set_id"], "{update}");
+                    assert_eq!(update["members"].as_array().map(Vec::len), Some(2), "{update}");
+                    break;
+                }
+            }
+        }
+        let at = |kind: &str| updates.iter().position(|k| k == kind);
+        assert!(at("action_set_pending") < at("suspended"), "{updates:?}");
+
+        // A later request with the decision continues the run; waiting, it answers 200 when done.
+        let decide = json!({"type": "decide", "set_id": suspended["set_id"], "revision": suspended["revision"], "decision": "allow_once"});
+        let (status, body) = call(addr, "POST", &format!("/api/sessions/{a}/commands?wait=settled"), Some(&decide));
+        assert_eq!(status, 200, "{body}");
+        let (_, body) = call(addr, "GET", &format!("/api/sessions/{a}/snapshot"), None);
+        let snapshot: Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(snapshot["projection"]["lifecycle"], "finished", "{body}");
+
+        // The capability's actor is on the commands' receipts in the session's record.
+        let receipts = std::fs::read_to_string(dir.join(format!(".heartwood/sessions/{a}/receipts.jsonl"))).expect("receipts");
+        let actors: Vec<Value> = receipts.lines().map(|l| serde_json::from_str::<Value>(l).expect("receipt")["actor"].clone()).collect();
+        assert_eq!(actors.len(), 2, "{receipts}");
+        assert!(actors.iter().all(|a| a == "researcher (launch capability)"), "{receipts}");
+    })
+    .await
+    .expect("client");
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("ran.txt")).expect("ran"),
+        "one\ntwo\n"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_task_waits_for_a_decision_over_http_and_the_stream_carries_it() {
     let model = ScriptedModelServer::start(Script::of(vec![
@@ -200,33 +310,57 @@ async fn failures_answer_with_the_status_of_their_kind_and_typed_text_is_the_gat
     )
     .await;
     tokio::task::spawn_blocking(move || {
-        // A valid id with no session: a blank snapshot, and no event stream to follow yet.
-        let (status, body) = call(addr, "GET", "/api/sessions/nobody/snapshot", None);
+        // A minted id is registered at once: a blank snapshot, not 404.
+        let typed = mint(addr);
+        let (status, body) = call(
+            addr,
+            "GET",
+            &format!("/api/sessions/{typed}/snapshot"),
+            None,
+        );
         assert_eq!(status, 200, "{body}");
         assert!(body.contains("Ready for a task."), "{body}");
-        let (status, _) = call(addr, "GET", "/api/sessions/nobody/events", None);
-        assert_eq!(status, 404);
 
         // Typed text on a resting session is a task, as in every interface.
         let said = json!({"text": "say done", "command_id": "t1"});
-        let (status, body) = call(addr, "POST", "/api/sessions/typed/say", Some(&said));
+        let (status, body) = call(
+            addr,
+            "POST",
+            &format!("/api/sessions/{typed}/say"),
+            Some(&said),
+        );
         assert_eq!(status, 200, "{body}");
         let receipts: Value = serde_json::from_str(&body).expect("receipts");
         assert_eq!(receipts[0]["command_type"], "submit_task", "{body}");
 
         // The same command id for another command: an invalid request, 400.
         let reused = json!({"type": "pause", "command_id": "t1"});
-        let (status, body) = call(addr, "POST", "/api/sessions/typed/commands", Some(&reused));
+        let (status, body) = call(
+            addr,
+            "POST",
+            &format!("/api/sessions/{typed}/commands"),
+            Some(&reused),
+        );
         assert_eq!(status, 400, "{body}");
         assert!(body.contains("already used"), "{body}");
 
         // A command in a newer format is refused by name, not read as this build's.
         let newer = json!({"type": "pause", "schema": 99});
-        let (status, body) = call(addr, "POST", "/api/sessions/typed/commands", Some(&newer));
+        let (status, body) = call(
+            addr,
+            "POST",
+            &format!("/api/sessions/{typed}/commands"),
+            Some(&newer),
+        );
         assert_eq!(status, 400, "{body}");
         assert!(body.contains("99"), "{body}");
         let unknown = json!({"type": "self_destruct"});
-        let (status, body) = call(addr, "POST", "/api/sessions/typed/commands", Some(&unknown));
+        let (status, body) = call(
+            addr,
+            "POST",
+            &format!("/api/sessions/{typed}/commands"),
+            Some(&unknown),
+        );
         assert_eq!(status, 400, "{body}");
         assert!(body.contains("self_destruct"), "{body}");
     })

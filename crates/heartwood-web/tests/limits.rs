@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
-use heartwood_gateway::{ProjectContext, SessionGateway};
+use heartwood_gateway::ProjectContext;
 use heartwood_web::{AppState, Capability, IngressPolicy, Limits, Mode};
 
 const SECRET: &str = "limits-test-capability";
@@ -20,12 +20,10 @@ async fn serve(limits: Limits) -> (tempfile::TempDir, SocketAddr) {
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let context = ProjectContext::at(project.path()).expect("a UTF-8 project path");
-    let state = Arc::new(AppState {
-        gateway: SessionGateway::new(context.clone()),
-        project: context,
-        policy: IngressPolicy::new(Mode::Loopback, addr.port(), Capability::from_secret(SECRET)),
-        admitted: Default::default(),
-    });
+    let state = Arc::new(AppState::new(
+        context,
+        IngressPolicy::new(Mode::Loopback, addr.port(), Capability::from_secret(SECRET)),
+    ));
     tokio::spawn(heartwood_web::listener::serve(listener, state, limits));
     (project, addr)
 }

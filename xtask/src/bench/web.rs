@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use heartwood_events::{Event, Role, SessionId};
-use heartwood_gateway::{ProjectContext, SessionGateway};
+use heartwood_gateway::ProjectContext;
 use heartwood_web::{AppState, Capability, IngressPolicy, Mode};
 
 const CLIENTS: usize = 50;
@@ -27,12 +27,10 @@ pub fn run() -> Result<()> {
     let capability = Capability::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
     let secret = capability.reveal().to_owned();
     let project = ProjectContext::at(&dir).expect("a UTF-8 project path");
-    let state = Arc::new(AppState {
-        gateway: SessionGateway::new(project.clone()),
+    let state = Arc::new(AppState::new(
         project,
-        policy: IngressPolicy::new(Mode::Loopback, addr.port(), capability),
-        admitted: Default::default(),
-    });
+        IngressPolicy::new(Mode::Loopback, addr.port(), capability),
+    ));
     runtime.spawn(heartwood_web::serve(listener, Arc::clone(&state)));
     let id = SessionId::parse("bench-web")?;
     state

@@ -86,10 +86,11 @@ fn item_lines(
 ) -> Vec<Line<'static>> {
     match item {
         Item::Message(entry) => {
-            let (who, style) = match entry.role {
-                Role::Researcher => ("you", Style::default().fg(Color::Cyan)),
-                Role::Agent => ("agent", Style::default()),
-                Role::System => ("heartwood", Style::default().fg(Color::Yellow)),
+            let who = entry.speaker.as_str();
+            let style = match entry.role {
+                Role::Researcher => Style::default().fg(Color::Cyan),
+                Role::Agent => Style::default(),
+                Role::System => Style::default().fg(Color::Yellow),
             };
             // One plain paragraph reads best beside the speaker, as before.
             let plain = match entry.blocks.as_slice() {

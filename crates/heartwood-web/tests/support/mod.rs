@@ -5,8 +5,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
+use heartwood_gateway::ProjectContext;
 use heartwood_gateway::config::{ProjectConfig, RouteConfig};
-use heartwood_gateway::{ProjectContext, SessionGateway};
 use heartwood_web::{AppState, Capability, IngressPolicy, Mode};
 
 /// Connects `project` to the OpenAI-compatible service at `base_url`.
@@ -29,12 +29,10 @@ pub async fn serve(
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let context = ProjectContext::at(project).expect("a UTF-8 project path");
-    let state = Arc::new(AppState {
-        gateway: SessionGateway::new(context.clone()),
-        project: context,
-        policy: IngressPolicy::new(mode, addr.port(), capability),
-        admitted: Default::default(),
-    });
+    let state = Arc::new(AppState::new(
+        context,
+        IngressPolicy::new(mode, addr.port(), capability),
+    ));
     tokio::spawn(heartwood_web::serve(listener, Arc::clone(&state)));
     (addr, state)
 }
