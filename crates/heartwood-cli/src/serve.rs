@@ -52,6 +52,28 @@ fn mode(args: &ServeArgs) -> Mode {
     Mode::Loopback
 }
 
+/// The port to listen on. Behind a Jupyter server proxy, the prefix names it
+/// (`/user/me/proxy/8765/` forwards to port 8765), so that port is the default, and a different
+/// `--port` is refused: the proxy link would never reach it.
+fn listening_port(args: &ServeArgs) -> Result<u16> {
+    let named = args.jupyter_prefix.as_deref().and_then(proxied_port);
+    match (named, args.port) {
+        (Some(named), 0) => Ok(named),
+        (Some(named), given) if given != named => anyhow::bail!(
+            "--port {given} differs from the port the Jupyter prefix forwards to ({named}); \
+             drop --port, or use a prefix that names port {given}"
+        ),
+        (_, given) => Ok(given),
+    }
+}
+
+/// The port a Jupyter server-proxy prefix forwards to: the number after its `proxy` segment.
+fn proxied_port(prefix: &str) -> Option<u16> {
+    let segments: Vec<&str> = prefix.split('/').filter(|s| !s.is_empty()).collect();
+    let at = segments.iter().rposition(|s| *s == "proxy" || *s == "proxy-absolute")?;
+    segments.get(at + 1)?.parse().ok()
+}
+
 /// Runs the server until interrupted.
 pub fn run(project: ProjectContext, args: ServeArgs) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -62,10 +84,12 @@ pub fn run(project: ProjectContext, args: ServeArgs) -> Result<ExitCode> {
         let mode = mode(&args);
         // Loopback unless a trusted proxy was declared, which must be able to reach us.
         let address = if matches!(mode, Mode::TrustedProxy { .. }) { "0.0.0.0" } else { "127.0.0.1" };
-        let listener = tokio::net::TcpListener::bind((address, args.port))
+        let wanted = listening_port(&args)?;
+        let listener = tokio::net::TcpListener::bind((address, wanted))
             .await
-            .with_context(|| format!("cannot listen on 127.0.0.1:{}", args.port))?;
+            .with_context(|| format!("cannot listen on {address}:{wanted}"))?;
         let port = listener.local_addr()?.port();
+        println!("Listening on {address}:{port}.");
         let capability = Capability::generate()
             .map_err(|e| anyhow::anyhow!("no randomness for the launch capability: {e}"))?;
         println!(
@@ -94,4 +118,18 @@ pub fn run(project: ProjectContext, args: ServeArgs) -> Result<ExitCode> {
         state.gateway.close().await;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::proxied_port;
+
+    #[test]
+    fn the_jupyter_prefix_names_the_port() {
+        assert_eq!(proxied_port("/user/alice/proxy/8765/"), Some(8765));
+        assert_eq!(proxied_port("user/alice/proxy/8765"), Some(8765));
+        assert_eq!(proxied_port("/proxy-absolute/9000/"), Some(9000));
+        assert_eq!(proxied_port("/user/alice/lab/"), None);
+        assert_eq!(proxied_port("/user/alice/proxy/not-a-port/"), None);
+    }
 }

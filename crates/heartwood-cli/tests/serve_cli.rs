@@ -58,3 +58,46 @@ fn serve_prints_a_capability_url_and_guards_the_api() {
         "serving created project state"
     );
 }
+
+#[test]
+fn behind_jupyter_serve_listens_on_the_port_its_prefix_names_and_says_so() {
+    let project = tempfile::tempdir().expect("project");
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let prefix = format!("/user/alice/proxy/{free}/");
+    // A different --port is refused: the proxy link would never reach it.
+    let other = free.wrapping_add(1).max(1024).to_string();
+    let refused = Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["serve", "--jupyter-prefix", &prefix, "--external-host", "hub.example.org"])
+        .args(["--port", &other])
+        .current_dir(project.path())
+        .output()
+        .expect("serve");
+    assert!(!refused.status.success());
+    assert!(
+        support::text(&refused.stderr).contains(&format!("({free})")),
+        "{}",
+        support::text(&refused.stderr)
+    );
+
+    let mut server = Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["serve", "--jupyter-prefix", &prefix, "--external-host", "hub.example.org"])
+        .current_dir(project.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("serve");
+    let stdout = server.stdout.take().expect("stdout");
+    let listening = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("Listening on "))
+        .expect("the address is printed");
+    assert_eq!(listening, format!("Listening on 127.0.0.1:{free}."));
+    // It listens there (what it answers is the ingress policy's business, tested elsewhere).
+    assert!(TcpStream::connect(("127.0.0.1", free)).is_ok());
+    let _ = server.kill();
+    let _ = server.wait();
+}
