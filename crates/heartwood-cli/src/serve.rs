@@ -70,7 +70,9 @@ fn listening_port(args: &ServeArgs) -> Result<u16> {
 /// The port a Jupyter server-proxy prefix forwards to: the number after its `proxy` segment.
 fn proxied_port(prefix: &str) -> Option<u16> {
     let segments: Vec<&str> = prefix.split('/').filter(|s| !s.is_empty()).collect();
-    let at = segments.iter().rposition(|s| *s == "proxy" || *s == "proxy-absolute")?;
+    let at = segments
+        .iter()
+        .rposition(|s| *s == "proxy" || *s == "proxy-absolute")?;
     segments.get(at + 1)?.parse().ok()
 }
 

@@ -15,10 +15,9 @@ const README_MODEL_URL: &str = "http://localhost:11434/v1";
 
 /// The quick start's commands, each with the exit code its comment promises (`exit N`), else 0.
 fn quick_start() -> Vec<(String, i32)> {
-    let readme = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
-    )
-    .expect("README.md");
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .expect("README.md");
     let block = readme
         .split("<!-- quick-start:begin -->")
         .nth(1)
@@ -97,14 +96,16 @@ async fn every_command_of_the_readme_quick_start_works_in_a_fresh_folder() {
     // The quick start did what it says: the listed folder's file is in the transcript.
     let transcript =
         std::fs::read_to_string(folder.path().join("transcript.md")).expect("transcript.md");
-    assert!(transcript.contains("The folder holds notes.txt."), "{transcript}");
+    assert!(
+        transcript.contains("The folder holds notes.txt."),
+        "{transcript}"
+    );
     assert_eq!(server.remaining_turns(), 0);
 
     // The independent verifier, as the README words it, from the project folder.
-    let readme = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
-    )
-    .expect("README.md");
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .expect("README.md");
     let verifier = readme
         .split('`')
         .find(|part| part.starts_with("python3 ") && part.contains("verify_session.py"))
@@ -115,7 +116,10 @@ async fn every_command_of_the_readme_quick_start_works_in_a_fresh_folder() {
         .next()
         .expect("one session")
         .file_name();
-    let line = verifier.replace("sessions/ID", &format!("sessions/{}", session.to_string_lossy()));
+    let line = verifier.replace(
+        "sessions/ID",
+        &format!("sessions/{}", session.to_string_lossy()),
+    );
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let out = tokio::process::Command::new("sh")
         .args(["-c", &line])

@@ -71,7 +71,13 @@ fn behind_jupyter_serve_listens_on_the_port_its_prefix_names_and_says_so() {
     // A different --port is refused: the proxy link would never reach it.
     let other = free.wrapping_add(1).max(1024).to_string();
     let refused = Command::new(env!("CARGO_BIN_EXE_heartwood"))
-        .args(["serve", "--jupyter-prefix", &prefix, "--external-host", "hub.example.org"])
+        .args([
+            "serve",
+            "--jupyter-prefix",
+            &prefix,
+            "--external-host",
+            "hub.example.org",
+        ])
         .args(["--port", &other])
         .current_dir(project.path())
         .output()
@@ -84,7 +90,13 @@ fn behind_jupyter_serve_listens_on_the_port_its_prefix_names_and_says_so() {
     );
 
     let mut server = Command::new(env!("CARGO_BIN_EXE_heartwood"))
-        .args(["serve", "--jupyter-prefix", &prefix, "--external-host", "hub.example.org"])
+        .args([
+            "serve",
+            "--jupyter-prefix",
+            &prefix,
+            "--external-host",
+            "hub.example.org",
+        ])
         .current_dir(project.path())
         .stdout(Stdio::piped())
         .spawn()

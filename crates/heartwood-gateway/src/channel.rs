@@ -26,9 +26,64 @@ use tokio::sync::broadcast;
 use crate::gateway::{SessionGateway, Shared};
 use crate::{ErrorKind, GatewayError};
 
-/// The longest socket path the OS accepts (`sun_path`, less its terminating NUL); a session
-/// directory deeper than this serves no channel, and other processes are told it is owned.
+/// The longest socket path the OS accepts (`sun_path`, less its terminating NUL). A session
+/// directory deeper than this serves its channel in the abstract namespace instead, under a
+/// name derived from the path (see [`Address`]).
 const MAX_SOCKET_PATH: usize = 107;
+
+/// Where a session's channel listens: the socket file in the session's directory, or, when that
+/// path is too long for a socket, an abstract socket (Linux) named after a digest of the path.
+/// An abstract socket has no file and so no mode bits: the peer-credential check (same user)
+/// is its guard, as it is the file's second one; and it vanishes with its process, so it is
+/// never stale.
+enum Address {
+    File(PathBuf),
+    Abstract(Vec<u8>),
+}
+
+impl Address {
+    fn of(path: &Path) -> Address {
+        if path.as_os_str().len() <= MAX_SOCKET_PATH {
+            return Address::File(path.to_owned());
+        }
+        let digest = heartwood_audit::Digest::of(path.as_os_str().as_encoded_bytes()).to_hex();
+        Address::Abstract(format!("heartwood-channel-{}", &digest[..32]).into_bytes())
+    }
+
+    fn bind(&self) -> std::io::Result<UnixListener> {
+        match self {
+            Address::File(path) => {
+                // This process holds the lease: a socket there was left by an owner that ended.
+                let _ = std::fs::remove_file(path);
+                let listener = UnixListener::bind(path)?;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+                Ok(listener)
+            }
+            Address::Abstract(name) => {
+                use std::os::linux::net::SocketAddrExt;
+                let address = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
+                UnixListener::bind_addr(&address)
+            }
+        }
+    }
+
+    fn connect(&self) -> std::io::Result<UnixStream> {
+        match self {
+            Address::File(path) => UnixStream::connect(path),
+            Address::Abstract(name) => {
+                use std::os::linux::net::SocketAddrExt;
+                let address = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
+                UnixStream::connect_addr(&address)
+            }
+        }
+    }
+
+    fn remove(&self) {
+        if let Address::File(path) = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
 
 /// How long a client waits for an answer before it gives up.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -64,7 +119,7 @@ enum Answer<T> {
 /// A session's channel, served while this process holds its lease; dropping it stops serving
 /// and removes the socket.
 pub(crate) struct ChannelServer {
-    path: PathBuf,
+    address: Address,
     stop: Arc<AtomicBool>,
 }
 
@@ -72,26 +127,21 @@ impl Drop for ChannelServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         // Wakes the accepting thread, which sees the stop and ends.
-        let _ = UnixStream::connect(&self.path);
-        let _ = std::fs::remove_file(&self.path);
+        let _ = self.address.connect();
+        self.address.remove();
     }
 }
 
-/// Serves `session`'s channel at `path` for the gateway behind `shared`. `None` when the path
-/// is too long for a socket or cannot be bound (other processes are then told the session is
-/// owned, as before).
+/// Serves `session`'s channel at `path` (or the abstract address derived from it) for the
+/// gateway behind `shared`. `None` when it cannot be bound (other processes are then told the
+/// session is owned, as before).
 pub(crate) fn serve(
     path: &Path,
     shared: Weak<Shared>,
     session: SessionId,
 ) -> Option<ChannelServer> {
-    if path.as_os_str().len() > MAX_SOCKET_PATH {
-        return None;
-    }
-    // This process holds the lease: whatever socket is there was left by an owner that ended.
-    let _ = std::fs::remove_file(path);
-    let listener = UnixListener::bind(path).ok()?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).ok()?;
+    let address = Address::of(path);
+    let listener = address.bind().ok()?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = Arc::clone(&stop);
     std::thread::Builder::new()
@@ -113,10 +163,7 @@ pub(crate) fn serve(
             }
         })
         .ok()?;
-    Some(ChannelServer {
-        path: path.to_owned(),
-        stop,
-    })
+    Some(ChannelServer { address, stop })
 }
 
 /// Whether the peer runs as this process's user.
@@ -222,7 +269,7 @@ impl Client {
     /// Connects to the channel at `path`; `None` when nobody serves it (no socket, or one
     /// left by an owner that ended).
     pub(crate) fn connect(path: &Path) -> Option<Client> {
-        let stream = UnixStream::connect(path).ok()?;
+        let stream = Address::of(path).connect().ok()?;
         stream.set_read_timeout(Some(ANSWER_TIMEOUT)).ok()?;
         let reader = BufReader::new(stream.try_clone().ok()?);
         Some(Client { stream, reader })

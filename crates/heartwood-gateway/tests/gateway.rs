@@ -989,3 +989,66 @@ async fn another_gateway_reaches_a_served_session_through_its_channel_and_decisi
     assert_eq!(done.last_decision.map(|d| d.set_id), Some(set.set_id));
     f.gateway.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_too_deep_for_a_socket_file_is_still_reached_through_its_channel() {
+    let root = tempfile::tempdir().expect("root");
+    // `.heartwood/sessions/s1/channel.sock` under this folder is far past the 107 bytes a
+    // socket path may have.
+    let project = root.path().join("a".repeat(60)).join("b".repeat(60));
+    std::fs::create_dir_all(&project).expect("deep project");
+    let server = ScriptedModelServer::start(Script::of(vec![two_actions(), finish()]))
+        .await
+        .expect("server");
+    let context = || ProjectContext::at(&project).expect("a UTF-8 project path");
+    ProjectConfig::set_route(&context(), route(&server.base_url(), None)).expect("route");
+    let (owner, other) = (
+        SessionGateway::new(context()),
+        SessionGateway::new(context()),
+    );
+    let session = SessionId::parse("s1").expect("id");
+    applied(
+        &owner
+            .submit(Command::new(
+                CommandId::parse("task").expect("id"),
+                session.clone(),
+                CommandKind::SubmitTask {
+                    text: "write the file".into(),
+                    policy: ActionPolicy::AlwaysReview,
+                },
+            ))
+            .expect("task"),
+    );
+    let started = Instant::now();
+    let set = loop {
+        if let Some(set) = owner.projection(&session).expect("projection").pending {
+            break set;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "no set");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    // The other gateway is not told "owned": its decision reaches the owner.
+    let decided = other
+        .submit(Command::new(
+            CommandId::parse("decide").expect("id"),
+            session.clone(),
+            CommandKind::Decide {
+                set_id: set.set_id,
+                revision: set.revision,
+                decision: Decision::AllowOnce,
+                reason: None,
+            },
+        ))
+        .expect("reached the owner");
+    applied(&decided);
+    finished(&owner, &session).await;
+    assert_eq!(
+        std::fs::read_to_string(project.join("ran.txt")).expect("ran"),
+        "one\ntwo\n"
+    );
+    assert!(
+        !project.join(".heartwood/sessions/s1/channel.sock").exists(),
+        "no socket file was made for the too-long path"
+    );
+    owner.close().await;
+}
