@@ -62,6 +62,15 @@ impl SessionStore {
         self.paths(id).dir.is_dir()
     }
 
+    /// The length in bytes of session `id`'s event log (`None` before it exists): what a
+    /// process that follows a session nobody serves compares to notice that it moved on.
+    /// Reads one file's metadata and creates nothing.
+    pub fn journal_len(&self, id: &SessionId) -> Option<u64> {
+        std::fs::metadata(self.paths(id).events)
+            .ok()
+            .map(|m| m.len())
+    }
+
     /// Every session, most recently active first. A project without `.heartwood/` has none.
     pub fn list(&self) -> Result<Vec<SessionSummary>, AuditError> {
         let entries = match std::fs::read_dir(&self.sessions_root) {

@@ -239,15 +239,15 @@ fn follow(
 /// printing its pending set, a `decide` started a moment earlier) before it gives up.
 const OWNER_WAIT: Duration = Duration::from_secs(30);
 
-/// Starts serving `session`, waiting while another process serves it, so two commands started
-/// together both act, one after the other, instead of one giving up. Serving first also
-/// reconciles the session with its engine, so the lifecycle a command plan reads is where the
-/// agent really stands. A session that does not exist yet is fine.
+/// Makes sure `session` is served (here, or by another process whose channel answers), so the
+/// lifecycle a command plan reads is where the agent really stands: serving it reconciles it
+/// with its engine. Waits only while another process holds it without serving a channel.
+/// A session that does not exist yet is fine.
 async fn wait_for_owner(gateway: &SessionGateway, session: &SessionId) -> Result<()> {
     let started = Instant::now();
     let mut told = false;
     loop {
-        match gateway.subscribe(session) {
+        match gateway.serve(session) {
             Err(e) if e.is_owned_elsewhere() => {
                 if started.elapsed() >= OWNER_WAIT {
                     return Err(e.into());

@@ -113,8 +113,18 @@ pub fn run(project: ProjectContext, args: ServeArgs) -> Result<ExitCode> {
             project,
             IngressPolicy::new(mode, port, capability),
         ));
+        // Showing a session is not acting on it: sessions idle for a while are let go, so
+        // another interface takes them directly (pages keep following them).
+        let releasing = Arc::clone(&state);
+        let release = async move {
+            loop {
+                tokio::time::sleep(heartwood_gateway::IDLE_RELEASE).await;
+                releasing.gateway.release_idle(heartwood_gateway::IDLE_RELEASE).await;
+            }
+        };
         tokio::select! {
             served = heartwood_web::serve(listener, Arc::clone(&state)) => served?,
+            () = release => {}
             _ = tokio::signal::ctrl_c() => {}
         }
         state.gateway.close().await;

@@ -208,12 +208,13 @@ fn answer(stream: UnixStream, shared: &Weak<Shared>, session: &SessionId) {
             ),
             Ok(Request::Snapshot { since }) => send(&mut writer, gateway.snapshot(session, since)),
             Ok(Request::Subscribe {}) => {
-                let subscribed = gateway.subscribe(session);
+                let subscribed = gateway.served_updates(session);
                 drop(gateway);
                 match subscribed {
-                    Ok(updates) => stream_updates(&mut writer, updates),
-                    Err(e) => {
-                        let _ = send::<()>(&mut writer, Err(e));
+                    Some(updates) => stream_updates(&mut writer, updates),
+                    None => {
+                        let _ =
+                            send::<()>(&mut writer, Err(GatewayError::Closed(session.to_string())));
                     }
                 }
                 return;

@@ -29,6 +29,10 @@ use heartwood_events::{Snapshot, Update};
 /// stops it.
 pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
+/// How long a session an interface serves may sit idle before [`SessionGateway::release_idle`]
+/// lets it go: long enough that answering a set just shown does not bounce the lease.
+pub const IDLE_RELEASE: Duration = Duration::from_secs(2);
+
 /// The gateway of one project: the only way an interface reaches its sessions.
 ///
 /// ```
@@ -62,8 +66,36 @@ pub(crate) struct Shared {
     backends: Arc<dyn BackendFactory>,
     live: Mutex<HashMap<SessionId, Arc<Live>>>,
     stopping: Mutex<Vec<Stopping>>,
-    /// Held while a session is being opened (see `attach`).
+    /// Held while a session is being opened (see `attach`) or released (see `release_idle`).
     opening: Mutex<()>,
+    /// The updates of each session followed in this process (see [`crate::follow`]).
+    feeds: Mutex<HashMap<SessionId, broadcast::Sender<Update>>>,
+}
+
+impl Shared {
+    /// The followed sessions' feeds.
+    pub(crate) fn feeds(&self) -> MutexGuard<'_, HashMap<SessionId, broadcast::Sender<Update>>> {
+        lock(&self.feeds)
+    }
+
+    /// The live updates of `session` if this process serves it.
+    pub(crate) fn served_updates(
+        &self,
+        session: &SessionId,
+    ) -> Option<broadcast::Receiver<Update>> {
+        let live = lock(&self.live).get(session).cloned()?;
+        Some(live.subscribe())
+    }
+
+    /// A connection to the process serving `session`, if one serves its channel.
+    pub(crate) fn remote(&self, session: &SessionId) -> Option<crate::channel::Client> {
+        crate::channel::Client::connect(&self.store.paths(session).channel)
+    }
+
+    /// The length of `session`'s event log, if it exists.
+    pub(crate) fn journal_len(&self, session: &SessionId) -> Option<u64> {
+        self.store.journal_len(session)
+    }
 }
 
 impl Drop for Shared {
@@ -112,6 +144,7 @@ impl SessionGateway {
                 live: Mutex::new(HashMap::new()),
                 stopping: Mutex::new(Vec::new()),
                 opening: Mutex::new(()),
+                feeds: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -201,6 +234,10 @@ impl SessionGateway {
                 Err(e) => return Err(e),
             };
             let mut core = live.lock();
+            if core.is_released() {
+                drop(core);
+                return self.say_for(session, text, policy, command_id, actor);
+            }
             // A retry: the text meant what it meant the first time. Submitting that command
             // again answers from its receipt, or refuses the id if the text changed.
             let first = core
@@ -330,6 +367,11 @@ impl SessionGateway {
             _ => None,
         };
         let mut core = live.lock();
+        if core.is_released() {
+            // Released as this command reached it: serve it afresh (or reach whoever does).
+            drop(core);
+            return self.submit(command);
+        }
         let name = command.kind.name();
         let content = content_digest(&command.kind);
         let key = CommandKey {
@@ -499,6 +541,14 @@ impl SessionGateway {
         };
         let events = decoded(events?)?;
         let projection = reducer::replay(session.clone(), &events);
+        // A run is open on disk but nobody serves it: its process ended mid-run. Looking at it
+        // takes it over (serving it reconciles it with its engine, which records how the run
+        // ended or carries it on) rather than showing a run that no longer runs.
+        if !projection.is_settled()
+            && let Ok(live) = self.attach(session, false)
+        {
+            return Ok(live.lock().snapshot(since));
+        }
         let revision = projection.revision;
         let from = usize::try_from(since)
             .unwrap_or(usize::MAX)
@@ -524,20 +574,87 @@ impl SessionGateway {
         Ok(self.snapshot(session, since)?.projection)
     }
 
-    /// Updates to the session from now on. The session becomes served by this process (its
-    /// writer lease is taken), because an interface that watches a session acts on it.
+    /// Updates to the session from now on, wherever it is served (here, by another process,
+    /// or by nobody yet); see [`crate::follow`]. Watching is not acting: the session's writer
+    /// lease is not taken. A `lagged` update means "take a snapshot".
     pub fn subscribe(
         &self,
         session: &SessionId,
     ) -> Result<broadcast::Receiver<Update>, GatewayError> {
+        Ok(crate::follow::subscribe(&self.shared, session))
+    }
+
+    /// Makes sure the session is served somewhere, serving it here (taking its lease, and
+    /// reconciling it with its engine) if nobody does, so the state a caller reads next is
+    /// where the agent really stands. A session that does not exist yet is fine.
+    pub fn serve(&self, session: &SessionId) -> Result<(), GatewayError> {
+        if !self.shared.store.exists(session) {
+            return Ok(());
+        }
         match self.attach(session, false) {
-            Ok(live) => Ok(live.subscribe()),
-            Err(e) if e.is_owned_elsewhere() => match self.remote(session) {
-                Some(remote) => remote.subscribe().map_err(|lost| lost.or_owned(e)),
-                None => Err(e),
-            },
+            Ok(_) => Ok(()),
+            Err(e) if e.is_owned_elsewhere() && self.remote(session).is_some() => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    /// Lets go of every session this process serves that has sat idle (settled, nothing
+    /// staged) for at least `grace`: its agent worker, its command channel and its writer
+    /// lease, so the next process to act takes it directly. Subscribers here keep following it
+    /// (see [`crate::follow`]); the next command here serves it again. Long-running
+    /// interfaces (the terminal interface, `heartwood serve`) call this now and then; returns
+    /// how many sessions were released.
+    pub async fn release_idle(&self, grace: Duration) -> usize {
+        // Releasing flushes and closes journals (fsync): off the caller's async thread.
+        let shared = Arc::clone(&self.shared);
+        let (done, released) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name("heartwood-release".into())
+            .spawn(move || {
+                let _ = done.send(SessionGateway::from_shared(shared).release_idle_now(grace));
+            });
+        if spawned.is_err() {
+            return 0;
+        }
+        let Ok((released, stopping)) = released.await else {
+            return 0;
+        };
+        for worker in stopping {
+            worker.finish(CLOSE_GRACE).await;
+        }
+        released
+    }
+
+    /// The blocking half of [`Self::release_idle`]: the sessions released, and their workers
+    /// on their way out.
+    fn release_idle_now(&self, grace: Duration) -> (usize, Vec<Stopping>) {
+        let mut stopping = Vec::new();
+        let mut released = 0;
+        // No session is opened meanwhile, so none is released half-way through its open.
+        let _opening = lock(&self.shared.opening);
+        let served: Vec<(SessionId, Arc<Live>)> = lock(&self.shared.live)
+            .iter()
+            .map(|(id, live)| (id.clone(), Arc::clone(live)))
+            .collect();
+        for (id, live) in served {
+            if !live.lock().idle_for(grace) {
+                continue;
+            }
+            // Out of the map first: a command that finds it later serves it afresh.
+            lock(&self.shared.live).remove(&id);
+            let mut core = live.lock();
+            if !core.idle_for(grace) {
+                drop(core);
+                lock(&self.shared.live).insert(id, live);
+                continue;
+            }
+            if let Some(worker) = core.take_worker() {
+                stopping.push(worker.shut_down());
+            }
+            core.release();
+            released += 1;
+        }
+        (released, stopping)
     }
 
     /// Stops every worker and releases every session's lease. A running agent is paused at
@@ -594,7 +711,16 @@ impl SessionGateway {
 
     /// A connection to the process serving `session`, if one serves its channel.
     fn remote(&self, session: &SessionId) -> Option<crate::channel::Client> {
-        crate::channel::Client::connect(&self.shared.store.paths(session).channel)
+        self.shared.remote(session)
+    }
+
+    /// The live updates of `session` if this process serves it (what its command channel
+    /// streams to other processes: never a relayed feed, so two processes cannot echo).
+    pub(crate) fn served_updates(
+        &self,
+        session: &SessionId,
+    ) -> Option<broadcast::Receiver<Update>> {
+        self.shared.served_updates(session)
     }
 
     /// The live session, opening it (and taking its lease) if this process does not serve it.

@@ -16,6 +16,7 @@ pub mod backend;
 mod channel;
 pub mod config;
 mod error;
+mod follow;
 mod gateway;
 mod live;
 pub mod markdown;
@@ -35,7 +36,7 @@ pub use admin::{
     SessionListing, SessionReport, SessionView,
 };
 pub use error::{ErrorKind, GatewayError};
-pub use gateway::SessionGateway;
+pub use gateway::{IDLE_RELEASE, SessionGateway};
 pub use heartwood_audit::{
     Checkpoint, CheckpointReport, Damage, DamageKind, ReceiptRepair, Recovery, SessionMeta,
     SessionSummary, TornTailCut, Verified,

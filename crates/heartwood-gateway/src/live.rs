@@ -99,6 +99,8 @@ pub(crate) struct Core {
     /// What the running action has printed (its tail).
     output: Option<heartwood_events::ToolOutput>,
     updates: broadcast::Sender<Update>,
+    /// When anything last happened here, for releasing sessions that sit idle.
+    last_change: std::cell::Cell<std::time::Instant>,
 }
 
 impl Live {
@@ -129,6 +131,7 @@ impl Live {
                 streaming: String::new(),
                 output: None,
                 updates: updates.clone(),
+                last_change: std::cell::Cell::new(std::time::Instant::now()),
             }),
             updates,
             row,
@@ -446,7 +449,24 @@ impl Core {
         self.publish(Change::ExecutionSettled { lifecycle });
     }
 
+    /// Whether the session has sat settled, with nothing staged, for at least `grace`: its
+    /// lease can go to whoever acts next without cutting anything short.
+    pub(crate) fn idle_for(&self, grace: std::time::Duration) -> bool {
+        self.writer.is_some()
+            && self.projection.is_settled()
+            && self.staged.is_empty()
+            && self.output.is_none()
+            && self.last_change.get().elapsed() >= grace
+    }
+
+    /// Whether the session was released (its lease let go): a command that reached it just
+    /// before must serve it afresh.
+    pub(crate) fn is_released(&self) -> bool {
+        self.writer.is_none()
+    }
+
     fn publish(&self, change: Change) {
+        self.last_change.set(std::time::Instant::now());
         // No subscribers is fine: the events are durable and snapshots serve late readers.
         let _ = self.updates.send(Update {
             revision: self.projection.revision,

@@ -385,7 +385,7 @@ async fn a_decision_journaled_before_a_crash_is_applied_once_by_the_next_process
 
     let next =
         SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"));
-    let _updates = next.subscribe(&f.session).expect("attach");
+    next.serve(&f.session).expect("serve");
     let done = finished(&next, &f.session).await;
     let ran = std::fs::read_to_string(f.project.path().join("ran.txt")).expect("ran");
     assert_eq!(
@@ -421,7 +421,7 @@ async fn a_task_journaled_before_a_crash_reaches_the_agent_in_the_next_process()
     );
     let next =
         SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"));
-    let _updates = next.subscribe(&f.session).expect("attach");
+    next.serve(&f.session).expect("serve");
     let started = Instant::now();
     loop {
         let p = next.projection(&f.session).expect("projection");
@@ -470,16 +470,20 @@ async fn a_crash_before_the_set_is_published_is_republished_by_the_next_process(
     let cut = cut_last_event(f.project.path(), &f.session);
     assert!(cut.contains("action_set_pending"), "{cut}");
 
-    let next =
-        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"));
-    let stored = next.projection(&f.session).expect("stored");
+    let context = ProjectContext::at(f.project.path()).expect("a UTF-8 project path");
+    let stored = heartwood_gateway::SessionAdmin::new(&context)
+        .show(f.session.as_str())
+        .expect("show")
+        .projection
+        .expect("verified");
     assert_eq!(stored.lifecycle, Lifecycle::WaitingForDecision);
     assert!(
         stored.pending.is_none(),
         "the crash window: waiting, no set"
     );
-    // Serving the session republishes the set the engine waits on; it can then be decided.
-    let _updates = next.subscribe(&f.session).expect("attach");
+    // Looking at the session through the gateway takes it over (nobody serves it): serving it
+    // republishes the set the engine waits on, which can then be decided.
+    let next = SessionGateway::new(context);
     let p = next.projection(&f.session).expect("projection");
     let set = p.pending.clone().expect("the set is published again");
     assert_eq!(set.set_id, shown.set_id);
@@ -1051,4 +1055,71 @@ async fn a_session_too_deep_for_a_socket_file_is_still_reached_through_its_chann
         "no socket file was made for the too-long path"
     );
     owner.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_idle_session_is_released_and_its_followers_see_another_process_act_on_it() {
+    let f = Fixture::new(Script::of(vec![
+        two_actions(),
+        finish(),
+        Turn::text("again"),
+    ]))
+    .await;
+    applied(&f.task("write the file"));
+    let waiting = f.settled().await;
+    let set = waiting.pending.clone().expect("pending");
+    let mut updates = f.gateway.subscribe(&f.session).expect("follow");
+
+    // Nothing is released while it has been idle for less than the grace.
+    assert_eq!(f.gateway.release_idle(Duration::from_secs(3600)).await, 0);
+    assert_eq!(f.gateway.release_idle(Duration::ZERO).await, 1);
+
+    // Another process now takes the session itself (no channel to go through: nobody serves
+    // it) and runs the set.
+    let other =
+        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"));
+    applied(
+        &other
+            .submit(Command::new(
+                CommandId::parse("elsewhere").expect("id"),
+                f.session.clone(),
+                CommandKind::Decide {
+                    set_id: set.set_id.clone(),
+                    revision: set.revision,
+                    decision: Decision::AllowOnce,
+                    reason: None,
+                },
+            ))
+            .expect("decide"),
+    );
+    finished(&other, &f.session).await;
+    other.close().await;
+
+    // The first gateway's follower was told to look again, on the same receiver, and looking
+    // shows what the other process did.
+    let started = Instant::now();
+    let mut told = false;
+    while !told && started.elapsed() < Duration::from_secs(30) {
+        match updates.try_recv() {
+            Ok(_) => told = true,
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+    assert!(told, "the follower heard nothing");
+    assert_eq!(f.projection().lifecycle, Lifecycle::Finished);
+    assert_eq!(
+        std::fs::read_to_string(f.project.path().join("ran.txt")).expect("ran"),
+        "one\ntwo\n",
+        "the set ran once"
+    );
+    // And the first gateway serves it again when it next acts.
+    applied(&f.task("once more"));
+    let done = f
+        .until(|p| p.lifecycle == Lifecycle::Finished && p.conversation.len() > 3)
+        .await;
+    assert!(
+        done.conversation.iter().any(|m| m.text == "again"),
+        "{done:#?}"
+    );
+    f.gateway.close().await;
 }

@@ -141,6 +141,11 @@ async fn event_loop(
             }
             // A running action shows how long it has run: redraw each second.
             _ = tokio::time::sleep(Duration::from_secs(1)), if action_running(&app) => {}
+            // Viewing is not acting: a session idle for a while is let go, so another
+            // interface takes it directly (this one keeps following it).
+            _ = tokio::time::sleep(heartwood_gateway::IDLE_RELEASE) => {
+                gateway.release_idle(heartwood_gateway::IDLE_RELEASE).await;
+            }
             // The list and startup screens show state other processes may change.
             _ = tokio::time::sleep(Duration::from_secs(2)), if updates.is_none() => {
                 if let Screen::Sessions { .. } = app.screen {

@@ -1,0 +1,216 @@
+//! One writer per session, many interfaces: the real binary in separate processes. An owner
+//! killed with SIGKILL leaves its lease and socket behind, and the next process takes over;
+//! `heartwood serve` holding a session does not lock the shell out of it.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use heartwood_testkit::{Fault, Script, Turn};
+use serde_json::{Value, json};
+use support::{code, heartwood, heartwood_async, project_with, text, two_actions};
+
+/// Waits until `path` exists (at most 30 s).
+async fn appears(path: &Path) {
+    let started = Instant::now();
+    while !path.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{} never appeared",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_the_owner_is_killed_the_next_process_takes_the_session_over() {
+    let slow = Turn::text(&"slowly ".repeat(200)).with_fault(Fault::ChunkDelayMs(50));
+    let (project, _server) = project_with(Script::of(vec![
+        slow,
+        Turn::text("picked up where it stopped"),
+        Turn::text("and continued"),
+    ]))
+    .await;
+    let mut owner = tokio::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["exec", "--session", "taken", "take your time"])
+        .current_dir(project.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let session = project.path().join(".heartwood/sessions/taken");
+    // Serving: its channel is up, and the task is in the journal.
+    appears(&session.join("channel.sock")).await;
+    let started = Instant::now();
+    while !std::fs::read_to_string(session.join("events.jsonl"))
+        .is_ok_and(|j| j.contains("task_submitted"))
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no task recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    owner.start_kill().expect("SIGKILL");
+    owner.wait().await.expect("reaped");
+    assert!(
+        session.join("channel.sock").exists(),
+        "the killed owner's socket is left behind, as a crash leaves it"
+    );
+
+    // The next process is neither refused as "owned" nor stuck on the dead socket.
+    let next = heartwood_async(project.path(), &["exec", "--session", "taken", "go on"]).await;
+    let said = format!("{}{}", text(&next.stdout), text(&next.stderr));
+    assert!(!said.contains("owned by"), "{said}");
+    assert!(matches!(code(&next), 0 | 4), "{said}");
+    let shown = heartwood(project.path(), &["sessions", "show", "taken", "--json"]);
+    assert!(shown.status.success(), "{}", text(&shown.stderr));
+    let view: Value = serde_json::from_slice(&shown.stdout).expect("json");
+    assert_eq!(view["integrity"]["intact"], true, "{view}");
+    let texts: Vec<&str> = view["projection"]["conversation"]
+        .as_array()
+        .expect("conversation")
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .collect();
+    assert!(texts.contains(&"go on"), "{texts:?}");
+}
+
+/// One HTTP request with the capability; the status and the body.
+fn call(port: u16, token: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn while_serve_holds_a_session_the_shell_decides_it_and_the_page_sees_the_result() {
+    let (project, server) =
+        project_with(Script::of(vec![two_actions(), support::finish("wrote it")])).await;
+    let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["serve"])
+        .current_dir(project.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve");
+    let stdout = serve.stdout.take().expect("stdout");
+    let url = std::io::BufRead::lines(std::io::BufReader::new(stdout))
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("http://127.0.0.1:")
+                .map(str::to_owned)
+        })
+        .expect("a URL");
+    let (port, rest) = url.split_once('/').expect("port");
+    let port: u16 = port.parse().expect("port");
+    let token = rest.strip_prefix("?token=").expect("token").to_owned();
+
+    let (id, set) = {
+        let token = token.clone();
+        tokio::task::spawn_blocking(move || {
+            let (status, body) = call(port, &token, "POST", "/api/sessions", None);
+            assert_eq!(status, 201, "{body}");
+            let id = serde_json::from_str::<Value>(&body).expect("json")["session"]
+                .as_str()
+                .expect("id")
+                .to_owned();
+            let (status, body) = call(
+                port,
+                &token,
+                "POST",
+                &format!("/api/sessions/{id}/say?wait=settled"),
+                Some(&json!({"text": "write ran.txt"})),
+            );
+            assert_eq!(status, 202, "{body}");
+            (id, serde_json::from_str::<Value>(&body).expect("suspended"))
+        })
+        .await
+        .expect("client")
+    };
+    // From the shell, at once (serve may still hold the session): decided, run once.
+    let decided = heartwood_async(
+        project.path(),
+        &[
+            "decide",
+            &id,
+            "--set",
+            set["set_id"].as_str().expect("set"),
+            "--revision",
+            &set["revision"].to_string(),
+            "allow",
+        ],
+    )
+    .await;
+    assert_eq!(
+        code(&decided),
+        0,
+        "{}{}",
+        text(&decided.stdout),
+        text(&decided.stderr)
+    );
+    // `exec --session` on it too, with guidance turned into a new task (it finished).
+    server.push_turns([Turn::text("nothing more to do")]);
+    let more = heartwood_async(
+        project.path(),
+        &["exec", "--session", &id, "anything else?"],
+    )
+    .await;
+    assert_eq!(
+        code(&more),
+        0,
+        "{}{}",
+        text(&more.stdout),
+        text(&more.stderr)
+    );
+
+    // The page's view of the session shows what the shell did.
+    let started = Instant::now();
+    loop {
+        let token = token.clone();
+        let id = id.clone();
+        let (status, body) = tokio::task::spawn_blocking(move || {
+            call(
+                port,
+                &token,
+                "GET",
+                &format!("/api/sessions/{id}/snapshot"),
+                None,
+            )
+        })
+        .await
+        .expect("client");
+        assert_eq!(status, 200, "{body}");
+        if body.contains("nothing more to do") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("ran.txt")).expect("ran"),
+        "one\ntwo\n"
+    );
+    let _ = serve.kill();
+    let _ = serve.wait();
+}
