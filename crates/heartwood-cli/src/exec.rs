@@ -55,17 +55,19 @@ pub struct ExecArgs {
 /// Arguments of `heartwood decide`.
 #[derive(Args)]
 pub struct DecideArgs {
-    /// The session: its id, a unique prefix of it, or `last`.
-    session: String,
+    /// `SESSION allow|reject`, or `allow|reject` with --last. SESSION is its id, a unique
+    /// prefix of it, or `last`; `allow` runs every action in the set once, `reject` runs none.
+    #[arg(num_args = 1..=2, required = true, value_names = ["SESSION", "DECISION"])]
+    words: Vec<String>,
+    /// The most recently active session (as `last`).
+    #[arg(long)]
+    last: bool,
     /// The pending set, as shown (default: the set pending now, which is printed).
     #[arg(long = "set", requires = "revision")]
     set_id: Option<String>,
     /// The set's revision, as shown (default: the pending set's).
     #[arg(long, requires = "set_id")]
     revision: Option<u64>,
-    /// Allow every action once, or reject them all.
-    #[arg(value_enum)]
-    decision: DecisionArg,
     /// Why (recorded; on rejection the agent reads it too).
     #[arg(long)]
     reason: Option<String>,
@@ -122,7 +124,15 @@ pub fn exec(project: ProjectContext, args: ExecArgs) -> Result<ExitCode> {
 
 /// Runs `heartwood decide`.
 pub fn decide(project: ProjectContext, args: DecideArgs) -> Result<ExitCode> {
-    let session = heartwood_gateway::SessionAdmin::new(&project).resolve(&args.session)?;
+    let (named, decision) = match (args.words.as_slice(), args.last) {
+        ([session, decision], false) => (session.as_str(), decision),
+        ([decision], true) => ("last", decision),
+        ([_, _], true) => anyhow::bail!("give a session or --last, not both"),
+        _ => anyhow::bail!("say which session: heartwood decide SESSION allow|reject, or --last"),
+    };
+    let decision = DecisionArg::from_str(decision, true)
+        .map_err(|_| anyhow::anyhow!("the decision is `allow` or `reject`, not {decision:?}"))?;
+    let session = heartwood_gateway::SessionAdmin::new(&project).resolve(named)?;
     let (set_id, revision) = match (args.set_id, args.revision) {
         (Some(set), Some(revision)) => (ActionSetId::parse(&set)?, revision),
         _ => {
@@ -148,7 +158,7 @@ pub fn decide(project: ProjectContext, args: DecideArgs) -> Result<ExitCode> {
     let kind = CommandKind::Decide {
         set_id,
         revision,
-        decision: match args.decision {
+        decision: match decision {
             DecisionArg::Allow => Decision::AllowOnce,
             DecisionArg::Reject => Decision::RejectAll,
         },

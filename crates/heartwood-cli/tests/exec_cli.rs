@@ -305,8 +305,8 @@ async fn decide_last_acts_on_the_one_pending_set_and_ids_take_prefixes() {
     )
     .await;
     assert_eq!(code(&waiting), 3, "{}", text(&waiting.stdout));
-    // `last` and no --set/--revision: the set pending now, named before it is decided.
-    let decided = heartwood_async(project.path(), &["decide", "last", "allow"]).await;
+    // `--last` and no --set/--revision: the set pending now, named before it is decided.
+    let decided = heartwood_async(project.path(), &["decide", "--last", "allow"]).await;
     assert_eq!(
         code(&decided),
         0,
