@@ -39,10 +39,7 @@ pub fn describe(e: &RecordedEvent) -> String {
             changed_path,
             ..
         } => {
-            let state = serde_json::to_value(state)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+            let state = state.as_str();
             let exit = exit_code
                 .map(|c| format!(" (exit {c})"))
                 .unwrap_or_default();

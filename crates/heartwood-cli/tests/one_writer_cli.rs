@@ -4,8 +4,6 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -81,16 +79,8 @@ async fn after_the_owner_is_killed_the_next_process_takes_the_session_over() {
 
 /// One HTTP request with the capability; the status and the body.
 fn call(port: u16, token: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("write");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("read");
+    let body = body.map(Value::to_string);
+    let response = support::http(port, method, path, Some(token), body.as_deref());
     let status = response
         .split_whitespace()
         .nth(1)
@@ -107,24 +97,8 @@ fn call(port: u16, token: &str, method: &str, path: &str, body: Option<&Value>) 
 async fn while_serve_holds_a_session_the_shell_decides_it_and_the_page_sees_the_result() {
     let (project, server) =
         project_with(Script::of(vec![two_actions(), support::finish("wrote it")])).await;
-    let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
-        .args(["serve"])
-        .current_dir(project.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("serve");
-    let stdout = serve.stdout.take().expect("stdout");
-    let url = std::io::BufRead::lines(std::io::BufReader::new(stdout))
-        .map_while(Result::ok)
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix("http://127.0.0.1:")
-                .map(str::to_owned)
-        })
-        .expect("a URL");
-    let (port, rest) = url.split_once('/').expect("port");
-    let port: u16 = port.parse().expect("port");
-    let token = rest.strip_prefix("?token=").expect("token").to_owned();
+    let served = support::serve(project.path());
+    let (port, token) = (served.port, served.token.clone());
 
     let (id, set) = {
         let token = token.clone();
@@ -211,6 +185,5 @@ async fn while_serve_holds_a_session_the_shell_decides_it_and_the_page_sees_the_
         std::fs::read_to_string(project.path().join("ran.txt")).expect("ran"),
         "one\ntwo\n"
     );
-    let _ = serve.kill();
-    let _ = serve.wait();
+    drop(served);
 }

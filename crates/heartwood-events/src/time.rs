@@ -43,6 +43,16 @@ impl Timestamp {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Its date and time to the second as 14 digits (`YYYYMMDDhhmmss`), for ids that sort by
+    /// creation.
+    pub fn digits(&self) -> String {
+        self.0
+            .chars()
+            .filter(char::is_ascii_digit)
+            .take(14)
+            .collect()
+    }
 }
 
 impl fmt::Display for Timestamp {

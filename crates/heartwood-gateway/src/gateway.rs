@@ -963,12 +963,7 @@ fn decoded(
 fn fresh_id(prefix: &str) -> SessionId {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let time: String = heartwood_events::Timestamp::now()
-        .as_str()
-        .chars()
-        .filter(char::is_ascii_digit)
-        .take(14)
-        .collect();
+    let time = heartwood_events::Timestamp::now().digits();
     let id = format!(
         "{prefix}{}-{}-{}-{n}",
         &time[..8.min(time.len())],

@@ -91,10 +91,7 @@ pub fn markdown(session: &str, title: Option<&str>, events: &[RecordedEvent]) ->
                 changed_path,
                 ..
             } => {
-                let state = serde_json::to_value(state)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default();
+                let state = state.as_str();
                 if state == "approved" || state == "running" {
                     continue;
                 }

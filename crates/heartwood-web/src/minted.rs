@@ -23,12 +23,7 @@ impl MintedIds {
     pub fn mint(&self) -> Result<SessionId, getrandom::Error> {
         let mut random = [0u8; 16];
         getrandom::fill(&mut random)?;
-        let time: String = heartwood_events::Timestamp::now()
-            .as_str()
-            .chars()
-            .filter(char::is_ascii_digit)
-            .take(14)
-            .collect();
+        let time = heartwood_events::Timestamp::now().digits();
         let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
         let id = SessionId::parse(&format!("s{time}-{hex}"))
             .expect("digits, hex and '-' form a valid id");

@@ -37,16 +37,8 @@ fn call(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> (u1
     (status, body)
 }
 
-/// A session id minted by the server.
-fn mint(addr: SocketAddr) -> String {
-    let (status, body) = call(addr, "POST", "/api/sessions", None);
-    assert_eq!(status, 201, "{body}");
-    let minted: Value = serde_json::from_str(&body).expect("json");
-    minted["session"].as_str().expect("id").to_owned()
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn ids_are_minted_unguessable_unknown_ids_are_404_and_a_waiting_run_answers_202() {
+/// A project whose model proposes two terminal actions, then finishes; served on loopback.
+async fn serving_a_two_action_run() -> (ScriptedModelServer, tempfile::TempDir, SocketAddr) {
     let model = ScriptedModelServer::start(Script::of(vec![
         Turn::calls(&[
             ("terminal", json!({"command": "echo one >> ran.txt"})),
@@ -64,6 +56,20 @@ async fn ids_are_minted_unguessable_unknown_ids_are_404_and_a_waiting_run_answer
         Capability::from_secret(SECRET),
     )
     .await;
+    (model, project, addr)
+}
+
+/// A session id minted by the server.
+fn mint(addr: SocketAddr) -> String {
+    let (status, body) = call(addr, "POST", "/api/sessions", None);
+    assert_eq!(status, 201, "{body}");
+    let minted: Value = serde_json::from_str(&body).expect("json");
+    minted["session"].as_str().expect("id").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ids_are_minted_unguessable_unknown_ids_are_404_and_a_waiting_run_answers_202() {
+    let (_model, project, addr) = serving_a_two_action_run().await;
     let dir = project.path().to_owned();
     tokio::task::spawn_blocking(move || {
         // Two mints differ, and each carries 128 random bits (32 hex digits) after its time.
@@ -149,23 +155,7 @@ async fn ids_are_minted_unguessable_unknown_ids_are_404_and_a_waiting_run_answer
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_task_waits_for_a_decision_over_http_and_the_stream_carries_it() {
-    let model = ScriptedModelServer::start(Script::of(vec![
-        Turn::calls(&[
-            ("terminal", json!({"command": "echo one >> ran.txt"})),
-            ("terminal", json!({"command": "echo two >> ran.txt"})),
-        ]),
-        Turn::calls(&[("finish", json!({"message": "done"}))]),
-    ]))
-    .await
-    .expect("model");
-    let project = tempfile::tempdir().expect("project");
-    support::connect_model(project.path(), &model.base_url());
-    let (addr, _state) = support::serve(
-        project.path(),
-        Mode::Loopback,
-        Capability::from_secret(SECRET),
-    )
-    .await;
+    let (_model, project, addr) = serving_a_two_action_run().await;
 
     let created = tokio::task::spawn_blocking(move || {
         let (status, body) = call(addr, "POST", "/api/sessions", None);

@@ -98,3 +98,66 @@ pub fn session_of(out: &Output) -> String {
 pub fn code(out: &Output) -> i32 {
     out.status.code().unwrap_or(-1)
 }
+
+/// A `heartwood serve` process and what its first lines told: the port and the capability.
+pub struct Served {
+    /// The server process (killed when dropped).
+    pub child: std::process::Child,
+    /// The loopback port it listens on.
+    pub port: u16,
+    /// The launch capability from the printed URL.
+    pub token: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `heartwood serve` in `project` and reads the URL it prints.
+pub fn serve(project: &Path) -> Served {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["serve"])
+        .current_dir(project)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let url = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("http://127.0.0.1:")
+                .map(str::to_owned)
+        })
+        .expect("a URL");
+    let (port, rest) = url.split_once('/').expect("port");
+    Served {
+        child,
+        port: port.parse().expect("port number"),
+        token: rest.strip_prefix("?token=").expect("token").to_owned(),
+    }
+}
+
+/// One HTTP request to a local server (`auth` as a bearer capability); the whole response.
+pub fn http(port: u16, method: &str, path: &str, auth: Option<&str>, body: Option<&str>) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let auth = auth
+        .map(|a| format!("Authorization: Bearer {a}\r\n"))
+        .unwrap_or_default();
+    let body = body.unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    response
+}
