@@ -59,8 +59,9 @@ fn main() -> Result<()> {
             "tui" => bench::tui::run(),
             "workflow" => bench::workflow::run(),
             "web" => bench::web::run(),
+            "notebook" => bench::notebook::run(),
             other => bail!(
-                "no benchmark named {other:?}; available: journal, agent, gateway, workspace, tui, workflow, web"
+                "no benchmark named {other:?}; available: journal, agent, gateway, workspace, tui, workflow, web, notebook"
             ),
         },
         Task::BenchChild { step, arg } => match step.strip_prefix("agent-") {

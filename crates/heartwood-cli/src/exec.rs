@@ -311,7 +311,11 @@ async fn follow_in(
             if json {
                 println!("{}", json_line(&session, event)?);
             } else {
-                println!("{:>5}  {}", event.seq, render::describe(event));
+                println!(
+                    "{:>5}  {}",
+                    event.seq,
+                    heartwood_gateway::transcript::line(event)
+                );
             }
             seen = event.seq.get();
             quiet_since = Instant::now();

@@ -285,7 +285,12 @@ fn show(project: &ProjectContext, admin: &SessionAdmin, id: &str, json: bool) ->
         println!();
         for event in &view.events {
             match event {
-                Ok(e) => println!("{:>6}  {}  {}", e.seq, e.time, render::describe(e)),
+                Ok(e) => println!(
+                    "{:>6}  {}  {}",
+                    e.seq,
+                    e.time,
+                    heartwood_gateway::transcript::line(e)
+                ),
                 Err(err) => println!("     ?  unreadable event: {err}"),
             }
         }

@@ -25,6 +25,21 @@ pub enum Phase {
     Ready,
 }
 
+impl Phase {
+    /// The name as serialized and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::RecoveryRequired => "recovery_required",
+            Phase::ProjectReview => "project_review",
+            Phase::ModelRequired => "model_required",
+            Phase::CredentialRequired => "credential_required",
+            Phase::ConnectionRequired => "connection_required",
+            Phase::ComputeRequired => "compute_required",
+            Phase::Ready => "ready",
+        }
+    }
+}
+
 /// Where the model credential lives relative to the agent's tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -1,4 +1,5 @@
-//! A session's record as a readable Markdown transcript: the researcher's words, the agent's
+//! A session's record in words: one line per event ([`line`]), and a readable Markdown
+//! transcript ([`markdown`]): the researcher's words, the agent's
 //! replies, each proposed set with what its actions would do, the decision on it, and each
 //! action's result. For reading and sharing; the verifiable record is the export bundle.
 //!
@@ -179,6 +180,100 @@ fn action(out: &mut String, member: &ActionProposal) {
         }
         _ => {}
     }
+}
+
+/// One line for a durable event, as the CLI's event lists and the notebook's `watch` print it.
+pub fn line(e: &RecordedEvent) -> String {
+    match &e.event {
+        Event::SessionRegistered { backend, .. } => {
+            format!("session registered (backend {backend})")
+        }
+        Event::Message { role, text } => format!("{}: {}", role.as_str(), short(text, 200)),
+        Event::ExportRecorded { bundle, count, .. } => {
+            format!("exported {count} events to {bundle}")
+        }
+        Event::SessionClosed {} => "session closed".to_owned(),
+        Event::TaskSubmitted { text, policy, .. } => {
+            format!("task ({}): {}", policy.as_str(), short(text, 200))
+        }
+        Event::GuidanceSent { text } => format!("guidance: {}", short(text, 200)),
+        Event::PauseRequested {} => "pause requested".to_owned(),
+        Event::InterruptRequested {} => {
+            "stop requested: the running action is interrupted and the agent pauses".to_owned()
+        }
+        Event::RunResumed {} => "resumed".to_owned(),
+        Event::LifecycleChanged { lifecycle } => {
+            format!("agent is {}", lifecycle.as_str().replace('_', " "))
+        }
+        Event::ActionProposed { action } => format!(
+            "proposed #{} {}",
+            action.action_id,
+            headline(&action.tool, &action.arguments)
+        ),
+        Event::ActionUpdated {
+            action_id,
+            state,
+            detail,
+            exit_code,
+            changed_path,
+            ..
+        } => {
+            let state = state.as_str();
+            let exit = exit_code
+                .map(|c| format!(" (exit {c})"))
+                .unwrap_or_default();
+            let detail = detail
+                .as_deref()
+                .map(|d| format!(": {}", short(d, 160)))
+                .unwrap_or_default();
+            let wrote = changed_path
+                .as_deref()
+                .map(|p| format!(" (wrote {p})"))
+                .unwrap_or_default();
+            format!("action #{action_id} {state}{exit}{wrote}{detail}")
+        }
+        Event::ActionSetPending { set } => format!(
+            "waiting for a decision on set {} (revision {}, {} actions)",
+            set.set_id,
+            set.revision,
+            set.members.len()
+        ),
+        Event::DecisionRecorded {
+            set_id,
+            revision,
+            decision,
+            reason,
+        } => {
+            let reason = reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default();
+            format!(
+                "decision on set {set_id} (revision {revision}): {}{reason}",
+                decision.as_str()
+            )
+        }
+        Event::TaskPlanUpdated { tasks } => format!("task plan: {} steps", tasks.len()),
+        Event::UsageRecorded { purpose, usage } => format!(
+            "usage ({purpose}): {} prompt + {} completion tokens",
+            usage.prompt_tokens, usage.completion_tokens
+        ),
+        Event::ErrorRecorded { message } => format!("error: {message}"),
+        Event::ContextCondensed { forgotten } => {
+            format!("older history summarized for the model ({forgotten} events)")
+        }
+        Event::RunInterrupted { reason } => format!("run interrupted: {reason}"),
+    }
+}
+
+/// `text` on one line (newlines shown as ⏎), at most `max` characters.
+pub fn short(text: &str, max: usize) -> String {
+    let one_line = text.replace('\n', "⏎");
+    if one_line.chars().count() <= max {
+        return one_line;
+    }
+    let cut: String = one_line.chars().take(max).collect();
+    format!("{cut}…")
 }
 
 /// `text` in a fenced block whose fence is longer than any backtick run inside it.

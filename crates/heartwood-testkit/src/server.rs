@@ -57,6 +57,8 @@ impl ScriptedModelServer {
         let app = Router::new()
             .route("/v1/chat/completions", post(complete))
             .route("/chat/completions", post(complete))
+            // For tests in other languages (the notebook's pytest suite): what was asked.
+            .route("/__heartwood/requests", axum::routing::get(recorded))
             .with_state(inner.clone());
         let (tx, rx) = oneshot::channel::<()>();
         tokio::spawn(async move {
@@ -111,6 +113,15 @@ impl Drop for ScriptedModelServer {
             let _ = tx.send(());
         }
     }
+}
+
+async fn recorded(State(inner): State<Shared>) -> Response {
+    let requests = inner
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .requests
+        .clone();
+    axum::Json(requests).into_response()
 }
 
 async fn complete(

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod gateway;
 pub mod journal;
+pub mod notebook;
 pub mod tui;
 pub mod web;
 pub mod workflow;

@@ -1,0 +1,113 @@
+"""Type stubs for Heartwood's compiled module (re-exported by ``heartwood``)."""
+
+from os import PathLike
+from typing import Any, Dict, List, Literal, Optional, Union
+
+__version__: str
+
+class HeartwoodError(Exception):
+    """Something Heartwood refused or could not do; the message says what to do next."""
+
+class StaleDecision(HeartwoodError):
+    """The set or revision decided is no longer the one waiting; the message names it."""
+
+Policy = Literal["always-review", "low-risk"]
+
+def open(path: Optional[Union[str, PathLike[str]]] = None) -> Heartwood:
+    """Opens the project in ``path``, or the kernel's current directory."""
+
+class Heartwood:
+    def __init__(self, path: Optional[Union[str, PathLike[str]]] = None) -> None: ...
+    @property
+    def root(self) -> str:
+        """The project folder."""
+    def status(self) -> Dict[str, Any]:
+        """Where the project stands and what to do next (the startup plan)."""
+    def sessions(self, limit: int = 50) -> List[Dict[str, Any]]:
+        """The project's sessions, most recently active first."""
+    def session(self, id: Optional[str] = None) -> Session:
+        """A new session, or an existing one by id, unique prefix, or ``"last"``."""
+    @property
+    def workspace(self) -> Workspace:
+        """The project's files, read-only."""
+    def close(self) -> None:
+        """Stops every agent this process runs and lets every session go."""
+    def _repr_html_(self) -> str: ...
+
+class Session:
+    @property
+    def id(self) -> str: ...
+    def run(self, task: str, policy: Policy = "always-review", timeout: Optional[float] = None) -> Session:
+        """Gives the agent a task and waits until the run settles (finished, failed, paused, or
+        waiting for a decision). Raises ``TimeoutError`` after ``timeout`` seconds (the run goes
+        on) and ``KeyboardInterrupt`` on a kernel interrupt (the run is paused)."""
+    def wait(self, timeout: Optional[float] = None) -> Session:
+        """Waits until the run settles."""
+    @property
+    def pending(self) -> Optional[Pending]:
+        """The set waiting for a decision, with previews; binds ``allow``/``reject`` to it."""
+    def allow(self) -> None:
+        """Allows every action of the set last shown, once. Raises ``StaleDecision`` if it was
+        shown again since."""
+    def reject(self, reason: Optional[str] = None) -> None:
+        """Rejects every action of the set last shown; the agent reads ``reason``."""
+    def guide(self, text: str) -> None:
+        """Adds guidance the agent reads before its next step."""
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def interrupt(self) -> None:
+        """Stops the running action now and pauses the agent."""
+    @property
+    def projection(self) -> Projection: ...
+    def verify(self) -> Dict[str, Any]:
+        """Verifies the session's hash chain: ``{"intact": True, "events": n, "terminal_hash": …}``."""
+    def transcript(self) -> str:
+        """The session as a readable Markdown transcript."""
+    @property
+    def workspace(self) -> Workspace: ...
+    def watch(self, timeout: Optional[float] = None) -> Session:
+        """Prints one line per event until the run settles."""
+    def _repr_html_(self) -> str: ...
+    def _repr_markdown_(self) -> str: ...
+
+class Projection:
+    @property
+    def session(self) -> str: ...
+    @property
+    def lifecycle(self) -> Literal["idle", "running", "waiting_for_decision", "paused", "finished", "failed", "stuck"]: ...
+    @property
+    def status_line(self) -> str: ...
+    @property
+    def title(self) -> Optional[str]: ...
+    @property
+    def settled(self) -> bool: ...
+    @property
+    def conversation(self) -> List[Dict[str, Any]]: ...
+    @property
+    def actions(self) -> List[Dict[str, Any]]: ...
+    @property
+    def pending(self) -> Optional[Dict[str, Any]]: ...
+    @property
+    def task_plan(self) -> List[Dict[str, Any]]: ...
+    @property
+    def usage(self) -> Dict[str, Any]: ...
+    @property
+    def suggestions(self) -> List[Dict[str, Any]]: ...
+    def to_dict(self) -> Dict[str, Any]: ...
+    def _repr_html_(self) -> str: ...
+
+class Pending:
+    @property
+    def set_id(self) -> str: ...
+    @property
+    def revision(self) -> int: ...
+    @property
+    def members(self) -> List[Dict[str, Any]]:
+        """Each action: id, tool, headline, risk and preview (command, diff, new file, ...)."""
+    def to_dict(self) -> Dict[str, Any]: ...
+    def __len__(self) -> int: ...
+    def _repr_html_(self) -> str: ...
+
+class Workspace:
+    def changes(self) -> Dict[str, Any]: ...
+    def diff(self, path: str) -> Dict[str, Any]: ...

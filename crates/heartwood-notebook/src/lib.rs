@@ -1,0 +1,191 @@
+//! The notebook module (`heartwood._native`, wrapped by the `heartwood` Python package): a
+//! client of the session gateway alone, like the terminal and the browser. It reads the startup
+//! plan, submits typed commands and renders the one projection; it keeps no reducer and no
+//! rules of its own (labels, summaries and "is it settled" come from the projection).
+//!
+//! Everything that waits (a run settling, a journal append) happens with the GIL released; a
+//! wait looks for a pending Ctrl-C (a kernel interrupt) every 100 ms, pauses the run as `exec`
+//! does, and raises `KeyboardInterrupt`. The module's Tokio runtime is started once, for what
+//! the gateway does asynchronously (letting idle sessions go, closing).
+
+mod convert;
+mod html;
+mod session;
+mod workspace;
+
+use std::sync::{Arc, OnceLock, Weak};
+
+use heartwood_gateway::{ProjectContext, SessionGateway};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+pub use session::Session;
+pub use workspace::Workspace;
+
+create_exception!(
+    heartwood,
+    HeartwoodError,
+    PyException,
+    "Something Heartwood refused or could not do; the message says what to do next."
+);
+create_exception!(
+    heartwood,
+    StaleDecision,
+    HeartwoodError,
+    "A decision named a set or revision that is no longer the one waiting; the message names \
+     the current one. Look at `session.pending` again and decide again."
+);
+
+/// The module's runtime, started on first use and kept for the life of the interpreter.
+fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("heartwood-notebook")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| HeartwoodError::new_err(format!("cannot start Heartwood's runtime: {e}")))
+}
+
+/// A gateway failure as a Python exception with the gateway's message.
+pub(crate) fn failed(e: impl std::fmt::Display) -> PyErr {
+    HeartwoodError::new_err(e.to_string())
+}
+
+/// Heartwood in one project folder: its startup plan, its sessions, its files.
+#[pyclass(module = "heartwood", frozen)]
+pub struct Heartwood {
+    gateway: Arc<SessionGateway>,
+    project: ProjectContext,
+}
+
+#[pymethods]
+impl Heartwood {
+    /// Opens the project in `path`, or, by default, the kernel's current directory (the
+    /// nearest folder upwards that holds `.heartwood/`, as everywhere else).
+    #[new]
+    #[pyo3(signature = (path=None))]
+    fn new(path: Option<std::path::PathBuf>) -> PyResult<Self> {
+        let project = match path {
+            Some(path) => ProjectContext::at(&path),
+            None => ProjectContext::current(),
+        }
+        .map_err(failed)?;
+        let gateway = Arc::new(SessionGateway::new(project.clone()));
+        release_idle_sessions(Arc::downgrade(&gateway))?;
+        Ok(Heartwood { gateway, project })
+    }
+
+    /// The project folder.
+    #[getter]
+    fn root(&self) -> String {
+        self.project.root().to_string()
+    }
+
+    /// Where the project stands and what to do next (the startup plan), as a dict.
+    fn status(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let project = self.project.clone();
+        let plan = py
+            .detach(move || heartwood_gateway::startup::plan(&project))
+            .map_err(failed)?;
+        convert::to_python(py, &plan)
+    }
+
+    /// The startup plan as HTML (what the notebook shows for `hw`).
+    fn _repr_html_(&self, py: Python<'_>) -> PyResult<String> {
+        let project = self.project.clone();
+        let plan = py
+            .detach(move || heartwood_gateway::startup::plan(&project))
+            .map_err(failed)?;
+        Ok(html::plan(&plan))
+    }
+
+    /// The project's sessions, most recently active first: id, title, state, pending set.
+    #[pyo3(signature = (limit=50))]
+    fn sessions(&self, py: Python<'_>, limit: usize) -> PyResult<Py<PyAny>> {
+        let gateway = Arc::clone(&self.gateway);
+        let rows = py.detach(move || gateway.rows(limit)).map_err(failed)?;
+        convert::to_python(py, &rows)
+    }
+
+    /// A session: a new one (`id=None`), or an existing one by id, unique prefix, or `"last"`.
+    #[pyo3(signature = (id=None))]
+    fn session(&self, py: Python<'_>, id: Option<&str>) -> PyResult<Session> {
+        let id = match id {
+            None => SessionGateway::new_session_id(),
+            Some(text) => {
+                let project = self.project.clone();
+                let text = text.to_owned();
+                py.detach(move || heartwood_gateway::SessionAdmin::new(&project).resolve(&text))
+                    .map_err(failed)?
+            }
+        };
+        Ok(Session::new(
+            Arc::clone(&self.gateway),
+            self.project.clone(),
+            id,
+        ))
+    }
+
+    /// The project's files, read-only: changes and diffs.
+    #[getter]
+    fn workspace(&self) -> Workspace {
+        Workspace::new(self.project.clone(), None)
+    }
+
+    /// Stops every agent this process runs (at its next step) and lets every session go.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let gateway = Arc::clone(&self.gateway);
+        let runtime = runtime()?;
+        py.detach(move || runtime.block_on(gateway.close()));
+        Ok(())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("heartwood.open({:?})", self.project.root().as_str())
+    }
+}
+
+/// Lets sessions go when they sit idle, as the terminal interface and `serve` do, so another
+/// interface can take them directly; ends with the gateway.
+fn release_idle_sessions(gateway: Weak<SessionGateway>) -> PyResult<()> {
+    runtime()?.spawn(async move {
+        loop {
+            tokio::time::sleep(heartwood_gateway::IDLE_RELEASE).await;
+            let Some(gateway) = gateway.upgrade() else {
+                return;
+            };
+            gateway.release_idle(heartwood_gateway::IDLE_RELEASE).await;
+        }
+    });
+    Ok(())
+}
+
+/// Opens the project in `path`, or the kernel's current directory.
+#[pyfunction]
+#[pyo3(signature = (path=None))]
+fn open(path: Option<std::path::PathBuf>) -> PyResult<Heartwood> {
+    Heartwood::new(path)
+}
+
+/// The compiled half of the `heartwood` package.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<Heartwood>()?;
+    m.add_class::<Session>()?;
+    m.add_class::<Workspace>()?;
+    m.add_class::<session::Projection>()?;
+    m.add_class::<session::Pending>()?;
+    m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add("HeartwoodError", py.get_type::<HeartwoodError>())?;
+    m.add("StaleDecision", py.get_type::<StaleDecision>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

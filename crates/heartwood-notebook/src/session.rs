@@ -1,0 +1,526 @@
+//! One session in a notebook: give a task, wait for it to settle, look at the pending set,
+//! decide it, guide, pause, resume, interrupt, verify.
+//!
+//! A decision is bound to the set and revision the researcher was shown (by `pending`, or by
+//! `run`/`wait` returning with a set waiting): a set shown again since is refused as stale,
+//! with the current one in the exception, exactly as every other interface refuses it.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use heartwood_events::{
+    ActionPolicy, ActionSetId, Command, CommandKind, Decision, Outcome, Receipt, SessionId,
+    Snapshot,
+};
+use heartwood_gateway::{ProjectContext, SessionGateway};
+use pyo3::exceptions::{PyTimeoutError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::{HeartwoodError, StaleDecision, convert, failed, html};
+
+/// How often a wait looks for a kernel interrupt (and at the session, if nothing woke it).
+const WAIT_STEP: Duration = Duration::from_millis(100);
+
+/// A session of the project, new or existing.
+#[pyclass(module = "heartwood", frozen)]
+pub struct Session {
+    gateway: Arc<SessionGateway>,
+    project: ProjectContext,
+    id: SessionId,
+    /// The set (and revision) last shown here, which `allow` and `reject` answer.
+    shown: Mutex<Option<(ActionSetId, u64)>>,
+}
+
+impl Session {
+    pub(crate) fn new(
+        gateway: Arc<SessionGateway>,
+        project: ProjectContext,
+        id: SessionId,
+    ) -> Self {
+        Session {
+            gateway,
+            project,
+            id,
+            shown: Mutex::new(None),
+        }
+    }
+
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
+        let (gateway, id) = (Arc::clone(&self.gateway), self.id.clone());
+        py.detach(move || gateway.snapshot(&id, u64::MAX))
+            .map_err(failed)
+    }
+
+    /// Remembers the set `snapshot` shows waiting (if any) as the one shown to the researcher.
+    fn show(&self, snapshot: &Snapshot) {
+        let shown = snapshot
+            .projection
+            .pending
+            .as_ref()
+            .map(|set| (set.set_id.clone(), set.revision));
+        *self.shown.lock().unwrap_or_else(|e| e.into_inner()) = shown;
+    }
+
+    /// Submits one command, raising the gateway's refusal as an exception.
+    fn submit(&self, py: Python<'_>, kind: CommandKind) -> PyResult<Receipt> {
+        let command = Command::new(SessionGateway::new_command_id(), self.id.clone(), kind);
+        let gateway = Arc::clone(&self.gateway);
+        let receipt = py.detach(move || gateway.submit(command)).map_err(failed)?;
+        match &receipt.outcome {
+            Outcome::Applied { .. } => Ok(receipt),
+            Outcome::Refused { reason } => Err(HeartwoodError::new_err(reason.clone())),
+        }
+    }
+
+    /// Waits until the run settles (finished, failed, paused, or waiting for a decision), with
+    /// the GIL released; a kernel interrupt pauses the run and raises `KeyboardInterrupt`.
+    fn settle(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Snapshot> {
+        let deadline = match timeout {
+            Some(secs) if !(secs.is_finite() && secs >= 0.0) => {
+                return Err(PyValueError::new_err("timeout is a number of seconds ≥ 0"));
+            }
+            Some(secs) => Some(Instant::now() + Duration::from_secs_f64(secs)),
+            None => None,
+        };
+        let (gateway, id) = (Arc::clone(&self.gateway), self.id.clone());
+        let mut updates = gateway.subscribe(&id).map_err(failed)?;
+        loop {
+            let snapshot = self.snapshot(py)?;
+            if snapshot.projection.is_settled() {
+                self.show(&snapshot);
+                return Ok(snapshot);
+            }
+            if let Err(interrupted) = py.check_signals() {
+                // As `exec` does on Ctrl-C: stop the running action and pause.
+                let kind = if snapshot
+                    .projection
+                    .allows(heartwood_events::CommandName::Interrupt)
+                {
+                    CommandKind::Interrupt
+                } else {
+                    CommandKind::Pause
+                };
+                let _ = self.submit(py, kind);
+                return Err(interrupted);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(PyTimeoutError::new_err(format!(
+                    "session {} is still {} after the timeout; it goes on: call wait() to \
+                     follow it, or pause() to stop it at its next step",
+                    self.id, snapshot.projection.activity
+                )));
+            }
+            // Woken by any update, or after a step to look for an interrupt.
+            py.detach(|| {
+                let started = Instant::now();
+                while started.elapsed() < WAIT_STEP {
+                    match updates.try_recv() {
+                        Ok(_) => return,
+                        Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => return,
+                        Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                    }
+                }
+            });
+        }
+    }
+
+    fn decide(&self, py: Python<'_>, decision: Decision, reason: Option<String>) -> PyResult<()> {
+        let shown = self.shown.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some((set_id, revision)) = shown else {
+            return Err(HeartwoodError::new_err(
+                "no set has been shown here to decide: look at `session.pending` first",
+            ));
+        };
+        let kind = CommandKind::Decide {
+            set_id,
+            revision,
+            decision,
+            reason,
+        };
+        match self.submit(py, kind) {
+            Ok(_) => {
+                *self.shown.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                Ok(())
+            }
+            Err(refused) => {
+                // A refusal because the set moved on is a stale decision: say which is current.
+                let current = self.snapshot(py)?.projection.pending;
+                match current {
+                    Some(set) => Err(StaleDecision::new_err(format!(
+                        "{}; the set waiting now is {} (revision {}): look at `session.pending` \
+                         and decide again",
+                        refused.value(py),
+                        set.set_id,
+                        set.revision
+                    ))),
+                    None => Err(refused),
+                }
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl Session {
+    /// The session id.
+    #[getter]
+    fn id(&self) -> String {
+        self.id.to_string()
+    }
+
+    /// Gives the agent a task and waits until the run settles (or `timeout` seconds pass).
+    /// `policy` is "always-review" (every set waits for you) or "low-risk" (sets of read-only
+    /// actions run without waiting). Returns the session, whose display shows where it stands.
+    #[pyo3(signature = (task, policy="always-review", timeout=None))]
+    fn run(
+        slf: Py<Self>,
+        py: Python<'_>,
+        task: &str,
+        policy: &str,
+        timeout: Option<f64>,
+    ) -> PyResult<Py<Self>> {
+        let policy = match policy {
+            "always-review" => ActionPolicy::AlwaysReview,
+            "low-risk" => ActionPolicy::LowRiskAutomation,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "policy is \"always-review\" or \"low-risk\", not {other:?}"
+                )));
+            }
+        };
+        let this = slf.get();
+        this.submit(
+            py,
+            CommandKind::SubmitTask {
+                text: task.to_owned(),
+                policy,
+            },
+        )?;
+        this.settle(py, timeout)?;
+        Ok(slf)
+    }
+
+    /// Waits until the run settles (or `timeout` seconds pass); returns the session.
+    #[pyo3(signature = (timeout=None))]
+    fn wait(slf: Py<Self>, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<Self>> {
+        slf.get().settle(py, timeout)?;
+        Ok(slf)
+    }
+
+    /// The set waiting for your decision, whole, with what each action would do (a diff for
+    /// each edit, each command as it will run); `None` when nothing waits. Looking binds
+    /// `allow()` and `reject()` to this set and revision.
+    #[getter]
+    fn pending(&self, py: Python<'_>) -> PyResult<Option<Pending>> {
+        let snapshot = self.snapshot(py)?;
+        self.show(&snapshot);
+        Ok(Pending::of(&snapshot))
+    }
+
+    /// Allows every action of the set last shown, once; the run continues (call `wait()`).
+    fn allow(&self, py: Python<'_>) -> PyResult<()> {
+        self.decide(py, Decision::AllowOnce, None)
+    }
+
+    /// Rejects every action of the set last shown; the agent reads `reason`.
+    #[pyo3(signature = (reason=None))]
+    fn reject(&self, py: Python<'_>, reason: Option<String>) -> PyResult<()> {
+        self.decide(py, Decision::RejectAll, reason)
+    }
+
+    /// Adds guidance the agent reads before its next step.
+    fn guide(&self, py: Python<'_>, text: &str) -> PyResult<()> {
+        self.submit(
+            py,
+            CommandKind::SendGuidance {
+                text: text.to_owned(),
+            },
+        )
+        .map(drop)
+    }
+
+    /// Pauses the agent at its next step.
+    fn pause(&self, py: Python<'_>) -> PyResult<()> {
+        self.submit(py, CommandKind::Pause).map(drop)
+    }
+
+    /// Resumes a paused run (call `wait()` to follow it).
+    fn resume(&self, py: Python<'_>) -> PyResult<()> {
+        self.submit(py, CommandKind::Resume).map(drop)
+    }
+
+    /// Stops the running action now (its process is killed) and pauses the agent.
+    fn interrupt(&self, py: Python<'_>) -> PyResult<()> {
+        self.submit(py, CommandKind::Interrupt).map(drop)
+    }
+
+    /// Where the session stands: the gateway's projection, as a typed object.
+    #[getter]
+    fn projection(&self, py: Python<'_>) -> PyResult<Projection> {
+        let snapshot = self.snapshot(py)?;
+        Projection::of(py, &snapshot)
+    }
+
+    /// Verifies the session's hash chain; returns what was verified, raises if it is damaged.
+    fn verify(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let (project, id) = (self.project.clone(), self.id.to_string());
+        let (verified, _) = py
+            .detach(move || heartwood_gateway::SessionAdmin::new(&project).verify(&id, None))
+            .map_err(failed)?;
+        convert::to_python(
+            py,
+            &serde_json::json!({
+                "intact": true,
+                "events": verified.count,
+                "terminal_hash": verified.terminal_hash.to_hex(),
+            }),
+        )
+    }
+
+    /// The session as a readable Markdown transcript.
+    fn transcript(&self, py: Python<'_>) -> PyResult<String> {
+        let (project, id) = (self.project.clone(), self.id.to_string());
+        py.detach(move || heartwood_gateway::SessionAdmin::new(&project).transcript(&id))
+            .map_err(failed)
+    }
+
+    /// The project's files as this session changed them, read-only.
+    #[getter]
+    fn workspace(&self) -> crate::Workspace {
+        crate::Workspace::new(self.project.clone(), Some(self.id.to_string()))
+    }
+
+    /// One line per update while the run is active, until it settles (for notebooks without
+    /// ipywidgets; `heartwood.watch(session)` uses a live widget when it can).
+    #[pyo3(signature = (timeout=None))]
+    fn watch(slf: Py<Self>, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<Self>> {
+        let this = slf.get();
+        let print = py.import("builtins")?.getattr("print")?;
+        let mut seen = this.snapshot(py)?.revision;
+        let deadline = timeout.map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+        loop {
+            let snapshot = {
+                let (gateway, id) = (Arc::clone(&this.gateway), this.id.clone());
+                py.detach(move || gateway.snapshot(&id, seen))
+                    .map_err(failed)?
+            };
+            for event in &snapshot.events {
+                print.call1((format!(
+                    "{:>5}  {}",
+                    event.seq,
+                    heartwood_gateway::transcript::line(event)
+                ),))?;
+                seen = event.seq.get();
+            }
+            if snapshot.projection.is_settled() {
+                this.show(&snapshot);
+                print.call1((snapshot.projection.status_line.clone(),))?;
+                return Ok(slf);
+            }
+            py.check_signals()?;
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(PyTimeoutError::new_err("still running after the timeout"));
+            }
+            py.detach(|| std::thread::sleep(WAIT_STEP));
+        }
+    }
+
+    /// The session as HTML: conversation, plan, usage, and the set waiting, if any.
+    fn _repr_html_(&self, py: Python<'_>) -> PyResult<String> {
+        let snapshot = self.snapshot(py)?;
+        self.show(&snapshot);
+        Ok(html::session(&snapshot))
+    }
+
+    /// The session as Markdown (where HTML is not shown).
+    fn _repr_markdown_(&self, py: Python<'_>) -> PyResult<String> {
+        let snapshot = self.snapshot(py)?;
+        Ok(html::session_markdown(&snapshot))
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let snapshot = self.snapshot(py)?;
+        Ok(format!(
+            "<heartwood session {}: {}>",
+            self.id, snapshot.projection.status_line
+        ))
+    }
+}
+
+/// A session's projection: where it stands, as the gateway says (`to_dict()` for all of it).
+#[pyclass(module = "heartwood", frozen)]
+pub struct Projection {
+    data: Py<PyAny>,
+    snapshot: Snapshot,
+}
+
+impl Projection {
+    fn of(py: Python<'_>, snapshot: &Snapshot) -> PyResult<Projection> {
+        Ok(Projection {
+            data: convert::to_python(py, &snapshot.projection)?,
+            snapshot: snapshot.clone(),
+        })
+    }
+
+    fn field(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+        Ok(self.data.bind(py).get_item(name)?.unbind())
+    }
+}
+
+#[pymethods]
+impl Projection {
+    /// The session id.
+    #[getter]
+    fn session(&self) -> String {
+        self.snapshot.projection.session.to_string()
+    }
+
+    /// Where the agent stands: idle, running, waiting_for_decision, paused, finished, failed,
+    /// stuck.
+    #[getter]
+    fn lifecycle(&self) -> &'static str {
+        self.snapshot.projection.lifecycle.as_str()
+    }
+
+    /// One line every interface shows.
+    #[getter]
+    fn status_line(&self) -> String {
+        self.snapshot.projection.status_line.clone()
+    }
+
+    /// The first task's first line.
+    #[getter]
+    fn title(&self) -> Option<String> {
+        self.snapshot.projection.title.clone()
+    }
+
+    /// Whether the run has stopped (finished, failed, paused, or waiting for a decision).
+    #[getter]
+    fn settled(&self) -> bool {
+        self.snapshot.projection.is_settled()
+    }
+
+    /// The messages, in order: `speaker`, `role`, `text`.
+    #[getter]
+    fn conversation(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.field(py, "conversation")
+    }
+
+    /// Every action at its latest version.
+    #[getter]
+    fn actions(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.field(py, "actions")
+    }
+
+    /// The set waiting for a decision, if one does.
+    #[getter]
+    fn pending(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.field(py, "pending")
+    }
+
+    /// The agent's task plan.
+    #[getter]
+    fn task_plan(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.field(py, "task_plan")
+    }
+
+    /// Model usage, in total and by purpose.
+    #[getter]
+    fn usage(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.field(py, "usage")
+    }
+
+    /// What to do next, as the gateway suggests it.
+    #[getter]
+    fn suggestions(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.field(py, "suggestions")
+    }
+
+    /// The whole projection as plain dicts and lists.
+    fn to_dict(&self, py: Python<'_>) -> Py<PyAny> {
+        self.data.clone_ref(py)
+    }
+
+    fn _repr_html_(&self) -> String {
+        html::session(&self.snapshot)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<heartwood projection {}: {}>",
+            self.snapshot.projection.session, self.snapshot.projection.status_line
+        )
+    }
+}
+
+/// The set waiting for a decision, with its review.
+#[pyclass(module = "heartwood", frozen)]
+pub struct Pending {
+    snapshot: Snapshot,
+}
+
+impl Pending {
+    fn of(snapshot: &Snapshot) -> Option<Pending> {
+        snapshot.projection.pending.as_ref()?;
+        Some(Pending {
+            snapshot: snapshot.clone(),
+        })
+    }
+
+    fn set(&self) -> &heartwood_events::ActionSet {
+        self.snapshot
+            .projection
+            .pending
+            .as_ref()
+            .expect("a Pending holds a pending set")
+    }
+}
+
+#[pymethods]
+impl Pending {
+    /// The set's id.
+    #[getter]
+    fn set_id(&self) -> String {
+        self.set().set_id.to_string()
+    }
+
+    /// The set's revision.
+    #[getter]
+    fn revision(&self) -> u64 {
+        self.set().revision
+    }
+
+    /// Every action: its id, tool, headline, risk and preview (a command, a diff, a new file).
+    #[getter]
+    fn members(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match &self.snapshot.review {
+            Some(review) => convert::to_python(py, &review.members),
+            None => convert::to_python(py, &self.set().members),
+        }
+    }
+
+    fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        convert::to_python(
+            py,
+            &serde_json::json!({ "set": self.set(), "review": self.snapshot.review }),
+        )
+    }
+
+    fn __len__(&self) -> usize {
+        self.set().members.len()
+    }
+
+    fn _repr_html_(&self) -> String {
+        html::pending(&self.snapshot)
+    }
+
+    fn __repr__(&self) -> String {
+        let set = self.set();
+        format!(
+            "<heartwood set {} (revision {}, {} actions)>",
+            set.set_id,
+            set.revision,
+            set.members.len()
+        )
+    }
+}

@@ -1,0 +1,69 @@
+"""A real notebook executed in a real Jupyter kernel (ipykernel, driven by nbclient): a task
+runs to a pending set that renders as HTML, the set is decided, the `%%heartwood` cell magic
+gives the next task, and the same session read by `heartwood sessions show` has the same
+events. The rendered pending set is kept (HEARTWOOD_NOTEBOOK_HTML) for the README's picture."""
+
+import json
+import os
+
+import nbformat
+from nbclient import NotebookClient
+
+from conftest import finish, heartwood_cli, terminal
+
+
+def html_of(cell):
+    return "".join(
+        output.get("data", {}).get("text/html", "")
+        for output in cell.outputs
+        if output.get("output_type") in ("execute_result", "display_data")
+    )
+
+
+def test_a_notebook_runs_a_task_renders_the_set_and_decides_it(project, model):
+    edit = {"name": "file_editor", "arguments": {
+        "command": "str_replace", "path": "data.csv", "old_str": "2,4", "new_str": "2,4.5",
+        "summary": "correct the second participant's value"}}
+    model([
+        {"content": "I'll correct the value and note it.",
+         "tool_calls": [edit, terminal("echo from-the-notebook >> ran.txt")["tool_calls"][0]]},
+        finish("Wrote ran.txt."),
+        {"content": "Hello from the cell magic."},
+    ])
+    cells = [
+        "import heartwood\nhw = heartwood.open()\ns = hw.session()\n"
+        "s.run('write ran.txt', timeout=60)",
+        "s.pending",
+        "s.allow()\ns.wait(timeout=60)\nprint(s.projection.lifecycle)",
+        "%load_ext heartwood",
+        "%%heartwood last\nsay hello",
+        "print(s.verify()['events'])\nprint(s.id)",
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(
+        notebook,
+        timeout=120,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(project)}},
+    ).execute()
+    run, pending, decided, _, magic, verified = notebook.cells
+
+    assert "Waiting for your decision" in html_of(run)
+    shown = html_of(pending)
+    assert "echo from-the-notebook &gt;&gt; ran.txt" in shown, shown
+    assert "session.allow()" in shown and "session.reject(" in shown
+    assert "finished" in decided.outputs[0]["text"]
+    assert (project / "ran.txt").read_text() == "from-the-notebook\n"
+    assert (project / "data.csv").read_text() == "id,y\n1,2\n2,4.5\n"
+    assert "+2,4.5" in shown
+    assert "Hello from the cell magic." in html_of(magic)
+
+    events, session = verified.outputs[0]["text"].split()
+    shown_by_cli = heartwood_cli(project, "sessions", "show", session, "--json")
+    assert shown_by_cli.returncode == 0, shown_by_cli.stderr
+    assert len(json.loads(shown_by_cli.stdout)["events"]) == int(events)
+
+    keep = os.environ.get("HEARTWOOD_NOTEBOOK_HTML")
+    if keep:
+        with open(keep, "w") as page:
+            page.write("<!doctype html><meta charset=utf-8><body style='margin:16px'>" + shown)
