@@ -18,6 +18,12 @@ export type ActionState = "proposed" | "approved" | "running" | "completed" | "f
 /** One action at its latest version. */
 export type ActionView = { action_id: number; arguments: string; changed_path?: string | null; detail?: string | null; exit_code?: number | null; headline?: string; proposed_seq: number; response_id: string; risk: RiskLevel; started_at?: Timestamp | null; state: ActionState; thought?: string | null; tool: string; version: number };
 
+/** A stage's evaluation: its independent checks on the exact bytes now in the project. */
+export type AssessmentView = { checks: CheckView[]; eligible: boolean; fingerprint: string; problems: string[]; stage: string };
+
+/** What a binding is. */
+export type BindingRole = "input" | "artifact";
+
 /** One block of a message. */
 export type Block = { block: "heading"; level: number; spans: Inline[] } | { block: "paragraph"; spans: Inline[] } | { block: "list"; items: Inline[][]; start?: number | null } | { block: "code"; language?: string | null; text: string } | { block: "quote"; spans: Inline[] } | { block: "rule" };
 
@@ -30,15 +36,18 @@ export type CatalogEntry = { id: string; inputs: string[]; missing_checks: strin
 /** One stage of a catalog entry. */
 export type CatalogStage = { budget: Budget; checks: string[]; id: string; produces: string[]; researcher_gate: boolean; title: string };
 
+/** One check's result, as evaluated by the gateway (never reported by the model). */
+export type CheckView = { check: string; inspected: InspectedFile[]; reasons: string[]; status: string };
+
 /** One request from an interface to a session. */
-export type Command = { actor?: string | null; command_id: CommandId; schema?: number; session: SessionId } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | { type: "export" } | { type: "close" });
+export type Command = { actor?: string | null; command_id: CommandId; schema?: number; session: SessionId } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | { type: "export" } | { type: "close" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" });
 
 /** A command id: 1 to 128 letters, digits, '-' or '_'. */
 export type CommandId = string;
 
 /** A command's kind without its content: what a projection lists as available now, and the
  * `type` tag on the wire. */
-export type CommandName = "submit_task" | "send_guidance" | "pause" | "interrupt" | "resume" | "decide" | "export" | "close";
+export type CommandName = "submit_task" | "send_guidance" | "pause" | "interrupt" | "resume" | "decide" | "export" | "close" | "workflow_start" | "workflow_run" | "workflow_evaluate" | "workflow_accept" | "workflow_cancel";
 
 /** One message in the conversation. */
 export type ConversationEntry = { blocks?: Block[]; role: Role; seq: number; speaker?: string; text: string };
@@ -54,6 +63,9 @@ export type DecisionView = { decision: Decision; reason?: string | null; revisio
 
 /** A run of text with one style. */
 export type Inline = { code?: boolean; emphasis?: boolean; strong?: boolean; text: string };
+
+/** One file a check read, by digest. */
+export type InspectedFile = { path: string; sha256?: string | null };
 
 /** Where a session's agent stands. */
 export type Lifecycle = "idle" | "running" | "paused" | "waiting_for_decision" | "finished" | "failed" | "stuck";
@@ -93,7 +105,7 @@ export type PurposeUsage = { label: string; purpose: string; usage: UsageFigures
 export type Receipt = { actor?: string | null; command_id: CommandId; command_type: string; content_sha256?: string | null; outcome: Outcome; schema: number; time: Timestamp };
 
 /** An event as stored: the event plus its place in the session. */
-export type RecordedEvent = { command?: CommandId | null; origin?: Origin | null; schema: number; seq: Seq; time: Timestamp } & ({ backend: string; type: "session_registered"; workflow?: string | null } | { role: Role; text: string; type: "message" } | { bundle: string; count: number; terminal_hash: string; type: "export_recorded" } | { type: "session_closed" } | { policy: ActionPolicy; starting_commit?: string | null; text: string; type: "task_submitted" } | { text: string; type: "guidance_sent" } | { type: "pause_requested" } | { type: "interrupt_requested" } | { type: "run_resumed" } | { lifecycle: Lifecycle; type: "lifecycle_changed" } | { action: ActionProposal; type: "action_proposed" } | { action_id: number; changed_path?: string | null; detail?: string | null; exit_code?: number | null; state: ActionState; type: "action_updated"; version: number } | { set: ActionSet; type: "action_set_pending" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decision_recorded" } | { tasks: PlanTask[]; type: "task_plan_updated" } | { purpose: string; type: "usage_recorded"; usage: UsageFigures } | { message: string; type: "error_recorded" } | { forgotten: number; type: "context_condensed" } | { reason: string; type: "run_interrupted" });
+export type RecordedEvent = { command?: CommandId | null; origin?: Origin | null; schema: number; seq: Seq; time: Timestamp } & ({ backend: string; type: "session_registered"; workflow?: string | null } | { role: Role; text: string; type: "message" } | { bundle: string; count: number; terminal_hash: string; type: "export_recorded" } | { type: "session_closed" } | { policy: ActionPolicy; starting_commit?: string | null; text: string; type: "task_submitted" } | { text: string; type: "guidance_sent" } | { type: "pause_requested" } | { type: "interrupt_requested" } | { type: "run_resumed" } | { lifecycle: Lifecycle; type: "lifecycle_changed" } | { action: ActionProposal; type: "action_proposed" } | { action_id: number; changed_path?: string | null; detail?: string | null; exit_code?: number | null; state: ActionState; type: "action_updated"; version: number } | { set: ActionSet; type: "action_set_pending" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decision_recorded" } | { tasks: PlanTask[]; type: "task_plan_updated" } | { purpose: string; type: "usage_recorded"; usage: UsageFigures } | { message: string; type: "error_recorded" } | { forgotten: number; type: "context_condensed" } | { reason: string; type: "run_interrupted" } | WorkflowStart | { run_id: string; stage: string; type: "workflow_stage_started" } | { assessment: AssessmentView; run_id: string; type: "workflow_stage_evaluated" } | { by_researcher: boolean; fingerprint: string; run_id: string; stage: string; type: "workflow_stage_accepted" } | { run_id: string; type: "workflow_cancelled" });
 
 /** The review of the pending set at one revision. */
 export type Review = { members: MemberReview[]; revision: number; set_id: ActionSetId };
@@ -114,13 +126,23 @@ export type Seq = number;
 export type SessionId = string;
 
 /** Everything an interface shows about one session. */
-export type SessionProjection = { actions: ActionView[]; activity: string; available_commands: CommandName[]; closed: boolean; conversation: ConversationEntry[]; exports: number; last_decision?: DecisionView | null; last_error?: string | null; lifecycle: Lifecycle; pending?: ActionSet | null; policy: ActionPolicy; revision: number; session: SessionId; status_line: string; stopping?: string | null; suggestions: Suggestion[]; task_plan: PlanTask[]; text_means: CommandName; title?: string | null; usage: UsageView };
+export type SessionProjection = { actions: ActionView[]; activity: string; available_commands: CommandName[]; closed: boolean; conversation: ConversationEntry[]; exports: number; last_decision?: DecisionView | null; last_error?: string | null; lifecycle: Lifecycle; pending?: ActionSet | null; policy: ActionPolicy; revision: number; session: SessionId; status_line: string; stopping?: string | null; suggestions: Suggestion[]; task_plan: PlanTask[]; text_means: CommandName; title?: string | null; usage: UsageView; workflow?: WorkflowView | null };
 
 /** One row of a session list, the same in every interface. */
 export type SessionRow = { last_activity?: Timestamp | null; lifecycle?: Lifecycle | null; pending: boolean; session: SessionId; status_line: string; title?: string | null };
 
 /** Events since a revision and the projection, taken together. */
 export type Snapshot = { events: RecordedEvent[]; output?: ToolOutput | null; projection: SessionProjection; review?: Review | null; revision: number; streaming: string; transient_revision: number };
+
+/** One stage as the run knows it (copied from the definition when the run started, so the
+ * record alone explains the run). */
+export type StageSpec = { id: string; researcher_gate: boolean; title: string };
+
+/** Where a stage stands. */
+export type StageStatus = "pending" | "running" | "awaiting_evaluation" | "awaiting_researcher" | "accepted";
+
+/** One stage in the projection. */
+export type StageView = { id: string; researcher_gate: boolean; status: StageStatus; title: string };
 
 /** The startup plan. */
 export type StartupPlan = { explanation: string; next_action: string; pending_decisions?: PendingDecision[]; phase: Phase; route?: RouteSummary | null; sessions: number };
@@ -148,4 +170,19 @@ export type UsageFigures = { cache_read_tokens: number; calls: number; completio
 /** Usage in total and per purpose. */
 export type UsageView = { by_purpose: PurposeUsage[]; total: UsageFigures };
 
+/** One location the run binds: an input the researcher chose (with its digest when the run
+ * started) or an artifact a stage will write. The one source of paths for stage prompts,
+ * checks and interface links. */
+export type WorkflowBinding = { id: string; path: string; role: BindingRole; sha256?: string | null };
+
 export type WorkflowCatalog = CatalogEntry[];
+
+/** Something the researcher can do to the run now, with the exact revision (and fingerprint,
+ * for an acceptance) to submit unchanged. */
+export type WorkflowControl = { command: CommandName; fingerprint?: string | null; label: string; revision: number };
+
+/** What a run binds when it starts (the `workflow_started` event). */
+export type WorkflowStart = { bindings: WorkflowBinding[]; definition: string; question: string; question_sha256: string; run_id: string; stages: StageSpec[]; title: string; version: string };
+
+/** The workflow run in a session's projection. */
+export type WorkflowView = { assessment?: AssessmentView | null; bindings: WorkflowBinding[]; cancelled: boolean; controls: WorkflowControl[]; current?: string | null; definition: string; question: string; revision: number; run_id: string; stages: StageView[]; title: string; version: string };

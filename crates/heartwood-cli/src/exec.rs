@@ -213,6 +213,18 @@ pub fn run_decision(
     })
 }
 
+/// Submits `kind` to `session` and follows the run it starts, as `exec` does.
+pub fn follow_command(
+    project: &ProjectContext,
+    session: SessionId,
+    kind: CommandKind,
+) -> Result<ExitCode> {
+    let id = SessionGateway::new_command_id();
+    follow(project.clone(), session.clone(), false, move |gateway| {
+        Ok(vec![gateway.submit(Command::new(id, session, kind))?])
+    })
+}
+
 fn command_id(given: Option<String>) -> Result<CommandId> {
     Ok(match given {
         Some(id) => CommandId::parse(&id)?,

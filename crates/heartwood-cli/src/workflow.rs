@@ -1,5 +1,6 @@
-//! `heartwood workflow catalog | check`: the maintained research workflows and their
-//! independent checks, evaluated read-only on the files now in the project.
+//! `heartwood workflow …`: the maintained research workflows and their independent checks
+//! (`catalog`, `check`, `assess`: read-only), and workflow runs inside a session (`start`,
+//! `status`, `run`, `evaluate`, `accept`, `cancel`), through the gateway's typed commands.
 
 use std::process::ExitCode;
 
@@ -42,11 +43,122 @@ pub enum WorkflowCommand {
         /// Results written by `heartwood workflow check --save`.
         results: std::path::PathBuf,
     },
+    /// Start a workflow run in a new session: the definition, and the research question.
+    Start {
+        /// The definition id (see `heartwood workflow catalog`).
+        definition: String,
+        /// The research question, in your words.
+        question: String,
+        /// An input at another path than the definition's: `ID=PATH` (repeatable).
+        #[arg(long = "input", value_name = "ID=PATH")]
+        inputs: Vec<String>,
+    },
+    /// Where a workflow run stands: its stages, the latest checks, what can be done now.
+    Status {
+        /// The session (id, unique prefix, or `last`; default: the latest).
+        #[arg(default_value = "last")]
+        session: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the current stage as an agent turn, and follow it (as `exec` does).
+    Run {
+        /// The session (default: the latest).
+        #[arg(default_value = "last")]
+        session: String,
+    },
+    /// Run the current stage's independent checks on the files as they are now.
+    Evaluate {
+        /// The session (default: the latest).
+        #[arg(default_value = "last")]
+        session: String,
+    },
+    /// Accept the current stage, bound to the run revision and assessment fingerprint shown
+    /// by `status` (which prints this command whole).
+    Accept {
+        /// The session.
+        session: String,
+        /// The run revision shown.
+        #[arg(long)]
+        revision: u64,
+        /// The assessment fingerprint shown.
+        #[arg(long)]
+        fingerprint: String,
+    },
+    /// Cancel the run (no work may be active and no set waiting).
+    Cancel {
+        /// The session (default: the latest).
+        #[arg(default_value = "last")]
+        session: String,
+    },
 }
 
 /// Runs a workflow command.
 pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCode> {
+    use heartwood_events::CommandKind;
     match command {
+        WorkflowCommand::Start {
+            definition,
+            question,
+            inputs,
+        } => {
+            let mut chosen = std::collections::BTreeMap::new();
+            for input in inputs {
+                let (id, path) = input
+                    .split_once('=')
+                    .with_context(|| format!("--input {input:?} is not ID=PATH"))?;
+                chosen.insert(id.to_owned(), path.to_owned());
+            }
+            let session = heartwood_gateway::SessionGateway::new_session_id();
+            let kind = CommandKind::WorkflowStart {
+                definition,
+                question,
+                inputs: chosen,
+            };
+            act(project, &session, kind)?;
+            println!("session {session}: the run started");
+            status(project, session.as_str(), false)
+        }
+        WorkflowCommand::Status { session, json } => status(project, &session, json),
+        WorkflowCommand::Run { session } => {
+            let (session, workflow) = current(project, &session)?;
+            let revision = workflow.revision;
+            crate::exec::follow_command(project, session, CommandKind::WorkflowRun { revision })
+        }
+        WorkflowCommand::Evaluate { session } => {
+            let (session, workflow) = current(project, &session)?;
+            let revision = workflow.revision;
+            act(
+                project,
+                &session,
+                CommandKind::WorkflowEvaluate { revision },
+            )?;
+            status(project, session.as_str(), false)
+        }
+        WorkflowCommand::Accept {
+            session,
+            revision,
+            fingerprint,
+        } => {
+            let (session, _) = current(project, &session)?;
+            act(
+                project,
+                &session,
+                CommandKind::WorkflowAccept {
+                    revision,
+                    fingerprint,
+                },
+            )?;
+            status(project, session.as_str(), false)
+        }
+        WorkflowCommand::Cancel { session } => {
+            let (session, workflow) = current(project, &session)?;
+            let revision = workflow.revision;
+            act(project, &session, CommandKind::WorkflowCancel { revision })?;
+            println!("session {session}: the run was cancelled");
+            Ok(ExitCode::SUCCESS)
+        }
         WorkflowCommand::Catalog { json } => {
             let entries = workflow_catalog()?;
             if json {
@@ -170,4 +282,116 @@ fn print_assessment(a: &Assessment) {
             "    the stage also needs your acceptance; passing checks grant nothing by themselves"
         );
     }
+}
+
+/// The session named and its workflow run, or why there is none.
+fn current(
+    project: &ProjectContext,
+    named: &str,
+) -> Result<(
+    heartwood_events::SessionId,
+    heartwood_events::workflow::WorkflowView,
+)> {
+    let session = heartwood_gateway::SessionAdmin::new(project).resolve(named)?;
+    let gateway = heartwood_gateway::SessionGateway::new(project.clone());
+    let projection = gateway.projection(&session)?;
+    let workflow = projection.workflow.with_context(|| {
+        format!("session {session} runs no workflow; `heartwood workflow start` starts one")
+    })?;
+    Ok((session, workflow))
+}
+
+/// Submits one workflow command and fails with the gateway's reason if it was refused.
+fn act(
+    project: &ProjectContext,
+    session: &heartwood_events::SessionId,
+    kind: heartwood_events::CommandKind,
+) -> Result<()> {
+    let gateway = heartwood_gateway::SessionGateway::new(project.clone());
+    let command = heartwood_events::Command::new(
+        heartwood_gateway::SessionGateway::new_command_id(),
+        session.clone(),
+        kind,
+    );
+    let receipt = gateway.submit(command);
+    let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    runtime.block_on(gateway.close());
+    match receipt?.outcome {
+        heartwood_events::Outcome::Applied { .. } => Ok(()),
+        heartwood_events::Outcome::Refused { reason } => anyhow::bail!("refused: {reason}"),
+    }
+}
+
+/// Prints where the run stands: stages, the latest checks, and the commands that act now.
+fn status(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCode> {
+    let (session, w) = current(project, named)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&w)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{} {} — {}", w.definition, w.version, w.title);
+    println!("question: {}", w.question);
+    println!(
+        "run revision {}{}",
+        w.revision,
+        if w.cancelled { " (cancelled)" } else { "" }
+    );
+    for stage in &w.stages {
+        let here = if w.current.as_deref() == Some(stage.spec.id.as_str()) {
+            ">"
+        } else {
+            " "
+        };
+        println!(
+            "{here} {:<14} {:<20} {}",
+            stage.spec.id,
+            stage.status.as_str(),
+            stage.spec.title
+        );
+    }
+    if let Some(a) = &w.assessment {
+        println!(
+            "\nchecks of {}: {} (fingerprint {})",
+            a.stage,
+            if a.eligible {
+                "eligible"
+            } else {
+                "not eligible"
+            },
+            a.fingerprint
+        );
+        for check in &a.checks {
+            println!("  {:<22} {}", check.check, check.status);
+            for reason in &check.reasons {
+                println!("      {reason}");
+            }
+        }
+        for problem in &a.problems {
+            println!("  problem: {problem}");
+        }
+    }
+    if !w.controls.is_empty() {
+        println!();
+    }
+    for control in &w.controls {
+        let command = match control.command {
+            heartwood_events::CommandName::WorkflowRun => {
+                format!("heartwood workflow run {session}")
+            }
+            heartwood_events::CommandName::WorkflowEvaluate => {
+                format!("heartwood workflow evaluate {session}")
+            }
+            heartwood_events::CommandName::WorkflowAccept => format!(
+                "heartwood workflow accept {session} --revision {} --fingerprint {}",
+                control.revision,
+                control.fingerprint.as_deref().unwrap_or_default()
+            ),
+            heartwood_events::CommandName::WorkflowCancel => {
+                format!("heartwood workflow cancel {session}")
+            }
+            _ => continue,
+        };
+        println!("{}: {command}", control.label);
+    }
+    Ok(ExitCode::SUCCESS)
 }

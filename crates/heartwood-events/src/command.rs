@@ -68,6 +68,39 @@ pub enum CommandKind {
     Export,
     /// Close the session and release its writer lease.
     Close,
+    /// Start a research workflow run in this unused session: the definition, the researcher's
+    /// question, and any input locations that differ from the definition's.
+    WorkflowStart {
+        /// The definition's id (`heartwood workflow catalog` lists them).
+        definition: String,
+        /// The research question, in the researcher's words.
+        question: String,
+        /// Input locations chosen instead of the definition's: input id → project path.
+        #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+        inputs: std::collections::BTreeMap<String, String>,
+    },
+    /// Run the current stage as an agent turn.
+    WorkflowRun {
+        /// The run revision shown.
+        revision: u64,
+    },
+    /// Run the current stage's independent checks now.
+    WorkflowEvaluate {
+        /// The run revision shown.
+        revision: u64,
+    },
+    /// Accept the current stage, bound to the revision and the assessment fingerprint shown.
+    WorkflowAccept {
+        /// The run revision shown.
+        revision: u64,
+        /// The fingerprint of the assessment shown.
+        fingerprint: String,
+    },
+    /// Cancel the run (only while no work is active and no set waits).
+    WorkflowCancel {
+        /// The run revision shown.
+        revision: u64,
+    },
 }
 
 fn current_schema() -> u32 {
@@ -135,11 +168,21 @@ pub enum CommandName {
     Export,
     /// [`CommandKind::Close`].
     Close,
+    /// [`CommandKind::WorkflowStart`].
+    WorkflowStart,
+    /// [`CommandKind::WorkflowRun`].
+    WorkflowRun,
+    /// [`CommandKind::WorkflowEvaluate`].
+    WorkflowEvaluate,
+    /// [`CommandKind::WorkflowAccept`].
+    WorkflowAccept,
+    /// [`CommandKind::WorkflowCancel`].
+    WorkflowCancel,
 }
 
 impl CommandName {
     /// Every command, in the order interfaces list them.
-    pub const ALL: [CommandName; 8] = [
+    pub const ALL: [CommandName; 13] = [
         CommandName::SubmitTask,
         CommandName::SendGuidance,
         CommandName::Pause,
@@ -148,6 +191,11 @@ impl CommandName {
         CommandName::Decide,
         CommandName::Export,
         CommandName::Close,
+        CommandName::WorkflowStart,
+        CommandName::WorkflowRun,
+        CommandName::WorkflowEvaluate,
+        CommandName::WorkflowAccept,
+        CommandName::WorkflowCancel,
     ];
 
     /// The `type` tag.
@@ -161,6 +209,11 @@ impl CommandName {
             CommandName::Decide => "decide",
             CommandName::Export => "export",
             CommandName::Close => "close",
+            CommandName::WorkflowStart => "workflow_start",
+            CommandName::WorkflowRun => "workflow_run",
+            CommandName::WorkflowEvaluate => "workflow_evaluate",
+            CommandName::WorkflowAccept => "workflow_accept",
+            CommandName::WorkflowCancel => "workflow_cancel",
         }
     }
 }
@@ -182,6 +235,11 @@ impl CommandKind {
         CommandName::Decide.as_str(),
         CommandName::Export.as_str(),
         CommandName::Close.as_str(),
+        CommandName::WorkflowStart.as_str(),
+        CommandName::WorkflowRun.as_str(),
+        CommandName::WorkflowEvaluate.as_str(),
+        CommandName::WorkflowAccept.as_str(),
+        CommandName::WorkflowCancel.as_str(),
     ];
 
     /// This command's kind.
@@ -195,6 +253,11 @@ impl CommandKind {
             CommandKind::Decide { .. } => CommandName::Decide,
             CommandKind::Export => CommandName::Export,
             CommandKind::Close => CommandName::Close,
+            CommandKind::WorkflowStart { .. } => CommandName::WorkflowStart,
+            CommandKind::WorkflowRun { .. } => CommandName::WorkflowRun,
+            CommandKind::WorkflowEvaluate { .. } => CommandName::WorkflowEvaluate,
+            CommandKind::WorkflowAccept { .. } => CommandName::WorkflowAccept,
+            CommandKind::WorkflowCancel { .. } => CommandName::WorkflowCancel,
         }
     }
 
@@ -246,6 +309,18 @@ mod tests {
             },
             CommandKind::Export,
             CommandKind::Close,
+            CommandKind::WorkflowStart {
+                definition: "tabular-ols".into(),
+                question: "q".into(),
+                inputs: [("table".to_owned(), "data/t.csv".to_owned())].into(),
+            },
+            CommandKind::WorkflowRun { revision: 3 },
+            CommandKind::WorkflowEvaluate { revision: 4 },
+            CommandKind::WorkflowAccept {
+                revision: 5,
+                fingerprint: "f".into(),
+            },
+            CommandKind::WorkflowCancel { revision: 6 },
         ];
         assert_eq!(kinds.len(), CommandKind::KINDS.len());
         for kind in kinds {

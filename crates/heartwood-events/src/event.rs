@@ -138,6 +138,39 @@ pub enum Event {
         /// What happened and what to do next.
         reason: String,
     },
+    /// A research workflow run started in this session, its locations bound.
+    WorkflowStarted(Box<crate::workflow::WorkflowStart>),
+    /// A stage's agent turn was dispatched (the task just before carries its prompt).
+    WorkflowStageStarted {
+        /// The run.
+        run_id: String,
+        /// The stage.
+        stage: String,
+    },
+    /// A stage's independent checks ran on the files as they are.
+    WorkflowStageEvaluated {
+        /// The run.
+        run_id: String,
+        /// What the checks found.
+        assessment: Box<crate::workflow::AssessmentView>,
+    },
+    /// A stage was accepted: by the researcher, bound to the fingerprint shown, or by its
+    /// eligible checks where the definition asks no acceptance.
+    WorkflowStageAccepted {
+        /// The run.
+        run_id: String,
+        /// The stage.
+        stage: String,
+        /// The assessment accepted.
+        fingerprint: String,
+        /// Whether a researcher accepted it (else the definition's rule did).
+        by_researcher: bool,
+    },
+    /// The run was cancelled.
+    WorkflowCancelled {
+        /// The run.
+        run_id: String,
+    },
 }
 
 /// Who wrote a conversation message.
@@ -188,6 +221,11 @@ impl Event {
         "error_recorded",
         "context_condensed",
         "run_interrupted",
+        "workflow_started",
+        "workflow_stage_started",
+        "workflow_stage_evaluated",
+        "workflow_stage_accepted",
+        "workflow_cancelled",
     ];
 
     /// This event's `type` tag.
@@ -212,6 +250,11 @@ impl Event {
             Event::ErrorRecorded { .. } => "error_recorded",
             Event::ContextCondensed { .. } => "context_condensed",
             Event::RunInterrupted { .. } => "run_interrupted",
+            Event::WorkflowStarted(..) => "workflow_started",
+            Event::WorkflowStageStarted { .. } => "workflow_stage_started",
+            Event::WorkflowStageEvaluated { .. } => "workflow_stage_evaluated",
+            Event::WorkflowStageAccepted { .. } => "workflow_stage_accepted",
+            Event::WorkflowCancelled { .. } => "workflow_cancelled",
         }
     }
 }
@@ -378,6 +421,48 @@ mod tests {
             },
             Event::ContextCondensed { forgotten: 4 },
             Event::RunInterrupted { reason: "r".into() },
+            Event::WorkflowStarted(Box::new(crate::workflow::WorkflowStart {
+                run_id: "w-1".into(),
+                definition: "tabular-ols".into(),
+                version: "1.1.0".into(),
+                title: "t".into(),
+                question: "q".into(),
+                question_sha256: "0".repeat(64),
+                bindings: vec![crate::workflow::WorkflowBinding {
+                    id: "table".into(),
+                    path: "data/t.csv".into(),
+                    role: crate::workflow::BindingRole::Input,
+                    sha256: Some("1".repeat(64)),
+                }],
+                stages: vec![crate::workflow::StageSpec {
+                    id: "readiness".into(),
+                    title: "Readiness".into(),
+                    researcher_gate: true,
+                }],
+            })),
+            Event::WorkflowStageStarted {
+                run_id: "w-1".into(),
+                stage: "readiness".into(),
+            },
+            Event::WorkflowStageEvaluated {
+                run_id: "w-1".into(),
+                assessment: Box::new(crate::workflow::AssessmentView {
+                    stage: "readiness".into(),
+                    fingerprint: "f".into(),
+                    eligible: false,
+                    problems: vec!["p".into()],
+                    checks: Vec::new(),
+                }),
+            },
+            Event::WorkflowStageAccepted {
+                run_id: "w-1".into(),
+                stage: "readiness".into(),
+                fingerprint: "f".into(),
+                by_researcher: true,
+            },
+            Event::WorkflowCancelled {
+                run_id: "w-1".into(),
+            },
         ]
     }
 

@@ -25,6 +25,7 @@ pub mod schema;
 pub mod startup;
 mod time;
 mod wire;
+pub mod workflow;
 
 pub use action::{
     ActionPolicy, ActionProposal, ActionSet, ActionState, Decision, Lifecycle, PlanStatus,

@@ -108,6 +108,9 @@ pub struct SessionProjection {
     pub status_line: String,
     /// At most three next steps that make sense now.
     pub suggestions: Vec<Suggestion>,
+    /// The research workflow run in this session, if one was started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<crate::workflow::WorkflowView>,
 }
 
 /// One message in the conversation.
@@ -213,6 +216,7 @@ impl SessionProjection {
             text_means: crate::CommandName::SubmitTask,
             status_line: String::new(),
             suggestions: Vec::new(),
+            workflow: None,
         }
     }
 

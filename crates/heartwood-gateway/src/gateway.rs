@@ -331,6 +331,32 @@ impl SessionGateway {
             kind @ CommandKind::SubmitTask { policy, .. } => {
                 blank_text(kind).or_else(|| self.reachable_route(*policy).err())
             }
+            CommandKind::WorkflowStart { .. } => {
+                self.reachable_route(ActionPolicy::AlwaysReview).err()
+            }
+            _ => None,
+        };
+        // A run's bindings are read (digests of its inputs) before anything is registered, so
+        // a definition or input that cannot be used leaves no session behind.
+        let started = match &command.kind {
+            CommandKind::WorkflowStart {
+                definition,
+                question,
+                inputs,
+            } => Some(crate::workflow_run::start(
+                &self.shared.project,
+                format!("w-{}", command.command_id),
+                definition,
+                question,
+                inputs,
+            )),
+            _ => None,
+        };
+        let unusable = match (&started, unusable) {
+            (_, Some(reason)) => Some(reason),
+            (Some(Err(reason)), None) if !self.shared.store.exists(&command.session) => {
+                Some(reason.clone())
+            }
             _ => None,
         };
         if let Some(reason) = unusable {
@@ -343,7 +369,10 @@ impl SessionGateway {
         }
         let live = match self.attach(
             &command.session,
-            matches!(command.kind, CommandKind::SubmitTask { .. }),
+            matches!(
+                command.kind,
+                CommandKind::SubmitTask { .. } | CommandKind::WorkflowStart { .. }
+            ),
         ) {
             Ok(live) => live,
             // Another process serves the session: the command goes to it.
@@ -359,7 +388,7 @@ impl SessionGateway {
         };
         // Looked up before taking the session's lock: `git status` can take a while.
         let starting_commit = match &command.kind {
-            CommandKind::SubmitTask { .. } => {
+            CommandKind::SubmitTask { .. } | CommandKind::WorkflowRun { .. } => {
                 heartwood_workspace::Workspace::open(self.shared.project.root())
                     .ok()
                     .and_then(|w| w.clean_head())
@@ -486,6 +515,109 @@ impl SessionGateway {
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 core.complete(&key, vec![event], json!({ "bundle": name_of }))
+            }
+            CommandKind::WorkflowStart { .. } => match started {
+                Some(Ok(event)) => core.complete(&key, vec![event], Value::Null),
+                Some(Err(reason)) => core.refuse(&key, &reason),
+                None => core.refuse(&key, "the run could not be prepared"),
+            },
+            CommandKind::WorkflowRun { .. } => {
+                let Some(workflow) = core.projection().workflow.clone() else {
+                    return core.refuse(&key, "this session runs no workflow");
+                };
+                let changed = crate::workflow_run::changed_inputs(&self.shared.project, &workflow);
+                if !changed.is_empty() {
+                    let why = format!(
+                        "an input changed since the run started ({}): the evidence built on it \
+                         no longer holds; start a new run on the inputs as they are now",
+                        changed.join(", ")
+                    );
+                    return core.refuse(&key, &why);
+                }
+                if let Err(reason) =
+                    self.ensure_worker(&live, &mut core, Some(ActionPolicy::AlwaysReview))
+                {
+                    return core.refuse(&key, &reason);
+                }
+                let prompt = match crate::workflow_run::stage_prompt(&workflow) {
+                    Ok(prompt) => prompt,
+                    Err(e) => return core.refuse(&key, &e.to_string()),
+                };
+                let stage = workflow.current.clone().unwrap_or_default();
+                if let Some(worker) = core.worker() {
+                    worker.withdraw_pause();
+                }
+                // The task first: the stage is running from the moment its turn is.
+                let events = vec![
+                    Event::TaskSubmitted {
+                        text: prompt.clone(),
+                        policy: ActionPolicy::AlwaysReview,
+                        starting_commit,
+                    },
+                    Event::WorkflowStageStarted {
+                        run_id: workflow.run_id.clone(),
+                        stage,
+                    },
+                ];
+                let receipt = core.complete(&key, events, Value::Null)?;
+                send(
+                    &core,
+                    Work::Task {
+                        text: prompt,
+                        policy: ActionPolicy::AlwaysReview,
+                    },
+                );
+                Ok(receipt)
+            }
+            CommandKind::WorkflowEvaluate { .. } => {
+                let Some(workflow) = core.projection().workflow.clone() else {
+                    return core.refuse(&key, "this session runs no workflow");
+                };
+                let assessment =
+                    match crate::workflow_run::evaluate(&self.shared.project, &workflow) {
+                        Ok(assessment) => assessment,
+                        Err(e) => return core.refuse(&key, &e.to_string()),
+                    };
+                let gated = workflow
+                    .current_stage()
+                    .is_none_or(|s| s.spec.researcher_gate);
+                let mut events = vec![Event::WorkflowStageEvaluated {
+                    run_id: workflow.run_id.clone(),
+                    assessment: Box::new(assessment.clone()),
+                }];
+                // Where the definition asks no acceptance, eligible checks advance the run.
+                if assessment.eligible && !gated {
+                    events.push(Event::WorkflowStageAccepted {
+                        run_id: workflow.run_id.clone(),
+                        stage: assessment.stage.clone(),
+                        fingerprint: assessment.fingerprint.clone(),
+                        by_researcher: false,
+                    });
+                }
+                let result = serde_json::to_value(&assessment).unwrap_or_default();
+                core.complete(&key, events, result)
+            }
+            CommandKind::WorkflowAccept { fingerprint, .. } => {
+                let Some(workflow) = core.projection().workflow.clone() else {
+                    return core.refuse(&key, "this session runs no workflow");
+                };
+                let stage = workflow.current.clone().unwrap_or_default();
+                let event = Event::WorkflowStageAccepted {
+                    run_id: workflow.run_id,
+                    stage,
+                    fingerprint,
+                    by_researcher: true,
+                };
+                core.complete(&key, vec![event], Value::Null)
+            }
+            CommandKind::WorkflowCancel { .. } => {
+                let Some(workflow) = core.projection().workflow.clone() else {
+                    return core.refuse(&key, "this session runs no workflow");
+                };
+                let event = Event::WorkflowCancelled {
+                    run_id: workflow.run_id,
+                };
+                core.complete(&key, vec![event], Value::Null)
             }
             CommandKind::Close => {
                 let receipt = core.complete(&key, vec![Event::SessionClosed {}], Value::Null)?;
@@ -908,10 +1040,14 @@ fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<(), String> {
             ));
         }
     }
-    if p.allows(kind.command_name()) {
-        Ok(())
-    } else {
-        Err(busy(p, kind.command_name()))
+    match kind {
+        CommandKind::WorkflowStart { .. }
+        | CommandKind::WorkflowRun { .. }
+        | CommandKind::WorkflowEvaluate { .. }
+        | CommandKind::WorkflowAccept { .. }
+        | CommandKind::WorkflowCancel { .. } => crate::workflow_run::admissible(p, kind),
+        _ if p.allows(kind.command_name()) => Ok(()),
+        _ => Err(busy(p, kind.command_name())),
     }
 }
 

@@ -29,6 +29,7 @@ pub mod startup;
 pub mod transcript;
 pub mod translate;
 mod worker;
+mod workflow_run;
 pub mod workspace;
 
 pub use admin::{

@@ -168,6 +168,11 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             p.last_error = Some(message.clone());
         }
         Event::ContextCondensed { .. } => {}
+        Event::WorkflowStarted(..)
+        | Event::WorkflowStageStarted { .. }
+        | Event::WorkflowStageEvaluated { .. }
+        | Event::WorkflowStageAccepted { .. }
+        | Event::WorkflowCancelled { .. } => crate::workflow_run::apply(p, seq, &recorded.event),
         Event::RunInterrupted { reason } => {
             say(
                 p,
@@ -228,6 +233,7 @@ fn derive(p: &mut SessionProjection) {
     p.activity = activity(p);
     p.status_line = status_line(p);
     p.suggestions = suggestions(p);
+    crate::workflow_run::derive(p);
 }
 
 fn available_commands(p: &SessionProjection) -> &'static [CommandName] {

@@ -115,6 +115,14 @@ pub fn markdown(session: &str, title: Option<&str>, events: &[RecordedEvent]) ->
                 section(&mut out, "The run was interrupted", seq);
                 let _ = writeln!(out, "{reason}");
             }
+            Event::WorkflowStarted(..)
+            | Event::WorkflowStageStarted { .. }
+            | Event::WorkflowStageEvaluated { .. }
+            | Event::WorkflowStageAccepted { .. }
+            | Event::WorkflowCancelled { .. } => {
+                let _ = writeln!(out);
+                let _ = writeln!(out, "*{}*", line(e));
+            }
             Event::TaskPlanUpdated { tasks } => {
                 section(&mut out, "Task plan", seq);
                 for task in tasks {
@@ -263,6 +271,38 @@ pub fn line(e: &RecordedEvent) -> String {
             format!("older history summarized for the model ({forgotten} events)")
         }
         Event::RunInterrupted { reason } => format!("run interrupted: {reason}"),
+        Event::WorkflowStarted(start) => format!(
+            "workflow {} {} started: {}",
+            start.definition,
+            start.version,
+            short(&start.question, 160)
+        ),
+        Event::WorkflowStageStarted { stage, .. } => format!("workflow stage {stage} started"),
+        Event::WorkflowStageEvaluated { assessment, .. } => format!(
+            "workflow stage {} checked: {}",
+            assessment.stage,
+            if assessment.eligible {
+                "eligible".to_owned()
+            } else {
+                format!(
+                    "not eligible ({})",
+                    short(&assessment.problems.join("; "), 160)
+                )
+            }
+        ),
+        Event::WorkflowStageAccepted {
+            stage,
+            by_researcher,
+            ..
+        } => format!(
+            "workflow stage {stage} accepted{}",
+            if *by_researcher {
+                " by the researcher"
+            } else {
+                " (its checks passed; no acceptance asked)"
+            }
+        ),
+        Event::WorkflowCancelled { .. } => "workflow cancelled".to_owned(),
     }
 }
 

@@ -208,7 +208,7 @@ impl WorkspaceService {
 }
 
 /// The maintained definition `id`, or why there is none.
-fn maintained(id: &str) -> Result<heartwood_workflow::Definition, GatewayError> {
+pub(crate) fn maintained(id: &str) -> Result<heartwood_workflow::Definition, GatewayError> {
     heartwood_workflow::catalog::definition(id)
         .map_err(|e| GatewayError::Config(e.to_string()))?
         .ok_or_else(|| {

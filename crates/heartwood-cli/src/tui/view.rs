@@ -376,7 +376,14 @@ fn key_for(command: heartwood_events::CommandName) -> Option<&'static str> {
         CommandName::Pause => Some("Ctrl-P"),
         CommandName::Interrupt => Some("Esc"),
         CommandName::Resume => Some("Ctrl-R"),
-        CommandName::Export | CommandName::Close => None,
+        // Workflow runs have no panel in the terminal interface yet: `heartwood workflow`.
+        CommandName::Export
+        | CommandName::Close
+        | CommandName::WorkflowStart
+        | CommandName::WorkflowRun
+        | CommandName::WorkflowEvaluate
+        | CommandName::WorkflowAccept
+        | CommandName::WorkflowCancel => None,
     }
 }
 

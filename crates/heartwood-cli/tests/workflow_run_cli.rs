@@ -1,0 +1,220 @@
+//! A research workflow run inside a session, end to end: the real binary, the scripted model
+//! server, the example project. A stage runs as an ordinary agent turn under review; its
+//! checks, run by the gateway on the exact bytes, decide whether it can be accepted; the
+//! acceptance binds to the revision and fingerprint shown; an input edited afterwards stops
+//! the next stage.
+
+mod support;
+
+use std::path::Path;
+
+use heartwood_testkit::{Script, ScriptedModelServer, Turn};
+use serde_json::{Value, json};
+use support::{code, connect_scripted, finish, heartwood, heartwood_async, text};
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("read") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            std::fs::create_dir_all(&target).expect("mkdir");
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+fn status(project: &Path) -> Value {
+    let out = heartwood(project, &["workflow", "status", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+fn stage_status(w: &Value, stage: &str) -> String {
+    w["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .find(|s| s["id"] == stage)
+        .and_then(|s| s["status"].as_str())
+        .expect("stage")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
+    let project = tempfile::tempdir().expect("project");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
+    copy_dir(&fixture, project.path());
+    let good = std::fs::read(project.path().join("reports/readiness.json")).expect("report");
+    std::fs::remove_file(project.path().join("reports/readiness.json")).expect("rm");
+    let keep = project.path().join("good-readiness.json");
+    std::fs::write(&keep, &good).expect("keep");
+
+    let write = |content: &str| {
+        Turn::calls(&[(
+            "terminal",
+            json!({"command": format!("mkdir -p reports && {content} > reports/readiness.json")}),
+        )])
+    };
+    let server = ScriptedModelServer::start(Script::of(vec![
+        // First run: a report that claims the wrong number of rows.
+        write("echo '{\"rows\": 99}'"),
+        finish("Wrote the readiness report."),
+        // Second run: the right report.
+        write(&format!("cat {}", keep.display())),
+        finish("Rewrote the readiness report."),
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(project.path(), &server.base_url());
+
+    let started = heartwood(
+        project.path(),
+        &[
+            "workflow",
+            "start",
+            "tabular-ols",
+            "Does sleep predict the test score?",
+        ],
+    );
+    assert!(started.status.success(), "{}", text(&started.stderr));
+    assert!(
+        text(&started.stdout).contains("> readiness"),
+        "{}",
+        text(&started.stdout)
+    );
+    let w = status(project.path());
+    assert_eq!(stage_status(&w, "readiness"), "pending");
+    let table = w["bindings"]
+        .as_array()
+        .expect("bindings")
+        .iter()
+        .find(|b| b["id"] == "table")
+        .expect("the table is bound");
+    assert_eq!(table["path"], "data/cohort.csv");
+    assert_eq!(table["sha256"].as_str().map(str::len), Some(64));
+
+    // The stage is an ordinary turn: its actions wait for the decision like any other.
+    let run = heartwood_async(project.path(), &["workflow", "run"]).await;
+    assert_eq!(code(&run), 3, "{}{}", text(&run.stdout), text(&run.stderr));
+    let prompt = server.requests()[0].to_string();
+    assert!(
+        prompt.contains("reports/readiness.json") && prompt.contains("readiness_report"),
+        "the stage prompt names where to write and what will judge it: {prompt}"
+    );
+    let decided = heartwood_async(project.path(), &["decide", "--last", "allow"]).await;
+    assert_eq!(code(&decided), 0, "{}", text(&decided.stderr));
+    assert_eq!(
+        stage_status(&status(project.path()), "readiness"),
+        "awaiting_evaluation"
+    );
+
+    // The model said it wrote the report; the checks say the report is wrong.
+    let evaluated = heartwood(project.path(), &["workflow", "evaluate"]);
+    assert!(evaluated.status.success(), "{}", text(&evaluated.stderr));
+    assert!(
+        text(&evaluated.stdout).contains("not eligible"),
+        "{}",
+        text(&evaluated.stdout)
+    );
+    let w = status(project.path());
+    assert_eq!(w["assessment"]["eligible"], false);
+    assert!(
+        !w["controls"]
+            .as_array()
+            .expect("controls")
+            .iter()
+            .any(|c| c["command"] == "workflow_accept"),
+        "an ineligible stage offers no acceptance"
+    );
+    let forced = heartwood(
+        project.path(),
+        &[
+            "workflow",
+            "accept",
+            "last",
+            "--revision",
+            &w["revision"].to_string(),
+            "--fingerprint",
+            w["assessment"]["fingerprint"]
+                .as_str()
+                .expect("fingerprint"),
+        ],
+    );
+    assert!(!forced.status.success(), "an ineligible stage was accepted");
+
+    // Run it again; this time the checks pass, and acceptance binds to what was shown.
+    let run = heartwood_async(project.path(), &["workflow", "run"]).await;
+    assert_eq!(code(&run), 3, "{}{}", text(&run.stdout), text(&run.stderr));
+    let decided = heartwood_async(project.path(), &["decide", "--last", "allow"]).await;
+    assert_eq!(code(&decided), 0, "{}", text(&decided.stderr));
+    let evaluated = heartwood(project.path(), &["workflow", "evaluate"]);
+    assert!(evaluated.status.success(), "{}", text(&evaluated.stderr));
+    let said = text(&evaluated.stdout);
+    let accept_line = said
+        .lines()
+        .find(|l| l.contains("heartwood workflow accept"))
+        .unwrap_or_else(|| panic!("no acceptance offered:\n{said}"));
+    let words: Vec<&str> = accept_line[accept_line.find("heartwood").expect("cmd")..]
+        .split_whitespace()
+        .skip(1)
+        .collect();
+    let mut stale = words.clone();
+    let last = stale.len() - 1;
+    stale[last] = "0000000000000000";
+    assert!(
+        !heartwood(project.path(), &stale).status.success(),
+        "a fingerprint not shown was accepted"
+    );
+    let accepted = heartwood(project.path(), &words);
+    assert!(accepted.status.success(), "{}", text(&accepted.stderr));
+    let w = status(project.path());
+    assert_eq!(stage_status(&w, "readiness"), "accepted");
+    assert_eq!(w["current"], "plan");
+
+    // An input edited after acceptance: the evidence built on it no longer holds.
+    let cohort = project.path().join("data/cohort.csv");
+    let edited = std::fs::read_to_string(&cohort).expect("table").replacen(
+        "p01,north,34",
+        "p01,north,35",
+        1,
+    );
+    std::fs::write(&cohort, edited).expect("edit");
+    let refused = heartwood_async(project.path(), &["workflow", "run"]).await;
+    assert_eq!(code(&refused), 1);
+    assert!(
+        text(&refused.stderr).contains("input changed"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert_eq!(
+        server.remaining_turns(),
+        0,
+        "no model call for the refused stage"
+    );
+
+    // The whole run is in the verified record.
+    let verified = heartwood(project.path(), &["sessions", "verify", "last"]);
+    assert!(verified.status.success(), "{}", text(&verified.stderr));
+}
+
+#[test]
+fn a_run_that_cannot_bind_its_inputs_creates_no_session() {
+    let project = tempfile::tempdir().expect("project");
+    // A model route is connected but the project holds none of the definition's inputs.
+    support::connect(project.path(), "http://127.0.0.1:9/v1", None);
+    let out = heartwood(
+        project.path(),
+        &["workflow", "start", "tabular-ols", "a question"],
+    );
+    assert!(!out.status.success());
+    assert!(
+        !project.path().join(".heartwood/sessions").exists()
+            || std::fs::read_dir(project.path().join(".heartwood/sessions"))
+                .expect("dir")
+                .next()
+                .is_none()
+    );
+}

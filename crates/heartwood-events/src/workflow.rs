@@ -1,0 +1,202 @@
+//! A research workflow run inside a session: what is journaled as it moves (started, a stage
+//! dispatched, evaluated, accepted, cancelled) and what the projection carries about it, so
+//! every interface shows the run from the same typed state and never from the model's prose.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::CommandName;
+
+/// What a run binds when it starts (the `workflow_started` event).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkflowStart {
+    /// The run's id.
+    pub run_id: String,
+    /// The definition's id.
+    pub definition: String,
+    /// The definition's version.
+    pub version: String,
+    /// The definition's title.
+    pub title: String,
+    /// The researcher's question.
+    pub question: String,
+    /// SHA-256 of the question's text.
+    pub question_sha256: String,
+    /// Every input (with its digest) and artifact location.
+    pub bindings: Vec<WorkflowBinding>,
+    /// The stages, in order.
+    pub stages: Vec<StageSpec>,
+}
+
+/// One location the run binds: an input the researcher chose (with its digest when the run
+/// started) or an artifact a stage will write. The one source of paths for stage prompts,
+/// checks and interface links.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkflowBinding {
+    /// The definition's id for it (`table`, `plan`, ...).
+    pub id: String,
+    /// Project-relative path.
+    pub path: String,
+    /// `input` or `artifact`.
+    pub role: BindingRole,
+    /// SHA-256 of an input's bytes when the run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// What a binding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BindingRole {
+    /// A file the researcher provides.
+    Input,
+    /// A file a stage produces.
+    Artifact,
+}
+
+/// One stage as the run knows it (copied from the definition when the run started, so the
+/// record alone explains the run).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StageSpec {
+    /// The stage id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// Whether the researcher accepts it (else an eligible evaluation advances the run).
+    pub researcher_gate: bool,
+}
+
+/// One file a check read, by digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InspectedFile {
+    /// Project-relative path.
+    pub path: String,
+    /// SHA-256 of the bytes read, or absent when the file was missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// One check's result, as evaluated by the gateway (never reported by the model).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CheckView {
+    /// The check id.
+    pub check: String,
+    /// `passed`, `failed` or `unverified`.
+    pub status: String,
+    /// Why it failed or could not decide.
+    pub reasons: Vec<String>,
+    /// The files it read, by digest.
+    pub inspected: Vec<InspectedFile>,
+}
+
+/// A stage's evaluation: its independent checks on the exact bytes now in the project.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AssessmentView {
+    /// The stage evaluated.
+    pub stage: String,
+    /// SHA-256 over the definition, stage, statuses and every digest read: what an acceptance
+    /// binds to.
+    pub fingerprint: String,
+    /// Whether the evidence is complete, passing and current.
+    pub eligible: bool,
+    /// Why not.
+    pub problems: Vec<String>,
+    /// Each check's result.
+    pub checks: Vec<CheckView>,
+}
+
+/// Where a stage stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StageStatus {
+    /// Not reached yet, or reached and not run.
+    Pending,
+    /// Its agent turn is running.
+    Running,
+    /// Its turn ended; its checks have not passed yet.
+    AwaitingEvaluation,
+    /// Its checks passed; the researcher decides.
+    AwaitingResearcher,
+    /// Accepted (by the researcher, or by eligible checks where no acceptance is asked).
+    Accepted,
+}
+
+impl StageStatus {
+    /// The status in words, as interfaces show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StageStatus::Pending => "pending",
+            StageStatus::Running => "running",
+            StageStatus::AwaitingEvaluation => "awaiting evaluation",
+            StageStatus::AwaitingResearcher => "awaiting researcher",
+            StageStatus::Accepted => "accepted",
+        }
+    }
+}
+
+/// One stage in the projection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StageView {
+    /// The stage as the run knows it.
+    #[serde(flatten)]
+    pub spec: StageSpec,
+    /// Where it stands.
+    pub status: StageStatus,
+}
+
+/// Something the researcher can do to the run now, with the exact revision (and fingerprint,
+/// for an acceptance) to submit unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkflowControl {
+    /// The command.
+    pub command: CommandName,
+    /// A label for people.
+    pub label: String,
+    /// The run revision the command must name.
+    pub revision: u64,
+    /// For an acceptance, the assessment fingerprint it binds to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+/// The workflow run in a session's projection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkflowView {
+    /// The run's id.
+    pub run_id: String,
+    /// The definition's id and version.
+    pub definition: String,
+    /// The definition's version.
+    pub version: String,
+    /// The definition's title.
+    pub title: String,
+    /// The researcher's question.
+    pub question: String,
+    /// Grows with every transition; a command names the revision it saw.
+    pub revision: u64,
+    /// Every location the run binds.
+    pub bindings: Vec<WorkflowBinding>,
+    /// The stages, in order.
+    pub stages: Vec<StageView>,
+    /// The stage the run is at (`None` once every stage is accepted, or cancelled).
+    pub current: Option<String>,
+    /// The latest evaluation of the current stage.
+    pub assessment: Option<AssessmentView>,
+    /// Whether the run was cancelled.
+    pub cancelled: bool,
+    /// What can be done now (empty while work is active or a set waits).
+    pub controls: Vec<WorkflowControl>,
+}
+
+impl WorkflowView {
+    /// The control for `command` now, if it is offered.
+    pub fn control(&self, command: CommandName) -> Option<&WorkflowControl> {
+        self.controls.iter().find(|c| c.command == command)
+    }
+
+    /// The stage the run is at.
+    pub fn current_stage(&self) -> Option<&StageView> {
+        let id = self.current.as_deref()?;
+        self.stages.iter().find(|s| s.spec.id == id)
+    }
+}
