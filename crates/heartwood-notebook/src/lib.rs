@@ -133,6 +133,39 @@ impl Heartwood {
         ))
     }
 
+    /// Starts a research workflow run (`definition`, see the catalog) in a new session, with
+    /// the researcher's `question`; `inputs` maps input ids to paths other than the
+    /// definition's. Returns the session.
+    #[pyo3(signature = (definition, question, inputs=None))]
+    fn start_workflow(
+        &self,
+        py: Python<'_>,
+        definition: &str,
+        question: &str,
+        inputs: Option<std::collections::BTreeMap<String, String>>,
+    ) -> PyResult<Session> {
+        let id = SessionGateway::new_session_id();
+        let command = heartwood_events::Command::new(
+            SessionGateway::new_command_id(),
+            id.clone(),
+            heartwood_events::CommandKind::WorkflowStart {
+                definition: definition.to_owned(),
+                question: question.to_owned(),
+                inputs: inputs.unwrap_or_default(),
+            },
+        );
+        let gateway = Arc::clone(&self.gateway);
+        let receipt = py.detach(move || gateway.submit(command)).map_err(failed)?;
+        if let heartwood_events::Outcome::Refused { reason } = receipt.outcome {
+            return Err(HeartwoodError::new_err(reason));
+        }
+        Ok(Session::new(
+            Arc::clone(&self.gateway),
+            self.project.clone(),
+            id,
+        ))
+    }
+
     /// The project's files, read-only: changes and diffs.
     #[getter]
     fn workspace(&self) -> Workspace {

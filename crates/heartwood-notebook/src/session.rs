@@ -29,6 +29,9 @@ pub struct Session {
     id: SessionId,
     /// The set (and revision) last shown here, which `allow` and `reject` answer.
     shown: Mutex<Option<(ActionSetId, u64)>>,
+    /// The workflow run revision and assessment fingerprint last shown here, which
+    /// `accept_stage` answers.
+    workflow_shown: Mutex<Option<(u64, Option<String>)>>,
 }
 
 impl Session {
@@ -42,6 +45,7 @@ impl Session {
             project,
             id,
             shown: Mutex::new(None),
+            workflow_shown: Mutex::new(None),
         }
     }
 
@@ -122,6 +126,32 @@ impl Session {
                 }
             });
         }
+    }
+
+    /// The run revision shown, refusing when no workflow run was shown here.
+    fn workflow_revision(&self) -> PyResult<(u64, Option<String>)> {
+        self.workflow_shown
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(|| {
+                HeartwoodError::new_err(
+                    "no workflow run has been shown here: look at `session.workflow` first",
+                )
+            })
+    }
+
+    fn show_workflow(&self, snapshot: &Snapshot) {
+        let shown = snapshot.projection.workflow.as_ref().map(|w| {
+            let fingerprint = w
+                .control(heartwood_events::CommandName::WorkflowAccept)
+                .and_then(|c| c.fingerprint.clone());
+            (w.revision, fingerprint)
+        });
+        *self
+            .workflow_shown
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = shown;
     }
 
     fn decide(&self, py: Python<'_>, decision: Decision, reason: Option<String>) -> PyResult<()> {
@@ -252,6 +282,76 @@ impl Session {
     /// Stops the running action now (its process is killed) and pauses the agent.
     fn interrupt(&self, py: Python<'_>) -> PyResult<()> {
         self.submit(py, CommandKind::Interrupt).map(drop)
+    }
+
+    /// The workflow run in this session (stages, the latest checks, what can be done now), as
+    /// a dict; `None` when none was started. Looking binds `accept_stage` to what it shows.
+    #[getter]
+    fn workflow(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let snapshot = self.snapshot(py)?;
+        self.show_workflow(&snapshot);
+        convert::to_python(py, &snapshot.projection.workflow)
+    }
+
+    /// Runs the workflow's current stage as an agent turn and waits until it settles.
+    #[pyo3(signature = (timeout=None))]
+    fn run_stage(slf: Py<Self>, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<Self>> {
+        let this = slf.get();
+        let snapshot = this.snapshot(py)?;
+        let revision = snapshot
+            .projection
+            .workflow
+            .as_ref()
+            .map(|w| w.revision)
+            .ok_or_else(|| HeartwoodError::new_err("this session runs no workflow"))?;
+        this.submit(py, CommandKind::WorkflowRun { revision })?;
+        this.settle(py, timeout)?;
+        this.show_workflow(&this.snapshot(py)?);
+        Ok(slf)
+    }
+
+    /// Runs the current stage's independent checks on the files as they are; returns the
+    /// assessment (eligible, problems, each check) and shows it (binding `accept_stage`).
+    fn evaluate_stage(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let snapshot = self.snapshot(py)?;
+        let revision = snapshot
+            .projection
+            .workflow
+            .as_ref()
+            .map(|w| w.revision)
+            .ok_or_else(|| HeartwoodError::new_err("this session runs no workflow"))?;
+        let receipt = self.submit(py, CommandKind::WorkflowEvaluate { revision })?;
+        self.show_workflow(&self.snapshot(py)?);
+        let result = match receipt.outcome {
+            Outcome::Applied { result, .. } => result,
+            Outcome::Refused { .. } => serde_json::Value::Null,
+        };
+        convert::to_python(py, &result)
+    }
+
+    /// Accepts the current stage, bound to the revision and assessment last shown here.
+    fn accept_stage(&self, py: Python<'_>) -> PyResult<()> {
+        let (revision, fingerprint) = self.workflow_revision()?;
+        let Some(fingerprint) = fingerprint else {
+            return Err(HeartwoodError::new_err(
+                "the stage shown here had no acceptance to offer (its checks did not pass)",
+            ));
+        };
+        self.submit(
+            py,
+            CommandKind::WorkflowAccept {
+                revision,
+                fingerprint,
+            },
+        )
+        .map(drop)
+    }
+
+    /// Cancels the workflow run.
+    fn cancel_workflow(&self, py: Python<'_>) -> PyResult<()> {
+        let (revision, _) = self.workflow_revision()?;
+        self.submit(py, CommandKind::WorkflowCancel { revision })
+            .map(drop)
     }
 
     /// Where the session stands: the gateway's projection, as a typed object.

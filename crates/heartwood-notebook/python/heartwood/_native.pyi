@@ -30,6 +30,8 @@ class Heartwood:
     @property
     def workspace(self) -> Workspace:
         """The project's files, read-only."""
+    def start_workflow(self, definition: str, question: str, inputs: Optional[Dict[str, str]] = None) -> Session:
+        """Starts a research workflow run in a new session; returns the session."""
     def close(self) -> None:
         """Stops every agent this process runs and lets every session go."""
     def _repr_html_(self) -> str: ...
@@ -59,6 +61,16 @@ class Session:
         """Stops the running action now and pauses the agent."""
     @property
     def projection(self) -> Projection: ...
+    @property
+    def workflow(self) -> Optional[Dict[str, Any]]:
+        """The workflow run: stages, the latest checks, controls; binds ``accept_stage``."""
+    def run_stage(self, timeout: Optional[float] = None) -> Session:
+        """Runs the current stage as an agent turn and waits until it settles."""
+    def evaluate_stage(self) -> Dict[str, Any]:
+        """Runs the current stage's independent checks; returns the assessment."""
+    def accept_stage(self) -> None:
+        """Accepts the current stage, bound to the revision and fingerprint last shown."""
+    def cancel_workflow(self) -> None: ...
     def verify(self) -> Dict[str, Any]:
         """Verifies the session's hash chain: ``{"intact": True, "events": n, "terminal_hash": …}``."""
     def transcript(self) -> str:

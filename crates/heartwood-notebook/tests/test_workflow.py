@@ -1,0 +1,41 @@
+"""A workflow run from a notebook, on the example project: start, a stage turn under review,
+the gateway's checks, and an acceptance bound to the assessment shown."""
+
+import os
+import shutil
+
+import pytest
+
+import heartwood
+from conftest import finish
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "projects", "sleep-study")
+
+
+def test_a_stage_is_run_checked_and_accepted_from_a_notebook(project, model):
+    shutil.copytree(FIXTURE, project, dirs_exist_ok=True)
+    # The report is already right: the stage's turn only has to say so.
+    model([finish("The readiness report is in place.")])
+    hw = heartwood.open(project)
+    with pytest.raises(heartwood.HeartwoodError, match="no input"):
+        hw.start_workflow("tabular-ols", "q", inputs={"nonsense": "x.csv"})
+    s = hw.start_workflow("tabular-ols", "Does sleep predict the test score?")
+    w = s.workflow
+    assert w["current"] == "readiness"
+    assert [st["status"] for st in w["stages"]][:2] == ["pending", "pending"]
+    with pytest.raises(heartwood.HeartwoodError, match="no acceptance"):
+        s.accept_stage()
+
+    s.run_stage(timeout=60)
+    assert s.workflow["stages"][0]["status"] == "awaiting_evaluation"
+    assessment = s.evaluate_stage()
+    assert assessment["eligible"] is True, assessment["problems"]
+    assert {c["check"] for c in assessment["checks"]} == {"data_dictionary", "readiness_report"}
+    s.accept_stage()
+    w = s.workflow
+    assert w["stages"][0]["status"] == "accepted"
+    assert w["current"] == "plan"
+    s.cancel_workflow()
+    assert s.workflow["cancelled"] is True
+    assert s.verify()["intact"] is True
+    hw.close()
