@@ -395,6 +395,15 @@ impl SessionGateway {
             }
             _ => None,
         };
+        // A stage's checks read the project's files: run before taking the session's lock
+        // (the revision check under the lock refuses them if the run moved on meanwhile).
+        let evaluated = match &command.kind {
+            CommandKind::WorkflowEvaluate { .. } => {
+                let workflow = live.lock().projection().workflow.clone();
+                workflow.map(|w| crate::workflow_run::evaluate(&self.shared.project, &w))
+            }
+            _ => None,
+        };
         let mut core = live.lock();
         if core.is_released() {
             // Released as this command reached it: serve it afresh (or reach whoever does).
@@ -573,11 +582,14 @@ impl SessionGateway {
                 let Some(workflow) = core.projection().workflow.clone() else {
                     return core.refuse(&key, "this session runs no workflow");
                 };
-                let assessment =
-                    match crate::workflow_run::evaluate(&self.shared.project, &workflow) {
-                        Ok(assessment) => assessment,
-                        Err(e) => return core.refuse(&key, &e.to_string()),
-                    };
+                let assessment = match evaluated {
+                    Some(Ok(assessment)) => assessment,
+                    Some(Err(e)) => return core.refuse(&key, &e.to_string()),
+                    None => return core.refuse(&key, "this session runs no workflow"),
+                };
+                if workflow.current.as_deref() != Some(assessment.stage.as_str()) {
+                    return core.refuse(&key, "the run moved on while its checks ran; look again");
+                }
                 let gated = workflow
                     .current_stage()
                     .is_none_or(|s| s.spec.researcher_gate);
