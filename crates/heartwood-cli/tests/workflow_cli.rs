@@ -7,24 +7,11 @@ use std::path::Path;
 use serde_json::Value;
 use support::{heartwood, text};
 
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).expect("read") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            std::fs::create_dir_all(&target).expect("mkdir");
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 #[test]
 fn the_example_project_checks_and_a_planted_leak_fails() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
-    copy_dir(&fixture, dir.path());
+    support::copy_dir(&fixture, dir.path());
 
     let catalog = heartwood(dir.path(), &["workflow", "catalog", "--json"]);
     let entries: Value = serde_json::from_slice(&catalog.stdout).expect("json");

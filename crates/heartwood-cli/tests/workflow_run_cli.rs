@@ -12,19 +12,6 @@ use heartwood_testkit::{Script, ScriptedModelServer, Turn};
 use serde_json::{Value, json};
 use support::{code, connect_scripted, finish, heartwood, heartwood_async, text};
 
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).expect("read") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            std::fs::create_dir_all(&target).expect("mkdir");
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 fn status(project: &Path) -> Value {
     let out = heartwood(project, &["workflow", "status", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -46,7 +33,7 @@ fn stage_status(w: &Value, stage: &str) -> String {
 async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
     let project = tempfile::tempdir().expect("project");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
-    copy_dir(&fixture, project.path());
+    support::copy_dir(&fixture, project.path());
     let good = std::fs::read(project.path().join("reports/readiness.json")).expect("report");
     std::fs::remove_file(project.path().join("reports/readiness.json")).expect("rm");
     let keep = project.path().join("good-readiness.json");
