@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use heartwood_events::{
-    ActionPolicy, ActionState, Command, CommandId, CommandKind, Decision, Lifecycle, Outcome,
-    Receipt, SessionId, SessionProjection,
+    ActionPolicy, ActionState, Command, CommandId, CommandKind, CommandName, Decision, Lifecycle,
+    Outcome, Receipt, SessionId, SessionProjection,
 };
 use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
 use heartwood_gateway::{ProjectContext, SessionGateway, reducer};
@@ -1122,4 +1122,78 @@ async fn an_idle_session_is_released_and_its_followers_see_another_process_act_o
         "{done:#?}"
     );
     f.gateway.close().await;
+}
+
+fn copy_example_project(to: &std::path::Path) {
+    fn copy(from: &std::path::Path, to: &std::path::Path) {
+        for entry in std::fs::read_dir(from).expect("read").flatten() {
+            let target = to.join(entry.file_name());
+            if entry.file_type().expect("type").is_dir() {
+                std::fs::create_dir_all(&target).expect("mkdir");
+                copy(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), &target).expect("copy");
+            }
+        }
+    }
+    copy(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/projects/sleep-study"),
+        to,
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stage_run_journaled_before_a_crash_is_dispatched_once_by_the_next_process() {
+    let f = Fixture::new(Script::of(vec![finish()])).await;
+    copy_example_project(f.project.path());
+    applied(&f.submit(CommandKind::WorkflowStart {
+        definition: "tabular-ols".into(),
+        question: "Does sleep predict the score?".into(),
+        inputs: Default::default(),
+    }));
+    let workflow = f.projection().workflow.expect("a workflow run");
+    f.gateway.close().await;
+    // The process stopped right after journaling the stage's turn, before its engine heard.
+    journal_only(
+        f.project.path(),
+        &f.session,
+        vec![
+            heartwood_events::Event::TaskSubmitted {
+                text: "run the readiness stage".into(),
+                policy: ActionPolicy::AlwaysReview,
+                starting_commit: None,
+            },
+            heartwood_events::Event::WorkflowStageStarted {
+                run_id: workflow.run_id.clone(),
+                stage: "readiness".into(),
+            },
+        ],
+    );
+    let next =
+        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"));
+    next.serve(&f.session).expect("serve");
+    let started = Instant::now();
+    let w = loop {
+        let p = next.projection(&f.session).expect("projection");
+        let w = p.workflow.clone().expect("workflow");
+        if p.lifecycle == Lifecycle::Finished {
+            break w;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{p:#?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(
+        w.stages[0].status,
+        heartwood_events::workflow::StageStatus::AwaitingEvaluation
+    );
+    let requests = f.server.requests();
+    assert_eq!(requests.len(), 1, "the stage's turn ran exactly once");
+    assert!(requests[0].to_string().contains("run the readiness stage"));
+    // Its checks are offered now, at the run's current revision.
+    assert!(
+        w.control(CommandName::WorkflowEvaluate)
+            .is_some_and(|c| c.revision == w.revision)
+    );
+    next.close().await;
 }
