@@ -179,7 +179,7 @@ export type WorkflowCatalog = CatalogEntry[];
 
 /** Something the researcher can do to the run now, with the exact revision (and fingerprint,
  * for an acceptance) to submit unchanged. */
-export type WorkflowControl = { command: CommandName; fingerprint?: string | null; label: string; revision: number };
+export type WorkflowControl = { command: CommandName; fingerprint?: string | null; label: string; revision: number; shell?: string };
 
 /** What a run binds when it starts (the `workflow_started` event). */
 export type WorkflowStart = { bindings: WorkflowBinding[]; definition: string; question: string; question_sha256: string; run_id: string; stages: StageSpec[]; title: string; version: string };

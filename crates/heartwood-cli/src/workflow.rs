@@ -324,7 +324,7 @@ fn act(
 
 /// Prints where the run stands: stages, the latest checks, and the commands that act now.
 fn status(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCode> {
-    let (session, w) = current(project, named)?;
+    let (_, w) = current(project, named)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&w)?);
         return Ok(ExitCode::SUCCESS);
@@ -374,24 +374,7 @@ fn status(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCode>
         println!();
     }
     for control in &w.controls {
-        let command = match control.command {
-            heartwood_events::CommandName::WorkflowRun => {
-                format!("heartwood workflow run {session}")
-            }
-            heartwood_events::CommandName::WorkflowEvaluate => {
-                format!("heartwood workflow evaluate {session}")
-            }
-            heartwood_events::CommandName::WorkflowAccept => format!(
-                "heartwood workflow accept {session} --revision {} --fingerprint {}",
-                control.revision,
-                control.fingerprint.as_deref().unwrap_or_default()
-            ),
-            heartwood_events::CommandName::WorkflowCancel => {
-                format!("heartwood workflow cancel {session}")
-            }
-            _ => continue,
-        };
-        println!("{}: {command}", control.label);
+        println!("{}: {}", control.label, control.shell);
     }
     Ok(ExitCode::SUCCESS)
 }

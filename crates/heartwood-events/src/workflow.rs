@@ -157,6 +157,9 @@ pub struct WorkflowControl {
     /// For an acceptance, the assessment fingerprint it binds to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
+    /// The same, as a shell command (`heartwood workflow …`), for interfaces that print it.
+    #[serde(default)]
+    pub shell: String,
 }
 
 /// The workflow run in a session's projection.

@@ -112,21 +112,25 @@ pub(crate) fn derive(p: &mut SessionProjection) {
         }
     }
     w.controls = if ended && !w.cancelled {
-        controls(w)
+        controls(p.session.as_str(), w)
     } else {
         Vec::new()
     };
 }
 
-fn controls(w: &WorkflowView) -> Vec<WorkflowControl> {
+fn controls(session: &str, w: &WorkflowView) -> Vec<WorkflowControl> {
     let Some(stage) = w.current_stage() else {
         return Vec::new();
     };
-    let control = |command, label: String| WorkflowControl {
+    let control = |command: CommandName, label: String| WorkflowControl {
         command,
         label,
         revision: w.revision,
         fingerprint: None,
+        shell: format!(
+            "heartwood workflow {} {session}",
+            command.as_str().trim_start_matches("workflow_")
+        ),
     };
     let title = &stage.spec.title;
     let mut out = Vec::new();
@@ -146,9 +150,14 @@ fn controls(w: &WorkflowView) -> Vec<WorkflowControl> {
         }
         StageStatus::AwaitingResearcher => {
             if let Some(assessment) = &w.assessment {
+                let accept = control(CommandName::WorkflowAccept, format!("Accept “{title}”"));
                 out.push(WorkflowControl {
+                    shell: format!(
+                        "{} --revision {} --fingerprint {}",
+                        accept.shell, w.revision, assessment.fingerprint
+                    ),
                     fingerprint: Some(assessment.fingerprint.clone()),
-                    ..control(CommandName::WorkflowAccept, format!("Accept “{title}”"))
+                    ..accept
                 });
             }
             out.push(control(

@@ -579,3 +579,56 @@ fn a_running_command_shows_its_output_so_far_and_how_long_it_has_run() {
     );
     assert!(screen.contains("Esc stops it now"), "{screen}");
 }
+
+#[test]
+fn a_workflow_run_shows_its_stages_checks_and_what_to_do_next() {
+    use heartwood_events::workflow::{
+        AssessmentView, BindingRole, StageSpec, WorkflowBinding, WorkflowStart,
+    };
+    let stage = |id: &str, title: &str| StageSpec {
+        id: id.into(),
+        title: title.into(),
+        researcher_gate: true,
+    };
+    let events = vec![
+        Event::WorkflowStarted(Box::new(WorkflowStart {
+            run_id: "w-1".into(),
+            definition: "tabular-ols".into(),
+            version: "1.1.0".into(),
+            title: "Tabular study".into(),
+            question: "Does sleep predict the score?".into(),
+            question_sha256: "0".repeat(64),
+            bindings: vec![WorkflowBinding {
+                id: "table".into(),
+                path: "data/cohort.csv".into(),
+                role: BindingRole::Input,
+                sha256: Some("1".repeat(64)),
+            }],
+            stages: vec![
+                stage("readiness", "Data readiness"),
+                stage("plan", "Analysis plan"),
+            ],
+        })),
+        task("Workflow stage readiness"),
+        Event::WorkflowStageStarted {
+            run_id: "w-1".into(),
+            stage: "readiness".into(),
+        },
+        lifecycle(Lifecycle::Finished),
+        Event::WorkflowStageEvaluated {
+            run_id: "w-1".into(),
+            assessment: Box::new(AssessmentView {
+                stage: "readiness".into(),
+                fingerprint: "f".repeat(16),
+                eligible: false,
+                problems: vec!["readiness_report failed: rows is 99, the table has 12".into()],
+                checks: Vec::new(),
+            }),
+        },
+    ];
+    let screen = draw(&session_app(snapshot(events, "")));
+    assert!(screen.contains("◆ Data readiness · awaiting"), "{screen}");
+    assert!(screen.contains("checks not passed"), "{screen}");
+    assert!(screen.contains("heartwood workflow evaluate"), "{screen}");
+    insta::assert_snapshot!(screen);
+}

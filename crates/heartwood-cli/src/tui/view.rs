@@ -321,10 +321,11 @@ fn conversation_and_plan(
         conversation,
     );
 
-    let mut side_lines = vec![Line::styled(
+    let mut side_lines = workflow_lines(p);
+    side_lines.push(Line::styled(
         "Task plan",
         Style::default().add_modifier(Modifier::BOLD),
-    )];
+    ));
     if p.task_plan.is_empty() {
         side_lines.push(Line::styled(
             "  (none yet)",
@@ -365,6 +366,54 @@ fn conversation_and_plan(
             .block(Block::default().borders(Borders::ALL)),
         side,
     );
+}
+
+/// The workflow run, when the session has one: its stages, the latest checks, and the
+/// commands that act on it now (as the gateway words them).
+fn workflow_lines(p: &heartwood_events::SessionProjection) -> Vec<Line<'static>> {
+    use heartwood_events::workflow::StageStatus;
+    let Some(w) = &p.workflow else {
+        return Vec::new();
+    };
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let muted = Style::default().fg(Color::DarkGray);
+    let mut lines = vec![Line::styled(format!("Workflow · {}", w.definition), bold)];
+    if w.cancelled {
+        lines.push(Line::styled("  cancelled", muted));
+    }
+    for stage in &w.stages {
+        let mark = match stage.status {
+            StageStatus::Accepted => "✔",
+            StageStatus::Running => "▶",
+            StageStatus::AwaitingEvaluation | StageStatus::AwaitingResearcher => "◆",
+            StageStatus::Pending => "○",
+        };
+        lines.push(Line::raw(format!(
+            "{mark} {} · {}",
+            stage.spec.title,
+            stage.status.as_str()
+        )));
+    }
+    if let Some(a) = &w.assessment {
+        let verdict = if a.eligible {
+            Line::styled("  checks passed", Style::default().fg(Color::Green))
+        } else {
+            Line::styled("  checks not passed", Style::default().fg(Color::Red))
+        };
+        lines.push(verdict);
+        for problem in a.problems.iter().take(3) {
+            lines.push(Line::styled(format!("  · {problem}"), muted));
+        }
+    }
+    for control in &w.controls {
+        lines.push(Line::raw(format!("• {}", control.label)));
+        lines.push(Line::styled(
+            format!("  {}", control.shell),
+            Style::default().fg(Color::Cyan),
+        ));
+    }
+    lines.push(Line::default());
+    lines
 }
 
 /// This interface's key for a command, when it has one.
