@@ -52,6 +52,9 @@ pub(crate) fn session(snapshot: &Snapshot) -> String {
             escape(&message.text)
         );
     }
+    if let Some(w) = &p.workflow {
+        out.push_str(&workflow(w));
+    }
     if !p.task_plan.is_empty() {
         out.push_str(
             "<div style=\"margin-top:8px\"><strong>Plan</strong><ul style=\"margin:2px 0\">",
@@ -74,6 +77,67 @@ pub(crate) fn session(snapshot: &Snapshot) -> String {
     );
     if p.pending.is_some() {
         out.push_str(&pending(snapshot));
+    }
+    out.push_str("</div>");
+    out
+}
+
+/// A workflow run: its stages, the latest checks, and what can be done now (as the calls to
+/// make).
+fn workflow(w: &heartwood_events::workflow::WorkflowView) -> String {
+    let mut out = format!(
+        "<div class=\"heartwood-workflow\" style=\"margin:8px 0\"><strong>{}</strong> \
+         <span style=\"{MUTED}\">{} {}, run revision {}{}</span><ol style=\"margin:2px 0\">",
+        escape(&w.title),
+        escape(&w.definition),
+        escape(&w.version),
+        w.revision,
+        if w.cancelled { ", cancelled" } else { "" }
+    );
+    for stage in &w.stages {
+        let _ = write!(
+            out,
+            "<li data-status=\"{}\">{} <span style=\"{MUTED}\">{}</span></li>",
+            escape(stage.status.as_str()),
+            escape(&stage.spec.title),
+            escape(stage.status.as_str())
+        );
+    }
+    out.push_str("</ol>");
+    if let Some(a) = &w.assessment {
+        let _ = write!(
+            out,
+            "<div>Checks of {}: <strong>{}</strong></div>",
+            escape(&a.stage),
+            if a.eligible { "passed" } else { "not passed" }
+        );
+        for check in &a.checks {
+            let _ = write!(
+                out,
+                "<div style=\"{MUTED}\">{} — {}{}</div>",
+                escape(&check.check),
+                escape(&check.status),
+                check
+                    .reasons
+                    .first()
+                    .map(|r| format!(": {}", escape(r)))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    for control in &w.controls {
+        let call = match control.command {
+            heartwood_events::CommandName::WorkflowRun => "session.run_stage()",
+            heartwood_events::CommandName::WorkflowEvaluate => "session.evaluate_stage()",
+            heartwood_events::CommandName::WorkflowAccept => "session.accept_stage()",
+            heartwood_events::CommandName::WorkflowCancel => "session.cancel_workflow()",
+            _ => continue,
+        };
+        let _ = write!(
+            out,
+            "<div>{} — <code>{call}</code></div>",
+            escape(&control.label)
+        );
     }
     out.push_str("</div>");
     out

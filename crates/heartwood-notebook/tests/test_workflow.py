@@ -28,9 +28,11 @@ def test_a_stage_is_run_checked_and_accepted_from_a_notebook(project, model):
 
     s.run_stage(timeout=60)
     assert s.workflow["stages"][0]["status"] == "awaiting_evaluation"
+    assert "Data readiness" in s._repr_html_() and "session.run_stage()" in s._repr_html_()
     assessment = s.evaluate_stage()
     assert assessment["eligible"] is True, assessment["problems"]
     assert {c["check"] for c in assessment["checks"]} == {"data_dictionary", "readiness_report"}
+    assert "session.accept_stage()" in s._repr_html_()
     s.accept_stage()
     w = s.workflow
     assert w["stages"][0]["status"] == "accepted"
