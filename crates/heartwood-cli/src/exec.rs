@@ -182,15 +182,11 @@ pub fn run_task_with(
     task: &str,
     policy: ActionPolicy,
 ) -> Result<ExitCode> {
-    let session = SessionId::parse(session)?;
     let kind = CommandKind::SubmitTask {
         text: task.to_owned(),
         policy,
     };
-    let id = SessionGateway::new_command_id();
-    follow(project.clone(), session.clone(), false, move |gateway| {
-        Ok(vec![gateway.submit(Command::new(id, session, kind))?])
-    })
+    follow_command(project, SessionId::parse(session)?, kind)
 }
 
 /// Allows the pending set once and follows the run, as `heartwood decide … allow` does.
@@ -200,17 +196,13 @@ pub fn run_decision(
     set_id: &ActionSetId,
     revision: u64,
 ) -> Result<ExitCode> {
-    let session = SessionId::parse(session)?;
     let kind = CommandKind::Decide {
         set_id: set_id.clone(),
         revision,
         decision: Decision::AllowOnce,
         reason: None,
     };
-    let id = SessionGateway::new_command_id();
-    follow(project.clone(), session.clone(), false, move |gateway| {
-        Ok(vec![gateway.submit(Command::new(id, session, kind))?])
-    })
+    follow_command(project, SessionId::parse(session)?, kind)
 }
 
 /// Submits `kind` to `session` and follows the run it starts, as `exec` does.

@@ -397,12 +397,22 @@ impl SessionGateway {
         };
         // A stage's checks read the project's files: run before taking the session's lock
         // (the revision check under the lock refuses them if the run moved on meanwhile).
-        let evaluated = match &command.kind {
+        // Likewise the inputs a stage would run on are compared with their bound digests.
+        let (evaluated, changed_inputs) = match &command.kind {
             CommandKind::WorkflowEvaluate { .. } => {
                 let workflow = live.lock().projection().workflow.clone();
-                workflow.map(|w| crate::workflow_run::evaluate(&self.shared.project, &w))
+                let evaluated =
+                    workflow.map(|w| crate::workflow_run::evaluate(&self.shared.project, &w));
+                (evaluated, Vec::new())
             }
-            _ => None,
+            CommandKind::WorkflowRun { .. } => {
+                let workflow = live.lock().projection().workflow.clone();
+                let changed = workflow
+                    .map(|w| crate::workflow_run::changed_inputs(&self.shared.project, &w))
+                    .unwrap_or_default();
+                (None, changed)
+            }
+            _ => (None, Vec::new()),
         };
         let mut core = live.lock();
         if core.is_released() {
@@ -534,12 +544,11 @@ impl SessionGateway {
                 let Some(workflow) = core.projection().workflow.clone() else {
                     return core.refuse(&key, "this session runs no workflow");
                 };
-                let changed = crate::workflow_run::changed_inputs(&self.shared.project, &workflow);
-                if !changed.is_empty() {
+                if !changed_inputs.is_empty() {
                     let why = format!(
                         "an input changed since the run started ({}): the evidence built on it \
                          no longer holds; start a new run on the inputs as they are now",
-                        changed.join(", ")
+                        changed_inputs.join(", ")
                     );
                     return core.refuse(&key, &why);
                 }

@@ -11,6 +11,7 @@
 mod convert;
 mod html;
 mod session;
+mod view;
 mod workspace;
 
 use std::sync::{Arc, OnceLock, Weak};
@@ -214,8 +215,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Heartwood>()?;
     m.add_class::<Session>()?;
     m.add_class::<Workspace>()?;
-    m.add_class::<session::Projection>()?;
-    m.add_class::<session::Pending>()?;
+    m.add_class::<view::Projection>()?;
+    m.add_class::<view::Pending>()?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add("HeartwoodError", py.get_type::<HeartwoodError>())?;
     m.add("StaleDecision", py.get_type::<StaleDecision>())?;
