@@ -30,6 +30,13 @@ export type Block = { block: "heading"; level: number; spans: Inline[] } | { blo
 /** Work limits of one stage. */
 export type Budget = { actions: number; model_calls: number; seconds: number; tokens: number };
 
+/** One limit of a stage's budget, worded once for every interface. */
+export type BudgetLine = { exhausted: boolean; label: string; limit: number; overrun: boolean; text: string; used?: number | null };
+
+/** What a stage has used of its budget. A figure the provider did not report is `None`
+ * (unknown), never 0. */
+export type BudgetUse = { actions: number; model_calls: number; seconds: number; tokens?: number | null };
+
 /** One catalog entry. */
 export type CatalogEntry = { id: string; inputs: string[]; missing_checks: string[]; stages: CatalogStage[]; supported: boolean; title: string; version: string };
 
@@ -83,6 +90,9 @@ export type Origin = { event: number; sha256: string };
 /** What a command came to. */
 export type Outcome = { last_seq?: Seq | null; result?: unknown; status: "applied" } | { reason: string; status: "refused" };
 
+/** The agent's claim about its stage turn. */
+export type OutcomeStatus = "completed" | "blocked";
+
 /** A session that waits for a decision, and the command that answers it from a shell. */
 export type PendingDecision = { answer: string; session: SessionId; title?: string | null };
 
@@ -105,7 +115,7 @@ export type PurposeUsage = { label: string; purpose: string; usage: UsageFigures
 export type Receipt = { actor?: string | null; command_id: CommandId; command_type: string; content_sha256?: string | null; outcome: Outcome; schema: number; time: Timestamp };
 
 /** An event as stored: the event plus its place in the session. */
-export type RecordedEvent = { command?: CommandId | null; origin?: Origin | null; schema: number; seq: Seq; time: Timestamp } & ({ backend: string; type: "session_registered"; workflow?: string | null } | { role: Role; text: string; type: "message" } | { bundle: string; count: number; terminal_hash: string; type: "export_recorded" } | { type: "session_closed" } | { policy: ActionPolicy; starting_commit?: string | null; text: string; type: "task_submitted" } | { text: string; type: "guidance_sent" } | { type: "pause_requested" } | { type: "interrupt_requested" } | { type: "run_resumed" } | { lifecycle: Lifecycle; type: "lifecycle_changed" } | { action: ActionProposal; type: "action_proposed" } | { action_id: number; changed_path?: string | null; detail?: string | null; exit_code?: number | null; state: ActionState; type: "action_updated"; version: number } | { set: ActionSet; type: "action_set_pending" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decision_recorded" } | { tasks: PlanTask[]; type: "task_plan_updated" } | { purpose: string; type: "usage_recorded"; usage: UsageFigures } | { message: string; type: "error_recorded" } | { forgotten: number; type: "context_condensed" } | { reason: string; type: "run_interrupted" } | WorkflowStart | { run_id: string; stage: string; type: "workflow_stage_started" } | { assessment: AssessmentView; run_id: string; type: "workflow_stage_evaluated" } | { by_researcher: boolean; fingerprint: string; run_id: string; stage: string; type: "workflow_stage_accepted" } | { run_id: string; type: "workflow_cancelled" });
+export type RecordedEvent = { command?: CommandId | null; origin?: Origin | null; schema: number; seq: Seq; time: Timestamp } & ({ backend: string; type: "session_registered"; workflow?: string | null } | { role: Role; text: string; type: "message" } | { bundle: string; count: number; terminal_hash: string; type: "export_recorded" } | { type: "session_closed" } | { policy: ActionPolicy; starting_commit?: string | null; text: string; type: "task_submitted" } | { text: string; type: "guidance_sent" } | { type: "pause_requested" } | { type: "interrupt_requested" } | { type: "run_resumed" } | { lifecycle: Lifecycle; type: "lifecycle_changed" } | { action: ActionProposal; type: "action_proposed" } | { action_id: number; changed_path?: string | null; detail?: string | null; exit_code?: number | null; state: ActionState; type: "action_updated"; version: number } | { set: ActionSet; type: "action_set_pending" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decision_recorded" } | { tasks: PlanTask[]; type: "task_plan_updated" } | { purpose: string; type: "usage_recorded"; usage: UsageFigures } | { message: string; type: "error_recorded" } | { forgotten: number; type: "context_condensed" } | { reason: string; type: "run_interrupted" } | WorkflowStart | { run_id: string; stage: string; type: "workflow_stage_started" } | { assessment: AssessmentView; run_id: string; type: "workflow_stage_evaluated" } | { by_researcher: boolean; fingerprint: string; run_id: string; stage: string; type: "workflow_stage_accepted" } | { limit: string; run_id: string; stage: string; type: "workflow_budget_exhausted" } | { run_id: string; type: "workflow_cancelled" });
 
 /** The review of the pending set at one revision. */
 export type Review = { members: MemberReview[]; revision: number; set_id: ActionSetId };
@@ -134,15 +144,23 @@ export type SessionRow = { last_activity?: Timestamp | null; lifecycle?: Lifecyc
 /** Events since a revision and the projection, taken together. */
 export type Snapshot = { events: RecordedEvent[]; output?: ToolOutput | null; projection: SessionProjection; review?: Review | null; revision: number; streaming: string; transient_revision: number };
 
+/** What the agent reports when it ends a stage's turn: the `outcome` argument of `finish` in
+ * workflow conversations. The gateway validates it; the checks, not this report, judge the
+ * files. */
+export type StageOutcome = { artifacts: string[]; notes?: string; status: OutcomeStatus };
+
 /** One stage as the run knows it (copied from the definition when the run started, so the
  * record alone explains the run). */
-export type StageSpec = { id: string; researcher_gate: boolean; title: string };
+export type StageSpec = { budget?: Budget | null; id: string; researcher_gate: boolean; title: string };
 
 /** Where a stage stands. */
 export type StageStatus = "pending" | "running" | "awaiting_evaluation" | "awaiting_researcher" | "accepted";
 
+/** The latest agent turn of a stage: when it began and what it reported. */
+export type StageTurn = { base_seconds?: number; exhausted?: boolean; open: boolean; outcome?: StageOutcome | null; problem?: string | null; stage: string; started_at: Timestamp };
+
 /** One stage in the projection. */
-export type StageView = { id: string; researcher_gate: boolean; status: StageStatus; title: string };
+export type StageView = { budget?: BudgetLine[]; id: string; researcher_gate: boolean; status: StageStatus; title: string; used?: BudgetUse };
 
 /** The startup plan. */
 export type StartupPlan = { explanation: string; next_action: string; pending_decisions?: PendingDecision[]; phase: Phase; route?: RouteSummary | null; sessions: number };
@@ -185,4 +203,4 @@ export type WorkflowControl = { command: CommandName; fingerprint?: string | nul
 export type WorkflowStart = { bindings: WorkflowBinding[]; definition: string; question: string; question_sha256: string; run_id: string; stages: StageSpec[]; title: string; version: string };
 
 /** The workflow run in a session's projection. */
-export type WorkflowView = { assessment?: AssessmentView | null; bindings: WorkflowBinding[]; cancelled: boolean; controls: WorkflowControl[]; current?: string | null; definition: string; question: string; revision: number; run_id: string; stages: StageView[]; title: string; version: string };
+export type WorkflowView = { assessment?: AssessmentView | null; bindings: WorkflowBinding[]; cancelled: boolean; controls: WorkflowControl[]; current?: string | null; definition: string; question: string; revision: number; run_id: string; stages: StageView[]; title: string; turn?: StageTurn | null; used?: BudgetUse; version: string };

@@ -12,6 +12,19 @@ use heartwood_testkit::{Script, ScriptedModelServer, Turn};
 use serde_json::{Value, json};
 use support::{code, connect_scripted, finish, heartwood, heartwood_async, text};
 
+/// A stage turn's `finish` with its structured outcome.
+fn finish_stage(message: &str) -> Turn {
+    Turn::calls(&[(
+        "finish",
+        json!({"message": message, "outcome": {
+            "status": "completed",
+            "artifacts": ["reports/readiness.json"],
+            "notes": "counts computed from the table"
+        }}),
+    )])
+    .with_usage(100, 20)
+}
+
 fn status(project: &Path) -> Value {
     let out = heartwood(project, &["workflow", "status", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -44,14 +57,18 @@ async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
             "terminal",
             json!({"command": format!("mkdir -p reports && {content} > reports/readiness.json")}),
         )])
+        .with_usage(100, 20)
     };
     let server = ScriptedModelServer::start(Script::of(vec![
-        // First run: a report that claims the wrong number of rows.
+        // First run: a report that claims the wrong number of rows, reported as completed.
         write("echo '{\"rows\": 99}'"),
-        finish("Wrote the readiness report."),
-        // Second run: the right report.
+        finish_stage("Wrote the readiness report."),
+        // Second run: the right report, but the turn ends with prose and no outcome.
         write(&format!("cat {}", keep.display())),
-        finish("Rewrote the readiness report."),
+        finish("All done, the report is perfect.").with_usage(100, 20),
+        // Third run: the right report and its structured outcome.
+        write(&format!("cat {}", keep.display())),
+        finish_stage("Rewrote the readiness report."),
     ]))
     .await
     .expect("server");
@@ -132,6 +149,32 @@ async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
     );
     assert!(!forced.status.success(), "an ineligible stage was accepted");
 
+    // The right file, but a turn with no structured outcome is a failed turn whatever its
+    // prose says.
+    let run = heartwood_async(project.path(), &["workflow", "run"]).await;
+    assert_eq!(code(&run), 3, "{}{}", text(&run.stdout), text(&run.stderr));
+    let decided = heartwood_async(project.path(), &["decide", "--last", "allow"]).await;
+    assert_eq!(code(&decided), 0, "{}", text(&decided.stderr));
+    let w = status(project.path());
+    assert!(
+        w["turn"]["problem"]
+            .as_str()
+            .is_some_and(|p| p.contains("structured outcome")),
+        "{w:#}"
+    );
+    let evaluated = heartwood(project.path(), &["workflow", "evaluate"]);
+    assert!(evaluated.status.success(), "{}", text(&evaluated.stderr));
+    let w = status(project.path());
+    assert_eq!(w["assessment"]["eligible"], false, "{w:#}");
+    assert!(
+        w["assessment"]["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .all(|c| c["status"] == "passed"),
+        "the files themselves pass: {w:#}"
+    );
+
     // Run it again; this time the checks pass, and acceptance binds to what was shown.
     let run = heartwood_async(project.path(), &["workflow", "run"]).await;
     assert_eq!(code(&run), 3, "{}{}", text(&run.stdout), text(&run.stderr));
@@ -160,6 +203,10 @@ async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
     let w = status(project.path());
     assert_eq!(stage_status(&w, "readiness"), "accepted");
     assert_eq!(w["current"], "plan");
+    let readiness = &w["stages"][0];
+    assert_eq!(readiness["used"]["model_calls"], 6, "{readiness:#}");
+    assert_eq!(readiness["used"]["actions"], 3, "finish is not counted: {readiness:#}");
+    assert_eq!(readiness["used"]["tokens"], 6 * 120, "{readiness:#}");
 
     // An input edited after acceptance: the evidence built on it no longer holds.
     let cohort = project.path().join("data/cohort.csv");
@@ -204,4 +251,93 @@ fn a_run_that_cannot_bind_its_inputs_creates_no_session() {
                 .next()
                 .is_none()
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stage_that_uses_up_its_budget_gets_no_further_model_continuation() {
+    let project = tempfile::tempdir().expect("project");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
+    support::copy_dir(&fixture, project.path());
+    // The readiness stage allows 30 actions: one reply proposes exactly 30. The provider
+    // reports no token usage, so tokens stay unknown rather than 0.
+    let thirty: Vec<(&str, Value)> = (0..30)
+        .map(|_| ("terminal", json!({"command": "true"})))
+        .collect();
+    let server = ScriptedModelServer::start(Script::of(vec![
+        Turn::calls(&thirty),
+        finish_stage("never asked for"),
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(project.path(), &server.base_url());
+    let started = heartwood(
+        project.path(),
+        &["workflow", "start", "tabular-ols", "Does sleep predict it?"],
+    );
+    assert!(started.status.success(), "{}", text(&started.stderr));
+
+    let run = heartwood_async(project.path(), &["workflow", "run"]).await;
+    assert_eq!(code(&run), 3, "{}{}", text(&run.stdout), text(&run.stderr));
+    let w = status(project.path());
+    let actions = w["stages"][0]["budget"]
+        .as_array()
+        .expect("budget lines")
+        .iter()
+        .find(|l| l["label"] == "actions")
+        .expect("actions line")
+        .clone();
+    assert_eq!(actions["text"], "30 of 30", "{actions:#}");
+    assert_eq!(actions["exhausted"], true);
+    assert_eq!(actions["overrun"], false);
+    assert!(w["stages"][0]["used"]["tokens"].is_null(), "{w:#}");
+
+    // The set counted at exactly the limit can still be decided; after it the agent pauses.
+    let decided = heartwood_async(project.path(), &["decide", "--last", "allow"]).await;
+    assert_eq!(
+        code(&decided),
+        4,
+        "{}{}",
+        text(&decided.stdout),
+        text(&decided.stderr)
+    );
+    let ran = text(&decided.stdout)
+        .lines()
+        .filter(|l| l.contains("completed"))
+        .count();
+    assert_eq!(ran, 30, "the allowed set ran whole: {}", text(&decided.stdout));
+    let w = status(project.path());
+    assert_eq!(stage_status(&w, "readiness"), "awaiting_evaluation");
+    let offered: Vec<&str> = w["controls"]
+        .as_array()
+        .expect("controls")
+        .iter()
+        .filter_map(|c| c["command"].as_str())
+        .collect();
+    assert_eq!(offered, ["workflow_evaluate", "workflow_cancel"], "{w:#}");
+
+    // Neither running the stage again nor resuming continues it.
+    let again = heartwood_async(project.path(), &["workflow", "run"]).await;
+    assert_eq!(code(&again), 1);
+    assert!(
+        text(&again.stderr).contains("budget is used up"),
+        "{}",
+        text(&again.stderr)
+    );
+    let resumed = heartwood_async(
+        project.path(),
+        &["exec", "--last", "carry on with the report"],
+    )
+    .await;
+    assert_eq!(code(&resumed), 1, "{}", text(&resumed.stdout));
+    assert!(
+        text(&resumed.stderr).contains("budget is used up"),
+        "{}",
+        text(&resumed.stderr)
+    );
+    assert_eq!(server.remaining_turns(), 1, "no model call after the limit");
+
+    // Cancelling needs settled work and no pending set: both hold now.
+    let cancelled = heartwood(project.path(), &["workflow", "cancel"]);
+    assert!(cancelled.status.success(), "{}", text(&cancelled.stderr));
+    assert_eq!(status(project.path())["cancelled"], true);
 }

@@ -166,6 +166,16 @@ pub enum Event {
         /// Whether a researcher accepted it (else the definition's rule did).
         by_researcher: bool,
     },
+    /// A limit of the current stage's budget was used up during its turn: the gateway paused
+    /// the agent, and no further model continuation runs in this stage.
+    WorkflowBudgetExhausted {
+        /// The run.
+        run_id: String,
+        /// The stage.
+        stage: String,
+        /// The limit, in words (`actions 30 of 30`).
+        limit: String,
+    },
     /// The run was cancelled.
     WorkflowCancelled {
         /// The run.
@@ -225,6 +235,7 @@ impl Event {
         "workflow_stage_started",
         "workflow_stage_evaluated",
         "workflow_stage_accepted",
+        "workflow_budget_exhausted",
         "workflow_cancelled",
     ];
 
@@ -254,6 +265,7 @@ impl Event {
             Event::WorkflowStageStarted { .. } => "workflow_stage_started",
             Event::WorkflowStageEvaluated { .. } => "workflow_stage_evaluated",
             Event::WorkflowStageAccepted { .. } => "workflow_stage_accepted",
+            Event::WorkflowBudgetExhausted { .. } => "workflow_budget_exhausted",
             Event::WorkflowCancelled { .. } => "workflow_cancelled",
         }
     }
@@ -438,6 +450,12 @@ mod tests {
                     id: "readiness".into(),
                     title: "Readiness".into(),
                     researcher_gate: true,
+                    budget: Some(crate::catalog::Budget {
+                        model_calls: 1,
+                        tokens: 10,
+                        actions: 1,
+                        seconds: 1,
+                    }),
                 }],
             })),
             Event::WorkflowStageStarted {
@@ -459,6 +477,11 @@ mod tests {
                 stage: "readiness".into(),
                 fingerprint: "f".into(),
                 by_researcher: true,
+            },
+            Event::WorkflowBudgetExhausted {
+                run_id: "w-1".into(),
+                stage: "readiness".into(),
+                limit: "actions 1 of 1".into(),
             },
             Event::WorkflowCancelled {
                 run_id: "w-1".into(),

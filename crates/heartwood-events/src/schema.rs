@@ -184,6 +184,21 @@ fn union(mut members: Vec<String>) -> String {
     }
 }
 
+/// `T`'s JSON Schema as one self-contained object (no `$schema`, no references), the form a
+/// model's tool parameters take.
+pub fn inline<T: JsonSchema>() -> serde_json::Value {
+    let mut schema = SchemaSettings::draft07()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    if let Some(fields) = schema.as_object_mut() {
+        fields.remove("$schema");
+        fields.remove("title");
+    }
+    schema
+}
+
 fn render<T: JsonSchema>() -> String {
     let schema = SchemaSettings::draft2020_12()
         .into_generator()

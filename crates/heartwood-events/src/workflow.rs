@@ -64,6 +64,99 @@ pub struct StageSpec {
     pub title: String,
     /// Whether the researcher accepts it (else an eligible evaluation advances the run).
     pub researcher_gate: bool,
+    /// Its work limits (absent in runs recorded before budgets were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::catalog::Budget>,
+}
+
+/// What the agent reports when it ends a stage's turn: the `outcome` argument of `finish` in
+/// workflow conversations. The gateway validates it; the checks, not this report, judge the
+/// files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StageOutcome {
+    /// `completed` when the stage's files are written, `blocked` when they could not be.
+    pub status: OutcomeStatus,
+    /// The project-relative paths of the files this turn wrote (each one the stage produces).
+    pub artifacts: Vec<String>,
+    /// What the researcher should know (assumptions, doubts, what blocked the work).
+    #[serde(default)]
+    pub notes: String,
+}
+
+/// The agent's claim about its stage turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeStatus {
+    /// The stage's files are written.
+    Completed,
+    /// The work could not be done.
+    Blocked,
+}
+
+/// The latest agent turn of a stage: when it began and what it reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StageTurn {
+    /// The stage.
+    pub stage: String,
+    /// When it was dispatched.
+    pub started_at: crate::Timestamp,
+    /// The stage's seconds before this turn (earlier turns of the same stage).
+    #[serde(default)]
+    pub base_seconds: u64,
+    /// Whether the turn is still on (running, or waiting for a decision).
+    pub open: bool,
+    /// Whether a limit of the stage's budget was used up during it (the agent was paused).
+    #[serde(default)]
+    pub exhausted: bool,
+    /// The validated outcome of `finish`, once the turn reported one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<StageOutcome>,
+    /// Why the turn has no valid outcome (malformed, or the turn ended without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+/// What a stage has used of its budget. A figure the provider did not report is `None`
+/// (unknown), never 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BudgetUse {
+    /// Model calls made.
+    pub model_calls: u64,
+    /// Prompt and completion tokens, while every call reported them.
+    pub tokens: Option<u64>,
+    /// Tool actions proposed (not counting `think` and `finish`).
+    pub actions: u64,
+    /// Seconds of turns, waiting for review included.
+    pub seconds: u64,
+}
+
+impl Default for BudgetUse {
+    fn default() -> Self {
+        BudgetUse {
+            model_calls: 0,
+            tokens: Some(0),
+            actions: 0,
+            seconds: 0,
+        }
+    }
+}
+
+/// One limit of a stage's budget, worded once for every interface.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BudgetLine {
+    /// What is limited (`model calls`, `tokens`, `actions`, `seconds`).
+    pub label: String,
+    /// How much is used (`None` when the provider did not report it).
+    pub used: Option<u64>,
+    /// The limit.
+    pub limit: u64,
+    /// `3 of 20`, or `unknown of 200000`.
+    pub text: String,
+    /// Used up: no further model continuation in this stage.
+    pub exhausted: bool,
+    /// Beyond the limit: the stage cannot be accepted.
+    pub overrun: bool,
 }
 
 /// One file a check read, by digest.
@@ -142,6 +235,31 @@ pub struct StageView {
     pub spec: StageSpec,
     /// Where it stands.
     pub status: StageStatus,
+    /// What its turns have used.
+    #[serde(default)]
+    pub used: BudgetUse,
+    /// Its budget, limit by limit (empty when it has none).
+    #[serde(default)]
+    pub budget: Vec<BudgetLine>,
+}
+
+impl StageView {
+    /// The first used-up limit, in words (`actions 30 of 30`).
+    pub fn exhausted(&self) -> Option<String> {
+        self.budget
+            .iter()
+            .find(|l| l.exhausted)
+            .map(|l| format!("{} {}", l.label, l.text))
+    }
+
+    /// Every limit exceeded, in words.
+    pub fn overruns(&self) -> Vec<String> {
+        self.budget
+            .iter()
+            .filter(|l| l.overrun)
+            .map(|l| format!("{} {}", l.label, l.text))
+            .collect()
+    }
 }
 
 /// Something the researcher can do to the run now, with the exact revision (and fingerprint,
@@ -185,6 +303,12 @@ pub struct WorkflowView {
     pub current: Option<String>,
     /// The latest evaluation of the current stage.
     pub assessment: Option<AssessmentView>,
+    /// The current stage's latest agent turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<StageTurn>,
+    /// What the whole run has used.
+    #[serde(default)]
+    pub used: BudgetUse,
     /// Whether the run was cancelled.
     pub cancelled: bool,
     /// What can be done now (empty while work is active or a set waits).

@@ -55,6 +55,8 @@ pub struct BackendSpec {
     pub state_dir: Utf8PathBuf,
     /// Which actions wait for the researcher.
     pub policy: ActionPolicy,
+    /// The JSON Schema of the structured outcome `finish` must carry (workflow sessions).
+    pub finish_outcome: Option<serde_json::Value>,
 }
 
 /// What a backend reports while it runs. Implemented by the gateway for each session; a
@@ -78,6 +80,9 @@ pub trait BackendSink: Send + Sync {
 pub trait BackendControls: Send + Sync {
     /// Asks the agent to pause at its next step.
     fn pause(&self);
+    /// Asks the agent to pause before its next model call, once the actions already allowed
+    /// have run (a workflow stage that used up its budget).
+    fn pause_before_model(&self);
     /// Withdraws a pause (or an interruption) no run acted on yet.
     fn withdraw_pause(&self);
     /// Stops now: kills the running tool (its whole process group), records its action with

@@ -524,6 +524,12 @@ impl SessionGateway {
                     reason: reason.clone(),
                 };
                 let receipt = core.complete(&key, vec![event], Value::Null)?;
+                // A set counted at a used-up budget is still decided, and nothing follows it.
+                if crate::workflow_run::used_up(core.projection()).is_some()
+                    && let Some(worker) = core.worker()
+                {
+                    worker.pause_before_model();
+                }
                 send(&core, Work::Decide { decision, reason });
                 Ok(receipt)
             }
@@ -949,6 +955,11 @@ impl SessionGateway {
             project: self.shared.project.root().to_owned(),
             state_dir: utf8(&state_dir)?,
             policy,
+            finish_outcome: core
+                .projection()
+                .workflow
+                .is_some()
+                .then(crate::workflow_run::outcome_schema),
         };
         let runtime = worker::runtime().map_err(|e| e.to_string())?;
         let opened = {
@@ -1067,6 +1078,16 @@ fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<(), String> {
         | CommandKind::WorkflowEvaluate { .. }
         | CommandKind::WorkflowAccept { .. }
         | CommandKind::WorkflowCancel { .. } => crate::workflow_run::admissible(p, kind),
+        CommandKind::SubmitTask { .. }
+        | CommandKind::SendGuidance { .. }
+        | CommandKind::Resume
+            if let Some(limit) = crate::workflow_run::used_up(p) =>
+        {
+            Err(format!(
+                "the workflow stage's budget is used up ({limit}): the agent gets no further \
+                 model continuation in this stage; evaluate what it wrote, or cancel the run"
+            ))
+        }
         _ if p.allows(kind.command_name()) => Ok(()),
         _ => Err(busy(p, kind.command_name())),
     }

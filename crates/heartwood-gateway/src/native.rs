@@ -40,6 +40,7 @@ impl BackendFactory for NativeBackendFactory {
             spec.state_dir.into_std_path_buf(),
         );
         config.policy = confirmation(spec.policy);
+        config.finish_outcome = spec.finish_outcome;
         let conversation = Conversation::open(config).map_err(backend_error)?;
         Ok(Box::new(NativeBackend {
             controls: Arc::new(NativeControls {
@@ -87,6 +88,10 @@ struct NativeControls {
 impl BackendControls for NativeControls {
     fn pause(&self) {
         self.pause.pause();
+    }
+
+    fn pause_before_model(&self) {
+        self.pause.pause_before_model();
     }
 
     fn withdraw_pause(&self) {

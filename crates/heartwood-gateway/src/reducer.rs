@@ -168,11 +168,25 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             p.last_error = Some(message.clone());
         }
         Event::ContextCondensed { .. } => {}
+        Event::WorkflowBudgetExhausted { limit, .. } => {
+            say(
+                p,
+                seq,
+                Role::System,
+                &format!(
+                    "The stage's budget is used up ({limit}): the agent pauses, and this stage \
+                     gets no further model continuation. Evaluate what it wrote, or cancel the run."
+                ),
+            );
+            if p.lifecycle == Lifecycle::Running {
+                p.stopping = Some("pausing: the stage's budget is used up".to_owned());
+            }
+        }
         Event::WorkflowStarted(..)
         | Event::WorkflowStageStarted { .. }
         | Event::WorkflowStageEvaluated { .. }
         | Event::WorkflowStageAccepted { .. }
-        | Event::WorkflowCancelled { .. } => crate::workflow_run::apply(p, seq, &recorded.event),
+        | Event::WorkflowCancelled { .. } => {}
         Event::RunInterrupted { reason } => {
             say(
                 p,
@@ -187,6 +201,8 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             }
         }
     }
+    // A workflow run follows every event: its own, and the turn's actions, usage and time.
+    crate::workflow_run::apply(p, recorded);
 }
 
 fn say(p: &mut SessionProjection, seq: u64, role: Role, text: &str) {

@@ -205,7 +205,7 @@ fn preview(
                 .collect(),
         },
         ToolCallRequest::Think { thought } => Preview::Note { text: thought },
-        ToolCallRequest::Finish { message } => Preview::Note { text: message },
+        ToolCallRequest::Finish { message, .. } => Preview::Note { text: message },
     }
 }
 

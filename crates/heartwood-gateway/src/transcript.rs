@@ -119,6 +119,7 @@ pub fn markdown(session: &str, title: Option<&str>, events: &[RecordedEvent]) ->
             | Event::WorkflowStageStarted { .. }
             | Event::WorkflowStageEvaluated { .. }
             | Event::WorkflowStageAccepted { .. }
+            | Event::WorkflowBudgetExhausted { .. }
             | Event::WorkflowCancelled { .. } => {
                 let _ = writeln!(out);
                 let _ = writeln!(out, "*{}*", line(e));
@@ -302,6 +303,9 @@ pub fn line(e: &RecordedEvent) -> String {
                 " (its checks passed; no acceptance asked)"
             }
         ),
+        Event::WorkflowBudgetExhausted { stage, limit, .. } => {
+            format!("workflow stage {stage}: budget used up ({limit}); the agent was paused")
+        }
         Event::WorkflowCancelled { .. } => "workflow cancelled".to_owned(),
     }
 }

@@ -60,6 +60,11 @@ impl WorkerLink {
         self.controls.pause();
     }
 
+    /// Asks the running agent to pause before its next model call.
+    pub(crate) fn pause_before_model(&self) {
+        self.controls.pause_before_model();
+    }
+
     /// Stops the running tool now and pauses (see [`BackendControls::interrupt`]).
     pub(crate) fn interrupt(&self) {
         self.controls.interrupt();
@@ -239,6 +244,14 @@ impl BackendSink for SessionSink {
         // next step because the worker pauses it.
         if core.stage(entry.events, Some(entry.origin)).is_err() {
             core.pause_worker();
+            return;
+        }
+        // A workflow stage that used up a limit of its budget gets no further model call.
+        if let Some(event) = crate::workflow_run::newly_exhausted(core.projection())
+            && core.stage(vec![event], None).is_ok()
+            && let Some(worker) = core.worker()
+        {
+            worker.pause_before_model();
         }
     }
 

@@ -9,82 +9,201 @@
 //! Every transition is a durable event; the projection's `workflow` is derived from them here
 //! and nowhere else, with the controls that make sense now.
 
+use heartwood_events::catalog::Budget;
 use heartwood_events::workflow::{
-    AssessmentView, BindingRole, CheckView, InspectedFile, StageSpec, StageStatus, StageView,
-    WorkflowBinding, WorkflowControl, WorkflowView,
+    AssessmentView, BindingRole, BudgetLine, BudgetUse, CheckView, InspectedFile, OutcomeStatus, StageOutcome,
+    StageSpec, StageStatus, StageTurn, StageView, WorkflowBinding, WorkflowControl, WorkflowView,
 };
-use heartwood_events::{CommandKind, CommandName, Event, Lifecycle, SessionProjection};
+use heartwood_events::{
+    ActionState, CommandKind, CommandName, Event, Lifecycle, RecordedEvent, SessionProjection,
+};
 
 use crate::workspace::WorkspaceService;
 use crate::{GatewayError, ProjectContext};
 
-/// Applies a workflow event to the projection (the reducer's share for workflow runs).
-pub(crate) fn apply(p: &mut SessionProjection, seq: u64, event: &Event) {
-    match event {
-        Event::WorkflowStarted(start) => {
-            let stages = &start.stages;
-            p.workflow = Some(WorkflowView {
-                run_id: start.run_id.clone(),
-                definition: start.definition.clone(),
-                version: start.version.clone(),
-                title: start.title.clone(),
-                question: start.question.clone(),
-                revision: seq,
-                bindings: start.bindings.clone(),
-                stages: stages
-                    .iter()
-                    .map(|spec| StageView {
-                        spec: spec.clone(),
-                        status: StageStatus::Pending,
-                    })
-                    .collect(),
-                current: stages.first().map(|s| s.id.clone()),
-                assessment: None,
-                cancelled: false,
-                controls: Vec::new(),
-            });
-        }
+/// Applies an event to the run (the reducer's share for workflow runs): the run's own
+/// transitions, and what the current stage's turn does (its actions, model usage, time and the
+/// outcome its `finish` reports).
+pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
+    let seq = recorded.seq.get();
+    if let Event::WorkflowStarted(start) = &recorded.event {
+        let stages = &start.stages;
+        p.workflow = Some(WorkflowView {
+            run_id: start.run_id.clone(),
+            definition: start.definition.clone(),
+            version: start.version.clone(),
+            title: start.title.clone(),
+            question: start.question.clone(),
+            revision: seq,
+            bindings: start.bindings.clone(),
+            stages: stages
+                .iter()
+                .map(|spec| StageView {
+                    spec: spec.clone(),
+                    status: StageStatus::Pending,
+                    used: BudgetUse::default(),
+                    budget: Vec::new(),
+                })
+                .collect(),
+            current: stages.first().map(|s| s.id.clone()),
+            assessment: None,
+            turn: None,
+            used: BudgetUse::default(),
+            cancelled: false,
+            controls: Vec::new(),
+        });
+        return;
+    }
+    let Some(w) = &mut p.workflow else {
+        return;
+    };
+    match &recorded.event {
         Event::WorkflowStageStarted { stage, .. } => {
-            if let Some(w) = &mut p.workflow {
-                w.revision = seq;
-                w.assessment = None;
-                set_status(w, stage, StageStatus::Running);
-            }
+            w.revision = seq;
+            w.assessment = None;
+            let base_seconds = w
+                .stages
+                .iter()
+                .find(|s| &s.spec.id == stage)
+                .map_or(0, |s| s.used.seconds);
+            w.turn = Some(StageTurn {
+                stage: stage.clone(),
+                started_at: recorded.time.clone(),
+                base_seconds,
+                open: true,
+                exhausted: false,
+                outcome: None,
+                problem: None,
+            });
+            set_status(w, stage, StageStatus::Running);
         }
         Event::WorkflowStageEvaluated { assessment, .. } => {
-            if let Some(w) = &mut p.workflow {
-                w.revision = seq;
-                let status = if assessment.eligible {
-                    StageStatus::AwaitingResearcher
-                } else {
-                    StageStatus::AwaitingEvaluation
-                };
-                set_status(w, &assessment.stage, status);
-                w.assessment = Some((**assessment).clone());
-            }
+            w.revision = seq;
+            let status = if assessment.eligible {
+                StageStatus::AwaitingResearcher
+            } else {
+                StageStatus::AwaitingEvaluation
+            };
+            set_status(w, &assessment.stage, status);
+            w.assessment = Some((**assessment).clone());
         }
         Event::WorkflowStageAccepted { stage, .. } => {
-            if let Some(w) = &mut p.workflow {
-                w.revision = seq;
-                w.assessment = None;
-                set_status(w, stage, StageStatus::Accepted);
-                let next = w
-                    .stages
-                    .iter()
-                    .position(|s| &s.spec.id == stage)
-                    .and_then(|i| w.stages.get(i + 1))
-                    .map(|s| s.spec.id.clone());
-                w.current = next;
-            }
+            w.revision = seq;
+            w.assessment = None;
+            w.turn = None;
+            set_status(w, stage, StageStatus::Accepted);
+            let next = w
+                .stages
+                .iter()
+                .position(|s| &s.spec.id == stage)
+                .and_then(|i| w.stages.get(i + 1))
+                .map(|s| s.spec.id.clone());
+            w.current = next;
         }
         Event::WorkflowCancelled { .. } => {
-            if let Some(w) = &mut p.workflow {
-                w.revision = seq;
-                w.cancelled = true;
-                w.current = None;
+            w.revision = seq;
+            w.cancelled = true;
+            w.current = None;
+        }
+        Event::WorkflowBudgetExhausted { .. } => {
+            w.revision = seq;
+            if let Some(turn) = &mut w.turn {
+                turn.exhausted = true;
             }
         }
-        _ => {}
+        // The rest counts only while a stage's turn is on.
+        event => {
+            let Some(turn) = w.turn.as_ref().filter(|t| t.open) else {
+                return;
+            };
+            let stage = turn.stage.clone();
+            let elapsed = turn
+                .started_at
+                .millis_until(&recorded.time)
+                .map_or(0, |ms| u64::try_from(ms / 1000).unwrap_or(0));
+            let seconds = turn.base_seconds + elapsed;
+            match event {
+                Event::ActionProposed { action } if !is_bookkeeping(&action.tool) => {
+                    use_budget(w, &stage, |u| u.actions += 1);
+                }
+                Event::UsageRecorded { purpose, usage } if purpose == "agent" => {
+                    // A real call always has prompt tokens; none means the provider did not
+                    // say, and the figure becomes unknown rather than 0.
+                    let reported = usage.calls == 0 || usage.prompt_tokens > 0;
+                    let tokens = usage.prompt_tokens + usage.completion_tokens;
+                    use_budget(w, &stage, |u| {
+                        u.model_calls += usage.calls;
+                        u.tokens = u.tokens.filter(|_| reported).map(|t| t + tokens);
+                    });
+                }
+                Event::ActionUpdated {
+                    action_id,
+                    state: ActionState::Completed,
+                    ..
+                } => {
+                    let finish = p
+                        .actions
+                        .iter()
+                        .find(|a| a.proposal.action_id == *action_id)
+                        .filter(|a| a.proposal.tool == "finish");
+                    if let Some(finish) = finish {
+                        let reported = outcome_of(&finish.proposal.arguments, w, &stage);
+                        if let Some(turn) = &mut w.turn {
+                            (turn.outcome, turn.problem) = match reported {
+                                Ok(outcome) => (Some(outcome), None),
+                                Err(problem) => (None, Some(problem)),
+                            };
+                        }
+                    }
+                }
+                _ => {}
+            }
+            // Time runs from the dispatch to the latest event of the turn, review included.
+            use_budget(w, &stage, |u| u.seconds = seconds);
+        }
+    }
+}
+
+/// The JSON Schema of the `outcome` a stage turn's `finish` must carry.
+pub(crate) fn outcome_schema() -> serde_json::Value {
+    heartwood_events::schema::inline::<StageOutcome>()
+}
+
+/// The outcome a `finish` call reports, validated: a JSON object that fits [`StageOutcome`],
+/// naming only files the run binds as artifacts.
+fn outcome_of(arguments: &str, w: &WorkflowView, stage: &str) -> Result<StageOutcome, String> {
+    let mut fields: serde_json::Map<String, serde_json::Value> = serde_json::from_str(arguments)
+        .map_err(|e| format!("the stage turn's `finish` arguments are not a JSON object: {e}"))?;
+    let Some(outcome) = fields.remove("outcome") else {
+        return Err(format!(
+            "the turn of stage {stage:?} finished without its structured outcome (`outcome`: \
+             status, artifacts, notes), so it reports nothing the run can use; run the stage again"
+        ));
+    };
+    let outcome: StageOutcome = serde_json::from_value(outcome)
+        .map_err(|e| format!("the turn's `outcome` does not fit its schema: {e}"))?;
+    for path in &outcome.artifacts {
+        let bound = w
+            .bindings
+            .iter()
+            .any(|b| b.role == BindingRole::Artifact && &b.path == path);
+        if !bound {
+            return Err(format!(
+                "the turn's `outcome` names {path:?}, which is not a file this run produces"
+            ));
+        }
+    }
+    Ok(outcome)
+}
+
+/// Tools that do no work: they do not count against a stage's actions.
+fn is_bookkeeping(tool: &str) -> bool {
+    matches!(tool, "think" | "finish")
+}
+
+fn use_budget(w: &mut WorkflowView, stage: &str, change: impl Fn(&mut BudgetUse)) {
+    if let Some(s) = w.stages.iter_mut().find(|s| s.spec.id == stage) {
+        change(&mut s.used);
     }
 }
 
@@ -95,19 +214,48 @@ fn set_status(w: &mut WorkflowView, stage: &str, status: StageStatus) {
 }
 
 /// Refreshes what follows from the rest of the projection: a stage whose turn has ended
-/// awaits evaluation, and the controls offered now (none while work is active or a set waits).
+/// awaits evaluation (and has a structured outcome or says why not), each stage's budget
+/// line by line, the run's totals, and the controls offered now (none while work is active
+/// or a set waits).
 pub(crate) fn derive(p: &mut SessionProjection) {
-    let ended = matches!(
-        p.lifecycle,
-        Lifecycle::Idle | Lifecycle::Finished | Lifecycle::Failed | Lifecycle::Stuck
-    );
     let Some(w) = &mut p.workflow else {
         return;
+    };
+    for stage in &mut w.stages {
+        stage.budget = stage
+            .spec
+            .budget
+            .map(|b| budget_lines(&b, &stage.used))
+            .unwrap_or_default();
+    }
+    w.used = w.stages.iter().fold(BudgetUse::default(), |mut total, s| {
+        total.model_calls += s.used.model_calls;
+        total.tokens = total.tokens.zip(s.used.tokens).map(|(a, b)| a + b);
+        total.actions += s.used.actions;
+        total.seconds += s.used.seconds;
+        total
+    });
+    // A turn paused because its budget is used up is over: nothing may continue it.
+    let exhausted = w.current_stage().and_then(StageView::exhausted).is_some();
+    let ended = match p.lifecycle {
+        Lifecycle::Idle | Lifecycle::Finished | Lifecycle::Failed | Lifecycle::Stuck => true,
+        Lifecycle::Paused => exhausted,
+        _ => false,
     };
     if ended {
         for stage in &mut w.stages {
             if stage.status == StageStatus::Running {
                 stage.status = StageStatus::AwaitingEvaluation;
+            }
+        }
+        if let Some(turn) = w.turn.as_mut().filter(|t| t.open) {
+            turn.open = false;
+            if turn.outcome.is_none() && turn.problem.is_none() {
+                turn.problem = Some(
+                    "the stage turn ended without calling `finish` with its structured \
+                     outcome, so it reports nothing the run can use; run the stage again"
+                        .into(),
+                );
             }
         }
     }
@@ -116,6 +264,44 @@ pub(crate) fn derive(p: &mut SessionProjection) {
     } else {
         Vec::new()
     };
+}
+
+/// A stage's budget, limit by limit, against what its turns used.
+fn budget_lines(budget: &Budget, used: &BudgetUse) -> Vec<BudgetLine> {
+    let line = |label: &str, used: Option<u64>, limit: u64| BudgetLine {
+        label: label.to_owned(),
+        used,
+        limit,
+        text: format!(
+            "{} of {limit}",
+            used.map_or_else(|| "unknown".to_owned(), |u| u.to_string())
+        ),
+        exhausted: used.is_some_and(|u| u >= limit),
+        overrun: used.is_some_and(|u| u > limit),
+    };
+    vec![
+        line(
+            "model calls",
+            Some(used.model_calls),
+            u64::from(budget.model_calls),
+        ),
+        line("tokens", used.tokens, budget.tokens),
+        line("actions", Some(used.actions), u64::from(budget.actions)),
+        line("seconds", Some(used.seconds), budget.seconds),
+    ]
+}
+
+/// The limit of the current stage used up during its open turn, unless already recorded: the
+/// gateway records it and pauses the agent.
+pub(crate) fn newly_exhausted(p: &SessionProjection) -> Option<Event> {
+    let w = p.workflow.as_ref()?;
+    let turn = w.turn.as_ref().filter(|t| t.open && !t.exhausted)?;
+    let limit = w.current_stage()?.exhausted()?;
+    Some(Event::WorkflowBudgetExhausted {
+        run_id: w.run_id.clone(),
+        stage: turn.stage.clone(),
+        limit,
+    })
 }
 
 fn controls(session: &str, w: &WorkflowView) -> Vec<WorkflowControl> {
@@ -134,6 +320,15 @@ fn controls(session: &str, w: &WorkflowView) -> Vec<WorkflowControl> {
     };
     let title = &stage.spec.title;
     let mut out = Vec::new();
+    // A stage that used up its budget gets no further turn.
+    let run_again = |out: &mut Vec<WorkflowControl>| {
+        if stage.exhausted().is_none() {
+            out.push(control(
+                CommandName::WorkflowRun,
+                format!("Run “{title}” again"),
+            ));
+        }
+    };
     match stage.status {
         StageStatus::Pending => {
             out.push(control(CommandName::WorkflowRun, format!("Run “{title}”")));
@@ -143,10 +338,7 @@ fn controls(session: &str, w: &WorkflowView) -> Vec<WorkflowControl> {
                 CommandName::WorkflowEvaluate,
                 format!("Check “{title}”"),
             ));
-            out.push(control(
-                CommandName::WorkflowRun,
-                format!("Run “{title}” again"),
-            ));
+            run_again(&mut out);
         }
         StageStatus::AwaitingResearcher => {
             if let Some(assessment) = &w.assessment {
@@ -164,10 +356,7 @@ fn controls(session: &str, w: &WorkflowView) -> Vec<WorkflowControl> {
                 CommandName::WorkflowEvaluate,
                 format!("Check “{title}” again"),
             ));
-            out.push(control(
-                CommandName::WorkflowRun,
-                format!("Run “{title}” again"),
-            ));
+            run_again(&mut out);
         }
         StageStatus::Running | StageStatus::Accepted => {}
     }
@@ -176,6 +365,12 @@ fn controls(session: &str, w: &WorkflowView) -> Vec<WorkflowControl> {
         "Cancel the run".into(),
     ));
     out
+}
+
+/// The limit of the current stage's budget that is used up, if one is: no model continuation
+/// of the stage is admissible.
+pub(crate) fn used_up(p: &SessionProjection) -> Option<String> {
+    p.workflow.as_ref()?.current_stage()?.exhausted()
 }
 
 /// Whether a workflow command is admissible now; `Err` says why not and what is current.
@@ -207,7 +402,13 @@ pub(crate) fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<()
     let Some(control) = w.control(name) else {
         let stage = w
             .current_stage()
-            .map(|s| format!("stage “{}” is {}", s.spec.title, s.status.as_str()))
+            .map(|s| {
+                let used_up = s
+                    .exhausted()
+                    .map(|l| format!(" and its budget is used up ({l})"))
+                    .unwrap_or_default();
+                format!("stage “{}” is {}{used_up}", s.spec.title, s.status.as_str())
+            })
             .unwrap_or_else(|| "the run has ended".into());
         return Err(format!(
             "{} is not possible now: {stage}{}",
@@ -304,6 +505,7 @@ pub(crate) fn start(
                     id: s.id.clone(),
                     title: s.title.clone(),
                     researcher_gate: s.researcher_gate,
+                    budget: Some(s.budget),
                 })
                 .collect(),
         },
@@ -383,7 +585,9 @@ pub(crate) fn stage_prompt(w: &WorkflowView) -> Result<String, GatewayError> {
     Ok(format!(
         "Workflow “{}”, stage “{}”.\n\nResearch question: {}\n\nRead:\n{}\n\nWrite:\n{}\n\n\
          Independent checks will judge the files you write, on their exact bytes:\n{}\n\n\
-         Write only the files listed under Write, then finish with a short summary.",
+         Write only the files listed under Write. Then call `finish` with a short summary as \
+         `message` and the structured `outcome`: `status` (`completed`, or `blocked` if the \
+         files could not be written), `artifacts` (the paths you wrote) and `notes`.",
         w.title,
         spec.title,
         w.question,
@@ -391,6 +595,38 @@ pub(crate) fn stage_prompt(w: &WorkflowView) -> Result<String, GatewayError> {
         list(&spec.produces),
         checks
     ))
+}
+
+/// Why the current stage's latest turn cannot carry it forward, whatever its files say: no
+/// structured outcome, a claim that the work is blocked, or a budget overrun.
+fn turn_problems(w: &WorkflowView) -> Vec<String> {
+    let mut problems = Vec::new();
+    match &w.turn {
+        None => problems.push("the stage has no agent turn to judge; run it first".to_owned()),
+        Some(turn) => match (&turn.outcome, &turn.problem) {
+            (_, Some(problem)) => problems.push(problem.clone()),
+            (Some(outcome), None) if outcome.status == OutcomeStatus::Blocked => {
+                problems.push(format!(
+                    "the agent reported the stage blocked: {}",
+                    if outcome.notes.trim().is_empty() {
+                        "(no notes)"
+                    } else {
+                        outcome.notes.trim()
+                    }
+                ));
+            }
+            _ => {}
+        },
+    }
+    if let Some(stage) = w.current_stage() {
+        problems.extend(
+            stage
+                .overruns()
+                .into_iter()
+                .map(|o| format!("the stage's budget was overrun: {o}")),
+        );
+    }
+    problems
 }
 
 /// Runs the current stage's checks on the files now in the project and assesses them.
@@ -408,17 +644,21 @@ pub(crate) fn evaluate(
     let results = service.check_stage(&w.definition, &stage)?;
     let assessment = service.assess_checked(&w.definition, &stage, &results)?;
     let mut problems = assessment.problems;
+    let mut refused = Vec::new();
     let changed = changed_inputs(project, w);
     if !changed.is_empty() {
-        problems.push(format!(
+        refused.push(format!(
             "input changed since the run started: {}",
             changed.join(", ")
         ));
     }
+    refused.extend(turn_problems(w));
+    let eligible = assessment.eligible && refused.is_empty();
+    problems.extend(refused);
     Ok(AssessmentView {
         stage,
         fingerprint: assessment.fingerprint,
-        eligible: assessment.eligible && changed.is_empty(),
+        eligible,
         problems,
         checks: results
             .iter()

@@ -14,8 +14,15 @@ FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", 
 
 def test_a_stage_is_run_checked_and_accepted_from_a_notebook(project, model):
     shutil.copytree(FIXTURE, project, dirs_exist_ok=True)
-    # The report is already right: the stage's turn only has to say so.
-    model([finish("The readiness report is in place.")])
+    # The report is already right: the stage's turn only has to report it, with the
+    # structured outcome a workflow turn ends with.
+    done = finish("The readiness report is in place.")
+    done["tool_calls"][0]["arguments"]["outcome"] = {
+        "status": "completed",
+        "artifacts": ["reports/readiness.json"],
+        "notes": "",
+    }
+    model([done])
     hw = heartwood.open(project)
     with pytest.raises(heartwood.HeartwoodError, match="no input"):
         hw.start_workflow("tabular-ols", "q", inputs={"nonsense": "x.csv"})

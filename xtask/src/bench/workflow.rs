@@ -135,6 +135,7 @@ fn stage_transition() -> Result<f64> {
                 id: "model".into(),
                 title: "Model".into(),
                 researcher_gate: true,
+                budget: None,
             }],
         }))],
     )?;

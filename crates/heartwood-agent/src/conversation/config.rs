@@ -25,6 +25,9 @@ pub struct ConversationConfig {
     pub terminal: TerminalLimits,
     /// Condensation settings; `None` never condenses.
     pub condenser: Option<CondenserConfig>,
+    /// The JSON Schema of the `outcome` that `finish` must carry, for conversations that
+    /// report a structured result (workflow stages); `None` for ordinary tasks.
+    pub finish_outcome: Option<serde_json::Value>,
 }
 
 impl ConversationConfig {
@@ -42,6 +45,7 @@ impl ConversationConfig {
                 max_events: 120,
                 keep_first: 2,
             }),
+            finish_outcome: None,
         }
     }
 }

@@ -4,23 +4,38 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Asks a running conversation to pause at its next step boundary.
+/// Asks a running conversation to pause at its next step boundary, or just before its next
+/// model call (after the actions already allowed have run).
 #[derive(Debug, Clone, Default)]
-pub struct PauseHandle(Arc<AtomicBool>);
+pub struct PauseHandle {
+    next_step: Arc<AtomicBool>,
+    before_model: Arc<AtomicBool>,
+}
 
 impl PauseHandle {
     /// Requests a pause; the run stops before its next step.
     pub fn pause(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.next_step.store(true, Ordering::SeqCst);
+    }
+
+    /// Requests a pause before the next model call: actions already allowed still run, and the
+    /// agent gets no further continuation (a used-up budget).
+    pub fn pause_before_model(&self) {
+        self.before_model.store(true, Ordering::SeqCst);
     }
 
     /// Withdraws a pause request no run has acted on yet (a new task starts unpaused).
     pub fn withdraw(&self) {
-        self.0.store(false, Ordering::SeqCst);
+        self.next_step.store(false, Ordering::SeqCst);
+        self.before_model.store(false, Ordering::SeqCst);
     }
 
     pub(super) fn take(&self) -> bool {
-        self.0.swap(false, Ordering::SeqCst)
+        self.next_step.swap(false, Ordering::SeqCst)
+    }
+
+    pub(super) fn take_before_model(&self) -> bool {
+        self.before_model.swap(false, Ordering::SeqCst)
     }
 }
 

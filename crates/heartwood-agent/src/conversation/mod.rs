@@ -31,7 +31,7 @@ pub use timing::RunTiming;
 pub use view::{extend_view, model_view};
 
 use crate::model::{ChatMessage, ModelClient, ModelError, Usage};
-use crate::tools::{Observation, Risk, ToolCallRequest, Toolbox, risk, specs};
+use crate::tools::{Observation, Risk, ToolCallRequest, Toolbox, risk, specs_with_outcome};
 use timing::timed;
 
 /// Why a conversation operation failed.
@@ -108,6 +108,7 @@ impl Conversation {
         let recorder = crate::model::replay::Recorder::open(&config.dir);
         // A replay reopened mid-way continues after the calls this conversation already made.
         client.replay_from(usize::try_from(recorder.calls()).unwrap_or(usize::MAX));
+        let tool_specs = specs_with_outcome(config.finish_outcome.as_ref());
         let mut conversation = Conversation {
             config,
             client,
@@ -120,7 +121,7 @@ impl Conversation {
             on_token: None,
             on_durable: None,
             timing: RunTiming::default(),
-            tool_specs: specs(),
+            tool_specs,
             view: (Vec::new(), 0),
             recorder,
             restored,
@@ -294,6 +295,9 @@ impl Conversation {
             if let Some(status) = self.execute_approved().await? {
                 return Ok(status);
             }
+            if self.pause.take_before_model() {
+                return self.stop_with(ExecutionStatus::Paused);
+            }
             if self.state.calls_this_run >= self.config.max_iterations {
                 let message = format!(
                     "the agent reached this run's limit of {} model calls; send a message or run again to continue",
@@ -464,7 +468,7 @@ impl Conversation {
                 action_id,
                 observation: observation.clone(),
             })?;
-            if let ToolCallRequest::Finish { message } = &request {
+            if let ToolCallRequest::Finish { message, .. } = &request {
                 self.record(EventKind::Message {
                     speaker: Speaker::Agent,
                     text: message.clone(),

@@ -17,7 +17,7 @@ use serde_json::Value;
 pub use editor::{EditorArgs, EditorCommand, FileEditor, insert_after, replace_once};
 pub use paths::ProjectPaths;
 pub use risk::{Risk, risk};
-pub use schema::specs;
+pub use schema::{specs, specs_with_outcome};
 pub use task_tracker::TaskTrackerArgs;
 pub use task_tracker::{Task, TaskPlan, TaskStatus};
 pub use terminal::{OutputSink, Terminal, TerminalArgs, TerminalLimits};
@@ -41,6 +41,9 @@ pub enum ToolCallRequest {
     Finish {
         /// The final message to the researcher.
         message: String,
+        /// The structured report of a workflow stage's turn (validated by whoever asked for it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<Value>,
     },
 }
 
@@ -100,10 +103,13 @@ impl ToolCallRequest {
                 #[serde(deny_unknown_fields)]
                 struct Args {
                     message: String,
+                    #[serde(default)]
+                    outcome: Option<Value>,
                 }
                 let args: Args = serde_json::from_value(value).map_err(unfit)?;
                 ToolCallRequest::Finish {
                     message: args.message,
+                    outcome: args.outcome,
                 }
             }
             other => {
@@ -211,7 +217,7 @@ impl Toolbox {
             ToolCallRequest::FileEditor(args) => self.editor.run(args),
             ToolCallRequest::TaskTracker(args) => task_tracker::run(&self.plan_file, args),
             ToolCallRequest::Think { .. } => Observation::ok("Your thought has been logged."),
-            ToolCallRequest::Finish { message } => Observation::ok(message.clone()),
+            ToolCallRequest::Finish { message, .. } => Observation::ok(message.clone()),
         }
     }
 
@@ -242,6 +248,33 @@ mod tests {
                 thought: "hmm".into()
             })
         );
+    }
+
+    #[test]
+    fn finish_carries_a_structured_outcome_where_one_is_asked_for() {
+        let outcome = serde_json::json!({"type": "object", "properties": {"status": {"type": "string"}}});
+        let specs = crate::tools::specs_with_outcome(Some(&outcome));
+        let finish = specs
+            .iter()
+            .find(|t| t.function.name == "finish")
+            .expect("finish");
+        assert_eq!(finish.function.parameters["properties"]["outcome"], outcome);
+        assert_eq!(
+            finish.function.parameters["required"],
+            serde_json::json!(["message", "outcome"])
+        );
+        let plain = crate::tools::specs();
+        let plain = plain.iter().find(|t| t.function.name == "finish").expect("finish");
+        assert!(plain.function.parameters["properties"].get("outcome").is_none());
+        let call = ToolCallRequest::parse(
+            "finish",
+            r#"{"message": "done", "outcome": {"status": "completed"}}"#,
+        )
+        .expect("an outcome is accepted");
+        assert!(matches!(
+            call,
+            ToolCallRequest::Finish { outcome: Some(o), .. } if o["status"] == "completed"
+        ));
     }
 
     #[test]

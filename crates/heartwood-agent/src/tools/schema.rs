@@ -33,6 +33,17 @@ fn tool(
 
 /// Every tool, in the order offered.
 pub fn specs() -> Vec<ToolSpec> {
+    specs_with_outcome(None)
+}
+
+/// Every tool, with `finish` requiring an `outcome` argument of the given JSON Schema when
+/// one is given (the structured report a workflow stage's turn ends with).
+pub fn specs_with_outcome(outcome: Option<&serde_json::Value>) -> Vec<ToolSpec> {
+    let mut finish = json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"], "additionalProperties": false});
+    if let Some(outcome) = outcome {
+        finish["properties"]["outcome"] = outcome.clone();
+        finish["required"] = json!(["message", "outcome"]);
+    }
     vec![
         tool(
             "terminal",
@@ -82,7 +93,7 @@ pub fn specs() -> Vec<ToolSpec> {
         tool(
             "finish",
             "Finish the task with a message to the researcher.",
-            json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"], "additionalProperties": false}),
+            finish,
         ),
     ]
 }

@@ -589,6 +589,12 @@ fn a_workflow_run_shows_its_stages_checks_and_what_to_do_next() {
         id: id.into(),
         title: title.into(),
         researcher_gate: true,
+        budget: Some(heartwood_events::catalog::Budget {
+            model_calls: 20,
+            tokens: 200_000,
+            actions: 30,
+            seconds: 900,
+        }),
     };
     let events = vec![
         Event::WorkflowStarted(Box::new(WorkflowStart {
