@@ -92,6 +92,20 @@ pub enum WorkflowCommand {
         #[arg(default_value = "last")]
         session: String,
     },
+    /// Draw the model the latest checks judged (training and held-out points, the fitted line,
+    /// the held-out predictions, the training-mean comparator, the leave-one-group-out
+    /// slopes) from the files the checks read, as SVG.
+    Figure {
+        /// The session (default: the latest).
+        #[arg(default_value = "last")]
+        session: String,
+        /// Write the SVG to this file (default: print it).
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+        /// Print the figure's series as JSON instead.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Runs a workflow command.
@@ -157,6 +171,24 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
             let revision = workflow.revision;
             act(project, &session, CommandKind::WorkflowCancel { revision })?;
             println!("session {session}: the run was cancelled");
+            Ok(ExitCode::SUCCESS)
+        }
+        WorkflowCommand::Figure { session, out, json } => {
+            let (session, _) = current(project, &session)?;
+            let gateway = heartwood_gateway::SessionGateway::new(project.clone());
+            let figure = gateway.workflow_figure(&session)?.with_context(|| {
+                "there is no model to draw: the run's latest checks are not of a model stage \
+                 (evaluate the model stage first)"
+            })?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&figure)?);
+            } else if let Some(out) = out {
+                std::fs::write(&out, &figure.svg)
+                    .with_context(|| format!("cannot write {}", out.display()))?;
+                println!("wrote {}", out.display());
+            } else {
+                print!("{}", figure.svg);
+            }
             Ok(ExitCode::SUCCESS)
         }
         WorkflowCommand::Catalog { json } => {
@@ -337,17 +369,38 @@ fn status(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCode>
         if w.cancelled { " (cancelled)" } else { "" }
     );
     for stage in &w.stages {
-        let here = if w.current.as_deref() == Some(stage.spec.id.as_str()) {
-            ">"
-        } else {
-            " "
-        };
+        let current = w.current.as_deref() == Some(stage.spec.id.as_str());
         println!(
-            "{here} {:<14} {:<20} {}",
+            "{} {:<14} {:<20} {}",
+            if current { ">" } else { " " },
             stage.spec.id,
             stage.status.as_str(),
             stage.spec.title
         );
+        if current && !stage.budget.is_empty() {
+            let lines: Vec<String> = stage
+                .budget
+                .iter()
+                .map(|l| format!("{} {}", l.label, l.text))
+                .collect();
+            println!("                 budget: {}", lines.join(" · "));
+        }
+    }
+    if let Some(turn) = &w.turn {
+        match (&turn.outcome, &turn.problem) {
+            (_, Some(problem)) => println!("\nlatest turn: {problem}"),
+            (Some(outcome), None) => println!(
+                "\nlatest turn reported {}: wrote {}{}",
+                outcome.status.as_str(),
+                outcome.artifacts.join(", "),
+                if outcome.notes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", outcome.notes)
+                }
+            ),
+            (None, None) => {}
+        }
     }
     if let Some(a) = &w.assessment {
         println!(

@@ -205,7 +205,10 @@ async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
     assert_eq!(w["current"], "plan");
     let readiness = &w["stages"][0];
     assert_eq!(readiness["used"]["model_calls"], 6, "{readiness:#}");
-    assert_eq!(readiness["used"]["actions"], 3, "finish is not counted: {readiness:#}");
+    assert_eq!(
+        readiness["used"]["actions"], 3,
+        "finish is not counted: {readiness:#}"
+    );
     assert_eq!(readiness["used"]["tokens"], 6 * 120, "{readiness:#}");
 
     // An input edited after acceptance: the evidence built on it no longer holds.
@@ -304,7 +307,12 @@ async fn a_stage_that_uses_up_its_budget_gets_no_further_model_continuation() {
         .lines()
         .filter(|l| l.contains("completed"))
         .count();
-    assert_eq!(ran, 30, "the allowed set ran whole: {}", text(&decided.stdout));
+    assert_eq!(
+        ran,
+        30,
+        "the allowed set ran whole: {}",
+        text(&decided.stdout)
+    );
     let w = status(project.path());
     assert_eq!(stage_status(&w, "readiness"), "awaiting_evaluation");
     let offered: Vec<&str> = w["controls"]
@@ -340,4 +348,173 @@ async fn a_stage_that_uses_up_its_budget_gets_no_further_model_continuation() {
     let cancelled = heartwood(project.path(), &["workflow", "cancel"]);
     assert!(cancelled.status.success(), "{}", text(&cancelled.stderr));
     assert_eq!(status(project.path())["cancelled"], true);
+}
+
+/// One stage's scripted turn: a terminal command that writes its files, then `finish` with
+/// the structured outcome naming them.
+fn stage_turns(command: &str, artifacts: &[&str]) -> [Turn; 2] {
+    [
+        Turn::calls(&[("terminal", json!({"command": command}))]),
+        Turn::calls(&[(
+            "finish",
+            json!({"message": "done", "outcome": {
+                "status": "completed", "artifacts": artifacts, "notes": ""
+            }}),
+        )]),
+    ]
+}
+
+/// Runs the current stage as an agent turn and allows its one set.
+async fn run_and_allow(project: &Path) {
+    let run = heartwood_async(project, &["workflow", "run"]).await;
+    assert_eq!(code(&run), 3, "{}{}", text(&run.stdout), text(&run.stderr));
+    let decided = heartwood_async(project, &["decide", "--last", "allow"]).await;
+    assert_eq!(code(&decided), 0, "{}", text(&decided.stderr));
+}
+
+/// Evaluates the current stage and accepts it with the command the gateway printed.
+fn evaluate_and_accept(project: &Path) {
+    let evaluated = heartwood(project, &["workflow", "evaluate"]);
+    assert!(evaluated.status.success(), "{}", text(&evaluated.stderr));
+    let said = text(&evaluated.stdout);
+    let line = said
+        .lines()
+        .find(|l| l.contains("heartwood workflow accept"))
+        .unwrap_or_else(|| panic!("no acceptance offered:\n{said}"));
+    let words: Vec<&str> = line[line.find("heartwood").expect("cmd")..]
+        .split_whitespace()
+        .skip(1)
+        .collect();
+    let accepted = heartwood(project, &words);
+    assert!(accepted.status.success(), "{}", text(&accepted.stderr));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_whole_run_reaches_the_report_with_a_picture_of_the_judged_model() {
+    let project = tempfile::tempdir().expect("project");
+    let root = project.path();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
+    support::copy_dir(&fixture, root);
+    // Every artifact moves aside: each stage's scripted turn writes it back.
+    let artifacts = [
+        "reports/readiness.json",
+        "analysis/plan.json",
+        "outputs/split.csv",
+        "analysis/fit.py",
+        "outputs/model.json",
+        "reports/final.md",
+    ];
+    std::fs::create_dir(root.join("stash")).expect("stash");
+    for path in artifacts {
+        let name = path.rsplit('/').next().expect("name");
+        std::fs::rename(root.join(path), root.join("stash").join(name)).expect("stash it");
+    }
+    let mut turns = Vec::new();
+    for (command, wrote) in [
+        (
+            "cp stash/readiness.json reports/",
+            vec!["reports/readiness.json"],
+        ),
+        ("cp stash/plan.json analysis/", vec!["analysis/plan.json"]),
+        ("cp stash/split.csv outputs/", vec!["outputs/split.csv"]),
+        (
+            "cp stash/fit.py analysis/ && cp stash/model.json outputs/",
+            vec!["analysis/fit.py", "outputs/model.json"],
+        ),
+        ("cp stash/final.md reports/", vec!["reports/final.md"]),
+        // A copy, not a rerun: the reproduction's check must see through it.
+        (
+            "cp stash/model.json outputs/model.reproduced.json",
+            vec!["outputs/model.reproduced.json"],
+        ),
+    ] {
+        turns.extend(stage_turns(command, &wrote));
+    }
+    let server = ScriptedModelServer::start(Script::of(turns))
+        .await
+        .expect("server");
+    connect_scripted(root, &server.base_url());
+    let started = heartwood(
+        root,
+        &[
+            "workflow",
+            "start",
+            "tabular-ols",
+            "Does sleep predict the test score?",
+        ],
+    );
+    assert!(started.status.success(), "{}", text(&started.stderr));
+
+    for stage in ["readiness", "plan"] {
+        run_and_allow(root).await;
+        evaluate_and_accept(root);
+        assert_eq!(stage_status(&status(root), stage), "accepted");
+    }
+    // The split asks no acceptance: eligible checks advance the run.
+    run_and_allow(root).await;
+    let evaluated = heartwood(root, &["workflow", "evaluate"]);
+    assert!(evaluated.status.success(), "{}", text(&evaluated.stderr));
+    let w = status(root);
+    assert_eq!(stage_status(&w, "split"), "accepted");
+    assert_eq!(w["current"], "model");
+
+    // The model stage: the picture is drawn from the bytes its checks read.
+    run_and_allow(root).await;
+    let evaluated = heartwood(root, &["workflow", "evaluate"]);
+    assert!(evaluated.status.success(), "{}", text(&evaluated.stderr));
+    let figure = heartwood(root, &["workflow", "figure", "--json"]);
+    assert!(figure.status.success(), "{}", text(&figure.stderr));
+    let figure: Value = serde_json::from_slice(&figure.stdout).expect("figure json");
+    assert_eq!(
+        figure["train"].as_array().map(Vec::len),
+        Some(9),
+        "{figure:#}"
+    );
+    assert_eq!(figure["held_out"].as_array().map(Vec::len), Some(3));
+    assert_eq!(figure["predictions"].as_array().map(Vec::len), Some(3));
+    assert_eq!(figure["group_slopes"].as_array().map(Vec::len), Some(3));
+    let svg = figure["svg"].as_str().expect("svg");
+    assert!(
+        svg.starts_with("<svg") && svg.contains("held-out prediction"),
+        "{svg}"
+    );
+    assert!(svg.matches("<circle").count() >= 9 + 3 + 3, "{svg}");
+    // A file edited after the checks: the picture is refused rather than drawn from bytes
+    // nobody judged.
+    let model = root.join("outputs/model.json");
+    let bytes = std::fs::read(&model).expect("model");
+    std::fs::write(&model, [bytes.as_slice(), b"\n"].concat()).expect("edit");
+    let stale = heartwood(root, &["workflow", "figure"]);
+    assert!(!stale.status.success());
+    assert!(
+        text(&stale.stderr).contains("evaluate the stage again"),
+        "{}",
+        text(&stale.stderr)
+    );
+    std::fs::write(&model, &bytes).expect("restore");
+    evaluate_and_accept(root);
+
+    run_and_allow(root).await;
+    evaluate_and_accept(root);
+    assert_eq!(stage_status(&status(root), "report"), "accepted");
+
+    // Identical bytes made by a copy are not a reproduction, and the run says so.
+    run_and_allow(root).await;
+    let evaluated = heartwood(root, &["workflow", "evaluate"]);
+    assert!(evaluated.status.success(), "{}", text(&evaluated.stderr));
+    let w = status(root);
+    assert_eq!(w["current"], "reproduction");
+    assert_eq!(w["assessment"]["eligible"], false);
+    let reasons = w["assessment"]["checks"][0]["reasons"].to_string();
+    assert!(reasons.contains("a copy would also be"), "{w:#}");
+    assert!(
+        !w["controls"]
+            .as_array()
+            .expect("controls")
+            .iter()
+            .any(|c| c["command"] == "workflow_accept")
+    );
+    assert_eq!(server.remaining_turns(), 0);
+    let verified = heartwood(root, &["sessions", "verify", "last"]);
+    assert!(verified.status.success(), "{}", text(&verified.stderr));
 }

@@ -94,6 +94,16 @@ pub enum OutcomeStatus {
     Blocked,
 }
 
+impl OutcomeStatus {
+    /// The claim in words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeStatus::Completed => "completed",
+            OutcomeStatus::Blocked => "blocked",
+        }
+    }
+}
+
 /// The latest agent turn of a stage: when it began and what it reported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StageTurn {
@@ -326,4 +336,44 @@ impl WorkflowView {
         let id = self.current.as_deref()?;
         self.stages.iter().find(|s| s.spec.id == id)
     }
+}
+
+/// The picture of a fitted model, drawn by the gateway from the bytes its checks read:
+/// training and held-out points, the reported line, the held-out predictions and the
+/// training-mean comparator, and the leave-one-group-out slopes beside the full-data slope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelFigure {
+    /// The stage whose assessment it illustrates.
+    pub stage: String,
+    /// The predictor (x axis).
+    pub predictor: String,
+    /// The outcome (y axis).
+    pub outcome: String,
+    /// Training rows, `[x, y]`.
+    pub train: Vec<[f64; 2]>,
+    /// Held-out rows, `[x, y]`.
+    pub held_out: Vec<[f64; 2]>,
+    /// The reported held-out predictions, `[x, predicted]`.
+    pub predictions: Vec<[f64; 2]>,
+    /// The reported line across the data's x range, `[[x0, y0], [x1, y1]]`.
+    pub line: [[f64; 2]; 2],
+    /// The training mean of the outcome (the comparator's prediction for every row).
+    pub training_mean: f64,
+    /// The reported slope on all training rows.
+    pub slope: f64,
+    /// The slope without each group.
+    pub group_slopes: Vec<GroupSlopeView>,
+    /// The files it was drawn from, by digest (the assessment's own).
+    pub inspected: Vec<InspectedFile>,
+    /// The same figure as SVG, for pages and notebooks.
+    pub svg: String,
+}
+
+/// One leave-one-group-out slope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GroupSlopeView {
+    /// The group left out.
+    pub group: String,
+    /// The slope without it.
+    pub slope: f64,
 }

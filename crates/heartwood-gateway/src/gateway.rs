@@ -659,6 +659,20 @@ impl SessionGateway {
         }
     }
 
+    /// The picture of the model the session's workflow run has just assessed, drawn from the
+    /// files its checks read (see [`crate::figure`]). `Ok(None)` when there is none to draw.
+    /// Reads files: call it off async tasks.
+    pub fn workflow_figure(
+        &self,
+        session: &SessionId,
+    ) -> Result<Option<heartwood_events::workflow::ModelFigure>, GatewayError> {
+        let projection = self.snapshot(session, u64::MAX)?.projection;
+        match &projection.workflow {
+            Some(w) => crate::figure::model_figure(&self.shared.project, w),
+            None => Ok(None),
+        }
+    }
+
     /// The events after `since` and the projection, taken together. A session this process is
     /// not serving is read from disk, verified first, and creates nothing; a valid id with no
     /// session yet (one an interface just made up for its first task) has the blank snapshot.
@@ -1078,9 +1092,7 @@ fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<(), String> {
         | CommandKind::WorkflowEvaluate { .. }
         | CommandKind::WorkflowAccept { .. }
         | CommandKind::WorkflowCancel { .. } => crate::workflow_run::admissible(p, kind),
-        CommandKind::SubmitTask { .. }
-        | CommandKind::SendGuidance { .. }
-        | CommandKind::Resume
+        CommandKind::SubmitTask { .. } | CommandKind::SendGuidance { .. } | CommandKind::Resume
             if let Some(limit) = crate::workflow_run::used_up(p) =>
         {
             Err(format!(

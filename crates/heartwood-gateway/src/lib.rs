@@ -16,6 +16,7 @@ pub mod backend;
 mod channel;
 pub mod config;
 mod error;
+mod figure;
 mod follow;
 mod gateway;
 mod live;

@@ -11,8 +11,9 @@
 
 use heartwood_events::catalog::Budget;
 use heartwood_events::workflow::{
-    AssessmentView, BindingRole, BudgetLine, BudgetUse, CheckView, InspectedFile, OutcomeStatus, StageOutcome,
-    StageSpec, StageStatus, StageTurn, StageView, WorkflowBinding, WorkflowControl, WorkflowView,
+    AssessmentView, BindingRole, BudgetLine, BudgetUse, CheckView, InspectedFile, OutcomeStatus,
+    StageOutcome, StageSpec, StageStatus, StageTurn, StageView, WorkflowBinding, WorkflowControl,
+    WorkflowView,
 };
 use heartwood_events::{
     ActionState, CommandKind, CommandName, Event, Lifecycle, RecordedEvent, SessionProjection,
@@ -597,6 +598,32 @@ pub(crate) fn stage_prompt(w: &WorkflowView) -> Result<String, GatewayError> {
     ))
 }
 
+/// The run's definition with every location taken from its binding map, so checks read the
+/// inputs the researcher chose, not the definition's defaults.
+pub(crate) fn bound_definition(
+    w: &WorkflowView,
+) -> Result<heartwood_workflow::Definition, GatewayError> {
+    let mut definition = crate::workspace::maintained(&w.definition)?;
+    for binding in &w.bindings {
+        let path = match binding.role {
+            BindingRole::Input => definition
+                .inputs
+                .iter_mut()
+                .find(|i| i.id == binding.id)
+                .map(|i| &mut i.path),
+            BindingRole::Artifact => definition
+                .artifacts
+                .iter_mut()
+                .find(|a| a.id == binding.id)
+                .map(|a| &mut a.path),
+        };
+        if let Some(path) = path {
+            path.clone_from(&binding.path);
+        }
+    }
+    Ok(definition)
+}
+
 /// Why the current stage's latest turn cannot carry it forward, whatever its files say: no
 /// structured outcome, a claim that the work is blocked, or a budget overrun.
 fn turn_problems(w: &WorkflowView) -> Vec<String> {
@@ -641,8 +668,7 @@ pub(crate) fn evaluate(
         .id
         .clone();
     let service = WorkspaceService::open(project)?;
-    let results = service.check_stage(&w.definition, &stage)?;
-    let assessment = service.assess_checked(&w.definition, &stage, &results)?;
+    let (results, assessment) = service.check_and_assess(&bound_definition(w)?, &stage)?;
     let mut problems = assessment.problems;
     let mut refused = Vec::new();
     let changed = changed_inputs(project, w);

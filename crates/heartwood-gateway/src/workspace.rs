@@ -179,6 +179,38 @@ impl WorkspaceService {
 }
 
 impl WorkspaceService {
+    /// Runs `stage`'s checks as `definition` locates its files (a run's binding map) and
+    /// assesses them.
+    pub(crate) fn check_and_assess(
+        &self,
+        definition: &heartwood_workflow::Definition,
+        stage: &str,
+    ) -> Result<(Vec<heartwood_workflow::CheckResult>, Assessment), GatewayError> {
+        let missing = || GatewayError::Config(format!("{} has no stage {stage:?}", definition.id));
+        let results = heartwood_workflow::evaluate::check_stage(&self.workspace, definition, stage)
+            .ok_or_else(missing)?;
+        let assessment = heartwood_workflow::gate::assess_against(
+            &self.workspace,
+            definition,
+            stage,
+            &results,
+            &results,
+        )
+        .ok_or_else(missing)?;
+        Ok((results, assessment))
+    }
+
+    /// The model picture's series for `stage`, as `definition` locates its files; `None` for a
+    /// stage that fits no model.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn model_series(
+        &self,
+        definition: &heartwood_workflow::Definition,
+        stage: &str,
+    ) -> Option<Result<(heartwood_workflow::checks::OlsSeries, Vec<FileDigest>), String>> {
+        heartwood_workflow::evaluate::model_series(&self.workspace, definition, stage)
+    }
+
     /// Assesses saved check results as evidence for a stage: the checks run again, and the
     /// stage is eligible only when they pass on the same bytes the saved results name.
     /// Eligibility grants nothing by itself.

@@ -35,6 +35,52 @@ pub fn check_stage(
     }))
 }
 
+/// The bytes of the files a check reads (whole, within the limits), with their digests, in
+/// the check's order; `Err` says which file could not be read and why.
+pub fn read_files(
+    workspace: &Workspace,
+    definition: &Definition,
+    check: &CheckUse,
+) -> Result<(Vec<Vec<u8>>, Vec<heartwood_workspace::FileDigest>), String> {
+    let mut files = Vec::new();
+    let mut digests = Vec::new();
+    for id in &check.reads {
+        let Some(path) = definition.path_of(id) else {
+            return Err(format!(
+                "{id:?} is not an input or artifact of the definition"
+            ));
+        };
+        let (bytes, digest) = ProjectPath::parse(path)
+            .map_err(|e| e.to_string())
+            .and_then(|p| {
+                workspace
+                    .read_evidence(&p, MAX_FILE_BYTES)
+                    .map_err(|e: EvidenceError| e.to_string())
+            })
+            .map_err(|reason| format!("{path}: {reason}"))?;
+        digests.push(digest);
+        files.push(bytes);
+    }
+    Ok((files, digests))
+}
+
+/// The series of the model picture for `stage`, when one of its checks is `univariate_ols`:
+/// read from that check's files, with their digests. `None` for stages without a model.
+#[allow(clippy::type_complexity)]
+pub fn model_series(
+    workspace: &Workspace,
+    definition: &Definition,
+    stage: &str,
+) -> Option<Result<(checks::OlsSeries, Vec<heartwood_workspace::FileDigest>), String>> {
+    let stage = definition.stages.iter().find(|s| s.id == stage)?;
+    let check = stage.checks.iter().find(|c| c.check == "univariate_ols")?;
+    Some(
+        read_files(workspace, definition, check).and_then(|(files, digests)| {
+            checks::ols_series(&files).map(|series| (series, digests))
+        }),
+    )
+}
+
 /// Runs one check: reads its files (whole, within the limits, with digests), then evaluates.
 pub fn run(workspace: &Workspace, definition: &Definition, check: &CheckUse) -> CheckResult {
     let mut result = CheckResult::new(&check.check);
@@ -45,32 +91,16 @@ pub fn run(workspace: &Workspace, definition: &Definition, check: &CheckUse) -> 
         ));
         return result;
     }
-    let mut files = Vec::new();
-    for id in &check.reads {
-        let Some(path) = definition.path_of(id) else {
-            result.mark_unverified(format!(
-                "{id:?} is not an input or artifact of the definition"
-            ));
-            return result;
-        };
-        let bytes = ProjectPath::parse(path)
-            .map_err(|e| e.to_string())
-            .and_then(|p| {
-                workspace
-                    .read_evidence(&p, MAX_FILE_BYTES)
-                    .map_err(|e: EvidenceError| e.to_string())
-            });
-        match bytes {
-            Ok((bytes, digest)) => {
-                result.inspected.push(digest);
-                files.push(bytes);
-            }
-            Err(reason) => {
-                result.mark_unverified(format!("{path}: {reason}"));
-                return result;
-            }
+    let files = match read_files(workspace, definition, check) {
+        Ok((files, digests)) => {
+            result.inspected = digests;
+            files
         }
-    }
+        Err(reason) => {
+            result.mark_unverified(reason);
+            return result;
+        }
+    };
     match check.check.as_str() {
         "data_dictionary" => {
             checks::data_dictionary(&files, &mut result);

@@ -252,7 +252,8 @@ mod tests {
 
     #[test]
     fn finish_carries_a_structured_outcome_where_one_is_asked_for() {
-        let outcome = serde_json::json!({"type": "object", "properties": {"status": {"type": "string"}}});
+        let outcome =
+            serde_json::json!({"type": "object", "properties": {"status": {"type": "string"}}});
         let specs = crate::tools::specs_with_outcome(Some(&outcome));
         let finish = specs
             .iter()
@@ -264,8 +265,15 @@ mod tests {
             serde_json::json!(["message", "outcome"])
         );
         let plain = crate::tools::specs();
-        let plain = plain.iter().find(|t| t.function.name == "finish").expect("finish");
-        assert!(plain.function.parameters["properties"].get("outcome").is_none());
+        let plain = plain
+            .iter()
+            .find(|t| t.function.name == "finish")
+            .expect("finish");
+        assert!(
+            plain.function.parameters["properties"]
+                .get("outcome")
+                .is_none()
+        );
         let call = ToolCallRequest::parse(
             "finish",
             r#"{"message": "done", "outcome": {"status": "completed"}}"#,

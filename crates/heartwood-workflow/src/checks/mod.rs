@@ -36,7 +36,8 @@ pub use reports::{
 };
 pub use source::{byte_comparison, python_syntax};
 pub use tabular::{
-    GroupSlope, OlsReport, Prediction, Split, data_dictionary, group_disjoint_split, univariate_ols,
+    GroupSlope, OlsReport, OlsSeries, Prediction, Split, data_dictionary, group_disjoint_split,
+    ols_series, univariate_ols,
 };
 
 use crate::check::CheckResult;

@@ -518,3 +518,89 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
     figures["leave_one_group_out"] = serde_json::Value::Array(logo);
     result.figures = figures;
 }
+
+/// The series of a fitted model's picture, from the same files `univariate_ols` reads (table,
+/// dictionary, split, results, plan): each row's predictor and outcome by partition, the
+/// reported line and predictions, the training mean and the leave-one-group-out slopes.
+/// Drawn only from a model whose split is valid; `Err` says why there is no picture.
+pub fn ols_series(files: Files<'_>) -> Result<OlsSeries, String> {
+    let mut scratch = CheckResult::new("univariate_ols");
+    let Some((split, table, dictionary)) = checked_split(files, &mut scratch) else {
+        return Err(scratch.reasons.join("; "));
+    };
+    let report: OlsReport = match files.get(3).map(|b| strict_json(b)) {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => return Err(format!("the results file is not a model report: {e}")),
+        None => return Err("there is no results file".into()),
+    };
+    let (Some(x), Some(y), Some(k)) = (
+        table.column(&report.predictor),
+        table.column(&dictionary.outcome),
+        table.column(&dictionary.primary_key),
+    ) else {
+        return Err("the table lacks the predictor, outcome or key column".into());
+    };
+    let mut series = OlsSeries {
+        predictor: report.predictor.clone(),
+        outcome: dictionary.outcome.clone(),
+        slope: report.slope,
+        intercept: report.intercept,
+        ..OlsSeries::default()
+    };
+    let mut held_x = HashMap::new();
+    for row in &table.rows {
+        let (Some(xv), Some(yv)) = (number(&row[x]), number(&row[y])) else {
+            return Err(format!(
+                "key {:?}: predictor or outcome is not a number",
+                &row[k]
+            ));
+        };
+        match split.partition.get(&row[k]).map(String::as_str) {
+            Some("train") => series.train.push((xv, yv)),
+            Some(_) => {
+                series.held_out.push((xv, yv));
+                held_x.insert(&row[k], xv);
+            }
+            None => {}
+        }
+    }
+    if series.train.is_empty() {
+        return Err("no row is in the training partition".into());
+    }
+    series.training_mean =
+        series.train.iter().map(|p| p.1).sum::<f64>() / series.train.len() as f64;
+    series.predictions = report
+        .held_out_predictions
+        .iter()
+        .filter_map(|p| held_x.get(p.key.as_str()).map(|&x| (x, p.predicted)))
+        .collect();
+    series.group_slopes = report
+        .leave_one_group_out
+        .iter()
+        .map(|g| (g.group.clone(), g.slope))
+        .collect();
+    Ok(series)
+}
+
+/// What [`ols_series`] reads off the files.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OlsSeries {
+    /// The predictor's column.
+    pub predictor: String,
+    /// The outcome's column.
+    pub outcome: String,
+    /// Training rows `(x, y)`.
+    pub train: Vec<(f64, f64)>,
+    /// Held-out rows `(x, y)`.
+    pub held_out: Vec<(f64, f64)>,
+    /// Reported held-out predictions `(x, predicted)`.
+    pub predictions: Vec<(f64, f64)>,
+    /// The reported slope.
+    pub slope: f64,
+    /// The reported intercept.
+    pub intercept: f64,
+    /// The training mean of the outcome.
+    pub training_mean: f64,
+    /// Reported slopes without each group.
+    pub group_slopes: Vec<(String, f64)>,
+}

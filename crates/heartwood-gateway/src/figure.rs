@@ -1,0 +1,229 @@
+//! Pictures of a workflow run's evidence, drawn by the gateway from the bytes its checks read,
+//! never from the model's prose: the fitted model (training and held-out points, the reported
+//! line, the held-out predictions, the training-mean comparator) and the leave-one-group-out
+//! slopes beside the full-data slope.
+//!
+//! A picture is made on request and never journaled (it is the research data itself); it is
+//! drawn only while the files still have the digests the assessment recorded, so it always
+//! shows what the checks judged.
+
+use heartwood_events::workflow::{GroupSlopeView, InspectedFile, ModelFigure, WorkflowView};
+use plotters::prelude::*;
+
+use crate::workspace::WorkspaceService;
+use crate::{GatewayError, ProjectContext};
+
+/// Figure size in SVG pixels: a model panel and a slope strip below it.
+const WIDTH: u32 = 640;
+const MODEL_HEIGHT: u32 = 400;
+const SLOPES_HEIGHT: u32 = 120;
+
+/// The model picture for the run's current assessment. `Ok(None)` when the run has no
+/// assessment or its stage fits no model; an error when the files changed since the
+/// assessment (evaluate again) or cannot be read.
+pub(crate) fn model_figure(
+    project: &ProjectContext,
+    w: &WorkflowView,
+) -> Result<Option<ModelFigure>, GatewayError> {
+    let Some(assessment) = &w.assessment else {
+        return Ok(None);
+    };
+    let definition = crate::workflow_run::bound_definition(w)?;
+    let service = WorkspaceService::open(project)?;
+    let Some(read) = service.model_series(&definition, &assessment.stage) else {
+        return Ok(None);
+    };
+    let (series, digests) = read.map_err(GatewayError::Invalid)?;
+    let inspected: Vec<InspectedFile> = digests
+        .iter()
+        .map(|d| InspectedFile {
+            path: d.path.clone(),
+            sha256: Some(d.sha256.clone()),
+        })
+        .collect();
+    let judged = assessment
+        .checks
+        .iter()
+        .find(|c| c.check == "univariate_ols")
+        .map(|c| &c.inspected);
+    if judged != Some(&inspected) {
+        return Err(GatewayError::Invalid(
+            "the model's files changed since its checks ran, so a picture of them would not \
+             show what was judged; evaluate the stage again"
+                .into(),
+        ));
+    }
+    let xs = series
+        .train
+        .iter()
+        .chain(&series.held_out)
+        .map(|p| p.0)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+            (lo.min(x), hi.max(x))
+        });
+    let at = |x: f64| [x, series.intercept + series.slope * x];
+    let mut figure = ModelFigure {
+        stage: assessment.stage.clone(),
+        predictor: series.predictor.clone(),
+        outcome: series.outcome.clone(),
+        train: series.train.iter().map(|&(x, y)| [x, y]).collect(),
+        held_out: series.held_out.iter().map(|&(x, y)| [x, y]).collect(),
+        predictions: series.predictions.iter().map(|&(x, y)| [x, y]).collect(),
+        line: [at(xs.0), at(xs.1)],
+        training_mean: series.training_mean,
+        slope: series.slope,
+        group_slopes: series
+            .group_slopes
+            .iter()
+            .map(|(group, slope)| GroupSlopeView {
+                group: group.clone(),
+                slope: *slope,
+            })
+            .collect(),
+        inspected,
+        svg: String::new(),
+    };
+    figure.svg = svg(&figure).map_err(|e| GatewayError::Invalid(format!("the picture: {e}")))?;
+    Ok(Some(figure))
+}
+
+/// The figure as SVG: the model panel above, the slope strip below.
+pub(crate) fn svg(f: &ModelFigure) -> Result<String, String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, MODEL_HEIGHT + SLOPES_HEIGHT))
+            .into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let (model, slopes) = root.split_vertically(MODEL_HEIGHT);
+        draw_model(&model, f).map_err(|e| e.to_string())?;
+        draw_slopes(&slopes, f).map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+/// Colours: training points grey, held-out points and their predictions blue and orange,
+/// the fitted line dark, the comparator dashed-looking grey.
+const TRAIN: RGBColor = RGBColor(120, 120, 120);
+const HELD_OUT: RGBColor = RGBColor(31, 119, 180);
+const PREDICTED: RGBColor = RGBColor(230, 120, 20);
+const FITTED: RGBColor = RGBColor(30, 30, 30);
+const MEAN: RGBColor = RGBColor(170, 170, 170);
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+type DrawResult = Result<(), DrawingAreaErrorKind<std::io::Error>>;
+
+fn draw_model(area: &Area<'_>, f: &ModelFigure) -> DrawResult {
+    let points = f.train.iter().chain(&f.held_out).chain(&f.predictions);
+    let (x0, x1) = span(points.clone().map(|p| p[0]));
+    let (y0, y1) = span(
+        points
+            .map(|p| p[1])
+            .chain([f.training_mean, f.line[0][1], f.line[1][1]]),
+    );
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            format!("{} against {}", f.outcome, f.predictor),
+            ("sans-serif", 16),
+        )
+        .margin(12)
+        .x_label_area_size(32)
+        .y_label_area_size(48)
+        .build_cartesian_2d(x0..x1, y0..y1)?;
+    chart
+        .configure_mesh()
+        .x_desc(f.predictor.as_str())
+        .y_desc(f.outcome.as_str())
+        .light_line_style(WHITE)
+        .draw()?;
+    chart
+        .draw_series(LineSeries::new(
+            [(x0, f.training_mean), (x1, f.training_mean)],
+            MEAN.stroke_width(2),
+        ))?
+        .label("training mean (comparator)")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], MEAN.stroke_width(2)));
+    chart
+        .draw_series(LineSeries::new(
+            f.line.iter().map(|p| (p[0], p[1])),
+            FITTED.stroke_width(2),
+        ))?
+        .label("fitted line")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], FITTED.stroke_width(2)));
+    chart
+        .draw_series(
+            f.train
+                .iter()
+                .map(|p| Circle::new((p[0], p[1]), 3, TRAIN.filled())),
+        )?
+        .label("training")
+        .legend(|(x, y)| Circle::new((x + 8, y), 3, TRAIN.filled()));
+    chart
+        .draw_series(
+            f.held_out
+                .iter()
+                .map(|p| Circle::new((p[0], p[1]), 4, HELD_OUT.filled())),
+        )?
+        .label("held out")
+        .legend(|(x, y)| Circle::new((x + 8, y), 4, HELD_OUT.filled()));
+    chart
+        .draw_series(
+            f.predictions
+                .iter()
+                .map(|p| Cross::new((p[0], p[1]), 5, PREDICTED.stroke_width(2))),
+        )?
+        .label("held-out prediction")
+        .legend(|(x, y)| Cross::new((x + 8, y), 5, PREDICTED.stroke_width(2)));
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(MEAN)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()?;
+    Ok(())
+}
+
+fn draw_slopes(area: &Area<'_>, f: &ModelFigure) -> DrawResult {
+    let (x0, x1) = span(f.group_slopes.iter().map(|g| g.slope).chain([f.slope]));
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            "slope without each group (line: all training rows)",
+            ("sans-serif", 13),
+        )
+        .margin(12)
+        .x_label_area_size(24)
+        .y_label_area_size(48)
+        .build_cartesian_2d(x0..x1, 0.0..1.0)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .disable_y_axis()
+        .x_labels(6)
+        .x_label_style(("sans-serif", 11))
+        .light_line_style(WHITE)
+        .draw()?;
+    chart.draw_series(LineSeries::new(
+        [(f.slope, 0.0), (f.slope, 1.0)],
+        FITTED.stroke_width(2),
+    ))?;
+    chart.draw_series(f.group_slopes.iter().map(|g| {
+        EmptyElement::at((g.slope, 0.5))
+            + Circle::new((0, 0), 4, HELD_OUT.filled())
+            + Text::new(g.group.clone(), (6, -14), ("sans-serif", 11))
+    }))?;
+    Ok(())
+}
+
+/// The range of `values` with a margin, never empty.
+fn span(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    let pad = ((hi - lo) * 0.08).max(hi.abs().max(1.0) * 1e-3);
+    (lo - pad, hi + pad)
+}
