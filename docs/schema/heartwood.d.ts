@@ -52,6 +52,9 @@ export type Command = { actor?: string | null; command_id: CommandId; schema?: n
 /** A command id: 1 to 128 letters, digits, '-' or '_'. */
 export type CommandId = string;
 
+/** What a [`Command`] asks for. */
+export type CommandKind = { policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | { type: "export" } | { type: "close" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" };
+
 /** A command's kind without its content: what a projection lists as available now, and the
  * `type` tag on the wire. */
 export type CommandName = "submit_task" | "send_guidance" | "pause" | "interrupt" | "resume" | "decide" | "export" | "close" | "workflow_start" | "workflow_run" | "workflow_evaluate" | "workflow_accept" | "workflow_cancel";
@@ -197,7 +200,7 @@ export type WorkflowCatalog = CatalogEntry[];
 
 /** Something the researcher can do to the run now, with the exact revision (and fingerprint,
  * for an acceptance) to submit unchanged. */
-export type WorkflowControl = { command: CommandName; fingerprint?: string | null; label: string; revision: number; shell?: string };
+export type WorkflowControl = { command: CommandName; fingerprint?: string | null; label: string; revision: number; shell?: string; submit: CommandKind };
 
 /** What a run binds when it starts (the `workflow_started` event). */
 export type WorkflowStart = { bindings: WorkflowBinding[]; definition: string; question: string; question_sha256: string; run_id: string; stages: StageSpec[]; title: string; version: string };

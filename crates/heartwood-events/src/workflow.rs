@@ -288,6 +288,8 @@ pub struct WorkflowControl {
     /// The same, as a shell command (`heartwood workflow …`), for interfaces that print it.
     #[serde(default)]
     pub shell: String,
+    /// The exact command to submit for it, unchanged (the gateway checks it again).
+    pub submit: crate::CommandKind,
 }
 
 /// The workflow run in a session's projection.
@@ -357,6 +359,10 @@ pub struct ModelFigure {
     pub predictions: Vec<[f64; 2]>,
     /// The reported line across the data's x range, `[[x0, y0], [x1, y1]]`.
     pub line: [[f64; 2]; 2],
+    /// The x axis's range (every point, with a margin).
+    pub x_range: [f64; 2],
+    /// The y axis's range (every point, the line and the comparator, with a margin).
+    pub y_range: [f64; 2],
     /// The training mean of the outcome (the comparator's prediction for every row).
     pub training_mean: f64,
     /// The reported slope on all training rows.

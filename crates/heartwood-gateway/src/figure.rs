@@ -70,6 +70,8 @@ pub(crate) fn model_figure(
         held_out: series.held_out.iter().map(|&(x, y)| [x, y]).collect(),
         predictions: series.predictions.iter().map(|&(x, y)| [x, y]).collect(),
         line: [at(xs.0), at(xs.1)],
+        x_range: [0.0, 1.0],
+        y_range: [0.0, 1.0],
         training_mean: series.training_mean,
         slope: series.slope,
         group_slopes: series
@@ -83,6 +85,21 @@ pub(crate) fn model_figure(
         inspected,
         svg: String::new(),
     };
+    let points = || {
+        figure
+            .train
+            .iter()
+            .chain(&figure.held_out)
+            .chain(&figure.predictions)
+    };
+    let (x0, x1) = span(points().map(|p| p[0]));
+    let (y0, y1) = span(points().map(|p| p[1]).chain([
+        figure.training_mean,
+        figure.line[0][1],
+        figure.line[1][1],
+    ]));
+    figure.x_range = [x0, x1];
+    figure.y_range = [y0, y1];
     figure.svg = svg(&figure).map_err(|e| GatewayError::Invalid(format!("the picture: {e}")))?;
     Ok(Some(figure))
 }
@@ -114,13 +131,7 @@ type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 type DrawResult = Result<(), DrawingAreaErrorKind<std::io::Error>>;
 
 fn draw_model(area: &Area<'_>, f: &ModelFigure) -> DrawResult {
-    let points = f.train.iter().chain(&f.held_out).chain(&f.predictions);
-    let (x0, x1) = span(points.clone().map(|p| p[0]));
-    let (y0, y1) = span(
-        points
-            .map(|p| p[1])
-            .chain([f.training_mean, f.line[0][1], f.line[1][1]]),
-    );
+    let ([x0, x1], [y0, y1]) = (f.x_range, f.y_range);
     let mut chart = ChartBuilder::on(area)
         .caption(
             format!("{} against {}", f.outcome, f.predictor),

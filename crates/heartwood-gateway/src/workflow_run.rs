@@ -265,6 +265,15 @@ pub(crate) fn derive(p: &mut SessionProjection) {
     } else {
         Vec::new()
     };
+    // Said where every interface shows it, the review included.
+    if let Some(limit) = used_up(p)
+        && p.pending.is_some()
+    {
+        p.status_line.push_str(&format!(
+            " The stage's budget is used up ({limit}): this set can still be decided, and then \
+             the agent pauses."
+        ));
+    }
 }
 
 /// A stage's budget, limit by limit, against what its turns used.
@@ -309,15 +318,32 @@ fn controls(session: &str, w: &WorkflowView) -> Vec<WorkflowControl> {
     let Some(stage) = w.current_stage() else {
         return Vec::new();
     };
-    let control = |command: CommandName, label: String| WorkflowControl {
-        command,
-        label,
-        revision: w.revision,
-        fingerprint: None,
-        shell: format!(
-            "heartwood workflow {} {session}",
-            command.as_str().trim_start_matches("workflow_")
-        ),
+    let control = |command: CommandName, label: String| {
+        let revision = w.revision;
+        let submit = match command {
+            CommandName::WorkflowRun => CommandKind::WorkflowRun { revision },
+            CommandName::WorkflowEvaluate => CommandKind::WorkflowEvaluate { revision },
+            CommandName::WorkflowAccept => CommandKind::WorkflowAccept {
+                revision,
+                fingerprint: w
+                    .assessment
+                    .as_ref()
+                    .map(|a| a.fingerprint.clone())
+                    .unwrap_or_default(),
+            },
+            _ => CommandKind::WorkflowCancel { revision },
+        };
+        WorkflowControl {
+            command,
+            label,
+            revision,
+            fingerprint: None,
+            shell: format!(
+                "heartwood workflow {} {session}",
+                command.as_str().trim_start_matches("workflow_")
+            ),
+            submit,
+        }
     };
     let title = &stage.spec.title;
     let mut out = Vec::new();

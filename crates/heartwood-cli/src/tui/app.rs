@@ -2,7 +2,8 @@
 //! where the conversation is scrolled. Keys become [`Intent`]s; the loop carries them out
 //! through the gateway, so this module never touches a session.
 
-use heartwood_events::{ActionSetId, CommandKind, Decision, SessionId};
+use heartwood_events::workflow::ModelFigure;
+use heartwood_events::{ActionSetId, CommandKind, CommandName, Decision, SessionId};
 use heartwood_gateway::Snapshot;
 use heartwood_gateway::startup::StartupPlan;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -124,6 +125,29 @@ pub struct App {
     pub quit_armed: bool,
     /// The time frames are drawn at; `None` for the clock (tests fix it).
     pub now: Option<heartwood_events::Timestamp>,
+    /// A workflow control that asks for a second press (accept, cancel) was pressed once.
+    pub workflow_armed: Option<CommandName>,
+    /// The picture of the model the run's latest checks judged, as the gateway drew it.
+    pub figure: Option<ModelFigure>,
+    /// The assessment fingerprint `figure` was asked for.
+    pub figure_for: Option<String>,
+}
+
+/// This interface's function key for each workflow control. The gateway decides which
+/// controls exist now; this only says which key each one has here.
+pub const WORKFLOW_KEYS: [(CommandName, u8); 4] = [
+    (CommandName::WorkflowRun, 5),
+    (CommandName::WorkflowEvaluate, 6),
+    (CommandName::WorkflowAccept, 7),
+    (CommandName::WorkflowCancel, 8),
+];
+
+/// The function key of a workflow control, in words (`F7`).
+pub fn workflow_key(command: CommandName) -> Option<String> {
+    WORKFLOW_KEYS
+        .iter()
+        .find(|(c, _)| *c == command)
+        .map(|(_, n)| format!("F{n}"))
 }
 
 impl App {
@@ -142,6 +166,9 @@ impl App {
             review_scroll: 0,
             quit_armed: false,
             now: None,
+            workflow_armed: None,
+            figure: None,
+            figure_for: None,
         }
     }
 
@@ -203,6 +230,9 @@ impl App {
         if self.quit_armed {
             self.quit_armed = false;
             self.notice = None;
+        }
+        if !matches!(key.code, KeyCode::F(5..)) {
+            self.workflow_armed = None;
         }
         if self.help {
             self.help = false;
@@ -331,7 +361,7 @@ impl App {
                 _ => None,
             },
             Focus::Input => match key.code {
-                KeyCode::Char('p') if ctrl => Some(Intent::Submit(CommandKind::Pause)),
+                KeyCode::F(n) if n >= 5 => self.workflow_key(n),
                 KeyCode::Char('r') if ctrl => Some(Intent::Submit(CommandKind::Resume)),
                 KeyCode::Char('e') if ctrl => {
                     self.expanded = !self.expanded;
@@ -377,6 +407,42 @@ impl App {
                 _ => None,
             },
         }
+    }
+
+    /// A workflow control's key: submits the control the gateway offers now, unchanged; an
+    /// acceptance or a cancellation asks for the same key again first.
+    fn workflow_key(&mut self, n: u8) -> Option<Intent> {
+        let armed = self.workflow_armed.take();
+        let command = WORKFLOW_KEYS.iter().find(|(_, k)| *k == n)?.0;
+        let workflow = self.snapshot()?.projection.workflow.as_ref()?;
+        let Some(control) = workflow.control(command) else {
+            self.notice = Some(format!(
+                "F{n} ({}) is not possible now; the workflow panel lists what is",
+                command.as_str().replace('_', " ")
+            ));
+            return None;
+        };
+        let asks_twice = matches!(
+            command,
+            CommandName::WorkflowAccept | CommandName::WorkflowCancel
+        );
+        if asks_twice && armed != Some(command) {
+            let what = match &control.fingerprint {
+                Some(f) => format!(
+                    "{} (assessment {}, run revision {})",
+                    control.label,
+                    &f[..f.len().min(12)],
+                    control.revision
+                ),
+                None => control.label.clone(),
+            };
+            self.notice = Some(format!(
+                "Press F{n} again to confirm: {what}. Any other key leaves it."
+            ));
+            self.workflow_armed = Some(command);
+            return None;
+        }
+        Some(Intent::Submit(control.submit.clone()))
     }
 
     /// The typed text, for the gateway to act on as the session stands (a task, guidance, or

@@ -11,6 +11,7 @@ mod markdown;
 mod review;
 mod timeline;
 mod view;
+mod workflow;
 
 pub use view::render;
 
@@ -194,11 +195,34 @@ async fn next_update(updates: &mut Option<broadcast::Receiver<Update>>) -> bool 
 
 fn refresh(app: &mut App, gateway: &SessionGateway) {
     if let Screen::Session { id, .. } = &app.screen {
-        match gateway.snapshot(id, u64::MAX) {
+        let id = id.clone();
+        match gateway.snapshot(&id, u64::MAX) {
             Ok(snapshot) => app.show_snapshot(snapshot),
             Err(e) => app.notice = Some(e.to_string()),
         }
+        refresh_figure(app, gateway, &id);
     }
+}
+
+/// Asks the gateway for the judged model's picture when the run's assessment changed (it
+/// reads the project's files, so it runs where blocking is allowed).
+fn refresh_figure(app: &mut App, gateway: &SessionGateway, id: &SessionId) {
+    let assessed = app
+        .snapshot()
+        .and_then(|s| s.projection.workflow.as_ref())
+        .and_then(|w| w.assessment.as_ref())
+        .map(|a| a.fingerprint.clone());
+    let Some(fingerprint) = assessed else {
+        app.figure = None;
+        return;
+    };
+    if app.figure_for.as_deref() == Some(fingerprint.as_str()) {
+        return;
+    }
+    app.figure_for = Some(fingerprint);
+    app.figure = tokio::task::block_in_place(|| gateway.workflow_figure(id))
+        .ok()
+        .flatten();
 }
 
 /// Carries out an intent; `false` means quit.

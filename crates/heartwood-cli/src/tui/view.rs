@@ -295,8 +295,27 @@ fn conversation_and_plan(
         .now
         .clone()
         .unwrap_or_else(heartwood_events::Timestamp::now);
-    let [conversation, side] =
-        Layout::horizontal([Constraint::Percentage(70), Constraint::Percentage(30)]).areas(main);
+    // A workflow run's panel needs room for its budget bars and checks.
+    let side_share = if p.workflow.is_some() { 36 } else { 30 };
+    let [conversation, side] = Layout::horizontal([
+        Constraint::Percentage(100 - side_share),
+        Constraint::Percentage(side_share),
+    ])
+    .areas(main);
+    // The judged model's picture takes the lower part of the conversation's column.
+    let figure = app
+        .figure
+        .as_ref()
+        .filter(|f| super::workflow::figure_is_current(p, f));
+    let conversation = match figure {
+        Some(figure) if conversation.height >= 24 => {
+            let [conversation, chart] =
+                Layout::vertical([Constraint::Min(8), Constraint::Length(16)]).areas(conversation);
+            super::workflow::chart(frame, chart, figure);
+            conversation
+        }
+        _ => conversation,
+    };
     let title = format!(
         " {} · {} ",
         p.session,
@@ -321,7 +340,7 @@ fn conversation_and_plan(
         conversation,
     );
 
-    let mut side_lines = workflow_lines(p);
+    let mut side_lines = super::workflow::lines(p);
     side_lines.push(Line::styled(
         "Task plan",
         Style::default().add_modifier(Modifier::BOLD),
@@ -368,54 +387,6 @@ fn conversation_and_plan(
     );
 }
 
-/// The workflow run, when the session has one: its stages, the latest checks, and the
-/// commands that act on it now (as the gateway words them).
-fn workflow_lines(p: &heartwood_events::SessionProjection) -> Vec<Line<'static>> {
-    use heartwood_events::workflow::StageStatus;
-    let Some(w) = &p.workflow else {
-        return Vec::new();
-    };
-    let bold = Style::default().add_modifier(Modifier::BOLD);
-    let muted = Style::default().fg(Color::DarkGray);
-    let mut lines = vec![Line::styled(format!("Workflow · {}", w.definition), bold)];
-    if w.cancelled {
-        lines.push(Line::styled("  cancelled", muted));
-    }
-    for stage in &w.stages {
-        let mark = match stage.status {
-            StageStatus::Accepted => "✔",
-            StageStatus::Running => "▶",
-            StageStatus::AwaitingEvaluation | StageStatus::AwaitingResearcher => "◆",
-            StageStatus::Pending => "○",
-        };
-        lines.push(Line::raw(format!(
-            "{mark} {} · {}",
-            stage.spec.title,
-            stage.status.as_str()
-        )));
-    }
-    if let Some(a) = &w.assessment {
-        let verdict = if a.eligible {
-            Line::styled("  checks passed", Style::default().fg(Color::Green))
-        } else {
-            Line::styled("  checks not passed", Style::default().fg(Color::Red))
-        };
-        lines.push(verdict);
-        for problem in a.problems.iter().take(3) {
-            lines.push(Line::styled(format!("  · {problem}"), muted));
-        }
-    }
-    for control in &w.controls {
-        lines.push(Line::raw(format!("• {}", control.label)));
-        lines.push(Line::styled(
-            format!("  {}", control.shell),
-            Style::default().fg(Color::Cyan),
-        ));
-    }
-    lines.push(Line::default());
-    lines
-}
-
 /// This interface's key for a command, when it has one.
 fn key_for(command: heartwood_events::CommandName) -> Option<&'static str> {
     use heartwood_events::CommandName;
@@ -425,7 +396,7 @@ fn key_for(command: heartwood_events::CommandName) -> Option<&'static str> {
         CommandName::Pause => Some("Ctrl-P"),
         CommandName::Interrupt => Some("Esc"),
         CommandName::Resume => Some("Ctrl-R"),
-        // Workflow runs have no panel in the terminal interface yet: `heartwood workflow`.
+        // Workflow controls have their function keys in the workflow panel.
         CommandName::Export
         | CommandName::Close
         | CommandName::WorkflowStart
