@@ -673,6 +673,20 @@ impl SessionGateway {
         }
     }
 
+    /// A bounded preview of a file the session's workflow run binds, saying whether it still
+    /// has the bytes the latest checks judged. Reads files: call it off async tasks.
+    pub fn workflow_preview(
+        &self,
+        session: &SessionId,
+        path: &str,
+    ) -> Result<crate::preview::BoundFilePreview, GatewayError> {
+        let projection = self.snapshot(session, u64::MAX)?.projection;
+        let workflow = projection
+            .workflow
+            .ok_or_else(|| GatewayError::Invalid(format!("session {session} runs no workflow")))?;
+        crate::preview::bound_file(&self.shared.project, &workflow, path)
+    }
+
     /// The events after `since` and the projection, taken together. A session this process is
     /// not serving is read from disk, verified first, and creates nothing; a valid id with no
     /// session yet (one an interface just made up for its first task) has the blank snapshot.

@@ -22,6 +22,7 @@ mod gateway;
 mod live;
 pub mod markdown;
 pub mod native;
+pub mod preview;
 mod project;
 pub mod reducer;
 pub mod replay;

@@ -313,6 +313,17 @@ fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) ->
             say(app, id, &body, admitted.actor, waits(admitted))
         }
         ("GET", ["api", "workspace", what]) => workspace(app, what, admitted.query.as_deref()),
+        ("GET", ["api", "sessions", id, "workflow", "figure.svg"]) => figure(app, id),
+        ("GET", ["api", "sessions", id, "workflow", "preview"]) => {
+            let path = query_param(admitted.query.as_deref(), "path").unwrap_or_default();
+            match app.known(id) {
+                Ok(id) => match app.gateway.workflow_preview(&id, &path) {
+                    Ok(preview) => json_response(StatusCode::OK, &preview),
+                    Err(e) => failure(&e),
+                },
+                Err((status, why)) => plain(status, &why),
+            }
+        }
         ("GET", ["api", "sessions", id, "events"]) => events(app, id, since),
         ("GET", [""]) => page(app.policy.base_path()),
         _ => plain(StatusCode::NOT_FOUND, "not found"),
@@ -325,13 +336,7 @@ fn workspace(app: &Arc<AppState>, what: &str, query: Option<&str>) -> Response {
     use heartwood_gateway::workspace::{
         ChangeLimits, DiffLimits, TextLimits, TreeLimits, WorkspaceService,
     };
-    let param = |name: &str| {
-        query
-            .unwrap_or_default()
-            .split('&')
-            .find_map(|p| p.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
-            .map(str::to_owned)
-    };
+    let param = |name: &str| query_param(query, name);
     let service = match WorkspaceService::open(&app.project) {
         Ok(s) => s,
         Err(e) => return plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
@@ -355,6 +360,39 @@ fn workspace(app: &Arc<AppState>, what: &str, query: Option<&str>) -> Response {
     match answer {
         Ok(value) => json_response(StatusCode::OK, &value),
         Err(e) => plain(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
+    }
+}
+
+/// The value of `name` in a URL query, percent-decoded.
+fn query_param(query: Option<&str>, name: &str) -> Option<String> {
+    form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
+}
+
+/// The picture of the model the session's workflow run has just judged, as SVG (shown with
+/// `<img>`, so nothing in it runs): 404 when there is none, 409 when its files changed since.
+fn figure(app: &Arc<AppState>, id: &str) -> Response {
+    let id = match app.known(id) {
+        Ok(id) => id,
+        Err((status, why)) => return plain(status, &why),
+    };
+    match app.gateway.workflow_figure(&id) {
+        Ok(Some(figure)) => (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, "image/svg+xml"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            figure.svg,
+        )
+            .into_response(),
+        Ok(None) => plain(
+            StatusCode::NOT_FOUND,
+            "the run's latest checks are not of a model stage: there is no model to draw",
+        ),
+        Err(heartwood_gateway::GatewayError::Invalid(why)) => plain(StatusCode::CONFLICT, &why),
+        Err(e) => failure(&e),
     }
 }
 

@@ -9,6 +9,7 @@
 mod support;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use heartwood_testkit::{Script, ScriptedModelServer, Turn};
 use heartwood_web::{Capability, Mode};
@@ -37,18 +38,26 @@ async fn the_same_flow_works_behind_a_jupyter_proxy_prefix() {
     flow(Some("/user/alice/proxy/8765/"), "browser-test-jupyter.png").await;
 }
 
+/// The `node_modules` holding playwright-core, or `None` (outside CI) to skip.
+fn node_path() -> Option<String> {
+    let node_path = std::env::var("HEARTWOOD_NODE_PATH").unwrap_or_default();
+    if Path::new(&node_path).join("playwright-core").is_dir() {
+        return Some(node_path);
+    }
+    // CI always has it (.ci/run installs it); a developer machine may not.
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "HEARTWOOD_NODE_PATH must name a node_modules with playwright-core"
+    );
+    eprintln!("skipped: no playwright-core; run .ci/run once, or set HEARTWOOD_NODE_PATH");
+    None
+}
+
 /// The whole flow, at the root or under a Jupyter server proxy prefix.
 async fn flow(prefix: Option<&str>, screenshot_name: &str) {
-    let node_path = std::env::var("HEARTWOOD_NODE_PATH").unwrap_or_default();
-    if !Path::new(&node_path).join("playwright-core").is_dir() {
-        // CI always has it (.ci/run installs it); a developer machine may not.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "HEARTWOOD_NODE_PATH must name a node_modules with playwright-core"
-        );
-        eprintln!("skipped: no playwright-core; run .ci/run once, or set HEARTWOOD_NODE_PATH");
+    let Some(node_path) = node_path() else {
         return;
-    }
+    };
     let model = ScriptedModelServer::start(Script::of(vec![
         set_of("A1", "A2"),
         // The second set edits a file: the page must show the diff before anyone allows it.
@@ -138,4 +147,114 @@ async fn flow(prefix: Option<&str>, screenshot_name: &str) {
     let projection = state.gateway.projection(&id).expect("projection");
     assert_eq!(projection.status_line, "Finished.");
     assert_eq!(projection.actions.len(), 5);
+}
+
+/// One stage's scripted turn: a command that writes its files, then `finish` with the
+/// structured outcome.
+fn stage_turns(command: &str, artifacts: &[&str]) -> [Turn; 2] {
+    [
+        Turn::calls(&[("terminal", json!({ "command": command }))]),
+        Turn::calls(&[(
+            "finish",
+            json!({"message": "done", "outcome": {
+                "status": "completed", "artifacts": artifacts, "notes": ""
+            }}),
+        )]),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
+    let Some(node_path) = node_path() else {
+        return;
+    };
+    let project = tempfile::tempdir().expect("project");
+    let root = project.path();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
+    support::copy_dir(&fixture, root);
+    // The artifacts move aside; each stage's scripted turn writes its own back.
+    std::fs::create_dir(root.join("stash")).expect("stash");
+    for path in [
+        "reports/readiness.json",
+        "analysis/plan.json",
+        "outputs/split.csv",
+        "analysis/fit.py",
+        "outputs/model.json",
+    ] {
+        let name = path.rsplit('/').next().expect("name");
+        std::fs::rename(root.join(path), root.join("stash").join(name)).expect("stash it");
+    }
+    let mut turns = Vec::new();
+    for (command, wrote) in [
+        (
+            "cp stash/readiness.json reports/",
+            vec!["reports/readiness.json"],
+        ),
+        ("cp stash/plan.json analysis/", vec!["analysis/plan.json"]),
+        ("cp stash/split.csv outputs/", vec!["outputs/split.csv"]),
+        (
+            "cp stash/fit.py analysis/ && cp stash/model.json outputs/",
+            vec!["analysis/fit.py", "outputs/model.json"],
+        ),
+    ] {
+        turns.extend(stage_turns(command, &wrote));
+    }
+    let model = ScriptedModelServer::start(Script::of(turns))
+        .await
+        .expect("model");
+    support::connect_model(root, &model.base_url());
+    let capability = Capability::generate().expect("capability");
+    let secret = capability.reveal().to_owned();
+    let (addr, state) = support::serve(root, Mode::Loopback, capability).await;
+    // The run starts through the gateway (the page shows and drives it from there).
+    let session = heartwood_gateway::SessionGateway::new_session_id();
+    let start = heartwood_events::Command::new(
+        heartwood_gateway::SessionGateway::new_command_id(),
+        session.clone(),
+        heartwood_events::CommandKind::WorkflowStart {
+            definition: "tabular-ols".into(),
+            question: "Does sleep predict the test score?".into(),
+            inputs: Default::default(),
+        },
+    );
+    let served = Arc::clone(&state);
+    let receipt = tokio::task::spawn_blocking(move || served.gateway.submit(start))
+        .await
+        .expect("join")
+        .expect("start");
+    assert!(
+        matches!(receipt.outcome, heartwood_events::Outcome::Applied { .. }),
+        "{receipt:?}"
+    );
+
+    let url = format!("http://127.0.0.1:{}/?token={secret}", addr.port());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workflow.mjs");
+    let screenshot =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-workflow.png");
+    let out = tokio::process::Command::new("node")
+        .arg(&script)
+        .arg(&url)
+        .arg(session.as_str())
+        .arg(&screenshot)
+        .env("NODE_PATH", &node_path)
+        .output()
+        .await
+        .expect("node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(screenshot.exists(), "no screenshot");
+    assert!(stdout.contains("figure drawn"), "{stdout}");
+    assert!(
+        stdout.contains("the bytes the latest checks judged"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("split accepted by its checks"), "{stdout}");
+    let projection = state.gateway.projection(&session).expect("projection");
+    let w = projection.workflow.expect("workflow");
+    assert_eq!(w.current.as_deref(), Some("report"), "{w:?}");
+    assert_eq!(model.remaining_turns(), 0);
 }

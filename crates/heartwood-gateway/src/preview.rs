@@ -1,0 +1,71 @@
+//! Bounded previews of the files a workflow run binds (its inputs and artifacts), read through
+//! the confined workspace reader, each saying whether the file still has the bytes the run's
+//! latest checks judged, so an interface never shows a changed file as the evidence.
+
+use heartwood_events::workflow::WorkflowView;
+use serde::Serialize;
+
+use crate::workspace::{TextFile, TextLimits, WorkspaceService};
+use crate::{GatewayError, ProjectContext};
+
+/// One bound file, as far as the bounds allow, with its digest now and the one judged.
+#[derive(Debug, Clone, Serialize)]
+pub struct BoundFilePreview {
+    /// The binding's id (`table`, `model`, ...).
+    pub binding: String,
+    /// The text shown (bounded; binary files show none).
+    pub text: TextFile,
+    /// SHA-256 of the file's bytes now.
+    pub sha256: String,
+    /// SHA-256 of the bytes the latest checks read, when they read this file.
+    pub judged_sha256: Option<String>,
+    /// `judged` (the checks read these bytes), `changed` (the file changed since) or
+    /// `not_judged` (the latest checks did not read it).
+    pub evidence: &'static str,
+}
+
+/// The preview of the file the run binds at `path`; refused for any other path.
+pub(crate) fn bound_file(
+    project: &ProjectContext,
+    w: &WorkflowView,
+    path: &str,
+) -> Result<BoundFilePreview, GatewayError> {
+    let Some(binding) = w.bindings.iter().find(|b| b.path == path) else {
+        return Err(GatewayError::Invalid(format!(
+            "{path:?} is not a file this workflow run binds; its files are {}",
+            w.bindings
+                .iter()
+                .map(|b| b.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    };
+    let service = WorkspaceService::open(project)?;
+    let text = service.text(path, 1, TextLimits::default())?;
+    let sha256 = service
+        .snapshot(&[path.to_owned()], None)?
+        .files
+        .into_iter()
+        .next()
+        .map(|d| d.sha256)
+        .unwrap_or_default();
+    let judged_sha256 = w.assessment.as_ref().and_then(|a| {
+        a.checks
+            .iter()
+            .flat_map(|c| &c.inspected)
+            .find(|f| f.path == path)
+            .and_then(|f| f.sha256.clone())
+    });
+    let evidence = match &judged_sha256 {
+        Some(judged) if *judged == sha256 => "judged",
+        Some(_) => "changed",
+        None => "not_judged",
+    };
+    Ok(BoundFilePreview {
+        binding: binding.id.clone(),
+        text,
+        sha256,
+        judged_sha256,
+        evidence,
+    })
+}

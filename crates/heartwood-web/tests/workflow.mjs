@@ -1,0 +1,65 @@
+// Drives a workflow run's stages in the page in headless Chromium, for tests/browser.rs:
+// run each stage (the set is allowed in the review), check it, accept it with two clicks,
+// and at the model stage look at the judged model's picture and a bound file's preview.
+// Usage: node workflow.mjs URL SESSION SCREENSHOT   (NODE_PATH must reach playwright-core)
+import { createRequire } from "node:module";
+const require = createRequire(import.meta.url);
+const { chromium } = require("playwright-core");
+
+const [url, session, screenshot] = process.argv.slice(2);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+const step = (what) => console.log("step: " + what);
+const stageStatus = (id) => page.getAttribute(`#wf-stages li[data-stage="${id}"]`, "class");
+const waitStage = (id, status) => page.waitForFunction(([id, status]) =>
+  (document.querySelector(`#wf-stages li[data-stage="${id}"]`)?.className || "").includes(status), [id, status], { timeout: 20000 });
+try {
+  await page.goto(url);
+  await page.click(`#sessions button[data-session="${session}"]`);
+  await page.waitForSelector("#workflow:not([hidden])", { timeout: 20000 });
+  step("panel shown: " + await page.textContent("#wf-title"));
+  for (const stage of ["readiness", "plan", "split", "model"]) {
+    await page.click('#wf-controls button[data-command="workflow_run"]');
+    await page.waitForSelector("#review:not([hidden]) #review-members .preview", { timeout: 20000 });
+    await page.click("#allow");
+    await page.waitForSelector('#wf-controls button[data-command="workflow_evaluate"]', { timeout: 20000 });
+    step(stage + ": turn says " + await page.textContent("#wf-turn"));
+    await page.click('#wf-controls button[data-command="workflow_evaluate"]');
+    if (stage === "split") {
+      // No acceptance asked: eligible checks advance the run.
+      await waitStage("split", "accepted");
+      step("split accepted by its checks");
+      continue;
+    }
+    await page.waitForSelector('#wf-controls button[data-command="workflow_accept"]', { timeout: 20000 });
+    step(stage + ": " + await page.textContent("#wf-checks-title"));
+    if (stage === "model") {
+      await page.waitForFunction(() => { const i = document.querySelector("#wf-figure"); return i && !i.hidden && i.naturalWidth > 0; }, null, { timeout: 20000 });
+      step("figure drawn, " + await page.evaluate(() => document.querySelector("#wf-figure").naturalWidth) + " px wide");
+      await page.click('#wf-files button:text-is("outputs/model.json")');
+      await page.waitForSelector("#wf-preview-head .evidence", { timeout: 20000 });
+      step("preview: " + await page.textContent("#wf-preview-head"));
+      const budget = await page.textContent("#wf-budget");
+      step("budget: " + budget.replace(/\s+/g, " "));
+      await page.screenshot({ path: screenshot, fullPage: true });
+    }
+    // Accepting takes a second click.
+    await page.click('#wf-controls button[data-command="workflow_accept"]');
+    const armed = await page.textContent('#wf-controls button[data-command="workflow_accept"]');
+    if (!armed.startsWith("Click again")) throw new Error("one click accepted: " + armed);
+    if ((await stageStatus(stage)).includes("accepted")) throw new Error("accepted on the first click");
+    await page.click('#wf-controls button[data-command="workflow_accept"]');
+    await waitStage(stage, "accepted");
+    step(stage + " accepted");
+  }
+} catch (error) {
+  await page.screenshot({ path: screenshot, fullPage: true }).catch(() => {});
+  console.error(String(error));
+  await browser.close();
+  process.exit(1);
+}
+await browser.close();
