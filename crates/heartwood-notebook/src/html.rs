@@ -32,6 +32,12 @@ pub(crate) fn escape(text: &str) -> String {
 
 /// The session: title and status, the conversation, the plan, usage, and the pending set.
 pub(crate) fn session(snapshot: &Snapshot) -> String {
+    session_with(snapshot, None)
+}
+
+/// The session, with the picture of the model its workflow run has just judged (SVG the
+/// gateway drew; plotters escapes every text in it) beside the checks.
+pub(crate) fn session_with(snapshot: &Snapshot, figure: Option<&str>) -> String {
     let p = &snapshot.projection;
     let mut out = format!("<div class=\"heartwood-session\" style=\"{BOX}\">");
     let _ = write!(
@@ -53,7 +59,7 @@ pub(crate) fn session(snapshot: &Snapshot) -> String {
         );
     }
     if let Some(w) = &p.workflow {
-        out.push_str(&workflow(w));
+        out.push_str(&workflow(w, figure));
     }
     if !p.task_plan.is_empty() {
         out.push_str(
@@ -84,7 +90,7 @@ pub(crate) fn session(snapshot: &Snapshot) -> String {
 
 /// A workflow run: its stages, the latest checks, and what can be done now (as the calls to
 /// make).
-fn workflow(w: &heartwood_events::workflow::WorkflowView) -> String {
+fn workflow(w: &heartwood_events::workflow::WorkflowView, figure: Option<&str>) -> String {
     let mut out = format!(
         "<div class=\"heartwood-workflow\" style=\"margin:8px 0\"><strong>{}</strong> \
          <span style=\"{MUTED}\">{} {}, run revision {}{}</span><ol style=\"margin:2px 0\">",
@@ -104,6 +110,43 @@ fn workflow(w: &heartwood_events::workflow::WorkflowView) -> String {
         );
     }
     out.push_str("</ol>");
+    if let Some(stage) = w.current_stage()
+        && !stage.budget.is_empty()
+    {
+        let lines: Vec<String> = stage
+            .budget
+            .iter()
+            .map(|l| {
+                let said = format!("{} {}", escape(&l.label), escape(&l.text));
+                if l.exhausted || l.overrun {
+                    format!("<span style=\"color:#9b1c1c\">{said}</span>")
+                } else {
+                    said
+                }
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "<div style=\"{MUTED}\">budget: {}</div>",
+            lines.join(" · ")
+        );
+    }
+    if let Some(turn) = w.turn.as_ref().filter(|t| !t.open) {
+        let said = match (&turn.outcome, &turn.problem) {
+            (_, Some(problem)) => problem.clone(),
+            (Some(o), None) => {
+                format!("reported {}: {}", o.status.as_str(), o.artifacts.join(", "))
+            }
+            (None, None) => String::new(),
+        };
+        let _ = write!(out, "<div>Latest turn: {}</div>", escape(&said));
+    }
+    if let Some(svg) = figure {
+        let _ = write!(
+            out,
+            "<div class=\"heartwood-figure\" style=\"max-width:640px\">{svg}</div>"
+        );
+    }
     if let Some(a) = &w.assessment {
         let _ = write!(
             out,

@@ -142,6 +142,15 @@ impl Session {
             })
     }
 
+    fn model_figure(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<Option<heartwood_events::workflow::ModelFigure>> {
+        let (gateway, id) = (Arc::clone(&self.gateway), self.id.clone());
+        py.detach(move || gateway.workflow_figure(&id))
+            .map_err(failed)
+    }
+
     fn show_workflow(&self, snapshot: &Snapshot) {
         let shown = snapshot.projection.workflow.as_ref().map(|w| {
             let fingerprint = w
@@ -430,7 +439,19 @@ impl Session {
     fn _repr_html_(&self, py: Python<'_>) -> PyResult<String> {
         let snapshot = self.snapshot(py)?;
         self.show(&snapshot);
-        Ok(html::session(&snapshot))
+        // A picture that cannot be drawn now (files changed since the checks) is left out;
+        // `session.figure()` says why.
+        let figure = self.model_figure(py).ok().flatten().map(|f| f.svg);
+        Ok(html::session_with(&snapshot, figure.as_deref()))
+    }
+
+    /// The picture of the model the workflow run's latest checks judged, drawn by the gateway
+    /// from the bytes they read: a dict with the series (`train`, `held_out`, `predictions`,
+    /// `line`, `training_mean`, `group_slopes`) and `svg`; `None` when the latest checks are
+    /// not of a model stage. Raises when the files changed since the checks.
+    fn figure(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let figure = self.model_figure(py)?;
+        convert::to_python(py, &figure)
     }
 
     /// The session as Markdown (where HTML is not shown).

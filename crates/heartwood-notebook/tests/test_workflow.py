@@ -39,7 +39,12 @@ def test_a_stage_is_run_checked_and_accepted_from_a_notebook(project, model):
     assessment = s.evaluate_stage()
     assert assessment["eligible"] is True, assessment["problems"]
     assert {c["check"] for c in assessment["checks"]} == {"data_dictionary", "readiness_report"}
-    assert "session.accept_stage()" in s._repr_html_()
+    html = s._repr_html_()
+    assert "session.accept_stage()" in html
+    assert "budget: model calls 1 of 20" in html, html
+    assert "Latest turn: reported completed: reports/readiness.json" in html, html
+    # The readiness stage fits no model: there is no picture to draw.
+    assert s.figure() is None
     s.accept_stage()
     w = s.workflow
     assert w["stages"][0]["status"] == "accepted"

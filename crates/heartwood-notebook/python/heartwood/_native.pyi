@@ -71,6 +71,9 @@ class Session:
     def accept_stage(self) -> None:
         """Accepts the current stage, bound to the revision and fingerprint last shown."""
     def cancel_workflow(self) -> None: ...
+    def figure(self) -> Optional[Dict[str, Any]]:
+        """The model the latest checks judged, drawn from the bytes they read: its series and ``svg``;
+        ``None`` when those checks are not of a model stage. Raises when the files changed since."""
     def verify(self) -> Dict[str, Any]:
         """Verifies the session's hash chain: ``{"intact": True, "events": n, "terminal_hash": …}``."""
     def transcript(self) -> str:
