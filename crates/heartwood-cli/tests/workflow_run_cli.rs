@@ -517,4 +517,31 @@ async fn a_whole_run_reaches_the_report_with_a_picture_of_the_judged_model() {
     assert_eq!(server.remaining_turns(), 0);
     let verified = heartwood(root, &["sessions", "verify", "last"]);
     assert!(verified.status.success(), "{}", text(&verified.stderr));
+
+    // Receipts lost: recovery rebuilds each workflow command's from the record.
+    let sessions = root.join(".heartwood/sessions");
+    let session = std::fs::read_dir(&sessions)
+        .expect("sessions")
+        .next()
+        .expect("one session")
+        .expect("entry")
+        .path();
+    std::fs::remove_file(session.join("receipts.jsonl")).expect("lose the receipts");
+    let recovered = heartwood(root, &["sessions", "recover", "last"]);
+    assert!(recovered.status.success(), "{}", text(&recovered.stderr));
+    let rebuilt = std::fs::read_to_string(session.join("receipts.jsonl")).expect("receipts");
+    for command in [
+        "workflow_start",
+        "workflow_run",
+        "workflow_evaluate",
+        "workflow_accept",
+    ] {
+        assert!(
+            rebuilt.contains(&format!("\"{command}\"")),
+            "{command} not rebuilt:\n{rebuilt}"
+        );
+    }
+    assert!(!rebuilt.contains("\"unknown\""), "{rebuilt}");
+    let verified = heartwood(root, &["sessions", "verify", "last"]);
+    assert!(verified.status.success(), "{}", text(&verified.stderr));
 }

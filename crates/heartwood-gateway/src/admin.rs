@@ -52,12 +52,44 @@ fn receipt_of(event: &RecordedEvent) -> Option<RebuiltReceipt> {
             result = serde_json::json!({ "bundle": bundle });
             CommandKind::Export
         }
-        _ => return None,
+        // A workflow command names the run revision it saw, which its events do not repeat:
+        // its kind and result are rebuilt, its content digest is left unknown.
+        event => return workflow_receipt_of(event),
     };
     Some(RebuiltReceipt {
         command_type: kind.name().to_owned(),
         result,
         content_sha256: Some(crate::gateway::content_digest(&kind)),
+    })
+}
+
+/// [`receipt_of`] for the workflow commands' last events.
+fn workflow_receipt_of(event: &heartwood_events::Event) -> Option<RebuiltReceipt> {
+    use heartwood_events::{CommandName, Event};
+    let (command, result) = match event {
+        Event::WorkflowStarted(..) => (CommandName::WorkflowStart, serde_json::Value::Null),
+        Event::WorkflowStageStarted { .. } => (CommandName::WorkflowRun, serde_json::Value::Null),
+        Event::WorkflowStageEvaluated { assessment, .. } => (
+            CommandName::WorkflowEvaluate,
+            serde_json::to_value(assessment).unwrap_or_default(),
+        ),
+        Event::WorkflowStageAccepted { by_researcher, .. } => {
+            // Eligible checks of a stage that asks no acceptance advance it within the
+            // evaluation; there the evaluation's assessment is not in this event.
+            let command = if *by_researcher {
+                CommandName::WorkflowAccept
+            } else {
+                CommandName::WorkflowEvaluate
+            };
+            (command, serde_json::Value::Null)
+        }
+        Event::WorkflowCancelled { .. } => (CommandName::WorkflowCancel, serde_json::Value::Null),
+        _ => return None,
+    };
+    Some(RebuiltReceipt {
+        command_type: command.as_str().to_owned(),
+        result,
+        content_sha256: None,
     })
 }
 

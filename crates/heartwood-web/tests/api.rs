@@ -357,3 +357,64 @@ async fn failures_answer_with_the_status_of_their_kind_and_typed_text_is_the_gat
     .await
     .expect("client");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workflow_runs_bound_files_preview_with_their_evidence_and_nothing_else_does() {
+    let model = ScriptedModelServer::start(Script::of(Vec::new()))
+        .await
+        .expect("model");
+    let project = tempfile::tempdir().expect("project");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/projects/sleep-study");
+    support::copy_dir(&fixture, project.path());
+    support::connect_model(project.path(), &model.base_url());
+    let (addr, _state) = support::serve(
+        project.path(),
+        Mode::Loopback,
+        Capability::from_secret(SECRET),
+    )
+    .await;
+    let id = mint(addr);
+    let started = json!({"type": "workflow_start", "definition": "tabular-ols",
+        "question": "Does sleep predict the score?", "inputs": {}});
+    let path = format!("/api/sessions/{id}/commands");
+    let (status, body) =
+        tokio::task::spawn_blocking(move || call(addr, "POST", &path, Some(&started)))
+            .await
+            .expect("join");
+    assert_eq!(status, 200, "{body}");
+
+    let get = |path: String| tokio::task::spawn_blocking(move || call(addr, "GET", &path, None));
+    let (status, body) = get(format!(
+        "/api/sessions/{id}/workflow/preview?path=data%2Fcohort.csv"
+    ))
+    .await
+    .expect("join");
+    assert_eq!(status, 200, "{body}");
+    let preview: Value = serde_json::from_str(&body).expect("json");
+    assert!(
+        preview["text"]["content"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("participant,")),
+        "{preview}"
+    );
+    assert_eq!(preview["sha256"].as_str().map(str::len), Some(64));
+    assert_eq!(preview["evidence"], "not_judged", "no checks have run yet");
+
+    // A file the run does not bind is not previewed here, whatever its path.
+    let (status, body) = get(format!(
+        "/api/sessions/{id}/workflow/preview?path=.heartwood%2Fconfig.toml"
+    ))
+    .await
+    .expect("join");
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains("not a file this workflow run binds"),
+        "{body}"
+    );
+    // No model has been judged: there is no picture.
+    let (status, _) = get(format!("/api/sessions/{id}/workflow/figure.svg"))
+        .await
+        .expect("join");
+    assert_eq!(status, 404);
+}
