@@ -186,7 +186,7 @@ pub fn run_task_with(
         text: task.to_owned(),
         policy,
     };
-    follow_command(project, SessionId::parse(session)?, kind)
+    follow_command(project, SessionId::parse(session)?, kind, false)
 }
 
 /// Allows the pending set once and follows the run, as `heartwood decide … allow` does.
@@ -202,7 +202,7 @@ pub fn run_decision(
         decision: Decision::AllowOnce,
         reason: None,
     };
-    follow_command(project, SessionId::parse(session)?, kind)
+    follow_command(project, SessionId::parse(session)?, kind, false)
 }
 
 /// Submits `kind` to `session` and follows the run it starts, as `exec` does.
@@ -210,9 +210,10 @@ pub fn follow_command(
     project: &ProjectContext,
     session: SessionId,
     kind: CommandKind,
+    json: bool,
 ) -> Result<ExitCode> {
     let id = SessionGateway::new_command_id();
-    follow(project.clone(), session.clone(), false, move |gateway| {
+    follow(project.clone(), session.clone(), json, move |gateway| {
         Ok(vec![gateway.submit(Command::new(id, session, kind))?])
     })
 }

@@ -67,12 +67,18 @@ pub enum WorkflowCommand {
         /// The session (default: the latest).
         #[arg(default_value = "last")]
         session: String,
+        /// Print JSON (the run's state afterwards; for `run`, one event per line).
+        #[arg(long)]
+        json: bool,
     },
     /// Run the current stage's independent checks on the files as they are now.
     Evaluate {
         /// The session (default: the latest).
         #[arg(default_value = "last")]
         session: String,
+        /// Print JSON (the run's state afterwards; for `run`, one event per line).
+        #[arg(long)]
+        json: bool,
     },
     /// Accept the current stage, bound to the run revision and assessment fingerprint shown
     /// by `status` (which prints this command whole).
@@ -85,12 +91,18 @@ pub enum WorkflowCommand {
         /// The assessment fingerprint shown.
         #[arg(long)]
         fingerprint: String,
+        /// Print JSON (the run's state afterwards; for `run`, one event per line).
+        #[arg(long)]
+        json: bool,
     },
     /// Cancel the run (no work may be active and no set waiting).
     Cancel {
         /// The session (default: the latest).
         #[arg(default_value = "last")]
         session: String,
+        /// Print JSON (the run's state afterwards; for `run`, one event per line).
+        #[arg(long)]
+        json: bool,
     },
     /// Draw the model the latest checks judged (training and held-out points, the fitted line,
     /// the held-out predictions, the training-mean comparator, the leave-one-group-out
@@ -135,12 +147,17 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
             status(project, session.as_str(), false)
         }
         WorkflowCommand::Status { session, json } => status(project, &session, json),
-        WorkflowCommand::Run { session } => {
+        WorkflowCommand::Run { session, json } => {
             let (session, workflow) = current(project, &session)?;
             let revision = workflow.revision;
-            crate::exec::follow_command(project, session, CommandKind::WorkflowRun { revision })
+            crate::exec::follow_command(
+                project,
+                session,
+                CommandKind::WorkflowRun { revision },
+                json,
+            )
         }
-        WorkflowCommand::Evaluate { session } => {
+        WorkflowCommand::Evaluate { session, json } => {
             let (session, workflow) = current(project, &session)?;
             let revision = workflow.revision;
             act(
@@ -148,12 +165,13 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                 &session,
                 CommandKind::WorkflowEvaluate { revision },
             )?;
-            status(project, session.as_str(), false)
+            status(project, session.as_str(), json)
         }
         WorkflowCommand::Accept {
             session,
             revision,
             fingerprint,
+            json,
         } => {
             let (session, _) = current(project, &session)?;
             act(
@@ -164,12 +182,15 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                     fingerprint,
                 },
             )?;
-            status(project, session.as_str(), false)
+            status(project, session.as_str(), json)
         }
-        WorkflowCommand::Cancel { session } => {
+        WorkflowCommand::Cancel { session, json } => {
             let (session, workflow) = current(project, &session)?;
             let revision = workflow.revision;
             act(project, &session, CommandKind::WorkflowCancel { revision })?;
+            if json {
+                return status(project, session.as_str(), true);
+            }
             println!("session {session}: the run was cancelled");
             Ok(ExitCode::SUCCESS)
         }

@@ -211,6 +211,20 @@ async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
     );
     assert_eq!(readiness["used"]["tokens"], 6 * 120, "{readiness:#}");
 
+    // An accepted result edited afterwards: the next stage does not run on it.
+    let report = project.path().join("reports/readiness.json");
+    let accepted = std::fs::read(&report).expect("report");
+    std::fs::write(&report, [accepted.as_slice(), b" "].concat()).expect("edit");
+    let refused = heartwood_async(project.path(), &["workflow", "run"]).await;
+    assert_eq!(code(&refused), 1);
+    assert!(
+        text(&refused.stderr)
+            .contains("changed since the run bound or accepted it: reports/readiness.json"),
+        "{}",
+        text(&refused.stderr)
+    );
+    std::fs::write(&report, &accepted).expect("put it back");
+
     // An input edited after acceptance: the evidence built on it no longer holds.
     let cohort = project.path().join("data/cohort.csv");
     let edited = std::fs::read_to_string(&cohort).expect("table").replacen(
@@ -222,7 +236,8 @@ async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
     let refused = heartwood_async(project.path(), &["workflow", "run"]).await;
     assert_eq!(code(&refused), 1);
     assert!(
-        text(&refused.stderr).contains("input changed"),
+        text(&refused.stderr)
+            .contains("changed since the run bound or accepted it: data/cohort.csv"),
         "{}",
         text(&refused.stderr)
     );

@@ -251,6 +251,10 @@ pub struct StageView {
     /// Its budget, limit by limit (empty when it has none).
     #[serde(default)]
     pub budget: Vec<BudgetLine>,
+    /// Once accepted, the files its accepted assessment read, by digest: checked again before
+    /// any later stage runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted_evidence: Vec<InspectedFile>,
 }
 
 impl StageView {

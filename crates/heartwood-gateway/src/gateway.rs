@@ -398,7 +398,7 @@ impl SessionGateway {
         // A stage's checks read the project's files: run before taking the session's lock
         // (the revision check under the lock refuses them if the run moved on meanwhile).
         // Likewise the inputs a stage would run on are compared with their bound digests.
-        let (evaluated, changed_inputs) = match &command.kind {
+        let (evaluated, changed_evidence) = match &command.kind {
             CommandKind::WorkflowEvaluate { .. } => {
                 let workflow = live.lock().projection().workflow.clone();
                 let evaluated =
@@ -408,7 +408,7 @@ impl SessionGateway {
             CommandKind::WorkflowRun { .. } => {
                 let workflow = live.lock().projection().workflow.clone();
                 let changed = workflow
-                    .map(|w| crate::workflow_run::changed_inputs(&self.shared.project, &w))
+                    .map(|w| crate::workflow_run::changed_evidence(&self.shared.project, &w))
                     .unwrap_or_default();
                 (None, changed)
             }
@@ -550,11 +550,12 @@ impl SessionGateway {
                 let Some(workflow) = core.projection().workflow.clone() else {
                     return core.refuse(&key, "this session runs no workflow");
                 };
-                if !changed_inputs.is_empty() {
+                if !changed_evidence.is_empty() {
                     let why = format!(
-                        "an input changed since the run started ({}): the evidence built on it \
-                         no longer holds; start a new run on the inputs as they are now",
-                        changed_inputs.join(", ")
+                        "changed since the run bound or accepted it: {}; the evidence built on \
+                         it no longer holds. Put the file back as it was, or start a new run \
+                         on the files as they are now",
+                        changed_evidence.join(", ")
                     );
                     return core.refuse(&key, &why);
                 }

@@ -44,6 +44,7 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
                     status: StageStatus::Pending,
                     used: BudgetUse::default(),
                     budget: Vec::new(),
+                    accepted_evidence: Vec::new(),
                 })
                 .collect(),
             current: stages.first().map(|s| s.id.clone()),
@@ -90,7 +91,17 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         }
         Event::WorkflowStageAccepted { stage, .. } => {
             w.revision = seq;
-            w.assessment = None;
+            let mut evidence: Vec<InspectedFile> = w
+                .assessment
+                .take()
+                .filter(|a| &a.stage == stage)
+                .map(|a| a.checks.into_iter().flat_map(|c| c.inspected).collect())
+                .unwrap_or_default();
+            evidence.sort_by(|a, b| a.path.cmp(&b.path));
+            evidence.dedup_by(|a, b| a.path == b.path);
+            if let Some(s) = w.stages.iter_mut().find(|s| &s.spec.id == stage) {
+                s.accepted_evidence = evidence;
+            }
             w.turn = None;
             set_status(w, stage, StageStatus::Accepted);
             let next = w
@@ -539,25 +550,37 @@ pub(crate) fn start(
     )))
 }
 
-/// The inputs whose bytes differ from the digests bound when the run started: a changed
-/// original input invalidates the evidence built on it, so no stage runs on it.
-pub(crate) fn changed_inputs(project: &ProjectContext, w: &WorkflowView) -> Vec<String> {
-    let inputs: Vec<&WorkflowBinding> = w
+/// The files whose bytes differ from what the run relies on: every input as bound when the
+/// run started, and every file an accepted stage's assessment read. A changed original input
+/// or accepted result invalidates the evidence built on it, so no later stage runs on it.
+pub(crate) fn changed_evidence(project: &ProjectContext, w: &WorkflowView) -> Vec<String> {
+    let mut relied: Vec<(String, Option<String>)> = w
         .bindings
         .iter()
         .filter(|b| b.role == BindingRole::Input)
+        .map(|b| (b.path.clone(), b.sha256.clone()))
+        .chain(
+            w.stages
+                .iter()
+                .flat_map(|s| &s.accepted_evidence)
+                .map(|f| (f.path.clone(), f.sha256.clone())),
+        )
         .collect();
-    let paths: Vec<String> = inputs.iter().map(|b| b.path.clone()).collect();
+    relied.sort();
+    relied.dedup();
+    let paths: Vec<String> = relied.iter().map(|(p, _)| p.clone()).collect();
     let now = WorkspaceService::open(project).and_then(|s| s.snapshot(&paths, None));
-    match now {
-        Ok(snapshot) => inputs
+    let mut changed: Vec<String> = match now {
+        Ok(snapshot) => relied
             .iter()
             .zip(&snapshot.files)
-            .filter(|(b, d)| b.sha256.as_deref() != Some(d.sha256.as_str()))
-            .map(|(b, _)| b.path.clone())
+            .filter(|((_, then), d)| then.as_deref() != Some(d.sha256.as_str()))
+            .map(|((p, _), _)| p.clone())
             .collect(),
         Err(_) => paths,
-    }
+    };
+    changed.dedup();
+    changed
 }
 
 /// The agent's task for the current stage: its goal, the question, where to read and write
@@ -697,10 +720,10 @@ pub(crate) fn evaluate(
     let (results, assessment) = service.check_and_assess(&bound_definition(w)?, &stage)?;
     let mut problems = assessment.problems;
     let mut refused = Vec::new();
-    let changed = changed_inputs(project, w);
+    let changed = changed_evidence(project, w);
     if !changed.is_empty() {
         refused.push(format!(
-            "input changed since the run started: {}",
+            "changed since the run bound or accepted it: {}",
             changed.join(", ")
         ));
     }
