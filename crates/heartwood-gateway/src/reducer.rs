@@ -39,15 +39,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         Event::SessionClosed {} => p.closed = true,
         Event::TaskSubmitted { text, policy, .. } => {
             if p.title.is_none() {
-                let first = text
-                    .lines()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or_default();
-                let mut title: String = first.trim().chars().take(80).collect();
-                if first.trim().chars().count() > 80 {
-                    title.push('…');
-                }
-                p.title = Some(title);
+                p.title = Some(title_of(text));
             }
             say(p, seq, Role::Researcher, text);
             p.policy = *policy;
@@ -203,6 +195,19 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
     }
     // A workflow run follows every event: its own, and the turn's actions, usage and time.
     crate::workflow_run::apply(p, recorded);
+}
+
+/// A session's title from the text that started it: its first line, at most 80 characters.
+pub(crate) fn title_of(text: &str) -> String {
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    let mut title: String = first.trim().chars().take(80).collect();
+    if first.trim().chars().count() > 80 {
+        title.push('…');
+    }
+    title
 }
 
 fn say(p: &mut SessionProjection, seq: u64, role: Role, text: &str) {

@@ -28,6 +28,10 @@ use crate::{GatewayError, ProjectContext};
 pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
     let seq = recorded.seq.get();
     if let Event::WorkflowStarted(start) = &recorded.event {
+        // The run is what the session is about: the question names it in every list.
+        if p.title.is_none() {
+            p.title = Some(crate::reducer::title_of(&start.question));
+        }
         let stages = &start.stages;
         p.workflow = Some(WorkflowView {
             run_id: start.run_id.clone(),

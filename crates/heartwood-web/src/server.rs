@@ -271,6 +271,10 @@ fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) ->
             Ok(plan) => json_response(StatusCode::OK, &plan),
             Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         },
+        ("GET", ["api", "workflows"]) => match heartwood_gateway::workspace::workflow_catalog() {
+            Ok(catalog) => json_response(StatusCode::OK, &catalog),
+            Err(e) => failure(&e),
+        },
         ("GET", ["api", "sessions"]) => match app.gateway.rows(LISTED_SESSIONS) {
             Ok(rows) => json_response(StatusCode::OK, &rows),
             Err(e) => failure(&e),

@@ -9,7 +9,6 @@
 mod support;
 
 use std::path::Path;
-use std::sync::Arc;
 
 use heartwood_testkit::{Script, ScriptedModelServer, Turn};
 use heartwood_web::{Capability, Mode};
@@ -206,27 +205,6 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
     let capability = Capability::generate().expect("capability");
     let secret = capability.reveal().to_owned();
     let (addr, state) = support::serve(root, Mode::Loopback, capability).await;
-    // The run starts through the gateway (the page shows and drives it from there).
-    let session = heartwood_gateway::SessionGateway::new_session_id();
-    let start = heartwood_events::Command::new(
-        heartwood_gateway::SessionGateway::new_command_id(),
-        session.clone(),
-        heartwood_events::CommandKind::WorkflowStart {
-            definition: "tabular-ols".into(),
-            question: "Does sleep predict the test score?".into(),
-            inputs: Default::default(),
-        },
-    );
-    let served = Arc::clone(&state);
-    let receipt = tokio::task::spawn_blocking(move || served.gateway.submit(start))
-        .await
-        .expect("join")
-        .expect("start");
-    assert!(
-        matches!(receipt.outcome, heartwood_events::Outcome::Applied { .. }),
-        "{receipt:?}"
-    );
-
     let url = format!("http://127.0.0.1:{}/?token={secret}", addr.port());
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workflow.mjs");
     let screenshot =
@@ -234,7 +212,7 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
     let out = tokio::process::Command::new("node")
         .arg(&script)
         .arg(&url)
-        .arg(session.as_str())
+        .arg("Does sleep predict the test score?")
         .arg(&screenshot)
         .env("NODE_PATH", &node_path)
         .output()
@@ -253,6 +231,11 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
         "{stdout}"
     );
     assert!(stdout.contains("split accepted by its checks"), "{stdout}");
+    let session = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("session: "))
+        .and_then(|s| heartwood_events::SessionId::parse(s).ok())
+        .expect("the page named the run's session");
     let projection = state.gateway.projection(&session).expect("projection");
     let w = projection.workflow.expect("workflow");
     assert_eq!(w.current.as_deref(), Some("report"), "{w:?}");

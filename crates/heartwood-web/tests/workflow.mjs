@@ -1,12 +1,12 @@
 // Drives a workflow run's stages in the page in headless Chromium, for tests/browser.rs:
 // run each stage (the set is allowed in the review), check it, accept it with two clicks,
 // and at the model stage look at the judged model's picture and a bound file's preview.
-// Usage: node workflow.mjs URL SESSION SCREENSHOT   (NODE_PATH must reach playwright-core)
+// Usage: node workflow.mjs URL QUESTION SCREENSHOT   (NODE_PATH must reach playwright-core)
 import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
 const { chromium } = require("playwright-core");
 
-const [url, session, screenshot] = process.argv.slice(2);
+const [url, question, screenshot] = process.argv.slice(2);
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -19,8 +19,15 @@ const waitStage = (id, status) => page.waitForFunction(([id, status]) =>
   (document.querySelector(`#wf-stages li[data-stage="${id}"]`)?.className || "").includes(status), [id, status], { timeout: 20000 });
 try {
   await page.goto(url);
-  await page.click(`#sessions button[data-session="${session}"]`);
+  // The run starts from the page: a definition from the catalog and the question.
+  await page.click("#new-workflow summary");
+  await page.waitForSelector('#workflow-definition option[value="tabular-ols"]', { state: "attached", timeout: 20000 });
+  await page.selectOption("#workflow-definition", "tabular-ols");
+  await page.fill("#workflow-question", question);
+  await page.click("#workflow-start");
   await page.waitForSelector("#workflow:not([hidden])", { timeout: 20000 });
+  await page.waitForFunction((q) => document.querySelector("#sessions button strong")?.textContent === q, question, { timeout: 20000 });
+  console.log("session: " + await page.evaluate(() => document.querySelector("#sessions button").dataset.session));
   step("panel shown: " + await page.textContent("#wf-title"));
   for (const stage of ["readiness", "plan", "split", "model"]) {
     await page.click('#wf-controls button[data-command="workflow_run"]');
