@@ -405,7 +405,7 @@ fn evaluate_and_accept(project: &Path) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_whole_run_reaches_the_report_with_a_picture_of_the_judged_model() {
+async fn a_whole_run_is_accepted_through_its_reviewed_reproduction() {
     let project = tempfile::tempdir().expect("project");
     let root = project.path();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
@@ -437,14 +437,19 @@ async fn a_whole_run_reaches_the_report_with_a_picture_of_the_judged_model() {
             vec!["analysis/fit.py", "outputs/model.json"],
         ),
         ("cp stash/final.md reports/", vec!["reports/final.md"]),
-        // A copy, not a rerun: the reproduction's check must see through it.
-        (
-            "cp stash/model.json outputs/model.reproduced.json",
-            vec!["outputs/model.reproduced.json"],
-        ),
     ] {
         turns.extend(stage_turns(command, &wrote));
     }
+    // The reproduction: first a turn that only reports the file someone copied by hand; then
+    // a rerun allowed alone, observed by the gateway. (The scripted "rerun" writes the same
+    // bytes with `cp`: the contract is about what the researcher reviewed and the gateway
+    // observed, not what the command is.)
+    let reproduced = ["outputs/model.reproduced.json"];
+    turns.push(stage_turns("true", &reproduced)[1].clone());
+    turns.extend(stage_turns(
+        "cp stash/model.json outputs/model.reproduced.json",
+        &reproduced,
+    ));
     let server = ScriptedModelServer::start(Script::of(turns))
         .await
         .expect("server");
@@ -513,8 +518,14 @@ async fn a_whole_run_reaches_the_report_with_a_picture_of_the_judged_model() {
     evaluate_and_accept(root);
     assert_eq!(stage_status(&status(root), "report"), "accepted");
 
-    // Identical bytes made by a copy are not a reproduction, and the run says so.
-    run_and_allow(root).await;
+    // Identical bytes copied by hand are not a reproduction, and the run says so.
+    std::fs::copy(
+        root.join("stash/model.json"),
+        root.join("outputs/model.reproduced.json"),
+    )
+    .expect("copy by hand");
+    let run = heartwood_async(root, &["workflow", "run"]).await;
+    assert_eq!(code(&run), 0, "{}{}", text(&run.stdout), text(&run.stderr));
     let evaluated = heartwood(root, &["workflow", "evaluate"]);
     assert!(evaluated.status.success(), "{}", text(&evaluated.stderr));
     let w = status(root);
@@ -522,6 +533,7 @@ async fn a_whole_run_reaches_the_report_with_a_picture_of_the_judged_model() {
     assert_eq!(w["assessment"]["eligible"], false);
     let reasons = w["assessment"]["checks"][0]["reasons"].to_string();
     assert!(reasons.contains("a copy would also be"), "{w:#}");
+    assert!(reasons.contains("no reviewed rerun wrote it"), "{w:#}");
     assert!(
         !w["controls"]
             .as_array()
@@ -529,6 +541,23 @@ async fn a_whole_run_reaches_the_report_with_a_picture_of_the_judged_model() {
             .iter()
             .any(|c| c["command"] == "workflow_accept")
     );
+
+    // The rerun, allowed alone while its destination does not exist, observed completing.
+    std::fs::remove_file(root.join("outputs/model.reproduced.json")).expect("rm the copy");
+    run_and_allow(root).await;
+    let w = status(root);
+    let rerun = &w["reproduction"];
+    assert_eq!(
+        rerun["prepared"]["destination"], "outputs/model.reproduced.json",
+        "{w:#}"
+    );
+    assert_eq!(rerun["completed"]["exit_code"], 0, "{w:#}");
+    assert!(rerun["completed"]["output"]["sha256"].is_string(), "{w:#}");
+    evaluate_and_accept(root);
+    let w = status(root);
+    assert_eq!(stage_status(&w, "reproduction"), "accepted");
+    assert!(w["current"].is_null(), "every stage accepted: {w:#}");
+    assert!(w["controls"].as_array().is_some_and(Vec::is_empty));
     assert_eq!(server.remaining_turns(), 0);
     let verified = heartwood(root, &["sessions", "verify", "last"]);
     assert!(verified.status.success(), "{}", text(&verified.stderr));

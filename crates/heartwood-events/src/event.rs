@@ -176,6 +176,10 @@ pub enum Event {
         /// The limit, in words (`actions 30 of 30`).
         limit: String,
     },
+    /// A reproduction's rerun was prepared as it was allowed alone.
+    WorkflowReproductionPrepared(Box<crate::workflow::ReproductionPrepared>),
+    /// A reproduction's rerun was observed to complete.
+    WorkflowReproductionCompleted(Box<crate::workflow::ReproductionCompleted>),
     /// The run was cancelled.
     WorkflowCancelled {
         /// The run.
@@ -236,6 +240,8 @@ impl Event {
         "workflow_stage_evaluated",
         "workflow_stage_accepted",
         "workflow_budget_exhausted",
+        "workflow_reproduction_prepared",
+        "workflow_reproduction_completed",
         "workflow_cancelled",
     ];
 
@@ -266,6 +272,8 @@ impl Event {
             Event::WorkflowStageEvaluated { .. } => "workflow_stage_evaluated",
             Event::WorkflowStageAccepted { .. } => "workflow_stage_accepted",
             Event::WorkflowBudgetExhausted { .. } => "workflow_budget_exhausted",
+            Event::WorkflowReproductionPrepared(..) => "workflow_reproduction_prepared",
+            Event::WorkflowReproductionCompleted(..) => "workflow_reproduction_completed",
             Event::WorkflowCancelled { .. } => "workflow_cancelled",
         }
     }
@@ -483,6 +491,26 @@ mod tests {
                 stage: "readiness".into(),
                 limit: "actions 1 of 1".into(),
             },
+            Event::WorkflowReproductionPrepared(Box::new(crate::workflow::ReproductionPrepared {
+                run_id: "w-1".into(),
+                stage: "reproduction".into(),
+                action_id: 9,
+                destination: "outputs/model.reproduced.json".into(),
+                protected: Vec::new(),
+            })),
+            Event::WorkflowReproductionCompleted(Box::new(
+                crate::workflow::ReproductionCompleted {
+                    run_id: "w-1".into(),
+                    stage: "reproduction".into(),
+                    action_id: 9,
+                    exit_code: Some(0),
+                    output: crate::workflow::InspectedFile {
+                        path: "outputs/model.reproduced.json".into(),
+                        sha256: Some("2".repeat(64)),
+                    },
+                    protected: Vec::new(),
+                },
+            )),
             Event::WorkflowCancelled {
                 run_id: "w-1".into(),
             },

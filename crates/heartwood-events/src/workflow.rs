@@ -325,6 +325,9 @@ pub struct WorkflowView {
     /// What the whole run has used.
     #[serde(default)]
     pub used: BudgetUse,
+    /// The latest reviewed rerun of a reproduction stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduction: Option<ReproductionView>,
     /// Whether the run was cancelled.
     pub cancelled: bool,
     /// What can be done now (empty while work is active or a set waits).
@@ -386,4 +389,50 @@ pub struct GroupSlopeView {
     pub group: String,
     /// The slope without it.
     pub slope: f64,
+}
+
+/// A reproduction's preparation, recorded as the researcher allowed a lone terminal action in
+/// a reproduction stage: the run's inputs and accepted results were as relied on, and the
+/// destination did not exist.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReproductionPrepared {
+    /// The run.
+    pub run_id: String,
+    /// The stage.
+    pub stage: String,
+    /// The action allowed alone: the rerun.
+    pub action_id: u64,
+    /// The file the rerun must write (absent when allowed).
+    pub destination: String,
+    /// The inputs and accepted results the rerun must leave as they are, by digest.
+    pub protected: Vec<InspectedFile>,
+}
+
+/// The rerun's observation: it ran, and what the destination and the protected files held
+/// when its observation arrived.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReproductionCompleted {
+    /// The run.
+    pub run_id: String,
+    /// The stage.
+    pub stage: String,
+    /// The rerun's action.
+    pub action_id: u64,
+    /// Its exit code, as observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// The destination then (no digest when it was not written).
+    pub output: InspectedFile,
+    /// The protected files then.
+    pub protected: Vec<InspectedFile>,
+}
+
+/// A reproduction stage's rerun, as the projection carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReproductionView {
+    /// Its preparation.
+    pub prepared: ReproductionPrepared,
+    /// Its completion, once observed live (never made up after a restart or in replay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed: Option<ReproductionCompleted>,
 }

@@ -414,6 +414,18 @@ impl SessionGateway {
             }
             _ => (None, Vec::new()),
         };
+        // Allowing a reproduction's rerun alone prepares it (inputs, accepted results and the
+        // destination are read before taking the lock).
+        let prepared = match &command.kind {
+            CommandKind::Decide {
+                decision: Decision::AllowOnce,
+                ..
+            } => {
+                let projection = live.lock().projection().clone();
+                crate::reproduction::prepare(&self.shared.project, &projection)
+            }
+            _ => None,
+        };
         let mut core = live.lock();
         if core.is_released() {
             // Released as this command reached it: serve it afresh (or reach whoever does).
@@ -517,13 +529,22 @@ impl SessionGateway {
                     );
                     return core.refuse(&key, &why);
                 }
-                let event = Event::DecisionRecorded {
+                let mut events = Vec::new();
+                // Prepared for the set shown then, which must still be the one decided.
+                if let Some(prepared) = prepared
+                    && core.projection().pending.as_ref().is_some_and(|p| {
+                        p.members.len() == 1 && p.members[0].action_id == prepared.action_id
+                    })
+                {
+                    events.push(Event::WorkflowReproductionPrepared(Box::new(prepared)));
+                }
+                events.push(Event::DecisionRecorded {
                     set_id,
                     revision,
                     decision,
                     reason: reason.clone(),
-                };
-                let receipt = core.complete(&key, vec![event], Value::Null)?;
+                });
+                let receipt = core.complete(&key, events, Value::Null)?;
                 // A set counted at a used-up budget is still decided, and nothing follows it.
                 if crate::workflow_run::used_up(core.projection()).is_some()
                     && let Some(worker) = core.worker()
@@ -1003,7 +1024,8 @@ impl SessionGateway {
                 return Err(e.0);
             }
         };
-        worker::start(live, core, backend, runtime).map_err(|e| e.to_string())
+        worker::start(live, core, backend, runtime, self.shared.project.clone())
+            .map_err(|e| e.to_string())
     }
 
     /// The connected model route, or why the agent cannot use it under `policy` now.

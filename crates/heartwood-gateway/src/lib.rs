@@ -26,6 +26,7 @@ pub mod preview;
 mod project;
 pub mod reducer;
 pub mod replay;
+mod reproduction;
 pub mod review;
 pub mod startup;
 pub mod transcript;

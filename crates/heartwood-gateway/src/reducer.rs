@@ -175,6 +175,8 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             }
         }
         Event::WorkflowStarted(..)
+        | Event::WorkflowReproductionPrepared(..)
+        | Event::WorkflowReproductionCompleted(..)
         | Event::WorkflowStageStarted { .. }
         | Event::WorkflowStageEvaluated { .. }
         | Event::WorkflowStageAccepted { .. }

@@ -120,6 +120,8 @@ pub fn markdown(session: &str, title: Option<&str>, events: &[RecordedEvent]) ->
             | Event::WorkflowStageEvaluated { .. }
             | Event::WorkflowStageAccepted { .. }
             | Event::WorkflowBudgetExhausted { .. }
+            | Event::WorkflowReproductionPrepared(..)
+            | Event::WorkflowReproductionCompleted(..)
             | Event::WorkflowCancelled { .. } => {
                 let _ = writeln!(out);
                 let _ = writeln!(out, "*{}*", line(e));
@@ -306,6 +308,27 @@ pub fn line(e: &RecordedEvent) -> String {
         Event::WorkflowBudgetExhausted { stage, limit, .. } => {
             format!("workflow stage {stage}: budget used up ({limit}); the agent was paused")
         }
+        Event::WorkflowReproductionPrepared(r) => format!(
+            "workflow stage {}: rerun #{} allowed alone, to write {} ({} protected files as relied on)",
+            r.stage,
+            r.action_id,
+            r.destination,
+            r.protected.len()
+        ),
+        Event::WorkflowReproductionCompleted(r) => format!(
+            "workflow stage {}: rerun #{} completed{}, {} {}",
+            r.stage,
+            r.action_id,
+            r.exit_code
+                .map(|c| format!(" with exit code {c}"))
+                .unwrap_or_default(),
+            r.output.path,
+            if r.output.sha256.is_some() {
+                "written"
+            } else {
+                "not written"
+            }
+        ),
         Event::WorkflowCancelled { .. } => "workflow cancelled".to_owned(),
     }
 }

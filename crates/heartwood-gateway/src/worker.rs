@@ -157,6 +157,7 @@ pub(crate) fn start(
     core: &mut Core,
     mut backend: Box<dyn AgentBackend>,
     runtime: Runtime,
+    project: crate::ProjectContext,
 ) -> Result<(), GatewayError> {
     let continue_run = match reconcile(core, backend.as_mut()) {
         Ok(continue_run) => continue_run,
@@ -169,6 +170,7 @@ pub(crate) fn start(
     // Attached only now: reconciliation runs under the session's lock, which the sink takes.
     backend.attach(Arc::new(SessionSink {
         live: Arc::downgrade(live),
+        project,
     }));
 
     let (work, queue) = mpsc::unbounded_channel();
@@ -232,6 +234,8 @@ pub(crate) fn start(
 /// weakly, so a session dropped without closing is not kept alive by its own worker.
 struct SessionSink {
     live: Weak<Live>,
+    /// Where a reproduction's rerun is observed (its files' digests at completion).
+    project: crate::ProjectContext,
 }
 
 impl BackendSink for SessionSink {
@@ -252,6 +256,26 @@ impl BackendSink for SessionSink {
             && let Some(worker) = core.worker()
         {
             worker.pause_before_model();
+        }
+        // A prepared rerun just ended: what it wrote is captured now, live, or never.
+        let Some(prepared) = crate::reproduction::completion_due(core.projection()) else {
+            return;
+        };
+        let exit_code = core
+            .projection()
+            .actions
+            .iter()
+            .find(|a| a.proposal.action_id == prepared.action_id)
+            .and_then(|a| a.exit_code);
+        drop(core);
+        // The files are read without holding the session's lock.
+        let completed = crate::reproduction::complete(&self.project, &prepared, exit_code);
+        let mut core = live.lock();
+        if crate::reproduction::completion_due(core.projection()).as_ref() == Some(&prepared) {
+            let _ = core.stage(
+                vec![Event::WorkflowReproductionCompleted(Box::new(completed))],
+                None,
+            );
         }
     }
 

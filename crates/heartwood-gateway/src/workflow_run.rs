@@ -12,8 +12,8 @@
 use heartwood_events::catalog::Budget;
 use heartwood_events::workflow::{
     AssessmentView, BindingRole, BudgetLine, BudgetUse, CheckView, InspectedFile, OutcomeStatus,
-    StageOutcome, StageSpec, StageStatus, StageTurn, StageView, WorkflowBinding, WorkflowControl,
-    WorkflowView,
+    ReproductionView, StageOutcome, StageSpec, StageStatus, StageTurn, StageView, WorkflowBinding,
+    WorkflowControl, WorkflowView,
 };
 use heartwood_events::{
     ActionState, CommandKind, CommandName, Event, Lifecycle, RecordedEvent, SessionProjection,
@@ -55,6 +55,7 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             assessment: None,
             turn: None,
             used: BudgetUse::default(),
+            reproduction: None,
             cancelled: false,
             controls: Vec::new(),
         });
@@ -120,6 +121,23 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             w.revision = seq;
             w.cancelled = true;
             w.current = None;
+        }
+        Event::WorkflowReproductionPrepared(prepared) => {
+            w.revision = seq;
+            w.reproduction = Some(ReproductionView {
+                prepared: (**prepared).clone(),
+                completed: None,
+            });
+        }
+        Event::WorkflowReproductionCompleted(completed) => {
+            w.revision = seq;
+            if let Some(r) = w
+                .reproduction
+                .as_mut()
+                .filter(|r| r.prepared.action_id == completed.action_id)
+            {
+                r.completed = Some((**completed).clone());
+            }
         }
         Event::WorkflowBudgetExhausted { .. } => {
             w.revision = seq;
@@ -554,10 +572,9 @@ pub(crate) fn start(
     )))
 }
 
-/// The files whose bytes differ from what the run relies on: every input as bound when the
-/// run started, and every file an accepted stage's assessment read. A changed original input
-/// or accepted result invalidates the evidence built on it, so no later stage runs on it.
-pub(crate) fn changed_evidence(project: &ProjectContext, w: &WorkflowView) -> Vec<String> {
+/// What the run relies on, by path and digest: every input as bound when the run started,
+/// and every file an accepted stage's assessment read.
+pub(crate) fn relied_on(w: &WorkflowView) -> Vec<(String, Option<String>)> {
     let mut relied: Vec<(String, Option<String>)> = w
         .bindings
         .iter()
@@ -572,6 +589,14 @@ pub(crate) fn changed_evidence(project: &ProjectContext, w: &WorkflowView) -> Ve
         .collect();
     relied.sort();
     relied.dedup();
+    relied
+}
+
+/// The files whose bytes differ from what the run relies on: every input as bound when the
+/// run started, and every file an accepted stage's assessment read. A changed original input
+/// or accepted result invalidates the evidence built on it, so no later stage runs on it.
+pub(crate) fn changed_evidence(project: &ProjectContext, w: &WorkflowView) -> Vec<String> {
+    let relied = relied_on(w);
     let paths: Vec<String> = relied.iter().map(|(p, _)| p.clone()).collect();
     let now = WorkspaceService::open(project).and_then(|s| s.snapshot(&paths, None));
     let mut changed: Vec<String> = match now {
@@ -721,7 +746,9 @@ pub(crate) fn evaluate(
         .id
         .clone();
     let service = WorkspaceService::open(project)?;
-    let (results, assessment) = service.check_and_assess(&bound_definition(w)?, &stage)?;
+    let (results, assessment) = service.check_and_assess(&bound_definition(w)?, &stage, |r| {
+        crate::reproduction::judge(project, w, r);
+    })?;
     let mut problems = assessment.problems;
     let mut refused = Vec::new();
     let changed = changed_evidence(project, w);

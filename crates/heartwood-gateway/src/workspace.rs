@@ -181,14 +181,19 @@ impl WorkspaceService {
 impl WorkspaceService {
     /// Runs `stage`'s checks as `definition` locates its files (a run's binding map) and
     /// assesses them.
+    /// `judge` adds what the gateway observed itself (a reproduction's rerun) before the
+    /// assessment is made.
     pub(crate) fn check_and_assess(
         &self,
         definition: &heartwood_workflow::Definition,
         stage: &str,
+        judge: impl FnOnce(&mut [heartwood_workflow::CheckResult]),
     ) -> Result<(Vec<heartwood_workflow::CheckResult>, Assessment), GatewayError> {
         let missing = || GatewayError::Config(format!("{} has no stage {stage:?}", definition.id));
-        let results = heartwood_workflow::evaluate::check_stage(&self.workspace, definition, stage)
-            .ok_or_else(missing)?;
+        let mut results =
+            heartwood_workflow::evaluate::check_stage(&self.workspace, definition, stage)
+                .ok_or_else(missing)?;
+        judge(&mut results);
         let assessment = heartwood_workflow::gate::assess_against(
             &self.workspace,
             definition,

@@ -53,6 +53,20 @@ pub(super) fn lines(p: &SessionProjection) -> Vec<Line<'static>> {
         lines.extend(stage.budget.iter().map(budget_bar));
     }
     turn_lines(w, &mut lines);
+    if let Some(r) = &w.reproduction {
+        lines.push(Line::raw(match &r.completed {
+            Some(done) => format!(
+                "Rerun #{}: exit {}, wrote {}",
+                done.action_id,
+                done.exit_code.map_or_else(|| "?".to_owned(), |c| c.to_string()),
+                done.output.path
+            ),
+            None => format!(
+                "Rerun #{} allowed; no completion observed",
+                r.prepared.action_id
+            ),
+        }));
+    }
     if let Some(a) = &w.assessment {
         lines.push(if a.eligible {
             Line::styled("Checks passed", Style::default().fg(Color::Green))
