@@ -58,7 +58,8 @@ pub(super) fn lines(p: &SessionProjection) -> Vec<Line<'static>> {
             Some(done) => format!(
                 "Rerun #{}: exit {}, wrote {}",
                 done.action_id,
-                done.exit_code.map_or_else(|| "?".to_owned(), |c| c.to_string()),
+                done.exit_code
+                    .map_or_else(|| "?".to_owned(), |c| c.to_string()),
                 done.output.path
             ),
             None => format!(
