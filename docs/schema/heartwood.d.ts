@@ -135,6 +135,12 @@ export type ReproductionView = { completed?: ReproductionCompleted | null; prepa
 /** The review of the pending set at one revision. */
 export type Review = { members: MemberReview[]; revision: number; set_id: ActionSetId };
 
+/** The kinds of defect a review may claim; the gateway can observe the first four. */
+export type ReviewCondition = "plan_incompatible" | "python_invalid" | "results_inconsistent" | "artifact_mismatch" | "other";
+
+/** One candidate defect, as the reviewer claims it. */
+export type ReviewProposal = { claim: string; condition: ReviewCondition; path: string };
+
 /** The deterministic risk rating of one action. */
 export type RiskLevel = "unknown" | "low" | "medium" | "high";
 
@@ -151,13 +157,16 @@ export type Seq = number;
 export type SessionId = string;
 
 /** Everything an interface shows about one session. */
-export type SessionProjection = { actions: ActionView[]; activity: string; available_commands: CommandName[]; closed: boolean; conversation: ConversationEntry[]; exports: number; last_decision?: DecisionView | null; last_error?: string | null; lifecycle: Lifecycle; pending?: ActionSet | null; policy: ActionPolicy; revision: number; session: SessionId; status_line: string; stopping?: string | null; suggestions: Suggestion[]; task_plan: PlanTask[]; text_means: CommandName; title?: string | null; usage: UsageView; workflow?: WorkflowView | null };
+export type SessionProjection = { actions: ActionView[]; activity: string; available_commands: CommandName[]; closed: boolean; conversation: ConversationEntry[]; exports: number; last_decision?: DecisionView | null; last_error?: string | null; lifecycle: Lifecycle; pending?: ActionSet | null; policy: ActionPolicy; revision: number; session: SessionId; specialists?: SpecialistTaskView[]; status_line: string; stopping?: string | null; suggestions: Suggestion[]; task_plan: PlanTask[]; text_means: CommandName; title?: string | null; usage: UsageView; workflow?: WorkflowView | null };
 
 /** One row of a session list, the same in every interface. */
 export type SessionRow = { last_activity?: Timestamp | null; lifecycle?: Lifecycle | null; pending: boolean; session: SessionId; status_line: string; title?: string | null };
 
 /** Events since a revision and the projection, taken together. */
 export type Snapshot = { events: RecordedEvent[]; output?: ToolOutput | null; projection: SessionProjection; review?: Review | null; revision: number; streaming: string; transient_revision: number };
+
+/** One specialist task: the parent's `task` action, what the child answered, what it used. */
+export type SpecialistTaskView = { action_id: number; answer?: string | null; description: string; proposals?: ReviewProposal[] | null; role: string; state: ActionState; usage: UsageFigures };
 
 /** What the agent reports when it ends a stage's turn: the `outcome` argument of `finish` in
  * workflow conversations. The gateway validates it; the checks, not this report, judge the

@@ -39,7 +39,7 @@ pub use id::{ActionSetId, CommandId, IdError, Seq, SessionId};
 pub use markdown::{Block, Inline};
 pub use projection::{
     ActionView, ConversationEntry, DecisionView, PurposeUsage, SessionProjection, SessionRow,
-    Suggestion, UsageView,
+    SpecialistTaskView, Suggestion, UsageView,
 };
 pub use receipt::{Outcome, Receipt};
 pub use review::{MemberReview, Preview, Review};

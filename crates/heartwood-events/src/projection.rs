@@ -111,6 +111,31 @@ pub struct SessionProjection {
     /// The research workflow run in this session, if one was started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow: Option<crate::workflow::WorkflowView>,
+    /// The advisory specialists the agent consulted, in order: lineage (the parent's `task`
+    /// action), state, answer and usage.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub specialists: Vec<SpecialistTaskView>,
+}
+
+/// One specialist task: the parent's `task` action, what the child answered, what it used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SpecialistTaskView {
+    /// The parent's action that asked.
+    pub action_id: u64,
+    /// The catalog role asked.
+    pub role: String,
+    /// What was asked, in a few words.
+    pub description: String,
+    /// Where the task stands (the parent action's state).
+    pub state: ActionState,
+    /// The answer (the start of it, for a long one), once it came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// A review's structured proposals: advisory candidates, not findings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposals: Option<Vec<crate::workflow::ReviewProposal>>,
+    /// The child's model usage.
+    pub usage: UsageFigures,
 }
 
 /// One message in the conversation.
@@ -217,6 +242,7 @@ impl SessionProjection {
             status_line: String::new(),
             suggestions: Vec::new(),
             workflow: None,
+            specialists: Vec::new(),
         }
     }
 

@@ -436,3 +436,41 @@ pub struct ReproductionView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed: Option<ReproductionCompleted>,
 }
+
+/// A review specialist's structured result (the `result` of its `finish` in workflow
+/// conversations): advisory candidates only. Who reviewed, which review and on what evidence
+/// are attached by the gateway, never chosen by the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewProposals {
+    /// The candidate defects (none when the reviewer saw none).
+    pub proposals: Vec<ReviewProposal>,
+}
+
+/// One candidate defect, as the reviewer claims it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewProposal {
+    /// The kind of defect claimed (only the first four can be verified).
+    pub condition: ReviewCondition,
+    /// The project-relative file it concerns.
+    pub path: String,
+    /// The claim, in the reviewer's words.
+    pub claim: String,
+}
+
+/// The kinds of defect a review may claim; the gateway can observe the first four.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewCondition {
+    /// The analysis plan does not fit the supported predictor, outcome, grouping or split.
+    PlanIncompatible,
+    /// The Python source is empty or does not parse.
+    PythonInvalid,
+    /// The reported model results disagree with an independent recomputation.
+    ResultsInconsistent,
+    /// A reproduced artifact's bytes differ from the original's.
+    ArtifactMismatch,
+    /// Anything else (never verified).
+    Other,
+}

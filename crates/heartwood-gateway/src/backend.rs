@@ -57,6 +57,8 @@ pub struct BackendSpec {
     pub policy: ActionPolicy,
     /// The JSON Schema of the structured outcome `finish` must carry (workflow sessions).
     pub finish_outcome: Option<serde_json::Value>,
+    /// The advisory specialists the agent may consult (registered roles of the catalog).
+    pub specialists: Vec<heartwood_workflow::specialists::Specialist>,
 }
 
 /// What a backend reports while it runs. Implemented by the gateway for each session; a

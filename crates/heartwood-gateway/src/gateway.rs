@@ -1010,6 +1010,8 @@ impl SessionGateway {
                 .workflow
                 .is_some()
                 .then(crate::workflow_run::outcome_schema),
+            // A catalog that cannot be registered (a tool-capable role enabled) offers none.
+            specialists: heartwood_workflow::specialists::registered().unwrap_or_default(),
         };
         let runtime = worker::runtime().map_err(|e| e.to_string())?;
         let opened = {

@@ -40,7 +40,29 @@ impl BackendFactory for NativeBackendFactory {
             spec.state_dir.into_std_path_buf(),
         );
         config.policy = confirmation(spec.policy);
+        // In workflow conversations a review answers with structured proposals; elsewhere
+        // every specialist answers in text.
+        let structured = spec.finish_outcome.is_some();
         config.finish_outcome = spec.finish_outcome;
+        config.specialists = spec
+            .specialists
+            .iter()
+            .map(|s| heartwood_agent::conversation::SpecialistConfig {
+                role: s.role.clone(),
+                description: s.description.clone(),
+                system_prompt: s.system_prompt.clone(),
+                max_iterations: s.max_iterations,
+                max_tokens: s.max_tokens,
+                result_schema: (structured
+                    && s.result
+                        == heartwood_workflow::specialists::SpecialistResult::ReviewProposals)
+                    .then(
+                        heartwood_events::schema::inline::<
+                            heartwood_events::workflow::ReviewProposals,
+                        >,
+                    ),
+            })
+            .collect();
         let conversation = Conversation::open(config).map_err(backend_error)?;
         Ok(Box::new(NativeBackend {
             controls: Arc::new(NativeControls {

@@ -239,7 +239,7 @@ fn purpose_label(purpose: &str) -> String {
         "agent" => "Agent".to_owned(),
         "condenser" => "History summaries".to_owned(),
         other => match other.strip_prefix("task:") {
-            Some(id) => format!("Specialist {id}"),
+            Some(id) => format!("Specialist task #{id}"),
             None => other.to_owned(),
         },
     }
@@ -256,7 +256,48 @@ fn derive(p: &mut SessionProjection) {
     p.activity = activity(p);
     p.status_line = status_line(p);
     p.suggestions = suggestions(p);
+    p.specialists = specialists(p);
     crate::workflow_run::derive(p);
+}
+
+/// Each `task` action as the specialist task it started: role, state, answer, usage.
+fn specialists(p: &SessionProjection) -> Vec<heartwood_events::SpecialistTaskView> {
+    p.actions
+        .iter()
+        .filter(|a| a.proposal.tool == "task")
+        .map(|a| {
+            let args: serde_json::Value =
+                serde_json::from_str(&a.proposal.arguments).unwrap_or_default();
+            let field = |k: &str| args[k].as_str().unwrap_or_default().to_owned();
+            let purpose = format!("task:{}", a.proposal.action_id);
+            let answer = (a.state == ActionState::Completed)
+                .then(|| a.detail.clone())
+                .flatten();
+            // A review answers with structured proposals; anything else is a summary.
+            let proposals = answer
+                .as_deref()
+                .and_then(|text| {
+                    serde_json::from_str::<heartwood_events::workflow::ReviewProposals>(text).ok()
+                })
+                .map(|r| r.proposals);
+            heartwood_events::SpecialistTaskView {
+                action_id: a.proposal.action_id,
+                role: field("subagent_type"),
+                description: field("description"),
+                state: a.state,
+                answer: answer
+                    .or_else(|| a.detail.clone().filter(|_| a.state == ActionState::Failed)),
+                proposals,
+                usage: p
+                    .usage
+                    .by_purpose
+                    .iter()
+                    .find(|u| u.purpose == purpose)
+                    .map(|u| u.usage)
+                    .unwrap_or_default(),
+            }
+        })
+        .collect()
 }
 
 fn available_commands(p: &SessionProjection) -> &'static [CommandName] {

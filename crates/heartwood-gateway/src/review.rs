@@ -64,6 +64,11 @@ pub fn headline(tool: &str, arguments: &str) -> String {
         // Markdown in a one-line label would show as markup: its text only.
         "finish" => format!("finish: {}", plain_text(field("message"))),
         "think" => format!("think: {}", plain_text(field("thought"))),
+        "task" => format!(
+            "ask the {} specialist: {}",
+            field("subagent_type"),
+            field("description")
+        ),
         other => format!("{other} {arguments}"),
     };
     one_line(&described, 160)
@@ -206,6 +211,17 @@ fn preview(
         },
         ToolCallRequest::Think { thought } => Preview::Note { text: thought },
         ToolCallRequest::Finish { message, .. } => Preview::Note { text: message },
+        // The whole prompt: it is all the specialist will see, and it leaves the project.
+        ToolCallRequest::Task {
+            subagent_type,
+            prompt,
+            ..
+        } => Preview::Note {
+            text: format!(
+                "The {subagent_type} specialist (advisory, no tools, the same model route) \
+                 is sent this and nothing else:\n\n{prompt}"
+            ),
+        },
     }
 }
 

@@ -15,6 +15,7 @@ pub mod checks;
 pub mod definition;
 pub mod evaluate;
 pub mod gate;
+pub mod specialists;
 pub mod table;
 
 pub use check::{CheckResult, KNOWN_CHECKS, REGISTERED_CHECKS, Status};

@@ -28,6 +28,26 @@ pub struct ConversationConfig {
     /// The JSON Schema of the `outcome` that `finish` must carry, for conversations that
     /// report a structured result (workflow stages); `None` for ordinary tasks.
     pub finish_outcome: Option<serde_json::Value>,
+    /// The advisory specialists the `task` tool offers (none: no `task` tool).
+    pub specialists: Vec<SpecialistConfig>,
+}
+
+/// One advisory specialist role: a child conversation, tool-free, on the parent's model route.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpecialistConfig {
+    /// The role id the `task` tool names.
+    pub role: String,
+    /// What it does (shown to the agent).
+    pub description: String,
+    /// Its instructions.
+    pub system_prompt: String,
+    /// Most model calls per task.
+    pub max_iterations: u32,
+    /// Most tokens per task (prompt and completion together).
+    pub max_tokens: u64,
+    /// The JSON Schema of the structured result its `finish` must carry; `None` for a
+    /// plain-text answer.
+    pub result_schema: Option<serde_json::Value>,
 }
 
 impl ConversationConfig {
@@ -46,6 +66,7 @@ impl ConversationConfig {
                 keep_first: 2,
             }),
             finish_outcome: None,
+            specialists: Vec::new(),
         }
     }
 }

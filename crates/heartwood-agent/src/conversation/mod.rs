@@ -14,6 +14,7 @@ mod handles;
 mod log;
 mod policy;
 mod state;
+mod task;
 mod timing;
 mod view;
 
@@ -21,7 +22,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 pub use condenser::{CondenserConfig, estimated_tokens};
-pub use config::ConversationConfig;
+pub use config::{ConversationConfig, SpecialistConfig};
 pub use event::{AgentEvent, ApprovedBy, EventKind, ExecutionStatus, Speaker};
 pub use handles::{GuidanceHandle, InterruptHandle, PauseHandle};
 pub use log::{EventLog, LogError, sync_calls as log_sync_calls};
@@ -108,7 +109,20 @@ impl Conversation {
         let recorder = crate::model::replay::Recorder::open(&config.dir);
         // A replay reopened mid-way continues after the calls this conversation already made.
         client.replay_from(usize::try_from(recorder.calls()).unwrap_or(usize::MAX));
-        let tool_specs = specs_with_outcome(config.finish_outcome.as_ref());
+        let mut tool_specs = specs_with_outcome(config.finish_outcome.as_ref());
+        if !config.specialists.is_empty() {
+            let roles: Vec<crate::tools::SpecialistSpec> = config
+                .specialists
+                .iter()
+                .map(|s| crate::tools::SpecialistSpec {
+                    role: s.role.clone(),
+                    description: s.description.clone(),
+                })
+                .collect();
+            // Before `finish`, which stays last.
+            let at = tool_specs.len().saturating_sub(1);
+            tool_specs.insert(at, crate::tools::task_spec(&roles));
+        }
         let mut conversation = Conversation {
             config,
             client,
@@ -462,7 +476,14 @@ impl Conversation {
             let ran = Instant::now();
             self.running_action
                 .store(action_id, std::sync::atomic::Ordering::SeqCst);
-            let observation = self.toolbox.execute(&request).await;
+            let observation = match &request {
+                ToolCallRequest::Task {
+                    subagent_type,
+                    prompt,
+                    ..
+                } => self.run_task(action_id, subagent_type, prompt).await?,
+                _ => self.toolbox.execute(&request).await,
+            };
             self.timing.tools += ran.elapsed();
             self.record(EventKind::Observation {
                 action_id,

@@ -17,7 +17,7 @@ use serde_json::Value;
 pub use editor::{EditorArgs, EditorCommand, FileEditor, insert_after, replace_once};
 pub use paths::ProjectPaths;
 pub use risk::{Risk, risk};
-pub use schema::{specs, specs_with_outcome};
+pub use schema::{SpecialistSpec, specs, specs_with_outcome, task_spec};
 pub use task_tracker::TaskTrackerArgs;
 pub use task_tracker::{Task, TaskPlan, TaskStatus};
 pub use terminal::{OutputSink, Terminal, TerminalArgs, TerminalLimits};
@@ -36,6 +36,16 @@ pub enum ToolCallRequest {
     Think {
         /// The thought.
         thought: String,
+    },
+    /// Ask an advisory specialist (a child conversation of a catalog role, tool-free) about the
+    /// evidence given; its answer is the observation.
+    Task {
+        /// The catalog role.
+        subagent_type: String,
+        /// A few words on what is asked (the action's headline).
+        description: String,
+        /// The whole request, with every piece of evidence the specialist may use.
+        prompt: String,
     },
     /// End the task.
     Finish {
@@ -98,6 +108,21 @@ impl ToolCallRequest {
                     thought: args.thought,
                 }
             }
+            "task" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Args {
+                    subagent_type: String,
+                    description: String,
+                    prompt: String,
+                }
+                let args: Args = serde_json::from_value(value).map_err(unfit)?;
+                ToolCallRequest::Task {
+                    subagent_type: args.subagent_type,
+                    description: args.description,
+                    prompt: args.prompt,
+                }
+            }
             "finish" => {
                 #[derive(Deserialize)]
                 #[serde(deny_unknown_fields)]
@@ -114,7 +139,7 @@ impl ToolCallRequest {
             }
             other => {
                 return Err(format!(
-                    "there is no tool named `{other}`; the tools are terminal, file_editor, task_tracker, think and finish"
+                    "there is no tool named `{other}`; the tools are terminal, file_editor, task_tracker, think, task (where specialists are offered) and finish"
                 ));
             }
         })
@@ -127,6 +152,7 @@ impl ToolCallRequest {
             ToolCallRequest::FileEditor(_) => "file_editor",
             ToolCallRequest::TaskTracker(_) => "task_tracker",
             ToolCallRequest::Think { .. } => "think",
+            ToolCallRequest::Task { .. } => "task",
             ToolCallRequest::Finish { .. } => "finish",
         }
     }
@@ -218,6 +244,10 @@ impl Toolbox {
             ToolCallRequest::TaskTracker(args) => task_tracker::run(&self.plan_file, args),
             ToolCallRequest::Think { .. } => Observation::ok("Your thought has been logged."),
             ToolCallRequest::Finish { message, .. } => Observation::ok(message.clone()),
+            // A specialist runs in the conversation, which holds the model client.
+            ToolCallRequest::Task { .. } => {
+                Observation::error("a specialist task runs in its conversation, not the toolbox")
+            }
         }
     }
 

@@ -35,8 +35,10 @@ const DANGEROUS: [&str; 14] = [
 /// Rates one call.
 pub fn risk(request: &ToolCallRequest) -> Risk {
     match request {
+        // A specialist reads only what it is given and acts on nothing.
         ToolCallRequest::Think { .. }
         | ToolCallRequest::Finish { .. }
+        | ToolCallRequest::Task { .. }
         | ToolCallRequest::TaskTracker(_) => Risk::Low,
         ToolCallRequest::FileEditor(args) => match args.command {
             EditorCommand::View => Risk::Low,

@@ -97,3 +97,32 @@ pub fn specs_with_outcome(outcome: Option<&serde_json::Value>) -> Vec<ToolSpec> 
         ),
     ]
 }
+
+/// A specialist role as the `task` tool offers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecialistSpec {
+    /// The role id.
+    pub role: String,
+    /// What it does.
+    pub description: String,
+}
+
+/// The `task` tool (OpenHands' name and shape) for these roles.
+pub fn task_spec(roles: &[SpecialistSpec]) -> ToolSpec {
+    let ids: Vec<&str> = roles.iter().map(|r| r.role.as_str()).collect();
+    let described: Vec<String> = roles
+        .iter()
+        .map(|r| format!("`{}`: {}", r.role, r.description))
+        .collect();
+    tool(
+        "task",
+        "Ask an advisory specialist. It sees only the prompt you give it (paste every piece of \
+         evidence it needs), runs no tools and changes nothing; its answer comes back as the \
+         result.",
+        json!({"type": "object", "properties": {
+            "subagent_type": {"type": "string", "enum": ids, "description": described.join("; ")},
+            "description": {"type": "string", "description": "A few words: what you ask."},
+            "prompt": {"type": "string", "description": "The whole request, with the evidence."}
+        }, "required": ["subagent_type", "description", "prompt"], "additionalProperties": false}),
+    )
+}
