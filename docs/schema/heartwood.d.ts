@@ -18,6 +18,9 @@ export type ActionState = "proposed" | "approved" | "running" | "completed" | "f
 /** One action at its latest version. */
 export type ActionView = { action_id: number; arguments: string; changed_path?: string | null; detail?: string | null; exit_code?: number | null; headline?: string; proposed_seq: number; response_id: string; risk: RiskLevel; started_at?: Timestamp | null; state: ActionState; thought?: string | null; tool: string; version: number };
 
+/** One proposal as assessed: the reviewer's claim (from its task) and the gateway's verdict. */
+export type AssessedProposal = { proposal: ReviewProposal; reasons: string[]; task_action: number; verdict: Verdict };
+
 /** A stage's evaluation: its independent checks on the exact bytes now in the project. */
 export type AssessmentView = { checks: CheckView[]; eligible: boolean; fingerprint: string; problems: string[]; stage: string };
 
@@ -37,6 +40,9 @@ export type BudgetLine = { exhausted: boolean; label: string; limit: number; ove
  * (unknown), never 0. */
 export type BudgetUse = { actions: number; model_calls: number; seconds: number; tokens?: number | null };
 
+/** A file a review captured before dispatch: its bytes by digest and count. */
+export type CapturedFile = { bytes: number; path: string; sha256: string };
+
 /** One catalog entry. */
 export type CatalogEntry = { id: string; inputs: string[]; missing_checks: string[]; stages: CatalogStage[]; supported: boolean; title: string; version: string };
 
@@ -47,17 +53,17 @@ export type CatalogStage = { budget: Budget; checks: string[]; id: string; produ
 export type CheckView = { check: string; inspected: InspectedFile[]; reasons: string[]; status: string };
 
 /** One request from an interface to a session. */
-export type Command = { actor?: string | null; command_id: CommandId; schema?: number; session: SessionId } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | { type: "export" } | { type: "close" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" });
+export type Command = { actor?: string | null; command_id: CommandId; schema?: number; session: SessionId } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | { type: "export" } | { type: "close" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" });
 
 /** A command id: 1 to 128 letters, digits, '-' or '_'. */
 export type CommandId = string;
 
 /** What a [`Command`] asks for. */
-export type CommandKind = { policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | { type: "export" } | { type: "close" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" };
+export type CommandKind = { policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | { type: "export" } | { type: "close" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" };
 
 /** A command's kind without its content: what a projection lists as available now, and the
  * `type` tag on the wire. */
-export type CommandName = "submit_task" | "send_guidance" | "pause" | "interrupt" | "resume" | "decide" | "export" | "close" | "workflow_start" | "workflow_run" | "workflow_evaluate" | "workflow_accept" | "workflow_cancel";
+export type CommandName = "submit_task" | "send_guidance" | "pause" | "interrupt" | "resume" | "decide" | "export" | "close" | "workflow_start" | "workflow_run" | "workflow_evaluate" | "workflow_accept" | "workflow_cancel" | "workflow_review";
 
 /** One message in the conversation. */
 export type ConversationEntry = { blocks?: Block[]; role: Role; seq: number; speaker?: string; text: string };
@@ -70,6 +76,10 @@ export type Decision = "allow_once" | "reject_all";
 
 /** A recorded decision. */
 export type DecisionView = { decision: Decision; reason?: string | null; revision: number; seq: number; set_id: ActionSetId };
+
+/** A defect the gateway observed itself: one per condition and file, keeping every
+ * reviewer's claim. */
+export type Finding = { check: string; claims: unknown[][]; condition: ReviewCondition; observed: string[]; path: string; severity: string };
 
 /** A run of text with one style. */
 export type Inline = { code?: boolean; emphasis?: boolean; strong?: boolean; text: string };
@@ -118,7 +128,7 @@ export type PurposeUsage = { label: string; purpose: string; usage: UsageFigures
 export type Receipt = { actor?: string | null; command_id: CommandId; command_type: string; content_sha256?: string | null; outcome: Outcome; schema: number; time: Timestamp };
 
 /** An event as stored: the event plus its place in the session. */
-export type RecordedEvent = { command?: CommandId | null; origin?: Origin | null; schema: number; seq: Seq; time: Timestamp } & ({ backend: string; type: "session_registered"; workflow?: string | null } | { role: Role; text: string; type: "message" } | { bundle: string; count: number; terminal_hash: string; type: "export_recorded" } | { type: "session_closed" } | { policy: ActionPolicy; starting_commit?: string | null; text: string; type: "task_submitted" } | { text: string; type: "guidance_sent" } | { type: "pause_requested" } | { type: "interrupt_requested" } | { type: "run_resumed" } | { lifecycle: Lifecycle; type: "lifecycle_changed" } | { action: ActionProposal; type: "action_proposed" } | { action_id: number; changed_path?: string | null; detail?: string | null; exit_code?: number | null; state: ActionState; type: "action_updated"; version: number } | { set: ActionSet; type: "action_set_pending" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decision_recorded" } | { tasks: PlanTask[]; type: "task_plan_updated" } | { purpose: string; type: "usage_recorded"; usage: UsageFigures } | { message: string; type: "error_recorded" } | { forgotten: number; type: "context_condensed" } | { reason: string; type: "run_interrupted" } | WorkflowStart | { run_id: string; stage: string; type: "workflow_stage_started" } | { assessment: AssessmentView; run_id: string; type: "workflow_stage_evaluated" } | { by_researcher: boolean; fingerprint: string; run_id: string; stage: string; type: "workflow_stage_accepted" } | { limit: string; run_id: string; stage: string; type: "workflow_budget_exhausted" } | ReproductionPrepared | ReproductionCompleted | { run_id: string; type: "workflow_cancelled" });
+export type RecordedEvent = { command?: CommandId | null; origin?: Origin | null; schema: number; seq: Seq; time: Timestamp } & ({ backend: string; type: "session_registered"; workflow?: string | null } | { role: Role; text: string; type: "message" } | { bundle: string; count: number; terminal_hash: string; type: "export_recorded" } | { type: "session_closed" } | { policy: ActionPolicy; starting_commit?: string | null; text: string; type: "task_submitted" } | { text: string; type: "guidance_sent" } | { type: "pause_requested" } | { type: "interrupt_requested" } | { type: "run_resumed" } | { lifecycle: Lifecycle; type: "lifecycle_changed" } | { action: ActionProposal; type: "action_proposed" } | { action_id: number; changed_path?: string | null; detail?: string | null; exit_code?: number | null; state: ActionState; type: "action_updated"; version: number } | { set: ActionSet; type: "action_set_pending" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decision_recorded" } | { tasks: PlanTask[]; type: "task_plan_updated" } | { purpose: string; type: "usage_recorded"; usage: UsageFigures } | { message: string; type: "error_recorded" } | { forgotten: number; type: "context_condensed" } | { reason: string; type: "run_interrupted" } | WorkflowStart | { run_id: string; stage: string; type: "workflow_stage_started" } | { assessment: AssessmentView; run_id: string; type: "workflow_stage_evaluated" } | { by_researcher: boolean; fingerprint: string; run_id: string; stage: string; type: "workflow_stage_accepted" } | { limit: string; run_id: string; stage: string; type: "workflow_budget_exhausted" } | ReproductionPrepared | ReproductionCompleted | ReviewStarted | ReviewAssessed | { run_id: string; type: "workflow_cancelled" });
 
 /** The rerun's observation: it ran, and what the destination and the protected files held
  * when its observation arrived. */
@@ -135,11 +145,20 @@ export type ReproductionView = { completed?: ReproductionCompleted | null; prepa
 /** The review of the pending set at one revision. */
 export type Review = { members: MemberReview[]; revision: number; set_id: ActionSetId };
 
+/** A review's assessment, made by the gateway once the review settled. */
+export type ReviewAssessed = { findings: Finding[]; proposals: AssessedProposal[]; record_sha256: string; review_id: string; run_id: string };
+
 /** The kinds of defect a review may claim; the gateway can observe the first four. */
 export type ReviewCondition = "plan_incompatible" | "python_invalid" | "results_inconsistent" | "artifact_mismatch" | "other";
 
 /** One candidate defect, as the reviewer claims it. */
 export type ReviewProposal = { claim: string; condition: ReviewCondition; path: string };
+
+/** A review began: the stage's declared files captured before the reviewer was asked. */
+export type ReviewStarted = { evidence: CapturedFile[]; review_id: string; run_id: string; stage: string };
+
+/** A review as the projection carries it. */
+export type ReviewView = { assessed?: ReviewAssessed | null; started: ReviewStarted; started_seq: number };
 
 /** The deterministic risk rating of one action. */
 export type RiskLevel = "unknown" | "low" | "medium" | "high";
@@ -212,6 +231,9 @@ export type UsageFigures = { cache_read_tokens: number; calls: number; completio
 /** Usage in total and per purpose. */
 export type UsageView = { by_purpose: PurposeUsage[]; total: UsageFigures };
 
+/** What the gateway concluded about one proposal. */
+export type Verdict = "verified" | "not_observed" | "unverified";
+
 /** One location the run binds: an input the researcher chose (with its digest when the run
  * started) or an artifact a stage will write. The one source of paths for stage prompts,
  * checks and interface links. */
@@ -227,4 +249,4 @@ export type WorkflowControl = { command: CommandName; fingerprint?: string | nul
 export type WorkflowStart = { bindings: WorkflowBinding[]; definition: string; question: string; question_sha256: string; run_id: string; stages: StageSpec[]; title: string; version: string };
 
 /** The workflow run in a session's projection. */
-export type WorkflowView = { assessment?: AssessmentView | null; bindings: WorkflowBinding[]; cancelled: boolean; controls: WorkflowControl[]; current?: string | null; definition: string; question: string; reproduction?: ReproductionView | null; revision: number; run_id: string; stages: StageView[]; title: string; turn?: StageTurn | null; used?: BudgetUse; version: string };
+export type WorkflowView = { assessment?: AssessmentView | null; bindings: WorkflowBinding[]; cancelled: boolean; controls: WorkflowControl[]; current?: string | null; definition: string; question: string; reproduction?: ReproductionView | null; reviews?: ReviewView[]; revision: number; run_id: string; stages: StageView[]; title: string; turn?: StageTurn | null; used?: BudgetUse; version: string };

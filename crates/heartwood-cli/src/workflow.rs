@@ -104,6 +104,16 @@ pub enum WorkflowCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Have the current stage's files reviewed: they are captured by digest, a turn asks the
+    /// review specialist, and Heartwood verifies its proposals with its own checks.
+    Review {
+        /// The session (default: the latest).
+        #[arg(default_value = "last")]
+        session: String,
+        /// Print JSON (one event per line).
+        #[arg(long)]
+        json: bool,
+    },
     /// Draw the model the latest checks judged (training and held-out points, the fitted line,
     /// the held-out predictions, the training-mean comparator, the leave-one-group-out
     /// slopes) from the files the checks read, as SVG.
@@ -156,6 +166,20 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                 CommandKind::WorkflowRun { revision },
                 json,
             )
+        }
+        WorkflowCommand::Review { session, json } => {
+            let (session, workflow) = current(project, &session)?;
+            let revision = workflow.revision;
+            let code = crate::exec::follow_command(
+                project,
+                session.clone(),
+                CommandKind::WorkflowReview { revision },
+                json,
+            )?;
+            if !json {
+                review_lines(project, session.as_str())?;
+            }
+            Ok(code)
         }
         WorkflowCommand::Evaluate { session, json } => {
             let (session, workflow) = current(project, &session)?;
@@ -451,4 +475,38 @@ fn status(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCode>
         println!("{}: {}", control.label, control.shell);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The latest review: its findings (verified) apart from the proposals (claims).
+fn review_lines(project: &ProjectContext, named: &str) -> Result<()> {
+    let (_, w) = current(project, named)?;
+    let Some(review) = w.reviews.last() else {
+        return Ok(());
+    };
+    let Some(assessed) = &review.assessed else {
+        println!("\nreview {}: not assessed yet", review.started.review_id);
+        return Ok(());
+    };
+    println!(
+        "\nreview of {}: {} findings (verified by Heartwood's checks), {} proposals (claims)",
+        review.started.stage,
+        assessed.findings.len(),
+        assessed.proposals.len()
+    );
+    for f in &assessed.findings {
+        println!(
+            "  FINDING {} in {} ({}): {}",
+            f.check,
+            f.path,
+            f.severity,
+            f.observed.join("; ")
+        );
+    }
+    for p in &assessed.proposals {
+        println!(
+            "  proposal {:?} on {}: \"{}\" -> {:?}",
+            p.proposal.condition, p.proposal.path, p.proposal.claim, p.verdict
+        );
+    }
+    Ok(())
 }

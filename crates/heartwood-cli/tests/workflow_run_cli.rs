@@ -589,3 +589,120 @@ async fn a_whole_run_is_accepted_through_its_reviewed_reproduction() {
     let verified = heartwood(root, &["sessions", "verify", "last"]);
     assert!(verified.status.success(), "{}", text(&verified.stderr));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_review_proposal_becomes_a_finding_only_when_a_check_observes_it() {
+    let project = tempfile::tempdir().expect("project");
+    let root = project.path();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
+    support::copy_dir(&fixture, root);
+    // The earlier stages' files are in place: each turn only reports them.
+    let reported = |artifacts: &[&str]| stage_turns("true", artifacts)[1].clone();
+    let review = Turn::calls(&[(
+        "task",
+        json!({"subagent_type": "reviewer", "description": "review the model stage",
+               "prompt": "analysis/fit.py:\ndef broken(:\n\noutputs/model.json: {...}"}),
+    )]);
+    let proposals = Turn::calls(&[(
+        "finish",
+        json!({"result": {"proposals": [
+            {"condition": "python_invalid", "path": "analysis/fit.py",
+             "claim": "fit.py does not parse"},
+            {"condition": "python_invalid", "path": "analysis/fit.py",
+             "claim": "a syntax error on line 1"},
+            {"condition": "results_inconsistent", "path": "outputs/model.json",
+             "claim": "the slope is wrong"},
+            {"condition": "other", "path": "reports/final.md", "claim": "the prose is vague"}
+        ]}}),
+    )]);
+    let server = ScriptedModelServer::start(Script::of(vec![
+        reported(&["reports/readiness.json"]),
+        reported(&["analysis/plan.json"]),
+        reported(&["outputs/split.csv"]),
+        // The model stage's turn breaks the fit code.
+        Turn::calls(&[(
+            "terminal",
+            json!({"command": "printf 'def broken(:\\n' > analysis/fit.py"}),
+        )]),
+        reported(&["analysis/fit.py", "outputs/model.json"]),
+        // The review turn: the agent asks the reviewer, which proposes; then it finishes.
+        review,
+        proposals,
+        reported(&[]),
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(root, &server.base_url());
+    let started = heartwood(
+        root,
+        &["workflow", "start", "tabular-ols", "Does sleep predict it?"],
+    );
+    assert!(started.status.success(), "{}", text(&started.stderr));
+    for _ in ["readiness", "plan"] {
+        let run = heartwood_async(root, &["workflow", "run"]).await;
+        assert_eq!(code(&run), 0, "{}{}", text(&run.stdout), text(&run.stderr));
+        evaluate_and_accept(root);
+    }
+    let run = heartwood_async(root, &["workflow", "run"]).await;
+    assert_eq!(code(&run), 0, "{}", text(&run.stdout));
+    let split = heartwood(root, &["workflow", "evaluate"]);
+    assert!(split.status.success(), "{}", text(&split.stderr));
+    assert_eq!(status(root)["current"], "model");
+    run_and_allow(root).await;
+
+    // The review: files captured, the reviewer asked (its set allowed), then assessed by the
+    // gateway when the turn settles, with no further model call.
+    let asked = heartwood_async(root, &["workflow", "review"]).await;
+    assert_eq!(
+        code(&asked),
+        3,
+        "{}{}",
+        text(&asked.stdout),
+        text(&asked.stderr)
+    );
+    let decided = heartwood_async(root, &["decide", "--last", "allow"]).await;
+    assert_eq!(code(&decided), 0, "{}", text(&decided.stdout));
+    assert_eq!(server.remaining_turns(), 0);
+    let w = status(root);
+    let review = &w["reviews"][0];
+    let captured: Vec<&str> = review["started"]["evidence"]
+        .as_array()
+        .expect("evidence")
+        .iter()
+        .filter_map(|f| f["path"].as_str())
+        .collect();
+    assert!(captured.contains(&"analysis/fit.py") && captured.contains(&"data/cohort.csv"));
+    let assessed = &review["assessed"];
+    let verdicts: Vec<(&str, &str)> = assessed["proposals"]
+        .as_array()
+        .expect("proposals")
+        .iter()
+        .map(|p| {
+            (
+                p["proposal"]["condition"].as_str().unwrap_or_default(),
+                p["verdict"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("python_invalid", "verified"),
+            ("python_invalid", "verified"),
+            ("results_inconsistent", "not_observed"),
+            ("other", "unverified"),
+        ],
+        "{assessed:#}"
+    );
+    // Two claims of one defect make one finding that keeps both.
+    let findings = assessed["findings"].as_array().expect("findings");
+    assert_eq!(findings.len(), 1, "{assessed:#}");
+    assert_eq!(findings[0]["check"], "python_syntax");
+    assert_eq!(findings[0]["severity"], "defect");
+    assert_eq!(findings[0]["claims"].as_array().map(Vec::len), Some(2));
+    assert_eq!(assessed["record_sha256"].as_str().map(str::len), Some(64));
+    // The review did not advance anything.
+    assert_eq!(stage_status(&w, "model"), "awaiting_evaluation");
+    let verified = heartwood(root, &["sessions", "verify", "last"]);
+    assert!(verified.status.success(), "{}", text(&verified.stderr));
+}

@@ -101,6 +101,12 @@ pub enum CommandKind {
         /// The run revision shown.
         revision: u64,
     },
+    /// Have the current stage's files reviewed by the review specialist: the files are
+    /// captured by digest, a turn asks the reviewer, and the gateway verifies its proposals.
+    WorkflowReview {
+        /// The run revision shown.
+        revision: u64,
+    },
 }
 
 fn current_schema() -> u32 {
@@ -178,11 +184,13 @@ pub enum CommandName {
     WorkflowAccept,
     /// [`CommandKind::WorkflowCancel`].
     WorkflowCancel,
+    /// [`CommandKind::WorkflowReview`].
+    WorkflowReview,
 }
 
 impl CommandName {
     /// Every command, in the order interfaces list them.
-    pub const ALL: [CommandName; 13] = [
+    pub const ALL: [CommandName; 14] = [
         CommandName::SubmitTask,
         CommandName::SendGuidance,
         CommandName::Pause,
@@ -196,6 +204,7 @@ impl CommandName {
         CommandName::WorkflowEvaluate,
         CommandName::WorkflowAccept,
         CommandName::WorkflowCancel,
+        CommandName::WorkflowReview,
     ];
 
     /// The `type` tag.
@@ -214,6 +223,7 @@ impl CommandName {
             CommandName::WorkflowEvaluate => "workflow_evaluate",
             CommandName::WorkflowAccept => "workflow_accept",
             CommandName::WorkflowCancel => "workflow_cancel",
+            CommandName::WorkflowReview => "workflow_review",
         }
     }
 }
@@ -240,6 +250,7 @@ impl CommandKind {
         CommandName::WorkflowEvaluate.as_str(),
         CommandName::WorkflowAccept.as_str(),
         CommandName::WorkflowCancel.as_str(),
+        CommandName::WorkflowReview.as_str(),
     ];
 
     /// This command's kind.
@@ -258,6 +269,7 @@ impl CommandKind {
             CommandKind::WorkflowEvaluate { .. } => CommandName::WorkflowEvaluate,
             CommandKind::WorkflowAccept { .. } => CommandName::WorkflowAccept,
             CommandKind::WorkflowCancel { .. } => CommandName::WorkflowCancel,
+            CommandKind::WorkflowReview { .. } => CommandName::WorkflowReview,
         }
     }
 
@@ -321,6 +333,7 @@ mod tests {
                 fingerprint: "f".into(),
             },
             CommandKind::WorkflowCancel { revision: 6 },
+            CommandKind::WorkflowReview { revision: 7 },
         ];
         assert_eq!(kinds.len(), CommandKind::KINDS.len());
         for kind in kinds {

@@ -180,6 +180,10 @@ pub enum Event {
     WorkflowReproductionPrepared(Box<crate::workflow::ReproductionPrepared>),
     /// A reproduction's rerun was observed to complete.
     WorkflowReproductionCompleted(Box<crate::workflow::ReproductionCompleted>),
+    /// A review of a stage began, its files captured.
+    WorkflowReviewStarted(Box<crate::workflow::ReviewStarted>),
+    /// The gateway assessed a settled review's proposals.
+    WorkflowReviewAssessed(Box<crate::workflow::ReviewAssessed>),
     /// The run was cancelled.
     WorkflowCancelled {
         /// The run.
@@ -242,6 +246,8 @@ impl Event {
         "workflow_budget_exhausted",
         "workflow_reproduction_prepared",
         "workflow_reproduction_completed",
+        "workflow_review_started",
+        "workflow_review_assessed",
         "workflow_cancelled",
     ];
 
@@ -274,6 +280,8 @@ impl Event {
             Event::WorkflowBudgetExhausted { .. } => "workflow_budget_exhausted",
             Event::WorkflowReproductionPrepared(..) => "workflow_reproduction_prepared",
             Event::WorkflowReproductionCompleted(..) => "workflow_reproduction_completed",
+            Event::WorkflowReviewStarted(..) => "workflow_review_started",
+            Event::WorkflowReviewAssessed(..) => "workflow_review_assessed",
             Event::WorkflowCancelled { .. } => "workflow_cancelled",
         }
     }
@@ -511,6 +519,19 @@ mod tests {
                     protected: Vec::new(),
                 },
             )),
+            Event::WorkflowReviewStarted(Box::new(crate::workflow::ReviewStarted {
+                run_id: "w-1".into(),
+                review_id: "c-9".into(),
+                stage: "model".into(),
+                evidence: Vec::new(),
+            })),
+            Event::WorkflowReviewAssessed(Box::new(crate::workflow::ReviewAssessed {
+                run_id: "w-1".into(),
+                review_id: "c-9".into(),
+                proposals: Vec::new(),
+                findings: Vec::new(),
+                record_sha256: "0".repeat(64),
+            })),
             Event::WorkflowCancelled {
                 run_id: "w-1".into(),
             },

@@ -328,6 +328,9 @@ pub struct WorkflowView {
     /// The latest reviewed rerun of a reproduction stage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reproduction: Option<ReproductionView>,
+    /// The reviews of the run's stages, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reviews: Vec<ReviewView>,
     /// Whether the run was cancelled.
     pub cancelled: bool,
     /// What can be done now (empty while work is active or a set waits).
@@ -473,4 +476,98 @@ pub enum ReviewCondition {
     ArtifactMismatch,
     /// Anything else (never verified).
     Other,
+}
+
+/// A file a review captured before dispatch: its bytes by digest and count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CapturedFile {
+    /// Project-relative path.
+    pub path: String,
+    /// SHA-256 of its bytes.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+/// A review began: the stage's declared files captured before the reviewer was asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReviewStarted {
+    /// The run.
+    pub run_id: String,
+    /// The review's identity (the command that asked for it).
+    pub review_id: String,
+    /// The stage reviewed.
+    pub stage: String,
+    /// The files captured.
+    pub evidence: Vec<CapturedFile>,
+}
+
+/// What the gateway concluded about one proposal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The gateway's own check observed the defect: it is a finding.
+    Verified,
+    /// The check ran on the captured bytes and did not observe the defect.
+    NotObserved,
+    /// The condition cannot be checked, or the evidence is not what was captured.
+    Unverified,
+}
+
+/// One proposal as assessed: the reviewer's claim (from its task) and the gateway's verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AssessedProposal {
+    /// The parent's `task` action whose answer held it (the reviewer).
+    pub task_action: u64,
+    /// The claim, as the reviewer made it.
+    pub proposal: ReviewProposal,
+    /// What the gateway's check concluded.
+    pub verdict: Verdict,
+    /// Why (the check's reasons, or what kept it from checking).
+    pub reasons: Vec<String>,
+}
+
+/// A defect the gateway observed itself: one per condition and file, keeping every
+/// reviewer's claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Finding {
+    /// The condition observed.
+    pub condition: ReviewCondition,
+    /// The file.
+    pub path: String,
+    /// The check that observed it.
+    pub check: String,
+    /// Severity, from the check (never from the model): `defect`.
+    pub severity: String,
+    /// What the check observed.
+    pub observed: Vec<String>,
+    /// Each reviewer's claim that led to it: (task action, claim).
+    pub claims: Vec<(u64, String)>,
+}
+
+/// A review's assessment, made by the gateway once the review settled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReviewAssessed {
+    /// The run.
+    pub run_id: String,
+    /// The review.
+    pub review_id: String,
+    /// Every proposal associated with it, assessed.
+    pub proposals: Vec<AssessedProposal>,
+    /// The verified defects.
+    pub findings: Vec<Finding>,
+    /// SHA-256 of the review record (evidence, proposals, verdicts, findings).
+    pub record_sha256: String,
+}
+
+/// A review as the projection carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReviewView {
+    /// Its start: identity, stage and captured evidence.
+    pub started: ReviewStarted,
+    /// The event that started it (tasks proposed after it belong to it).
+    pub started_seq: u64,
+    /// Its assessment, once made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assessed: Option<ReviewAssessed>,
 }

@@ -84,6 +84,7 @@ fn workflow_receipt_of(event: &heartwood_events::Event) -> Option<RebuiltReceipt
             (command, serde_json::Value::Null)
         }
         Event::WorkflowCancelled { .. } => (CommandName::WorkflowCancel, serde_json::Value::Null),
+        Event::WorkflowReviewStarted(..) => (CommandName::WorkflowReview, serde_json::Value::Null),
         _ => return None,
     };
     Some(RebuiltReceipt {

@@ -414,6 +414,14 @@ impl SessionGateway {
             }
             _ => (None, Vec::new()),
         };
+        // A review captures the stage's files before anything is dispatched.
+        let captured = match &command.kind {
+            CommandKind::WorkflowReview { .. } => {
+                let workflow = live.lock().projection().workflow.clone();
+                workflow.map(|w| crate::review_evidence::capture(&self.shared.project, &w))
+            }
+            _ => None,
+        };
         // Allowing a reproduction's rerun alone prepares it (inputs, accepted results and the
         // destination are read before taking the lock).
         let prepared = match &command.kind {
@@ -658,6 +666,49 @@ impl SessionGateway {
                     by_researcher: true,
                 };
                 core.complete(&key, vec![event], Value::Null)
+            }
+            CommandKind::WorkflowReview { .. } => {
+                let Some(workflow) = core.projection().workflow.clone() else {
+                    return core.refuse(&key, "this session runs no workflow");
+                };
+                let evidence = match captured {
+                    Some(Ok(evidence)) => evidence,
+                    Some(Err(e)) => return core.refuse(&key, &e.to_string()),
+                    None => return core.refuse(&key, "this session runs no workflow"),
+                };
+                if let Err(reason) =
+                    self.ensure_worker(&live, &mut core, Some(ActionPolicy::AlwaysReview))
+                {
+                    return core.refuse(&key, &reason);
+                }
+                let started = heartwood_events::workflow::ReviewStarted {
+                    run_id: workflow.run_id.clone(),
+                    review_id: command.command_id.to_string(),
+                    stage: workflow.current.clone().unwrap_or_default(),
+                    evidence,
+                };
+                let prompt = crate::review_evidence::prompt(&workflow, &started);
+                if let Some(worker) = core.worker() {
+                    worker.withdraw_pause();
+                }
+                // The task first, then the review (its last event names the command).
+                let events = vec![
+                    Event::TaskSubmitted {
+                        text: prompt.clone(),
+                        policy: ActionPolicy::AlwaysReview,
+                        starting_commit: None,
+                    },
+                    Event::WorkflowReviewStarted(Box::new(started)),
+                ];
+                let receipt = core.complete(&key, events, Value::Null)?;
+                send(
+                    &core,
+                    Work::Task {
+                        text: prompt,
+                        policy: ActionPolicy::AlwaysReview,
+                    },
+                );
+                Ok(receipt)
             }
             CommandKind::WorkflowCancel { .. } => {
                 let Some(workflow) = core.projection().workflow.clone() else {
@@ -1130,7 +1181,8 @@ fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<(), String> {
         | CommandKind::WorkflowRun { .. }
         | CommandKind::WorkflowEvaluate { .. }
         | CommandKind::WorkflowAccept { .. }
-        | CommandKind::WorkflowCancel { .. } => crate::workflow_run::admissible(p, kind),
+        | CommandKind::WorkflowCancel { .. }
+        | CommandKind::WorkflowReview { .. } => crate::workflow_run::admissible(p, kind),
         CommandKind::SubmitTask { .. } | CommandKind::SendGuidance { .. } | CommandKind::Resume
             if let Some(limit) = crate::workflow_run::used_up(p) =>
         {

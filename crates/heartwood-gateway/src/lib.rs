@@ -28,6 +28,7 @@ pub mod reducer;
 pub mod replay;
 mod reproduction;
 pub mod review;
+mod review_evidence;
 pub mod startup;
 pub mod transcript;
 pub mod translate;

@@ -177,6 +177,8 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         Event::WorkflowStarted(..)
         | Event::WorkflowReproductionPrepared(..)
         | Event::WorkflowReproductionCompleted(..)
+        | Event::WorkflowReviewStarted(..)
+        | Event::WorkflowReviewAssessed(..)
         | Event::WorkflowStageStarted { .. }
         | Event::WorkflowStageEvaluated { .. }
         | Event::WorkflowStageAccepted { .. }

@@ -283,6 +283,7 @@ mod tests {
                 prepared,
                 completed,
             }),
+            reviews: Vec::new(),
             cancelled: false,
             controls: Vec::new(),
         }

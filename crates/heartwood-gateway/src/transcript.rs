@@ -122,6 +122,8 @@ pub fn markdown(session: &str, title: Option<&str>, events: &[RecordedEvent]) ->
             | Event::WorkflowBudgetExhausted { .. }
             | Event::WorkflowReproductionPrepared(..)
             | Event::WorkflowReproductionCompleted(..)
+            | Event::WorkflowReviewStarted(..)
+            | Event::WorkflowReviewAssessed(..)
             | Event::WorkflowCancelled { .. } => {
                 let _ = writeln!(out);
                 let _ = writeln!(out, "*{}*", line(e));
@@ -328,6 +330,18 @@ pub fn line(e: &RecordedEvent) -> String {
             } else {
                 "not written"
             }
+        ),
+        Event::WorkflowReviewStarted(r) => format!(
+            "workflow stage {}: review {} began, {} files captured",
+            r.stage,
+            r.review_id,
+            r.evidence.len()
+        ),
+        Event::WorkflowReviewAssessed(r) => format!(
+            "workflow review {} assessed by Heartwood: {} proposals, {} findings",
+            r.review_id,
+            r.proposals.len(),
+            r.findings.len()
         ),
         Event::WorkflowCancelled { .. } => "workflow cancelled".to_owned(),
     }

@@ -257,6 +257,24 @@ impl BackendSink for SessionSink {
         {
             worker.pause_before_model();
         }
+        // A settled review is assessed now, by the gateway, with no model call.
+        if let Some((review, proposals)) = crate::review_evidence::due(core.projection())
+            && let Some(workflow) = core.projection().workflow.clone()
+        {
+            drop(core);
+            let assessed =
+                crate::review_evidence::assess(&self.project, &workflow, &review, proposals);
+            let mut core = live.lock();
+            if crate::review_evidence::due(core.projection())
+                .is_some_and(|(r, _)| r.started.review_id == review.started.review_id)
+            {
+                let _ = core.stage(
+                    vec![Event::WorkflowReviewAssessed(Box::new(assessed))],
+                    None,
+                );
+            }
+            return;
+        }
         // A prepared rerun just ended: what it wrote is captured now, live, or never.
         let Some(prepared) = crate::reproduction::completion_due(core.projection()) else {
             return;

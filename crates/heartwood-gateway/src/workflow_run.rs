@@ -12,8 +12,8 @@
 use heartwood_events::catalog::Budget;
 use heartwood_events::workflow::{
     AssessmentView, BindingRole, BudgetLine, BudgetUse, CheckView, InspectedFile, OutcomeStatus,
-    ReproductionView, StageOutcome, StageSpec, StageStatus, StageTurn, StageView, WorkflowBinding,
-    WorkflowControl, WorkflowView,
+    ReproductionView, ReviewView, StageOutcome, StageSpec, StageStatus, StageTurn, StageView,
+    WorkflowBinding, WorkflowControl, WorkflowView,
 };
 use heartwood_events::{
     ActionState, CommandKind, CommandName, Event, Lifecycle, RecordedEvent, SessionProjection,
@@ -56,6 +56,7 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             turn: None,
             used: BudgetUse::default(),
             reproduction: None,
+            reviews: Vec::new(),
             cancelled: false,
             controls: Vec::new(),
         });
@@ -139,6 +140,24 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
                 r.completed = Some((**completed).clone());
             }
         }
+        Event::WorkflowReviewStarted(started) => {
+            w.revision = seq;
+            w.reviews.push(ReviewView {
+                started: (**started).clone(),
+                started_seq: seq,
+                assessed: None,
+            });
+        }
+        Event::WorkflowReviewAssessed(assessed) => {
+            w.revision = seq;
+            if let Some(r) = w
+                .reviews
+                .iter_mut()
+                .find(|r| r.started.review_id == assessed.review_id)
+            {
+                r.assessed = Some((**assessed).clone());
+            }
+        }
         Event::WorkflowBudgetExhausted { .. } => {
             w.revision = seq;
             if let Some(turn) = &mut w.turn {
@@ -147,7 +166,17 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         }
         // The rest counts only while a stage's turn is on.
         event => {
+            // A review's model work counts against its stage too (its time does not: the
+            // stage's clock is its turns').
+            let reviewing = w
+                .reviews
+                .last()
+                .filter(|r| r.assessed.is_none())
+                .map(|r| r.started.stage.clone());
             let Some(turn) = w.turn.as_ref().filter(|t| t.open) else {
+                if let Some(stage) = reviewing {
+                    count_work(w, &stage, event);
+                }
                 return;
             };
             let stage = turn.stage.clone();
@@ -156,41 +185,26 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
                 .millis_until(&recorded.time)
                 .map_or(0, |ms| u64::try_from(ms / 1000).unwrap_or(0));
             let seconds = turn.base_seconds + elapsed;
-            match event {
-                Event::ActionProposed { action } if !is_bookkeeping(&action.tool) => {
-                    use_budget(w, &stage, |u| u.actions += 1);
+            count_work(w, &stage, event);
+            // The turn's `finish`, once it ran, carries its outcome.
+            if let Event::ActionUpdated {
+                action_id,
+                state: ActionState::Completed,
+                ..
+            } = event
+                && let Some(finish) = p
+                    .actions
+                    .iter()
+                    .find(|a| a.proposal.action_id == *action_id)
+                    .filter(|a| a.proposal.tool == "finish")
+            {
+                let reported = outcome_of(&finish.proposal.arguments, w, &stage);
+                if let Some(turn) = &mut w.turn {
+                    (turn.outcome, turn.problem) = match reported {
+                        Ok(outcome) => (Some(outcome), None),
+                        Err(problem) => (None, Some(problem)),
+                    };
                 }
-                Event::UsageRecorded { purpose, usage } if purpose == "agent" => {
-                    // A real call always has prompt tokens; none means the provider did not
-                    // say, and the figure becomes unknown rather than 0.
-                    let reported = usage.calls == 0 || usage.prompt_tokens > 0;
-                    let tokens = usage.prompt_tokens + usage.completion_tokens;
-                    use_budget(w, &stage, |u| {
-                        u.model_calls += usage.calls;
-                        u.tokens = u.tokens.filter(|_| reported).map(|t| t + tokens);
-                    });
-                }
-                Event::ActionUpdated {
-                    action_id,
-                    state: ActionState::Completed,
-                    ..
-                } => {
-                    let finish = p
-                        .actions
-                        .iter()
-                        .find(|a| a.proposal.action_id == *action_id)
-                        .filter(|a| a.proposal.tool == "finish");
-                    if let Some(finish) = finish {
-                        let reported = outcome_of(&finish.proposal.arguments, w, &stage);
-                        if let Some(turn) = &mut w.turn {
-                            (turn.outcome, turn.problem) = match reported {
-                                Ok(outcome) => (Some(outcome), None),
-                                Err(problem) => (None, Some(problem)),
-                            };
-                        }
-                    }
-                }
-                _ => {}
             }
             // Time runs from the dispatch to the latest event of the turn, review included.
             use_budget(w, &stage, |u| u.seconds = seconds);
@@ -228,6 +242,29 @@ fn outcome_of(arguments: &str, w: &WorkflowView, stage: &str) -> Result<StageOut
         }
     }
     Ok(outcome)
+}
+
+/// Counts an action proposed or a model call made against `stage`'s budget.
+fn count_work(w: &mut WorkflowView, stage: &str, event: &Event) {
+    match event {
+        Event::ActionProposed { action } if !is_bookkeeping(&action.tool) => {
+            use_budget(w, stage, |u| u.actions += 1);
+        }
+        // The agent's calls and its specialists' (a child's calls are the stage's work).
+        Event::UsageRecorded { purpose, usage }
+            if purpose == "agent" || purpose.starts_with("task:") =>
+        {
+            // A real call always has prompt tokens; none means the provider did not say, and
+            // the figure becomes unknown rather than 0.
+            let reported = usage.calls == 0 || usage.prompt_tokens > 0;
+            let tokens = usage.prompt_tokens + usage.completion_tokens;
+            use_budget(w, stage, |u| {
+                u.model_calls += usage.calls;
+                u.tokens = u.tokens.filter(|_| reported).map(|t| t + tokens);
+            });
+        }
+        _ => {}
+    }
 }
 
 /// Tools that do no work: they do not count against a stage's actions.
@@ -356,6 +393,7 @@ fn controls(session: &str, w: &WorkflowView) -> Vec<WorkflowControl> {
         let submit = match command {
             CommandName::WorkflowRun => CommandKind::WorkflowRun { revision },
             CommandName::WorkflowEvaluate => CommandKind::WorkflowEvaluate { revision },
+            CommandName::WorkflowReview => CommandKind::WorkflowReview { revision },
             CommandName::WorkflowAccept => CommandKind::WorkflowAccept {
                 revision,
                 fingerprint: w
@@ -389,6 +427,15 @@ fn controls(session: &str, w: &WorkflowView) -> Vec<WorkflowControl> {
             ));
         }
     };
+    // A review asks a model too: not once the budget is used up.
+    let review = |out: &mut Vec<WorkflowControl>| {
+        if stage.exhausted().is_none() {
+            out.push(control(
+                CommandName::WorkflowReview,
+                format!("Have “{title}” reviewed"),
+            ));
+        }
+    };
     match stage.status {
         StageStatus::Pending => {
             out.push(control(CommandName::WorkflowRun, format!("Run “{title}”")));
@@ -399,6 +446,7 @@ fn controls(session: &str, w: &WorkflowView) -> Vec<WorkflowControl> {
                 format!("Check “{title}”"),
             ));
             run_again(&mut out);
+            review(&mut out);
         }
         StageStatus::AwaitingResearcher => {
             if let Some(assessment) = &w.assessment {
@@ -417,6 +465,7 @@ fn controls(session: &str, w: &WorkflowView) -> Vec<WorkflowControl> {
                 format!("Check “{title}” again"),
             ));
             run_again(&mut out);
+            review(&mut out);
         }
         StageStatus::Running | StageStatus::Accepted => {}
     }
@@ -454,6 +503,7 @@ pub(crate) fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<()
             fingerprint,
         } => (CommandName::WorkflowAccept, *revision, Some(fingerprint)),
         CommandKind::WorkflowCancel { revision } => (CommandName::WorkflowCancel, *revision, None),
+        CommandKind::WorkflowReview { revision } => (CommandName::WorkflowReview, *revision, None),
         _ => return Ok(()),
     };
     let Some(w) = &p.workflow else {

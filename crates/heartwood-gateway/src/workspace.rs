@@ -205,6 +205,16 @@ impl WorkspaceService {
         Ok((results, assessment))
     }
 
+    /// The bytes and digests of the files `check` reads, as `definition` locates them.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn check_files(
+        &self,
+        definition: &heartwood_workflow::Definition,
+        check: &heartwood_workflow::definition::CheckUse,
+    ) -> Result<(Vec<Vec<u8>>, Vec<FileDigest>), String> {
+        heartwood_workflow::evaluate::read_files(&self.workspace, definition, check)
+    }
+
     /// The model picture's series for `stage`, as `definition` locates its files; `None` for a
     /// stage that fits no model.
     #[allow(clippy::type_complexity)]

@@ -141,6 +141,38 @@ fn workflow(w: &heartwood_events::workflow::WorkflowView, figure: Option<&str>) 
         };
         let _ = write!(out, "<div>Latest turn: {}</div>", escape(&said));
     }
+    if let Some(assessed) = w.reviews.last().and_then(|r| r.assessed.as_ref()) {
+        let _ = write!(
+            out,
+            "<div><strong>Findings</strong> <span style=\"{MUTED}\">(defects Heartwood's checks \
+             observed)</span>: {}</div>",
+            assessed.findings.len()
+        );
+        for f in &assessed.findings {
+            let _ = write!(
+                out,
+                "<div class=\"heartwood-finding\" style=\"color:#9b1c1c\">{} — {}: {}</div>",
+                escape(&f.path),
+                escape(&f.check),
+                escape(&f.observed.join("; "))
+            );
+        }
+        let _ = write!(
+            out,
+            "<div><strong>Proposals</strong> <span style=\"{MUTED}\">(the reviewer's claims, \
+             not findings)</span>: {}</div>",
+            assessed.proposals.len()
+        );
+        for p in &assessed.proposals {
+            let _ = write!(
+                out,
+                "<div class=\"heartwood-proposal\" style=\"{MUTED};font-style:italic\">“{}” on {} — {}</div>",
+                escape(&p.proposal.claim),
+                escape(&p.proposal.path),
+                escape(&format!("{:?}", p.verdict))
+            );
+        }
+    }
     if let Some(svg) = figure {
         let _ = write!(
             out,
@@ -174,6 +206,7 @@ fn workflow(w: &heartwood_events::workflow::WorkflowView, figure: Option<&str>) 
             heartwood_events::CommandName::WorkflowEvaluate => "session.evaluate_stage()",
             heartwood_events::CommandName::WorkflowAccept => "session.accept_stage()",
             heartwood_events::CommandName::WorkflowCancel => "session.cancel_workflow()",
+            heartwood_events::CommandName::WorkflowReview => "session.review_stage()",
             _ => continue,
         };
         let _ = write!(

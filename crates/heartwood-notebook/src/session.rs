@@ -320,6 +320,25 @@ impl Session {
         Ok(slf)
     }
 
+    /// Has the current stage's files reviewed: they are captured, a turn asks the review
+    /// specialist (its set waits for your decision like any other), and once it settles
+    /// Heartwood verifies the proposals itself (`session.workflow["reviews"]`).
+    #[pyo3(signature = (timeout=None))]
+    fn review_stage(slf: Py<Self>, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<Self>> {
+        let this = slf.get();
+        let snapshot = this.snapshot(py)?;
+        let revision = snapshot
+            .projection
+            .workflow
+            .as_ref()
+            .map(|w| w.revision)
+            .ok_or_else(|| HeartwoodError::new_err("this session runs no workflow"))?;
+        this.submit(py, CommandKind::WorkflowReview { revision })?;
+        this.settle(py, timeout)?;
+        this.show_workflow(&this.snapshot(py)?);
+        Ok(slf)
+    }
+
     /// Runs the current stage's independent checks on the files as they are; returns the
     /// assessment (eligible, problems, each check) and shows it (binding `accept_stage`).
     fn evaluate_stage(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {

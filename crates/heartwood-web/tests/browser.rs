@@ -198,6 +198,20 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
     ] {
         turns.extend(stage_turns(command, &wrote));
     }
+    // The model stage's review: the agent asks the reviewer, which makes two claims.
+    turns.push(Turn::calls(&[(
+        "task",
+        json!({"subagent_type": "reviewer", "description": "review the model",
+               "prompt": "analysis/fit.py and outputs/model.json follow."}),
+    )]));
+    turns.push(Turn::calls(&[(
+        "finish",
+        json!({"result": {"proposals": [
+            {"condition": "python_invalid", "path": "analysis/fit.py", "claim": "fit.py has a syntax error"},
+            {"condition": "other", "path": "outputs/model.json", "claim": "the model is too simple"}
+        ]}}),
+    )]));
+    turns.push(stage_turns("true", &[])[1].clone());
     let model = ScriptedModelServer::start(Script::of(turns))
         .await
         .expect("model");
@@ -231,6 +245,11 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
         "{stdout}"
     );
     assert!(stdout.contains("split accepted by its checks"), "{stdout}");
+    assert!(stdout.contains("findings: none observed"), "{stdout}");
+    assert!(
+        stdout.contains("“fit.py has a syntax error” on analysis/fit.py — not observed"),
+        "{stdout}"
+    );
     let session = stdout
         .lines()
         .find_map(|l| l.strip_prefix("session: "))

@@ -52,6 +52,14 @@ try {
       step("preview: " + await page.textContent("#wf-preview-head"));
       const budget = await page.textContent("#wf-budget");
       step("budget: " + budget.replace(/\s+/g, " "));
+      // A review: the reviewer's claims are shown apart from what Heartwood verified.
+      await page.click('#wf-controls button[data-command="workflow_review"]');
+      await page.waitForSelector("#review:not([hidden]) #review-members .preview", { timeout: 20000 });
+      await page.click("#allow");
+      await page.waitForFunction(() => [...document.querySelectorAll("#wf-proposals li")].some(li => li.textContent.includes("not observed")), null, { timeout: 20000 });
+      step("findings: " + await page.textContent("#wf-findings"));
+      step("proposals: " + await page.textContent("#wf-proposals"));
+      await page.waitForSelector('#wf-controls button[data-command="workflow_accept"]', { timeout: 20000 });
       await page.screenshot({ path: screenshot, fullPage: true });
     }
     // Accepting takes a second click.

@@ -91,29 +91,36 @@ pub fn run(workspace: &Workspace, definition: &Definition, check: &CheckUse) -> 
         ));
         return result;
     }
-    let files = match read_files(workspace, definition, check) {
-        Ok((files, digests)) => {
-            result.inspected = digests;
-            files
-        }
+    match read_files(workspace, definition, check) {
+        Ok((files, digests)) => run_on(&check.check, &files, digests),
         Err(reason) => {
             result.mark_unverified(reason);
-            return result;
+            result
         }
-    };
-    match check.check.as_str() {
+    }
+}
+
+/// Runs the check `check` on bytes already read (with their digests, in the check's order).
+pub fn run_on(
+    check: &str,
+    files: &[Vec<u8>],
+    digests: Vec<heartwood_workspace::FileDigest>,
+) -> CheckResult {
+    let mut result = CheckResult::new(check);
+    result.inspected = digests;
+    match check {
         "data_dictionary" => {
-            checks::data_dictionary(&files, &mut result);
+            checks::data_dictionary(files, &mut result);
         }
         "group_disjoint_split" => {
-            checks::group_disjoint_split(&files, &mut result);
+            checks::group_disjoint_split(files, &mut result);
         }
-        "univariate_ols" => checks::univariate_ols(&files, &mut result),
-        "python_syntax" => checks::python_syntax(&files, &mut result),
-        "nonempty_report" => checks::nonempty_report(&files, &mut result),
-        "readiness_report" => checks::readiness_report(&files, &mut result),
-        "analysis_plan" => checks::analysis_plan(&files, &mut result),
-        "byte_comparison" => checks::byte_comparison(&files, &mut result),
+        "univariate_ols" => checks::univariate_ols(files, &mut result),
+        "python_syntax" => checks::python_syntax(files, &mut result),
+        "nonempty_report" => checks::nonempty_report(files, &mut result),
+        "readiness_report" => checks::readiness_report(files, &mut result),
+        "analysis_plan" => checks::analysis_plan(files, &mut result),
+        "byte_comparison" => checks::byte_comparison(files, &mut result),
         _ => {}
     }
     result

@@ -580,6 +580,60 @@ fn a_running_command_shows_its_output_so_far_and_how_long_it_has_run() {
     assert!(screen.contains("Esc stops it now"), "{screen}");
 }
 
+/// The acceptable run, then a review of its stage: one finding (two claims of it) and a claim
+/// no check could observe.
+fn reviewed_events() -> Vec<Event> {
+    use heartwood_events::workflow::{
+        AssessedProposal, Finding, ReviewAssessed, ReviewCondition, ReviewProposal, ReviewStarted,
+        Verdict,
+    };
+    let claim = |condition, claim: &str, verdict| AssessedProposal {
+        task_action: 9,
+        proposal: ReviewProposal {
+            condition,
+            path: "analysis/fit.py".into(),
+            claim: claim.into(),
+        },
+        verdict,
+        reasons: Vec::new(),
+    };
+    let mut events = workflow_events("acceptable");
+    events.extend([
+        Event::WorkflowReviewStarted(Box::new(ReviewStarted {
+            run_id: "w-1".into(),
+            review_id: "c-review".into(),
+            stage: "model".into(),
+            evidence: Vec::new(),
+        })),
+        Event::WorkflowReviewAssessed(Box::new(ReviewAssessed {
+            run_id: "w-1".into(),
+            review_id: "c-review".into(),
+            proposals: vec![
+                claim(
+                    ReviewCondition::PythonInvalid,
+                    "fit.py does not parse",
+                    Verdict::Verified,
+                ),
+                claim(
+                    ReviewCondition::Other,
+                    "the model is too simple",
+                    Verdict::Unverified,
+                ),
+            ],
+            findings: vec![Finding {
+                condition: ReviewCondition::PythonInvalid,
+                path: "analysis/fit.py".into(),
+                check: "python_syntax".into(),
+                severity: "defect".into(),
+                observed: vec!["line 1: invalid syntax".into()],
+                claims: vec![(9, "fit.py does not parse".into())],
+            }],
+            record_sha256: "0".repeat(64),
+        })),
+    ]);
+    events
+}
+
 /// The events of a workflow run on the example study, up to `state`: `pending` (started),
 /// `running` (a stage turn proposed an action), `unusable` (the turn ended with no outcome
 /// and a check failed), `acceptable` (an outcome and passing checks), `exhausted` (the
@@ -765,6 +819,18 @@ fn a_workflow_run_shows_each_state_with_its_budget_checks_and_keys() {
     assert!(screen.contains("Turn reported completed"), "{screen}");
     assert!(screen.contains("F7  Accept “Univariate OLS”"), "{screen}");
     insta::assert_snapshot!("workflow_acceptable", screen);
+
+    // A review: what Heartwood verified apart from what the reviewer claimed.
+    let mut terminal = Terminal::new(TestBackend::new(WIDTH, 40)).expect("terminal");
+    terminal
+        .draw(|f| view::render(f, &session_app(snapshot(reviewed_events(), ""))))
+        .expect("draw");
+    let screen = terminal.backend().to_string();
+    assert!(screen.contains("Findings (verified): 1"), "{screen}");
+    assert!(screen.contains("✘ analysis/fit.py — line 1:"), "{screen}");
+    assert!(screen.contains("Proposals (claims): 2"), "{screen}");
+    assert!(screen.contains("? “the model is too simple”"), "{screen}");
+    insta::assert_snapshot!("workflow_reviewed", screen);
 
     // The review takes the screen while the set waits; the status line says what follows it.
     let exhausted = snapshot(workflow_events("exhausted"), "");

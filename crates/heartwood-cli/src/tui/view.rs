@@ -403,7 +403,8 @@ fn key_for(command: heartwood_events::CommandName) -> Option<&'static str> {
         | CommandName::WorkflowRun
         | CommandName::WorkflowEvaluate
         | CommandName::WorkflowAccept
-        | CommandName::WorkflowCancel => None,
+        | CommandName::WorkflowCancel
+        | CommandName::WorkflowReview => None,
     }
 }
 

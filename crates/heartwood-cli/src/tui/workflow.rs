@@ -68,6 +68,7 @@ pub(super) fn lines(p: &SessionProjection) -> Vec<Line<'static>> {
             ),
         }));
     }
+    review_lines(w, &mut lines);
     if let Some(a) = &w.assessment {
         lines.push(if a.eligible {
             Line::styled("Checks passed", Style::default().fg(Color::Green))
@@ -99,6 +100,51 @@ pub(super) fn lines(p: &SessionProjection) -> Vec<Line<'static>> {
     }
     lines.push(Line::default());
     lines
+}
+
+/// The latest review: findings (verified by Heartwood's checks) apart from proposals (the
+/// reviewer's claims), so one is never read as the other.
+fn review_lines(w: &WorkflowView, lines: &mut Vec<Line<'static>>) {
+    use heartwood_events::workflow::Verdict;
+    let Some(review) = w.reviews.last() else {
+        return;
+    };
+    let Some(assessed) = &review.assessed else {
+        lines.push(Line::styled(
+            "Review: the reviewer is working",
+            Style::default().fg(Color::DarkGray),
+        ));
+        return;
+    };
+    lines.push(Line::styled(
+        format!("Findings (verified): {}", assessed.findings.len()),
+        Style::default().add_modifier(Modifier::BOLD),
+    ));
+    for f in &assessed.findings {
+        lines.push(Line::styled(
+            format!(
+                " ✘ {} — {}",
+                f.path,
+                f.observed.first().cloned().unwrap_or_default()
+            ),
+            Style::default().fg(Color::Red),
+        ));
+    }
+    lines.push(Line::styled(
+        format!("Proposals (claims): {}", assessed.proposals.len()),
+        Style::default().add_modifier(Modifier::BOLD),
+    ));
+    for p in &assessed.proposals {
+        let verdict = match p.verdict {
+            Verdict::Verified => "verified",
+            Verdict::NotObserved => "not observed",
+            Verdict::Unverified => "unverified",
+        };
+        lines.push(Line::styled(
+            format!(" ? “{}” ({verdict})", p.proposal.claim),
+            Style::default().fg(Color::DarkGray),
+        ));
+    }
 }
 
 /// What the latest turn reported, or why it reported nothing usable.

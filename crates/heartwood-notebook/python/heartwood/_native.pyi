@@ -71,6 +71,8 @@ class Session:
     def accept_stage(self) -> None:
         """Accepts the current stage, bound to the revision and fingerprint last shown."""
     def cancel_workflow(self) -> None: ...
+    def review_stage(self, timeout: Optional[float] = None) -> Session:
+        """Has the stage's files reviewed by the review specialist; Heartwood verifies its proposals."""
     def figure(self) -> Optional[Dict[str, Any]]:
         """The model the latest checks judged, drawn from the bytes they read: its series and ``svg``;
         ``None`` when those checks are not of a model stage. Raises when the files changed since."""
