@@ -114,6 +114,26 @@ pub enum WorkflowCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Correct a verified finding of the latest review: plan it (the destination must be a new
+    /// path), then, once the corrected file is written there, recheck it; with `--apply`, bind
+    /// the rechecked correction in place of the stage's output (checked and accepted again).
+    Correct {
+        /// The session (default: the latest).
+        #[arg(default_value = "last")]
+        session: String,
+        /// The finding's number in the review (from 0, as `workflow review` lists them).
+        #[arg(long, default_value_t = 0)]
+        finding: u32,
+        /// Where the corrected file goes (a new project-relative path).
+        #[arg(long = "to")]
+        destination: String,
+        /// Bind the correction (after a fresh recheck) instead of only planning it.
+        #[arg(long)]
+        apply: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Draw the model the latest checks judged (training and held-out points, the fitted line,
     /// the held-out predictions, the training-mean comparator, the leave-one-group-out
     /// slopes) from the files the checks read, as SVG.
@@ -180,6 +200,80 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                 review_lines(project, session.as_str())?;
             }
             Ok(code)
+        }
+        WorkflowCommand::Correct {
+            session,
+            finding,
+            destination,
+            apply,
+            json,
+        } => {
+            let (session, workflow) = current(project, &session)?;
+            let written = project.root().join(&destination).exists();
+            if apply {
+                let review_id = workflow
+                    .reviews
+                    .last()
+                    .map(|r| r.started.review_id.clone())
+                    .unwrap_or_default();
+                act(
+                    project,
+                    &session,
+                    CommandKind::WorkflowCorrect {
+                        revision: workflow.revision,
+                        review_id,
+                        finding,
+                        destination,
+                    },
+                )?;
+                return status(project, session.as_str(), json);
+            }
+            if written {
+                let recheck = heartwood_gateway::correction::recheck(
+                    project,
+                    &workflow,
+                    finding as usize,
+                    &destination,
+                )?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&recheck)?);
+                } else {
+                    println!(
+                        "recheck of {} ({} in place of {}): {}",
+                        recheck.plan.destination,
+                        recheck.plan.check,
+                        recheck.plan.original,
+                        recheck.result.replace('_', " ")
+                    );
+                    for reason in &recheck.reasons {
+                        println!("  {reason}");
+                    }
+                    if recheck.result == "not_observed" {
+                        println!(
+                            "bind it: heartwood workflow correct {session} --finding {finding} \
+                             --to {} --apply",
+                            recheck.plan.destination
+                        );
+                    }
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            let plan = heartwood_gateway::correction::plan(
+                project,
+                &workflow,
+                finding as usize,
+                &destination,
+            )?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&plan)?);
+            } else {
+                println!(
+                    "write the corrected {} at {} ({} stays as it is), then run this again to \
+                     recheck it with {}",
+                    plan.artifact, plan.destination, plan.original, plan.check
+                );
+            }
+            Ok(ExitCode::SUCCESS)
         }
         WorkflowCommand::Evaluate { session, json } => {
             let (session, workflow) = current(project, &session)?;

@@ -703,6 +703,96 @@ async fn a_review_proposal_becomes_a_finding_only_when_a_check_observes_it() {
     assert_eq!(assessed["record_sha256"].as_str().map(str::len), Some(64));
     // The review did not advance anything.
     assert_eq!(stage_status(&w, "model"), "awaiting_evaluation");
+
+    // A correction goes to a new path: a reviewed file, or one that exists, is refused.
+    for taken in ["analysis/fit.py", "analysis/plan.json"] {
+        let refused = heartwood(root, &["workflow", "correct", "--to", taken]);
+        assert!(
+            !refused.status.success(),
+            "{taken} accepted as a destination"
+        );
+    }
+    let planned = heartwood(
+        root,
+        &["workflow", "correct", "--to", "analysis/fit_fixed.py"],
+    );
+    assert!(planned.status.success(), "{}", text(&planned.stderr));
+    assert!(
+        text(&planned.stdout).contains("python_syntax"),
+        "{}",
+        text(&planned.stdout)
+    );
+    // A correction that still has the defect is observed and cannot be bound.
+    std::fs::write(root.join("analysis/fit_fixed.py"), "def still(:\n").expect("write");
+    let recheck = heartwood(
+        root,
+        &[
+            "workflow",
+            "correct",
+            "--to",
+            "analysis/fit_fixed.py",
+            "--json",
+        ],
+    );
+    let recheck: Value = serde_json::from_slice(&recheck.stdout).expect("json");
+    assert_eq!(recheck["result"], "observed", "{recheck:#}");
+    let bound = heartwood(
+        root,
+        &[
+            "workflow",
+            "correct",
+            "--to",
+            "analysis/fit_fixed.py",
+            "--apply",
+        ],
+    );
+    assert!(!bound.status.success(), "an observed defect was bound");
+    // The fixed file: the defect is not observed in those bytes; bound, the stage is checked
+    // again on it, and the broken file is kept where it was.
+    std::fs::copy(
+        fixture.join("analysis/fit.py"),
+        root.join("analysis/fit_fixed.py"),
+    )
+    .expect("fix");
+    let recheck = heartwood(
+        root,
+        &[
+            "workflow",
+            "correct",
+            "--to",
+            "analysis/fit_fixed.py",
+            "--json",
+        ],
+    );
+    let recheck: Value = serde_json::from_slice(&recheck.stdout).expect("json");
+    assert_eq!(recheck["result"], "not_observed", "{recheck:#}");
+    let bound = heartwood(
+        root,
+        &[
+            "workflow",
+            "correct",
+            "--to",
+            "analysis/fit_fixed.py",
+            "--apply",
+            "--json",
+        ],
+    );
+    assert!(bound.status.success(), "{}", text(&bound.stderr));
+    let w: Value = serde_json::from_slice(&bound.stdout).expect("json");
+    let fit = w["bindings"]
+        .as_array()
+        .expect("bindings")
+        .iter()
+        .find(|b| b["id"] == "fit_code")
+        .expect("fit_code");
+    assert_eq!(fit["path"], "analysis/fit_fixed.py");
+    assert!(w["assessment"].is_null());
+    assert!(
+        root.join("analysis/fit.py").exists(),
+        "the reviewed file is kept"
+    );
+    evaluate_and_accept(root);
+    assert_eq!(stage_status(&status(root), "model"), "accepted");
     let verified = heartwood(root, &["sessions", "verify", "last"]);
     assert!(verified.status.success(), "{}", text(&verified.stderr));
 }

@@ -107,6 +107,18 @@ pub enum CommandKind {
         /// The run revision shown.
         revision: u64,
     },
+    /// Bind a correction of a verified finding (written at a new path, rechecked now) in place
+    /// of the current stage's output; the stage is then checked and accepted again as usual.
+    WorkflowCorrect {
+        /// The run revision shown.
+        revision: u64,
+        /// The review whose finding it corrects.
+        review_id: String,
+        /// The finding's index in that review.
+        finding: u32,
+        /// The corrected file's project-relative path.
+        destination: String,
+    },
 }
 
 fn current_schema() -> u32 {
@@ -186,11 +198,13 @@ pub enum CommandName {
     WorkflowCancel,
     /// [`CommandKind::WorkflowReview`].
     WorkflowReview,
+    /// [`CommandKind::WorkflowCorrect`].
+    WorkflowCorrect,
 }
 
 impl CommandName {
     /// Every command, in the order interfaces list them.
-    pub const ALL: [CommandName; 14] = [
+    pub const ALL: [CommandName; 15] = [
         CommandName::SubmitTask,
         CommandName::SendGuidance,
         CommandName::Pause,
@@ -205,6 +219,7 @@ impl CommandName {
         CommandName::WorkflowAccept,
         CommandName::WorkflowCancel,
         CommandName::WorkflowReview,
+        CommandName::WorkflowCorrect,
     ];
 
     /// The `type` tag.
@@ -224,6 +239,7 @@ impl CommandName {
             CommandName::WorkflowAccept => "workflow_accept",
             CommandName::WorkflowCancel => "workflow_cancel",
             CommandName::WorkflowReview => "workflow_review",
+            CommandName::WorkflowCorrect => "workflow_correct",
         }
     }
 }
@@ -251,6 +267,7 @@ impl CommandKind {
         CommandName::WorkflowAccept.as_str(),
         CommandName::WorkflowCancel.as_str(),
         CommandName::WorkflowReview.as_str(),
+        CommandName::WorkflowCorrect.as_str(),
     ];
 
     /// This command's kind.
@@ -270,6 +287,7 @@ impl CommandKind {
             CommandKind::WorkflowAccept { .. } => CommandName::WorkflowAccept,
             CommandKind::WorkflowCancel { .. } => CommandName::WorkflowCancel,
             CommandKind::WorkflowReview { .. } => CommandName::WorkflowReview,
+            CommandKind::WorkflowCorrect { .. } => CommandName::WorkflowCorrect,
         }
     }
 
@@ -334,6 +352,12 @@ mod tests {
             },
             CommandKind::WorkflowCancel { revision: 6 },
             CommandKind::WorkflowReview { revision: 7 },
+            CommandKind::WorkflowCorrect {
+                revision: 8,
+                review_id: "c-1".into(),
+                finding: 0,
+                destination: "analysis/fit_fixed.py".into(),
+            },
         ];
         assert_eq!(kinds.len(), CommandKind::KINDS.len());
         for kind in kinds {

@@ -184,6 +184,21 @@ pub enum Event {
     WorkflowReviewStarted(Box<crate::workflow::ReviewStarted>),
     /// The gateway assessed a settled review's proposals.
     WorkflowReviewAssessed(Box<crate::workflow::ReviewAssessed>),
+    /// A rechecked correction now stands for the current stage's output.
+    WorkflowCorrectionBound {
+        /// The run.
+        run_id: String,
+        /// The review whose finding it corrects.
+        review_id: String,
+        /// The finding's index.
+        finding: u32,
+        /// The output replaced (its binding id).
+        artifact: String,
+        /// Its path before (the file is kept).
+        from: String,
+        /// The correction's path.
+        to: String,
+    },
     /// The run was cancelled.
     WorkflowCancelled {
         /// The run.
@@ -248,6 +263,7 @@ impl Event {
         "workflow_reproduction_completed",
         "workflow_review_started",
         "workflow_review_assessed",
+        "workflow_correction_bound",
         "workflow_cancelled",
     ];
 
@@ -282,6 +298,7 @@ impl Event {
             Event::WorkflowReproductionCompleted(..) => "workflow_reproduction_completed",
             Event::WorkflowReviewStarted(..) => "workflow_review_started",
             Event::WorkflowReviewAssessed(..) => "workflow_review_assessed",
+            Event::WorkflowCorrectionBound { .. } => "workflow_correction_bound",
             Event::WorkflowCancelled { .. } => "workflow_cancelled",
         }
     }
@@ -532,6 +549,14 @@ mod tests {
                 findings: Vec::new(),
                 record_sha256: "0".repeat(64),
             })),
+            Event::WorkflowCorrectionBound {
+                run_id: "w-1".into(),
+                review_id: "c-9".into(),
+                finding: 0,
+                artifact: "fit_code".into(),
+                from: "analysis/fit.py".into(),
+                to: "analysis/fit_fixed.py".into(),
+            },
             Event::WorkflowCancelled {
                 run_id: "w-1".into(),
             },

@@ -85,6 +85,9 @@ fn workflow_receipt_of(event: &heartwood_events::Event) -> Option<RebuiltReceipt
         }
         Event::WorkflowCancelled { .. } => (CommandName::WorkflowCancel, serde_json::Value::Null),
         Event::WorkflowReviewStarted(..) => (CommandName::WorkflowReview, serde_json::Value::Null),
+        Event::WorkflowCorrectionBound { .. } => {
+            (CommandName::WorkflowCorrect, serde_json::Value::Null)
+        }
         _ => return None,
     };
     Some(RebuiltReceipt {

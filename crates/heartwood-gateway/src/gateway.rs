@@ -422,6 +422,26 @@ impl SessionGateway {
             }
             _ => None,
         };
+        // A correction is rechecked on the files as they are, before the lock.
+        let rechecked = match &command.kind {
+            CommandKind::WorkflowCorrect {
+                finding,
+                destination,
+                ..
+            } => {
+                let workflow = live.lock().projection().workflow.clone();
+                workflow.map(|w| {
+                    crate::correction::recheck(
+                        &self.shared.project,
+                        &w,
+                        *finding as usize,
+                        destination,
+                    )
+                    .map(|r| (r, w))
+                })
+            }
+            _ => None,
+        };
         // Allowing a reproduction's rerun alone prepares it (inputs, accepted results and the
         // destination are read before taking the lock).
         let prepared = match &command.kind {
@@ -709,6 +729,61 @@ impl SessionGateway {
                     },
                 );
                 Ok(receipt)
+            }
+            CommandKind::WorkflowCorrect {
+                review_id, finding, ..
+            } => {
+                let (recheck, seen) = match rechecked {
+                    Some(Ok(found)) => found,
+                    Some(Err(e)) => return core.refuse(&key, &e.to_string()),
+                    None => return core.refuse(&key, "this session runs no workflow"),
+                };
+                let Some(workflow) = core.projection().workflow.clone() else {
+                    return core.refuse(&key, "this session runs no workflow");
+                };
+                if seen.revision != workflow.revision || recheck.plan.review_id != review_id {
+                    return core.refuse(
+                        &key,
+                        "the run moved on while the correction was rechecked; look again",
+                    );
+                }
+                if recheck.result != "not_observed" {
+                    let why = format!(
+                        "the recheck of {} is {}: {}; only a correction whose defect is not \
+                         observed can be bound",
+                        recheck.plan.destination,
+                        recheck.result.replace('_', " "),
+                        recheck.reasons.join("; ")
+                    );
+                    return core.refuse(&key, &why);
+                }
+                // Only the current (never yet accepted) stage's declared outputs.
+                let produced = crate::workflow_run::bound_definition(&workflow)
+                    .ok()
+                    .and_then(|d| {
+                        d.stages
+                            .into_iter()
+                            .find(|s| Some(&s.id) == workflow.current.as_ref())
+                    })
+                    .is_some_and(|s| s.produces.contains(&recheck.plan.artifact));
+                if !produced {
+                    let why = format!(
+                        "{} is not an output of the current stage, so no correction can replace \
+                         it (an accepted stage's outputs stay as accepted)",
+                        recheck.plan.original
+                    );
+                    return core.refuse(&key, &why);
+                }
+                let event = Event::WorkflowCorrectionBound {
+                    run_id: workflow.run_id,
+                    review_id,
+                    finding,
+                    artifact: recheck.plan.artifact.clone(),
+                    from: recheck.plan.original.clone(),
+                    to: recheck.plan.destination.clone(),
+                };
+                let result = serde_json::to_value(&recheck).unwrap_or_default();
+                core.complete(&key, vec![event], result)
             }
             CommandKind::WorkflowCancel { .. } => {
                 let Some(workflow) = core.projection().workflow.clone() else {
@@ -1182,7 +1257,8 @@ fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<(), String> {
         | CommandKind::WorkflowEvaluate { .. }
         | CommandKind::WorkflowAccept { .. }
         | CommandKind::WorkflowCancel { .. }
-        | CommandKind::WorkflowReview { .. } => crate::workflow_run::admissible(p, kind),
+        | CommandKind::WorkflowReview { .. }
+        | CommandKind::WorkflowCorrect { .. } => crate::workflow_run::admissible(p, kind),
         CommandKind::SubmitTask { .. } | CommandKind::SendGuidance { .. } | CommandKind::Resume
             if let Some(limit) = crate::workflow_run::used_up(p) =>
         {

@@ -15,6 +15,7 @@ mod admin;
 pub mod backend;
 mod channel;
 pub mod config;
+pub mod correction;
 mod error;
 mod figure;
 mod follow;

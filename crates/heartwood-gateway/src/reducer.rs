@@ -179,6 +179,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         | Event::WorkflowReproductionCompleted(..)
         | Event::WorkflowReviewStarted(..)
         | Event::WorkflowReviewAssessed(..)
+        | Event::WorkflowCorrectionBound { .. }
         | Event::WorkflowStageStarted { .. }
         | Event::WorkflowStageEvaluated { .. }
         | Event::WorkflowStageAccepted { .. }

@@ -124,6 +124,7 @@ pub fn markdown(session: &str, title: Option<&str>, events: &[RecordedEvent]) ->
             | Event::WorkflowReproductionCompleted(..)
             | Event::WorkflowReviewStarted(..)
             | Event::WorkflowReviewAssessed(..)
+            | Event::WorkflowCorrectionBound { .. }
             | Event::WorkflowCancelled { .. } => {
                 let _ = writeln!(out);
                 let _ = writeln!(out, "*{}*", line(e));
@@ -343,6 +344,9 @@ pub fn line(e: &RecordedEvent) -> String {
             r.proposals.len(),
             r.findings.len()
         ),
+        Event::WorkflowCorrectionBound {
+            artifact, from, to, ..
+        } => format!("workflow correction bound: {artifact} is now {to} (rechecked; {from} kept)"),
         Event::WorkflowCancelled { .. } => "workflow cancelled".to_owned(),
     }
 }

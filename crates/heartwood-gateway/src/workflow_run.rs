@@ -158,6 +158,17 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
                 r.assessed = Some((**assessed).clone());
             }
         }
+        Event::WorkflowCorrectionBound { artifact, to, .. } => {
+            w.revision = seq;
+            if let Some(b) = w.bindings.iter_mut().find(|b| &b.id == artifact) {
+                b.path.clone_from(to);
+            }
+            // The stage stands on new bytes: its checks and acceptance start over.
+            w.assessment = None;
+            if let Some(stage) = w.current.clone() {
+                set_status(w, &stage, StageStatus::AwaitingEvaluation);
+            }
+        }
         Event::WorkflowBudgetExhausted { .. } => {
             w.revision = seq;
             if let Some(turn) = &mut w.turn {
@@ -504,6 +515,26 @@ pub(crate) fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<()
         } => (CommandName::WorkflowAccept, *revision, Some(fingerprint)),
         CommandKind::WorkflowCancel { revision } => (CommandName::WorkflowCancel, *revision, None),
         CommandKind::WorkflowReview { revision } => (CommandName::WorkflowReview, *revision, None),
+        // Not a control (it names a file): admissible whenever the run rests on its revision.
+        CommandKind::WorkflowCorrect { revision, .. } => {
+            let Some(w) = &p.workflow else {
+                return Err("this session runs no workflow".into());
+            };
+            if w.cancelled || w.current.is_none() || !p.is_settled() || p.pending.is_some() {
+                return Err(
+                    "a correction is bound only while the run rests at a stage (no work \
+                     active, no set waiting)"
+                        .into(),
+                );
+            }
+            if w.revision != *revision {
+                return Err(format!(
+                    "revision {revision} of the run is stale; it is at revision {}",
+                    w.revision
+                ));
+            }
+            return Ok(());
+        }
         _ => return Ok(()),
     };
     let Some(w) = &p.workflow else {

@@ -404,7 +404,8 @@ fn key_for(command: heartwood_events::CommandName) -> Option<&'static str> {
         | CommandName::WorkflowEvaluate
         | CommandName::WorkflowAccept
         | CommandName::WorkflowCancel
-        | CommandName::WorkflowReview => None,
+        | CommandName::WorkflowReview
+        | CommandName::WorkflowCorrect => None,
     }
 }
 

@@ -1,0 +1,216 @@
+//! Corrections of verified findings, to separate declared paths.
+//!
+//! The planner is read-only: it checks that the review is not stale (every file it captured
+//! still has its bytes), that the finding's check can repair what it covers (for a byte
+//! comparison only the reproduced copy is replaceable, never the original), and that the
+//! destination is new and overlaps no reviewed or bound file. The rechecker runs the same
+//! check on the new file with its unchanged dependencies: `not_observed` means only that the
+//! defect was not seen in those bytes. A correction binding replaces the unaccepted stage's
+//! declared output after a fresh recheck; it keeps every other binding, and the stage is
+//! checked and accepted again as usual.
+
+use heartwood_events::workflow::{CapturedFile, ReviewView, WorkflowView};
+use heartwood_workflow::Status;
+use serde::Serialize;
+
+use crate::workspace::WorkspaceService;
+use crate::{GatewayError, ProjectContext};
+
+/// What a correction would do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CorrectionPlan {
+    /// The review whose finding it repairs.
+    pub review_id: String,
+    /// The finding's index in that review.
+    pub finding: usize,
+    /// The check that observed the defect (and will recheck the correction).
+    pub check: String,
+    /// The artifact replaced (its binding id).
+    pub artifact: String,
+    /// Its path now (kept as it is).
+    pub original: String,
+    /// The new file's path.
+    pub destination: String,
+}
+
+/// The recheck of a correction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Recheck {
+    /// The plan rechecked.
+    pub plan: CorrectionPlan,
+    /// `not_observed`, `observed` or `unverified`.
+    pub result: &'static str,
+    /// The check's reasons.
+    pub reasons: Vec<String>,
+    /// The files it read, by digest (the new file among them).
+    pub inspected: Vec<CapturedFile>,
+}
+
+/// Plans the correction of finding `index` of the run's latest review to `destination`,
+/// which must not exist yet.
+pub fn plan(
+    project: &ProjectContext,
+    w: &WorkflowView,
+    index: usize,
+    destination: &str,
+) -> Result<CorrectionPlan, GatewayError> {
+    planned(project, w, index, destination, false)
+}
+
+/// The plan's rules; `written` says whether the destination must exist already (a recheck)
+/// or not yet (a plan).
+fn planned(
+    project: &ProjectContext,
+    w: &WorkflowView,
+    index: usize,
+    destination: &str,
+    written: bool,
+) -> Result<CorrectionPlan, GatewayError> {
+    let refuse = |why: String| Err(GatewayError::Invalid(why));
+    let Some(review) = w.reviews.last() else {
+        return refuse("the run has no review to correct".into());
+    };
+    let Some(assessed) = &review.assessed else {
+        return refuse("the latest review is not assessed yet".into());
+    };
+    let Some(finding) = assessed.findings.get(index) else {
+        return refuse(format!(
+            "the latest review has {} findings; there is no finding {index}",
+            assessed.findings.len()
+        ));
+    };
+    let service = WorkspaceService::open(project)?;
+    stale(&service, review)?;
+    let definition = crate::workflow_run::bound_definition(w)?;
+    // The repairable output: the one file the finding's check covers at the finding's path.
+    let covered = definition
+        .stages
+        .iter()
+        .flat_map(|s| &s.checks)
+        .filter(|c| c.check == finding.check)
+        .flat_map(|c| &c.covers)
+        .find(|a| definition.path_of(a) == Some(finding.path.as_str()));
+    let Some(artifact) = covered else {
+        return refuse(format!(
+            "{} covers no output at {}, so nothing there can be corrected",
+            finding.check, finding.path
+        ));
+    };
+    let path = heartwood_workspace::ProjectPath::parse(destination)
+        .map_err(|e| GatewayError::Invalid(format!("{destination:?}: {e}")))?;
+    let destination = path.as_str().to_owned();
+    if review
+        .started
+        .evidence
+        .iter()
+        .any(|f| f.path == destination)
+        || w.bindings.iter().any(|b| b.path == destination)
+    {
+        return refuse(format!(
+            "{destination} is a file the review captured or the run binds; a correction goes to \
+             a new path and every reviewed file is kept"
+        ));
+    }
+    let exists = service
+        .snapshot(std::slice::from_ref(&destination), None)
+        .is_ok();
+    if exists && !written {
+        return refuse(format!(
+            "{destination} exists already; a correction goes to a new path"
+        ));
+    }
+    if !exists && written {
+        return refuse(format!(
+            "{destination} cannot be read: write the correction there first"
+        ));
+    }
+    Ok(CorrectionPlan {
+        review_id: review.started.review_id.clone(),
+        finding: index,
+        check: finding.check.clone(),
+        artifact: artifact.clone(),
+        original: finding.path.clone(),
+        destination,
+    })
+}
+
+/// Refuses a review whose captured files changed since.
+fn stale(service: &WorkspaceService, review: &ReviewView) -> Result<(), GatewayError> {
+    for f in &review.started.evidence {
+        let now = service
+            .snapshot(std::slice::from_ref(&f.path), None)
+            .ok()
+            .and_then(|s| s.files.into_iter().next());
+        if now.is_none_or(|d| d.sha256 != f.sha256) {
+            return Err(GatewayError::Invalid(format!(
+                "the review is stale: {} changed since it was captured; review the stage again",
+                f.path
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Rechecks a correction written at `destination`: the finding's check on the new file, its
+/// other files the ones the review captured, unchanged.
+pub fn recheck(
+    project: &ProjectContext,
+    w: &WorkflowView,
+    index: usize,
+    destination: &str,
+) -> Result<Recheck, GatewayError> {
+    let plan = planned(project, w, index, destination, true)?;
+    let review = w.reviews.last().expect("planned from a review");
+    let mut definition = crate::workflow_run::bound_definition(w)?;
+    if let Some(a) = definition
+        .artifacts
+        .iter_mut()
+        .find(|a| a.id == plan.artifact)
+    {
+        a.path.clone_from(&plan.destination);
+    }
+    let check = definition
+        .stages
+        .iter()
+        .flat_map(|s| &s.checks)
+        .find(|c| c.check == plan.check && c.covers.contains(&plan.artifact))
+        .ok_or_else(|| GatewayError::Invalid(format!("no {} check", plan.check)))?;
+    let service = WorkspaceService::open(project)?;
+    let (files, digests) = service
+        .check_files(&definition, check)
+        .map_err(GatewayError::Invalid)?;
+    let inspected: Vec<CapturedFile> = digests
+        .iter()
+        .map(|d| CapturedFile {
+            path: d.path.clone(),
+            sha256: d.sha256.clone(),
+            bytes: d.bytes,
+        })
+        .collect();
+    // Every dependency is the reviewed bytes, unchanged.
+    for d in inspected.iter().filter(|d| d.path != plan.destination) {
+        if !review.started.evidence.contains(d) {
+            return Ok(Recheck {
+                plan,
+                result: "unverified",
+                reasons: vec![format!(
+                    "{} is not the file the review captured, so the recheck cannot stand on it",
+                    d.path
+                )],
+                inspected,
+            });
+        }
+    }
+    let result = heartwood_workflow::evaluate::run_on(&plan.check, &files, digests);
+    let verdict = match result.status {
+        Status::Passed => "not_observed",
+        Status::Failed => "observed",
+        Status::Unverified => "unverified",
+    };
+    Ok(Recheck {
+        plan,
+        result: verdict,
+        reasons: result.reasons,
+        inspected,
+    })
+}
