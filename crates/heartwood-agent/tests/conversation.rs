@@ -575,3 +575,61 @@ async fn the_routes_credential_is_hidden_from_the_agents_shell() {
     );
     conversation.close().await;
 }
+
+#[tokio::test]
+async fn interrupting_the_parent_interrupts_a_specialist_waiting_on_its_model() {
+    let f = Fixture::new(Script::of(vec![
+        Turn::calls(&[(
+            "task",
+            json!({"subagent_type": "planner", "description": "plan", "prompt": "plan it"}),
+        )]),
+        // The child's model call hangs.
+        Turn::fault(Fault::Silent),
+    ]))
+    .await;
+    let mut config = f.config(ConfirmationPolicy::NeverConfirm);
+    config.specialists = vec![heartwood_agent::conversation::SpecialistConfig {
+        role: "planner".into(),
+        description: "plans".into(),
+        system_prompt: "You plan.".into(),
+        max_iterations: 2,
+        max_tokens: 10_000,
+        result_schema: None,
+    }];
+    let mut conversation = Conversation::open(config).expect("open");
+    let interrupt = conversation.interrupt_handle();
+    conversation.on_event(move |event, _| {
+        // Once the task is under way, the researcher stops the run.
+        if matches!(event.kind, EventKind::Started { .. }) {
+            let interrupt = interrupt.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(200));
+                interrupt.interrupt();
+            });
+        }
+    });
+    conversation.send_message("Plan.").expect("message");
+    let stopped = tokio::time::timeout(Duration::from_secs(20), conversation.run())
+        .await
+        .expect("the hanging child was interrupted")
+        .expect("run");
+    assert_eq!(stopped, ExecutionStatus::Paused);
+    let observed = conversation
+        .events()
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Observation { observation, .. } => Some(observation.clone()),
+            _ => None,
+        })
+        .expect("the task's observation");
+    assert!(
+        observed.is_error && observed.content.contains("interrupted"),
+        "{observed:?}"
+    );
+    assert_eq!(
+        f.server.requests().len(),
+        2,
+        "the parent's call and the child's"
+    );
+    conversation.close().await;
+}

@@ -1103,6 +1103,19 @@ impl SessionGateway {
                 core.record(vec![Event::RunInterrupted { reason }])?;
             }
         }
+        // A review that settled while no process served it (or whose assessment a stop cut
+        // short) is assessed now from the evidence it retained, with no model call.
+        let due = {
+            let core = opened.lock();
+            crate::review_evidence::due(core.projection()).zip(core.projection().workflow.clone())
+        };
+        if let Some(((review, proposals), workflow)) = due {
+            let assessed =
+                crate::review_evidence::assess(&self.shared.project, &workflow, &review, proposals);
+            opened
+                .lock()
+                .record(vec![Event::WorkflowReviewAssessed(Box::new(assessed))])?;
+        }
         lock(&self.shared.live).insert(session.clone(), Arc::clone(&opened));
         Ok(opened)
     }

@@ -1197,3 +1197,87 @@ async fn a_stage_run_journaled_before_a_crash_is_dispatched_once_by_the_next_pro
     );
     next.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_review_settled_before_a_stop_is_assessed_by_the_next_process_without_a_model_call() {
+    let f = Fixture::new(Script::of(Vec::new())).await;
+    copy_example_project(f.project.path());
+    applied(&f.submit(CommandKind::WorkflowStart {
+        definition: "tabular-ols".into(),
+        question: "Does sleep predict the score?".into(),
+        inputs: Default::default(),
+    }));
+    let workflow = f.projection().workflow.expect("a workflow run");
+    f.gateway.close().await;
+    // The review's turn settled with the reviewer's proposals, and the process stopped before
+    // assessing them.
+    let proposals = json!({"proposals": [
+        {"condition": "python_invalid", "path": "analysis/fit.py", "claim": "it does not parse"},
+        {"condition": "other", "path": "reports/final.md", "claim": "vague"}
+    ]});
+    journal_only(
+        f.project.path(),
+        &f.session,
+        vec![
+            heartwood_events::Event::TaskSubmitted {
+                text: "review the readiness stage".into(),
+                policy: ActionPolicy::AlwaysReview,
+                starting_commit: None,
+            },
+            heartwood_events::Event::WorkflowReviewStarted(Box::new(
+                heartwood_events::workflow::ReviewStarted {
+                    run_id: workflow.run_id.clone(),
+                    review_id: "c-review".into(),
+                    stage: "readiness".into(),
+                    evidence: Vec::new(),
+                },
+            )),
+            heartwood_events::Event::ActionProposed {
+                action: heartwood_events::ActionProposal {
+                    action_id: 2,
+                    response_id: "r".into(),
+                    tool: "task".into(),
+                    arguments: json!({"subagent_type": "reviewer", "description": "review",
+                        "prompt": "p"})
+                    .to_string(),
+                    risk: heartwood_events::RiskLevel::Low,
+                    thought: None,
+                },
+            },
+            heartwood_events::Event::ActionUpdated {
+                action_id: 2,
+                version: 2,
+                state: heartwood_events::ActionState::Completed,
+                detail: Some(proposals.to_string()),
+                exit_code: None,
+                changed_path: None,
+            },
+            heartwood_events::Event::LifecycleChanged {
+                lifecycle: Lifecycle::Finished,
+            },
+        ],
+    );
+    let next =
+        SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"));
+    next.serve(&f.session).expect("serve");
+    let w = next
+        .projection(&f.session)
+        .expect("projection")
+        .workflow
+        .expect("workflow");
+    let assessed = w.reviews[0]
+        .assessed
+        .as_ref()
+        .expect("assessed on reopening");
+    assert_eq!(assessed.proposals.len(), 2);
+    // Nothing was captured, so nothing can be verified; the claims stay claims.
+    assert!(assessed.findings.is_empty());
+    assert!(
+        assessed
+            .proposals
+            .iter()
+            .all(|p| p.verdict == heartwood_events::workflow::Verdict::Unverified)
+    );
+    assert!(f.server.requests().is_empty(), "no model call");
+    next.close().await;
+}
