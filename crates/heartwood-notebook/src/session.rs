@@ -339,6 +339,66 @@ impl Session {
         Ok(slf)
     }
 
+    /// Corrects finding `finding` of the latest review to the new path `to`: before the file
+    /// is written there, returns the plan; once it is, returns the recheck (`result`:
+    /// `not_observed`, `observed` or `unverified`); with `apply=True`, binds the rechecked
+    /// correction in place of the stage's output (checked and accepted again as usual).
+    #[pyo3(signature = (to, finding=0, apply=false))]
+    fn correct_finding(
+        &self,
+        py: Python<'_>,
+        to: String,
+        finding: u32,
+        apply: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let snapshot = self.snapshot(py)?;
+        let workflow = snapshot
+            .projection
+            .workflow
+            .clone()
+            .ok_or_else(|| HeartwoodError::new_err("this session runs no workflow"))?;
+        if apply {
+            let review_id = workflow
+                .reviews
+                .last()
+                .map(|r| r.started.review_id.clone())
+                .unwrap_or_default();
+            let receipt = self.submit(
+                py,
+                CommandKind::WorkflowCorrect {
+                    revision: workflow.revision,
+                    review_id,
+                    finding,
+                    destination: to,
+                },
+            )?;
+            let result = match receipt.outcome {
+                Outcome::Applied { result, .. } => result,
+                Outcome::Refused { .. } => serde_json::Value::Null,
+            };
+            return convert::to_python(py, &result);
+        }
+        let project = self.project.clone();
+        let written = project.root().join(&to).exists();
+        let answer = py
+            .detach(move || {
+                if written {
+                    heartwood_gateway::correction::recheck(
+                        &project,
+                        &workflow,
+                        finding as usize,
+                        &to,
+                    )
+                    .map(|r| serde_json::to_value(r).unwrap_or_default())
+                } else {
+                    heartwood_gateway::correction::plan(&project, &workflow, finding as usize, &to)
+                        .map(|p| serde_json::to_value(p).unwrap_or_default())
+                }
+            })
+            .map_err(failed)?;
+        convert::to_python(py, &answer)
+    }
+
     /// Runs the current stage's independent checks on the files as they are; returns the
     /// assessment (eligible, problems, each check) and shows it (binding `accept_stage`).
     fn evaluate_stage(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {

@@ -71,6 +71,8 @@ class Session:
     def accept_stage(self) -> None:
         """Accepts the current stage, bound to the revision and fingerprint last shown."""
     def cancel_workflow(self) -> None: ...
+    def correct_finding(self, to: str, finding: int = 0, apply: bool = False) -> Optional[Dict[str, Any]]:
+        """Plans, rechecks (once ``to`` is written) or, with ``apply``, binds a correction of a finding."""
     def review_stage(self, timeout: Optional[float] = None) -> Session:
         """Has the stage's files reviewed by the review specialist; Heartwood verifies its proposals."""
     def figure(self) -> Optional[Dict[str, Any]]:
