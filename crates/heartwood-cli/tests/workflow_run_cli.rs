@@ -703,6 +703,19 @@ async fn a_review_proposal_becomes_a_finding_only_when_a_check_observes_it() {
     assert_eq!(assessed["record_sha256"].as_str().map(str::len), Some(64));
     // The review did not advance anything.
     assert_eq!(stage_status(&w, "model"), "awaiting_evaluation");
+    // Read back from the record alone (a replay of the journal), the same proposals and
+    // findings, with no model call.
+    let shown = heartwood(root, &["sessions", "show", "last", "--json"]);
+    let shown: Value = serde_json::from_slice(&shown.stdout).expect("json");
+    assert_eq!(
+        shown["projection"]["workflow"]["reviews"][0]["assessed"], *assessed,
+        "the record holds the assessment"
+    );
+    assert_eq!(
+        server.requests().len(),
+        8,
+        "every scripted call, and none since the review"
+    );
 
     // A correction goes to a new path: a reviewed file, or one that exists, is refused.
     for taken in ["analysis/fit.py", "analysis/plan.json"] {
