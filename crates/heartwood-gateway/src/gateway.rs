@@ -618,30 +618,12 @@ impl SessionGateway {
                     Err(e) => return core.refuse(&key, &e.to_string()),
                 };
                 let stage = workflow.current.clone().unwrap_or_default();
-                if let Some(worker) = core.worker() {
-                    worker.withdraw_pause();
-                }
-                // The task first: the stage is running from the moment its turn is.
-                let events = vec![
-                    Event::TaskSubmitted {
-                        text: prompt.clone(),
-                        policy: ActionPolicy::AlwaysReview,
-                        starting_commit,
-                    },
-                    Event::WorkflowStageStarted {
-                        run_id: workflow.run_id.clone(),
-                        stage,
-                    },
-                ];
-                let receipt = core.complete(&key, events, Value::Null)?;
-                send(
-                    &core,
-                    Work::Task {
-                        text: prompt,
-                        policy: ActionPolicy::AlwaysReview,
-                    },
-                );
-                Ok(receipt)
+                // The stage is running from the moment its turn is.
+                let started = Event::WorkflowStageStarted {
+                    run_id: workflow.run_id.clone(),
+                    stage,
+                };
+                dispatch_turn(&mut core, &key, prompt, starting_commit, started)
             }
             CommandKind::WorkflowEvaluate { .. } => {
                 let Some(workflow) = core.projection().workflow.clone() else {
@@ -708,27 +690,8 @@ impl SessionGateway {
                     evidence,
                 };
                 let prompt = crate::review_evidence::prompt(&workflow, &started);
-                if let Some(worker) = core.worker() {
-                    worker.withdraw_pause();
-                }
-                // The task first, then the review (its last event names the command).
-                let events = vec![
-                    Event::TaskSubmitted {
-                        text: prompt.clone(),
-                        policy: ActionPolicy::AlwaysReview,
-                        starting_commit: None,
-                    },
-                    Event::WorkflowReviewStarted(Box::new(started)),
-                ];
-                let receipt = core.complete(&key, events, Value::Null)?;
-                send(
-                    &core,
-                    Work::Task {
-                        text: prompt,
-                        policy: ActionPolicy::AlwaysReview,
-                    },
-                );
-                Ok(receipt)
+                let started = Event::WorkflowReviewStarted(Box::new(started));
+                dispatch_turn(&mut core, &key, prompt, None, started)
             }
             CommandKind::WorkflowCorrect {
                 review_id, finding, ..
@@ -1308,6 +1271,38 @@ pub(crate) fn content_digest(kind: &CommandKind) -> String {
     heartwood_events::to_canonical_bytes(kind)
         .map(|bytes| heartwood_audit::Digest::of(&bytes).to_hex())
         .unwrap_or_default()
+}
+
+/// Records a workflow turn (its task, then `marker`, the event that says what the turn is
+/// for and, being last, names the command for a rebuilt receipt) and dispatches it under
+/// review.
+fn dispatch_turn(
+    core: &mut Core,
+    key: &CommandKey<'_>,
+    prompt: String,
+    starting_commit: Option<String>,
+    marker: Event,
+) -> Result<Receipt, GatewayError> {
+    if let Some(worker) = core.worker() {
+        worker.withdraw_pause();
+    }
+    let events = vec![
+        Event::TaskSubmitted {
+            text: prompt.clone(),
+            policy: ActionPolicy::AlwaysReview,
+            starting_commit,
+        },
+        marker,
+    ];
+    let receipt = core.complete(key, events, Value::Null)?;
+    send(
+        core,
+        Work::Task {
+            text: prompt,
+            policy: ActionPolicy::AlwaysReview,
+        },
+    );
+    Ok(receipt)
 }
 
 fn send(core: &Core, work: Work) {

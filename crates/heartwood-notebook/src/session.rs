@@ -142,6 +142,28 @@ impl Session {
             })
     }
 
+    /// Submits the workflow command `kind` makes of the run's revision now, and waits until
+    /// the turn it starts settles.
+    fn workflow_turn(
+        slf: Py<Self>,
+        py: Python<'_>,
+        timeout: Option<f64>,
+        kind: impl FnOnce(u64) -> CommandKind,
+    ) -> PyResult<Py<Self>> {
+        let this = slf.get();
+        let revision = this
+            .snapshot(py)?
+            .projection
+            .workflow
+            .as_ref()
+            .map(|w| w.revision)
+            .ok_or_else(|| HeartwoodError::new_err("this session runs no workflow"))?;
+        this.submit(py, kind(revision))?;
+        this.settle(py, timeout)?;
+        this.show_workflow(&this.snapshot(py)?);
+        Ok(slf)
+    }
+
     fn model_figure(
         &self,
         py: Python<'_>,
@@ -306,18 +328,9 @@ impl Session {
     /// Runs the workflow's current stage as an agent turn and waits until it settles.
     #[pyo3(signature = (timeout=None))]
     fn run_stage(slf: Py<Self>, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<Self>> {
-        let this = slf.get();
-        let snapshot = this.snapshot(py)?;
-        let revision = snapshot
-            .projection
-            .workflow
-            .as_ref()
-            .map(|w| w.revision)
-            .ok_or_else(|| HeartwoodError::new_err("this session runs no workflow"))?;
-        this.submit(py, CommandKind::WorkflowRun { revision })?;
-        this.settle(py, timeout)?;
-        this.show_workflow(&this.snapshot(py)?);
-        Ok(slf)
+        Self::workflow_turn(slf, py, timeout, |revision| CommandKind::WorkflowRun {
+            revision,
+        })
     }
 
     /// Has the current stage's files reviewed: they are captured, a turn asks the review
@@ -325,18 +338,9 @@ impl Session {
     /// Heartwood verifies the proposals itself (`session.workflow["reviews"]`).
     #[pyo3(signature = (timeout=None))]
     fn review_stage(slf: Py<Self>, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<Self>> {
-        let this = slf.get();
-        let snapshot = this.snapshot(py)?;
-        let revision = snapshot
-            .projection
-            .workflow
-            .as_ref()
-            .map(|w| w.revision)
-            .ok_or_else(|| HeartwoodError::new_err("this session runs no workflow"))?;
-        this.submit(py, CommandKind::WorkflowReview { revision })?;
-        this.settle(py, timeout)?;
-        this.show_workflow(&this.snapshot(py)?);
-        Ok(slf)
+        Self::workflow_turn(slf, py, timeout, |revision| CommandKind::WorkflowReview {
+            revision,
+        })
     }
 
     /// Corrects finding `finding` of the latest review to the new path `to`: before the file
