@@ -40,7 +40,27 @@ static SYNCS: AtomicU64 = AtomicU64::new(0);
 /// Makes `file`'s data durable, counted in [`sync_calls`].
 pub(crate) fn sync_data(file: &File) -> std::io::Result<()> {
     SYNCS.fetch_add(1, Ordering::Relaxed);
+    #[cfg(feature = "test-faults")]
+    return crate::faults::sync(|| file.sync_data());
+    #[cfg(not(feature = "test-faults"))]
     file.sync_data()
+}
+
+/// Appends all of `bytes` to `file` (a write point for injected faults in tests).
+pub(crate) fn append(file: &mut File, bytes: &[u8]) -> std::io::Result<()> {
+    #[cfg(feature = "test-faults")]
+    return crate::faults::write(bytes, |b| file.write_all(b));
+    #[cfg(not(feature = "test-faults"))]
+    file.write_all(bytes)
+}
+
+/// Writes all of `bytes` at `offset` (a write point for injected faults in tests).
+pub(crate) fn write_at(file: &File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    #[cfg(feature = "test-faults")]
+    return crate::faults::write(bytes, |b| file.write_all_at(b, offset));
+    #[cfg(not(feature = "test-faults"))]
+    file.write_all_at(bytes, offset)
 }
 
 /// How many `fsync`/`fdatasync` calls this process's session journals have made: what the
@@ -98,8 +118,14 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AuditError> 
         .mode(0o600)
         .open(&tmp)
         .ctx("create", &tmp)?;
-    file.write_all(bytes).ctx("write", &tmp)?;
-    file.sync_all().ctx("sync", &tmp)?;
+    let written = append(&mut file, bytes)
+        .ctx("write", &tmp)
+        .and_then(|()| sync_data(&file).ctx("sync", &tmp));
+    if written.is_err() {
+        // A failed replacement leaves the old file as it was and no temporary behind.
+        let _ = fs::remove_file(&tmp);
+    }
+    written?;
     fs::rename(&tmp, path).ctx("rename into place", path)?;
     sync_dir(dir)
 }

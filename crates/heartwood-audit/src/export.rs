@@ -29,21 +29,28 @@ pub(crate) fn write_bundle(
     let name = format!("export-{:06}-{stamp}", verified.count);
     let staging = paths.exports.join(format!(".staging-{name}"));
     durable::create_private_dir(&staging)?;
-    copy_prefix(
-        &paths.events,
-        &staging.join("events.jsonl"),
-        verified.events_len,
-    )?;
-    copy_prefix(
-        &paths.audit,
-        &staging.join("audit.jsonl"),
-        verified.audit_len,
-    )?;
-    copy_prefix(&paths.meta, &staging.join("meta.json"), u64::MAX)?;
-    let mut text = serde_json::to_vec_pretty(checkpoint).unwrap_or_default();
-    text.push(b'\n');
-    durable::write_atomic(&staging.join("checkpoint.json"), &text)?;
-    durable::sync_dir(&staging)?;
+    let staged = (|| {
+        copy_prefix(
+            &paths.events,
+            &staging.join("events.jsonl"),
+            verified.events_len,
+        )?;
+        copy_prefix(
+            &paths.audit,
+            &staging.join("audit.jsonl"),
+            verified.audit_len,
+        )?;
+        copy_prefix(&paths.meta, &staging.join("meta.json"), u64::MAX)?;
+        let mut text = serde_json::to_vec_pretty(checkpoint).unwrap_or_default();
+        text.push(b'\n');
+        durable::write_atomic(&staging.join("checkpoint.json"), &text)?;
+        durable::sync_dir(&staging)
+    })();
+    if staged.is_err() {
+        // A failed export leaves nothing half-made: the next one starts clean.
+        let _ = fs::remove_dir_all(&staging);
+    }
+    staged?;
     let target = paths.exports.join(&name);
     fs::rename(&staging, &target).ctx("rename into place", &target)?;
     durable::sync_dir(&paths.exports)?;
@@ -62,6 +69,15 @@ fn copy_prefix(from: &Path, to: &Path, len: u64) -> Result<(), AuditError> {
         .mode(0o600)
         .open(to)
         .ctx("create", to)?;
-    io::copy(&mut source.take(len), &mut dest).ctx("copy into", to)?;
-    dest.sync_all().ctx("sync", to)
+    // In bounded chunks, each a write point for injected faults in tests.
+    let mut source = source.take(len);
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = source.read(&mut chunk).ctx("read", from)?;
+        if n == 0 {
+            break;
+        }
+        durable::append(&mut dest, &chunk[..n]).ctx("copy into", to)?;
+    }
+    durable::sync_data(&dest).ctx("sync", to)
 }

@@ -102,7 +102,7 @@ impl IntentFile {
         if text_len < self.dirty {
             bytes.resize(self.dirty, b' ');
         }
-        self.file.write_all_at(&bytes, 0).ctx("write", &self.path)?;
+        crate::durable::write_at(&self.file, &bytes, 0).ctx("write", &self.path)?;
         self.dirty = text_len;
         crate::durable::sync_data(&self.file).ctx("sync", &self.path)
     }
@@ -111,8 +111,7 @@ impl IntentFile {
     /// every byte already in place and only clears the intent again.
     pub fn clear(&mut self) -> Result<(), AuditError> {
         if self.dirty > 0 {
-            self.file
-                .write_all_at(&vec![b' '; self.dirty], 0)
+            crate::durable::write_at(&self.file, &vec![b' '; self.dirty], 0)
                 .ctx("clear", &self.path)?;
             self.dirty = 0;
         }

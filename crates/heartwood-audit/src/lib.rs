@@ -16,6 +16,9 @@ mod durable;
 mod error;
 mod event_head;
 mod export;
+#[cfg(feature = "test-faults")]
+#[doc(hidden)]
+pub mod faults;
 mod intent;
 mod layout;
 mod lease;

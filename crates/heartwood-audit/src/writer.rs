@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::Write;
 use std::path::Path;
 
 use heartwood_events::{
@@ -617,7 +616,7 @@ impl SessionWriter {
         let mut touched = Vec::with_capacity(3);
         for (file, path, bytes) in files {
             if !bytes.is_empty() {
-                file.write_all(bytes.as_bytes()).ctx("append to", path)?;
+                durable::append(file, bytes.as_bytes()).ctx("append to", path)?;
                 touched.push((file, path));
             }
         }
