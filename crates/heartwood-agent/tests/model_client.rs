@@ -369,3 +369,35 @@ async fn the_api_key_comes_from_the_named_variable_and_never_appears_in_errors()
     );
     assert!(err.to_string().contains(env), "{err}");
 }
+
+#[tokio::test]
+async fn an_oversized_reply_or_one_with_too_many_calls_is_refused_not_buffered() {
+    let huge = "x".repeat(heartwood_agent::model::MAX_REPLY_BYTES + 1024);
+    let many: Vec<(&str, serde_json::Value)> = (0..1000)
+        .map(|_| ("think", json!({"thought": "t"})))
+        .collect();
+    for stream in [true, false] {
+        let server =
+            ScriptedModelServer::start(Script::of(vec![Turn::text(&huge), Turn::calls(&many)]))
+                .await
+                .expect("server");
+        // Room to send the large reply: the limit, not a timeout, must be what stops it.
+        let patient = ModelRoute {
+            idle_timeout: Duration::from_secs(30),
+            max_retries: 0,
+            ..route(&server, stream)
+        };
+        let (reply, _) = call(patient.clone()).await;
+        // Not `expect_err`: the reply would be printed, all 8 MB of it.
+        let Err(error) = reply else {
+            panic!("a reply over the limit was read")
+        };
+        assert!(matches!(error, ModelError::TooLarge { .. }), "{error}");
+        assert!(error.to_string().contains("too large"), "{error}");
+        let (reply, _) = call(patient).await;
+        let Err(error) = reply else {
+            panic!("1000 tool calls were read")
+        };
+        assert!(error.to_string().contains("1000 tool calls"), "{error}");
+    }
+}

@@ -179,14 +179,43 @@ impl ModelClient {
             .is_some_and(|v| v.starts_with("text/event-stream"));
         // Some servers ignore `stream: true` and answer with one JSON body; read it as such.
         if !self.route.stream || !is_event_stream {
-            let bytes = match tokio::time::timeout(idle, response.bytes()).await {
-                Err(_) => return Err(timeout()),
-                Ok(Err(e)) => return Err(connection_failed(attempts, &e)),
-                Ok(Ok(bytes)) => bytes,
-            };
-            return parse_completion(&bytes, self.route.prices).map_err(AttemptError::Fatal);
+            let mut response = response;
+            let mut bytes = Vec::new();
+            loop {
+                match tokio::time::timeout(idle, response.chunk()).await {
+                    Err(_) => return Err(timeout()),
+                    Ok(Err(e)) => return Err(connection_failed(attempts, &e)),
+                    Ok(Ok(None)) => break,
+                    Ok(Ok(Some(chunk))) => {
+                        bytes.extend_from_slice(&chunk);
+                        if bytes.len() > MAX_WIRE_BYTES {
+                            return Err(AttemptError::Fatal(too_large_wire()));
+                        }
+                    }
+                }
+            }
+            return parse_completion(&bytes, self.route.prices)
+                .and_then(bounded)
+                .map_err(AttemptError::Fatal);
         }
-        let mut events = response.bytes_stream().eventsource();
+        // The bytes received are counted as they arrive, so one endless line cannot grow the
+        // reader's buffer past the limit either.
+        let over = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&over);
+        let mut received = 0usize;
+        let mut events = response
+            .bytes_stream()
+            .take_while(move |chunk| {
+                if let Ok(chunk) = chunk {
+                    received += chunk.len();
+                }
+                let within = received <= MAX_WIRE_BYTES;
+                if !within {
+                    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                std::future::ready(within)
+            })
+            .eventsource();
         let mut assembler = Assembler::default();
         let mut done = false;
         loop {
@@ -221,8 +250,18 @@ impl ModelClient {
                         })
                     })?;
                     assembler.push(chunk, on_token);
+                    if assembler.size() > MAX_REPLY_BYTES {
+                        return Err(AttemptError::Fatal(ModelError::TooLarge {
+                            detail: format!(
+                                "over {MAX_REPLY_BYTES} bytes of text and tool-call arguments"
+                            ),
+                        }));
+                    }
                 }
             }
+        }
+        if over.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(AttemptError::Fatal(too_large_wire()));
         }
         if !done && !assembler.finished() {
             let error = ModelError::StreamEndedEarly {
@@ -234,8 +273,47 @@ impl ModelClient {
                 AttemptError::Retry { error, after: None }
             });
         }
-        Ok(assembler.finish(self.route.prices))
+        bounded(assembler.finish(self.route.prices)).map_err(AttemptError::Fatal)
     }
+}
+
+/// The most bytes of text and tool-call arguments one reply may carry.
+pub const MAX_REPLY_BYTES: usize = 8 * 1024 * 1024;
+
+/// The most bytes one reply may take on the wire (its framing included).
+const MAX_WIRE_BYTES: usize = 2 * MAX_REPLY_BYTES;
+
+/// The most tool calls one reply may propose: each is an action the researcher reviews.
+pub const MAX_TOOL_CALLS: usize = 128;
+
+fn too_large_wire() -> ModelError {
+    ModelError::TooLarge {
+        detail: format!("over {MAX_WIRE_BYTES} bytes on the wire"),
+    }
+}
+
+/// A reply within the limits, or why not.
+fn bounded(reply: ModelReply) -> Result<ModelReply, ModelError> {
+    let size = reply.content.as_ref().map_or(0, String::len)
+        + reply
+            .tool_calls
+            .iter()
+            .map(|c| c.id.len() + c.function.name.len() + c.function.arguments.len())
+            .sum::<usize>();
+    if size > MAX_REPLY_BYTES {
+        return Err(ModelError::TooLarge {
+            detail: format!("over {MAX_REPLY_BYTES} bytes of text and tool-call arguments"),
+        });
+    }
+    if reply.tool_calls.len() > MAX_TOOL_CALLS {
+        return Err(ModelError::TooLarge {
+            detail: format!(
+                "{} tool calls in one reply; at most {MAX_TOOL_CALLS} are read",
+                reply.tool_calls.len()
+            ),
+        });
+    }
+    Ok(reply)
 }
 
 fn parse_completion(bytes: &[u8], prices: Option<super::Prices>) -> Result<ModelReply, ModelError> {

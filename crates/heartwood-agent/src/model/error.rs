@@ -111,6 +111,14 @@ pub enum ModelError {
         /// What was seen.
         detail: String,
     },
+    /// The reply was larger than a reply may be (bytes, or tool calls in one reply).
+    #[error(
+        "the model's reply is too large ({detail}); it was not read further. Ask for smaller steps, or check the model's settings"
+    )]
+    TooLarge {
+        /// What was over which limit.
+        detail: String,
+    },
     /// Another refusal (HTTP 4xx) that retrying will not fix.
     #[error(
         "the model service refused the request (HTTP {status}: {detail}); check the route's settings"

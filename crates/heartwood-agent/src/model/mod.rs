@@ -9,7 +9,7 @@ mod wire;
 
 pub mod replay;
 
-pub use client::{ModelClient, ModelReply};
+pub use client::{MAX_REPLY_BYTES, MAX_TOOL_CALLS, ModelClient, ModelReply};
 pub use error::ModelError;
 pub use route::{ModelRoute, Prices};
 pub use wire::{ChatMessage, FunctionCall, FunctionSpec, ToolCall, ToolSpec, Usage};

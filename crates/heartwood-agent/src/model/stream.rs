@@ -65,6 +65,16 @@ impl Assembler {
         }
     }
 
+    /// Bytes of text and tool calls so far.
+    pub fn size(&self) -> usize {
+        self.content.len()
+            + self
+                .calls
+                .iter()
+                .map(|c| c.id.len() + c.name.len() + c.arguments.len())
+                .sum::<usize>()
+    }
+
     /// Whether the model said it was done.
     pub fn finished(&self) -> bool {
         self.finish_reason.is_some()
