@@ -242,7 +242,10 @@ fn apply(
             };
             let id = id.clone();
             let command = Command::new(SessionGateway::new_command_id(), id.clone(), kind);
-            let submitted = gateway.submit(command).map(|r| vec![r]);
+            // A command may read files (a stage's checks) or wait for a model route's reachability:
+            // done where blocking is allowed, so the loop's other tasks keep running.
+            let submitted =
+                tokio::task::block_in_place(|| gateway.submit(command)).map(|r| vec![r]);
             answered(app, gateway, updates, &id, submitted);
         }
         Intent::Say(text) => {
@@ -251,7 +254,9 @@ fn apply(
             };
             let id = id.clone();
             let policy = Default::default();
-            let said = gateway.say(&id, &text, policy, SessionGateway::new_command_id());
+            let said = tokio::task::block_in_place(|| {
+                gateway.say(&id, &text, policy, SessionGateway::new_command_id())
+            });
             answered(app, gateway, updates, &id, said);
         }
         Intent::Open(id) => match gateway.subscribe(&id) {
