@@ -449,8 +449,16 @@ impl SessionGateway {
                 decision: Decision::AllowOnce,
                 ..
             } => {
-                let projection = live.lock().projection().clone();
-                crate::reproduction::prepare(&self.shared.project, &projection)
+                // Cloned only where a rerun could be prepared (a workflow, one action waiting),
+                // not for every decision.
+                let projection = {
+                    let core = live.lock();
+                    let p = core.projection();
+                    (p.workflow.is_some()
+                        && p.pending.as_ref().is_some_and(|s| s.members.len() == 1))
+                    .then(|| p.clone())
+                };
+                projection.and_then(|p| crate::reproduction::prepare(&self.shared.project, &p))
             }
             _ => None,
         };
