@@ -1,4 +1,4 @@
-//! Project automation: `cargo xtask ci | schema | fixtures | bench <name>`.
+//! Project automation: `cargo xtask ci | schema | fixtures | bench <name> | fuzz | soak`.
 //!
 //! Runs optimized (see `.cargo/config.toml`) so that benchmarks measure release code.
 
@@ -11,6 +11,8 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod demo;
 mod fixtures;
+mod fuzz;
+mod soak;
 
 #[derive(Parser)]
 #[command(name = "xtask")]
@@ -32,8 +34,32 @@ enum Task {
     DemoRecording,
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
-        /// Which benchmark: `journal`, `agent`, `gateway`, `workspace`, `tui`, `workflow` or `web`.
+        /// Which benchmark: `journal`, `agent`, `gateway`, `workspace`, `tui`, `workflow`, `web`,
+        /// `web-load` or `notebook`.
         name: String,
+    },
+    /// Build the libFuzzer targets in fuzz/ (nightly toolchain) and fuzz each for a while,
+    /// after replaying its seeds and regression inputs.
+    Fuzz {
+        /// Seconds to fuzz each target.
+        #[arg(long, default_value_t = 60)]
+        secs: u64,
+        /// A quicker build (unoptimized, no sanitizer) for short runs such as CI's.
+        #[arg(long)]
+        smoke: bool,
+        /// The targets to run (all when none is named).
+        targets: Vec<String>,
+    },
+    /// Random interleavings of tasks, decisions and controls from two interfaces, with processes
+    /// killed, against the scripted model; then every session must verify, no action may have
+    /// run twice, and `serve`'s memory must have stayed flat.
+    Soak {
+        /// How long to run, in minutes.
+        #[arg(long, default_value_t = 10.0)]
+        minutes: f64,
+        /// Repeat an earlier run's random choices.
+        #[arg(long)]
+        seed: Option<u64>,
     },
     /// Internal: one measured step of a benchmark, run in a fresh process.
     #[command(hide = true)]
@@ -59,11 +85,18 @@ fn main() -> Result<()> {
             "tui" => bench::tui::run(),
             "workflow" => bench::workflow::run(),
             "web" => bench::web::run(),
+            "web-load" => bench::web_load::run(),
             "notebook" => bench::notebook::run(),
             other => bail!(
-                "no benchmark named {other:?}; available: journal, agent, gateway, workspace, tui, workflow, web, notebook"
+                "no benchmark named {other:?}; available: journal, agent, gateway, workspace, tui, workflow, web, web-load, notebook"
             ),
         },
+        Task::Fuzz {
+            secs,
+            smoke,
+            targets,
+        } => fuzz::run(secs, smoke, &targets),
+        Task::Soak { minutes, seed } => soak::run(minutes, seed),
         Task::BenchChild { step, arg } => match step.strip_prefix("agent-") {
             Some(steps) => bench::agent::child(steps.parse()?, &arg),
             None if step == "gateway-memory" => bench::gateway::child(&arg),

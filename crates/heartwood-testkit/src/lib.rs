@@ -4,11 +4,13 @@
 //! real TCP, real HTTP, streaming (SSE) and non-streaming. It answers each request with the
 //! next [`Turn`] of a [`Script`], can inject faults (HTTP errors, a stream cut mid-chunk,
 //! malformed tool arguments, slow chunks), and records every request body so a test can assert
-//! what the model was sent. [`sessions`] makes real recorded sessions for interface tests.
+//! what the model was sent. [`sessions`] makes real recorded sessions for interface tests;
+//! [`load`] puts a running server under load over real TCP.
 
+pub mod load;
 mod script;
 mod server;
 pub mod sessions;
 
 pub use script::{Fault, Script, ScriptedCall, ScriptedUsage, Turn};
-pub use server::ScriptedModelServer;
+pub use server::{ScriptedModelServer, event_stream_body};

@@ -278,6 +278,12 @@ fn completion(turn: &Turn, id: &str, model: &str) -> Value {
     out
 }
 
+/// The whole event-stream body the server sends for `turn`: the fuzzer's seeds for the client's
+/// stream decoder.
+pub fn event_stream_body(turn: &Turn) -> String {
+    stream_events(turn, "chatcmpl-seed", "scripted").concat()
+}
+
 /// The SSE events of a streamed reply: role, content in small pieces, each tool call in two
 /// pieces (so clients must assemble by index), the finish reason, usage, and `[DONE]`.
 fn stream_events(turn: &Turn, id: &str, model: &str) -> Vec<String> {

@@ -22,7 +22,7 @@ pub use ingress::{IngressPolicy, Mode};
 pub use listener::Limits;
 pub use server::AppState;
 
-/// Serves `state` on `listener` with the default [`Limits`] until the process ends.
+/// Serves `state` on `listener` with [`Limits::for_this_process`] until the process ends.
 pub async fn serve(listener: tokio::net::TcpListener, state: Arc<AppState>) -> std::io::Result<()> {
-    listener::serve(listener, state, Limits::default()).await
+    listener::serve(listener, state, Limits::for_this_process()).await
 }

@@ -45,6 +45,46 @@ impl Default for Limits {
     }
 }
 
+/// Descriptors kept for everything but connections: session files, the model client's
+/// sockets, child processes' pipes.
+const RESERVED_DESCRIPTORS: u64 = 256;
+
+/// The most connections served at once, however many descriptors the system allows.
+const MOST_CONNECTIONS: u64 = 4096;
+
+impl Limits {
+    /// The limits for a long-lived server: the process's soft descriptor limit is raised to its
+    /// hard limit (as Go's runtime does; the soft default of 1,024 is a relic of `select`), and
+    /// the connection limit is what that leaves after [`RESERVED_DESCRIPTORS`], at most
+    /// [`MOST_CONNECTIONS`]. Where the limit cannot be read or raised, [`Limits::default`].
+    pub fn for_this_process() -> Self {
+        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+        let limit = getrlimit(Resource::Nofile);
+        let raised = match (limit.current, limit.maximum) {
+            (Some(current), maximum) if maximum.is_none_or(|max| current < max) => {
+                let wanted = maximum.unwrap_or(MOST_CONNECTIONS + RESERVED_DESCRIPTORS);
+                let raised = Rlimit {
+                    current: Some(wanted),
+                    maximum,
+                };
+                setrlimit(Resource::Nofile, raised).map_or(current, |()| wanted)
+            }
+            (Some(current), _) => current,
+            (None, _) => MOST_CONNECTIONS + RESERVED_DESCRIPTORS,
+        };
+        let connections = raised
+            .saturating_sub(RESERVED_DESCRIPTORS)
+            .min(MOST_CONNECTIONS);
+        let default = Limits::default();
+        Limits {
+            max_connections: usize::try_from(connections)
+                .unwrap_or(default.max_connections)
+                .max(default.max_connections.min(64)),
+            ..default
+        }
+    }
+}
+
 /// Serves `state` on `listener` with `limits` until the process ends.
 pub async fn serve(listener: TcpListener, state: Arc<AppState>, limits: Limits) -> io::Result<()> {
     let router = server::router(state);

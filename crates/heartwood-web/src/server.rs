@@ -267,6 +267,10 @@ fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) ->
     let parts: Vec<&str> = admitted.route.trim_matches('/').split('/').collect();
     let since = since_of(admitted);
     match (method, parts.as_slice()) {
+        // That the server is taking requests: answered without reading any session.
+        ("GET", ["api", "health"]) => {
+            json_response(StatusCode::OK, &serde_json::json!({"ok": true}))
+        }
         ("GET", ["api", "status"]) => match heartwood_gateway::startup::plan(&app.project) {
             Ok(plan) => json_response(StatusCode::OK, &plan),
             Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),

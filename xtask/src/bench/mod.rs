@@ -7,6 +7,7 @@ pub mod journal;
 pub mod notebook;
 pub mod tui;
 pub mod web;
+pub mod web_load;
 pub mod workflow;
 pub mod workspace;
 

@@ -6,8 +6,8 @@ use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 
 use super::error::{AttemptError, classify_status, scrub};
-use super::stream::Assembler;
-use super::wire::{ChatChunk, ChatCompletion, ChatRequest};
+use super::stream::{Assembler, Step};
+use super::wire::{ChatCompletion, ChatRequest};
 use super::{ChatMessage, ModelError, ModelRoute, ToolCall, ToolSpec, Usage};
 
 /// The model's reply to one request.
@@ -240,22 +240,13 @@ impl ModelClient {
                     });
                 }
                 Some(Ok(event)) => {
-                    if event.data.trim() == "[DONE]" {
+                    if assembler
+                        .accept(&event.data, on_token)
+                        .map_err(AttemptError::Fatal)?
+                        == Step::Done
+                    {
                         done = true;
                         break;
-                    }
-                    let chunk: ChatChunk = serde_json::from_str(&event.data).map_err(|e| {
-                        AttemptError::Fatal(ModelError::Malformed {
-                            detail: format!("a streamed chunk is not JSON: {e}"),
-                        })
-                    })?;
-                    assembler.push(chunk, on_token);
-                    if assembler.size() > MAX_REPLY_BYTES {
-                        return Err(AttemptError::Fatal(ModelError::TooLarge {
-                            detail: format!(
-                                "over {MAX_REPLY_BYTES} bytes of text and tool-call arguments"
-                            ),
-                        }));
                     }
                 }
             }
@@ -293,7 +284,7 @@ fn too_large_wire() -> ModelError {
 }
 
 /// A reply within the limits, or why not.
-fn bounded(reply: ModelReply) -> Result<ModelReply, ModelError> {
+pub(super) fn bounded(reply: ModelReply) -> Result<ModelReply, ModelError> {
     let size = reply.content.as_ref().map_or(0, String::len)
         + reply
             .tool_calls

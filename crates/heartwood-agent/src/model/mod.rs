@@ -12,4 +12,6 @@ pub mod replay;
 pub use client::{MAX_REPLY_BYTES, MAX_TOOL_CALLS, ModelClient, ModelReply};
 pub use error::ModelError;
 pub use route::{ModelRoute, Prices};
+#[doc(hidden)]
+pub use stream::decode_event_stream;
 pub use wire::{ChatMessage, FunctionCall, FunctionSpec, ToolCall, ToolSpec, Usage};

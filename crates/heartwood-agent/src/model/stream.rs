@@ -1,8 +1,21 @@
 //! Assembling a streamed reply: content deltas in order, tool-call deltas by index, usage from
 //! the final chunk.
 
+use eventsource_stream::Eventsource;
+use futures_util::{FutureExt, StreamExt};
+
+use super::client::MAX_REPLY_BYTES;
 use super::wire::{ChatChunk, ToolCall};
-use super::{ModelReply, Usage};
+use super::{ModelError, ModelReply, Usage};
+
+/// What one server-sent event meant for the reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// More is to come.
+    Continue,
+    /// The server's `[DONE]` marker.
+    Done,
+}
 
 #[derive(Default)]
 struct PartialCall {
@@ -65,6 +78,28 @@ impl Assembler {
         }
     }
 
+    /// Folds in one event's data: the `[DONE]` marker ends the reply, anything else must be a
+    /// chunk, and the reply so far must stay within [`MAX_REPLY_BYTES`].
+    pub fn accept(
+        &mut self,
+        data: &str,
+        on_token: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Step, ModelError> {
+        if data.trim() == "[DONE]" {
+            return Ok(Step::Done);
+        }
+        let chunk: ChatChunk = serde_json::from_str(data).map_err(|e| ModelError::Malformed {
+            detail: format!("a streamed chunk is not JSON: {e}"),
+        })?;
+        self.push(chunk, on_token);
+        if self.size() > MAX_REPLY_BYTES {
+            return Err(ModelError::TooLarge {
+                detail: format!("over {MAX_REPLY_BYTES} bytes of text and tool-call arguments"),
+            });
+        }
+        Ok(Step::Continue)
+    }
+
     /// Bytes of text and tool calls so far.
     pub fn size(&self) -> usize {
         self.content.len()
@@ -112,5 +147,84 @@ impl Assembler {
             ),
             finish_reason: self.finish_reason,
         }
+    }
+}
+
+/// Decodes a whole event-stream body that arrived in `chunks`, as the client would: the same
+/// framing, chunk decoding and limits, without a connection. For the fuzzer and for tests; the
+/// client itself folds events in as they arrive, with its timeouts.
+#[doc(hidden)]
+pub fn decode_event_stream(chunks: &[&[u8]]) -> Result<ModelReply, ModelError> {
+    let body = chunks
+        .iter()
+        .map(|chunk| Ok::<_, std::convert::Infallible>(bytes::Bytes::copy_from_slice(chunk)));
+    let mut events = futures_util::stream::iter(body).eventsource();
+    let mut assembler = Assembler::default();
+    let mut done = false;
+    // The body is all here, so every poll is ready.
+    while let Some(Some(event)) = events.next().now_or_never() {
+        let event = event.map_err(|e| ModelError::StreamEndedEarly {
+            detail: e.to_string(),
+        })?;
+        if assembler.accept(&event.data, &mut |_| {})? == Step::Done {
+            done = true;
+            break;
+        }
+    }
+    if !done && !assembler.finished() {
+        return Err(ModelError::StreamEndedEarly {
+            detail: "the connection closed before the reply's end marker".to_owned(),
+        });
+    }
+    super::client::bounded(assembler.finish(None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode_event_stream;
+
+    /// Text (with characters of two and three bytes), a tool call in two pieces, the finish
+    /// reason, usage, and the end marker, as a provider streams them.
+    const BODY: &str = concat!(
+        r#"data: {"id":"r1","choices":[{"index":0,"delta":{"content":"Größe: 3 µm → ok"},"finish_reason":null}]}"#,
+        "\n\n",
+        r#"data: {"id":"r1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"terminal","arguments":"{\"comm"}}]},"finish_reason":null}]}"#,
+        "\r\n\r\n",
+        r#"data: {"id":"r1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"and\":\"ls\"}"}}]},"finish_reason":"tool_calls"}]}"#,
+        "\n\n",
+        r#"data: {"id":"r1","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":7}}"#,
+        "\n\ndata: [DONE]\n\n",
+    );
+
+    #[test]
+    fn a_body_decodes_the_same_wherever_the_network_cuts_it() {
+        let whole = decode_event_stream(&[BODY.as_bytes()]).expect("the body decodes");
+        assert_eq!(whole.content.as_deref(), Some("Größe: 3 µm → ok"));
+        assert_eq!(whole.tool_calls.len(), 1);
+        assert_eq!(
+            whole.tool_calls[0].function.arguments,
+            r#"{"command":"ls"}"#
+        );
+        assert_eq!(whole.usage.prompt_tokens, 12);
+        // Every chunk size, so that every character and every line ending is split somewhere.
+        for size in 1..BODY.len() {
+            let chunks: Vec<&[u8]> = BODY.as_bytes().chunks(size).collect();
+            assert_eq!(
+                decode_event_stream(&chunks).as_ref(),
+                Ok(&whole),
+                "cut into chunks of {size} bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn a_body_without_its_end_is_an_early_end() {
+        // Before the chunk with the finish reason.
+        let cut = &BODY[..BODY.find(r#""finish_reason":"tool_calls""#).unwrap_or(0) - 40];
+        let error = decode_event_stream(&[cut.as_bytes()]).expect_err("a cut body is refused");
+        assert!(
+            matches!(error, super::ModelError::StreamEndedEarly { .. }),
+            "{error:?}"
+        );
     }
 }

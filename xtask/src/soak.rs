@@ -1,0 +1,389 @@
+//! `cargo xtask soak --minutes N [--seed S]`: random interleavings of tasks, decisions,
+//! guidance, pause, resume and interrupts across sessions, from two interfaces (the `heartwood`
+//! command line and a long-lived `heartwood serve` over HTTP), with command-line processes
+//! killed at random moments, against the scripted model server.
+//!
+//! Every action the model proposes appends its own token to `ran.txt`, so an action that ran
+//! twice shows as a repeated token. At the end `serve` is stopped as the researcher would stop
+//! it, and the soak checks that every session verifies (after `sessions recover`, which a kill
+//! may call for), that no token repeats, and that `serve`'s resident memory stayed flat.
+
+use std::collections::BTreeSet;
+use std::io::BufRead;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use heartwood_testkit::load::request;
+use heartwood_testkit::{Script, ScriptedModelServer, Turn};
+use serde_json::{Value, json};
+
+/// What the soak did and saw.
+#[derive(Debug, Default)]
+struct Tally {
+    steps: usize,
+    tasks: usize,
+    decisions: usize,
+    guidance: usize,
+    controls: usize,
+    kills: usize,
+    verifications_during: usize,
+    failures: Vec<String>,
+}
+
+/// Runs the soak for `minutes`; `seed` repeats an earlier run's choices.
+pub fn run(minutes: f64, seed: Option<u64>) -> Result<()> {
+    let seed = seed.unwrap_or_else(|| fastrand::u64(..));
+    println!("soak for {minutes} min, seed {seed} (repeat with --seed {seed})");
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let bin = heartwood_binary()?;
+    let project = tempfile::tempdir()?;
+    let project = project.path();
+    let runtime = tokio::runtime::Runtime::new()?;
+    let model = runtime
+        .block_on(ScriptedModelServer::start(script()))
+        .context("starting the scripted model server")?;
+    let connected = heartwood(
+        &bin,
+        project,
+        &[
+            "model",
+            "connect",
+            "--category",
+            "compatible",
+            "--base-url",
+            &model.base_url(),
+            "--model",
+            "scripted",
+        ],
+    )?;
+    if !connected.status.success() {
+        bail!(
+            "`heartwood model connect` failed: {}",
+            String::from_utf8_lossy(&connected.stderr)
+        );
+    }
+    let serve = Serve::start(&bin, project)?;
+    let mut tally = Tally::default();
+    let mut sessions: Vec<String> = Vec::new();
+    let mut rss: Vec<(f64, u64)> = Vec::new();
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs_f64(minutes * 60.0);
+    while Instant::now() < deadline {
+        tally.steps += 1;
+        if tally.steps % 10 == 1 {
+            sessions = listed_sessions(&bin, project)?;
+        }
+        let session = (!sessions.is_empty()).then(|| sessions[rng.usize(..sessions.len())].clone());
+        let n = tally.steps;
+        match (rng.u8(..100), session) {
+            (0..15, _) => {
+                tally.tasks += 1;
+                let task = format!("soak task {n}");
+                let child = spawn(&bin, project, &["exec", "--json", &task])?;
+                finish_or_kill(child, &mut rng, &mut tally)?;
+            }
+            (15..30, _) => {
+                tally.tasks += 1;
+                let (status, body) = serve.call("POST", "/api/sessions", "");
+                let minted: Value = serde_json::from_str(&body).unwrap_or_default();
+                if let (201, Some(id)) = (status, minted["session"].as_str()) {
+                    let task = json!({"type": "submit_task", "text": format!("soak task {n}")});
+                    serve.command(id, &task);
+                    sessions.push(id.to_owned());
+                }
+            }
+            (30..50, Some(id)) => {
+                tally.decisions += 1;
+                let decision = if rng.u8(..4) == 0 { "reject" } else { "allow" };
+                let child = spawn(&bin, project, &["decide", &id, decision])?;
+                finish_or_kill(child, &mut rng, &mut tally)?;
+            }
+            (50..70, Some(id)) => {
+                let (_, body) = serve.call("GET", &format!("/api/sessions/{id}/snapshot"), "");
+                let snapshot: Value = serde_json::from_str(&body).unwrap_or_default();
+                let pending = &snapshot["projection"]["pending"];
+                if let (Some(set), Some(revision)) =
+                    (pending["set_id"].as_str(), pending["revision"].as_u64())
+                {
+                    tally.decisions += 1;
+                    let decision = if rng.u8(..4) == 0 { "reject" } else { "allow" };
+                    let decide = json!({"type": "decide", "set_id": set, "revision": revision,
+                                        "decision": decision});
+                    serve.command(&id, &decide);
+                }
+            }
+            (70..80, Some(id)) => {
+                tally.guidance += 1;
+                let guide = json!({"type": "send_guidance", "text": format!("soak note {n}")});
+                serve.command(&id, &guide);
+            }
+            (80..92, Some(id)) => {
+                tally.controls += 1;
+                let kind = ["pause", "resume", "interrupt"][rng.usize(..3)];
+                serve.command(&id, &json!({ "type": kind }));
+            }
+            (_, Some(id)) => {
+                tally.verifications_during += 1;
+                let verified = heartwood(&bin, project, &["sessions", "verify", &id])?;
+                if !verified.status.success() {
+                    tally.failures.push(format!(
+                        "session {id} did not verify during the soak: {}",
+                        String::from_utf8_lossy(&verified.stdout).trim()
+                    ));
+                }
+            }
+            (_, None) => {}
+        }
+        if let Some(kib) = serve.rss_kib() {
+            rss.push((started.elapsed().as_secs_f64(), kib));
+        }
+        if rng.u8(..4) == 0 {
+            std::thread::sleep(Duration::from_millis(rng.u64(50..500)));
+        }
+    }
+    serve.stop()?;
+    drop(model);
+    check(&bin, project, &mut tally, &rss)?;
+    println!(
+        "{} steps in {:.1} min: {} sessions, {} tasks, {} decisions, {} guidance, {} controls, \
+         {} processes killed, {} verifications during the run",
+        tally.steps,
+        started.elapsed().as_secs_f64() / 60.0,
+        listed_sessions(&bin, project)?.len(),
+        tally.tasks,
+        tally.decisions,
+        tally.guidance,
+        tally.controls,
+        tally.kills,
+        tally.verifications_during
+    );
+    if !tally.failures.is_empty() {
+        for failure in &tally.failures {
+            eprintln!("FAILED: {failure}");
+        }
+        bail!(
+            "{} soak invariant(s) failed (seed {seed})",
+            tally.failures.len()
+        );
+    }
+    println!("every invariant held");
+    Ok(())
+}
+
+/// A model that, turn after turn, proposes an action writing a fresh token, and now and then
+/// finishes. Turns are served in order to whichever session asks next.
+fn script() -> Script {
+    Script::of(
+        (0..20_000)
+            .map(|i| {
+                if i % 3 == 2 {
+                    Turn::calls(&[("finish", json!({"message": format!("done {i}")}))])
+                } else {
+                    let command = format!("echo tok-{i} >> ran.txt");
+                    Turn::calls(&[("terminal", json!({ "command": command }))])
+                }
+            })
+            .collect(),
+    )
+}
+
+/// Waits for a command-line process, or kills it at a random moment (one time in three).
+fn finish_or_kill(mut child: Child, rng: &mut fastrand::Rng, tally: &mut Tally) -> Result<()> {
+    if rng.u8(..3) == 0 {
+        std::thread::sleep(Duration::from_millis(rng.u64(5..250)));
+        if child.try_wait()?.is_none() {
+            child.kill()?;
+            tally.kills += 1;
+        }
+    }
+    let waited = Instant::now();
+    while child.try_wait()?.is_none() {
+        if waited.elapsed() > Duration::from_secs(120) {
+            child.kill()?;
+            tally
+                .failures
+                .push("a command-line process ran for over two minutes".to_owned());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// The checks at the end, with `serve` stopped.
+fn check(bin: &Path, project: &Path, tally: &mut Tally, rss: &[(f64, u64)]) -> Result<()> {
+    let mut recovered = 0;
+    for id in listed_sessions(bin, project)? {
+        let mut verified = heartwood(bin, project, &["sessions", "verify", &id])?;
+        if !verified.status.success() {
+            recovered += 1;
+            heartwood(bin, project, &["sessions", "recover", &id])?;
+            verified = heartwood(bin, project, &["sessions", "verify", &id])?;
+        }
+        if !verified.status.success() {
+            tally.failures.push(format!(
+                "session {id} does not verify, even after `sessions recover`: {}",
+                String::from_utf8_lossy(&verified.stdout).trim()
+            ));
+        }
+    }
+    let ran = std::fs::read_to_string(project.join("ran.txt")).unwrap_or_default();
+    let tokens: Vec<&str> = ran.lines().collect();
+    let distinct: BTreeSet<&str> = tokens.iter().copied().collect();
+    if distinct.len() != tokens.len() {
+        tally.failures.push(format!(
+            "{} actions ran more than once",
+            tokens.len() - distinct.len()
+        ));
+    }
+    println!(
+        "actions run: {} (each token once: {}); sessions that needed `sessions recover`: {recovered}",
+        tokens.len(),
+        distinct.len() == tokens.len()
+    );
+    // Memory: after the first quarter (start-up, caches filling) the resident size should not
+    // keep growing. A leak of a few KiB per step shows over minutes; noise does not double it.
+    let span = rss.last().map_or(0.0, |(t, _)| *t);
+    let settled: Vec<u64> = rss
+        .iter()
+        .filter(|(t, _)| *t >= span / 4.0)
+        .map(|(_, kib)| *kib)
+        .collect();
+    if let (Some(first), Some(last), Some(peak)) =
+        (settled.first(), settled.last(), settled.iter().max())
+    {
+        println!(
+            "serve resident memory: {:.1} MiB after the first quarter, {:.1} MiB at the end, \
+             {:.1} MiB at most ({} samples)",
+            *first as f64 / 1024.0,
+            *last as f64 / 1024.0,
+            *peak as f64 / 1024.0,
+            rss.len()
+        );
+        if *last > first * 3 / 2 + 16 * 1024 {
+            tally.failures.push(format!(
+                "serve's resident memory grew from {first} KiB to {last} KiB"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The long-lived `heartwood serve`.
+struct Serve {
+    child: Child,
+    addr: SocketAddr,
+    token: String,
+}
+
+impl Serve {
+    fn start(bin: &Path, project: &Path) -> Result<Serve> {
+        let mut child = Command::new(bin)
+            .arg("serve")
+            .current_dir(project)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting `heartwood serve`")?;
+        let stdout = child.stdout.take().context("serve's output")?;
+        let url = std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix("http://127.0.0.1:")
+                    .map(str::to_owned)
+            })
+            .context("`heartwood serve` printed no URL")?;
+        let (port, rest) = url.split_once('/').context("a URL without a path")?;
+        Ok(Serve {
+            child,
+            addr: SocketAddr::from(([127, 0, 0, 1], port.parse()?)),
+            token: rest.strip_prefix("?token=").context("no token")?.to_owned(),
+        })
+    }
+
+    fn call(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        request((self.addr, &self.token), method, path, body)
+    }
+
+    fn command(&self, session: &str, command: &Value) -> (u16, String) {
+        self.call(
+            "POST",
+            &format!("/api/sessions/{session}/commands"),
+            &command.to_string(),
+        )
+    }
+
+    fn rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    }
+
+    /// Stops `serve` as Ctrl-C would, and waits for it to close its sessions.
+    fn stop(mut self) -> Result<()> {
+        Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .context("sending SIGINT to serve")?;
+        let waited = Instant::now();
+        while self.child.try_wait()?.is_none() {
+            if waited.elapsed() > Duration::from_secs(60) {
+                self.child.kill()?;
+                bail!("`heartwood serve` did not stop within a minute of Ctrl-C");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+}
+
+/// The `heartwood` binary, built (debug) if need be.
+fn heartwood_binary() -> Result<PathBuf> {
+    crate::cargo(&["build", "--quiet", "-p", "heartwood-cli"])?;
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| crate::workspace_root().join("target"), PathBuf::from);
+    Ok(dir.join("debug/heartwood"))
+}
+
+fn spawn(bin: &Path, project: &Path, args: &[&str]) -> Result<Child> {
+    Command::new(bin)
+        .args(args)
+        .current_dir(project)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("running heartwood {}", args.join(" ")))
+}
+
+fn heartwood(bin: &Path, project: &Path, args: &[&str]) -> Result<std::process::Output> {
+    Command::new(bin)
+        .args(args)
+        .current_dir(project)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("running heartwood {}", args.join(" ")))
+}
+
+fn listed_sessions(bin: &Path, project: &Path) -> Result<Vec<String>> {
+    let listed = heartwood(bin, project, &["sessions", "ls", "--json"])?;
+    let rows: Value = serde_json::from_slice(&listed.stdout).unwrap_or_default();
+    Ok(rows
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .filter_map(|r| r["id"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default())
+}
