@@ -79,18 +79,9 @@ async fn after_the_owner_is_killed_the_next_process_takes_the_session_over() {
 
 /// One HTTP request with the capability; the status and the body.
 fn call(port: u16, token: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
-    let body = body.map(Value::to_string);
-    let response = support::http(port, method, path, Some(token), body.as_deref());
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let body = body.map(Value::to_string).unwrap_or_default();
+    heartwood_testkit::load::request((addr, token), method, path, &body)
 }
 
 #[tokio::test(flavor = "multi_thread")]

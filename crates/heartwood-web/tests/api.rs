@@ -3,7 +3,7 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -16,25 +16,7 @@ const SECRET: &str = "api-test-capability";
 /// One request; returns the status and the body.
 fn call(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
     let body = body.map(Value::to_string).unwrap_or_default();
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {SECRET}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        addr.port(),
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).expect("write");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("read");
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
+    heartwood_testkit::load::request((addr, SECRET), method, path, &body)
 }
 
 /// A project whose model proposes two terminal actions, then finishes; served on loopback.
