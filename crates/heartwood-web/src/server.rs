@@ -137,20 +137,52 @@ async fn entry(
             Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"),
         };
     }
-    let body = match axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES).await {
-        Ok(body) => body,
-        Err(_) => {
-            return plain(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "the request body is too large",
-            );
-        }
+    let Some(body) = read_body(request.into_body()).await else {
+        return plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the request body is too large",
+        );
     };
     // The gateway's calls block (journal appends with fsync, verification, `git`): they run on
     // the blocking pool, never on the runtime's workers.
     tokio::task::spawn_blocking(move || route(&app, &method, &admitted, body))
         .await
         .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"))
+}
+
+/// Most bytes of an oversized body read and discarded before its `413` is sent.
+const DRAINED_BYTES: usize = 16 * MAX_BODY_BYTES;
+
+/// Longest an oversized body is read for before its `413` is sent.
+const DRAIN_TIME: Duration = Duration::from_secs(5);
+
+/// A request body of at most [`MAX_BODY_BYTES`], or `None` for a longer (or broken) one.
+///
+/// A longer body is read on and discarded, within bounds, before the caller answers: closing a
+/// connection with unread bytes in it resets the connection, and a client still sending its body
+/// would then lose the `413` that says why.
+async fn read_body(body: Body) -> Option<Bytes> {
+    use futures_util::StreamExt;
+    let mut chunks = body.into_data_stream();
+    let mut collected = Vec::new();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.ok()?;
+        if collected.len() + chunk.len() > MAX_BODY_BYTES {
+            let mut read = collected.len() + chunk.len();
+            let _ = tokio::time::timeout(DRAIN_TIME, async {
+                while let Some(Ok(chunk)) = chunks.next().await {
+                    read += chunk.len();
+                    if read > DRAINED_BYTES {
+                        break;
+                    }
+                }
+            })
+            .await;
+            return None;
+        }
+        collected.extend_from_slice(&chunk);
+    }
+    Some(Bytes::from(collected))
 }
 
 /// Sets the capability cookie and sends the browser to the same page without the token.
