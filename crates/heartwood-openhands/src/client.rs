@@ -1,0 +1,291 @@
+//! The agent server's REST API, typed: start a conversation, send a message, run, pause,
+//! answer a confirmation, read the conversation's state and events.
+
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::events::Event;
+use crate::{AgentServer, OpenHandsError};
+
+/// The agent server's execution status of a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionStatus {
+    /// Not running; ready for a message.
+    Idle,
+    /// The agent loop is running.
+    Running,
+    /// Paused by request.
+    Paused,
+    /// Actions wait for a decision.
+    WaitingForConfirmation,
+    /// The agent finished.
+    Finished,
+    /// The agent stopped on an error.
+    Error,
+    /// The agent was detected repeating itself.
+    Stuck,
+    /// Being deleted.
+    Deleting,
+}
+
+impl ExecutionStatus {
+    /// Whether a run has stopped somewhere only the researcher (or nobody) moves it from:
+    /// waiting, paused, finished, failed. `idle` is not: a message with `run` and a `run`
+    /// request both pass through it before the loop starts.
+    pub fn is_stopped(self) -> bool {
+        !matches!(
+            self,
+            ExecutionStatus::Running | ExecutionStatus::Idle | ExecutionStatus::Deleting
+        )
+    }
+}
+
+/// What the conversation is told about its model, tools and policy.
+#[derive(Debug, Clone)]
+pub struct ConversationSpec {
+    /// The model in LiteLLM's naming (`openai/<model>` for an OpenAI-compatible service).
+    pub model: String,
+    /// The service's base URL, for a compatible service.
+    pub base_url: Option<String>,
+    /// The project directory the tools work in.
+    pub working_dir: String,
+    /// Every action set waits for a decision (`AlwaysConfirm`), or only risky ones
+    /// (`ConfirmRisky`).
+    pub confirm_every_action: bool,
+    /// The most agent steps one run may take.
+    pub max_iterations: u32,
+}
+
+/// A conversation as the server reports it (the parts Heartwood reads).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ConversationInfo {
+    /// The conversation id.
+    pub id: String,
+    /// Where it is.
+    pub execution_status: ExecutionStatus,
+    /// Where the server keeps it.
+    #[serde(default)]
+    pub persistence_dir: Option<String>,
+    /// The latest event's id: it changes whenever anything happens.
+    #[serde(default)]
+    pub leaf_event_id: Option<String>,
+}
+
+/// A client of one agent server.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    key: String,
+}
+
+/// Tools Heartwood gives an OpenHands agent, and the modules that register them.
+const TOOLS: [(&str, &str); 3] = [
+    ("terminal", "openhands.tools.terminal"),
+    ("file_editor", "openhands.tools.file_editor"),
+    ("task_tracker", "openhands.tools.task_tracker"),
+];
+
+impl Client {
+    /// A client of `server`.
+    pub fn new(server: &AgentServer) -> Client {
+        Client {
+            http: reqwest::Client::new(),
+            base: server.base_url(),
+            key: server.key().to_owned(),
+        }
+    }
+
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, OpenHandsError> {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .header("X-Session-API-Key", &self.key)
+            .timeout(Duration::from_secs(60));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.map_err(|e| {
+            OpenHandsError::Server(format!("the agent server does not answer: {e}"))
+        })?;
+        let status = response.status();
+        let text = response
+            .text()
+            .await
+            .map_err(|e| OpenHandsError::Api(e.to_string()))?;
+        if !status.is_success() {
+            return Err(OpenHandsError::Api(format!(
+                "{path}: {status}: {}",
+                text.chars().take(500).collect::<String>()
+            )));
+        }
+        if text.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_str(&text)
+            .map_err(|e| OpenHandsError::Api(format!("{path}: not JSON: {e}")))
+    }
+
+    /// Starts a conversation (without a message). No title is generated: that would send the
+    /// researcher's first message to the model for a purpose they did not ask for.
+    pub async fn start_conversation(
+        &self,
+        spec: &ConversationSpec,
+    ) -> Result<ConversationInfo, OpenHandsError> {
+        let mut llm = json!({"model": spec.model, "usage_id": "agent", "num_retries": 2});
+        if let Some(base_url) = &spec.base_url {
+            llm["base_url"] = json!(base_url);
+        }
+        let policy = if spec.confirm_every_action {
+            json!({"kind": "AlwaysConfirm"})
+        } else {
+            json!({"kind": "ConfirmRisky"})
+        };
+        let body = json!({
+            "workspace": {"kind": "LocalWorkspace", "working_dir": spec.working_dir},
+            "agent": {
+                "kind": "Agent",
+                "llm": llm,
+                "tools": TOOLS.iter().map(|(name, _)| json!({"name": name})).collect::<Vec<_>>(),
+                "tool_concurrency_limit": 1,
+            },
+            "tool_module_qualnames": TOOLS.iter().map(|(n, m)| (n.to_string(), json!(m))).collect::<serde_json::Map<_, _>>(),
+            "confirmation_policy": policy,
+            "max_iterations": spec.max_iterations,
+            "stuck_detection": true,
+            "autotitle": false,
+        });
+        let info = self
+            .call(reqwest::Method::POST, "/api/conversations", Some(body))
+            .await?;
+        serde_json::from_value(info)
+            .map_err(|e| OpenHandsError::Api(format!("a conversation: {e}")))
+    }
+
+    /// The conversation's current state.
+    pub async fn info(&self, id: &str) -> Result<ConversationInfo, OpenHandsError> {
+        let info = self
+            .call(
+                reqwest::Method::GET,
+                &format!("/api/conversations/{id}"),
+                None,
+            )
+            .await?;
+        serde_json::from_value(info)
+            .map_err(|e| OpenHandsError::Api(format!("a conversation: {e}")))
+    }
+
+    /// Gives the agent the researcher's message; `run` starts the agent loop if it is not
+    /// running.
+    pub async fn send_message(
+        &self,
+        id: &str,
+        text: &str,
+        run: bool,
+    ) -> Result<(), OpenHandsError> {
+        let body = json!({"role": "user", "content": [{"type": "text", "text": text}], "run": run});
+        self.call(
+            reqwest::Method::POST,
+            &format!("/api/conversations/{id}/events"),
+            Some(body),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Starts the agent loop.
+    pub async fn run(&self, id: &str) -> Result<(), OpenHandsError> {
+        self.call(
+            reqwest::Method::POST,
+            &format!("/api/conversations/{id}/run"),
+            None,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Asks the agent to pause.
+    pub async fn pause(&self, id: &str) -> Result<(), OpenHandsError> {
+        self.call(
+            reqwest::Method::POST,
+            &format!("/api/conversations/{id}/pause"),
+            None,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Allows every action waiting for confirmation, or rejects them all with `reason`.
+    pub async fn respond(
+        &self,
+        id: &str,
+        accept: bool,
+        reason: Option<&str>,
+    ) -> Result<(), OpenHandsError> {
+        let mut body = json!({"accept": accept});
+        if let Some(reason) = reason {
+            body["reason"] = json!(reason);
+        }
+        self.call(
+            reqwest::Method::POST,
+            &format!("/api/conversations/{id}/events/respond_to_confirmation"),
+            Some(body),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Every event of the conversation, oldest first.
+    pub async fn events(&self, id: &str) -> Result<Vec<Event>, OpenHandsError> {
+        let mut events = Vec::new();
+        let mut page: Option<String> = None;
+        loop {
+            let mut path = format!("/api/conversations/{id}/events/search?limit=100");
+            if let Some(page) = &page {
+                path.push_str(&format!("&page_id={page}"));
+            }
+            let mut answer = self.call(reqwest::Method::GET, &path, None).await?;
+            let items = answer["items"].take();
+            let items: Vec<Value> = serde_json::from_value(items)
+                .map_err(|e| OpenHandsError::Api(format!("an event page: {e}")))?;
+            events.extend(items.into_iter().map(Event::from_value));
+            match answer["next_page_id"].as_str() {
+                Some(next) if !next.is_empty() => page = Some(next.to_owned()),
+                _ => return Ok(events),
+            }
+        }
+    }
+
+    /// Waits (polling), at most `within`, until something has happened since the event `after`
+    /// (the server answers a decision before it acts on it) and the run has stopped
+    /// ([`ExecutionStatus::is_stopped`]).
+    pub async fn settle(
+        &self,
+        id: &str,
+        after: Option<&str>,
+        within: Duration,
+    ) -> Result<ConversationInfo, OpenHandsError> {
+        let started = Instant::now();
+        loop {
+            let info = self.info(id).await?;
+            if info.execution_status.is_stopped() && info.leaf_event_id.as_deref() != after {
+                return Ok(info);
+            }
+            if started.elapsed() > within {
+                return Err(OpenHandsError::Server(format!(
+                    "the conversation had not stopped after {}s",
+                    within.as_secs()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
