@@ -283,6 +283,41 @@ pub struct ProjectConfig {
     /// The model route, once connected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<RouteConfig>,
+    /// The agent engine that serves new sessions (a session keeps the one it started with).
+    #[serde(default, skip_serializing_if = "BackendKind::is_native")]
+    pub backend: BackendKind,
+}
+
+/// An agent engine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// Heartwood's own engine (`heartwood-agent`).
+    #[default]
+    Native,
+    /// OpenHands' agent server (`heartwood-openhands`).
+    OpenHands,
+}
+
+impl BackendKind {
+    /// Its name, as sessions record it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Native => crate::NATIVE_BACKEND,
+            BackendKind::OpenHands => crate::OPENHANDS_BACKEND,
+        }
+    }
+
+    /// The engine a session names.
+    pub fn from_name(name: &str) -> Option<BackendKind> {
+        [BackendKind::Native, BackendKind::OpenHands]
+            .into_iter()
+            .find(|kind| kind.name() == name)
+    }
+
+    fn is_native(&self) -> bool {
+        *self == BackendKind::Native
+    }
 }
 
 impl ProjectConfig {
@@ -309,6 +344,23 @@ impl ProjectConfig {
     /// Validates and stores `route` as the project's model route, under the project lock.
     pub fn set_route(project: &ProjectContext, route: RouteConfig) -> Result<Self, GatewayError> {
         route.validate()?;
+        ProjectConfig::update(project, |config| config.model = Some(route))
+    }
+
+    /// Stores which engine serves the project's new sessions, under the project lock.
+    pub fn set_backend(
+        project: &ProjectContext,
+        backend: BackendKind,
+    ) -> Result<Self, GatewayError> {
+        ProjectConfig::update(project, |config| config.backend = backend)
+    }
+
+    /// Applies `change` to the stored configuration and writes it atomically, under the
+    /// project lock.
+    fn update(
+        project: &ProjectContext,
+        change: impl FnOnce(&mut ProjectConfig),
+    ) -> Result<Self, GatewayError> {
         let state = project.state_dir();
         let io = |what: &str, path: &Utf8Path, e: std::io::Error| {
             GatewayError::Config(format!("cannot {what} {path}: {e}"))
@@ -325,7 +377,7 @@ impl ProjectConfig {
         let _guard = lock.write().map_err(|e| io("lock", &lock_path, e))?;
         // Read under the lock so a concurrent change to other settings is not lost.
         let mut config = ProjectConfig::load(project)?;
-        config.model = Some(route);
+        change(&mut config);
         let text =
             toml::to_string_pretty(&config).map_err(|e| GatewayError::Config(e.to_string()))?;
         let path = config_path(project);

@@ -18,9 +18,10 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use crate::backend::{BackendFactory, BackendSpec};
-use crate::config::{CredentialBoundary, ProjectConfig};
+use crate::config::{BackendKind, CredentialBoundary, ProjectConfig};
 use crate::live::{CommandKey, Core, Live};
 use crate::native::NativeBackendFactory;
+use crate::openhands::OpenHandsBackendFactory;
 use crate::worker::{self, Stopping, Work, WorkerLink};
 use crate::{GatewayError, ProjectContext, reducer};
 use heartwood_events::{Snapshot, Update};
@@ -58,12 +59,52 @@ pub struct SessionGateway {
     shared: Arc<Shared>,
 }
 
+/// Which engine serves each session.
+#[derive(Clone)]
+enum Backends {
+    /// The one each session recorded; new sessions get the project's configured engine.
+    Configured,
+    /// This one, for every session (an embedder's or a test's engine).
+    Fixed(Arc<dyn BackendFactory>),
+}
+
+impl Backends {
+    /// The engine a session created now records.
+    fn for_new_session(&self, project: &ProjectContext) -> Result<&'static str, GatewayError> {
+        match self {
+            Backends::Fixed(factory) => Ok(factory.name()),
+            Backends::Configured => Ok(ProjectConfig::load(project)?.backend.name()),
+        }
+    }
+
+    /// The factory for a session that recorded engine `name`; a session is never continued
+    /// by an engine other than the one whose log it reconciles with.
+    fn factory(&self, name: &str) -> Result<Arc<dyn BackendFactory>, String> {
+        match self {
+            Backends::Fixed(factory) if factory.name() == name => Ok(Arc::clone(factory)),
+            Backends::Fixed(factory) => Err(format!(
+                "this session was started with the {name} engine, and this process serves \
+                 sessions with the {} engine only",
+                factory.name()
+            )),
+            Backends::Configured => match BackendKind::from_name(name) {
+                Some(BackendKind::Native) => Ok(Arc::new(NativeBackendFactory)),
+                Some(BackendKind::OpenHands) => Ok(Arc::new(OpenHandsBackendFactory)),
+                None => Err(format!(
+                    "this session was started with an agent engine this Heartwood does not \
+                     know ({name}); open it with the Heartwood that started it"
+                )),
+            },
+        }
+    }
+}
+
 /// What a gateway holds. Shared with the command channels of the sessions it serves (weakly:
 /// a channel never keeps a gateway alive), which act through the same methods.
 pub(crate) struct Shared {
     project: ProjectContext,
     store: SessionStore,
-    backends: Arc<dyn BackendFactory>,
+    backends: Backends,
     live: Mutex<HashMap<SessionId, Arc<Live>>>,
     stopping: Mutex<Vec<Stopping>>,
     /// Held while a session is being opened (see `attach`) or released (see `release_idle`).
@@ -140,7 +181,7 @@ impl SessionGateway {
             shared: Arc::new(Shared {
                 store: SessionStore::new(project.root()),
                 project,
-                backends: Arc::new(NativeBackendFactory),
+                backends: Backends::Configured,
                 live: Mutex::new(HashMap::new()),
                 stopping: Mutex::new(Vec::new()),
                 opening: Mutex::new(()),
@@ -160,7 +201,7 @@ impl SessionGateway {
     pub fn with_backend(mut self, backends: Arc<dyn BackendFactory>) -> Self {
         // Before any session is served nothing else holds the shared state.
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
-            shared.backends = backends;
+            shared.backends = Backends::Fixed(backends);
         }
         self
     }
@@ -1045,9 +1086,10 @@ impl SessionGateway {
             return Ok(found);
         }
         let (writer, _recovery) = if register {
-            self.shared
-                .store
-                .create_or_open_writer(session, self.shared.backends.name())?
+            self.shared.store.create_or_open_writer(
+                session,
+                self.shared.backends.for_new_session(&self.shared.project)?,
+            )?
         } else {
             self.shared.store.open_writer(session)?
         };
@@ -1123,10 +1165,14 @@ impl SessionGateway {
             // A catalog that cannot be registered (a tool-capable role enabled) offers none.
             specialists: heartwood_workflow::specialists::registered().unwrap_or_default(),
         };
+        let backends = self
+            .shared
+            .backends
+            .factory(&core.writer().map_err(|e| e.to_string())?.meta().backend)?;
         let runtime = worker::runtime().map_err(|e| e.to_string())?;
         let opened = {
             let _inside = runtime.enter();
-            self.shared.backends.open(spec)
+            backends.open(spec)
         };
         let backend = match opened {
             Ok(backend) => backend,

@@ -82,6 +82,16 @@ pub struct Client {
     key: String,
 }
 
+/// The server's confirmation policy: every action set waits, or only risky ones (the unrated
+/// included).
+fn confirmation_policy(confirm_every_action: bool) -> Value {
+    if confirm_every_action {
+        json!({"kind": "AlwaysConfirm"})
+    } else {
+        json!({"kind": "ConfirmRisky"})
+    }
+}
+
 /// Tools Heartwood gives an OpenHands agent, and the modules that register them.
 const TOOLS: [(&str, &str); 3] = [
     ("terminal", "openhands.tools.terminal"),
@@ -105,6 +115,17 @@ impl Client {
         path: &str,
         body: Option<Value>,
     ) -> Result<Value, OpenHandsError> {
+        self.call_accepting(method, path, body, None).await
+    }
+
+    /// [`Client::call`], with one more status (besides success) taken as done.
+    async fn call_accepting(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        also_done: Option<reqwest::StatusCode>,
+    ) -> Result<Value, OpenHandsError> {
         let mut request = self
             .http
             .request(method, format!("{}{path}", self.base))
@@ -121,6 +142,9 @@ impl Client {
             .text()
             .await
             .map_err(|e| OpenHandsError::Api(e.to_string()))?;
+        if Some(status) == also_done {
+            return Ok(Value::Null);
+        }
         if !status.is_success() {
             return Err(OpenHandsError::Api(format!(
                 "{path}: {status}: {}",
@@ -144,11 +168,7 @@ impl Client {
         if let Some(base_url) = &spec.base_url {
             llm["base_url"] = json!(base_url);
         }
-        let policy = if spec.confirm_every_action {
-            json!({"kind": "AlwaysConfirm"})
-        } else {
-            json!({"kind": "ConfirmRisky"})
-        };
+        let policy = confirmation_policy(spec.confirm_every_action);
         let body = json!({
             "workspace": {"kind": "LocalWorkspace", "working_dir": spec.working_dir},
             "agent": {
@@ -201,12 +221,14 @@ impl Client {
         .map(drop)
     }
 
-    /// Starts the agent loop.
+    /// Starts the agent loop; one already running (an allowed set runs at once) is left to
+    /// run.
     pub async fn run(&self, id: &str) -> Result<(), OpenHandsError> {
-        self.call(
+        self.call_accepting(
             reqwest::Method::POST,
             &format!("/api/conversations/{id}/run"),
             None,
+            Some(reqwest::StatusCode::CONFLICT),
         )
         .await
         .map(drop)
@@ -218,6 +240,33 @@ impl Client {
             reqwest::Method::POST,
             &format!("/api/conversations/{id}/pause"),
             None,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Stops the agent now: cancels a model call in flight and pauses.
+    pub async fn interrupt(&self, id: &str) -> Result<(), OpenHandsError> {
+        self.call(
+            reqwest::Method::POST,
+            &format!("/api/conversations/{id}/interrupt"),
+            None,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Which actions wait for a decision from now on (see [`ConversationSpec`]).
+    pub async fn set_confirmation(
+        &self,
+        id: &str,
+        confirm_every_action: bool,
+    ) -> Result<(), OpenHandsError> {
+        let body = json!({"policy": confirmation_policy(confirm_every_action)});
+        self.call(
+            reqwest::Method::POST,
+            &format!("/api/conversations/{id}/confirmation_policy"),
+            Some(body),
         )
         .await
         .map(drop)

@@ -48,12 +48,24 @@ pub enum Event {
         /// Its new value.
         value: Value,
     },
-    /// The agent stopped on an error.
+    /// An action could not run (bad arguments, an unknown tool): the scaffold's error, told to
+    /// the model.
     AgentError {
         /// The event id.
         id: String,
-        /// The error, as reported.
-        error: String,
+        /// The call it answers.
+        tool_call_id: String,
+        /// The error's privacy-safe class (`kind`), never its text.
+        class: Option<String>,
+    },
+    /// The conversation stopped on an error (a model call that failed, a budget exhausted).
+    ConversationError {
+        /// The event id.
+        id: String,
+        /// The error's code (its type).
+        code: String,
+        /// Its privacy-safe class, where the server gave one.
+        class: Option<String>,
     },
     /// Any other kind.
     Other {
@@ -84,6 +96,41 @@ pub struct Action {
     /// The model's prediction of the action's risk.
     #[serde(default)]
     pub security_risk: Option<String>,
+    /// The text the model sent with the call.
+    #[serde(default)]
+    pub thought: Vec<Value>,
+    /// The call as the model sent it.
+    #[serde(default)]
+    pub tool_call: Option<ToolCall>,
+}
+
+/// A tool call as the model sent it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ToolCall {
+    /// The arguments, as the model wrote them (JSON text).
+    #[serde(default)]
+    pub arguments: String,
+}
+
+impl Action {
+    /// The model's text sent with the call, if any.
+    pub fn thought_text(&self) -> Option<String> {
+        let text: String = self
+            .thought
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect();
+        (!text.trim().is_empty()).then_some(text)
+    }
+
+    /// The arguments as the model wrote them, or as the server parsed them when the call is
+    /// not kept.
+    pub fn arguments(&self) -> String {
+        match &self.tool_call {
+            Some(call) if !call.arguments.is_empty() => call.arguments.clone(),
+            _ => self.action.to_string(),
+        }
+    }
 }
 
 impl Event {
@@ -131,7 +178,13 @@ impl Event {
             },
             "AgentErrorEvent" => Event::AgentError {
                 id,
-                error: text(&value["error"]),
+                tool_call_id: text(&value["tool_call_id"]),
+                class: value["classification"]["kind"].as_str().map(str::to_owned),
+            },
+            "ConversationErrorEvent" => Event::ConversationError {
+                id,
+                code: text(&value["code"]),
+                class: value["classification"]["kind"].as_str().map(str::to_owned),
             },
             other => Event::Other {
                 id,

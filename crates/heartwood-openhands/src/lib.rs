@@ -14,10 +14,12 @@ pub mod client;
 pub mod events;
 pub mod install;
 pub mod server;
+pub mod store;
 
 pub use client::{Client, ConversationSpec, ExecutionStatus};
 pub use install::Installation;
 pub use server::AgentServer;
+pub use store::{ConversationStore, StoredEvent};
 
 /// Why the OpenHands engine could not do what it was asked; the text says what to do next.
 #[derive(Debug, thiserror::Error)]
@@ -31,4 +33,7 @@ pub enum OpenHandsError {
     /// A request was refused or its answer could not be read.
     #[error("{0}")]
     Api(String),
+    /// The conversation store on disk could not be read, or is not as the server writes it.
+    #[error("{0}")]
+    Store(String),
 }

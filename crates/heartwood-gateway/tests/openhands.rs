@@ -1,0 +1,239 @@
+//! The gateway with the OpenHands backend: the same scenarios as the native engine's, against
+//! the real agent server (the pinned environment) and the scripted model server. Without the
+//! environment the tests say so and pass, unless `HEARTWOOD_REQUIRE_OPENHANDS` is set (as CI
+//! does).
+
+use std::time::{Duration, Instant};
+
+use heartwood_events::{
+    ActionPolicy, ActionState, Command, CommandId, CommandKind, Decision, Lifecycle, Outcome,
+    Receipt, SessionId, SessionProjection,
+};
+use heartwood_gateway::config::{BackendKind, ProjectConfig, RouteCategory, RouteConfig};
+use heartwood_gateway::{ProjectContext, SessionAdmin, SessionGateway, reducer};
+use heartwood_openhands::Installation;
+use heartwood_testkit::{Script, ScriptedModelServer, Turn};
+use serde_json::json;
+
+/// Generous: the agent server takes ~20 s to start on a busy two-core machine.
+const WITHIN: Duration = Duration::from_secs(240);
+
+fn installed() -> bool {
+    match Installation::find() {
+        Ok(_) => true,
+        Err(e) if std::env::var_os("HEARTWOOD_REQUIRE_OPENHANDS").is_some() => {
+            panic!("HEARTWOOD_REQUIRE_OPENHANDS is set: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            false
+        }
+    }
+}
+
+struct Fixture {
+    project: tempfile::TempDir,
+    model: ScriptedModelServer,
+    gateway: SessionGateway,
+    session: SessionId,
+    next: std::cell::Cell<u32>,
+}
+
+impl Fixture {
+    async fn new(script: Script) -> Fixture {
+        let project = tempfile::tempdir().expect("project");
+        let model = ScriptedModelServer::start(script).await.expect("model");
+        let context = ProjectContext::at(project.path()).expect("a UTF-8 project path");
+        ProjectConfig::set_route(
+            &context,
+            RouteConfig {
+                category: RouteCategory::Compatible,
+                base_url: model.base_url(),
+                model: "scripted".into(),
+                api_key_env: None,
+                recording: None,
+                max_input_tokens: 100_000,
+                max_output_tokens: 1_000,
+                timeout_secs: 60,
+            },
+        )
+        .expect("route");
+        ProjectConfig::set_backend(&context, BackendKind::OpenHands).expect("backend");
+        Fixture {
+            gateway: SessionGateway::new(context),
+            project,
+            model,
+            session: SessionId::parse("oh1").expect("id"),
+            next: std::cell::Cell::new(0),
+        }
+    }
+
+    fn context(&self) -> ProjectContext {
+        ProjectContext::at(self.project.path()).expect("a UTF-8 project path")
+    }
+
+    fn submit_to(&self, gateway: &SessionGateway, kind: CommandKind) -> Receipt {
+        let n = self.next.get() + 1;
+        self.next.set(n);
+        let id = CommandId::parse(&format!("c{n}")).expect("id");
+        gateway
+            .submit(Command::new(id, self.session.clone(), kind))
+            .expect("submit")
+    }
+
+    fn decide_with(
+        &self,
+        gateway: &SessionGateway,
+        p: &SessionProjection,
+        decision: Decision,
+        reason: Option<&str>,
+    ) -> Receipt {
+        let set = p.pending.as_ref().expect("a pending set");
+        self.submit_to(
+            gateway,
+            CommandKind::Decide {
+                set_id: set.set_id.clone(),
+                revision: set.revision,
+                decision,
+                reason: reason.map(str::to_owned),
+            },
+        )
+    }
+
+    /// Waits until the agent has stopped (anything but running, with any set published).
+    async fn settled(&self) -> SessionProjection {
+        let started = Instant::now();
+        loop {
+            let p = self.gateway.projection(&self.session).expect("projection");
+            if p.lifecycle != Lifecycle::Running
+                && (p.lifecycle != Lifecycle::WaitingForDecision || p.pending.is_some())
+            {
+                return p;
+            }
+            assert!(started.elapsed() < WITHIN, "timed out; projection: {p:#?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn applied(receipt: &Receipt) {
+    assert!(
+        matches!(receipt.outcome, Outcome::Applied { .. }),
+        "{receipt:?}"
+    );
+}
+
+fn commands(p: &SessionProjection) -> Vec<String> {
+    p.pending
+        .as_ref()
+        .map(|set| {
+            set.members
+                .iter()
+                .map(|m| {
+                    serde_json::from_str::<serde_json::Value>(&m.arguments).expect("JSON")
+                        ["command"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_set_is_shown_whole_rejected_with_a_reason_the_next_allowed_from_another_process_and_run_once()
+ {
+    if !installed() {
+        return;
+    }
+    let f = Fixture::new(Script::of(vec![
+        Turn::calls(&[
+            ("terminal", json!({"command": "echo one >> ran.txt"})),
+            ("terminal", json!({"command": "echo two >> ran.txt"})),
+        ]),
+        Turn::calls(&[("terminal", json!({"command": "echo three >> ran.txt"}))]),
+        Turn::calls(&[("finish", json!({"message": "wrote three"}))]),
+    ]))
+    .await;
+    applied(&f.submit_to(
+        &f.gateway,
+        CommandKind::SubmitTask {
+            text: "write the file".into(),
+            policy: ActionPolicy::AlwaysReview,
+        },
+    ));
+    let waiting = f.settled().await;
+    assert_eq!(
+        waiting.lifecycle,
+        Lifecycle::WaitingForDecision,
+        "{waiting:#?}"
+    );
+    assert_eq!(
+        commands(&waiting),
+        ["echo one >> ran.txt", "echo two >> ran.txt"],
+        "the set is shown whole"
+    );
+    assert!(
+        !f.project.path().join("ran.txt").exists(),
+        "ran before the decision"
+    );
+
+    applied(&f.decide_with(
+        &f.gateway,
+        &waiting,
+        Decision::RejectAll,
+        Some("write only three"),
+    ));
+    let next = f.settled().await;
+    assert_eq!(commands(&next), ["echo three >> ran.txt"], "{next:#?}");
+    let told = f.model.requests().last().map(ToString::to_string);
+    assert!(
+        told.is_some_and(|t| t.contains("write only three")),
+        "the model was told why"
+    );
+
+    // The decision comes from another process's gateway, through the session's channel.
+    let other = SessionGateway::new(f.context());
+    applied(&f.decide_with(&other, &next, Decision::AllowOnce, None));
+    let done = f.settled().await;
+    assert_eq!(done.lifecycle, Lifecycle::Finished, "{done:#?}");
+    assert_eq!(
+        std::fs::read_to_string(f.project.path().join("ran.txt")).expect("ran"),
+        "three\n",
+        "only the allowed action ran, once"
+    );
+    let states: Vec<ActionState> = done
+        .actions
+        .iter()
+        .filter(|a| a.proposal.tool == "terminal")
+        .map(|a| a.state)
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ActionState::Rejected,
+            ActionState::Rejected,
+            ActionState::Completed
+        ]
+    );
+
+    f.gateway.close().await;
+    other.close().await;
+    let admin = SessionAdmin::new(&f.context());
+    admin
+        .verify(f.session.as_str(), None)
+        .expect("the session verifies");
+    let stored = f.gateway.snapshot(&f.session, 0).expect("stored");
+    let replayed = reducer::replay(f.session.clone(), stored.events.iter().map(|e| &**e));
+    assert_eq!(replayed.lifecycle, Lifecycle::Finished);
+    assert_eq!(replayed.actions.len(), done.actions.len());
+    let store = f
+        .project
+        .path()
+        .join(".heartwood/sessions/oh1/backend/conversations");
+    assert!(
+        store.is_dir(),
+        "OpenHands' conversation store lives under the session's backend/"
+    );
+}
