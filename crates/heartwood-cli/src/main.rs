@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod backend;
 mod demo;
 mod exec;
 mod model;
@@ -48,6 +49,9 @@ enum Command {
     /// Connect or show the project's model route.
     #[command(subcommand)]
     Model(model::ModelCommand),
+    /// Choose the agent engine (native or OpenHands) and install OpenHands.
+    #[command(subcommand)]
+    Backend(backend::BackendCommand),
     /// Give the agent a task and follow it until it finishes or waits for your decision.
     ///
     /// Exit codes: 0 finished, 1 failed or refused, 3 waiting for a decision, 4 paused.
@@ -125,6 +129,7 @@ fn run(project: heartwood_gateway::ProjectContext, command: Command) -> anyhow::
         Command::Sessions(cmd) => sessions::run(&project, cmd),
         Command::Status { json } => status::run(&project, json),
         Command::Model(cmd) => model::run(&project, cmd),
+        Command::Backend(cmd) => backend::run(&project, cmd),
         Command::Exec(args) => exec::exec(project, args),
         Command::Decide(args) => exec::decide(project, args),
         Command::Workspace(cmd) => workspace::run(&project, cmd),

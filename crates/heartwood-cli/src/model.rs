@@ -38,6 +38,9 @@ pub enum ModelCommand {
         /// error you can resume from.
         #[arg(long, default_value_t = 300)]
         timeout_secs: u64,
+        /// The agent engine for the project's new sessions (see `heartwood backend`).
+        #[arg(long, value_enum)]
+        backend: Option<crate::backend::Engine>,
     },
     /// Show the project's model route.
     Show {
@@ -86,6 +89,7 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
             max_input_tokens,
             max_output_tokens,
             timeout_secs,
+            backend,
         } => {
             let route = RouteConfig {
                 category: category.into(),
@@ -101,6 +105,9 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                 timeout_secs,
             };
             ProjectConfig::set_route(project, route)?;
+            if let Some(engine) = backend {
+                ProjectConfig::set_backend(project, engine.into())?;
+            }
             println!("connected; the project's status is now:");
             crate::status::print_plan(&heartwood_gateway::startup::plan(project)?);
             Ok(ExitCode::SUCCESS)

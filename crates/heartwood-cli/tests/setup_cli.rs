@@ -149,3 +149,44 @@ fn running_in_the_home_folder_asks_for_a_project_folder() {
             .contains("home folder")
     );
 }
+
+#[test]
+fn a_project_on_openhands_without_it_installed_is_told_to_install_it_and_can_go_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let live = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", live.local_addr().expect("addr"));
+    assert!(connect(dir.path(), &url, None).status.success());
+    assert_eq!(phase(dir.path()).0, "ready");
+    let missing = dir.path().join("no-venv");
+    let with_missing = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+            .args(args)
+            .current_dir(dir.path())
+            .env("HEARTWOOD_OPENHANDS_VENV", &missing)
+            .output()
+            .expect("run heartwood")
+    };
+    let chosen = with_missing(&["backend", "use", "openhands"]);
+    assert!(chosen.status.success(), "{}", support::text(&chosen.stderr));
+    assert!(
+        support::text(&chosen.stdout).contains("heartwood backend install openhands"),
+        "{}",
+        support::text(&chosen.stdout)
+    );
+    let status = with_missing(&["status", "--json"]);
+    let plan: Value = serde_json::from_slice(&status.stdout).expect("json");
+    assert_eq!(plan["phase"], "compute_required", "{plan}");
+    assert!(
+        plan["next_action"]
+            .as_str()
+            .unwrap_or("")
+            .contains("heartwood backend install openhands")
+    );
+    let shown = support::text(&with_missing(&["backend", "show"]).stdout);
+    assert!(
+        shown.contains("new sessions use  openhands") && shown.contains("not installed"),
+        "{shown}"
+    );
+    assert!(with_missing(&["backend", "use", "native"]).status.success());
+    assert_eq!(phase(dir.path()).0, "ready");
+}

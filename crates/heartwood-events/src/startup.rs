@@ -18,8 +18,9 @@ pub enum Phase {
     CredentialRequired,
     /// The model service cannot be reached.
     ConnectionRequired,
-    /// The route needs compute Heartwood would provide (Heartwood-managed local models, which
-    /// are not available yet, so this phase is not produced today).
+    /// The project needs a runtime Heartwood provides that is not there yet: the OpenHands
+    /// agent server when the project's engine is OpenHands (Heartwood-managed local models
+    /// will add theirs).
     ComputeRequired,
     /// Ready for work.
     Ready,

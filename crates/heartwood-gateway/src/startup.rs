@@ -80,6 +80,7 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
         Ok(config) => config,
         Err(e) => return Ok(plan(Phase::ModelRequired, e.to_string(), connect, None)),
     };
+    let engine = config.backend;
     let Some(route) = config.model else {
         return Ok(plan(
             Phase::ModelRequired,
@@ -146,12 +147,23 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             Some(summary),
         ));
     }
+    if engine == crate::config::BackendKind::OpenHands
+        && let Err(why) = crate::openhands::installation()
+    {
+        return Ok(plan(
+            Phase::ComputeRequired,
+            format!("this project's sessions run on OpenHands, which is not ready: {why}"),
+            "heartwood backend install openhands (or heartwood backend use native)".to_owned(),
+            Some(summary),
+        ));
+    }
     Ok(plan(
         Phase::Ready,
         format!(
-            "model {} at {} is reachable",
+            "model {} at {} is reachable; new sessions run on the {} engine",
             route.model,
-            route.display_url()
+            route.display_url(),
+            engine.name()
         ),
         "run heartwood to open the terminal interface, or heartwood exec \"task\"".to_owned(),
         Some(summary),
