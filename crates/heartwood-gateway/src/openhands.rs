@@ -127,6 +127,19 @@ struct OpenHandsBackend {
     policy_sent: Option<ActionPolicy>,
 }
 
+/// An action proposed and not yet resolved.
+struct OpenAction {
+    event: AgentEvent,
+    /// Allowed to run (by the researcher or the policy): the log shows the run going on after
+    /// it was proposed, without waiting on it since.
+    allowed: bool,
+}
+
+/// Why an action allowed to run, and cut off by the server's end before it reported, is
+/// resolved without running it again.
+const CUT_OFF: &str = "the agent server stopped while this action ran; Heartwood resolved it \
+                       without running it again";
+
 /// What has been read of the server's log, and what later entries need of earlier ones.
 #[derive(Default)]
 struct Log {
@@ -140,8 +153,8 @@ struct Log {
     inputs: Vec<String>,
     /// The last execution status the log recorded.
     status: Option<OhStatus>,
-    /// Actions proposed and not yet resolved, by index, in order.
-    open: Vec<AgentEvent>,
+    /// Actions proposed and not yet resolved, in order.
+    open: Vec<OpenAction>,
     /// Each tool call's action index.
     calls: HashMap<String, u64>,
     /// Usage accumulated so far, by usage id.
@@ -210,9 +223,12 @@ impl Log {
                     arguments,
                 };
                 self.calls.insert(action.tool_call_id, index);
-                self.open.push(AgentEvent {
-                    id: index,
-                    kind: kind.clone(),
+                self.open.push(OpenAction {
+                    event: AgentEvent {
+                        id: index,
+                        kind: kind.clone(),
+                    },
+                    allowed: self.status == Some(OhStatus::Running),
                 });
                 vec![kind]
             }
@@ -234,11 +250,22 @@ impl Log {
                 tool_call_id,
                 reason,
                 ..
-            } => self
-                .resolve(&tool_call_id)
-                .map(|action_id| EventKind::Rejection { action_id, reason })
-                .into_iter()
-                .collect(),
+            } => {
+                let allowed = self.is_allowed(&tool_call_id);
+                let Some(action_id) = self.resolve(&tool_call_id) else {
+                    return Vec::new();
+                };
+                // Only the researcher rejects a set; an allowed action resolved this way was
+                // cut off (see `CUT_OFF`), and is recorded as failed, not as rejected.
+                if allowed {
+                    vec![EventKind::AgentError {
+                        action_id,
+                        message: reason,
+                    }]
+                } else {
+                    vec![EventKind::Rejection { action_id, reason }]
+                }
+            }
             OhEvent::AgentError {
                 tool_call_id,
                 class,
@@ -267,6 +294,13 @@ impl Log {
                     return Vec::new();
                 };
                 self.status = Some(status);
+                match status {
+                    OhStatus::Running => self.open.iter_mut().for_each(|a| a.allowed = true),
+                    OhStatus::WaitingForConfirmation => {
+                        self.open.iter_mut().for_each(|a| a.allowed = false);
+                    }
+                    _ => {}
+                }
                 native_status(status)
                     .map(|status| EventKind::Status { status })
                     .into_iter()
@@ -280,8 +314,23 @@ impl Log {
     /// The action a tool call belongs to, resolving it.
     fn resolve(&mut self, tool_call_id: &str) -> Option<u64> {
         let action_id = *self.calls.get(tool_call_id)?;
-        self.open.retain(|a| a.id != action_id);
+        self.open.retain(|a| a.event.id != action_id);
         Some(action_id)
+    }
+
+    /// Whether the tool call's action is open and was allowed to run.
+    fn is_allowed(&self, tool_call_id: &str) -> bool {
+        let Some(action_id) = self.calls.get(tool_call_id) else {
+            return false;
+        };
+        self.open
+            .iter()
+            .any(|a| a.event.id == *action_id && a.allowed)
+    }
+
+    /// Whether an action allowed to run has no result: the server that ran it stopped.
+    fn cut_off(&self) -> bool {
+        self.open.iter().any(|a| a.allowed)
     }
 
     /// Usage events for what each usage id accumulated since the last report.
@@ -333,12 +382,13 @@ impl Log {
         if self.status != Some(OhStatus::WaitingForConfirmation) {
             return Vec::new();
         }
-        let last_reply = self.open.last().and_then(|a| match &a.kind {
+        let last_reply = self.open.last().and_then(|a| match &a.event.kind {
             EventKind::Action { response_id, .. } => Some(response_id.clone()),
             _ => None,
         });
         self.open
             .iter()
+            .map(|a| &a.event)
             .filter(|a| {
                 matches!(&a.kind, EventKind::Action { response_id, .. }
                     if Some(response_id) == last_reply.as_ref())
@@ -507,9 +557,41 @@ impl OpenHandsBackend {
         Ok(id)
     }
 
+    /// Runs; a failure because the server died says so (and the next run starts another).
     async fn run_once(&mut self) -> Result<RunStop, BackendError> {
+        let outcome = self.run_inner().await;
+        let died = self
+            .server
+            .as_mut()
+            .is_some_and(|(server, _)| !server.is_running());
+        if outcome.is_err() && died {
+            return Err(self.server_died());
+        }
+        outcome
+    }
+
+    /// Forgets a server that died, and says so.
+    fn server_died(&mut self) -> BackendError {
+        self.server = None;
+        let log = self.spec.state_dir.join("agent-server.log");
+        BackendError(format!(
+            "the OpenHands agent server stopped unexpectedly (its log: {log}); the next \
+             command starts it again"
+        ))
+    }
+
+    async fn run_inner(&mut self) -> Result<RunStop, BackendError> {
         let client = self.server().await?;
         let id = self.conversation(&client).await?;
+        // A server that stopped mid-action leaves it without a result, and a new server would
+        // run it again when the conversation resumes: it is resolved first, never rerun.
+        if self.log.cut_off() {
+            client
+                .respond(&id, false, Some(CUT_OFF))
+                .await
+                .map_err(oh_error)?;
+            self.deliver()?;
+        }
         let mut before = client.info(&id).await.map_err(oh_error)?.leaf_event_id;
         if self.policy_sent != Some(self.policy) {
             client
@@ -552,12 +634,7 @@ impl OpenHandsBackend {
                 .as_mut()
                 .is_some_and(|(server, _)| server.is_running());
             if !alive {
-                let log = self.spec.state_dir.join("agent-server.log");
-                self.server = None;
-                return Err(BackendError(format!(
-                    "the OpenHands agent server stopped unexpectedly (its log: {log}); the next \
-                     command starts it again"
-                )));
+                return Err(self.server_died());
             }
             let info = client.info(&id).await.map_err(oh_error)?;
             let status = info.execution_status;

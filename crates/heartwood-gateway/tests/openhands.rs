@@ -110,7 +110,18 @@ impl Fixture {
             {
                 return p;
             }
-            assert!(started.elapsed() < WITHIN, "timed out; projection: {p:#?}");
+            if started.elapsed() > WITHIN {
+                let log = self
+                    .project
+                    .path()
+                    .join(".heartwood/sessions/oh1/backend/agent-server.log");
+                let log = std::fs::read_to_string(log).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(60).collect();
+                panic!(
+                    "timed out; projection: {p:#?}\nthe agent server's log ends:\n{}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                );
+            }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -235,5 +246,94 @@ async fn a_set_is_shown_whole_rejected_with_a_reason_the_next_allowed_from_anoth
     assert!(
         store.is_dir(),
         "OpenHands' conversation store lives under the session's backend/"
+    );
+}
+
+/// Waits until `path` holds `text`.
+async fn until_file_holds(path: &std::path::Path, text: &str) {
+    let started = Instant::now();
+    while !std::fs::read_to_string(path).is_ok_and(|t| t.contains(text)) {
+        assert!(
+            started.elapsed() < WITHIN,
+            "{} never held {text:?}",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_agent_server_is_reported_restarted_by_the_next_command_and_nothing_runs_twice() {
+    if !installed() {
+        return;
+    }
+    let f = Fixture::new(Script::of(vec![
+        Turn::calls(&[(
+            "terminal",
+            json!({"command": "echo start >> ran.txt; sleep 20; echo end >> ran.txt"}),
+        )]),
+        Turn::text("The command was cut off; I will not run it again."),
+        Turn::text("Nothing more to do."),
+    ]))
+    .await;
+    applied(&f.submit_to(
+        &f.gateway,
+        CommandKind::SubmitTask {
+            text: "run the slow command".into(),
+            policy: ActionPolicy::AlwaysReview,
+        },
+    ));
+    let waiting = f.settled().await;
+    applied(&f.decide_with(&f.gateway, &waiting, Decision::AllowOnce, None));
+    let ran = f.project.path().join("ran.txt");
+    until_file_holds(&ran, "start").await;
+
+    let store = f
+        .project
+        .path()
+        .join(".heartwood/sessions/oh1/backend/conversations");
+    let serving = heartwood_openhands::server::processes_of(&store);
+    assert!(!serving.is_empty(), "the agent server carries its store");
+    heartwood_openhands::server::reap(&store);
+    let stopped = f.settled().await;
+    assert!(
+        stopped
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("stopped unexpectedly")),
+        "{stopped:#?}"
+    );
+
+    applied(&f.submit_to(
+        &f.gateway,
+        CommandKind::SubmitTask {
+            text: "go on".into(),
+            policy: ActionPolicy::AlwaysReview,
+        },
+    ));
+    let done = f.settled().await;
+    assert_eq!(done.lifecycle, Lifecycle::Finished, "{done:#?}");
+    assert_eq!(
+        std::fs::read_to_string(&ran).expect("ran"),
+        "start\n",
+        "the cut-off command never ran again"
+    );
+    let cut = &done.actions[0];
+    assert_eq!(cut.state, ActionState::Failed, "{:#?}", done.actions);
+    assert!(
+        cut.detail
+            .as_deref()
+            .is_some_and(|d| d.contains("without running it again")),
+        "{cut:#?}"
+    );
+    f.gateway.close().await;
+    let left: Vec<String> = heartwood_openhands::server::processes_of(&store)
+        .into_iter()
+        .filter_map(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).ok())
+        .map(|cmd| String::from_utf8_lossy(&cmd).replace('\0', " "))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "closing the session stopped its server: {left:?}"
     );
 }

@@ -15,6 +15,14 @@ use crate::{Installation, OpenHandsError};
 /// 20 seconds on a busy two-core machine).
 const READY_WITHIN: Duration = Duration::from_secs(180);
 
+/// Starts the agent server as `python -m openhands.agent_server` would, after asking the kernel
+/// to kill it when the thread that started it ends: a Heartwood process killed outright takes
+/// its server with it. (From inside the child, because `unsafe` code is not allowed here.)
+const LAUNCH: &str = "import ctypes, runpy, sys\n\
+ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL\n\
+sys.argv[0] = 'openhands.agent_server'\n\
+runpy.run_module('openhands.agent_server', run_name='__main__', alter_sys=True)\n";
+
 /// A running agent server.
 #[derive(Debug)]
 pub struct AgentServer {
@@ -22,6 +30,7 @@ pub struct AgentServer {
     addr: SocketAddr,
     key: String,
     log: PathBuf,
+    conversations: PathBuf,
 }
 
 impl AgentServer {
@@ -37,21 +46,19 @@ impl AgentServer {
         std::fs::create_dir_all(state_dir).map_err(server)?;
         let log = state_dir.join("agent-server.log");
         let output = std::fs::File::create(&log).map_err(server)?;
+        let conversations = state_dir.join("conversations");
+        // A server (or a command it started) left by a process that was killed still owns the
+        // conversation; it goes before another starts on the same store.
+        reap(&conversations);
         let port = free_port().map_err(server)?;
         let key = session_key()?;
         let child = Command::new(installation.python())
-            .args([
-                "-m",
-                "openhands.agent_server",
-                "--host",
-                "127.0.0.1",
-                "--port",
-            ])
+            .args(["-c", LAUNCH, "--host", "127.0.0.1", "--port"])
             .arg(port.to_string())
             .current_dir(state_dir)
             // The key is for this process alone; it never reaches a file.
             .env("SESSION_API_KEY", &key)
-            .env("OH_CONVERSATIONS_PATH", state_dir.join("conversations"))
+            .env("OH_CONVERSATIONS_PATH", &conversations)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(output.try_clone().map_err(server)?)
@@ -70,6 +77,7 @@ impl AgentServer {
             addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
             key,
             log,
+            conversations,
         };
         server.wait_ready().await?;
         Ok(server)
@@ -134,16 +142,19 @@ impl AgentServer {
         self.child.id()
     }
 
-    /// Stops the server and everything it started.
+    /// Stops the server and everything it started, including what left its process group
+    /// (a terminal multiplexer's server does).
     pub async fn stop(mut self) {
         kill_group(&self.child);
         let _ = self.child.wait().await;
+        reap(&self.conversations);
     }
 }
 
 impl Drop for AgentServer {
     fn drop(&mut self) {
         kill_group(&self.child);
+        reap(&self.conversations);
     }
 }
 
@@ -156,6 +167,39 @@ fn kill_group(child: &Child) {
             .stderr(Stdio::null())
             .status();
     }
+}
+
+/// Kills every process serving (or started by a server of) the conversation store
+/// `conversations`. Best effort: a process that cannot be read is not one of ours to kill.
+pub fn reap(conversations: &Path) {
+    for pid in processes_of(conversations) {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// The processes serving the conversation store `conversations`, or started by a server of
+/// it: they carry its path in their environment.
+pub fn processes_of(conversations: &Path) -> Vec<u32> {
+    let wanted = format!("OH_CONVERSATIONS_PATH={}", conversations.display());
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let own = std::process::id();
+    processes
+        .flatten()
+        .filter_map(|process| {
+            let pid: u32 = process.file_name().to_str()?.parse().ok()?;
+            let environ = std::fs::read(process.path().join("environ")).ok()?;
+            let ours = environ
+                .split(|&b| b == 0)
+                .any(|var| var == wanted.as_bytes());
+            (ours && pid != own).then_some(pid)
+        })
+        .collect()
 }
 
 /// A port nobody listens on now. Another process could take it before the server binds it;
