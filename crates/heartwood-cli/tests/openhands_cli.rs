@@ -1,0 +1,90 @@
+//! The OpenHands backend through the real binary: a `heartwood decide` process killed with
+//! SIGKILL while the allowed command runs takes its agent server with it, and the next process
+//! recovers the session without running the command again. Needs the pinned OpenHands
+//! environment; without it the test says so and passes, unless `HEARTWOOD_REQUIRE_OPENHANDS`
+//! is set (as CI does).
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use heartwood_testkit::{Script, Turn};
+use serde_json::json;
+use support::{code, heartwood, heartwood_async, project_with, session_of, text};
+
+fn openhands_installed(project: &std::path::Path) -> bool {
+    let shown = text(&heartwood(project, &["backend", "show"]).stdout);
+    if shown.contains("OpenHands         installed") {
+        return true;
+    }
+    assert!(
+        std::env::var_os("HEARTWOOD_REQUIRE_OPENHANDS").is_none(),
+        "HEARTWOOD_REQUIRE_OPENHANDS is set, and: {shown}"
+    );
+    eprintln!("skipped: {shown}");
+    false
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_heartwood_process_is_recovered_by_the_next_without_a_double_run() {
+    let (project, _model) = project_with(Script::of(vec![
+        Turn::calls(&[(
+            "terminal",
+            json!({"command": "echo start >> ran.txt; sleep 20; echo end >> ran.txt"}),
+        )]),
+        Turn::text("The command was cut off; I leave it there."),
+        Turn::text("Nothing more to do."),
+    ]))
+    .await;
+    if !openhands_installed(project.path()) {
+        return;
+    }
+    let chosen = heartwood(project.path(), &["backend", "use", "openhands"]);
+    assert!(chosen.status.success(), "{}", text(&chosen.stderr));
+
+    let out = heartwood_async(project.path(), &["exec", "run the slow command"]).await;
+    assert_eq!(code(&out), 3, "{}{}", text(&out.stdout), text(&out.stderr));
+    let session = session_of(&out);
+
+    let mut deciding = std::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["decide", &session, "allow"])
+        .current_dir(project.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("decide");
+    let ran = project.path().join("ran.txt");
+    let started = Instant::now();
+    while !std::fs::read_to_string(&ran).is_ok_and(|t| t.contains("start")) {
+        assert!(
+            started.elapsed() < Duration::from_secs(240),
+            "the allowed command never started"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    deciding.kill().expect("SIGKILL");
+    let _ = deciding.wait();
+
+    let next = heartwood_async(project.path(), &["exec", "--session", &session, "go on"]).await;
+    assert_eq!(
+        code(&next),
+        0,
+        "{}{}",
+        text(&next.stdout),
+        text(&next.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&ran).expect("ran"),
+        "start\n",
+        "the cut-off command never ran again"
+    );
+    let verified = heartwood(project.path(), &["sessions", "verify", &session]);
+    assert!(
+        verified.status.success(),
+        "{}{}",
+        text(&verified.stdout),
+        text(&verified.stderr)
+    );
+    let shown = text(&heartwood(project.path(), &["sessions", "show", &session]).stdout);
+    assert!(shown.contains("without running it again"), "{shown}");
+}
