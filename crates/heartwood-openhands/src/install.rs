@@ -98,12 +98,14 @@ impl Installation {
         Installation::at(venv)
     }
 
-    /// The first Python on `PATH` new enough for the packages (`python3.13`, `python3.12`,
-    /// `python3`), for [`Installation::install`].
+    /// A Python new enough for the packages, for [`Installation::install`]: on `PATH`
+    /// (`python3.12`, the version this build was tested with, then `python3.13`, `python3`),
+    /// else one pyenv installed but did not select (`$PYENV_ROOT` or `~/.pyenv`).
     pub fn find_python() -> Option<PathBuf> {
-        ["python3.13", "python3.12", "python3"]
+        let on_path = ["python3.12", "python3.13", "python3"].map(PathBuf::from);
+        on_path
             .into_iter()
-            .map(PathBuf::from)
+            .chain(pyenv_pythons())
             .find(|candidate| python_version(candidate).is_some_and(|v| v >= MIN_PYTHON))
     }
 
@@ -116,6 +118,28 @@ impl Installation {
     pub fn venv(&self) -> &Path {
         &self.venv
     }
+}
+
+/// The interpreters pyenv installed, 3.12 first, then newer ones, oldest first.
+fn pyenv_pythons() -> Vec<PathBuf> {
+    let root = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".pyenv")));
+    let Some(Ok(versions)) = root.map(|root| std::fs::read_dir(root.join("versions"))) else {
+        return Vec::new();
+    };
+    let mut found: Vec<((u32, u32), PathBuf)> = versions
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let mut parts = name.split('.').map(str::parse::<u32>);
+            let version = (parts.next()?.ok()?, parts.next()?.ok()?);
+            Some((version, entry.path().join("bin").join("python3")))
+        })
+        .filter(|(version, _)| *version >= MIN_PYTHON)
+        .collect();
+    found.sort_by_key(|(version, _)| (*version != MIN_PYTHON, *version));
+    found.into_iter().map(|(_, python)| python).collect()
 }
 
 fn python_version(python: &Path) -> Option<(u32, u32)> {
