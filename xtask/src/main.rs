@@ -34,7 +34,7 @@ enum Task {
     DemoRecording,
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
-        /// Which benchmark: `journal`, `agent`, `gateway`, `workspace`, `tui`, `workflow`, `web`,
+        /// Which benchmark: `journal`, `agent`, `backends`, `gateway`, `workspace`, `tui`, `workflow`, `web`,
         /// `web-load` or `notebook`.
         name: String,
     },
@@ -80,6 +80,7 @@ fn main() -> Result<()> {
         Task::Bench { name } => match name.as_str() {
             "journal" => bench::journal::run(),
             "agent" => bench::agent::run(),
+            "backends" => bench::backends::run(),
             "gateway" => bench::gateway::run(),
             "workspace" => bench::workspace::run(),
             "tui" => bench::tui::run(),
@@ -88,7 +89,7 @@ fn main() -> Result<()> {
             "web-load" => bench::web_load::run(),
             "notebook" => bench::notebook::run(),
             other => bail!(
-                "no benchmark named {other:?}; available: journal, agent, gateway, workspace, tui, workflow, web, web-load, notebook"
+                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, notebook"
             ),
         },
         Task::Fuzz {

@@ -12,19 +12,6 @@ use heartwood_testkit::{Script, Turn};
 use serde_json::json;
 use support::{code, heartwood, heartwood_async, project_with, session_of, text};
 
-fn openhands_installed(project: &std::path::Path) -> bool {
-    let shown = text(&heartwood(project, &["backend", "show"]).stdout);
-    if shown.contains("OpenHands         installed") {
-        return true;
-    }
-    assert!(
-        std::env::var_os("HEARTWOOD_REQUIRE_OPENHANDS").is_none(),
-        "HEARTWOOD_REQUIRE_OPENHANDS is set, and: {shown}"
-    );
-    eprintln!("skipped: {shown}");
-    false
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_killed_heartwood_process_is_recovered_by_the_next_without_a_double_run() {
     let (project, _model) = project_with(Script::of(vec![
@@ -36,11 +23,9 @@ async fn a_killed_heartwood_process_is_recovered_by_the_next_without_a_double_ru
         Turn::text("Nothing more to do."),
     ]))
     .await;
-    if !openhands_installed(project.path()) {
+    if !support::use_openhands(project.path()) {
         return;
     }
-    let chosen = heartwood(project.path(), &["backend", "use", "openhands"]);
-    assert!(chosen.status.success(), "{}", text(&chosen.stderr));
 
     let out = heartwood_async(project.path(), &["exec", "run the slow command"]).await;
     assert_eq!(code(&out), 3, "{}{}", text(&out.stdout), text(&out.stderr));

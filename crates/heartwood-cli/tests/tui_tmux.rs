@@ -14,6 +14,9 @@ use support::{connect_scripted, heartwood, heartwood_async, text};
 
 struct Tmux {
     socket: String,
+    /// How long a screen may take to appear (the OpenHands engine starts a Python server on
+    /// its first run).
+    patience: Duration,
 }
 
 impl Tmux {
@@ -23,6 +26,7 @@ impl Tmux {
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmux = Tmux {
             socket: format!("heartwood-test-{}-{n}", std::process::id()),
+            patience: Duration::from_secs(30),
         };
         let command = format!(
             "cd '{}' && exec '{}'",
@@ -85,7 +89,7 @@ impl Tmux {
                 return screen;
             }
             assert!(
-                started.elapsed() < Duration::from_secs(30),
+                started.elapsed() < self.patience,
                 "timed out waiting for {what}; the screen:\n{screen}"
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -136,6 +140,18 @@ fn finish(message: &str) -> Turn {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reject_with_a_reason_allow_the_next_set_and_leave_one_pending_for_the_shell() {
+    reject_allow_and_leave_one_pending(false).await;
+}
+
+/// The same, with the project's sessions on the OpenHands engine: the interface is unchanged.
+/// Needs the pinned OpenHands environment; without it the test says so and passes, unless
+/// `HEARTWOOD_REQUIRE_OPENHANDS` is set (as CI does).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_same_review_in_the_tui_with_the_openhands_engine() {
+    reject_allow_and_leave_one_pending(true).await;
+}
+
+async fn reject_allow_and_leave_one_pending(openhands: bool) {
     let project = tempfile::tempdir().expect("project");
     let server = ScriptedModelServer::start(Script::of(vec![
         set_of("A1", "A2"),
@@ -147,7 +163,13 @@ async fn reject_with_a_reason_allow_the_next_set_and_leave_one_pending_for_the_s
     .await
     .expect("server");
     connect_scripted(project.path(), &server.base_url());
-    let tmux = Tmux::start(project.path());
+    if openhands && !support::use_openhands(project.path()) {
+        return;
+    }
+    let mut tmux = Tmux::start(project.path());
+    if openhands {
+        tmux.patience = Duration::from_secs(240);
+    }
 
     tmux.start_task("write ran.txt").await;
 

@@ -34,6 +34,8 @@ use crate::backend::{
 };
 use crate::translate::{Translator, proposal_of};
 
+pub use heartwood_openhands::server::processes_of;
+
 /// The backend name recorded for sessions OpenHands serves.
 pub const OPENHANDS_BACKEND: &str = "openhands";
 
@@ -135,10 +137,10 @@ struct OpenAction {
     allowed: bool,
 }
 
-/// Why an action allowed to run, and cut off by the server's end before it reported, is
-/// resolved without running it again.
-const CUT_OFF: &str = "the agent server stopped while this action ran; Heartwood resolved it \
-                       without running it again";
+/// Why an action allowed to run, and cut off before it reported (the researcher stopped it, or
+/// the server stopped), is resolved without running it again.
+const CUT_OFF: &str = "cut off before it reported (stopped by the researcher, or the agent \
+                       server stopped); Heartwood resolved it without running it again";
 
 /// What has been read of the server's log, and what later entries need of earlier ones.
 #[derive(Default)]
@@ -600,9 +602,11 @@ impl OpenHandsBackend {
                 .map_err(oh_error)?;
             self.policy_sent = Some(self.policy);
         }
-        match self.queued_decision.take() {
+        self.deliver()?;
+        let decision = self.queued_decision.take();
+        match &decision {
             Some(Queued::Allow) => client.respond(&id, true, None).await,
-            Some(Queued::Reject(reason)) => client.respond(&id, false, Some(&reason)).await,
+            Some(Queued::Reject(reason)) => client.respond(&id, false, Some(reason)).await,
             None => Ok(()),
         }
         .map_err(oh_error)?;
@@ -614,7 +618,18 @@ impl OpenHandsBackend {
                 .await
                 .map_err(oh_error)?;
         }
-        client.run(&id).await.map_err(oh_error)?;
+        // OpenHands takes a run request on a conversation waiting for confirmation as its
+        // confirmation. Actions can come to wait without a decision being asked for (a pause
+        // lands while the model call that proposes them is in flight): those are shown for
+        // review, never run by a resume.
+        if decision.is_none() && !self.log.waiting().is_empty() {
+            self.catch_up(OhStatus::WaitingForConfirmation).await?;
+            return Ok(RunStop::WaitingForDecision);
+        }
+        // An allowed set runs at once; anything else needs the loop started.
+        if decision != Some(Queued::Allow) {
+            client.run(&id).await.map_err(oh_error)?;
+        }
         loop {
             if self.controls.interrupt.swap(false, Ordering::SeqCst) {
                 self.controls.pause.store(false, Ordering::SeqCst);

@@ -337,3 +337,110 @@ async fn a_killed_agent_server_is_reported_restarted_by_the_next_command_and_not
         "closing the session stopped its server: {left:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn guidance_and_pause_reach_a_running_task_and_resuming_never_allows_a_set() {
+    if !installed() {
+        return;
+    }
+    let f = Fixture::new(Script::of(vec![
+        Turn::calls(&[("terminal", json!({"command": "echo one >> ran.txt"}))])
+            .with_fault(heartwood_testkit::Fault::ChunkDelayMs(500)),
+        Turn::calls(&[("terminal", json!({"command": "echo two >> ran.txt"}))]),
+        Turn::calls(&[("finish", json!({"message": "both written"}))]),
+    ]))
+    .await;
+    applied(&f.submit_to(
+        &f.gateway,
+        CommandKind::SubmitTask {
+            text: "write the file".into(),
+            policy: ActionPolicy::AlwaysReview,
+        },
+    ));
+    applied(&f.submit_to(
+        &f.gateway,
+        CommandKind::SendGuidance {
+            text: "use the held-out split".into(),
+        },
+    ));
+    applied(&f.submit_to(&f.gateway, CommandKind::Pause));
+    let paused = f.settled().await;
+    assert_eq!(paused.lifecycle, Lifecycle::Paused, "{paused:#?}");
+
+    applied(&f.submit_to(&f.gateway, CommandKind::Resume));
+    let mut p = f.settled().await;
+    let ran = f.project.path().join("ran.txt");
+    let mut allowed = 0;
+    while p.lifecycle == Lifecycle::WaitingForDecision {
+        assert_eq!(
+            std::fs::read_to_string(&ran)
+                .unwrap_or_default()
+                .lines()
+                .count(),
+            allowed,
+            "an action ran without its set being allowed"
+        );
+        applied(&f.decide_with(&f.gateway, &p, Decision::AllowOnce, None));
+        allowed += 1;
+        p = f.settled().await;
+    }
+    assert_eq!(p.lifecycle, Lifecycle::Finished, "{p:#?}");
+    assert_eq!(
+        std::fs::read_to_string(&ran).expect("ran"),
+        "one\ntwo\n",
+        "each allowed action ran once"
+    );
+    let guided = f
+        .model
+        .requests()
+        .iter()
+        .any(|r| r.to_string().contains("use the held-out split"));
+    assert!(guided, "the guidance never reached the model");
+    f.gateway.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stop_now_pauses_and_the_cut_off_command_is_never_run_again() {
+    if !installed() {
+        return;
+    }
+    let f = Fixture::new(Script::of(vec![
+        Turn::calls(&[(
+            "terminal",
+            json!({"command": "echo started >> ran.txt; sleep 15; echo end >> ran.txt"}),
+        )]),
+        Turn::text("Stopped as asked."),
+    ]))
+    .await;
+    applied(&f.submit_to(
+        &f.gateway,
+        CommandKind::SubmitTask {
+            text: "run the long job".into(),
+            policy: ActionPolicy::AlwaysReview,
+        },
+    ));
+    let waiting = f.settled().await;
+    applied(&f.decide_with(&f.gateway, &waiting, Decision::AllowOnce, None));
+    let ran = f.project.path().join("ran.txt");
+    until_file_holds(&ran, "started").await;
+    applied(&f.submit_to(&f.gateway, CommandKind::Interrupt));
+    let stopped = f.settled().await;
+    assert_eq!(stopped.lifecycle, Lifecycle::Paused, "{stopped:#?}");
+    applied(&f.submit_to(&f.gateway, CommandKind::Resume));
+    let done = f.settled().await;
+    assert_eq!(done.lifecycle, Lifecycle::Finished, "{done:#?}");
+    // Past the command's own end: it was killed, or it would have written again.
+    tokio::time::sleep(Duration::from_secs(16)).await;
+    assert_eq!(
+        std::fs::read_to_string(&ran).expect("ran"),
+        "started\n",
+        "the stopped command neither went on nor ran again"
+    );
+    assert_eq!(
+        done.actions[0].state,
+        ActionState::Failed,
+        "{:#?}",
+        done.actions
+    );
+    f.gateway.close().await;
+}

@@ -79,7 +79,8 @@ pub enum Fault {
     },
     /// Stream this many events of the reply, then half of the next one, then end the body.
     CutAfterChunks(usize),
-    /// Wait this long before each streamed event.
+    /// Wait this long before each streamed event (unstreamed: as long as all of them, before
+    /// the answer).
     ChunkDelayMs(u64),
     /// Answer 200 with a body that is not a chat completion.
     Garbage,

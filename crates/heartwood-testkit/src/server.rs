@@ -184,6 +184,11 @@ async fn complete(
     }
     let id = format!("chatcmpl-scripted-{index}");
     if !streaming {
+        // A slow reply is as slow unstreamed: the whole delay passes before the answer.
+        if let Some(Fault::ChunkDelayMs(ms)) = turn.fault {
+            let events = stream_events(&turn, &id, &model).len();
+            tokio::time::sleep(Duration::from_millis(ms) * events as u32).await;
+        }
         return axum::Json(completion(&turn, &id, &model)).into_response();
     }
     let events = stream_events(&turn, &id, &model);

@@ -1,10 +1,12 @@
 // Drives the page in headless Chromium (Debian's), for tests/browser.rs.
-// Usage: node browser.mjs URL SCREENSHOT   (NODE_PATH must reach playwright-core)
+// Usage: node browser.mjs URL SCREENSHOT   (NODE_PATH must reach playwright-core; PATIENCE_MS
+// is how long a step may take, 20 s unless set: the OpenHands engine starts a server first)
 import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
 const { chromium } = require("playwright-core");
 
 const [url, screenshot] = process.argv.slice(2);
+const patience = Number(process.env.PATIENCE_MS || 20000);
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -19,7 +21,7 @@ try {
   await page.click("#new-session");
   await page.fill("#text", "write ran.txt");
   await page.click("#send");
-  await page.waitForSelector("#review:not([hidden])", { timeout: 20000 });
+  await page.waitForSelector("#review:not([hidden])", { timeout: patience });
   const first = await page.locator("#review-members li").count();
   step("first set has " + first + " members");
   if (first !== 2) throw new Error("expected a two-member set, saw " + first);
@@ -27,17 +29,17 @@ try {
   await page.click("#reject");
   await page.waitForFunction(() => document.querySelector("#review-set").textContent.includes("set") &&
       !document.querySelector("#review").hidden &&
-      [...document.querySelectorAll("#review-members li")].some(li => li.textContent.includes("B1")), null, { timeout: 20000 });
+      [...document.querySelectorAll("#review-members li")].some(li => li.textContent.includes("B1")), null, { timeout: patience });
   step("the agent continued with a second set");
   // The edit is reviewed as a diff, with its headline from the model's summary.
-  await page.waitForSelector("#review-members .preview .add", { timeout: 20000 });
+  await page.waitForSelector("#review-members .preview .add", { timeout: patience });
   const removed = await page.textContent("#review-members .preview .del");
   const added = await page.textContent("#review-members .preview .add");
   step("diff shown: " + removed.trim() + " " + added.trim());
   if (!(await page.textContent("#review-members")).includes("mark the notes final")) throw new Error("the model's summary is not the headline");
   await page.screenshot({ path: screenshot.replace(/\.png$/, "-review.png"), fullPage: true });
   await page.click("#allow");
-  await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Finished"), null, { timeout: 20000 });
+  await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Finished"), null, { timeout: patience });
   step("finished: " + await page.textContent("#status"));
   // The agent's Markdown is formatted, not shown as markup.
   const bold = await page.textContent("#conversation .md strong");

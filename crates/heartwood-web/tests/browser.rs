@@ -29,12 +29,33 @@ fn set_of(a: &str, b: &str) -> Turn {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_runs_a_task_with_a_rejection_and_an_approval_in_chromium() {
-    flow(None, "browser-test.png").await;
+    flow(None, "browser-test.png", false).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_same_flow_works_behind_a_jupyter_proxy_prefix() {
-    flow(Some("/user/alice/proxy/8765/"), "browser-test-jupyter.png").await;
+    flow(
+        Some("/user/alice/proxy/8765/"),
+        "browser-test-jupyter.png",
+        false,
+    )
+    .await;
+}
+
+/// The same page and flow with the project's sessions on the OpenHands engine. Needs the pinned
+/// OpenHands environment; without it the test says so and passes, unless
+/// `HEARTWOOD_REQUIRE_OPENHANDS` is set (as CI does).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_same_flow_works_with_the_openhands_engine() {
+    if let Err(why) = heartwood_gateway::openhands::installation() {
+        assert!(
+            std::env::var_os("HEARTWOOD_REQUIRE_OPENHANDS").is_none(),
+            "HEARTWOOD_REQUIRE_OPENHANDS is set, and: {why}"
+        );
+        eprintln!("skipped: {why}");
+        return;
+    }
+    flow(None, "browser-test-openhands.png", true).await;
 }
 
 /// The `node_modules` holding playwright-core, or `None` (outside CI) to skip.
@@ -52,10 +73,19 @@ fn node_path() -> Option<String> {
     None
 }
 
-/// The whole flow, at the root or under a Jupyter server proxy prefix.
-async fn flow(prefix: Option<&str>, screenshot_name: &str) {
+/// The whole flow, at the root or under a Jupyter server proxy prefix, on the native engine or
+/// on OpenHands.
+async fn flow(prefix: Option<&str>, screenshot_name: &str, openhands: bool) {
     let Some(node_path) = node_path() else {
         return;
+    };
+    let project = tempfile::tempdir().expect("project");
+    // OpenHands' editor takes absolute paths only; the review resolves either inside the
+    // project.
+    let notes = if openhands {
+        project.path().join("notes.txt").display().to_string()
+    } else {
+        "notes.txt".to_owned()
     };
     let model = ScriptedModelServer::start(Script::of(vec![
         set_of("A1", "A2"),
@@ -65,7 +95,7 @@ async fn flow(prefix: Option<&str>, screenshot_name: &str) {
             (
                 "file_editor",
                 json!({
-                    "command": "str_replace", "path": "notes.txt",
+                    "command": "str_replace", "path": notes,
                     "old_str": "status: draft", "new_str": "status: final",
                     "summary": "mark the notes final"
                 }),
@@ -78,13 +108,19 @@ async fn flow(prefix: Option<&str>, screenshot_name: &str) {
     ]))
     .await
     .expect("model");
-    let project = tempfile::tempdir().expect("project");
     std::fs::write(
         project.path().join("notes.txt"),
         "title: cohort\nstatus: draft\n",
     )
     .expect("notes");
     support::connect_model(project.path(), &model.base_url());
+    if openhands {
+        heartwood_gateway::config::ProjectConfig::set_backend(
+            &heartwood_gateway::ProjectContext::at(project.path()).expect("a UTF-8 path"),
+            heartwood_gateway::config::BackendKind::OpenHands,
+        )
+        .expect("backend");
+    }
     let capability = Capability::generate().expect("capability");
     let secret = capability.reveal().to_owned();
     let mode = match prefix {
@@ -107,6 +143,7 @@ async fn flow(prefix: Option<&str>, screenshot_name: &str) {
         .arg(&url)
         .arg(&screenshot)
         .env("NODE_PATH", &node_path)
+        .env("PATIENCE_MS", if openhands { "240000" } else { "20000" })
         .output()
         .await
         .expect("node");

@@ -2,6 +2,7 @@
 //! judged against, measured in the same run.
 
 pub mod agent;
+pub mod backends;
 pub mod gateway;
 pub mod journal;
 pub mod notebook;

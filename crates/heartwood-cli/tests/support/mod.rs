@@ -175,3 +175,21 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Puts `project`'s new sessions on the OpenHands engine, if it is installed. Without it, says
+/// the test was skipped and returns false, unless `HEARTWOOD_REQUIRE_OPENHANDS` is set (as CI
+/// does), where that is a failure.
+pub fn use_openhands(project: &Path) -> bool {
+    let shown = text(&heartwood(project, &["backend", "show"]).stdout);
+    if !shown.contains("OpenHands         installed") {
+        assert!(
+            std::env::var_os("HEARTWOOD_REQUIRE_OPENHANDS").is_none(),
+            "HEARTWOOD_REQUIRE_OPENHANDS is set, and: {shown}"
+        );
+        eprintln!("skipped: {shown}");
+        return false;
+    }
+    let chosen = heartwood(project, &["backend", "use", "openhands"]);
+    assert!(chosen.status.success(), "{}", text(&chosen.stderr));
+    true
+}
