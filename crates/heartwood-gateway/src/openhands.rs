@@ -243,10 +243,18 @@ impl Log {
                 let Some(action_id) = self.resolve(&tool_call_id) else {
                     return Vec::new();
                 };
-                vec![EventKind::Observation {
+                let observation = observation_of(&tool_name, &observation, &self.project);
+                // As in the native engine, `finish`'s message is the agent's last word.
+                let said = (tool_name == "finish").then(|| EventKind::Message {
+                    speaker: Speaker::Agent,
+                    text: observation.content.clone(),
+                });
+                std::iter::once(EventKind::Observation {
                     action_id,
-                    observation: observation_of(&tool_name, &observation, &self.project),
-                }]
+                    observation,
+                })
+                .chain(said)
+                .collect()
             }
             OhEvent::Rejected {
                 tool_call_id,
@@ -801,4 +809,120 @@ pub fn install(python: Option<std::path::PathBuf>) -> Result<std::path::PathBuf,
     Installation::install(&Installation::default_location(), &python)
         .map(|done| done.venv().to_path_buf())
         .map_err(|e| GatewayError::Backend(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use heartwood_events::{ActionState, Event, Role};
+    use serde_json::json;
+
+    use super::*;
+
+    fn stored(index: u64, value: serde_json::Value) -> StoredEvent {
+        StoredEvent {
+            index,
+            sha256: format!("digest-{index}"),
+            id: format!("e{index}"),
+            event: OhEvent::from_value(value),
+        }
+    }
+
+    fn action(call: &str, command: &str) -> serde_json::Value {
+        json!({"kind": "ActionEvent", "id": call, "llm_response_id": "r1", "tool_name": "terminal",
+               "tool_call_id": call, "action": {"command": command},
+               "tool_call": {"arguments": json!({"command": command}).to_string()}})
+    }
+
+    fn status(value: &str) -> serde_json::Value {
+        json!({"kind": "ConversationStateUpdateEvent", "key": "execution_status", "value": value})
+    }
+
+    fn reject(call: &str, reason: &str) -> serde_json::Value {
+        json!({"kind": "UserRejectObservation", "tool_call_id": call, "rejection_reason": reason})
+    }
+
+    fn translate(log: &mut Log, values: Vec<serde_json::Value>) -> Vec<Event> {
+        let from = log.read_upto + 1;
+        values
+            .into_iter()
+            .enumerate()
+            .flat_map(|(n, v)| log.take(stored(from + n as u64, v)).events)
+            .collect()
+    }
+
+    fn states(events: &[Event]) -> Vec<ActionState> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ActionUpdated { state, .. } => Some(*state),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_waiting_set_is_the_last_replys_open_actions_and_a_rejection_of_it_is_the_researchers() {
+        let mut log = Log::default();
+        translate(
+            &mut log,
+            vec![
+                status("running"),
+                action("c1", "echo one"),
+                action("c2", "echo two"),
+                status("waiting_for_confirmation"),
+            ],
+        );
+        assert_eq!(
+            log.waiting().iter().map(|a| a.id).collect::<Vec<_>>(),
+            [2, 3]
+        );
+        assert!(!log.cut_off(), "nothing was allowed");
+        let events = translate(
+            &mut log,
+            vec![status("idle"), reject("c1", "no"), reject("c2", "no")],
+        );
+        assert_eq!(states(&events), [ActionState::Rejected; 2]);
+        assert!(log.waiting().is_empty());
+    }
+
+    #[test]
+    fn an_allowed_action_without_a_result_is_cut_off_and_its_resolution_is_a_failure() {
+        let mut log = Log::default();
+        translate(
+            &mut log,
+            vec![
+                action("c1", "sleep 30"),
+                status("waiting_for_confirmation"),
+                status("running"),
+            ],
+        );
+        assert!(log.cut_off(), "allowed, and no result");
+        let events = translate(&mut log, vec![reject("c1", CUT_OFF)]);
+        assert_eq!(states(&events), [ActionState::Failed]);
+        assert!(!log.cut_off());
+    }
+
+    #[test]
+    fn finish_ends_with_the_agents_message_and_the_digests_name_each_entry() {
+        let mut log = Log::default();
+        let events = translate(
+            &mut log,
+            vec![
+                json!({"kind": "MessageEvent", "source": "user",
+                       "llm_message": {"content": [{"type": "text", "text": "go"}]}}),
+                json!({"kind": "ActionEvent", "id": "f", "llm_response_id": "r2",
+                       "tool_name": "finish", "tool_call_id": "f1",
+                       "tool_call": {"arguments": "{\"message\":\"done\"}"}}),
+                json!({"kind": "ObservationEvent", "tool_call_id": "f1", "tool_name": "finish",
+                       "observation": {"content": [{"type": "text", "text": "done"}],
+                                       "is_error": false}}),
+            ],
+        );
+        assert_eq!(log.inputs, ["go"]);
+        assert!(events.contains(&Event::Message {
+            role: Role::Agent,
+            text: "done".into()
+        }));
+        assert_eq!(log.digests, ["digest-1", "digest-2", "digest-3"]);
+    }
 }

@@ -3,8 +3,9 @@
 //! (the difference is the engine's own cost per step: its loop, its log, the translation, the
 //! journal), and the memory each engine holds.
 //!
-//! The script is 100 `think` steps and a `finish` (a lone `think` needs no decision in either
-//! engine). OpenHands runs in a warm server: one short task starts it first, so the figure is
+//! The script is 90 `think` steps and a `finish` (a lone `think` needs no decision in either
+//! engine), as in `bench gateway`: within the native engine's default of 100 model calls a run
+//! and below its condensation threshold, so both engines make exactly the scripted calls. OpenHands runs in a warm server: one short task starts it first, so the figure is
 //! the per-step cost, not Python's start-up (which is printed on its own).
 
 use std::time::{Duration, Instant};
@@ -15,7 +16,7 @@ use heartwood_gateway::config::{BackendKind, ProjectConfig, RouteConfig};
 use heartwood_gateway::{ProjectContext, SessionGateway};
 use heartwood_testkit::{Script, ScriptedModelServer, Turn};
 
-const STEPS: usize = 100;
+const STEPS: usize = 90;
 
 pub fn run() -> Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
@@ -104,7 +105,7 @@ async fn measure(kind: BackendKind) -> Result<Figures> {
     let engine_mib = heartwood_gateway::openhands::processes_of(&store)
         .into_iter()
         .map(rss_kib)
-        .sum::<f64>()
+        .fold(0.0, |total, kib| total + kib)
         / 1024.0;
     gateway.close().await;
     std::fs::remove_dir_all(&dir)?;
