@@ -130,8 +130,9 @@ pub fn run(minutes: f64, seed: Option<u64>) -> Result<()> {
                 let verified = heartwood(&bin, project, &["sessions", "verify", &id])?;
                 if !verified.status.success() {
                     tally.failures.push(format!(
-                        "session {id} did not verify during the soak: {}",
-                        String::from_utf8_lossy(&verified.stdout).trim()
+                        "session {id} did not verify during the soak: {} {}",
+                        String::from_utf8_lossy(&verified.stdout).trim(),
+                        String::from_utf8_lossy(&verified.stderr).trim()
                     ));
                 }
             }

@@ -11,6 +11,12 @@ use crate::{
     WriterInfo, checkpoint,
 };
 
+/// How many times a verification that met an append in flight is tried again.
+const SETTLE_TRIES: u32 = 40;
+
+/// The pause between those tries (an append takes a few `fsync`s).
+const SETTLE_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
+
 /// A read-only view of one session.
 #[derive(Debug)]
 pub struct SessionReader {
@@ -58,19 +64,60 @@ impl SessionReader {
         self.verify_with(None, Tree::Skip)
     }
 
+    /// Verifies; a failure that met an append in flight (its intent, or files that changed
+    /// while they were read: the writer of a live session appends beside this reader) is tried
+    /// again, for up to a second, before it is reported. A crash's intent stays and is
+    /// reported; damage does not move and is reported at once.
     fn verify_with(
         &self,
-        leaves: Option<&mut Vec<crate::Digest>>,
+        mut leaves: Option<&mut Vec<crate::Digest>>,
         tree: Tree,
     ) -> Result<Verified, AuditError> {
-        if let Pending::Intent(intent) = read_pending(&self.paths.journal)? {
-            return Err(AuditError::Interrupted {
-                id: self.id.clone(),
-                first_seq: intent.first_seq,
-                last_seq: intent.last_seq,
-            });
+        let mut tries = 0;
+        loop {
+            let before = self.append_state();
+            let outcome = match read_pending(&self.paths.journal)? {
+                Pending::Intent(intent) => Err(AuditError::Interrupted {
+                    id: self.id.clone(),
+                    first_seq: intent.first_seq,
+                    last_seq: intent.last_seq,
+                }),
+                _ => {
+                    if let Some(leaves) = leaves.as_deref_mut() {
+                        leaves.clear();
+                    }
+                    verify_session(&self.id, &self.paths, leaves.as_deref_mut(), tree)
+                        .map(|(verified, _)| verified)
+                }
+            };
+            let in_flight = matches!(outcome, Err(AuditError::Interrupted { .. }))
+                || self.append_state() != before;
+            if outcome.is_err() && in_flight && tries < SETTLE_TRIES {
+                tries += 1;
+                std::thread::sleep(SETTLE_PAUSE);
+                continue;
+            }
+            return outcome;
         }
-        verify_session(&self.id, &self.paths, leaves, tree).map(|(verified, _)| verified)
+    }
+
+    /// The size and modification time of each file an append changes.
+    fn append_state(&self) -> Vec<Option<(u64, Option<std::time::SystemTime>)>> {
+        let paths = &self.paths;
+        [
+            &paths.journal,
+            &paths.events,
+            &paths.audit,
+            &paths.receipts,
+            &paths.meta,
+        ]
+        .iter()
+        .map(|path| {
+            std::fs::metadata(path)
+                .ok()
+                .map(|m| (m.len(), m.modified().ok()))
+        })
+        .collect()
     }
 
     /// The checkpoint of the session as it is now (after verifying it).

@@ -402,3 +402,34 @@ fn removing_a_session_deletes_everything_in_it() {
     ));
     drop(dir);
 }
+
+#[test]
+fn a_live_session_verifies_while_its_writer_appends_beside_the_reader() {
+    let (_dir, store, sid) = project_with_session(3);
+    let (mut writer, _) = store.open_writer(&sid).expect("writer");
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for n in 0..300 {
+                let command = CommandId::parse(&format!("c{n}")).expect("id");
+                writer
+                    .complete_command(
+                        &command,
+                        "note",
+                        vec![message(format!("line {n}"))],
+                        json!(n),
+                    )
+                    .expect("append");
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        let mut verified = 0;
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            let reader = store.reader(&sid).expect("reader");
+            if let Err(e) = reader.verify() {
+                panic!("a live session failed to verify after {verified} verifications: {e}");
+            }
+            verified += 1;
+        }
+    });
+}
