@@ -81,6 +81,16 @@ impl Fixture {
             .expect("submit")
     }
 
+    fn task(&self, text: &str) -> Receipt {
+        self.submit_to(
+            &self.gateway,
+            CommandKind::SubmitTask {
+                text: text.into(),
+                policy: ActionPolicy::AlwaysReview,
+            },
+        )
+    }
+
     fn decide_with(
         &self,
         gateway: &SessionGateway,
@@ -167,13 +177,7 @@ async fn a_set_is_shown_whole_rejected_with_a_reason_the_next_allowed_from_anoth
         Turn::calls(&[("finish", json!({"message": "wrote three"}))]),
     ]))
     .await;
-    applied(&f.submit_to(
-        &f.gateway,
-        CommandKind::SubmitTask {
-            text: "write the file".into(),
-            policy: ActionPolicy::AlwaysReview,
-        },
-    ));
+    applied(&f.task("write the file"));
     let waiting = f.settled().await;
     assert_eq!(
         waiting.lifecycle,
@@ -276,13 +280,7 @@ async fn a_killed_agent_server_is_reported_restarted_by_the_next_command_and_not
         Turn::text("Nothing more to do."),
     ]))
     .await;
-    applied(&f.submit_to(
-        &f.gateway,
-        CommandKind::SubmitTask {
-            text: "run the slow command".into(),
-            policy: ActionPolicy::AlwaysReview,
-        },
-    ));
+    applied(&f.task("run the slow command"));
     let waiting = f.settled().await;
     applied(&f.decide_with(&f.gateway, &waiting, Decision::AllowOnce, None));
     let ran = f.project.path().join("ran.txt");
@@ -304,13 +302,7 @@ async fn a_killed_agent_server_is_reported_restarted_by_the_next_command_and_not
         "{stopped:#?}"
     );
 
-    applied(&f.submit_to(
-        &f.gateway,
-        CommandKind::SubmitTask {
-            text: "go on".into(),
-            policy: ActionPolicy::AlwaysReview,
-        },
-    ));
+    applied(&f.task("go on"));
     let done = f.settled().await;
     assert_eq!(done.lifecycle, Lifecycle::Finished, "{done:#?}");
     assert_eq!(
@@ -350,13 +342,7 @@ async fn guidance_and_pause_reach_a_running_task_and_resuming_never_allows_a_set
         Turn::calls(&[("finish", json!({"message": "both written"}))]),
     ]))
     .await;
-    applied(&f.submit_to(
-        &f.gateway,
-        CommandKind::SubmitTask {
-            text: "write the file".into(),
-            policy: ActionPolicy::AlwaysReview,
-        },
-    ));
+    applied(&f.task("write the file"));
     applied(&f.submit_to(
         &f.gateway,
         CommandKind::SendGuidance {
@@ -412,13 +398,7 @@ async fn stop_now_pauses_and_the_cut_off_command_is_never_run_again() {
         Turn::text("Stopped as asked."),
     ]))
     .await;
-    applied(&f.submit_to(
-        &f.gateway,
-        CommandKind::SubmitTask {
-            text: "run the long job".into(),
-            policy: ActionPolicy::AlwaysReview,
-        },
-    ));
+    applied(&f.task("run the long job"));
     let waiting = f.settled().await;
     applied(&f.decide_with(&f.gateway, &waiting, Decision::AllowOnce, None));
     let ran = f.project.path().join("ran.txt");
