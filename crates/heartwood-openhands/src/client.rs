@@ -212,10 +212,20 @@ impl Client {
         run: bool,
     ) -> Result<(), OpenHandsError> {
         let body = json!({"role": "user", "content": [{"type": "text", "text": text}], "run": run});
+        self.post(id, "events", Some(body)).await
+    }
+
+    /// `POST /api/conversations/{id}/{action}`, answered with nothing Heartwood reads.
+    async fn post(
+        &self,
+        id: &str,
+        action: &str,
+        body: Option<Value>,
+    ) -> Result<(), OpenHandsError> {
         self.call(
             reqwest::Method::POST,
-            &format!("/api/conversations/{id}/events"),
-            Some(body),
+            &format!("/api/conversations/{id}/{action}"),
+            body,
         )
         .await
         .map(drop)
@@ -236,24 +246,12 @@ impl Client {
 
     /// Asks the agent to pause.
     pub async fn pause(&self, id: &str) -> Result<(), OpenHandsError> {
-        self.call(
-            reqwest::Method::POST,
-            &format!("/api/conversations/{id}/pause"),
-            None,
-        )
-        .await
-        .map(drop)
+        self.post(id, "pause", None).await
     }
 
     /// Stops the agent now: cancels a model call in flight and pauses.
     pub async fn interrupt(&self, id: &str) -> Result<(), OpenHandsError> {
-        self.call(
-            reqwest::Method::POST,
-            &format!("/api/conversations/{id}/interrupt"),
-            None,
-        )
-        .await
-        .map(drop)
+        self.post(id, "interrupt", None).await
     }
 
     /// Which actions wait for a decision from now on (see [`ConversationSpec`]).
@@ -263,13 +261,7 @@ impl Client {
         confirm_every_action: bool,
     ) -> Result<(), OpenHandsError> {
         let body = json!({"policy": confirmation_policy(confirm_every_action)});
-        self.call(
-            reqwest::Method::POST,
-            &format!("/api/conversations/{id}/confirmation_policy"),
-            Some(body),
-        )
-        .await
-        .map(drop)
+        self.post(id, "confirmation_policy", Some(body)).await
     }
 
     /// Allows every action waiting for confirmation, or rejects them all with `reason`.
@@ -283,13 +275,8 @@ impl Client {
         if let Some(reason) = reason {
             body["reason"] = json!(reason);
         }
-        self.call(
-            reqwest::Method::POST,
-            &format!("/api/conversations/{id}/events/respond_to_confirmation"),
-            Some(body),
-        )
-        .await
-        .map(drop)
+        self.post(id, "events/respond_to_confirmation", Some(body))
+            .await
     }
 
     /// Every event of the conversation, oldest first.

@@ -41,9 +41,29 @@ impl Installation {
     }
 
     /// The environment at [`Installation::default_location`], if the agent server is importable
-    /// there.
+    /// there. Looked up on disk, not imported: this runs when a session's engine opens (under
+    /// its lock) and for every `heartwood status`, and importing the package takes Python
+    /// seconds; a broken environment is reported by the server that cannot start in it.
     pub fn find() -> Result<Installation, OpenHandsError> {
-        Installation::at(&Installation::default_location())
+        let venv = Installation::default_location();
+        let installation = Installation { venv: venv.clone() };
+        let found = std::fs::read_dir(venv.join("lib"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|python| python.path().join("site-packages").join("openhands"))
+            .any(|openhands| {
+                openhands.join("agent_server").is_dir() && openhands.join("tools").is_dir()
+            });
+        if found && installation.python().is_file() {
+            Ok(installation)
+        } else {
+            Err(OpenHandsError::NotInstalled(format!(
+                "no OpenHands environment at {}; install it with \
+                 `heartwood backend install openhands`",
+                venv.display()
+            )))
+        }
     }
 
     /// The environment at `venv`, if the agent server is importable there.
