@@ -5,11 +5,18 @@
 //! then the instructions) and any resources. [`tree`] reads a complete skill directory into a
 //! canonical, content-addressed listing and its BLAKE3 [`tree::TreeDigest`], refusing links and
 //! special files and bounding size, count and depth; [`skill`] validates the front matter, the
-//! name and the body. Sources (bundled, signed, local), the store under `.heartwood/skills/`,
-//! approval and activation build on these and belong to the gateway's side of this crate as
-//! they are added.
+//! name and the body. [`bundle`] carries a skill as one file (as a signed source publishes
+//! it); [`signed`] verifies TUF sources through `tough`; [`bundled`] holds the curated skills
+//! compiled in; [`store`] keeps verified trees by digest and the researcher's decisions under
+//! `.heartwood/skills/`; [`catalog`] revalidates all of it and answers which skills reach the
+//! agent. The gateway is the only caller.
 
+pub mod bundle;
+pub mod bundled;
+pub mod catalog;
+pub mod signed;
 pub mod skill;
+pub mod store;
 pub mod tree;
 
 /// Why a skill cannot be used; the text names the file and what to change.

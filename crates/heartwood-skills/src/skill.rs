@@ -124,7 +124,7 @@ pub fn parse(text: &str) -> Result<(FrontMatter, String), SkillError> {
 }
 
 /// The Agent Skills rules for a name.
-fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
         return Err(format!("must be 1 to {MAX_NAME_CHARS} characters"));
     }

@@ -56,6 +56,21 @@ impl TreeDigest {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The 64 hex digits alone (the store's directory name).
+    pub fn hex(&self) -> &str {
+        self.0.trim_start_matches("blake3:")
+    }
+}
+
+/// Reads a digest as written: `blake3:` and 64 lowercase hex digits.
+pub fn parse_digest(text: &str) -> Option<TreeDigest> {
+    let hex = text.strip_prefix("blake3:")?;
+    (hex.len() == 64
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    .then(|| TreeDigest(text.to_owned()))
 }
 
 impl std::fmt::Display for TreeDigest {

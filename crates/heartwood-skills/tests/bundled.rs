@@ -29,3 +29,22 @@ fn every_bundled_skill_is_valid_and_named_after_its_directory() {
         ]
     );
 }
+
+#[test]
+fn the_skills_compiled_in_are_the_bundled_directories_byte_for_byte() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bundled");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = heartwood_skills::store::Store::new(dir.path().join("skills"));
+    assert_eq!(
+        heartwood_skills::bundled::BUNDLED.len(),
+        std::fs::read_dir(&root).expect("bundled/").count(),
+        "every directory in bundled/ is compiled in"
+    );
+    for (name, files) in heartwood_skills::bundled::BUNDLED {
+        let compiled = store
+            .publish_files(name, files, &Limits::default())
+            .expect("publish");
+        let shipped = validate(&root.join(name), &Limits::default()).expect("valid");
+        assert_eq!(compiled.tree.digest, shipped.tree.digest, "{name}");
+    }
+}
