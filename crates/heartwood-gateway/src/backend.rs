@@ -59,6 +59,9 @@ pub struct BackendSpec {
     pub finish_outcome: Option<serde_json::Value>,
     /// The advisory specialists the agent may consult (registered roles of the catalog).
     pub specialists: Vec<heartwood_workflow::specialists::Specialist>,
+    /// The skills revalidated for this start: active, approved at their exact tree, verified
+    /// and unrevoked.
+    pub skills: crate::skills::AgentSkills,
 }
 
 /// What a backend reports while it runs. Implemented by the gateway for each session; a

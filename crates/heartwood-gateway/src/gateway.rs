@@ -1152,7 +1152,11 @@ impl SessionGateway {
             .paths()
             .backend
             .clone();
+        // Revalidated on every start: only active, verified, unrevoked skills reach the agent,
+        // and an agent does not start on skills that cannot be verified.
+        let skills = crate::skills::SkillsService::open(&self.shared.project).for_agent()?;
         let spec = BackendSpec {
+            skills,
             route,
             project: self.shared.project.root().to_owned(),
             state_dir: utf8(&state_dir)?,

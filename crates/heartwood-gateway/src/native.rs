@@ -40,6 +40,8 @@ impl BackendFactory for NativeBackendFactory {
             spec.state_dir.into_std_path_buf(),
         );
         config.policy = confirmation(spec.policy);
+        config.system_prompt.push_str(&spec.skills.prompt_section());
+        config.read_only = spec.skills.directories();
         // In workflow conversations a review answers with structured proposals; elsewhere
         // every specialist answers in text.
         let structured = spec.finish_outcome.is_some();
@@ -47,21 +49,26 @@ impl BackendFactory for NativeBackendFactory {
         config.specialists = spec
             .specialists
             .iter()
-            .map(|s| heartwood_agent::conversation::SpecialistConfig {
-                role: s.role.clone(),
-                description: s.description.clone(),
-                system_prompt: s.system_prompt.clone(),
-                max_iterations: s.max_iterations,
-                max_tokens: s.max_tokens,
-                result_schema: (structured
-                    && s.result
-                        == heartwood_workflow::specialists::SpecialistResult::ReviewProposals)
-                    .then(
-                        heartwood_events::schema::inline::<
-                            heartwood_events::workflow::ReviewProposals,
-                        >,
-                    ),
-            })
+            // A role whose skills are not all active and verified is not offered: a specialist
+            // gets only the verified skills injected into its prompt, and discovers none.
+            .filter_map(|s| Some((s, spec.skills.injected(&s.skills).ok()?)))
+            .map(
+                |(s, skills)| heartwood_agent::conversation::SpecialistConfig {
+                    role: s.role.clone(),
+                    description: s.description.clone(),
+                    system_prompt: format!("{}{skills}", s.system_prompt),
+                    max_iterations: s.max_iterations,
+                    max_tokens: s.max_tokens,
+                    result_schema: (structured
+                        && s.result
+                            == heartwood_workflow::specialists::SpecialistResult::ReviewProposals)
+                        .then(
+                            heartwood_events::schema::inline::<
+                                heartwood_events::workflow::ReviewProposals,
+                            >,
+                        ),
+                },
+            )
             .collect();
         let conversation = Conversation::open(config).map_err(backend_error)?;
         Ok(Box::new(NativeBackend {

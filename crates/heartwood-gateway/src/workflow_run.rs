@@ -579,6 +579,40 @@ pub(crate) fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<()
     Ok(())
 }
 
+/// Every skill the definition's stages name must be offered by the catalog (a definition
+/// naming an unknown skill is not supported here) and active, so its stages' agents get it.
+fn skills_usable(
+    project: &ProjectContext,
+    definition: &heartwood_workflow::Definition,
+) -> Result<(), String> {
+    let named: Vec<(&str, &str)> = definition
+        .stages
+        .iter()
+        .flat_map(|s| s.skills.iter().map(move |k| (s.id.as_str(), k.as_str())))
+        .collect();
+    if named.is_empty() {
+        return Ok(());
+    }
+    let service = crate::skills::SkillsService::open(project);
+    let catalog = service.catalog().map_err(|e| e.to_string())?;
+    let active = service.for_agent()?;
+    for (stage, skill) in named {
+        if !catalog.skills.iter().any(|s| s.name == skill) {
+            return Err(format!(
+                "{} is not supported here: its stage {stage:?} names the skill {skill:?}, which                  no skill source offers (`heartwood skills ls` lists them)",
+                definition.id
+            ));
+        }
+        if !active.contains(skill) {
+            return Err(format!(
+                "{}'s stage {stage:?} uses the skill {skill:?}, which is not active: review it                  with `heartwood skills show {skill}`, approve it and activate it first",
+                definition.id
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The events that start a run of `definition` in a new session: the definition's stages, and
 /// the bindings with every input's digest now (an input that cannot be read is refused).
 pub(crate) fn start(
@@ -592,6 +626,7 @@ pub(crate) fn start(
         return Err("the research question is empty; say what the run should answer".into());
     }
     let found = crate::workspace::maintained(definition).map_err(|e| e.to_string())?;
+    skills_usable(project, &found)?;
     for id in chosen.keys() {
         if !found.inputs.iter().any(|i| &i.id == id) {
             let ids: Vec<&str> = found.inputs.iter().map(|i| i.id.as_str()).collect();
@@ -742,8 +777,17 @@ pub(crate) fn stage_prompt(w: &WorkflowView) -> Result<String, GatewayError> {
         })
         .collect::<Vec<_>>()
         .join("\n");
+    let skills = if spec.skills.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "Skills for this stage (listed in your instructions; read each SKILL.md first): \
+             {}.\n\n",
+            spec.skills.join(", ")
+        )
+    };
     Ok(format!(
-        "Workflow “{}”, stage “{}”.\n\nResearch question: {}\n\nRead:\n{}\n\nWrite:\n{}\n\n\
+        "Workflow “{}”, stage “{}”.\n\nResearch question: {}\n\n{skills}Read:\n{}\n\nWrite:\n{}\n\n\
          Independent checks will judge the files you write, on their exact bytes:\n{}\n\n\
          Write only the files listed under Write. Then call `finish` with a short summary as \
          `message` and the structured `outcome`: `status` (`completed`, or `blocked` if the \

@@ -177,7 +177,8 @@ mod tests {
         .expect("test setup");
         let script = root.join("scripts/check.sh");
         std::fs::write(&script, "#!/bin/sh\necho ok\n").expect("test setup");
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("test setup");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+            .expect("test setup");
         root
     }
 

@@ -8,8 +8,8 @@
 //! the agent only when it is active at the exact tree that was approved, that tree is still
 //! offered by a source that verified, verifies in the store, and is not revoked.
 //!
-//! The functions block (files, fsync, and a signed source's verification on a Tokio runtime):
-//! call them from a blocking thread.
+//! The functions block (files, fsync, and a signed source's verification on a runtime of its
+//! own): call them from a blocking thread.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -199,7 +199,8 @@ pub fn load(store: &Store, limits: &Limits) -> Result<Catalog, SkillError> {
     let mut signed_revocations = Vec::new();
     for source in &state.signed {
         let id = signed_id(&source.name);
-        match block_on(signed::revalidate(&store.source_dir(&source.name)))? {
+        let dir = store.source_dir(&source.name);
+        match block_on(|| signed::revalidate(&dir))? {
             Ok(listing) => {
                 sources.push(SourceView {
                     id: id.clone(),
@@ -612,11 +613,16 @@ pub fn add_signed(
         state.signed.push(source.clone());
         Ok(())
     })?;
-    refresh(store, limits)?
+    let refreshed = refresh(store, limits)?
         .into_iter()
-        .find(|(id, _)| id == &signed_id(name))
-        .map(|(_, r)| r)
-        .unwrap_or_else(|| Err(SkillError::Invalid("the source was not refreshed".into())))?;
+        .find(|r| r.source == signed_id(name));
+    match refreshed {
+        Some(SourceRefresh { refused: None, .. }) => {}
+        Some(SourceRefresh {
+            refused: Some(why), ..
+        }) => return Err(SkillError::Refused(why)),
+        None => return Err(SkillError::Invalid("the source was not refreshed".into())),
+    }
     let catalog = load(store, limits)?;
     Ok(catalog
         .view
@@ -626,24 +632,32 @@ pub fn add_signed(
         .collect())
 }
 
+/// How one signed source's refresh went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceRefresh {
+    /// The source's id.
+    pub source: String,
+    /// Why it was refused (`None`: verified and updated).
+    pub refused: Option<String>,
+}
+
 /// Fetches and verifies every signed source again; a source that fails keeps its last
 /// verified cache (which must still verify to be used). Returns each source's outcome.
-#[allow(clippy::type_complexity)]
-pub fn refresh(
-    store: &Store,
-    limits: &Limits,
-) -> Result<Vec<(String, Result<(), SkillError>)>, SkillError> {
+pub fn refresh(store: &Store, limits: &Limits) -> Result<Vec<SourceRefresh>, SkillError> {
     let state = store.state()?;
     let mut outcomes = Vec::new();
     for source in &state.signed {
         let dir = store.source_dir(&source.name);
-        let outcome = block_on(signed::refresh(&dir, &source.urls))?.and_then(|listing| {
+        let outcome = block_on(|| signed::refresh(&dir, &source.urls))?.and_then(|listing| {
             for bundle in &listing.skills {
                 store.publish_bundle(&bundle.bundle, &bundle.tree, limits)?;
             }
             Ok(())
         });
-        outcomes.push((signed_id(&source.name), outcome));
+        outcomes.push(SourceRefresh {
+            source: signed_id(&source.name),
+            refused: outcome.err().map(|e| e.to_string()),
+        });
     }
     // Revalidating applies the new revocations.
     load(store, limits)?;
@@ -678,14 +692,25 @@ fn after(
     Ok(catalog.find(name, Some(source))?.1.clone())
 }
 
-/// Runs a source's verification (async in `tough`) to completion from a blocking thread.
-fn block_on<F: Future>(future: F) -> Result<F::Output, SkillError> {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => Ok(handle.block_on(future)),
-        Err(_) => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map(|runtime| runtime.block_on(future))
-            .map_err(|e| SkillError::Refused(format!("cannot start a runtime: {e}"))),
-    }
+/// Runs a source's verification (async in `tough`) to completion, on a thread of its own with
+/// its own runtime: the caller may be on a blocking thread or inside a runtime, and neither may
+/// be blocked on from within.
+fn block_on<M, F>(make: M) -> Result<F::Output, SkillError>
+where
+    M: FnOnce() -> F + Send,
+    F: Future,
+    F::Output: Send,
+{
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map(|runtime| runtime.block_on(make()))
+                    .map_err(|e| SkillError::Refused(format!("cannot start a runtime: {e}")))
+            })
+            .join()
+            .map_err(|_| SkillError::Refused("a source's verification panicked".into()))?
+    })
 }

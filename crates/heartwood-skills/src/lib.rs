@@ -14,6 +14,7 @@
 pub mod bundle;
 pub mod bundled;
 pub mod catalog;
+pub mod prompt;
 pub mod signed;
 pub mod skill;
 pub mod store;

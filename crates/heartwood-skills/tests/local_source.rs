@@ -25,7 +25,10 @@ fn a_changed_local_skill_needs_a_new_approval_and_stops_reaching_the_agent() {
     let limits = Limits::default();
     let source = skill(dir.path(), "check-units");
     let added = catalog::add_local(&store, &source, &limits).expect("add");
-    assert!(!added.reviewed, "a local directory is never shown as reviewed");
+    assert!(
+        !added.reviewed,
+        "a local directory is never shown as reviewed"
+    );
     assert!(added.status.contains("unreviewed"), "{}", added.status);
     let digest = added.digest.clone().expect("digest");
 
@@ -43,12 +46,18 @@ fn a_changed_local_skill_needs_a_new_approval_and_stops_reaching_the_agent() {
     let active = catalog::load(&store, &limits).expect("load").active;
     assert_eq!(active.len(), 1);
     assert!(active[0].dir.join("SKILL.md").is_file());
-    assert!(active[0].dir.starts_with(store.root()), "the agent reads the store's copy");
+    assert!(
+        active[0].dir.starts_with(store.root()),
+        "the agent reads the store's copy"
+    );
 
     // One byte changes in the directory: the approved tree is no longer what is offered.
     std::fs::write(source.join("notes.txt"), "x").expect("write");
     let catalog = catalog::load(&store, &limits).expect("load");
-    assert!(catalog.active.is_empty(), "a changed tree never reaches the agent");
+    assert!(
+        catalog.active.is_empty(),
+        "a changed tree never reaches the agent"
+    );
     let view = catalog
         .view
         .skills

@@ -230,8 +230,8 @@ impl World {
 
     fn refresh_error(&self) -> String {
         let outcomes = catalog::refresh(&self.store, &Limits::default()).expect("refresh runs");
-        let (_, outcome) = outcomes.into_iter().next().expect("one source");
-        outcome.expect_err("refused").to_string()
+        let outcome = outcomes.into_iter().next().expect("one source");
+        outcome.refused.expect("refused")
     }
 
     fn view(&self, name: &str) -> SkillView {
@@ -293,7 +293,7 @@ fn a_valid_repository_offers_its_skills_as_reviewed_and_a_revocation_deactivates
         expires_in_hours: 24,
     });
     let outcomes = catalog::refresh(&world.store, &Limits::default()).expect("refresh");
-    assert!(outcomes.iter().all(|(_, o)| o.is_ok()), "{outcomes:?}");
+    assert!(outcomes.iter().all(|o| o.refused.is_none()), "{outcomes:?}");
     let view = world.view("tidy-data");
     assert!(!view.active);
     assert!(
@@ -359,8 +359,8 @@ fn a_rolled_back_repository_is_refused_and_the_last_verified_one_stays_in_use() 
     world.publish(ok(24, 2, &[&tidy]));
     assert!(
         catalog::refresh(&world.store, &Limits::default()).expect("refresh")[0]
-            .1
-            .is_ok()
+            .refused
+            .is_none()
     );
     // An attacker serves the old, validly signed version 1 again.
     std::fs::remove_dir_all(&world.served).expect("remove");

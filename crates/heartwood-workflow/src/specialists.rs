@@ -140,15 +140,26 @@ impl Specialist {
         {
             return refuse(format!("unknown tool {tool:?}"));
         }
-        // A Skill reference is registered only once it can be verified against a signed
-        // source; this build verifies none, so none is accepted.
-        if let Some(skill) = self.skills.first() {
+        // Skills are named here and resolved when an agent starts: the role is offered only
+        // when every skill it names is active and verified, and those are injected whole.
+        if let Some(skill) = self.skills.iter().find(|k| !is_skill_name(k)) {
             return refuse(format!(
-                "Skill {skill:?} cannot be verified by this build, so the role cannot use it"
+                "{skill:?} is not a skill name (lowercase letters, digits and single hyphens)"
             ));
         }
         Ok(())
     }
+}
+
+/// The Agent Skills rules for a name (1 to 64 of a-z, 0-9 and single inner hyphens).
+fn is_skill_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
 }
 
 /// Every maintained specialist, validated (enabled or not).
@@ -219,8 +230,8 @@ mod tests {
             ("\"inherit\"", "\"gpt-x\"", "inherits the parent's model"),
             (
                 "\"skills\": []",
-                "\"skills\": [\"stats\"]",
-                "cannot be verified",
+                "\"skills\": [\"Stats--x\"]",
+                "is not a skill name",
             ),
             (
                 "\"tools\": []",

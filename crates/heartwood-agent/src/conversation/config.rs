@@ -30,6 +30,9 @@ pub struct ConversationConfig {
     pub finish_outcome: Option<serde_json::Value>,
     /// The advisory specialists the `task` tool offers (none: no `task` tool).
     pub specialists: Vec<SpecialistConfig>,
+    /// Directories the file editor may view by absolute path and never edit (active skills'
+    /// verified copies).
+    pub read_only: Vec<PathBuf>,
 }
 
 /// One advisory specialist role: a child conversation, tool-free, on the parent's model route.
@@ -67,6 +70,7 @@ impl ConversationConfig {
             }),
             finish_outcome: None,
             specialists: Vec::new(),
+            read_only: Vec::new(),
         }
     }
 }

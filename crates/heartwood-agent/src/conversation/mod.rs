@@ -100,6 +100,7 @@ impl Conversation {
             config.dir.join("task_plan.json"),
             config.terminal,
             hidden,
+            &config.read_only,
         )
         .map_err(|source| ConversationError::Project {
             path: config.project.clone(),

@@ -80,7 +80,10 @@ impl FileEditor {
     }
 
     fn try_run(&mut self, args: &EditorArgs) -> Result<Observation, String> {
-        let (path, shown) = self.paths.resolve(&args.path)?;
+        let (path, shown) = match args.command {
+            EditorCommand::View => self.paths.resolve_for_reading(&args.path)?,
+            _ => self.paths.resolve_for_writing(&args.path)?,
+        };
         let edited = |content: String| Observation {
             changed_path: Some(shown.clone()),
             ..Observation::ok(content)

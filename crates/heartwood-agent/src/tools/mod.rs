@@ -205,14 +205,16 @@ pub struct Toolbox {
 
 impl Toolbox {
     /// Tools working in `project`, keeping the task plan in `plan_file`.
-    /// `hidden_env` names environment variables the shell must not see (credentials).
+    /// `hidden_env` names environment variables the shell must not see (credentials);
+    /// `read_only` directories may be viewed by absolute path and never edited.
     pub fn new(
         project: &std::path::Path,
         plan_file: std::path::PathBuf,
         limits: TerminalLimits,
         hidden_env: Vec<String>,
+        read_only: &[std::path::PathBuf],
     ) -> std::io::Result<Self> {
-        let paths = ProjectPaths::new(project)?;
+        let paths = ProjectPaths::new(project)?.with_read_only(read_only)?;
         Ok(Toolbox {
             terminal: Terminal::with_hidden_env(paths.root(), limits, hidden_env),
             editor: FileEditor::new(paths.clone()),

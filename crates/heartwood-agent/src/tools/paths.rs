@@ -1,6 +1,7 @@
 //! Confining tool paths to the project: every path the editor touches resolves inside the
 //! project root, never through a symbolic link that leaves it, and never into `.heartwood/`
-//! (Heartwood's private state) or `.git/`.
+//! (Heartwood's private state) or `.git/`. Read-only directories (an active skill's verified
+//! copy) may be viewed by their absolute path and never written.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -11,6 +12,7 @@ const RESERVED: [&str; 2] = [".heartwood", ".git"];
 #[derive(Debug, Clone)]
 pub struct ProjectPaths {
     root: PathBuf,
+    read_only: Vec<PathBuf>,
 }
 
 impl ProjectPaths {
@@ -18,6 +20,58 @@ impl ProjectPaths {
     pub fn new(root: &Path) -> std::io::Result<Self> {
         Ok(ProjectPaths {
             root: root.canonicalize()?,
+            read_only: Vec::new(),
+        })
+    }
+
+    /// Adds directories the tools may read by absolute path and never write (each resolved
+    /// once, so later checks compare real paths).
+    pub fn with_read_only(mut self, dirs: &[PathBuf]) -> std::io::Result<Self> {
+        for dir in dirs {
+            self.read_only.push(dir.canonicalize()?);
+        }
+        Ok(self)
+    }
+
+    /// Resolves a path to read: inside a read-only directory (by its absolute path), or as
+    /// [`ProjectPaths::resolve`] would.
+    pub fn resolve_for_reading(&self, given: &str) -> Result<(PathBuf, String), String> {
+        match self.read_only_path(given) {
+            Some(found) => found,
+            None => self.resolve(given),
+        }
+    }
+
+    /// Resolves a path to write; a read-only directory is refused with that reason.
+    pub fn resolve_for_writing(&self, given: &str) -> Result<(PathBuf, String), String> {
+        match self.read_only_path(given) {
+            Some(_) => Err(format!(
+                "{given} is read-only (an active skill's verified copy); view it, do not edit it"
+            )),
+            None => self.resolve(given),
+        }
+    }
+
+    /// `Some` when `given` names something inside a read-only directory: its real path, or why
+    /// it may not be read (it leaves the directory).
+    fn read_only_path(&self, given: &str) -> Option<Result<(PathBuf, String), String>> {
+        let candidate = Path::new(given);
+        if !candidate.is_absolute() || given.contains('\0') {
+            return None;
+        }
+        let dir = self.read_only.iter().find(|d| candidate.starts_with(d))?;
+        if candidate
+            .components()
+            .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+        {
+            return Some(Err(format!(
+                "{given} must be a plain path (no `.` or `..`)"
+            )));
+        }
+        Some(match candidate.canonicalize() {
+            Ok(real) if real.starts_with(dir) => Ok((real, given.to_owned())),
+            Ok(_) => Err(format!("{given} leads out of a read-only directory")),
+            Err(e) => Err(format!("cannot read {given}: {e}")),
         })
     }
 
@@ -140,5 +194,40 @@ mod tests {
         ] {
             assert!(paths.resolve(bad).is_err(), "{bad:?} was accepted");
         }
+    }
+
+    #[test]
+    fn a_read_only_directory_is_read_by_its_absolute_path_and_never_written() {
+        let project = tempfile::tempdir().expect("tempdir");
+        let skill = project.path().join(".heartwood/skills/objects/ab/tidy");
+        std::fs::create_dir_all(&skill).expect("mkdir");
+        std::fs::write(skill.join("SKILL.md"), "x").expect("write");
+        let paths = ProjectPaths::new(project.path())
+            .expect("paths")
+            .with_read_only(std::slice::from_ref(&skill))
+            .expect("read-only");
+        let file = skill.canonicalize().expect("real").join("SKILL.md");
+        let file = file.to_str().expect("utf-8");
+        assert!(paths.resolve_for_reading(file).is_ok());
+        assert!(
+            paths
+                .resolve_for_writing(file)
+                .expect_err("read-only")
+                .contains("read-only")
+        );
+        let sibling = project.path().join(".heartwood/skills/state.json");
+        std::fs::write(&sibling, "{}").expect("write");
+        let sibling = sibling.canonicalize().expect("real");
+        assert!(
+            paths
+                .resolve_for_reading(sibling.to_str().expect("utf-8"))
+                .is_err(),
+            "only the read-only directory itself is opened, not the rest of private state"
+        );
+        let escape = format!(
+            "{}/../../state.json",
+            skill.canonicalize().expect("real").display()
+        );
+        assert!(paths.resolve_for_reading(&escape).is_err());
     }
 }

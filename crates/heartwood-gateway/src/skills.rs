@@ -1,0 +1,154 @@
+//! The project's Agent Skills, as every interface reaches them: the gateway's one door to
+//! `heartwood-skills` (catalog, review, approval, activation, sources) and the revalidated set
+//! handed to the agent when it starts.
+//!
+//! Every call blocks (files, fsync, a signed source's verification): interfaces call them from
+//! a blocking thread, as they call the rest of the gateway.
+
+use std::path::PathBuf;
+
+use heartwood_skills::catalog::{self, Catalog};
+pub use heartwood_skills::catalog::{
+    ActiveSkill, CatalogView, FileView, SkillDetail, SkillView, SourceKind, SourceRefresh,
+    SourceView,
+};
+use heartwood_skills::signed::SourceUrls;
+use heartwood_skills::store::Store;
+use heartwood_skills::tree::Limits;
+use heartwood_skills::{SkillError, prompt};
+
+use crate::{GatewayError, ProjectContext};
+
+/// The skills of one project.
+#[derive(Debug, Clone)]
+pub struct SkillsService {
+    store: Store,
+    limits: Limits,
+}
+
+impl SkillsService {
+    /// The skills of `project` (its store is `.heartwood/skills/`; nothing is created until a
+    /// skill is shown or changed).
+    pub fn open(project: &ProjectContext) -> Self {
+        SkillsService {
+            store: Store::new(project.state_dir().join("skills").into_std_path_buf()),
+            limits: Limits::default(),
+        }
+    }
+
+    fn load(&self) -> Result<Catalog, GatewayError> {
+        catalog::load(&self.store, &self.limits).map_err(skill_error)
+    }
+
+    /// The catalog, revalidated.
+    pub fn catalog(&self) -> Result<CatalogView, GatewayError> {
+        Ok(self.load()?.view)
+    }
+
+    /// One skill in detail (its files and `SKILL.md`), as the researcher reviews it.
+    pub fn show(&self, name: &str, source: Option<&str>) -> Result<SkillDetail, GatewayError> {
+        self.load()?
+            .show(&self.store, name, source)
+            .map_err(skill_error)
+    }
+
+    /// Approves the exact tree `digest` the researcher reviewed.
+    pub fn approve(
+        &self,
+        name: &str,
+        source: Option<&str>,
+        digest: &str,
+    ) -> Result<SkillView, GatewayError> {
+        catalog::approve(&self.store, name, source, digest, &self.limits).map_err(skill_error)
+    }
+
+    /// Makes an approved skill active.
+    pub fn activate(&self, name: &str, source: Option<&str>) -> Result<SkillView, GatewayError> {
+        catalog::activate(&self.store, name, source, &self.limits).map_err(skill_error)
+    }
+
+    /// Stops a skill reaching the agent; returns whether it was active.
+    pub fn deactivate(&self, name: &str) -> Result<bool, GatewayError> {
+        catalog::deactivate(&self.store, name).map_err(skill_error)
+    }
+
+    /// Adds a local skill directory (always unreviewed).
+    pub fn add_local(&self, dir: &std::path::Path) -> Result<SkillView, GatewayError> {
+        catalog::add_local(&self.store, dir, &self.limits).map_err(skill_error)
+    }
+
+    /// Adds a signed source trusting the deployment's `root` metadata, and refreshes it.
+    pub fn add_signed(
+        &self,
+        name: &str,
+        root: &[u8],
+        urls: SourceUrls,
+    ) -> Result<Vec<SkillView>, GatewayError> {
+        catalog::add_signed(&self.store, name, root, urls, &self.limits).map_err(skill_error)
+    }
+
+    /// Fetches and verifies every signed source; each source's outcome.
+    pub fn refresh(&self) -> Result<Vec<SourceRefresh>, GatewayError> {
+        catalog::refresh(&self.store, &self.limits).map_err(skill_error)
+    }
+
+    /// What reaches the agent now: revalidated from disk and source metadata, active, approved
+    /// at the exact tree, unrevoked. Errors are reasons for the researcher: an agent does not
+    /// start on skills that cannot be verified.
+    pub fn for_agent(&self) -> Result<AgentSkills, String> {
+        let catalog = self.load().map_err(|e| {
+            format!("the project's skills cannot be verified ({e}); see `heartwood skills ls`")
+        })?;
+        let mut skills = Vec::new();
+        for mut skill in catalog.active {
+            // The agent's paths are compared as real paths.
+            skill.dir = skill
+                .dir
+                .canonicalize()
+                .map_err(|e| format!("the skill {} cannot be read: {e}", skill.name))?;
+            skills.push(skill);
+        }
+        Ok(AgentSkills(skills))
+    }
+}
+
+/// The skills handed to one agent start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentSkills(pub Vec<ActiveSkill>);
+
+impl AgentSkills {
+    /// The system prompt's skills section (empty without skills).
+    pub fn prompt_section(&self) -> String {
+        prompt::section(&self.0)
+    }
+
+    /// The verified directories the agent may read.
+    pub fn directories(&self) -> Vec<PathBuf> {
+        self.0.iter().map(|s| s.dir.clone()).collect()
+    }
+
+    /// The whole instructions of each of `names`, to inject into a specialist's prompt; `Err`
+    /// names the first that is not active and verified (the role is then not offered).
+    pub fn injected(&self, names: &[String]) -> Result<String, String> {
+        let mut text = String::new();
+        for name in names {
+            let skill = self.0.iter().find(|s| &s.name == name).ok_or_else(|| {
+                format!("the skill {name:?} is not active, approved and verified")
+            })?;
+            text.push_str(&prompt::injected(skill).map_err(|e| e.to_string())?);
+        }
+        Ok(text)
+    }
+
+    /// Whether skill `name` reaches the agent.
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.iter().any(|s| s.name == name)
+    }
+}
+
+fn skill_error(e: SkillError) -> GatewayError {
+    match e {
+        SkillError::Read { .. } => GatewayError::Io(e.to_string()),
+        SkillError::Refused(_) | SkillError::Invalid(_) => GatewayError::Invalid(e.to_string()),
+    }
+}
