@@ -16,6 +16,7 @@ mod render;
 mod replay;
 mod serve;
 mod sessions;
+mod skills;
 mod status;
 mod workflow;
 mod workspace;
@@ -60,6 +61,9 @@ enum Command {
     Decide(exec::DecideArgs),
     /// Run a recorded session's task again with the recorded model replies, and compare.
     Replay(replay::ReplayArgs),
+    /// Agent Skills: review, approve, activate; local directories and signed sources.
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
     /// Research workflows: the catalog, and a stage's independent checks on the current files.
     #[command(subcommand)]
     Workflow(workflow::WorkflowCommand),
@@ -130,6 +134,7 @@ fn run(project: heartwood_gateway::ProjectContext, command: Command) -> anyhow::
         Command::Status { json } => status::run(&project, json),
         Command::Model(cmd) => model::run(&project, cmd),
         Command::Backend(cmd) => backend::run(&project, cmd),
+        Command::Skills(cmd) => skills::run(&project, cmd),
         Command::Exec(args) => exec::exec(project, args),
         Command::Decide(args) => exec::decide(project, args),
         Command::Workspace(cmd) => workspace::run(&project, cmd),

@@ -12,7 +12,7 @@ pub use heartwood_skills::catalog::{
     ActiveSkill, CatalogView, FileView, SkillDetail, SkillView, SourceKind, SourceRefresh,
     SourceView,
 };
-use heartwood_skills::signed::SourceUrls;
+pub use heartwood_skills::signed::SourceUrls;
 use heartwood_skills::store::Store;
 use heartwood_skills::tree::Limits;
 use heartwood_skills::{SkillError, prompt};
@@ -24,6 +24,9 @@ use crate::{GatewayError, ProjectContext};
 pub struct SkillsService {
     store: Store,
     limits: Limits,
+    /// Whether the project has `.heartwood/` (a project without it is shown its catalog from
+    /// a temporary store, so looking creates nothing).
+    has_state: bool,
 }
 
 impl SkillsService {
@@ -33,6 +36,7 @@ impl SkillsService {
         SkillsService {
             store: Store::new(project.state_dir().join("skills").into_std_path_buf()),
             limits: Limits::default(),
+            has_state: project.state_dir().is_dir(),
         }
     }
 
@@ -40,16 +44,29 @@ impl SkillsService {
         catalog::load(&self.store, &self.limits).map_err(skill_error)
     }
 
+    /// Runs a read on the project's store, or on a temporary one when the project has no
+    /// `.heartwood/` yet (only bundled skills, none approved).
+    fn reading<T>(
+        &self,
+        read: impl FnOnce(&Store, Catalog) -> Result<T, GatewayError>,
+    ) -> Result<T, GatewayError> {
+        if self.has_state {
+            return read(&self.store, self.load()?);
+        }
+        let temporary = tempfile::tempdir().map_err(|e| GatewayError::Io(e.to_string()))?;
+        let store = Store::new(temporary.path().join("skills"));
+        let catalog = catalog::load(&store, &self.limits).map_err(skill_error)?;
+        read(&store, catalog)
+    }
+
     /// The catalog, revalidated.
     pub fn catalog(&self) -> Result<CatalogView, GatewayError> {
-        Ok(self.load()?.view)
+        self.reading(|_, catalog| Ok(catalog.view))
     }
 
     /// One skill in detail (its files and `SKILL.md`), as the researcher reviews it.
     pub fn show(&self, name: &str, source: Option<&str>) -> Result<SkillDetail, GatewayError> {
-        self.load()?
-            .show(&self.store, name, source)
-            .map_err(skill_error)
+        self.reading(|store, catalog| catalog.show(store, name, source).map_err(skill_error))
     }
 
     /// Approves the exact tree `digest` the researcher reviewed.

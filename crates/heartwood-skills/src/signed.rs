@@ -41,6 +41,40 @@ pub struct SourceUrls {
     pub targets: Url,
 }
 
+impl SourceUrls {
+    /// Reads the two locations as given: `https://`, `http://` or `file://` URLs, or absolute
+    /// directory paths. Each is a base a file name is joined to, so it ends in `/`.
+    pub fn parse(metadata: &str, targets: &str) -> Result<SourceUrls, SkillError> {
+        Ok(SourceUrls {
+            metadata: base_url(metadata)?,
+            targets: base_url(targets)?,
+        })
+    }
+}
+
+fn base_url(text: &str) -> Result<Url, SkillError> {
+    let url = if Path::new(text).is_absolute() {
+        directory_url(Path::new(text))?
+    } else {
+        let with_slash = if text.ends_with('/') {
+            text.to_owned()
+        } else {
+            format!("{text}/")
+        };
+        Url::parse(&with_slash).map_err(|e| {
+            SkillError::Invalid(format!(
+                "{text:?} is not a URL or an absolute directory path: {e}"
+            ))
+        })?
+    };
+    match url.scheme() {
+        "https" | "http" | "file" => Ok(url),
+        other => Err(SkillError::Invalid(format!(
+            "{text:?}: a source is reached over https, http or file, not {other}"
+        ))),
+    }
+}
+
 /// A skill target's `custom` metadata.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
