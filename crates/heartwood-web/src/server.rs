@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use heartwood_events::{
     Change, Command, CommandId, Lifecycle, Outcome, Receipt, SessionId, Suspended, Update,
 };
+use heartwood_gateway::skills::SkillsService;
 use heartwood_gateway::{ProjectContext, SessionGateway};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
@@ -353,6 +354,21 @@ fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) ->
             say(app, id, &body, admitted.actor, waits(admitted))
         }
         ("GET", ["api", "workspace", what]) => workspace(app, what, admitted.query.as_deref()),
+        ("GET", ["api", "skills"]) => match SkillsService::open(&app.project).catalog() {
+            Ok(catalog) => json_response(StatusCode::OK, &catalog),
+            Err(e) => failure(&e),
+        },
+        ("GET", ["api", "skills", "show"]) => {
+            let param = |name: &str| query_param(admitted.query.as_deref(), name);
+            let Some(name) = param("name") else {
+                return plain(StatusCode::BAD_REQUEST, "name= is required");
+            };
+            match SkillsService::open(&app.project).show(&name, param("source").as_deref()) {
+                Ok(detail) => json_response(StatusCode::OK, &detail),
+                Err(e) => failure(&e),
+            }
+        }
+        ("POST", ["api", "skills", decision]) => skill_decision(app, decision, &body),
         ("GET", ["api", "sessions", id, "workflow", "figure.svg"]) => figure(app, id),
         ("GET", ["api", "sessions", id, "workflow", "preview"]) => {
             let path = query_param(admitted.query.as_deref(), "path").unwrap_or_default();
@@ -400,6 +416,46 @@ fn workspace(app: &Arc<AppState>, what: &str, query: Option<&str>) -> Response {
     match answer {
         Ok(value) => json_response(StatusCode::OK, &value),
         Err(e) => plain(StatusCode::UNPROCESSABLE_ENTITY, &e.to_string()),
+    }
+}
+
+/// A decision on a skill: `approve` (the exact `digest` shown), `activate`, `deactivate`; the
+/// body is `{"name", "source"?, "digest"?}`. Answers with the skill's catalog entry.
+fn skill_decision(app: &Arc<AppState>, decision: &str, body: &[u8]) -> Response {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Asked {
+        name: String,
+        #[serde(default)]
+        source: Option<String>,
+        #[serde(default)]
+        digest: Option<String>,
+    }
+    let asked: Asked = match serde_json::from_slice(body) {
+        Ok(asked) => asked,
+        Err(e) => {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                &format!("not a skill decision: {e}"),
+            );
+        }
+    };
+    let skills = SkillsService::open(&app.project);
+    let source = asked.source.as_deref();
+    let answer = match decision {
+        "approve" => match &asked.digest {
+            Some(digest) => skills.approve(&asked.name, source, digest),
+            None => return plain(StatusCode::BAD_REQUEST, "approve needs the digest reviewed"),
+        },
+        "activate" => skills.activate(&asked.name, source),
+        "deactivate" => skills
+            .deactivate(&asked.name)
+            .and_then(|_| skills.show(&asked.name, source).map(|d| d.view)),
+        _ => return plain(StatusCode::NOT_FOUND, "not found"),
+    };
+    match answer {
+        Ok(view) => json_response(StatusCode::OK, &view),
+        Err(e) => failure(&e),
     }
 }
 

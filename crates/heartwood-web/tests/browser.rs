@@ -297,3 +297,55 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
     assert_eq!(w.current.as_deref(), Some("report"), "{w:?}");
     assert_eq!(model.remaining_turns(), 0);
 }
+
+/// The page shows a skill under review whole (files, SKILL.md, digest, that it is unreviewed),
+/// approves the exact tree shown and activates it; the gateway then hands it to the agent.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_reviews_approves_and_activates_a_skill() {
+    let Some(node_path) = node_path() else {
+        return;
+    };
+    let project = tempfile::tempdir().expect("project");
+    let elsewhere = tempfile::tempdir().expect("skills");
+    let dir = elsewhere.path().join("check-units");
+    std::fs::create_dir_all(dir.join("scripts")).expect("mkdir");
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: check-units\ndescription: Check units before fitting.\n---\nUNITS-BODY\n",
+    )
+    .expect("write");
+    std::fs::write(dir.join("scripts/units.py"), "print(1)\n").expect("write");
+    let context = heartwood_gateway::ProjectContext::at(project.path()).expect("project");
+    let skills = heartwood_gateway::skills::SkillsService::open(&context);
+    let added = skills.add_local(&dir).expect("add");
+    let capability = Capability::generate().expect("capability");
+    let secret = capability.reveal().to_owned();
+    let (addr, _state) = support::serve(project.path(), Mode::Loopback, capability).await;
+    let url = format!("http://127.0.0.1:{}/?token={secret}", addr.port());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/skills.mjs");
+    let screenshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-skills.png");
+    let out = tokio::process::Command::new("node")
+        .arg(&script)
+        .arg(&url)
+        .arg(&screenshot)
+        .env("NODE_PATH", &node_path)
+        .output()
+        .await
+        .expect("node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("scripts/units.py"), "{stdout}");
+    assert!(stdout.contains("(unreviewed)"), "{stdout}");
+    let digest = added.digest.expect("digest");
+    assert!(stdout.contains(&format!("digest: {digest}")), "{stdout}");
+    let given = tokio::task::spawn_blocking(move || skills.for_agent())
+        .await
+        .expect("join")
+        .expect("for agent");
+    assert_eq!(given.0.len(), 1);
+    assert_eq!(given.0[0].digest.as_str(), digest);
+}
