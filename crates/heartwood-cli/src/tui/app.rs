@@ -5,6 +5,7 @@
 use heartwood_events::workflow::ModelFigure;
 use heartwood_events::{ActionSetId, CommandKind, CommandName, Decision, SessionId};
 use heartwood_gateway::Snapshot;
+use heartwood_gateway::skills::{CatalogView, SkillDetail};
 use heartwood_gateway::startup::StartupPlan;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -57,6 +58,28 @@ pub enum Screen {
         /// The latest snapshot; `None` for a new session before its first task.
         snapshot: Option<Box<Snapshot>>,
     },
+    /// The project's skills, and one under review.
+    Skills {
+        /// The catalog, as the gateway revalidated it.
+        catalog: Box<CatalogView>,
+        /// The highlighted row.
+        selected: usize,
+        /// The skill under review (its files and SKILL.md), when one is open.
+        detail: Option<Box<SkillDetail>>,
+        /// Review lines scrolled down from the top.
+        scroll: usize,
+    },
+}
+
+/// A decision on the skill under review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkillDecision {
+    /// Approve the exact tree shown.
+    Approve,
+    /// Give it to the agent.
+    Activate,
+    /// Stop giving it to the agent.
+    Deactivate,
 }
 
 /// Where typed keys go on the session screen.
@@ -92,6 +115,26 @@ pub enum Intent {
     },
     /// Plan startup again.
     Recheck,
+    /// Show the project's skills.
+    Skills,
+    /// Open one skill for review.
+    ShowSkill {
+        /// Its name.
+        name: String,
+        /// Its source.
+        source: String,
+    },
+    /// Decide on the skill under review.
+    DecideSkill {
+        /// What.
+        decision: SkillDecision,
+        /// Its name.
+        name: String,
+        /// Its source.
+        source: String,
+        /// The tree shown (what an approval binds to).
+        digest: Option<String>,
+    },
     /// Back to the session list.
     Back,
     /// Leave (a pending decision stays pending).
@@ -256,6 +299,7 @@ impl App {
                 }
                 KeyCode::Enter => rows.get(*selected).map(|r| Intent::Open(r.id.clone())),
                 KeyCode::Char('n') => Some(Intent::NewSession),
+                KeyCode::Char('s') => Some(Intent::Skills),
                 KeyCode::Char('q') => Some(Intent::Quit),
                 KeyCode::Char('?') => {
                     self.help = true;
@@ -264,6 +308,12 @@ impl App {
                 _ => None,
             },
             Screen::Session { .. } => self.session_key(key, ctrl),
+            Screen::Skills {
+                catalog,
+                selected,
+                detail,
+                scroll,
+            } => skills_key(catalog, selected, detail, scroll, key),
         }
     }
 
@@ -471,6 +521,63 @@ fn decide(
         decision,
         reason,
     })
+}
+
+/// Keys on the skills screen: the list chooses, Enter opens a skill for review; under review
+/// `a` approves the exact tree shown, `+` activates, `-` deactivates, Esc goes back.
+fn skills_key(
+    catalog: &CatalogView,
+    selected: &mut usize,
+    detail: &mut Option<Box<SkillDetail>>,
+    scroll: &mut usize,
+    key: KeyEvent,
+) -> Option<Intent> {
+    if let Some(shown) = detail {
+        let view = &shown.view;
+        let decide = |decision| {
+            Some(Intent::DecideSkill {
+                decision,
+                name: view.name.clone(),
+                source: view.source.clone(),
+                digest: view.digest.clone(),
+            })
+        };
+        return match key.code {
+            KeyCode::Esc => {
+                *detail = None;
+                *scroll = 0;
+                None
+            }
+            KeyCode::Down | KeyCode::PageDown => {
+                *scroll += if key.code == KeyCode::Down { 1 } else { 10 };
+                None
+            }
+            KeyCode::Up | KeyCode::PageUp => {
+                *scroll = scroll.saturating_sub(if key.code == KeyCode::Up { 1 } else { 10 });
+                None
+            }
+            KeyCode::Char('a') => decide(SkillDecision::Approve),
+            KeyCode::Char('+') => decide(SkillDecision::Activate),
+            KeyCode::Char('-') => decide(SkillDecision::Deactivate),
+            _ => None,
+        };
+    }
+    match key.code {
+        KeyCode::Up => {
+            *selected = selected.saturating_sub(1);
+            None
+        }
+        KeyCode::Down => {
+            *selected = (*selected + 1).min(catalog.skills.len().saturating_sub(1));
+            None
+        }
+        KeyCode::Enter => catalog.skills.get(*selected).map(|s| Intent::ShowSkill {
+            name: s.name.clone(),
+            source: s.source.clone(),
+        }),
+        KeyCode::Esc | KeyCode::Char('q') => Some(Intent::Back),
+        _ => None,
+    }
 }
 
 fn startup_key(plan: &StartupPlan, form: &mut ConnectForm, key: KeyEvent) -> Option<Intent> {

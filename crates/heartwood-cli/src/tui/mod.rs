@@ -9,6 +9,7 @@
 mod app;
 mod markdown;
 mod review;
+mod skills;
 mod timeline;
 mod view;
 mod workflow;
@@ -25,12 +26,13 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use heartwood_events::{Command, Outcome, SessionId};
 use heartwood_gateway::config::{ProjectConfig, RouteConfig};
+use heartwood_gateway::skills::SkillsService;
 use heartwood_gateway::startup::{self, Phase};
 use heartwood_gateway::{ProjectContext, SessionGateway, Update};
 use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
 use tokio::sync::{broadcast, mpsc};
 
-pub use app::{App, ConnectForm, Intent, Screen, SessionRow};
+pub use app::{App, ConnectForm, Intent, Screen, SessionRow, SkillDecision};
 
 /// Set to exit right after the first frame is drawn (for `cargo xtask bench tui`).
 pub const EXIT_AFTER_FIRST_FRAME: &str = "HEARTWOOD_TUI_EXIT_AFTER_FIRST_FRAME";
@@ -288,8 +290,73 @@ fn apply(
             }
         }
         Intent::Recheck => app.screen = first_screen(gateway, project)?,
+        Intent::Skills => {
+            *updates = None;
+            match tokio::task::block_in_place(|| SkillsService::open(project).catalog()) {
+                Ok(catalog) => {
+                    app.screen = Screen::Skills {
+                        catalog: Box::new(catalog),
+                        selected: 0,
+                        detail: None,
+                        scroll: 0,
+                    };
+                }
+                Err(e) => app.notice = Some(e.to_string()),
+            }
+        }
+        Intent::ShowSkill { name, source } => show_skill(app, project, &name, &source),
+        Intent::DecideSkill {
+            decision,
+            name,
+            source,
+            digest,
+        } => {
+            let skills = SkillsService::open(project);
+            let decided = tokio::task::block_in_place(|| match decision {
+                SkillDecision::Approve => match &digest {
+                    Some(digest) => skills.approve(&name, Some(&source), digest).map(|_| ()),
+                    None => Err(heartwood_gateway::GatewayError::Invalid(
+                        "the skill cannot be read, so there is no tree to approve".into(),
+                    )),
+                },
+                SkillDecision::Activate => skills.activate(&name, Some(&source)).map(|_| ()),
+                SkillDecision::Deactivate => skills.deactivate(&name).map(|_| ()),
+            });
+            let refused = decided.err().map(|e| e.to_string());
+            show_skill(app, project, &name, &source);
+            if refused.is_some() {
+                app.notice = refused;
+            }
+        }
     }
     Ok(true)
+}
+
+/// Reloads the catalog and opens `name` from `source` for review, as the gateway now has it.
+fn show_skill(app: &mut App, project: &ProjectContext, name: &str, source: &str) {
+    let skills = SkillsService::open(project);
+    let loaded = tokio::task::block_in_place(|| {
+        Ok::<_, heartwood_gateway::GatewayError>((
+            skills.catalog()?,
+            skills.show(name, Some(source))?,
+        ))
+    });
+    match loaded {
+        Ok((catalog, detail)) => {
+            let selected = catalog
+                .skills
+                .iter()
+                .position(|s| s.name == name && s.source == source)
+                .unwrap_or(0);
+            app.screen = Screen::Skills {
+                catalog: Box::new(catalog),
+                selected,
+                detail: Some(Box::new(detail)),
+                scroll: 0,
+            };
+        }
+        Err(e) => app.notice = Some(e.to_string()),
+    }
 }
 
 /// Shows a refusal (or error) from submitted commands, and follows the session.

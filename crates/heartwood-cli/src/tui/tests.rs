@@ -930,3 +930,70 @@ fn the_judged_model_is_drawn_as_a_chart_beside_its_checks() {
             .contains("score against sleep_hours")
     );
 }
+
+#[test]
+fn a_skill_under_review_is_shown_whole_and_a_approves_the_tree_shown() {
+    let project = tempfile::tempdir().expect("project");
+    std::fs::create_dir(project.path().join(".heartwood")).expect("state");
+    let elsewhere = tempfile::tempdir().expect("skills");
+    let dir = elsewhere.path().join("check-units");
+    std::fs::create_dir_all(dir.join("scripts")).expect("mkdir");
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: check-units\ndescription: Check units first.\n---\nUNITS-BODY line\n",
+    )
+    .expect("write");
+    std::fs::write(dir.join("scripts/units.py"), "print(1)\n").expect("write");
+    let context = heartwood_gateway::ProjectContext::at(project.path()).expect("project");
+    let skills = heartwood_gateway::skills::SkillsService::open(&context);
+    skills.add_local(&dir).expect("add");
+    let catalog = skills.catalog().expect("catalog");
+    let detail = skills.show("check-units", None).expect("show");
+    let digest = detail.view.digest.clone().expect("digest");
+
+    let mut app = App::new(Screen::Skills {
+        catalog: Box::new(catalog.clone()),
+        selected: 0,
+        detail: None,
+        scroll: 0,
+    });
+    let list = draw(&app);
+    assert!(list.contains("check-units"), "{list}");
+    assert!(list.contains("needs review and approval"), "{list}");
+    assert!(list.contains("group-disjoint-splits"), "{list}");
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        Some(Intent::ShowSkill {
+            name: "check-units".into(),
+            source: detail.view.source.clone()
+        })
+    );
+
+    app.screen = Screen::Skills {
+        catalog: Box::new(catalog),
+        selected: 0,
+        detail: Some(Box::new(detail.clone())),
+        scroll: 0,
+    };
+    let shown = draw(&app);
+    for expected in [
+        "scripts/units.py  9 bytes",
+        "SKILL.md",
+        "UNITS-BODY line",
+        "unreviewed",
+        &digest[..40],
+    ] {
+        assert!(shown.contains(expected), "{expected:?} missing:\n{shown}");
+    }
+    assert_eq!(
+        app.on_key(key(KeyCode::Char('a'))),
+        Some(Intent::DecideSkill {
+            decision: super::app::SkillDecision::Approve,
+            name: "check-units".into(),
+            source: detail.view.source.clone(),
+            digest: Some(digest),
+        })
+    );
+    assert_eq!(app.on_key(key(KeyCode::Esc)), None, "Esc closes the review");
+    assert_eq!(app.on_key(key(KeyCode::Esc)), Some(Intent::Back));
+}

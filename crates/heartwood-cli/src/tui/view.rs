@@ -107,11 +107,25 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
             );
             frame.render_widget(
                 Paragraph::new(keys(
-                    "↑↓ choose · Enter open · n new session · ? help · q quit",
+                    "↑↓ choose · Enter open · n new session · s skills · ? help · q quit",
                 )),
                 keys_area,
             );
         }
+        Screen::Skills {
+            catalog,
+            selected,
+            detail,
+            scroll,
+        } => super::skills::render(
+            frame,
+            app,
+            area,
+            catalog,
+            *selected,
+            detail.as_deref(),
+            *scroll,
+        ),
         Screen::Session { id, snapshot } => {
             let blank;
             let snapshot = match snapshot {
@@ -244,6 +258,7 @@ fn help(frame: &mut Frame<'_>, area: Rect) {
         Line::raw("Esc         stop the running action now (it is recorded as interrupted; the"),
         Line::raw("            agent pauses); with nothing running, back to the session list"),
         Line::raw("↑↓ PgUp/Dn  (review) scroll the previews"),
+        Line::raw("s           (session list) the project's skills: review, approve, activate"),
         Line::raw("Ctrl-Q      quit; a pending decision stays pending for any interface"),
         Line::raw(
             "Ctrl-C      quit; while the agent works, asks first (the action is interrupted)",
