@@ -16,6 +16,7 @@ mod workspace;
 
 use std::sync::{Arc, OnceLock, Weak};
 
+use heartwood_gateway::skills::SkillsService;
 use heartwood_gateway::{ProjectContext, SessionGateway};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -165,6 +166,69 @@ impl Heartwood {
             self.project.clone(),
             id,
         ))
+    }
+
+    /// The project's Agent Skills: every skill the sources offer, with its source, status and
+    /// tree digest, and every source (the catalog the other interfaces show).
+    fn skills(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let skills = SkillsService::open(&self.project);
+        let catalog = py.detach(move || skills.catalog()).map_err(failed)?;
+        convert::to_python(py, &catalog)
+    }
+
+    /// One skill as you review it: its entry (with its files) and its whole `SKILL.md`.
+    #[pyo3(signature = (name, source=None))]
+    fn skill(&self, py: Python<'_>, name: &str, source: Option<&str>) -> PyResult<Py<PyAny>> {
+        let skills = SkillsService::open(&self.project);
+        let (name, source) = (name.to_owned(), source.map(str::to_owned));
+        let detail = py
+            .detach(move || skills.show(&name, source.as_deref()))
+            .map_err(failed)?;
+        convert::to_python(py, &detail)
+    }
+
+    /// Approves the exact tree `digest` you reviewed (a changed tree needs a new approval).
+    #[pyo3(signature = (name, digest, source=None))]
+    fn approve_skill(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        digest: &str,
+        source: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let skills = SkillsService::open(&self.project);
+        let (name, digest, source) = (
+            name.to_owned(),
+            digest.to_owned(),
+            source.map(str::to_owned),
+        );
+        let view = py
+            .detach(move || skills.approve(&name, source.as_deref(), &digest))
+            .map_err(failed)?;
+        convert::to_python(py, &view)
+    }
+
+    /// Gives an approved skill to the agent from its next start.
+    #[pyo3(signature = (name, source=None))]
+    fn activate_skill(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        source: Option<&str>,
+    ) -> PyResult<Py<PyAny>> {
+        let skills = SkillsService::open(&self.project);
+        let (name, source) = (name.to_owned(), source.map(str::to_owned));
+        let view = py
+            .detach(move || skills.activate(&name, source.as_deref()))
+            .map_err(failed)?;
+        convert::to_python(py, &view)
+    }
+
+    /// Stops giving a skill to the agent; returns whether it was active.
+    fn deactivate_skill(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        let skills = SkillsService::open(&self.project);
+        let name = name.to_owned();
+        py.detach(move || skills.deactivate(&name)).map_err(failed)
     }
 
     /// The project's files, read-only: changes and diffs.

@@ -133,3 +133,19 @@ def test_a_kernel_interrupt_pauses_the_run_and_raises_keyboard_interrupt(project
     assert time.monotonic() - started < 25, "the running command was stopped, not waited for"
     assert s.projection.lifecycle == "paused", s.projection.status_line
     hw.close()
+
+
+def test_skills_are_reviewed_approved_and_activated_from_the_notebook(project):
+    hw = heartwood.open(project)
+    names = [s["name"] for s in hw.skills()["skills"]]
+    assert "group-disjoint-splits" in names, names
+    shown = hw.skill("group-disjoint-splits")
+    assert shown["view"]["reviewed"] is True
+    assert [f["path"] for f in shown["view"]["files"]] == ["SKILL.md"]
+    assert "held-out" in shown["skill_md"]
+    with pytest.raises(heartwood.HeartwoodError, match="review it again"):
+        hw.approve_skill("group-disjoint-splits", "blake3:" + "0" * 64)
+    digest = shown["view"]["digest"]
+    assert hw.approve_skill("group-disjoint-splits", digest)["approved"] is True
+    assert hw.activate_skill("group-disjoint-splits")["active"] is True
+    assert hw.deactivate_skill("group-disjoint-splits") is True

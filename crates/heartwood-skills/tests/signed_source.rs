@@ -415,3 +415,62 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Serves the files under `root` over HTTP/1.0 on a loopback port until the test ends.
+fn serve_files(root: PathBuf) -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = String::new();
+            if BufReader::new(&stream).read_line(&mut request).is_err() {
+                continue;
+            }
+            let path = request.split_whitespace().nth(1).unwrap_or("/");
+            let file = root.join(path.trim_start_matches('/'));
+            let answer = match std::fs::read(&file) {
+                Ok(body) if !path.contains("..") => {
+                    let mut head = format!(
+                        "HTTP/1.0 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    )
+                    .into_bytes();
+                    head.extend(body);
+                    head
+                }
+                _ => b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    .to_vec(),
+            };
+            let _ = stream.write_all(&answer);
+        }
+    });
+    port
+}
+
+#[test]
+fn a_source_served_over_http_is_verified_the_same_way() {
+    let world = World::new();
+    let tidy = skill_dir(&world.skills, "tidy-data", "Tidy.");
+    world.publish(ok(24, 1, &[&tidy]));
+    let port = serve_files(world.served.clone());
+    let urls = SourceUrls::parse(
+        &format!("http://127.0.0.1:{port}/metadata"),
+        &format!("http://127.0.0.1:{port}/targets"),
+    )
+    .expect("urls");
+    let root = std::fs::read(&world.root).expect("root");
+    let offered = catalog::add_signed(&world.store, "lab", &root, urls, &Limits::default())
+        .expect("a valid repository over HTTP");
+    assert_eq!(offered.len(), 1);
+    assert!(offered[0].problem.is_none(), "{:?}", offered[0]);
+
+    world.publish(ok(24, 2, &[&tidy]));
+    let bundle = world.served.join("targets/tidy-data.skill.json");
+    let mut bytes = std::fs::read(&bundle).expect("bundle");
+    bytes.push(b' ');
+    std::fs::write(&bundle, bytes).expect("write");
+    let error = world.refresh_error();
+    assert!(error.contains("tidy-data.skill.json"), "{error}");
+}

@@ -32,6 +32,17 @@ class Heartwood:
         """The project's files, read-only."""
     def start_workflow(self, definition: str, question: str, inputs: Optional[Dict[str, str]] = None) -> Session:
         """Starts a research workflow run in a new session; returns the session."""
+    def skills(self) -> Dict[str, Any]:
+        """The project's Agent Skills: ``skills`` (name, source, status, digest, files) and
+        ``sources``."""
+    def skill(self, name: str, source: Optional[str] = None) -> Dict[str, Any]:
+        """One skill as you review it: ``view`` (its entry, with its files) and ``skill_md``."""
+    def approve_skill(self, name: str, digest: str, source: Optional[str] = None) -> Dict[str, Any]:
+        """Approves the exact tree ``digest`` you reviewed."""
+    def activate_skill(self, name: str, source: Optional[str] = None) -> Dict[str, Any]:
+        """Gives an approved skill to the agent from its next start."""
+    def deactivate_skill(self, name: str) -> bool:
+        """Stops giving a skill to the agent; returns whether it was active."""
     def close(self) -> None:
         """Stops every agent this process runs and lets every session go."""
     def _repr_html_(self) -> str: ...
