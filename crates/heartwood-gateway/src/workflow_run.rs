@@ -912,3 +912,52 @@ pub(crate) fn evaluate(
             .collect(),
     })
 }
+
+#[cfg(test)]
+mod skill_reference_tests {
+    use super::*;
+
+    fn definition_naming(skill: &str) -> heartwood_workflow::Definition {
+        let mut definition = crate::workspace::maintained("tabular-ols").expect("maintained");
+        definition.stages[0].skills = vec![skill.to_owned()];
+        definition
+    }
+
+    #[test]
+    fn a_definition_naming_an_unknown_or_inactive_skill_is_refused_at_start() {
+        let project = tempfile::tempdir().expect("project");
+        std::fs::create_dir(project.path().join(".heartwood")).expect("state");
+        let context = ProjectContext::at(project.path()).expect("project");
+        let unknown = skills_usable(&context, &definition_naming("no-such-skill"))
+            .expect_err("an unknown skill");
+        assert!(unknown.contains("not supported"), "{unknown}");
+        let inactive = skills_usable(&context, &definition_naming("group-disjoint-splits"))
+            .expect_err("a known skill that is not active");
+        assert!(inactive.contains("not active"), "{inactive}");
+
+        let skills = crate::skills::SkillsService::open(&context);
+        let digest = skills
+            .show("group-disjoint-splits", None)
+            .expect("show")
+            .view
+            .digest
+            .expect("digest");
+        skills
+            .approve("group-disjoint-splits", None, &digest)
+            .expect("approve");
+        skills
+            .activate("group-disjoint-splits", None)
+            .expect("activate");
+        skills_usable(&context, &definition_naming("group-disjoint-splits"))
+            .expect("an active skill is usable");
+        let given = skills.for_agent().expect("for agent");
+        assert!(
+            given
+                .injected(&["group-disjoint-splits".to_owned()])
+                .expect("injected")
+                .contains("Split by group"),
+            "a specialist naming it gets its whole instructions"
+        );
+        assert!(given.injected(&["no-such-skill".to_owned()]).is_err());
+    }
+}

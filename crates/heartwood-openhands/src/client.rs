@@ -57,6 +57,8 @@ pub struct ConversationSpec {
     pub confirm_every_action: bool,
     /// The most agent steps one run may take.
     pub max_iterations: u32,
+    /// Text appended to the agent's system prompt (the active skills' section), if any.
+    pub system_suffix: Option<String>,
 }
 
 /// A conversation as the server reports it (the parts Heartwood reads).
@@ -169,7 +171,7 @@ impl Client {
             llm["base_url"] = json!(base_url);
         }
         let policy = confirmation_policy(spec.confirm_every_action);
-        let body = json!({
+        let mut body = json!({
             "workspace": {"kind": "LocalWorkspace", "working_dir": spec.working_dir},
             "agent": {
                 "kind": "Agent",
@@ -183,6 +185,13 @@ impl Client {
             "stuck_detection": true,
             "autotitle": false,
         });
+        if let Some(suffix) = spec
+            .system_suffix
+            .as_deref()
+            .filter(|s| !s.trim().is_empty())
+        {
+            body["agent"]["agent_context"] = json!({"system_message_suffix": suffix});
+        }
         let info = self
             .call(reqwest::Method::POST, "/api/conversations", Some(body))
             .await?;

@@ -55,6 +55,7 @@ async fn a_set_waits_whole_a_rejection_reaches_the_model_and_an_allowed_action_r
             working_dir: project.path().to_string_lossy().into_owned(),
             confirm_every_action: true,
             max_iterations: 20,
+            system_suffix: Some("## Skills\n- check-units: SUFFIX-MARK-7".into()),
         })
         .await
         .expect("a conversation");
@@ -109,6 +110,11 @@ async fn a_set_waits_whole_a_rejection_reaches_the_model_and_an_allowed_action_r
         .last()
         .map(ToString::to_string)
         .unwrap_or_default();
+    let first = model.requests()[0]["messages"][0].to_string();
+    assert!(
+        first.contains("SUFFIX-MARK-7"),
+        "the system prompt has no suffix: {first}"
+    );
     assert!(
         told.contains("write only three"),
         "the model was not told why"

@@ -235,6 +235,9 @@ impl OpenHandsBackend {
                 working_dir: self.spec.project.to_string(),
                 confirm_every_action: self.policy == ActionPolicy::AlwaysReview,
                 max_iterations: MAX_ITERATIONS,
+                // Skills as of the conversation's creation: OpenHands keeps its agent's
+                // configuration with the conversation.
+                system_suffix: Some(self.spec.skills.prompt_section()),
             })
             .await
             .map_err(oh_error)?;
