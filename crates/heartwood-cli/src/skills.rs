@@ -1,4 +1,5 @@
-//! `heartwood skills ls | show | approve | activate | deactivate | add | source add | refresh`:
+//! `heartwood skills ls | show | approve | activate | deactivate | add | remove | source add |
+//! refresh`:
 //! the project's Agent Skills, reviewed and decided on from the command line. Everything goes
 //! through the gateway's skills service; this module only prints.
 
@@ -63,6 +64,11 @@ pub enum SkillsCommand {
     /// Signed skill sources (TUF repositories).
     #[command(subcommand)]
     Source(SourceCommand),
+    /// Remove a local directory or a signed source (`local:PATH`, `signed:NAME`, as `ls` shows).
+    Remove {
+        /// The source.
+        source: String,
+    },
     /// Fetch and verify every signed source; revocations apply at once.
     Refresh,
 }
@@ -176,6 +182,14 @@ pub fn run(project: &ProjectContext, cmd: SkillsCommand) -> Result<ExitCode> {
             );
             for skill in offered {
                 println!("  {}: {}", skill.name, skill.status);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        SkillsCommand::Remove { source } => {
+            if skills.remove_source(&source)? {
+                println!("removed {source}; its skills no longer reach the agent");
+            } else {
+                println!("{source} was not a source of this project");
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -103,4 +103,10 @@ fn review_approve_activate_and_a_change_needs_a_new_approval() {
 
     let off = heartwood(project.path(), &["skills", "deactivate", "check-units"]);
     assert_eq!(code(&off), 0);
+
+    let source = format!("local:{}", dir.canonicalize().expect("real").display());
+    let removed = heartwood(project.path(), &["skills", "remove", &source]);
+    assert_eq!(code(&removed), 0, "{}", text(&removed.stderr));
+    let listed = text(&heartwood(project.path(), &["skills", "ls"]).stdout);
+    assert!(!listed.contains("check-units"), "{listed}");
 }

@@ -104,6 +104,12 @@ impl SkillsService {
         catalog::add_signed(&self.store, name, root, urls, &self.limits).map_err(skill_error)
     }
 
+    /// Removes a local directory or signed source (`local:<path>`, `signed:<name>`); returns
+    /// whether it was there.
+    pub fn remove_source(&self, id: &str) -> Result<bool, GatewayError> {
+        catalog::remove_source(&self.store, id).map_err(skill_error)
+    }
+
     /// Fetches and verifies every signed source; each source's outcome.
     pub fn refresh(&self) -> Result<Vec<SourceRefresh>, GatewayError> {
         catalog::refresh(&self.store, &self.limits).map_err(skill_error)

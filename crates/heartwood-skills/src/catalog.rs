@@ -578,6 +578,35 @@ pub fn add_local(store: &Store, dir: &Path, limits: &Limits) -> Result<SkillView
     after(store, &skill.front.name, &local_id(&path), limits)
 }
 
+/// Removes the source `id` (`local:<path>` or `signed:<name>`): its skills leave the catalog and
+/// stop reaching the agent; approvals stay, bound to their trees. Returns whether it was there.
+pub fn remove_source(store: &Store, id: &str) -> Result<bool, SkillError> {
+    let removed = store.update(|state| {
+        let before = state.local.len() + state.signed.len();
+        if let Some(path) = id.strip_prefix("local:") {
+            state.local.retain(|p| p != path);
+        } else if let Some(name) = id.strip_prefix("signed:") {
+            state.signed.retain(|s| s.name != name);
+        } else {
+            return Err(SkillError::Invalid(format!(
+                "{id:?} is not a source that can be removed (local:<path> or signed:<name>;                  `heartwood skills ls` lists them)"
+            )));
+        }
+        state.active.retain(|a| a.source != id);
+        Ok(state.local.len() + state.signed.len() != before)
+    })?;
+    if let Some(name) = id.strip_prefix("signed:")
+        && removed
+    {
+        // Its trusted root and cache go too: adding it again trusts the root given then.
+        let dir = store.root().join("sources").join(name);
+        if dir.starts_with(store.root().join("sources")) && crate::skill::check_name(name).is_ok() {
+            std::fs::remove_dir_all(&dir).map_err(|e| crate::store::io_error(&dir, &e))?;
+        }
+    }
+    Ok(removed)
+}
+
 /// Adds a signed source `name` served at `urls`, trusting `root` (the deployment's root
 /// metadata), and refreshes it. A source of that name with a different root is refused.
 pub fn add_signed(
