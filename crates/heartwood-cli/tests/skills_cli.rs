@@ -6,6 +6,19 @@ mod support;
 
 use support::{code, heartwood, text};
 
+/// The `skills ls --json` entry of `name`.
+fn listed_entry(project: &std::path::Path, name: &str) -> serde_json::Value {
+    let json = heartwood(project, &["skills", "ls", "--json"]);
+    let catalog: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    catalog["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .find(|s| s["name"] == name)
+        .expect("listed")
+        .clone()
+}
+
 #[test]
 fn review_approve_activate_and_a_change_needs_a_new_approval() {
     let project = tempfile::tempdir().expect("project");
@@ -74,14 +87,7 @@ fn review_approve_activate_and_a_change_needs_a_new_approval() {
     assert_eq!(code(&active), 0, "{}", text(&active.stderr));
     assert!(text(&active.stdout).contains("active"));
 
-    let json = heartwood(project.path(), &["skills", "ls", "--json"]);
-    let catalog: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
-    let entry = catalog["skills"]
-        .as_array()
-        .expect("skills")
-        .iter()
-        .find(|s| s["name"] == "check-units")
-        .expect("listed");
+    let entry = listed_entry(project.path(), "check-units");
     assert_eq!(entry["active"], true);
     assert_eq!(entry["reviewed"], false);
 
@@ -90,14 +96,7 @@ fn review_approve_activate_and_a_change_needs_a_new_approval() {
         "---\nname: check-units\ndescription: Now something else.\n---\nDifferent.\n",
     )
     .expect("write");
-    let json = heartwood(project.path(), &["skills", "ls", "--json"]);
-    let catalog: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
-    let entry = catalog["skills"]
-        .as_array()
-        .expect("skills")
-        .iter()
-        .find(|s| s["name"] == "check-units")
-        .expect("listed");
+    let entry = listed_entry(project.path(), "check-units");
     assert_eq!(entry["active"], false, "{entry}");
     assert_eq!(entry["approved"], false, "{entry}");
 

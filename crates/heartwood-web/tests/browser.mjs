@@ -1,20 +1,11 @@
 // Drives the page in headless Chromium (Debian's), for tests/browser.rs.
 // Usage: node browser.mjs URL SCREENSHOT   (NODE_PATH must reach playwright-core; PATIENCE_MS
 // is how long a step may take, 20 s unless set: the OpenHands engine starts a server first)
-import { createRequire } from "node:module";
-const require = createRequire(import.meta.url);
-const { chromium } = require("playwright-core");
+import { scenario, step } from "./chromium.mjs";
 
 const [url, screenshot] = process.argv.slice(2);
 const patience = Number(process.env.PATIENCE_MS || 20000);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
-const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-const step = (what) => console.log("step: " + what);
-try {
+await scenario({ width: 1280, height: 800 }, screenshot, async (page) => {
   await page.goto(url);
   step("opened " + page.url());
   if (page.url().includes("token=")) throw new Error("the token stayed in the URL");
@@ -52,10 +43,4 @@ try {
   const title = await page.textContent("#sessions button strong");
   if (title !== "write ran.txt") throw new Error("the session list shows no title: " + title);
   console.log("session: " + session);
-} catch (error) {
-  await page.screenshot({ path: screenshot, fullPage: true }).catch(() => {});
-  console.error(String(error));
-  await browser.close();
-  process.exit(1);
-}
-await browser.close();
+});

@@ -73,6 +73,30 @@ fn node_path() -> Option<String> {
     None
 }
 
+/// Runs a Chromium scenario script with `args`; its standard output, once it succeeded.
+async fn chromium(
+    node_path: &str,
+    script: &Path,
+    args: &[&dyn AsRef<std::ffi::OsStr>],
+    patience_ms: &str,
+) -> String {
+    let out = tokio::process::Command::new("node")
+        .arg(script)
+        .args(args.iter().map(|a| a.as_ref()))
+        .env("NODE_PATH", node_path)
+        .env("PATIENCE_MS", patience_ms)
+        .output()
+        .await
+        .expect("node");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// The whole flow, at the root or under a Jupyter server proxy prefix, on the native engine or
 /// on OpenHands.
 async fn flow(prefix: Option<&str>, screenshot_name: &str, openhands: bool) {
@@ -138,21 +162,13 @@ async fn flow(prefix: Option<&str>, screenshot_name: &str, openhands: bool) {
     let screenshot = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../target")
         .join(screenshot_name);
-    let out = tokio::process::Command::new("node")
-        .arg(&script)
-        .arg(&url)
-        .arg(&screenshot)
-        .env("NODE_PATH", &node_path)
-        .env("PATIENCE_MS", if openhands { "240000" } else { "20000" })
-        .output()
-        .await
-        .expect("node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = chromium(
+        &node_path,
+        &script,
+        &[&url, &screenshot],
+        if openhands { "240000" } else { "20000" },
+    )
+    .await;
     assert!(screenshot.exists(), "no screenshot");
     let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran");
     assert_eq!(ran, "B1\n", "only the allowed set ran, once");
@@ -260,21 +276,13 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workflow.mjs");
     let screenshot =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-workflow.png");
-    let out = tokio::process::Command::new("node")
-        .arg(&script)
-        .arg(&url)
-        .arg("Does sleep predict the test score?")
-        .arg(&screenshot)
-        .env("NODE_PATH", &node_path)
-        .output()
-        .await
-        .expect("node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = chromium(
+        &node_path,
+        &script,
+        &[&url, &"Does sleep predict the test score?", &screenshot],
+        "20000",
+    )
+    .await;
     assert!(screenshot.exists(), "no screenshot");
     assert!(stdout.contains("figure drawn"), "{stdout}");
     assert!(
@@ -324,20 +332,7 @@ async fn the_page_reviews_approves_and_activates_a_skill() {
     let url = format!("http://127.0.0.1:{}/?token={secret}", addr.port());
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/skills.mjs");
     let screenshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-skills.png");
-    let out = tokio::process::Command::new("node")
-        .arg(&script)
-        .arg(&url)
-        .arg(&screenshot)
-        .env("NODE_PATH", &node_path)
-        .output()
-        .await
-        .expect("node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = chromium(&node_path, &script, &[&url, &screenshot], "20000").await;
     assert!(stdout.contains("scripts/units.py"), "{stdout}");
     assert!(stdout.contains("(unreviewed)"), "{stdout}");
     let digest = added.digest.expect("digest");

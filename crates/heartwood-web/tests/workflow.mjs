@@ -2,22 +2,13 @@
 // run each stage (the set is allowed in the review), check it, accept it with two clicks,
 // and at the model stage look at the judged model's picture and a bound file's preview.
 // Usage: node workflow.mjs URL QUESTION SCREENSHOT   (NODE_PATH must reach playwright-core)
-import { createRequire } from "node:module";
-const require = createRequire(import.meta.url);
-const { chromium } = require("playwright-core");
+import { scenario, step } from "./chromium.mjs";
 
 const [url, question, screenshot] = process.argv.slice(2);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
-const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-const step = (what) => console.log("step: " + what);
-const stageStatus = (id) => page.getAttribute(`#wf-stages li[data-stage="${id}"]`, "class");
-const waitStage = (id, status) => page.waitForFunction(([id, status]) =>
-  (document.querySelector(`#wf-stages li[data-stage="${id}"]`)?.className || "").includes(status), [id, status], { timeout: 20000 });
-try {
+await scenario({ width: 1400, height: 1000 }, screenshot, async (page) => {
+  const stageStatus = (id) => page.getAttribute(`#wf-stages li[data-stage="${id}"]`, "class");
+  const waitStage = (id, status) => page.waitForFunction(([id, status]) =>
+    (document.querySelector(`#wf-stages li[data-stage="${id}"]`)?.className || "").includes(status), [id, status], { timeout: 20000 });
   await page.goto(url);
   // The run starts from the page: a definition from the catalog and the question.
   await page.click("#new-workflow summary");
@@ -71,10 +62,4 @@ try {
     await waitStage(stage, "accepted");
     step(stage + " accepted");
   }
-} catch (error) {
-  await page.screenshot({ path: screenshot, fullPage: true }).catch(() => {});
-  console.error(String(error));
-  await browser.close();
-  process.exit(1);
-}
-await browser.close();
+});

@@ -1,0 +1,26 @@
+// Shared by the page's Chromium tests: Debian's Chromium through playwright-core (NODE_PATH must
+// reach it), and one scenario run that, when a step fails, saves a screenshot, prints the error
+// and exits 1.
+import { createRequire } from "node:module";
+const require = createRequire(import.meta.url);
+const { chromium } = require("playwright-core");
+
+export const step = (what) => console.log("step: " + what);
+
+export async function scenario(viewport, screenshot, body) {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  const page = await browser.newPage({ viewport });
+  try {
+    await body(page);
+  } catch (error) {
+    await page.screenshot({ path: screenshot, fullPage: true }).catch(() => {});
+    console.error(String(error));
+    await browser.close();
+    process.exit(1);
+  }
+  await browser.close();
+}
