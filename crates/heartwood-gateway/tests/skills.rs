@@ -9,7 +9,7 @@ use heartwood_events::{
     ActionPolicy, Command, CommandId, CommandKind, Decision, Lifecycle, SessionId,
     SessionProjection,
 };
-use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
+use heartwood_gateway::config::{ProjectConfig, RouteConfig};
 use heartwood_gateway::skills::SkillsService;
 use heartwood_gateway::{ProjectContext, SessionGateway};
 use heartwood_testkit::{Script, ScriptedModelServer, Turn};
@@ -94,16 +94,7 @@ async fn only_the_active_skill_reaches_the_system_prompt_and_its_body_is_read_th
     .expect("server");
     ProjectConfig::set_route(
         &context,
-        RouteConfig {
-            category: RouteCategory::Compatible,
-            base_url: server.base_url(),
-            model: "scripted".into(),
-            api_key_env: None,
-            recording: None,
-            max_input_tokens: 100_000,
-            max_output_tokens: 1_000,
-            timeout_secs: 60,
-        },
+        RouteConfig::compatible(&server.base_url(), "scripted"),
     )
     .expect("route");
     let gateway = SessionGateway::new(context);
