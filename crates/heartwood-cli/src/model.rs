@@ -11,6 +11,10 @@ use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
 #[derive(Subcommand)]
 pub enum ModelCommand {
     /// Connect this project to a model route (writes .heartwood/config.toml).
+    ///
+    /// The route is checked first: the service must accept a connection and, where it lists
+    /// its models, list the one chosen. Exit codes: 0 checked and saved, 2 not saved (the check
+    /// failed; nothing was written), 3 saved with --save-anyway although the check failed.
     Connect {
         /// How the model is reached.
         #[arg(long, value_enum)]
@@ -41,6 +45,10 @@ pub enum ModelCommand {
         /// The agent engine for the project's new sessions (see `heartwood backend`).
         #[arg(long, value_enum)]
         backend: Option<crate::backend::Engine>,
+        /// Save the route even when the service cannot be reached or does not list the model
+        /// (exit code 3).
+        #[arg(long)]
+        save_anyway: bool,
     },
     /// Show the project's model route.
     Show {
@@ -90,6 +98,7 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
             max_output_tokens,
             timeout_secs,
             backend,
+            save_anyway,
         } => {
             let route = RouteConfig {
                 category: category.into(),
@@ -104,13 +113,38 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                 max_output_tokens,
                 timeout_secs,
             };
-            ProjectConfig::set_route(project, route)?;
+            let connected = heartwood_gateway::route_check::connect(project, route, save_anyway)?;
+            if let Some(models) = &connected.check.models {
+                println!(
+                    "the service lists {} model(s): {}",
+                    models.len(),
+                    models.join(", ")
+                );
+            }
+            if let Some(note) = &connected.check.listing_note {
+                println!("note: {note}");
+            }
+            if !connected.saved {
+                eprintln!(
+                    "heartwood: not saved: {}; fix the route, or add --save-anyway to save it as \
+                     it is",
+                    connected.refusal.as_deref().unwrap_or("the check failed")
+                );
+                return Ok(ExitCode::from(2));
+            }
             if let Some(engine) = backend {
                 ProjectConfig::set_backend(project, engine.into())?;
             }
-            println!("connected; the project's status is now:");
+            match &connected.refusal {
+                Some(why) => println!("saved anyway: {why}; the project's status is now:"),
+                None => println!("connected; the project's status is now:"),
+            }
             crate::status::print_plan(&heartwood_gateway::startup::plan(project)?);
-            Ok(ExitCode::SUCCESS)
+            Ok(if connected.refusal.is_some() {
+                ExitCode::from(3)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         ModelCommand::Show { json } => {
             let config = ProjectConfig::load(project)?;

@@ -48,9 +48,23 @@ fn the_plan_follows_the_route_from_unreachable_to_credential_to_ready() {
         .expect("bind")
         .local_addr()
         .expect("addr");
-    let out = connect(dir.path(), &format!("http://{closed}/v1"), None);
+    let closed_url = format!("http://{closed}/v1");
+    let out = connect(dir.path(), &closed_url, None);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unreachable route is not saved"
+    );
     assert!(
-        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).contains("cannot be reached"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!dir.path().join(".heartwood/config.toml").exists());
+    let out = support::connect_anyway(dir.path(), &closed_url);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -189,4 +203,57 @@ fn a_project_on_openhands_without_it_installed_is_told_to_install_it_and_can_go_
     );
     assert!(with_missing(&["backend", "use", "native"]).status.success());
     assert_eq!(phase(dir.path()).0, "ready");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connect_lists_the_services_models_and_refuses_one_it_does_not_list() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server =
+        heartwood_testkit::ScriptedModelServer::start(heartwood_testkit::Script::of(Vec::new()))
+            .await
+            .expect("server");
+    let url = server.base_url();
+    let project = dir.path().to_owned();
+    let typo = {
+        let (project, url) = (project.clone(), url.clone());
+        tokio::task::spawn_blocking(move || {
+            heartwood(
+                &project,
+                &[
+                    "model",
+                    "connect",
+                    "--category",
+                    "compatible",
+                    "--base-url",
+                    &url,
+                    "--model",
+                    "scriptd",
+                ],
+            )
+        })
+        .await
+        .expect("join")
+    };
+    assert_eq!(typo.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&typo.stderr);
+    assert!(
+        stderr.contains("does not list the model \"scriptd\"")
+            && stderr.contains("scripted, scripted-large"),
+        "{stderr}"
+    );
+    assert!(!project.join(".heartwood/config.toml").exists());
+    let right = tokio::task::spawn_blocking(move || connect(&project, &url, None))
+        .await
+        .expect("join");
+    assert_eq!(
+        right.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&right.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&right.stdout)
+            .contains("the service lists 2 model(s): scripted, scripted-large")
+    );
+    assert!(server.requests().is_empty(), "listing sends no completion");
 }

@@ -52,12 +52,9 @@ async fn refused_runs_create_no_session() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.local_addr().expect("addr").port()
     };
-    let connected = support::connect(
-        unreachable.path(),
-        &format!("http://127.0.0.1:{port}/v1"),
-        None,
-    );
-    assert!(connected.status.success(), "{}", text(&connected.stderr));
+    let connected =
+        support::connect_anyway(unreachable.path(), &format!("http://127.0.0.1:{port}/v1"));
+    assert_eq!(code(&connected), 3, "{}", text(&connected.stderr));
     let out = heartwood_async(unreachable.path(), &["exec", "count the rows"]).await;
     assert_eq!(code(&out), 1, "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("reach"), "{}", text(&out.stderr));

@@ -256,7 +256,7 @@ async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
 fn a_run_that_cannot_bind_its_inputs_creates_no_session() {
     let project = tempfile::tempdir().expect("project");
     // A model route is connected but the project holds none of the definition's inputs.
-    support::connect(project.path(), "http://127.0.0.1:9/v1", None);
+    support::connect_anyway(project.path(), "http://127.0.0.1:9/v1");
     let out = heartwood(
         project.path(),
         &["workflow", "start", "tabular-ols", "a question"],

@@ -5,7 +5,7 @@
 //! worker per active session), the agent-[`backend`] port and its [`native`] implementation,
 //! the one [`reducer`], the [`translate`]ion of the native engine's events into durable events, the [`ProjectContext`] (which project the process serves), the project's
 //! [`config`] (the model route, written under a project-scoped lock), the read-only [`startup`]
-//! planner, the read-only [`workspace`] service, the project's Agent [`skills`], session [`replay`], the Markdown [`transcript`], and [`SessionAdmin`], the administrative view of the project's sessions: list,
+//! planner, the [`route_check`] before a route is saved, the read-only [`workspace`] service, the project's Agent [`skills`], session [`replay`], the Markdown [`transcript`], and [`SessionAdmin`], the administrative view of the project's sessions: list,
 //! show, verify, checkpoint, export, recover, remove.
 //!
 //! It must never let an interface choose another project's directory, and it must never expose
@@ -31,6 +31,7 @@ pub mod replay;
 mod reproduction;
 pub mod review;
 mod review_evidence;
+pub mod route_check;
 pub mod skills;
 pub mod startup;
 pub mod transcript;

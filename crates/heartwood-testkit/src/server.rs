@@ -57,6 +57,9 @@ impl ScriptedModelServer {
         let app = Router::new()
             .route("/v1/chat/completions", post(complete))
             .route("/chat/completions", post(complete))
+            // What an OpenAI-compatible service lists: the model the tests connect to, and one
+            // more, so a choice is a choice.
+            .route("/v1/models", axum::routing::get(models))
             // For tests in other languages (the notebook's pytest suite): what was asked.
             .route("/__heartwood/requests", axum::routing::get(recorded))
             .with_state(inner.clone());
@@ -113,6 +116,17 @@ impl Drop for ScriptedModelServer {
             let _ = tx.send(());
         }
     }
+}
+
+/// The models this server serves (`scripted` is the name the tests configure).
+pub const SCRIPTED_MODELS: [&str; 2] = ["scripted", "scripted-large"];
+
+async fn models() -> Response {
+    let data: Vec<Value> = SCRIPTED_MODELS
+        .iter()
+        .map(|id| serde_json::json!({"id": id, "object": "model", "owned_by": "heartwood-testkit"}))
+        .collect();
+    axum::Json(serde_json::json!({"object": "list", "data": data})).into_response()
 }
 
 async fn recorded(State(inner): State<Shared>) -> Response {

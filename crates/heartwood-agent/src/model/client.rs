@@ -130,6 +130,78 @@ impl ModelClient {
         }
     }
 
+    /// The models the service lists at `GET {base_url}/models` (OpenAI's list format), in the
+    /// service's order; `Ok(None)` when the service does not offer the listing (404, 405, 501).
+    /// One attempt, bounded by the route's idle timeout and 1 MiB.
+    pub async fn list_models(&self) -> Result<Option<Vec<String>>, ModelError> {
+        let key = match &self.route.api_key_env {
+            Some(env) => match std::env::var(env) {
+                Ok(key) if !key.is_empty() => Some(key),
+                _ => return Err(ModelError::MissingApiKey { env: env.clone() }),
+            },
+            None => None,
+        };
+        let mut request = self.http.get(format!("{}/models", self.route.base_url));
+        if let Some(key) = &key {
+            request = request.bearer_auth(key);
+        }
+        let idle = self.route.idle_timeout;
+        let failed = |detail: String| {
+            scrub_error(
+                ModelError::Connection {
+                    attempts: 1,
+                    detail,
+                },
+                key.as_deref(),
+            )
+        };
+        let response = tokio::time::timeout(idle, request.send())
+            .await
+            .map_err(|_| failed(format!("no answer within {}s", idle.as_secs())))?
+            .map_err(|e| failed(e.to_string()))?;
+        let status = response.status().as_u16();
+        if matches!(status, 404 | 405 | 501) {
+            return Ok(None);
+        }
+        if !(200..300).contains(&status) {
+            let text = response.text().await.unwrap_or_default();
+            let env = self.route.api_key_env.as_deref();
+            return Err(
+                match classify_status(status, &text, &self.route.model, env, 1) {
+                    AttemptError::Retry { error, .. } | AttemptError::Fatal(error) => {
+                        scrub_error(error, key.as_deref())
+                    }
+                },
+            );
+        }
+        let mut response = response;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = tokio::time::timeout(idle, response.chunk())
+            .await
+            .map_err(|_| failed("the model list stalled".into()))?
+            .map_err(|e| failed(e.to_string()))?
+        {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() > 1 << 20 {
+                return Err(ModelError::Malformed {
+                    detail: "the model list is larger than 1 MiB".into(),
+                });
+            }
+        }
+        #[derive(serde::Deserialize)]
+        struct Listed {
+            id: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct List {
+            data: Vec<Listed>,
+        }
+        let list: List = serde_json::from_slice(&bytes).map_err(|e| ModelError::Malformed {
+            detail: format!("GET /models did not answer with a model list: {e}"),
+        })?;
+        Ok(Some(list.data.into_iter().map(|m| m.id).collect()))
+    }
+
     async fn attempt(
         &self,
         body: &[u8],

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use heartwood_events::{Command, Outcome, SessionId};
-use heartwood_gateway::config::{ProjectConfig, RouteConfig};
+use heartwood_gateway::config::RouteConfig;
 use heartwood_gateway::skills::SkillsService;
 use heartwood_gateway::startup::{self, Phase};
 use heartwood_gateway::{ProjectContext, SessionGateway, Update};
@@ -283,9 +283,20 @@ fn apply(
             app.screen = sessions_screen(gateway, 0)?;
         }
         Intent::Connect { base_url, model } => {
+            // Checked before it is saved: a wrong port or model name stays in the form, with
+            // the reason and the models the service lists.
             let route = RouteConfig::compatible(&base_url, &model);
-            match ProjectConfig::set_route(project, route) {
-                Ok(_) => app.screen = first_screen(gateway, project)?,
+            let connected = tokio::task::block_in_place(|| {
+                heartwood_gateway::route_check::connect(project, route, false)
+            });
+            match connected {
+                Ok(c) if c.saved => app.screen = first_screen(gateway, project)?,
+                Ok(c) => {
+                    app.notice = Some(format!(
+                        "Not saved: {}. Change the form and press Enter again.",
+                        c.refusal.unwrap_or_default()
+                    ));
+                }
                 Err(e) => app.notice = Some(e.to_string()),
             }
         }

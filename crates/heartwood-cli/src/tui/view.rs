@@ -50,6 +50,12 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
                     lines.push(Line::styled(format!("  {label:<9} {value}{cursor}"), style));
                 }
                 lines.push(Line::default());
+                if let Some(notice) = &app.notice {
+                    lines.push(Line::styled(
+                        notice.clone(),
+                        Style::default().fg(Color::Red),
+                    ));
+                }
                 lines.push(keys("Tab next field · Enter connect · Esc quit"));
             } else {
                 lines.push(keys("Enter or r check again · q quit"));

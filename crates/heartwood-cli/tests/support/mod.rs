@@ -29,8 +29,19 @@ pub async fn heartwood_async(project: &Path, args: &[&str]) -> Output {
         .expect("run heartwood")
 }
 
-/// Runs `heartwood model connect` for an OpenAI-compatible route at `base_url`.
+/// Runs `heartwood model connect` for an OpenAI-compatible route at `base_url` (the model is
+/// `scripted`, which the scripted server lists).
 pub fn connect(project: &Path, base_url: &str, key_env: Option<&str>) -> Output {
+    connect_with(project, base_url, key_env, &[])
+}
+
+/// [`connect`] with `--save-anyway`: a route the test wants saved although it cannot be
+/// reached (exit code 3).
+pub fn connect_anyway(project: &Path, base_url: &str) -> Output {
+    connect_with(project, base_url, None, &["--save-anyway"])
+}
+
+fn connect_with(project: &Path, base_url: &str, key_env: Option<&str>, extra: &[&str]) -> Output {
     let mut args = vec![
         "model",
         "connect",
@@ -39,11 +50,12 @@ pub fn connect(project: &Path, base_url: &str, key_env: Option<&str>) -> Output 
         "--base-url",
         base_url,
         "--model",
-        "qwen2.5-coder",
+        "scripted",
     ];
     if let Some(env) = key_env {
         args.extend(["--api-key-env", env]);
     }
+    args.extend(extra);
     heartwood(project, &args)
 }
 

@@ -1,0 +1,152 @@
+//! Checking a model route before it is saved: can the service be reached, and, where it lists
+//! its models (`GET /models`), is the chosen one among them. The CLI's `model connect` and the
+//! terminal interface's connect form both go through [`connect`], so a wrong port or a mistyped
+//! model name is caught before it is written, with the models to choose from.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::config::{ProjectConfig, RouteCategory, RouteConfig};
+use crate::{GatewayError, ProjectContext};
+
+/// How long the model listing may take (a service that accepts connections and says nothing is
+/// reported, not waited on).
+const LISTING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What checking a route found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RouteCheck {
+    /// Why the service cannot be reached (`None`: it accepted a connection).
+    pub unreachable: Option<String>,
+    /// The models the service lists (`None`: it lists none, or could not be asked).
+    pub models: Option<Vec<String>>,
+    /// Why the models could not be listed, when they could not (a note, not a refusal).
+    pub listing_note: Option<String>,
+}
+
+impl RouteCheck {
+    /// Why the route should not be saved as it is: unreachable, or its model is not among the
+    /// ones the service lists.
+    pub fn refusal(&self, model: &str) -> Option<String> {
+        if let Some(why) = &self.unreachable {
+            return Some(format!("the model service cannot be reached ({why})"));
+        }
+        match &self.models {
+            Some(models) if !models.iter().any(|m| m == model) => Some(format!(
+                "the service does not list the model {model:?}; it lists {}",
+                list(models)
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// The outcome of [`connect`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Connected {
+    /// What the check found.
+    pub check: RouteCheck,
+    /// Why the route is not as it should be (saved anyway, or not saved).
+    pub refusal: Option<String>,
+    /// Whether the route was saved.
+    pub saved: bool,
+}
+
+/// Checks `route` and saves it when the check finds nothing against it, or regardless with
+/// `save_anyway`. A route that is invalid in itself is refused either way.
+pub fn connect(
+    project: &ProjectContext,
+    route: RouteConfig,
+    save_anyway: bool,
+) -> Result<Connected, GatewayError> {
+    route.validate()?;
+    let check = check(&route);
+    let refusal = check.refusal(&route.model);
+    let saved = refusal.is_none() || save_anyway;
+    if saved {
+        ProjectConfig::set_route(project, route)?;
+    }
+    Ok(Connected {
+        check,
+        refusal,
+        saved,
+    })
+}
+
+/// Checks `route` (a replay route has no service to check).
+pub fn check(route: &RouteConfig) -> RouteCheck {
+    if route.category == RouteCategory::Replay {
+        return RouteCheck {
+            unreachable: None,
+            models: None,
+            listing_note: Some("a replay route serves recorded replies".into()),
+        };
+    }
+    if let Err(why) = crate::startup::probe(&route.base_url) {
+        return RouteCheck {
+            unreachable: Some(why),
+            models: None,
+            listing_note: None,
+        };
+    }
+    if let Some(env) = &route.api_key_env
+        && std::env::var(env).map_or(true, |v| v.is_empty())
+    {
+        return RouteCheck {
+            unreachable: None,
+            models: None,
+            listing_note: Some(format!(
+                "{env} is not set in this shell, so the models were not listed"
+            )),
+        };
+    }
+    let (models, listing_note) = match list_models(route) {
+        Ok(Some(models)) => (Some(models), None),
+        Ok(None) => (None, Some("the service does not list its models".into())),
+        Err(why) => (None, Some(format!("the models could not be listed: {why}"))),
+    };
+    RouteCheck {
+        unreachable: None,
+        models,
+        listing_note,
+    }
+}
+
+/// `GET {base_url}/models` through the agent's model client, on a runtime of its own (the
+/// caller may be inside one or on a blocking thread).
+fn list_models(route: &RouteConfig) -> Result<Option<Vec<String>>, String> {
+    let mut model_route = route.model_route(std::path::Path::new("."));
+    model_route.replay = None;
+    model_route.connect_timeout = LISTING_TIMEOUT;
+    model_route.idle_timeout = LISTING_TIMEOUT;
+    let client =
+        heartwood_agent::model::ModelClient::new(model_route).map_err(|e| e.to_string())?;
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| e.to_string())?
+                    .block_on(client.list_models())
+                    .map_err(|e| e.to_string())
+            })
+            .join()
+            .map_err(|_| "the model listing panicked".to_owned())?
+    })
+}
+
+fn list(models: &[String]) -> String {
+    const SHOWN: usize = 20;
+    let mut text = models
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if models.len() > SHOWN {
+        text.push_str(&format!(" and {} more", models.len() - SHOWN));
+    }
+    text
+}
