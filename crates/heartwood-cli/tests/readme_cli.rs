@@ -12,6 +12,8 @@ use support::text;
 
 /// The README's base URL for a local model server, replaced by the scripted one's.
 const README_MODEL_URL: &str = "http://localhost:11434/v1";
+/// The README's model name for that server, replaced by the scripted server's.
+const README_MODEL: &str = "qwen2.5-coder";
 
 /// The quick start's commands, each with the exit code its comment promises (`exit N`), else 0.
 fn quick_start() -> Vec<(String, i32)> {
@@ -76,7 +78,11 @@ async fn every_command_of_the_readme_quick_start_works_in_a_fresh_folder() {
     let commands = quick_start();
     assert!(commands.len() >= 5, "{commands:?}");
     for (command, expected) in commands {
-        let line = command.replace(README_MODEL_URL, &server.base_url());
+        // The scripted server stands in for the README's local server, and lists its own
+        // model, which `model connect` checks the chosen one against.
+        let line = command
+            .replace(README_MODEL_URL, &server.base_url())
+            .replace(README_MODEL, "scripted");
         let out = tokio::process::Command::new("sh")
             .args(["-c", &line])
             .current_dir(folder.path())
