@@ -576,6 +576,45 @@ async fn the_routes_credential_is_hidden_from_the_agents_shell() {
     conversation.close().await;
 }
 
+/// What the shell printed for `echo [$HEARTWOOD_TEST_MODEL_KEY] [$HOME]` under `tool_env`.
+async fn shell_sees(tool_env: heartwood_agent::tools::ToolEnvironment) -> String {
+    let f = Fixture::new(Script::of(vec![
+        Turn::calls(&[(
+            "terminal",
+            json!({"command": "echo \"[${HEARTWOOD_TEST_MODEL_KEY:-}] [${HOME:+home}]\""}),
+        )]),
+        Turn::calls(&[("finish", json!({"message": "done"}))]),
+    ]))
+    .await;
+    let mut config = f.config(ConfirmationPolicy::NeverConfirm);
+    config.tool_env = tool_env;
+    let mut conversation = Conversation::open(config).expect("open");
+    conversation.send_message("Print them.").expect("message");
+    assert_eq!(
+        conversation.run().await.expect("run"),
+        ExecutionStatus::Finished
+    );
+    conversation.close().await;
+    f.tool_messages(1)[0].1.clone()
+}
+
+#[tokio::test]
+async fn a_variable_off_the_allowlist_never_reaches_a_command_and_an_allowed_one_does() {
+    // HEARTWOOD_TEST_MODEL_KEY is set for test processes by `.cargo/config.toml`; no route
+    // names it here, so only the allowlist decides.
+    let standard = shell_sees(heartwood_agent::tools::ToolEnvironment::default()).await;
+    assert!(standard.starts_with("[] [home]"), "{standard}");
+    let allowed = shell_sees(
+        heartwood_agent::tools::ToolEnvironment::default()
+            .allowing(["HEARTWOOD_TEST_*".to_owned()]),
+    )
+    .await;
+    assert!(
+        allowed.starts_with("[sk-test-secret-123] [home]"),
+        "{allowed}"
+    );
+}
+
 #[tokio::test]
 async fn interrupting_the_parent_interrupts_a_specialist_waiting_on_its_model() {
     let f = Fixture::new(Script::of(vec![

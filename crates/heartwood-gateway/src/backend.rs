@@ -62,6 +62,9 @@ pub struct BackendSpec {
     /// The skills revalidated for this start: active, approved at their exact tree, verified
     /// and unrevoked.
     pub skills: crate::skills::AgentSkills,
+    /// The environment the agent's terminal tool may see (the route's credential is left out
+    /// besides).
+    pub tool_env: heartwood_agent::tools::ToolEnvironment,
 }
 
 /// What a backend reports while it runs. Implemented by the gateway for each session; a

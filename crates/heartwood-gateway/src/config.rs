@@ -286,6 +286,17 @@ pub struct ProjectConfig {
     /// The agent engine that serves new sessions (a session keeps the one it started with).
     #[serde(default, skip_serializing_if = "BackendKind::is_native")]
     pub backend: BackendKind,
+    /// Environment variables the agent's terminal may see besides the standard list (names; a
+    /// trailing `*` is a prefix). Everything else is left out of the commands' environment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_env_allow: Vec<String>,
+}
+
+impl ProjectConfig {
+    /// The environment the agent's terminal tool starts with in this project.
+    pub fn tool_env(&self) -> heartwood_agent::tools::ToolEnvironment {
+        heartwood_agent::tools::ToolEnvironment::default().allowing(self.tool_env_allow.clone())
+    }
 }
 
 /// An agent engine.

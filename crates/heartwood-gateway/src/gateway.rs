@@ -1155,8 +1155,12 @@ impl SessionGateway {
         // Revalidated on every start: only active, verified, unrevoked skills reach the agent,
         // and an agent does not start on skills that cannot be verified.
         let skills = crate::skills::SkillsService::open(&self.shared.project).for_agent()?;
+        let tool_env = ProjectConfig::load(&self.shared.project)
+            .map_err(|e| e.to_string())?
+            .tool_env();
         let spec = BackendSpec {
             skills,
+            tool_env,
             route,
             project: self.shared.project.root().to_owned(),
             state_dir: utf8(&state_dir)?,

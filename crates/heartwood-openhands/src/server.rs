@@ -18,8 +18,11 @@ const READY_WITHIN: Duration = Duration::from_secs(180);
 /// Starts the agent server as `python -m openhands.agent_server` would, after asking the kernel
 /// to kill it when the thread that started it ends: a Heartwood process killed outright takes
 /// its server with it. (From inside the child, because `unsafe` code is not allowed here.)
-const LAUNCH: &str = "import ctypes, runpy, sys\n\
+const LAUNCH: &str = "import ctypes, os, runpy, sys\n\
 ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL\n\
+import openhands.sdk.utils.command as command\n\
+hidden = [n for n in os.environ.get('HEARTWOOD_TOOL_HIDDEN', '').split(',') if n]\n\
+command._SENSITIVE_ENV_VARS = command._SENSITIVE_ENV_VARS | frozenset(hidden + ['HEARTWOOD_TOOL_HIDDEN'])\n\
 sys.argv[0] = 'openhands.agent_server'\n\
 runpy.run_module('openhands.agent_server', run_name='__main__', alter_sys=True)\n";
 
@@ -35,12 +38,15 @@ pub struct AgentServer {
 
 impl AgentServer {
     /// Starts a server whose conversations are stored under `state_dir/conversations`, with
-    /// `env` added to its environment (the model key, under the name the model library reads),
-    /// and waits until it is ready.
+    /// `env` as its whole environment (nothing else of this process's is inherited), and waits
+    /// until it is ready. The variables named in `hidden` (the model key, under the name the
+    /// model library reads) are in the server's environment but stripped from the terminal
+    /// tool's, along with OpenHands' own session key.
     pub async fn start(
         installation: &Installation,
         state_dir: &Path,
-        env: &[(String, String)],
+        env: &[(std::ffi::OsString, std::ffi::OsString)],
+        hidden: &[String],
     ) -> Result<AgentServer, OpenHandsError> {
         let server = |e: std::io::Error| OpenHandsError::Server(e.to_string());
         std::fs::create_dir_all(state_dir).map_err(server)?;
@@ -56,10 +62,12 @@ impl AgentServer {
             .args(["-c", LAUNCH, "--host", "127.0.0.1", "--port"])
             .arg(port.to_string())
             .current_dir(state_dir)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
             // The key is for this process alone; it never reaches a file.
             .env("SESSION_API_KEY", &key)
             .env("OH_CONVERSATIONS_PATH", &conversations)
-            .envs(env.iter().map(|(k, v)| (k, v)))
+            .env("HEARTWOOD_TOOL_HIDDEN", hidden.join(","))
             .stdin(Stdio::null())
             .stdout(output.try_clone().map_err(server)?)
             .stderr(output)

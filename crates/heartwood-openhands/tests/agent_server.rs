@@ -36,15 +36,24 @@ async fn a_set_waits_whole_a_rejection_reaches_the_model_and_an_allowed_action_r
             ("terminal", json!({"command": "echo one >> ran.txt"})),
             ("terminal", json!({"command": "echo two >> ran.txt"})),
         ]),
-        Turn::calls(&[("terminal", json!({"command": "echo three >> ran.txt"}))]),
+        // What the terminal tool's environment holds: the model key never, an allowlisted
+        // variable yes.
+        Turn::calls(&[(
+            "terminal",
+            json!({"command": "echo three key=${OPENAI_API_KEY:-absent} session=${SESSION_API_KEY:-absent} home=${HOME:+set} >> ran.txt"}),
+        )]),
         Turn::calls(&[("finish", json!({"message": "wrote three"}))]),
     ]))
     .await
     .expect("model");
     let project = tempfile::tempdir().expect("project");
     let state = tempfile::tempdir().expect("state");
-    let env = [("OPENAI_API_KEY".to_owned(), "sk-scripted".to_owned())];
-    let mut server = AgentServer::start(&installation, state.path(), &env)
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+        .filter(|(k, _)| k == "PATH" || k == "HOME")
+        .collect();
+    env.push(("OPENAI_API_KEY".into(), "sk-scripted".into()));
+    let hidden = ["OPENAI_API_KEY".to_owned()];
+    let mut server = AgentServer::start(&installation, state.path(), &env, &hidden)
         .await
         .expect("the agent server starts");
     let client = Client::new(&server);
@@ -128,7 +137,10 @@ async fn a_set_waits_whole_a_rejection_reaches_the_model_and_an_allowed_action_r
         .expect("settles");
     assert_eq!(info.execution_status, ExecutionStatus::Finished);
     let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran.txt");
-    assert_eq!(ran, "three\n", "only the allowed action ran, once");
+    assert_eq!(
+        ran, "three key=absent session=absent home=set\n",
+        "only the allowed action ran, once, without the model key"
+    );
     let events = client.events(&id).await.expect("events");
     assert!(
         events

@@ -33,6 +33,9 @@ pub struct ConversationConfig {
     /// Directories the file editor may view by absolute path and never edit (active skills'
     /// verified copies).
     pub read_only: Vec<PathBuf>,
+    /// The environment the terminal's shell starts with (the route's credential is always
+    /// left out as well).
+    pub tool_env: crate::tools::ToolEnvironment,
 }
 
 /// One advisory specialist role: a child conversation, tool-free, on the parent's model route.
@@ -71,6 +74,7 @@ impl ConversationConfig {
             finish_outcome: None,
             specialists: Vec::new(),
             read_only: Vec::new(),
+            tool_env: crate::tools::ToolEnvironment::default(),
         }
     }
 }

@@ -93,13 +93,17 @@ impl Conversation {
         let log = EventLog::open(&config.dir)?;
         let restored = log.events().len();
         let state = ConversationState::replay(log.events());
-        // The model's commands must not read the route's credential.
-        let hidden = config.route.api_key_env.iter().cloned().collect();
+        // The model's commands see only the allowlisted environment, never the route's
+        // credential.
+        let env = config
+            .tool_env
+            .clone()
+            .hiding(config.route.api_key_env.iter().cloned());
         let toolbox = Toolbox::new(
             &config.project,
             config.dir.join("task_plan.json"),
             config.terminal,
-            hidden,
+            env,
             &config.read_only,
         )
         .map_err(|source| ConversationError::Project {

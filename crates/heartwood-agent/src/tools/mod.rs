@@ -5,6 +5,7 @@
 //! model will see); [`risk`] rates it with deterministic rules; [`Toolbox::execute`] runs it.
 
 mod editor;
+mod environment;
 mod paths;
 mod risk;
 mod schema;
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use editor::{EditorArgs, EditorCommand, FileEditor, insert_after, replace_once};
+pub use environment::{STANDARD_ALLOW, ToolEnvironment};
 pub use paths::ProjectPaths;
 pub use risk::{Risk, risk};
 pub use schema::{SpecialistSpec, specs, specs_with_outcome, task_spec};
@@ -204,19 +206,18 @@ pub struct Toolbox {
 }
 
 impl Toolbox {
-    /// Tools working in `project`, keeping the task plan in `plan_file`.
-    /// `hidden_env` names environment variables the shell must not see (credentials);
-    /// `read_only` directories may be viewed by absolute path and never edited.
+    /// Tools working in `project`, keeping the task plan in `plan_file`. The shell starts with
+    /// `env` only; `read_only` directories may be viewed by absolute path and never edited.
     pub fn new(
         project: &std::path::Path,
         plan_file: std::path::PathBuf,
         limits: TerminalLimits,
-        hidden_env: Vec<String>,
+        env: ToolEnvironment,
         read_only: &[std::path::PathBuf],
     ) -> std::io::Result<Self> {
         let paths = ProjectPaths::new(project)?.with_read_only(read_only)?;
         Ok(Toolbox {
-            terminal: Terminal::with_hidden_env(paths.root(), limits, hidden_env),
+            terminal: Terminal::with_environment(paths.root(), limits, env),
             editor: FileEditor::new(paths.clone()),
             paths,
             plan_file,

@@ -77,7 +77,7 @@ pub struct Terminal {
     limits: TerminalLimits,
     shell: Option<Shell>,
     counter: u64,
-    hidden: Vec<String>,
+    env: super::ToolEnvironment,
     /// The researcher's "stop now", looked at every [`INTERRUPT_POLL`] while a command runs.
     interrupt: crate::conversation::InterruptHandle,
     /// Where complete lines of a running command's output go as they arrive (progress; the
@@ -183,25 +183,27 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 impl Terminal {
-    /// A terminal whose shell starts in `root` on first use.
-    /// A terminal whose shell starts in `root` on first use, without the environment variables
-    /// named in `hidden` (the model route's credential: commands the model writes must not be
-    /// able to read it).
-    pub fn with_hidden_env(root: &Path, limits: TerminalLimits, hidden: Vec<String>) -> Self {
+    /// A terminal whose shell starts in `root` on first use, with only the variables `env`
+    /// lets through (never the model route's credential, never anything off its list).
+    pub fn with_environment(
+        root: &Path,
+        limits: TerminalLimits,
+        env: super::ToolEnvironment,
+    ) -> Self {
         Terminal {
             root: root.to_owned(),
             limits,
             shell: None,
             counter: 0,
-            hidden,
+            env,
             interrupt: crate::conversation::InterruptHandle::default(),
             progress: None,
         }
     }
 
-    /// A terminal whose shell starts in `root` on first use.
+    /// A terminal whose shell starts in `root` on first use, with the standard allowlist.
     pub fn new(root: &Path, limits: TerminalLimits) -> Self {
-        Self::with_hidden_env(root, limits, Vec::new())
+        Self::with_environment(root, limits, super::ToolEnvironment::default())
     }
 
     /// Sends complete lines of running commands' output to `sink` as they arrive.
@@ -369,6 +371,8 @@ impl Terminal {
         command
             .args(["--noprofile", "--norc"])
             .current_dir(&self.root)
+            .env_clear()
+            .envs(self.env.vars())
             .env("TERM", "dumb")
             .env("PAGER", "cat")
             .env("GIT_PAGER", "cat")
@@ -378,9 +382,6 @@ impl Terminal {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        for name in &self.hidden {
-            command.env_remove(name);
-        }
         let mut child = command.spawn()?;
         let mut stdin = child
             .stdin

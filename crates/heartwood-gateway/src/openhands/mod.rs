@@ -47,6 +47,10 @@ const POLL: Duration = Duration::from_millis(100);
 /// How long the store may lag behind the status the server reported.
 const STORE_CATCH_UP: Duration = Duration::from_secs(10);
 
+/// How long a failed request waits to see whether the server is dying (see
+/// `server_exits_within`).
+const DEATH_SEEN_WITHIN: Duration = Duration::from_secs(2);
+
 /// Opens OpenHands conversations.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OpenHandsBackendFactory;
@@ -211,11 +215,23 @@ impl OpenHandsBackend {
             })?,
             None => "credential-free".to_owned(),
         };
-        let env = [("OPENAI_API_KEY".to_owned(), key)];
-        let server =
-            AgentServer::start(&self.installation, self.spec.state_dir.as_std_path(), &env)
-                .await
-                .map_err(oh_error)?;
+        // The server gets the tools' allowlisted environment (never the route's own variable)
+        // and the key under the model library's name, which its terminal tool never sees.
+        let mut env = self
+            .spec
+            .tool_env
+            .clone()
+            .hiding(self.spec.route.api_key_env.iter().cloned())
+            .vars();
+        env.push(("OPENAI_API_KEY".into(), key.into()));
+        let server = AgentServer::start(
+            &self.installation,
+            self.spec.state_dir.as_std_path(),
+            &env,
+            &["OPENAI_API_KEY".to_owned()],
+        )
+        .await
+        .map_err(oh_error)?;
         let client = Client::new(&server);
         self.server = Some((server, client.clone()));
         // A restarted server has the conversation's policy from its store, not from us.
@@ -250,14 +266,29 @@ impl OpenHandsBackend {
     /// Runs; a failure because the server died says so (and the next run starts another).
     async fn run_once(&mut self) -> Result<RunStop, BackendError> {
         let outcome = self.run_inner().await;
-        let died = self
-            .server
-            .as_mut()
-            .is_some_and(|(server, _)| !server.is_running());
-        if outcome.is_err() && died {
+        if outcome.is_err() && self.server_exits_within(DEATH_SEEN_WITHIN).await {
             return Err(self.server_died());
         }
         outcome
+    }
+
+    /// Whether the server has exited, or does within `grace`: a killed server's connections
+    /// close while it is torn down, a moment before its exit can be collected, so a failed
+    /// request is given that moment before it is taken for anything else.
+    async fn server_exits_within(&mut self, grace: Duration) -> bool {
+        let started = Instant::now();
+        loop {
+            let Some((server, _)) = self.server.as_mut() else {
+                return false;
+            };
+            if !server.is_running() {
+                return true;
+            }
+            if started.elapsed() >= grace {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Forgets a server that died, and says so.

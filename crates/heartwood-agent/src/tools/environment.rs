@@ -1,0 +1,144 @@
+//! The environment the terminal tool's shell starts with: built from an allowlist, never
+//! inherited whole. Whatever is not on the list (cloud credentials, tokens, a model key under
+//! any name) never reaches a command the model writes; a hidden name is left out even when the
+//! list would let it through.
+
+use std::ffi::OsString;
+
+/// What a shell needs to work and what research tooling commonly reads: the user and locale,
+/// temporary folders, language environments (Python, Conda, R, Julia, Java), thread counts and
+/// GPUs, and proxies and certificate bundles. A name ending in `*` is a prefix.
+pub const STANDARD_ALLOW: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TZ",
+    "TMPDIR",
+    "TMP",
+    "TEMP",
+    "TERM",
+    "COLORTERM",
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "VIRTUAL_ENV",
+    "CONDA_*",
+    "PYENV_*",
+    "PYTHONPATH",
+    "PYTHONUSERBASE",
+    "PIP_INDEX_URL",
+    "R_HOME",
+    "R_LIBS",
+    "R_LIBS_USER",
+    "R_LIBS_SITE",
+    "JULIA_*",
+    "JAVA_HOME",
+    "LD_LIBRARY_PATH",
+    "CUDA_*",
+    "NVIDIA_*",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+];
+
+/// The allowlist and the names always left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolEnvironment {
+    allow: Vec<String>,
+    hidden: Vec<String>,
+}
+
+impl Default for ToolEnvironment {
+    /// [`STANDARD_ALLOW`], nothing hidden.
+    fn default() -> Self {
+        ToolEnvironment::new(STANDARD_ALLOW.iter().map(|s| (*s).to_owned()).collect())
+    }
+}
+
+impl ToolEnvironment {
+    /// Only the variables `allow` names (a trailing `*` is a prefix).
+    pub fn new(allow: Vec<String>) -> Self {
+        ToolEnvironment {
+            allow,
+            hidden: Vec::new(),
+        }
+    }
+
+    /// Also allows `more`.
+    pub fn allowing(mut self, more: impl IntoIterator<Item = String>) -> Self {
+        self.allow.extend(more);
+        self
+    }
+
+    /// Leaves `names` out whatever the list says (a model route's credential).
+    pub fn hiding(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.hidden.extend(names);
+        self
+    }
+
+    /// Whether a variable called `name` reaches the shell.
+    pub fn allows(&self, name: &str) -> bool {
+        !self.hidden.iter().any(|h| h == name)
+            && self
+                .allow
+                .iter()
+                .any(|pattern| match pattern.strip_suffix('*') {
+                    Some(prefix) => name.starts_with(prefix),
+                    None => name == pattern,
+                })
+    }
+
+    /// The variables of this process that reach the shell.
+    pub fn vars(&self) -> Vec<(OsString, OsString)> {
+        std::env::vars_os()
+            .filter(|(name, _)| name.to_str().is_some_and(|n| self.allows(n)))
+            .collect()
+    }
+
+    /// The hidden names.
+    pub fn hidden(&self) -> &[String] {
+        &self.hidden
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_listed_names_pass_and_hidden_ones_never() {
+        let env = ToolEnvironment::default()
+            .allowing(["AWS_PROFILE".to_owned()])
+            .hiding(["LC_SECRET".to_owned()]);
+        for yes in ["PATH", "LC_ALL", "CONDA_PREFIX", "AWS_PROFILE"] {
+            assert!(env.allows(yes), "{yes}");
+        }
+        for no in [
+            "OPENAI_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "GITHUB_TOKEN",
+            "LC_SECRET",
+            "PATHX",
+            "path",
+        ] {
+            assert!(!env.allows(no), "{no}");
+        }
+    }
+}
