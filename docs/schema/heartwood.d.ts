@@ -167,7 +167,7 @@ export type RiskLevel = "unknown" | "low" | "medium" | "high";
 export type Role = "researcher" | "agent" | "system";
 
 /** The configured route, as the plan shows it (never the credential itself). */
-export type RouteSummary = { api_key_env?: string | null; base_url: string; category: string; credential_boundary: CredentialBoundary; model: string };
+export type RouteSummary = { api_key_env?: string | null; base_url: string; category: string; credential_boundary: CredentialBoundary; inherited_from?: string | null; model: string };
 
 /** A durable event's position in its session, from 1 with no gaps. */
 export type Seq = number;

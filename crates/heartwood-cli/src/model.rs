@@ -49,6 +49,10 @@ pub enum ModelCommand {
         /// (exit code 3).
         #[arg(long)]
         save_anyway: bool,
+        /// Save it as your default route (in your user configuration), which every project
+        /// without a route of its own uses, instead of this project's.
+        #[arg(long, conflicts_with = "backend")]
+        user: bool,
     },
     /// Show the project's model route.
     Show {
@@ -99,6 +103,7 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
             timeout_secs,
             backend,
             save_anyway,
+            user,
         } => {
             let route = RouteConfig {
                 category: category.into(),
@@ -113,7 +118,13 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                 max_output_tokens,
                 timeout_secs,
             };
-            let connected = heartwood_gateway::route_check::connect(project, route, save_anyway)?;
+            let scope = if user {
+                heartwood_gateway::route_check::Scope::User
+            } else {
+                heartwood_gateway::route_check::Scope::Project
+            };
+            let connected =
+                heartwood_gateway::route_check::connect(project, route, save_anyway, scope)?;
             if let Some(models) = &connected.check.models {
                 println!(
                     "the service lists {} model(s): {}",
@@ -135,6 +146,9 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
             if let Some(engine) = backend {
                 ProjectConfig::set_backend(project, engine.into())?;
             }
+            if let Some(path) = &connected.saved_to {
+                println!("saved to {path}");
+            }
             match &connected.refusal {
                 Some(why) => println!("saved anyway: {why}; the project's status is now:"),
                 None => println!("connected; the project's status is now:"),
@@ -148,7 +162,7 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
         }
         ModelCommand::Show { json } => {
             let config = ProjectConfig::load(project)?;
-            match (config.model, json) {
+            match (config.model.clone(), json) {
                 (None, true) => println!("null"),
                 (None, false) => {
                     println!("no model is connected; run heartwood model connect --help")
@@ -159,6 +173,9 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                     println!("{}", serde_json::to_string_pretty(&route)?)
                 }
                 (Some(route), false) => {
+                    if let Some(path) = &config.route_from_user {
+                        println!("from              your default route in {path}");
+                    }
                     println!("category          {}", route.category.as_str());
                     println!("base URL          {}", route.display_url());
                     println!("model             {}", route.model);

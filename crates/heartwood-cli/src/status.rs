@@ -53,6 +53,9 @@ pub fn print_plan(plan: &StartupPlan) {
             "model     {} at {} ({}, {key})",
             route.model, route.base_url, route.category
         );
+        if let Some(path) = &route.inherited_from {
+            println!("          your default route, from {path} (this project sets none)");
+        }
     }
     println!("sessions  {}", plan.sessions);
     println!("next      {}", plan.next_action);

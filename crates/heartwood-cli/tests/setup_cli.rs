@@ -257,3 +257,100 @@ async fn connect_lists_the_services_models_and_refuses_one_it_does_not_list() {
     );
     assert!(server.requests().is_empty(), "listing sends no completion");
 }
+
+/// Runs `heartwood ARGS` in `project` with `config_home` as the user's configuration folder.
+fn heartwood_as_user(project: &Path, config_home: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(args)
+        .current_dir(project)
+        .env("HEARTWOOD_CONFIG_HOME", config_home)
+        .output()
+        .expect("run heartwood")
+}
+
+#[test]
+fn a_users_default_route_serves_every_project_without_its_own_and_status_says_so() {
+    let user = tempfile::tempdir().expect("user config");
+    let first = tempfile::tempdir().expect("project");
+    let second = tempfile::tempdir().expect("project");
+    let live = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", live.local_addr().expect("addr"));
+    let saved = heartwood_as_user(
+        first.path(),
+        user.path(),
+        &[
+            "model",
+            "connect",
+            "--user",
+            "--category",
+            "compatible",
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+        ],
+    );
+    assert_eq!(
+        saved.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&saved.stderr)
+    );
+    assert!(user.path().join("config.toml").is_file());
+    assert!(
+        !first.path().join(".heartwood").exists(),
+        "a default route is not the project's"
+    );
+
+    let status = |project: &Path| -> Value {
+        let out = heartwood_as_user(project, user.path(), &["status", "--json"]);
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let inherited = status(second.path());
+    assert_eq!(inherited["phase"], "ready", "{inherited}");
+    assert!(
+        inherited["route"]["inherited_from"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("config.toml")),
+        "{inherited}"
+    );
+    let shown = heartwood_as_user(second.path(), user.path(), &["model", "show"]);
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("your default route"));
+
+    // The project's own route takes over, and the user's file is left as it was.
+    let own = heartwood_as_user(
+        second.path(),
+        user.path(),
+        &[
+            "model",
+            "connect",
+            "--category",
+            "compatible",
+            "--base-url",
+            &url,
+            "--model",
+            "scripted",
+            "--max-output-tokens",
+            "512",
+        ],
+    );
+    assert_eq!(
+        own.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&own.stderr)
+    );
+    let own_status = status(second.path());
+    assert!(
+        own_status["route"]["inherited_from"].is_null(),
+        "{own_status}"
+    );
+    let project_file =
+        std::fs::read_to_string(second.path().join(".heartwood/config.toml")).expect("config");
+    assert!(project_file.contains("512"));
+    assert!(
+        !std::fs::read_to_string(user.path().join("config.toml"))
+            .expect("user config")
+            .contains("512")
+    );
+}

@@ -65,6 +65,9 @@ pub struct RouteSummary {
     pub api_key_env: Option<String>,
     /// Where the credential sits relative to the agent's tools.
     pub credential_boundary: CredentialBoundary,
+    /// When the project sets no route and this is the user's default route: its file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inherited_from: Option<String>,
 }
 
 /// The startup plan.

@@ -290,6 +290,25 @@ pub struct ProjectConfig {
     /// trailing `*` is a prefix). Everything else is left out of the commands' environment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_env_allow: Vec<String>,
+    /// When the project sets no route of its own and `model` is the user's default route: the
+    /// file it came from. Never written.
+    #[serde(skip)]
+    pub route_from_user: Option<String>,
+}
+
+/// The user's configuration file (`$HEARTWOOD_CONFIG_HOME/config.toml`, else
+/// `$XDG_CONFIG_HOME/heartwood/config.toml`, else `~/.config/heartwood/config.toml`), whose
+/// model route every project without its own inherits.
+pub fn user_config_path() -> Option<std::path::PathBuf> {
+    let dir = |var: &str| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    dir("HEARTWOOD_CONFIG_HOME")
+        .or_else(|| dir("XDG_CONFIG_HOME").map(|d| d.join("heartwood")))
+        .or_else(|| dir("HOME").map(|h| h.join(".config/heartwood")))
+        .map(|d| d.join("config.toml"))
 }
 
 impl ProjectConfig {
@@ -332,10 +351,26 @@ impl BackendKind {
 }
 
 impl ProjectConfig {
-    /// Reads `.heartwood/config.toml`; a project without one has the default (no route).
+    /// The configuration in force: `.heartwood/config.toml`, with the user's default route
+    /// (see [`user_config_path`]) when the project sets none; no file, no route.
     pub fn load(project: &ProjectContext) -> Result<Self, GatewayError> {
-        let path = config_path(project);
-        let text = match std::fs::read_to_string(&path) {
+        let mut config = ProjectConfig::load_file(&config_path(project))?;
+        if config.model.is_none()
+            && let Some(user) = user_config_path()
+            && user.is_file()
+            && let Ok(user_path) = Utf8PathBuf::from_path_buf(user)
+        {
+            config.model = ProjectConfig::load_file(&user_path)?.model;
+            if config.model.is_some() {
+                config.route_from_user = Some(user_path.to_string());
+            }
+        }
+        Ok(config)
+    }
+
+    /// One configuration file as written (a missing file is the default).
+    fn load_file(path: &Utf8Path) -> Result<Self, GatewayError> {
+        let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(ProjectConfig::default());
@@ -358,6 +393,24 @@ impl ProjectConfig {
         ProjectConfig::update(project, |config| config.model = Some(route))
     }
 
+    /// Validates and stores `route` as the user's default route (every project without a
+    /// route of its own uses it), replacing the user's file atomically.
+    pub fn set_user_route(route: RouteConfig) -> Result<Utf8PathBuf, GatewayError> {
+        route.validate()?;
+        let path = user_config_path()
+            .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
+            .ok_or_else(|| {
+                GatewayError::Config(
+                    "no user configuration folder (set HOME, XDG_CONFIG_HOME or \
+                     HEARTWOOD_CONFIG_HOME)"
+                        .into(),
+                )
+            })?;
+        let dir = path.parent().map(Utf8Path::to_owned).unwrap_or_default();
+        write_config(&dir, &path, |config| config.model = Some(route))?;
+        Ok(path)
+    }
+
     /// Stores which engine serves the project's new sessions, under the project lock.
     pub fn set_backend(
         project: &ProjectContext,
@@ -372,34 +425,42 @@ impl ProjectConfig {
         project: &ProjectContext,
         change: impl FnOnce(&mut ProjectConfig),
     ) -> Result<Self, GatewayError> {
-        let state = project.state_dir();
-        let io = |what: &str, path: &Utf8Path, e: std::io::Error| {
-            GatewayError::Config(format!("cannot {what} {path}: {e}"))
-        };
-        std::fs::create_dir_all(&state).map_err(|e| io("create", &state, e))?;
-        let lock_path = state.join("config.lock");
-        let lock_file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| io("open", &lock_path, e))?;
-        let mut lock = fd_lock::RwLock::new(lock_file);
-        let _guard = lock.write().map_err(|e| io("lock", &lock_path, e))?;
-        // Read under the lock so a concurrent change to other settings is not lost.
-        let mut config = ProjectConfig::load(project)?;
-        change(&mut config);
-        let text =
-            toml::to_string_pretty(&config).map_err(|e| GatewayError::Config(e.to_string()))?;
-        let path = config_path(project);
-        let tmp = state.join(format!(".config.toml.{}.tmp", std::process::id()));
-        let mut file = std::fs::File::create(&tmp).map_err(|e| io("create", &tmp, e))?;
-        file.write_all(text.as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|e| io("write", &tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| io("replace", &path, e))?;
-        Ok(config)
+        write_config(&project.state_dir(), &config_path(project), change)
     }
+}
+
+/// Applies `change` to the configuration file `path` (in `dir`) and replaces it atomically,
+/// under `dir/config.lock`, reading it under the lock so a concurrent change to other settings
+/// is not lost. The file is read as written: a user's default route is never copied into a
+/// project.
+fn write_config(
+    dir: &Utf8Path,
+    path: &Utf8Path,
+    change: impl FnOnce(&mut ProjectConfig),
+) -> Result<ProjectConfig, GatewayError> {
+    let io = |what: &str, path: &Utf8Path, e: std::io::Error| {
+        GatewayError::Config(format!("cannot {what} {path}: {e}"))
+    };
+    std::fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
+    let lock_path = dir.join("config.lock");
+    let lock_file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| io("open", &lock_path, e))?;
+    let mut lock = fd_lock::RwLock::new(lock_file);
+    let _guard = lock.write().map_err(|e| io("lock", &lock_path, e))?;
+    let mut config = ProjectConfig::load_file(path)?;
+    change(&mut config);
+    let text = toml::to_string_pretty(&config).map_err(|e| GatewayError::Config(e.to_string()))?;
+    let tmp = dir.join(format!(".config.toml.{}.tmp", std::process::id()));
+    let mut file = std::fs::File::create(&tmp).map_err(|e| io("create", &tmp, e))?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(|e| io("write", &tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| io("replace", path, e))?;
+    Ok(config)
 }
 
 fn config_path(project: &ProjectContext) -> Utf8PathBuf {

@@ -42,6 +42,15 @@ impl RouteCheck {
     }
 }
 
+/// Where a route is saved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The project's `.heartwood/config.toml`.
+    Project,
+    /// The user's default route, which projects without their own inherit.
+    User,
+}
+
 /// The outcome of [`connect`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Connected {
@@ -51,6 +60,8 @@ pub struct Connected {
     pub refusal: Option<String>,
     /// Whether the route was saved.
     pub saved: bool,
+    /// The user's file, when it was saved as the default route.
+    pub saved_to: Option<String>,
 }
 
 /// Checks `route` and saves it when the check finds nothing against it, or regardless with
@@ -59,18 +70,26 @@ pub fn connect(
     project: &ProjectContext,
     route: RouteConfig,
     save_anyway: bool,
+    scope: Scope,
 ) -> Result<Connected, GatewayError> {
     route.validate()?;
     let check = check(&route);
     let refusal = check.refusal(&route.model);
     let saved = refusal.is_none() || save_anyway;
+    let mut saved_to = None;
     if saved {
-        ProjectConfig::set_route(project, route)?;
+        match scope {
+            Scope::Project => {
+                ProjectConfig::set_route(project, route)?;
+            }
+            Scope::User => saved_to = Some(ProjectConfig::set_user_route(route)?.to_string()),
+        }
     }
     Ok(Connected {
         check,
         refusal,
         saved,
+        saved_to,
     })
 }
 

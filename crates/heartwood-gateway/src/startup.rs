@@ -89,7 +89,8 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             None,
         ));
     };
-    let summary = summarize(&route);
+    let mut summary = summarize(&route);
+    summary.inherited_from.clone_from(&config.route_from_user);
     if let Err(e) = route.validate() {
         let explanation = format!("the stored model route cannot be used: {e}");
         return Ok(plan(
@@ -157,10 +158,15 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             Some(summary),
         ));
     }
+    let inherited = config
+        .route_from_user
+        .as_deref()
+        .map(|path| format!(" (your default route, from {path})"))
+        .unwrap_or_default();
     Ok(plan(
         Phase::Ready,
         format!(
-            "model {} at {} is reachable; new sessions run on the {} engine",
+            "model {} at {} is reachable{inherited}; new sessions run on the {} engine",
             route.model,
             route.display_url(),
             engine.name()
@@ -177,6 +183,7 @@ fn summarize(route: &RouteConfig) -> RouteSummary {
         model: route.model.clone(),
         api_key_env: route.api_key_env.clone(),
         credential_boundary: route.boundary(),
+        inherited_from: None,
     }
 }
 

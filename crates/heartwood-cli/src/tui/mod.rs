@@ -287,7 +287,12 @@ fn apply(
             // the reason and the models the service lists.
             let route = RouteConfig::compatible(&base_url, &model);
             let connected = tokio::task::block_in_place(|| {
-                heartwood_gateway::route_check::connect(project, route, false)
+                heartwood_gateway::route_check::connect(
+                    project,
+                    route,
+                    false,
+                    heartwood_gateway::route_check::Scope::Project,
+                )
             });
             match connected {
                 Ok(c) if c.saved => app.screen = first_screen(gateway, project)?,

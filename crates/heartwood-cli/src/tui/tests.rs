@@ -200,6 +200,7 @@ fn startup_explains_an_unreachable_service() {
             model: "m".into(),
             api_key_env: None,
             credential_boundary: CredentialBoundary::CredentialFree,
+            inherited_from: None,
         }),
         sessions: 2,
     };
