@@ -353,6 +353,11 @@ impl OpenHandsBackend {
             if self.controls.interrupt.swap(false, Ordering::SeqCst) {
                 self.controls.pause.store(false, Ordering::SeqCst);
                 client.interrupt(&id).await.map_err(oh_error)?;
+                // The server waits only 5 s for the cancelled run to wind down, and falls back
+                // to a pause when no cancellable run is tracked; under load the run can still
+                // be going after that. A pause (a no-op once paused) makes sure the agent stops
+                // at its next step instead of asking the model again.
+                client.pause(&id).await.map_err(oh_error)?;
             } else if self.controls.pause.swap(false, Ordering::SeqCst) {
                 client.pause(&id).await.map_err(oh_error)?;
             }
