@@ -221,14 +221,7 @@ fn print_detail(detail: &SkillDetail) {
     let view: &SkillView = &detail.view;
     println!("{} ({})", view.name, view.status);
     println!("  source    {}", view.source);
-    println!(
-        "  reviewed  {}",
-        if view.reviewed {
-            "by its source"
-        } else {
-            "no: a local directory nobody else reviewed"
-        }
-    );
+    println!("  reviewed  {}", view.review);
     if let Some(digest) = &view.digest {
         println!("  tree      {digest}");
     }

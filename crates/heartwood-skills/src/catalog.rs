@@ -43,6 +43,15 @@ impl SourceKind {
     pub fn reviewed(self) -> bool {
         !matches!(self, SourceKind::Local)
     }
+
+    /// Who reviewed what the source offers, as every interface shows it.
+    pub fn review_label(self) -> &'static str {
+        if self.reviewed() {
+            "reviewed by its source"
+        } else {
+            "unreviewed"
+        }
+    }
 }
 
 /// The catalog, as every interface shows it.
@@ -67,6 +76,8 @@ pub struct SkillView {
     pub source_kind: SourceKind,
     /// Whether the source is a reviewed one (bundled, signed) or not (local).
     pub reviewed: bool,
+    /// The same, in words for people (`reviewed by its source`, `unreviewed`).
+    pub review: String,
     /// The tree offered (`None` when it could not be read).
     pub digest: Option<String>,
     /// Whether the researcher approved this exact tree.
@@ -336,6 +347,7 @@ fn project(
             source: offer.source.clone(),
             source_kind: offer.kind,
             reviewed: offer.kind.reviewed(),
+            review: offer.kind.review_label().to_owned(),
             digest: digest_text,
             approved,
             active: is_active,
@@ -360,6 +372,7 @@ fn project(
                 source: activation.source.clone(),
                 source_kind: kind_of(&activation.source),
                 reviewed: kind_of(&activation.source).reviewed(),
+                review: kind_of(&activation.source).review_label().to_owned(),
                 digest: Some(activation.digest.clone()),
                 approved: true,
                 active: false,

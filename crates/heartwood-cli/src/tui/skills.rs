@@ -73,15 +73,7 @@ pub fn render(
                     Span::styled(format!("{} ", view.name), bold),
                     Span::raw(view.status.clone()),
                 ]),
-                Line::raw(format!(
-                    "source  {}{}",
-                    view.source,
-                    if view.reviewed {
-                        " (reviewed by its source)"
-                    } else {
-                        " (unreviewed: a local directory)"
-                    }
-                )),
+                Line::raw(format!("source  {} ({})", view.source, view.review)),
                 Line::raw(format!(
                     "tree    {}",
                     view.digest.as_deref().unwrap_or("(cannot be read)")
