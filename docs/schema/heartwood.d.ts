@@ -24,6 +24,10 @@ export type AssessedProposal = { proposal: ReviewProposal; reasons: string[]; ta
 /** A stage's evaluation: its independent checks on the exact bytes now in the project. */
 export type AssessmentView = { checks: CheckView[]; eligible: boolean; fingerprint: string; problems: string[]; stage: string };
 
+/** Whether low-risk automation may be chosen with the route in force, and why: the gateway's
+ * decision, which every interface shows rather than working out itself. */
+export type AutomationAllowance = { allowed: boolean; reason: string };
+
 /** What a binding is. */
 export type BindingRole = "input" | "artifact";
 
@@ -69,7 +73,10 @@ export type CommandName = "submit_task" | "send_guidance" | "pause" | "interrupt
 export type ConversationEntry = { blocks?: Block[]; role: Role; seq: number; speaker?: string; text: string };
 
 /** Where the model credential lives relative to the agent's tools. */
-export type CredentialBoundary = "credential_free" | "application_scrubbed";
+export type CredentialBoundary = "credential_free" | "application_scrubbed" | "platform_isolated";
+
+/** A path outside the project the agent may read (and write, when declared writable). */
+export type DataMount = { declared_by?: string; path: string; present?: boolean; purpose?: string; writable?: boolean };
 
 /** The one decision a set receives. */
 export type Decision = "allow_once" | "reject_all";
@@ -80,6 +87,9 @@ export type DecisionView = { decision: Decision; reason?: string | null; revisio
 /** A defect the gateway observed itself: one per condition and file, keeping every
  * reviewer's claim. */
 export type Finding = { check: string; claims: unknown[][]; condition: ReviewCondition; observed: string[]; path: string; severity: string };
+
+/** How `heartwood serve` may be reached here. */
+export type IngressOffer = { mode: "loopback" } | { base_path?: string | null; external_host?: string | null; mode: "jupyter_proxy" } | { base_path?: string | null; mode: "trusted_proxy"; origin?: string | null; proxies?: string[] };
 
 /** A run of text with one style. */
 export type Inline = { code?: boolean; emphasis?: boolean; strong?: boolean; text: string };
@@ -92,6 +102,9 @@ export type Lifecycle = "idle" | "running" | "paused" | "waiting_for_decision" |
 
 /** One member of a reviewed set. */
 export type MemberReview = { action_id: number; headline: string; predicted_risk?: string | null; preview: Preview; risk: RiskLevel; tool: string };
+
+/** The platform's own model transport. */
+export type ModelTransport = { base_url: string; model: string; required: boolean };
 
 /** A session id minted for an interface's first task (the gateway chooses ids; callers
  * cannot). */
@@ -117,6 +130,12 @@ export type PlanStatus = "todo" | "in_progress" | "done";
 
 /** One step of the agent's task plan. */
 export type PlanTask = { notes?: string; status: PlanStatus; title: string };
+
+/** A platform adapter. */
+export type PlatformKind = "generic" | "terra" | "carina";
+
+/** The selected platform adapter and what it supplies. */
+export type PlatformSummary = { credential_boundaries: CredentialBoundary[]; data_mounts?: DataMount[]; default_policy: ActionPolicy; detected_by: string; ingress: IngressOffer[]; local_compute: boolean; model_transport?: ModelTransport | null; platform: PlatformKind; route_categories: string[]; tool_env_allow?: string[] };
 
 /** Exactly what one action would do, computed without running it. */
 export type Preview = { command: string; context: string; input: boolean; kind: "command"; reset: boolean; timeout_secs?: number | null; working_directory: string } | { content: string; kind: "create"; lines: number; omitted_lines: number; path: string } | { added: number; kind: "diff"; omitted_lines: number; path: string; removed: number; sha256: string; unified: string } | { kind: "read"; path: string; range?: number[] | null } | { kind: "plan"; tasks: PlanTask[] } | { kind: "note"; text: string } | { kind: "would_fail"; reason: string };
@@ -166,8 +185,11 @@ export type RiskLevel = "unknown" | "low" | "medium" | "high";
 /** Who wrote a conversation message. */
 export type Role = "researcher" | "agent" | "system";
 
+/** The route's prices, per million tokens, in millionths of the currency. */
+export type RoutePrices = { input_micros_per_mtok: number; output_micros_per_mtok: number };
+
 /** The configured route, as the plan shows it (never the credential itself). */
-export type RouteSummary = { api_key_env?: string | null; base_url: string; category: string; credential_boundary: CredentialBoundary; inherited_from?: string | null; model: string };
+export type RouteSummary = { api_key_env?: string | null; base_url: string; category: string; credential_boundary: CredentialBoundary; inherited_from?: string | null; low_risk_automation: AutomationAllowance; model: string; prices?: RoutePrices | null };
 
 /** A durable event's position in its session, from 1 with no gaps. */
 export type Seq = number;
@@ -206,7 +228,7 @@ export type StageTurn = { base_seconds?: number; exhausted?: boolean; open: bool
 export type StageView = { accepted_evidence?: InspectedFile[]; budget?: BudgetLine[]; id: string; researcher_gate: boolean; status: StageStatus; title: string; used?: BudgetUse };
 
 /** The startup plan. */
-export type StartupPlan = { explanation: string; next_action: string; pending_decisions?: PendingDecision[]; phase: Phase; route?: RouteSummary | null; sessions: number };
+export type StartupPlan = { explanation: string; next_action: string; pending_decisions?: PendingDecision[]; phase: Phase; platform: PlatformSummary; route?: RouteSummary | null; sessions: number };
 
 /** A next step, with how to take it: the typed command it means (each interface shows its own
  * key or button for it) or, for something outside the session, the shell command to run. */
@@ -226,10 +248,10 @@ export type ToolOutput = { action_id: number; text: string };
 export type Update = { revision: number; transient_revision: number } & ({ event: RecordedEvent; update: "event" } | { text: string; update: "token" } | { action_id: number; text: string; update: "output" } | { lifecycle: Lifecycle; update: "execution_settled" } | Suspended | { update: "lagged" });
 
 /** Token counts and cost (integers, so they stay canonical JSON). */
-export type UsageFigures = { cache_read_tokens: number; calls: number; completion_tokens: number; cost_micros: number; prompt_tokens: number; reasoning_tokens: number };
+export type UsageFigures = { cache_read_tokens: number; calls: number; completion_tokens: number; cost_micros: number; priced_calls?: number; prompt_tokens: number; reasoning_tokens: number };
 
 /** Usage in total and per purpose. */
-export type UsageView = { by_purpose: PurposeUsage[]; total: UsageFigures };
+export type UsageView = { by_purpose: PurposeUsage[]; summary?: string; total: UsageFigures };
 
 /** What the gateway concluded about one proposal. */
 export type Verdict = "verified" | "not_observed" | "unverified";

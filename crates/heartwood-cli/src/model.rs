@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Subcommand, ValueEnum};
 use heartwood_gateway::ProjectContext;
-use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
+use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig, RoutePrices};
+use heartwood_gateway::presets;
 
 /// The `model` subcommands.
 #[derive(Subcommand)]
@@ -16,15 +17,27 @@ pub enum ModelCommand {
     /// its models, list the one chosen. Exit codes: 0 checked and saved, 2 not saved (the check
     /// failed; nothing was written), 3 saved with --save-anyway although the check failed.
     Connect {
-        /// How the model is reached.
-        #[arg(long, value_enum)]
-        category: Category,
+        /// A common service's settings (see `heartwood model presets`); the options given
+        /// replace the preset's.
+        #[arg(long)]
+        preset: Option<String>,
+        /// How the model is reached (`research`: the platform's own model transport, whose
+        /// base URL and model the platform supplies).
+        #[arg(long, value_enum, required_unless_present = "preset")]
+        category: Option<Category>,
         /// The service's OpenAI-compatible base URL, e.g. http://localhost:11434/v1.
-        #[arg(long, required_unless_present = "recording")]
+        #[arg(long)]
         base_url: Option<String>,
         /// The model name the service expects.
-        #[arg(long, required_unless_present = "recording")]
+        #[arg(long)]
         model: Option<String>,
+        /// Price in US dollars per million input tokens (with --price-out), so usage is shown
+        /// in money; presets know the list prices of some models.
+        #[arg(long, requires = "price_out")]
+        price_in: Option<String>,
+        /// Price in US dollars per million output tokens.
+        #[arg(long, requires = "price_in")]
+        price_out: Option<String>,
         /// For `--category replay`: the recorded exchanges to serve (a session's
         /// `.heartwood/sessions/ID/backend/exchanges.jsonl`).
         #[arg(long)]
@@ -53,6 +66,12 @@ pub enum ModelCommand {
         /// without a route of its own uses, instead of this project's.
         #[arg(long, conflicts_with = "backend")]
         user: bool,
+    },
+    /// List the presets for common services (base URL, key variable, a model, prices).
+    Presets {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Show the project's model route.
     Show {
@@ -93,9 +112,12 @@ impl From<Category> for RouteCategory {
 pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
     match cmd {
         ModelCommand::Connect {
+            preset,
             category,
             base_url,
             model,
+            price_in,
+            price_out,
             api_key_env,
             recording,
             max_input_tokens,
@@ -105,19 +127,70 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
             save_anyway,
             user,
         } => {
-            let route = RouteConfig {
-                category: category.into(),
-                base_url: base_url
-                    .unwrap_or_else(|| "replay".to_owned())
-                    .trim_end_matches('/')
-                    .to_owned(),
-                model: model.unwrap_or_else(|| "recorded".to_owned()),
-                api_key_env,
-                recording,
-                max_input_tokens,
-                max_output_tokens,
-                timeout_secs,
+            let prices = match (price_in, price_out) {
+                (Some(input), Some(output)) => Some(RoutePrices {
+                    input_micros_per_mtok: presets::parse_dollars(&input)
+                        .map_err(anyhow::Error::msg)?,
+                    output_micros_per_mtok: presets::parse_dollars(&output)
+                        .map_err(anyhow::Error::msg)?,
+                }),
+                _ => None,
             };
+            let mut route = match (preset, category.map(RouteCategory::from)) {
+                (Some(id), _) => {
+                    let preset = presets::find(&id).map_err(anyhow::Error::msg)?;
+                    presets::route(
+                        preset,
+                        presets::Choice {
+                            model,
+                            base_url,
+                            api_key_env,
+                            prices,
+                        },
+                    )
+                }
+                (None, Some(RouteCategory::Research)) => {
+                    let platform = ProjectConfig::load(project)?.platform()?;
+                    let Some(transport) = platform.model_transport else {
+                        anyhow::bail!(
+                            "this platform ({}) offers no model transport of its own; connect \
+                             another category",
+                            platform.platform.as_str()
+                        );
+                    };
+                    RouteConfig {
+                        category: RouteCategory::Research,
+                        prices,
+                        ..RouteConfig::compatible(
+                            base_url.as_deref().unwrap_or(&transport.base_url),
+                            model.as_deref().unwrap_or(&transport.model),
+                        )
+                    }
+                }
+                (None, Some(category)) => {
+                    let replay = category == RouteCategory::Replay;
+                    let (Some(base_url), Some(model)) = (
+                        base_url.or_else(|| replay.then(|| "replay".to_owned())),
+                        model.or_else(|| replay.then(|| "recorded".to_owned())),
+                    ) else {
+                        anyhow::bail!(
+                            "--base-url and --model are needed (or --preset NAME; see heartwood \
+                             model presets)"
+                        );
+                    };
+                    RouteConfig {
+                        category,
+                        api_key_env,
+                        recording,
+                        prices,
+                        ..RouteConfig::compatible(&base_url, &model)
+                    }
+                }
+                (None, None) => anyhow::bail!("give --category or --preset"),
+            };
+            route.max_input_tokens = max_input_tokens;
+            route.max_output_tokens = max_output_tokens;
+            route.timeout_secs = timeout_secs;
             let scope = if user {
                 heartwood_gateway::route_check::Scope::User
             } else {
@@ -160,6 +233,37 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                 ExitCode::SUCCESS
             })
         }
+        ModelCommand::Presets { json } => {
+            if json {
+                println!("{}", serde_json::to_string_pretty(presets::PRESETS)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            for p in presets::PRESETS {
+                let prices = if p.free {
+                    "free per token".to_owned()
+                } else if p.prices.is_empty() {
+                    "no prices known".to_owned()
+                } else {
+                    format!(
+                        "list prices of {} models ({})",
+                        p.prices.len(),
+                        presets::PRICES_AS_OF
+                    )
+                };
+                println!(
+                    "{:<11} {:<34} {:<32} key {:<20} model {} ({prices})",
+                    p.id,
+                    p.name,
+                    p.base_url,
+                    p.api_key_env.unwrap_or("(none)"),
+                    p.model
+                );
+            }
+            println!(
+                "\nheartwood model connect --preset NAME [--model M] [--price-in D --price-out D]"
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         ModelCommand::Show { json } => {
             let config = ProjectConfig::load(project)?;
             match (config.model.clone(), json) {
@@ -186,9 +290,27 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                     println!("input budget      {} tokens", route.max_input_tokens);
                     println!("output budget     {} tokens", route.max_output_tokens);
                     println!("call timeout      {} s", route.timeout_secs);
+                    println!(
+                        "prices            {}",
+                        route.prices.map_or(
+                            "not set (usage cost is shown as unknown)".to_owned(),
+                            |p| format!(
+                                "${} in, ${} out per million tokens",
+                                dollars(p.input_micros_per_mtok),
+                                dollars(p.output_micros_per_mtok)
+                            )
+                        )
+                    );
                 }
             }
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Micro-dollars as dollars, without trailing zeros past the cents.
+fn dollars(micros: u64) -> String {
+    let fraction = format!("{:06}", micros % 1_000_000);
+    let fraction = fraction.trim_end_matches('0');
+    format!("{}.{fraction:0<2}", micros / 1_000_000)
 }

@@ -31,8 +31,76 @@ pub struct ServeArgs {
     base_path: Option<String>,
 }
 
-/// The ingress mode the arguments declare; anything not declared is loopback only.
-fn mode(args: &ServeArgs) -> Mode {
+/// The ingress mode the arguments declare (`None`: none was declared).
+fn declared_mode(args: &ServeArgs) -> Option<Mode> {
+    let mode = flag_mode(args);
+    let declared = args.jupyter_prefix.is_some() || !args.trusted_proxy.is_empty();
+    declared.then_some(mode)
+}
+
+/// The ingress mode for this platform: the declared one when the platform offers it, else the
+/// platform's first offer (on a Jupyter platform, its proxy with the right base path, at a
+/// port picked now). `Err` says why not and what to run instead.
+fn platform_mode(
+    args: &mut ServeArgs,
+    platform: &heartwood_gateway::platform::PlatformSummary,
+) -> Result<Mode> {
+    use heartwood_gateway::platform::{IngressOffer, ingress_refusal};
+    if let Some(mode) = declared_mode(args) {
+        let name = match mode {
+            Mode::Loopback => "loopback",
+            Mode::JupyterProxy { .. } => "jupyter_proxy",
+            Mode::TrustedProxy { .. } => "trusted_proxy",
+        };
+        if let Some(why) = ingress_refusal(platform, name) {
+            anyhow::bail!("{why}; nothing was started");
+        }
+        return Ok(mode);
+    }
+    match platform.ingress.first() {
+        Some(IngressOffer::JupyterProxy {
+            base_path: Some(base),
+            external_host,
+        }) => {
+            let port = match args.port {
+                0 => free_port()?,
+                port => port,
+            };
+            let prefix = format!("{base}proxy/{port}/");
+            let Some(host) = external_host.clone().or_else(|| args.external_host.clone()) else {
+                anyhow::bail!(
+                    "on this platform ({}) the browser reaches Heartwood through the Jupyter \
+                     server's proxy; run `heartwood serve --jupyter-prefix {prefix} \
+                     --external-host HOST` with the host your browser shows for Jupyter",
+                    platform.platform.as_str()
+                );
+            };
+            println!(
+                "This is {}: serving through the Jupyter server's proxy under {prefix}.",
+                platform.platform.as_str()
+            );
+            args.port = port;
+            args.jupyter_prefix = Some(prefix);
+            args.external_host = Some(host);
+            Ok(flag_mode(args))
+        }
+        Some(IngressOffer::Loopback) => Ok(Mode::Loopback),
+        _ => anyhow::bail!(
+            "this platform ({}) offers no ingress mode heartwood serve can choose by itself; \
+             declare one (--jupyter-prefix or --trusted-proxy)",
+            platform.platform.as_str()
+        ),
+    }
+}
+
+/// A loopback port free now (the Jupyter proxy's prefix must name the port before we listen).
+fn free_port() -> Result<u16> {
+    let probe = std::net::TcpListener::bind(("127.0.0.1", 0)).context("cannot find a free port")?;
+    Ok(probe.local_addr()?.port())
+}
+
+/// The ingress mode the arguments describe; anything not declared is loopback only.
+fn flag_mode(args: &ServeArgs) -> Mode {
     let slashed = |p: &str| format!("/{}/", p.trim_matches('/'));
     if let (Some(prefix), Some(host)) = (&args.jupyter_prefix, &args.external_host) {
         return Mode::JupyterProxy {
@@ -77,13 +145,14 @@ fn proxied_port(prefix: &str) -> Option<u16> {
 }
 
 /// Runs the server until interrupted.
-pub fn run(project: ProjectContext, args: ServeArgs) -> Result<ExitCode> {
+pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
+    let platform = heartwood_gateway::config::ProjectConfig::load(&project)?.platform()?;
+    let mode = platform_mode(&mut args, &platform)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let mode = mode(&args);
         // Loopback unless a trusted proxy was declared, which must be able to reach us.
         let address = if matches!(mode, Mode::TrustedProxy { .. }) { "0.0.0.0" } else { "127.0.0.1" };
         let wanted = listening_port(&args)?;

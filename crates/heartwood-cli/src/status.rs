@@ -24,6 +24,45 @@ pub fn run(project: &ProjectContext, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The platform in words: which adapter, why, and what it supplies.
+fn print_platform(p: &heartwood_gateway::platform::PlatformSummary) {
+    use heartwood_gateway::platform::IngressOffer;
+    println!("platform  {} ({})", p.platform.as_str(), p.detected_by);
+    println!("          model routes: {}", p.route_categories.join(", "));
+    if let Some(t) = &p.model_transport {
+        println!(
+            "          model transport: {} at {}{}",
+            t.model,
+            t.base_url,
+            if t.required { " (required)" } else { "" }
+        );
+    }
+    let ingress: Vec<String> = p.ingress.iter().map(IngressOffer::describe).collect();
+    println!("          heartwood serve: {}", ingress.join(", "));
+    for mount in &p.data_mounts {
+        println!(
+            "mount     {} ({}{}{}; declared by {})",
+            mount.path,
+            if mount.writable {
+                "writable"
+            } else {
+                "read-only"
+            },
+            if mount.purpose.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", mount.purpose)
+            },
+            if mount.present {
+                ""
+            } else {
+                ", not present: not given to the agent"
+            },
+            mount.declared_by
+        );
+    }
+}
+
 /// The plan in words.
 pub fn print_plan(plan: &StartupPlan) {
     for waiting in &plan.pending_decisions {
@@ -56,7 +95,18 @@ pub fn print_plan(plan: &StartupPlan) {
         if let Some(path) = &route.inherited_from {
             println!("          your default route, from {path} (this project sets none)");
         }
+        println!(
+            "          credentials: {}; low-risk automation {}: {}",
+            route.credential_boundary.as_str(),
+            if route.low_risk_automation.allowed {
+                "allowed"
+            } else {
+                "off"
+            },
+            route.low_risk_automation.reason
+        );
     }
+    print_platform(&plan.platform);
     println!("sessions  {}", plan.sessions);
     println!("next      {}", plan.next_action);
 }

@@ -251,6 +251,14 @@ pub struct UsageFigures {
     pub cost_micros: u64,
     /// Model calls.
     pub calls: u64,
+    /// Model calls whose cost is known (the route had prices); when fewer than `calls`, the
+    /// cost is shown as unknown, never as a sum that leaves calls out.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priced_calls: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl UsageFigures {
@@ -262,5 +270,6 @@ impl UsageFigures {
         self.reasoning_tokens += other.reasoning_tokens;
         self.cost_micros += other.cost_micros;
         self.calls += other.calls;
+        self.priced_calls += other.priced_calls;
     }
 }

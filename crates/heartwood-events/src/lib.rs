@@ -5,7 +5,7 @@
 //! enum interfaces submit, command [`Receipt`]s, the [`SessionProjection`] every interface
 //! renders (with the action, decision, lifecycle and usage types it is made of), the other
 //! wire types interfaces receive (updates, snapshots, session rows, the [`startup`] plan, the
-//! workflow [`catalog`]), and the canonical JSON byte form that the audit chain hashes.
+//! [`platform`] summary, the workflow [`catalog`]), and the canonical JSON byte form that the audit chain hashes.
 //!
 //! It must never do I/O: no files, no clocks beyond reading "now" for a timestamp, no network.
 //! Anything that touches a session directory lives in `heartwood-audit`.
@@ -18,6 +18,7 @@ mod decode;
 mod event;
 mod id;
 mod markdown;
+pub mod platform;
 mod projection;
 mod receipt;
 mod review;

@@ -202,6 +202,10 @@ pub struct DecisionView {
 pub struct UsageView {
     /// Everything together.
     pub total: UsageFigures,
+    /// One line for people: tokens in and out and the cost in money, or "cost unknown" when
+    /// some calls had no price (empty before the first call).
+    #[serde(default)]
+    pub summary: String,
     /// Per purpose, in the order purposes first appeared.
     pub by_purpose: Vec<PurposeUsage>,
 }

@@ -50,6 +50,39 @@ pub enum CredentialBoundary {
     /// The secret is in Heartwood's environment and removed from what tools can see; the model
     /// client and the tools still share an operating-system identity.
     ApplicationScrubbed,
+    /// The platform's own model transport, authorized outside Heartwood: Heartwood and its
+    /// tools hold no secret for it. Trusted only after a live synthetic qualification request.
+    PlatformIsolated,
+}
+
+impl CredentialBoundary {
+    /// The name as serialized and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CredentialBoundary::CredentialFree => "credential_free",
+            CredentialBoundary::ApplicationScrubbed => "application_scrubbed",
+            CredentialBoundary::PlatformIsolated => "platform_isolated",
+        }
+    }
+}
+
+/// Whether low-risk automation may be chosen with the route in force, and why: the gateway's
+/// decision, which every interface shows rather than working out itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AutomationAllowance {
+    /// Low-risk automation may be chosen.
+    pub allowed: bool,
+    /// Why, in a sentence.
+    pub reason: String,
+}
+
+/// The route's prices, per million tokens, in millionths of the currency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RoutePrices {
+    /// Per million input (prompt) tokens.
+    pub input_micros_per_mtok: u64,
+    /// Per million output (completion) tokens.
+    pub output_micros_per_mtok: u64,
 }
 
 /// The configured route, as the plan shows it (never the credential itself).
@@ -65,6 +98,11 @@ pub struct RouteSummary {
     pub api_key_env: Option<String>,
     /// Where the credential sits relative to the agent's tools.
     pub credential_boundary: CredentialBoundary,
+    /// Whether low-risk automation may be chosen with this route here.
+    pub low_risk_automation: AutomationAllowance,
+    /// The route's prices (US dollars), when known; usage is shown in money only then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<RoutePrices>,
     /// When the project sets no route and this is the user's default route: its file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inherited_from: Option<String>,
@@ -81,6 +119,8 @@ pub struct StartupPlan {
     pub next_action: String,
     /// The configured route, if any.
     pub route: Option<RouteSummary>,
+    /// The research environment Heartwood runs in, and what it offers.
+    pub platform: crate::platform::PlatformSummary,
     /// Sessions recorded in this project.
     pub sessions: usize,
     /// Sessions waiting for a decision, most recent first: said before anything else.

@@ -65,6 +65,9 @@ pub struct BackendSpec {
     /// The environment the agent's terminal tool may see (the route's credential is left out
     /// besides).
     pub tool_env: heartwood_agent::tools::ToolEnvironment,
+    /// Directories outside the project the agent may reach (the platform's and the project's
+    /// data mounts that are present).
+    pub data_mounts: Vec<heartwood_agent::tools::OutsideDirectory>,
 }
 
 /// What a backend reports while it runs. Implemented by the gateway for each session; a

@@ -68,7 +68,13 @@ pub struct RouteConfig {
     /// Seconds allowed for one model call, retries included.
     #[serde(default = "default_timeout")]
     pub timeout_secs: u64,
+    /// Prices in US dollars per million tokens, when known (from a preset or set by the
+    /// researcher); without them usage is shown in tokens and its cost as unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<RoutePrices>,
 }
+
+pub use heartwood_events::startup::RoutePrices;
 
 /// The smallest input budget a route may have: the agent's instructions and tool schemas alone
 /// take about a thousand tokens.
@@ -100,10 +106,10 @@ impl RouteConfig {
                  llama.cpp, vLLM) and connect it with --category compatible"
                 .into());
         }
-        if self.category == RouteCategory::Research {
+        if self.category == RouteCategory::Research && self.api_key_env.is_some() {
             return bad(
-                "research-environment endpoints are not supported yet; if the endpoint speaks the \
-                 OpenAI chat-completions protocol, connect it with --category compatible"
+                "a research route is the platform's own model transport, authorized outside \
+                 Heartwood; it takes no API key"
                     .into(),
             );
         }
@@ -177,6 +183,7 @@ impl RouteConfig {
             max_input_tokens: default_input(),
             max_output_tokens: default_output(),
             timeout_secs: default_timeout(),
+            prices: None,
         }
     }
 
@@ -191,6 +198,7 @@ impl RouteConfig {
             max_input_tokens: default_input(),
             max_output_tokens: default_output(),
             timeout_secs: default_timeout(),
+            prices: None,
         }
     }
 
@@ -207,6 +215,10 @@ impl RouteConfig {
         route.max_input_tokens = self.max_input_tokens;
         route.max_output_tokens = self.max_output_tokens;
         route.total_timeout = std::time::Duration::from_secs(self.timeout_secs);
+        route.prices = self.prices.map(|p| heartwood_agent::model::Prices {
+            prompt_micros_per_mtok: p.input_micros_per_mtok,
+            completion_micros_per_mtok: p.output_micros_per_mtok,
+        });
         route
     }
 
@@ -290,6 +302,10 @@ pub struct ProjectConfig {
     /// trailing `*` is a prefix). Everything else is left out of the commands' environment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_env_allow: Vec<String>,
+    /// Paths outside the project the agent may read (and write, when declared writable),
+    /// besides those the platform declares.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub data_mounts: Vec<crate::platform::MountDeclaration>,
     /// When the project sets no route of its own and `model` is the user's default route: the
     /// file it came from. Never written.
     #[serde(skip)]
@@ -312,9 +328,21 @@ pub fn user_config_path() -> Option<std::path::PathBuf> {
 }
 
 impl ProjectConfig {
-    /// The environment the agent's terminal tool starts with in this project.
-    pub fn tool_env(&self) -> heartwood_agent::tools::ToolEnvironment {
-        heartwood_agent::tools::ToolEnvironment::default().allowing(self.tool_env_allow.clone())
+    /// The environment the agent's terminal tool starts with in this project on `platform`:
+    /// the standard list, the platform's variables and the project's own.
+    pub fn tool_env(
+        &self,
+        platform: &crate::platform::PlatformSummary,
+    ) -> heartwood_agent::tools::ToolEnvironment {
+        heartwood_agent::tools::ToolEnvironment::default()
+            .allowing(platform.tool_env_allow.clone())
+            .allowing(self.tool_env_allow.clone())
+    }
+
+    /// The platform this project runs on, with the project's data mounts.
+    pub fn platform(&self) -> Result<crate::platform::PlatformSummary, GatewayError> {
+        let surroundings = crate::platform::Surroundings::of_this_process()?;
+        Ok(crate::platform::detect(&surroundings, &self.data_mounts))
     }
 }
 
@@ -481,6 +509,7 @@ mod tests {
             max_input_tokens: 32_000,
             max_output_tokens: 2_048,
             timeout_secs: 300,
+            prices: None,
         }
     }
 

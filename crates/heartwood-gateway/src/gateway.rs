@@ -111,6 +111,8 @@ pub(crate) struct Shared {
     opening: Mutex<()>,
     /// The updates of each session followed in this process (see [`crate::follow`]).
     feeds: Mutex<HashMap<SessionId, broadcast::Sender<Update>>>,
+    /// Platform model transports (base URL, model) that passed their qualification request.
+    qualified: Mutex<std::collections::HashSet<(String, String)>>,
 }
 
 impl Shared {
@@ -186,6 +188,7 @@ impl SessionGateway {
                 stopping: Mutex::new(Vec::new()),
                 opening: Mutex::new(()),
                 feeds: Mutex::new(HashMap::new()),
+                qualified: Mutex::new(std::collections::HashSet::new()),
             }),
         }
     }
@@ -1142,7 +1145,11 @@ impl SessionGateway {
     ) -> Result<(), String> {
         let policy = policy.unwrap_or(core.projection().policy);
         // Checked even when a worker runs: a route removed or broken since is refused now.
-        let route = self.usable_route(policy)?;
+        let UsableRoute {
+            route,
+            config,
+            platform,
+        } = self.usable_route(policy)?;
         if core.worker().is_some() {
             return Ok(());
         }
@@ -1155,12 +1162,10 @@ impl SessionGateway {
         // Revalidated on every start: only active, verified, unrevoked skills reach the agent,
         // and an agent does not start on skills that cannot be verified.
         let skills = crate::skills::SkillsService::open(&self.shared.project).for_agent()?;
-        let tool_env = ProjectConfig::load(&self.shared.project)
-            .map_err(|e| e.to_string())?
-            .tool_env();
         let spec = BackendSpec {
             skills,
-            tool_env,
+            tool_env: config.tool_env(&platform),
+            data_mounts: crate::platform::outside_directories(&platform),
             route,
             project: self.shared.project.root().to_owned(),
             state_dir: utf8(&state_dir)?,
@@ -1194,10 +1199,11 @@ impl SessionGateway {
             .map_err(|e| e.to_string())
     }
 
-    /// The connected model route, or why the agent cannot use it under `policy` now.
-    fn usable_route(&self, policy: ActionPolicy) -> Result<crate::config::RouteConfig, String> {
+    /// The connected model route, or why the agent cannot use it under `policy` now (on this
+    /// platform, with its credential class).
+    fn usable_route(&self, policy: ActionPolicy) -> Result<UsableRoute, String> {
         let config = ProjectConfig::load(&self.shared.project).map_err(|e| e.to_string())?;
-        let Some(route) = config.model else {
+        let Some(route) = config.model.clone() else {
             return Err(
                 "no model route is connected; run `heartwood model connect --category \
                  compatible --base-url URL --model NAME` first"
@@ -1208,6 +1214,12 @@ impl SessionGateway {
         route.validate().map_err(|e| {
             format!("the connected model route cannot be used: {e}; connect it again with `heartwood model connect`")
         })?;
+        let platform = config.platform().map_err(|e| e.to_string())?;
+        if let Some(why) = crate::platform::refusal(&platform, &route) {
+            return Err(format!(
+                "the connected model route cannot be used here: {why}"
+            ));
+        }
         if let Some(var) = &route.api_key_env
             && std::env::var(var).map_or(true, |v| v.is_empty())
         {
@@ -1216,17 +1228,43 @@ impl SessionGateway {
                  this terminal and try again"
             ));
         }
-        if policy == ActionPolicy::LowRiskAutomation
-            && route.boundary() == CredentialBoundary::ApplicationScrubbed
-        {
-            return Err(format!(
-                "low-risk automation is refused for this model route: its credential (${}) is \
-                 in Heartwood's environment, and automatically run commands would share it. Use \
-                 the always-review policy, or connect a credential-free route",
-                route.api_key_env.as_deref().unwrap_or_default()
-            ));
+        if policy == ActionPolicy::LowRiskAutomation {
+            let boundary = crate::platform::boundary(&platform, &route);
+            let allowance = crate::platform::automation(boundary, route.api_key_env.as_deref());
+            if !allowance.allowed {
+                return Err(format!(
+                    "low-risk automation is refused for this model route: {}. Use the \
+                     always-review policy, or connect a credential-free route",
+                    allowance.reason
+                ));
+            }
+            if boundary == CredentialBoundary::PlatformIsolated {
+                self.qualified(&route)?;
+            }
         }
-        Ok(route)
+        Ok(UsableRoute {
+            route,
+            config,
+            platform,
+        })
+    }
+
+    /// A platform-isolated route is trusted for automation only after a live synthetic
+    /// request answered well, once per route for the life of this gateway.
+    fn qualified(&self, route: &crate::config::RouteConfig) -> Result<(), String> {
+        let key = (route.base_url.clone(), route.model.clone());
+        if lock(&self.shared.qualified).contains(&key) {
+            return Ok(());
+        }
+        crate::route_check::qualify(route).map_err(|why| {
+            format!(
+                "low-risk automation is refused: the platform's model transport did not pass \
+                 its qualification request ({why}); use the always-review policy, or ask the \
+                 platform's operators"
+            )
+        })?;
+        lock(&self.shared.qualified).insert(key);
+        Ok(())
     }
 
     /// [`Self::usable_route`], and reachable: for a task that would register a new session,
@@ -1234,7 +1272,7 @@ impl SessionGateway {
     /// session holding nothing but the failure. (Not asked on every command: it opens a
     /// connection, which an ordinary decision should not wait for.)
     fn reachable_route(&self, policy: ActionPolicy) -> Result<(), String> {
-        let route = self.usable_route(policy)?;
+        let route = self.usable_route(policy)?.route;
         if route.recording_path(self.shared.project.root()).is_some() {
             return Ok(());
         }
@@ -1246,6 +1284,13 @@ impl SessionGateway {
             )
         })
     }
+}
+
+/// A route the agent may use now, with the configuration and platform it was judged by.
+struct UsableRoute {
+    route: crate::config::RouteConfig,
+    config: ProjectConfig,
+    platform: crate::platform::PlatformSummary,
 }
 
 /// Why a task or guidance cannot be given as typed: it says nothing.

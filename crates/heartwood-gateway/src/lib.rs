@@ -24,6 +24,8 @@ mod live;
 pub mod markdown;
 pub mod native;
 pub mod openhands;
+pub mod platform;
+pub mod presets;
 pub mod preview;
 mod project;
 pub mod reducer;

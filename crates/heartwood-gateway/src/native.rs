@@ -41,7 +41,8 @@ impl BackendFactory for NativeBackendFactory {
         );
         config.policy = confirmation(spec.policy);
         config.system_prompt.push_str(&spec.skills.prompt_section());
-        config.read_only = spec.skills.directories();
+        config.outside = spec.skills.directories();
+        config.outside.extend(spec.data_mounts.iter().cloned());
         config.tool_env = spec.tool_env.clone();
         // In workflow conversations a review answers with structured proposals; elsewhere
         // every specialist answers in text.

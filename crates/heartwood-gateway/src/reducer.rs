@@ -153,6 +153,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
                     usage: *usage,
                 }),
             }
+            p.usage.summary = usage_summary(&p.usage.total);
         }
         Event::ErrorRecorded { message } => {
             // In the conversation too, so the failure stays in the history where it happened.
@@ -432,6 +433,55 @@ fn suggestions(p: &SessionProjection) -> Vec<Suggestion> {
     }
 }
 
+/// Usage in words: tokens, then the cost in dollars, or "cost unknown" when any call had no
+/// price (a sum that silently left calls out would read as a real, smaller cost).
+pub(crate) fn usage_summary(total: &heartwood_events::UsageFigures) -> String {
+    let tokens = format!(
+        "{} tokens in, {} out",
+        thousands(total.prompt_tokens),
+        thousands(total.completion_tokens)
+    );
+    let cost = if total.calls == 0 {
+        return String::new();
+    } else if total.priced_calls >= total.calls {
+        format!("${}", dollars(total.cost_micros))
+    } else if total.priced_calls == 0 {
+        "cost unknown (no price set)".to_owned()
+    } else {
+        format!(
+            "cost unknown ({} of {} calls unpriced)",
+            total.calls - total.priced_calls,
+            total.calls
+        )
+    };
+    format!("{tokens} · {cost}")
+}
+
+/// `n` with thousands separated by commas.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Millionths of a dollar as dollars: cents for a dollar or more, four decimals below (a few
+/// calls to a cheap model cost fractions of a cent, which "$0.00" would hide).
+fn dollars(micros: u64) -> String {
+    let ten_thousandths = (micros + 50) / 100;
+    if ten_thousandths < 10_000 {
+        format!("0.{ten_thousandths:04}")
+    } else {
+        let cents = (micros + 5_000) / 10_000;
+        format!("{}.{:02}", cents / 100, cents % 100)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,6 +548,40 @@ mod tests {
             waiting.status_line
         );
         assert!(waiting.suggestions.len() <= 3);
+    }
+
+    #[test]
+    fn usage_is_said_in_money_only_when_every_call_had_a_price() {
+        use heartwood_events::UsageFigures;
+        let figures = |calls, priced_calls, cost_micros| UsageFigures {
+            prompt_tokens: 1_234_567,
+            completion_tokens: 890,
+            calls,
+            priced_calls,
+            cost_micros,
+            ..UsageFigures::default()
+        };
+        assert_eq!(usage_summary(&figures(0, 0, 0)), "");
+        assert_eq!(
+            usage_summary(&figures(3, 3, 1_999_999)),
+            "1,234,567 tokens in, 890 out · $2.00"
+        );
+        assert_eq!(
+            usage_summary(&figures(3, 3, 999_990)),
+            "1,234,567 tokens in, 890 out · $1.00"
+        );
+        assert_eq!(
+            usage_summary(&figures(3, 3, 1_234)),
+            "1,234,567 tokens in, 890 out · $0.0012"
+        );
+        assert_eq!(
+            usage_summary(&figures(3, 0, 0)),
+            "1,234,567 tokens in, 890 out · cost unknown (no price set)"
+        );
+        assert_eq!(
+            usage_summary(&figures(3, 2, 500)),
+            "1,234,567 tokens in, 890 out · cost unknown (1 of 3 calls unpriced)"
+        );
     }
 
     #[test]

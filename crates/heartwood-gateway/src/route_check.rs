@@ -73,6 +73,13 @@ pub fn connect(
     scope: Scope,
 ) -> Result<Connected, GatewayError> {
     route.validate()?;
+    // A route the platform does not allow is not saved, whatever the service says.
+    if scope == Scope::Project {
+        let platform = ProjectConfig::load(project)?.platform()?;
+        if let Some(why) = crate::platform::refusal(&platform, &route) {
+            return Err(GatewayError::Config(why));
+        }
+    }
     let check = check(&route);
     let refusal = check.refusal(&route.model);
     let saved = refusal.is_none() || save_anyway;
@@ -141,6 +148,45 @@ fn list_models(route: &RouteConfig) -> Result<Option<Vec<String>>, String> {
     model_route.idle_timeout = LISTING_TIMEOUT;
     let client =
         heartwood_agent::model::ModelClient::new(model_route).map_err(|e| e.to_string())?;
+    on_own_runtime(client.list_models())
+}
+
+/// Sends the platform transport's qualification request: one short synthetic chat completion
+/// with nothing of the project in it. A well-formed reply qualifies the transport (its content
+/// is not judged: the request shows the transport answers as a model service, authorized
+/// without anything of Heartwood's).
+pub fn qualify(route: &RouteConfig) -> Result<(), String> {
+    use heartwood_agent::model::ChatMessage;
+    let mut model_route = route.model_route(std::path::Path::new("."));
+    model_route.replay = None;
+    model_route.stream = false;
+    model_route.max_output_tokens = 8;
+    model_route.max_retries = 0;
+    model_route.total_timeout = QUALIFICATION_TIMEOUT;
+    model_route.connect_timeout = QUALIFICATION_TIMEOUT;
+    model_route.idle_timeout = QUALIFICATION_TIMEOUT;
+    let client =
+        heartwood_agent::model::ModelClient::new(model_route).map_err(|e| e.to_string())?;
+    let messages = [
+        ChatMessage::System {
+            content: "This is a connectivity check from Heartwood; no task follows.".into(),
+        },
+        ChatMessage::User {
+            content: "Reply with the single word: ready".into(),
+        },
+    ];
+    on_own_runtime(async { client.complete(&messages, &[], &mut |_| {}).await })?;
+    Ok(())
+}
+
+/// How long a qualification request may take.
+const QUALIFICATION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Runs `future` to completion on a runtime of its own, on a thread of its own: the caller may
+/// be inside a runtime (where blocking on another would panic) or on a blocking thread.
+fn on_own_runtime<T: Send, E: std::fmt::Display>(
+    future: impl std::future::Future<Output = Result<T, E>> + Send,
+) -> Result<T, String> {
     std::thread::scope(|scope| {
         scope
             .spawn(|| {
@@ -148,11 +194,11 @@ fn list_models(route: &RouteConfig) -> Result<Option<Vec<String>>, String> {
                     .enable_all()
                     .build()
                     .map_err(|e| e.to_string())?
-                    .block_on(client.list_models())
+                    .block_on(future)
                     .map_err(|e| e.to_string())
             })
             .join()
-            .map_err(|_| "the model listing panicked".to_owned())?
+            .map_err(|_| "the request panicked".to_owned())?
     })
 }
 

@@ -5,8 +5,6 @@
 //! Every call blocks (files, fsync, a signed source's verification): interfaces call them from
 //! a blocking thread, as they call the rest of the gateway.
 
-use std::path::PathBuf;
-
 use heartwood_skills::catalog::{self, Catalog};
 pub use heartwood_skills::catalog::{
     ActiveSkill, CatalogView, FileView, SkillDetail, SkillView, SourceKind, SourceRefresh,
@@ -146,8 +144,16 @@ impl AgentSkills {
     }
 
     /// The verified directories the agent may read.
-    pub fn directories(&self) -> Vec<PathBuf> {
-        self.0.iter().map(|s| s.dir.clone()).collect()
+    pub fn directories(&self) -> Vec<heartwood_agent::tools::OutsideDirectory> {
+        self.0
+            .iter()
+            .map(|s| {
+                heartwood_agent::tools::OutsideDirectory::read_only(
+                    s.dir.clone(),
+                    format!("the skill {}'s verified copy", s.name),
+                )
+            })
+            .collect()
     }
 
     /// The whole instructions of each of `names`, to inject into a specialist's prompt; `Err`

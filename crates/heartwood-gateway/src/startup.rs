@@ -46,12 +46,27 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             })
         })
         .collect();
+    let config = ProjectConfig::load(project);
+    let detected = match &config {
+        Ok(config) => config.platform(),
+        Err(_) => ProjectConfig::default().platform(),
+    };
+    // A deployment file that cannot be read is said first; meanwhile the plan shows the
+    // generic platform, which offers nothing the file might have declared.
+    let (platform, platform_error) = match detected {
+        Ok(platform) => (platform, None),
+        Err(e) => (
+            crate::platform::detect(&crate::platform::Surroundings::default(), &[]),
+            Some(e.to_string()),
+        ),
+    };
     let plan = |phase, explanation: String, next_action: String, route: Option<RouteSummary>| {
         StartupPlan {
             phase,
             explanation,
             next_action,
             route,
+            platform: platform.clone(),
             sessions: sessions.len(),
             pending_decisions: pending_decisions.clone(),
         }
@@ -76,12 +91,36 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
         ));
     }
     let connect = "heartwood model connect --category compatible --base-url URL --model NAME [--api-key-env VAR]".to_owned();
-    let config = match ProjectConfig::load(project) {
+    if let Some(why) = platform_error {
+        return Ok(plan(
+            Phase::ProjectReview,
+            why,
+            "fix the platform deployment file (or unset HEARTWOOD_PLATFORM_FILE) and run \
+             heartwood again"
+                .to_owned(),
+            None,
+        ));
+    }
+    let config = match config {
         Ok(config) => config,
         Err(e) => return Ok(plan(Phase::ModelRequired, e.to_string(), connect, None)),
     };
     let engine = config.backend;
     let Some(route) = config.model else {
+        if let Some(transport) = platform.model_transport.as_ref().filter(|t| t.required) {
+            return Ok(plan(
+                Phase::ConnectionRequired,
+                format!(
+                    "this platform ({}) requires its own model transport ({} at {}), and no \
+                     route is connected yet",
+                    platform.platform.as_str(),
+                    transport.model,
+                    transport.base_url
+                ),
+                "heartwood model connect --category research".to_owned(),
+                None,
+            ));
+        }
         return Ok(plan(
             Phase::ModelRequired,
             "no model is connected to this project yet".to_owned(),
@@ -89,7 +128,7 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             None,
         ));
     };
-    let mut summary = summarize(&route);
+    let mut summary = summarize(&route, &platform);
     summary.inherited_from.clone_from(&config.route_from_user);
     if let Err(e) = route.validate() {
         let explanation = format!("the stored model route cannot be used: {e}");
@@ -97,6 +136,26 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             Phase::ModelRequired,
             explanation,
             connect,
+            Some(summary),
+        ));
+    }
+    if let Some(why) = crate::platform::refusal(&platform, &route) {
+        let transport_required = platform
+            .model_transport
+            .as_ref()
+            .is_some_and(|t| t.required);
+        return Ok(plan(
+            if transport_required {
+                Phase::ConnectionRequired
+            } else {
+                Phase::ModelRequired
+            },
+            format!("the stored model route cannot be used here: {why}"),
+            if transport_required {
+                "heartwood model connect --category research".to_owned()
+            } else {
+                connect
+            },
             Some(summary),
         ));
     }
@@ -176,13 +235,16 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
     ))
 }
 
-fn summarize(route: &RouteConfig) -> RouteSummary {
+fn summarize(route: &RouteConfig, platform: &crate::platform::PlatformSummary) -> RouteSummary {
+    let boundary = crate::platform::boundary(platform, route);
     RouteSummary {
         category: route.category.as_str().to_owned(),
         base_url: route.display_url(),
         model: route.model.clone(),
         api_key_env: route.api_key_env.clone(),
-        credential_boundary: route.boundary(),
+        credential_boundary: boundary,
+        low_risk_automation: crate::platform::automation(boundary, route.api_key_env.as_deref()),
+        prices: route.prices,
         inherited_from: None,
     }
 }

@@ -222,6 +222,7 @@ fn figures(usage: &Usage) -> UsageFigures {
         reasoning_tokens: usage.reasoning_tokens,
         cost_micros: usage.cost_micros,
         calls: usage.calls,
+        priced_calls: usage.priced_calls,
     }
 }
 

@@ -117,6 +117,7 @@ fn route(base_url: &str, api_key_env: Option<&str>) -> RouteConfig {
         max_input_tokens: 100_000,
         max_output_tokens: 1_000,
         timeout_secs: 60,
+        prices: None,
     }
 }
 

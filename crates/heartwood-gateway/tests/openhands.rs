@@ -55,6 +55,7 @@ impl Fixture {
                 max_input_tokens: 100_000,
                 max_output_tokens: 1_000,
                 timeout_secs: 60,
+                prices: None,
             },
         )
         .expect("route");

@@ -75,12 +75,13 @@ pub(crate) fn session_with(snapshot: &Snapshot, figure: Option<&str>) -> String 
         }
         out.push_str("</ul></div>");
     }
-    let total = &p.usage.total;
-    let _ = write!(
-        out,
-        "<div style=\"{MUTED};margin-top:6px\">tokens: {} prompt, {} completion</div>",
-        total.prompt_tokens, total.completion_tokens
-    );
+    if !p.usage.summary.is_empty() {
+        let _ = write!(
+            out,
+            "<div style=\"{MUTED};margin-top:6px\">{}</div>",
+            escape(&p.usage.summary)
+        );
+    }
     if p.pending.is_some() {
         out.push_str(&pending(snapshot));
     }

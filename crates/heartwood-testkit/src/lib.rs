@@ -5,8 +5,10 @@
 //! next [`Turn`] of a [`Script`], can inject faults (HTTP errors, a stream cut mid-chunk,
 //! malformed tool arguments, slow chunks), and records every request body so a test can assert
 //! what the model was sent. [`sessions`] makes real recorded sessions for interface tests;
-//! [`load`] puts a running server under load over real TCP.
+//! [`load`] puts a running server under load over real TCP; [`child`] runs a test again in a
+//! child process with environment variables set.
 
+pub mod child;
 pub mod load;
 mod script;
 mod server;

@@ -43,6 +43,7 @@ pub fn run() -> Result<()> {
             max_input_tokens: 100_000,
             max_output_tokens: 1_000,
             timeout_secs: 60,
+            prices: None,
         },
     )?;
     let gateway = SessionGateway::new(project.clone());

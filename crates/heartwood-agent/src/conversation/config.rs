@@ -30,9 +30,9 @@ pub struct ConversationConfig {
     pub finish_outcome: Option<serde_json::Value>,
     /// The advisory specialists the `task` tool offers (none: no `task` tool).
     pub specialists: Vec<SpecialistConfig>,
-    /// Directories the file editor may view by absolute path and never edit (active skills'
-    /// verified copies).
-    pub read_only: Vec<PathBuf>,
+    /// Directories outside the project the file editor reaches by absolute path (active
+    /// skills' verified copies, read-only; data mounts, writable when declared so).
+    pub outside: Vec<crate::tools::OutsideDirectory>,
     /// The environment the terminal's shell starts with (the route's credential is always
     /// left out as well).
     pub tool_env: crate::tools::ToolEnvironment,
@@ -73,7 +73,7 @@ impl ConversationConfig {
             }),
             finish_outcome: None,
             specialists: Vec::new(),
-            read_only: Vec::new(),
+            outside: Vec::new(),
             tool_env: crate::tools::ToolEnvironment::default(),
         }
     }

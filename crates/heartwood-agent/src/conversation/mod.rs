@@ -104,7 +104,7 @@ impl Conversation {
             config.dir.join("task_plan.json"),
             config.terminal,
             env,
-            &config.read_only,
+            &config.outside,
         )
         .map_err(|source| ConversationError::Project {
             path: config.project.clone(),

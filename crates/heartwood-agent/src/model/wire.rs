@@ -114,6 +114,9 @@ pub struct Usage {
     /// Model calls counted.
     #[serde(default)]
     pub calls: u64,
+    /// Model calls whose cost is known (the route had prices).
+    #[serde(default)]
+    pub priced_calls: u64,
 }
 
 impl Usage {
@@ -125,6 +128,7 @@ impl Usage {
         self.reasoning_tokens += other.reasoning_tokens;
         self.cost_micros += other.cost_micros;
         self.calls += other.calls;
+        self.priced_calls += other.priced_calls;
     }
 }
 
@@ -251,6 +255,7 @@ impl WireUsage {
                 .map_or(0, |d| d.reasoning_tokens),
             cost_micros,
             calls: 1,
+            priced_calls: u64::from(prices.is_some()),
         }
     }
 }

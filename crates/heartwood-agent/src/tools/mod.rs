@@ -17,7 +17,7 @@ use serde_json::Value;
 
 pub use editor::{EditorArgs, EditorCommand, FileEditor, insert_after, replace_once};
 pub use environment::{STANDARD_ALLOW, ToolEnvironment};
-pub use paths::ProjectPaths;
+pub use paths::{OutsideDirectory, ProjectPaths};
 pub use risk::{Risk, risk};
 pub use schema::{SpecialistSpec, specs, specs_with_outcome, task_spec};
 pub use task_tracker::TaskTrackerArgs;
@@ -207,15 +207,16 @@ pub struct Toolbox {
 
 impl Toolbox {
     /// Tools working in `project`, keeping the task plan in `plan_file`. The shell starts with
-    /// `env` only; `read_only` directories may be viewed by absolute path and never edited.
+    /// `env` only; `outside` directories are reached by their absolute path (edited only when
+    /// writable).
     pub fn new(
         project: &std::path::Path,
         plan_file: std::path::PathBuf,
         limits: TerminalLimits,
         env: ToolEnvironment,
-        read_only: &[std::path::PathBuf],
+        outside: &[OutsideDirectory],
     ) -> std::io::Result<Self> {
-        let paths = ProjectPaths::new(project)?.with_read_only(read_only)?;
+        let paths = ProjectPaths::new(project)?.with_outside(outside)?;
         Ok(Toolbox {
             terminal: Terminal::with_environment(paths.root(), limits, env),
             editor: FileEditor::new(paths.clone()),

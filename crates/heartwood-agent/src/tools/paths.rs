@@ -1,18 +1,42 @@
 //! Confining tool paths to the project: every path the editor touches resolves inside the
 //! project root, never through a symbolic link that leaves it, and never into `.heartwood/`
-//! (Heartwood's private state) or `.git/`. Read-only directories (an active skill's verified
-//! copy) may be viewed by their absolute path and never written.
+//! (Heartwood's private state) or `.git/`. Directories outside the project that were declared
+//! to the tools (an active skill's verified copy, a data mount) are reached by their absolute
+//! path: viewed always, edited only when declared writable.
 
 use std::path::{Component, Path, PathBuf};
 
 /// Directory names the tools refuse at any depth.
 const RESERVED: [&str; 2] = [".heartwood", ".git"];
 
+/// A directory outside the project the tools may reach by its absolute path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutsideDirectory {
+    /// The directory.
+    pub path: PathBuf,
+    /// The file editor may create and change files inside it.
+    pub writable: bool,
+    /// What it is, in a few words, for the model's error messages ("an active skill's
+    /// verified copy", "data mount /data/cohort").
+    pub what: String,
+}
+
+impl OutsideDirectory {
+    /// A directory the tools may view and never edit.
+    pub fn read_only(path: PathBuf, what: impl Into<String>) -> Self {
+        OutsideDirectory {
+            path,
+            writable: false,
+            what: what.into(),
+        }
+    }
+}
+
 /// The project root and the rules for paths inside it.
 #[derive(Debug, Clone)]
 pub struct ProjectPaths {
     root: PathBuf,
-    read_only: Vec<PathBuf>,
+    outside: Vec<OutsideDirectory>,
 }
 
 impl ProjectPaths {
@@ -20,46 +44,55 @@ impl ProjectPaths {
     pub fn new(root: &Path) -> std::io::Result<Self> {
         Ok(ProjectPaths {
             root: root.canonicalize()?,
-            read_only: Vec::new(),
+            outside: Vec::new(),
         })
     }
 
-    /// Adds directories the tools may read by absolute path and never write (each resolved
-    /// once, so later checks compare real paths).
-    pub fn with_read_only(mut self, dirs: &[PathBuf]) -> std::io::Result<Self> {
+    /// Adds directories outside the project the tools may reach (each resolved once, so later
+    /// checks compare real paths).
+    pub fn with_outside(mut self, dirs: &[OutsideDirectory]) -> std::io::Result<Self> {
         for dir in dirs {
-            self.read_only.push(dir.canonicalize()?);
+            self.outside.push(OutsideDirectory {
+                path: dir.path.canonicalize()?,
+                ..dir.clone()
+            });
         }
         Ok(self)
     }
 
-    /// Resolves a path to read: inside a read-only directory (by its absolute path), or as
-    /// [`ProjectPaths::resolve`] would.
+    /// Resolves a path to read: inside a declared outside directory (by its absolute path), or
+    /// as [`ProjectPaths::resolve`] would.
     pub fn resolve_for_reading(&self, given: &str) -> Result<(PathBuf, String), String> {
-        match self.read_only_path(given) {
-            Some(found) => found,
+        match self.outside_path(given) {
+            Some(found) => found.map(|(path, _)| (path, given.to_owned())),
             None => self.resolve(given),
         }
     }
 
-    /// Resolves a path to write; a read-only directory is refused with that reason.
+    /// Resolves a path to write; inside a read-only outside directory it is refused with that
+    /// reason.
     pub fn resolve_for_writing(&self, given: &str) -> Result<(PathBuf, String), String> {
-        match self.read_only_path(given) {
-            Some(_) => Err(format!(
-                "{given} is read-only (an active skill's verified copy); view it, do not edit it"
+        match self.outside_path(given) {
+            Some(Ok((_, dir))) if !dir.writable => Err(format!(
+                "{given} is read-only ({}); view it, do not edit it",
+                dir.what
             )),
+            Some(found) => found.map(|(path, _)| (path, given.to_owned())),
             None => self.resolve(given),
         }
     }
 
-    /// `Some` when `given` names something inside a read-only directory: its real path, or why
-    /// it may not be read (it leaves the directory).
-    fn read_only_path(&self, given: &str) -> Option<Result<(PathBuf, String), String>> {
+    /// `Some` when `given` names something inside a declared outside directory: the path to
+    /// use and the directory, or why it may not be used (it leaves the directory).
+    fn outside_path(&self, given: &str) -> Option<Result<(PathBuf, &OutsideDirectory), String>> {
         let candidate = Path::new(given);
         if !candidate.is_absolute() || given.contains('\0') {
             return None;
         }
-        let dir = self.read_only.iter().find(|d| candidate.starts_with(d))?;
+        let dir = self
+            .outside
+            .iter()
+            .find(|d| candidate.starts_with(&d.path))?;
         if candidate
             .components()
             .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
@@ -68,9 +101,24 @@ impl ProjectPaths {
                 "{given} must be a plain path (no `.` or `..`)"
             )));
         }
-        Some(match candidate.canonicalize() {
-            Ok(real) if real.starts_with(dir) => Ok((real, given.to_owned())),
-            Ok(_) => Err(format!("{given} leads out of a read-only directory")),
+        // The deepest part that exists must really be inside the directory: a symbolic link on
+        // the way must not lead out of it (a new file in a writable mount does not exist yet).
+        let mut existing = candidate;
+        while !existing.exists() {
+            match existing.parent() {
+                Some(parent) => existing = parent,
+                None => break,
+            }
+        }
+        Some(match existing.canonicalize() {
+            Ok(real) if real.starts_with(&dir.path) => {
+                // Joining an empty rest would add a trailing slash, which a file refuses.
+                match candidate.strip_prefix(existing) {
+                    Ok(rest) if !rest.as_os_str().is_empty() => Ok((real.join(rest), dir)),
+                    _ => Ok((real, dir)),
+                }
+            }
+            Ok(_) => Err(format!("{given} leads out of {}", dir.what)),
             Err(e) => Err(format!("cannot read {given}: {e}")),
         })
     }
@@ -204,7 +252,7 @@ mod tests {
         std::fs::write(skill.join("SKILL.md"), "x").expect("write");
         let paths = ProjectPaths::new(project.path())
             .expect("paths")
-            .with_read_only(std::slice::from_ref(&skill))
+            .with_outside(&[OutsideDirectory::read_only(skill.clone(), "a skill")])
             .expect("read-only");
         let file = skill.canonicalize().expect("real").join("SKILL.md");
         let file = file.to_str().expect("utf-8");
@@ -229,5 +277,34 @@ mod tests {
             skill.canonicalize().expect("real").display()
         );
         assert!(paths.resolve_for_reading(&escape).is_err());
+    }
+
+    #[test]
+    fn a_writable_mount_takes_new_files_and_a_link_out_of_it_is_refused() {
+        let project = tempfile::tempdir().expect("tempdir");
+        let mount = tempfile::tempdir().expect("mount");
+        let elsewhere = tempfile::tempdir().expect("elsewhere");
+        std::os::unix::fs::symlink(elsewhere.path(), mount.path().join("out")).expect("link");
+        let paths = ProjectPaths::new(project.path())
+            .expect("paths")
+            .with_outside(&[OutsideDirectory {
+                path: mount.path().to_path_buf(),
+                writable: true,
+                what: "data mount".into(),
+            }])
+            .expect("outside");
+        let real = mount.path().canonicalize().expect("real");
+        let new_file = real.join("results/table.csv");
+        let (path, _) = paths
+            .resolve_for_writing(new_file.to_str().expect("utf-8"))
+            .expect("a new file in a writable mount");
+        assert_eq!(path, new_file);
+        let through_link = real.join("out/x.csv");
+        assert!(
+            paths
+                .resolve_for_writing(through_link.to_str().expect("utf-8"))
+                .expect_err("escape")
+                .contains("leads out of data mount")
+        );
     }
 }

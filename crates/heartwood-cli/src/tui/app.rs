@@ -24,15 +24,57 @@ pub struct SessionRow {
     pub title: Option<String>,
 }
 
-/// The form that connects a compatible-service route.
+/// The form that connects a model route: a preset (or none) fills the fields, which stay
+/// editable.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectForm {
+    /// The chosen preset's index in [`heartwood_gateway::presets::PRESETS`]; `None`: a
+    /// service of the researcher's own.
+    pub preset: Option<usize>,
     /// The service's base URL.
     pub base_url: String,
     /// The model name.
     pub model: String,
-    /// Which field has the cursor (0 = base URL, 1 = model).
+    /// The environment variable that holds the key (empty: none).
+    pub api_key_env: String,
+    /// Which row has the cursor (see [`ConnectForm::ROWS`]).
     pub field: usize,
+}
+
+impl ConnectForm {
+    /// The rows, in order: the preset (chosen with ← →), then the three text fields.
+    pub const ROWS: [&'static str; 4] = ["Preset", "Base URL", "Model", "Key var"];
+
+    /// Moves the preset choice by `step` (wrapping through "none") and fills the fields.
+    fn cycle_preset(&mut self, step: isize) {
+        let presets = heartwood_gateway::presets::PRESETS;
+        let slots = presets.len() as isize + 1;
+        let now = self.preset.map_or(0, |i| i as isize + 1);
+        let next = (now + step).rem_euclid(slots);
+        self.preset = (next > 0).then(|| next as usize - 1);
+        match self.preset.map(|i| &presets[i]) {
+            Some(preset) => {
+                self.base_url = preset.base_url.to_owned();
+                self.model = preset.model.to_owned();
+                self.api_key_env = preset.api_key_env.unwrap_or_default().to_owned();
+            }
+            None => {
+                self.base_url.clear();
+                self.model.clear();
+                self.api_key_env.clear();
+            }
+        }
+    }
+
+    /// The text field under the cursor (`None` on the preset row).
+    fn text(&mut self) -> Option<&mut String> {
+        match self.field {
+            1 => Some(&mut self.base_url),
+            2 => Some(&mut self.model),
+            3 => Some(&mut self.api_key_env),
+            _ => None,
+        }
+    }
 }
 
 /// The screen on display.
@@ -106,12 +148,16 @@ pub enum Intent {
     Open(SessionId),
     /// Start a new session.
     NewSession,
-    /// Connect a compatible-service route.
+    /// Connect a model route.
     Connect {
+        /// The preset's id, when one was chosen.
+        preset: Option<&'static str>,
         /// Base URL.
         base_url: String,
         /// Model name.
         model: String,
+        /// The key's environment variable, if any.
+        api_key_env: Option<String>,
     },
     /// Plan startup again.
     Recheck,
@@ -589,35 +635,49 @@ fn startup_key(plan: &StartupPlan, form: &mut ConnectForm, key: KeyEvent) -> Opt
             _ => None,
         };
     }
-    fn field(form: &mut ConnectForm) -> &mut String {
-        if form.field == 0 {
-            &mut form.base_url
-        } else {
-            &mut form.model
-        }
-    }
+    let rows = ConnectForm::ROWS.len();
     match key.code {
-        KeyCode::Tab | KeyCode::Down | KeyCode::Up => {
-            form.field = 1 - form.field;
+        KeyCode::Tab | KeyCode::Down => {
+            form.field = (form.field + 1) % rows;
+            None
+        }
+        KeyCode::BackTab | KeyCode::Up => {
+            form.field = (form.field + rows - 1) % rows;
+            None
+        }
+        KeyCode::Left | KeyCode::Right if form.field == 0 => {
+            form.cycle_preset(if key.code == KeyCode::Left { -1 } else { 1 });
             None
         }
         KeyCode::Backspace => {
-            field(form).pop();
+            if let Some(text) = form.text() {
+                text.pop();
+            }
             None
         }
         KeyCode::Esc => Some(Intent::Quit),
-        KeyCode::Enter if !form.base_url.is_empty() && !form.model.is_empty() => {
+        KeyCode::Enter if !form.base_url.trim().is_empty() && !form.model.trim().is_empty() => {
             Some(Intent::Connect {
+                preset: form
+                    .preset
+                    .map(|i| heartwood_gateway::presets::PRESETS[i].id),
                 base_url: form.base_url.trim().to_owned(),
                 model: form.model.trim().to_owned(),
+                api_key_env: Some(form.api_key_env.trim().to_owned()).filter(|v| !v.is_empty()),
             })
         }
         KeyCode::Enter => {
-            form.field = if form.base_url.is_empty() { 0 } else { 1 };
+            form.field = if form.base_url.trim().is_empty() {
+                1
+            } else {
+                2
+            };
             None
         }
         KeyCode::Char(c) => {
-            field(form).push(c);
+            if let Some(text) = form.text() {
+                text.push(c);
+            }
             None
         }
         _ => None,

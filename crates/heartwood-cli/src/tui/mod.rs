@@ -282,10 +282,34 @@ fn apply(
             *updates = None;
             app.screen = sessions_screen(gateway, 0)?;
         }
-        Intent::Connect { base_url, model } => {
+        Intent::Connect {
+            preset,
+            base_url,
+            model,
+            api_key_env,
+        } => {
             // Checked before it is saved: a wrong port or model name stays in the form, with
             // the reason and the models the service lists.
-            let route = RouteConfig::compatible(&base_url, &model);
+            let route = match preset.map(heartwood_gateway::presets::find) {
+                Some(Ok(preset)) => heartwood_gateway::presets::route(
+                    preset,
+                    heartwood_gateway::presets::Choice {
+                        model: Some(model),
+                        base_url: Some(base_url),
+                        // An emptied key field means the service takes none.
+                        api_key_env: Some(api_key_env.clone().unwrap_or_default()),
+                        prices: None,
+                    },
+                ),
+                _ => RouteConfig {
+                    api_key_env,
+                    ..RouteConfig::compatible(&base_url, &model)
+                },
+            };
+            let route = RouteConfig {
+                api_key_env: route.api_key_env.filter(|v| !v.is_empty()),
+                ..route
+            };
             let connected = tokio::task::block_in_place(|| {
                 heartwood_gateway::route_check::connect(
                     project,

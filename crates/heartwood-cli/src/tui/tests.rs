@@ -165,6 +165,60 @@ fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
 }
 
+/// The platform of a laptop with no markers.
+fn generic() -> heartwood_gateway::platform::PlatformSummary {
+    heartwood_gateway::platform::detect(
+        &heartwood_gateway::platform::Surroundings::simulated(&[], None),
+        &[],
+    )
+}
+
+#[test]
+fn a_preset_fills_the_connect_form_and_the_key_variable_goes_with_it() {
+    let plan = StartupPlan {
+        pending_decisions: Vec::new(),
+        phase: Phase::ModelRequired,
+        explanation: String::new(),
+        next_action: String::new(),
+        route: None,
+        platform: generic(),
+        sessions: 0,
+    };
+    let mut app = App::new(Screen::Startup {
+        plan: Box::new(plan),
+        form: ConnectForm::default(),
+    });
+    // The cursor starts on the preset row; → picks the first preset (OpenAI).
+    assert!(app.on_key(key(KeyCode::Right)).is_none());
+    let screen = draw(&app);
+    assert!(screen.contains("◂ OpenAI ▸"), "{screen}");
+    assert!(screen.contains("OPENAI_API_KEY"), "{screen}");
+    // The model is edited: down to the model row, remove a character, type another.
+    app.on_key(key(KeyCode::Down));
+    app.on_key(key(KeyCode::Down));
+    app.on_key(key(KeyCode::Backspace));
+    app.on_key(key(KeyCode::Char('x')));
+    match app.on_key(key(KeyCode::Enter)) {
+        Some(Intent::Connect {
+            preset,
+            base_url,
+            model,
+            api_key_env,
+        }) => {
+            assert_eq!(preset, Some("openai"));
+            assert_eq!(base_url, "https://api.openai.com/v1");
+            assert_eq!(model, "gpt-4.1-minx");
+            assert_eq!(api_key_env.as_deref(), Some("OPENAI_API_KEY"));
+        }
+        _ => panic!("Enter did not connect"),
+    }
+    // ← back past the first preset is "your own service": the fields are cleared.
+    app.on_key(key(KeyCode::Up));
+    app.on_key(key(KeyCode::Up));
+    app.on_key(key(KeyCode::Left));
+    assert!(draw(&app).contains("none: your own service"));
+}
+
 #[test]
 fn startup_asks_for_a_model_with_a_form() {
     let plan = StartupPlan {
@@ -174,12 +228,15 @@ fn startup_asks_for_a_model_with_a_form() {
         next_action:
             "Connect an OpenAI-compatible service below, or run `heartwood model connect`.".into(),
         route: None,
+        platform: generic(),
         sessions: 0,
     };
     let form = ConnectForm {
+        preset: None,
         base_url: "http://localhost:11434/v1".into(),
         model: "qwen2.5-co".into(),
-        field: 1,
+        api_key_env: String::new(),
+        field: 2,
     };
     insta::assert_snapshot!(draw(&App::new(Screen::Startup {
         plan: Box::new(plan),
@@ -200,8 +257,14 @@ fn startup_explains_an_unreachable_service() {
             model: "m".into(),
             api_key_env: None,
             credential_boundary: CredentialBoundary::CredentialFree,
+            low_risk_automation: heartwood_gateway::platform::automation(
+                CredentialBoundary::CredentialFree,
+                None,
+            ),
+            prices: None,
             inherited_from: None,
         }),
+        platform: generic(),
         sessions: 2,
     };
     insta::assert_snapshot!(draw(&App::new(Screen::Startup {

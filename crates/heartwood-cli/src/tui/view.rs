@@ -11,7 +11,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, List, ListItem, ListState, Paragraph, Wrap};
 
-use super::app::{App, Focus, Screen};
+use super::app::{App, ConnectForm, Focus, Screen};
 use super::timeline::visible_lines;
 
 /// Draws the whole screen.
@@ -26,6 +26,14 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
                 ),
                 Line::default(),
                 Line::raw(plan.explanation.clone()),
+                Line::styled(
+                    format!(
+                        "Platform: {} ({})",
+                        plan.platform.platform.as_str(),
+                        plan.platform.detected_by
+                    ),
+                    Style::default().fg(Color::DarkGray),
+                ),
                 Line::default(),
                 Line::styled(
                     format!("Next: {}", plan.next_action),
@@ -35,13 +43,18 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
             ];
             if plan.phase == Phase::ModelRequired {
                 lines.push(Line::raw(
-                    "Connect an OpenAI-compatible service (Ollama, vLLM, llama.cpp, LiteLLM):",
+                    "Connect a model service: pick a preset with ← → or type your own \
+                     (an OpenAI-compatible base URL).",
                 ));
-                for (i, (label, value)) in [("Base URL", &form.base_url), ("Model", &form.model)]
-                    .into_iter()
-                    .enumerate()
-                {
-                    let cursor = if form.field == i { "▏" } else { "" };
+                let preset = form
+                    .preset
+                    .map_or("none: your own service".to_owned(), |i| {
+                        let p = &heartwood_gateway::presets::PRESETS[i];
+                        format!("◂ {} ▸", p.name)
+                    });
+                let values = [&preset, &form.base_url, &form.model, &form.api_key_env];
+                for (i, (label, value)) in ConnectForm::ROWS.iter().zip(values).enumerate() {
+                    let cursor = if form.field == i && i > 0 { "▏" } else { "" };
                     let style = if form.field == i {
                         Style::default().fg(Color::Cyan)
                     } else {
@@ -49,6 +62,11 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
                     };
                     lines.push(Line::styled(format!("  {label:<9} {value}{cursor}"), style));
                 }
+                lines.push(Line::styled(
+                    "  The key itself is never stored: name the variable that holds it, and \
+                     set it in this shell.",
+                    Style::default().fg(Color::DarkGray),
+                ));
                 lines.push(Line::default());
                 if let Some(notice) = &app.notice {
                     lines.push(Line::styled(
@@ -56,7 +74,9 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
                         Style::default().fg(Color::Red),
                     ));
                 }
-                lines.push(keys("Tab next field · Enter connect · Esc quit"));
+                lines.push(keys(
+                    "Tab/↑↓ next field · ← → preset · Enter check and connect · Esc quit",
+                ));
             } else {
                 lines.push(keys("Enter or r check again · q quit"));
             }
@@ -191,18 +211,6 @@ fn session(frame: &mut Frame<'_>, app: &App, area: Rect, snapshot: &heartwood_ev
         input,
     );
 
-    let usage = &p.usage;
-    let per_purpose: Vec<String> = usage
-        .by_purpose
-        .iter()
-        .map(|u| {
-            format!(
-                "{} {}",
-                u.label,
-                u.usage.prompt_tokens + u.usage.completion_tokens
-            )
-        })
-        .collect();
     let status_style = match p.lifecycle {
         Lifecycle::Failed | Lifecycle::Stuck => Style::default().fg(Color::Red),
         Lifecycle::WaitingForDecision => Style::default().fg(Color::Yellow),
@@ -211,14 +219,10 @@ fn session(frame: &mut Frame<'_>, app: &App, area: Rect, snapshot: &heartwood_ev
     let mut status_lines = vec![Line::from(vec![
         Span::styled(p.status_line.clone(), status_style),
         Span::styled(
-            if per_purpose.is_empty() {
+            if p.usage.summary.is_empty() {
                 String::new()
             } else {
-                format!(
-                    "   tokens {} ({})",
-                    usage.total.prompt_tokens + usage.total.completion_tokens,
-                    per_purpose.join(", ")
-                )
+                format!("   {}", p.usage.summary)
             },
             Style::default().fg(Color::DarkGray),
         ),

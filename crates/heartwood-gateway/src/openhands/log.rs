@@ -256,6 +256,7 @@ impl Log {
                 reasoning_tokens: count("reasoning_tokens"),
                 cost_micros: (metrics["accumulated_cost"].as_f64().unwrap_or(0.0) * 1e6) as u64,
                 calls: 0,
+                priced_calls: 0,
             };
             let before = self.usage.get(usage_id).cloned().unwrap_or_default();
             let delta = Usage {
@@ -271,6 +272,9 @@ impl Log {
                     .saturating_sub(before.reasoning_tokens),
                 cost_micros: total.cost_micros.saturating_sub(before.cost_micros),
                 calls: 1,
+                // LiteLLM prices a model it does not know at 0; Heartwood's route prices are
+                // not passed to OpenHands yet, so its cost is unknown rather than trusted.
+                priced_calls: 0,
             };
             if delta.prompt_tokens + delta.completion_tokens + delta.cost_micros > 0 {
                 kinds.push(EventKind::Usage {
