@@ -44,9 +44,10 @@ pub struct ExecArgs {
     /// Continue the most recently active session.
     #[arg(long)]
     last: bool,
-    /// When proposed actions wait for your decision.
-    #[arg(long, value_enum, default_value_t = PolicyArg::AlwaysReview)]
-    policy: PolicyArg,
+    /// When proposed actions wait for your decision (default: the platform's default policy,
+    /// always-review unless its deployment file says otherwise).
+    #[arg(long, value_enum)]
+    policy: Option<PolicyArg>,
     /// An id for this command; repeating a command with the same id acts only once.
     #[arg(long)]
     command_id: Option<String>,
@@ -110,8 +111,13 @@ pub fn exec(project: ProjectContext, args: ExecArgs) -> Result<ExitCode> {
         (None, false) => SessionGateway::new_session_id(),
     };
     let policy = match args.policy {
-        PolicyArg::AlwaysReview => ActionPolicy::AlwaysReview,
-        PolicyArg::LowRisk => ActionPolicy::LowRiskAutomation,
+        Some(PolicyArg::AlwaysReview) => ActionPolicy::AlwaysReview,
+        Some(PolicyArg::LowRisk) => ActionPolicy::LowRiskAutomation,
+        None => {
+            heartwood_gateway::config::ProjectConfig::load(&project)?
+                .platform()?
+                .default_policy
+        }
     };
     let id = command_id(args.command_id)?;
     let task = args.task;

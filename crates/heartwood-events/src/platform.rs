@@ -153,4 +153,24 @@ pub struct PlatformSummary {
     pub tool_env_allow: Vec<String>,
     /// The action policy a new session starts with unless one is chosen.
     pub default_policy: ActionPolicy,
+    /// The platform in one line, as every interface shows it.
+    pub headline: String,
+}
+
+impl PlatformSummary {
+    /// The platform in one line: which adapter, why, and the mounts the agent is given (the
+    /// gateway fills [`PlatformSummary::headline`] with it).
+    pub fn describe(&self) -> String {
+        let mounts = self.data_mounts.iter().filter(|m| m.present).count();
+        let mounts = match mounts {
+            0 => String::new(),
+            1 => "; 1 data mount".to_owned(),
+            n => format!("; {n} data mounts"),
+        };
+        format!(
+            "Platform: {} ({}){mounts}",
+            self.platform.as_str(),
+            self.detected_by
+        )
+    }
 }

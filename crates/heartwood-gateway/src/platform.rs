@@ -339,7 +339,7 @@ pub fn detect(surroundings: &Surroundings, project_mounts: &[MountDeclaration]) 
             .map(|d| d.tool_env_allow.clone())
             .unwrap_or_default(),
     );
-    PlatformSummary {
+    let mut summary = PlatformSummary {
         platform: kind,
         detected_by,
         route_categories: categories.iter().map(|c| c.as_str().to_owned()).collect(),
@@ -352,7 +352,10 @@ pub fn detect(surroundings: &Surroundings, project_mounts: &[MountDeclaration]) 
         default_policy: declared
             .and_then(|d| d.default_policy)
             .unwrap_or(ActionPolicy::AlwaysReview),
-    }
+        headline: String::new(),
+    };
+    summary.headline = summary.describe();
+    summary
 }
 
 /// `/path/` from `path`, `/path` or `path/`.

@@ -344,11 +344,25 @@ fn omitted(lines: usize) -> String {
 pub(crate) fn plan(plan: &StartupPlan) -> String {
     let mut out = format!(
         "<div class=\"heartwood-status\" style=\"{BOX}\"><div><strong>Heartwood</strong> \
-         <span style=\"{MUTED}\">{}</span></div><div>{}</div><div>Next: <code>{}</code></div>",
+         <span style=\"{MUTED}\">{}</span></div><div>{}</div><div>Next: <code>{}</code></div>\
+         <div style=\"{MUTED}\">{}</div>",
         escape(plan.phase.as_str()),
         escape(&plan.explanation),
-        escape(&plan.next_action)
+        escape(&plan.next_action),
+        escape(&plan.platform.headline)
     );
+    if let Some(route) = &plan.route {
+        let _ = write!(
+            out,
+            "<div style=\"{MUTED}\">Low-risk automation {}: {}</div>",
+            if route.low_risk_automation.allowed {
+                "allowed"
+            } else {
+                "off"
+            },
+            escape(&route.low_risk_automation.reason)
+        );
+    }
     for pending in &plan.pending_decisions {
         let _ = write!(
             out,

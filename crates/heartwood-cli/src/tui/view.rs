@@ -27,11 +27,7 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
                 Line::default(),
                 Line::raw(plan.explanation.clone()),
                 Line::styled(
-                    format!(
-                        "Platform: {} ({})",
-                        plan.platform.platform.as_str(),
-                        plan.platform.detected_by
-                    ),
+                    plan.platform.headline.clone(),
                     Style::default().fg(Color::DarkGray),
                 ),
                 Line::default(),
