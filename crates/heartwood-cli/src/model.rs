@@ -67,6 +67,15 @@ pub enum ModelCommand {
         #[arg(long, conflicts_with = "backend")]
         user: bool,
     },
+    /// Sign in with a ChatGPT subscription (device code: open the page shown, type the code).
+    /// The tokens are kept in your user configuration folder (mode 0600), never in a project.
+    Signin {
+        /// Print the device code and progress as JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget the ChatGPT sign-in.
+    Signout,
     /// List the presets for common services (base URL, key variable, a model, prices).
     Presets {
         /// Print JSON.
@@ -94,6 +103,8 @@ pub enum Category {
     Local,
     /// The recorded replies of an earlier session (no model service needed).
     Replay,
+    /// A ChatGPT subscription (sign in first with `heartwood model signin`).
+    Subscription,
 }
 
 impl From<Category> for RouteCategory {
@@ -104,6 +115,7 @@ impl From<Category> for RouteCategory {
             Category::Research => RouteCategory::Research,
             Category::Local => RouteCategory::Local,
             Category::Replay => RouteCategory::Replay,
+            Category::Subscription => RouteCategory::Subscription,
         }
     }
 }
@@ -148,6 +160,15 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                             prices,
                         },
                     )
+                }
+                (None, Some(RouteCategory::Subscription)) => {
+                    let Some(model) = model else {
+                        anyhow::bail!("--model is needed (for example gpt-5-codex)");
+                    };
+                    RouteConfig {
+                        prices,
+                        ..RouteConfig::subscription(&model)
+                    }
                 }
                 (None, Some(RouteCategory::Research)) => {
                     let platform = ProjectConfig::load(project)?.platform()?;
@@ -233,6 +254,15 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                 ExitCode::SUCCESS
             })
         }
+        ModelCommand::Signin { json } => sign_in(json),
+        ModelCommand::Signout => {
+            if heartwood_gateway::subscription::sign_out()? {
+                println!("signed out; the tokens were deleted");
+            } else {
+                println!("nobody was signed in");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         ModelCommand::Presets { json } => {
             if json {
                 println!("{}", serde_json::to_string_pretty(presets::PRESETS)?);
@@ -313,4 +343,51 @@ fn dollars(micros: u64) -> String {
     let fraction = format!("{:06}", micros % 1_000_000);
     let fraction = fraction.trim_end_matches('0');
     format!("{}.{fraction:0<2}", micros / 1_000_000)
+}
+
+/// The device-code sign-in: shows the code and the page, polls until approved or expired.
+fn sign_in(json: bool) -> Result<ExitCode> {
+    use heartwood_gateway::subscription::{Progress, SignIn};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let sign_in = SignIn::start().await?;
+        let pending = sign_in.pending();
+        if json {
+            println!("{}", serde_json::to_string(&pending)?);
+        } else {
+            println!(
+                "Open {} and enter the code {}  (it expires in {} minutes)",
+                pending.verification_url,
+                pending.user_code,
+                pending.expires_in_secs / 60
+            );
+            println!("Waiting for you to approve...");
+        }
+        loop {
+            tokio::time::sleep(sign_in.interval()).await;
+            match sign_in.poll().await? {
+                Progress::Waiting { .. } => {}
+                Progress::Expired => {
+                    anyhow::bail!(
+                        "the code expired before it was approved; run heartwood model signin again"
+                    )
+                }
+                Progress::SignedIn(who) => {
+                    if json {
+                        println!("{}", serde_json::to_string(&who)?);
+                    } else {
+                        println!(
+                            "Signed in{}{}. Connect a model with: heartwood model connect \
+                             --category subscription --model gpt-5-codex",
+                            who.email.map(|e| format!(" as {e}")).unwrap_or_default(),
+                            who.plan.map(|p| format!(" ({p})")).unwrap_or_default()
+                        );
+                    }
+                    return Ok(ExitCode::SUCCESS);
+                }
+            }
+        }
+    })
 }

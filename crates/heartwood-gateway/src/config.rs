@@ -25,6 +25,8 @@ pub enum RouteCategory {
     Local,
     /// The recorded replies of an earlier session, served in order (no model service).
     Replay,
+    /// A ChatGPT subscription, signed in with `heartwood model signin` (the Responses API).
+    Subscription,
 }
 
 impl RouteCategory {
@@ -36,6 +38,7 @@ impl RouteCategory {
             RouteCategory::Research => "research",
             RouteCategory::Local => "local",
             RouteCategory::Replay => "replay",
+            RouteCategory::Subscription => "subscription",
         }
     }
 }
@@ -127,6 +130,12 @@ impl RouteConfig {
         if self.recording.is_some() {
             return bad("--recording belongs to replay routes only".into());
         }
+        if self.category == RouteCategory::Subscription && self.api_key_env.is_some() {
+            return bad(
+                "a subscription route signs in with `heartwood model signin`; it takes no API key"
+                    .into(),
+            );
+        }
         if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
             return bad(format!(
                 "base URL {:?} must start with http:// or https://",
@@ -174,8 +183,21 @@ impl RouteConfig {
     /// A route to an OpenAI-compatible service at `base_url` serving `model`, with no API key
     /// and the default budgets and timeout.
     pub fn compatible(base_url: &str, model: &str) -> Self {
+        RouteConfig::of(RouteCategory::Compatible, base_url, model)
+    }
+
+    /// A ChatGPT subscription route for `model`, at the configured Responses endpoint.
+    pub fn subscription(model: &str) -> Self {
+        RouteConfig::of(
+            RouteCategory::Subscription,
+            &crate::subscription::base_url(),
+            model,
+        )
+    }
+
+    fn of(category: RouteCategory, base_url: &str, model: &str) -> Self {
         RouteConfig {
-            category: RouteCategory::Compatible,
+            category,
             base_url: base_url.trim_end_matches('/').to_owned(),
             model: model.to_owned(),
             api_key_env: None,
@@ -215,6 +237,14 @@ impl RouteConfig {
         route.max_input_tokens = self.max_input_tokens;
         route.max_output_tokens = self.max_output_tokens;
         route.total_timeout = std::time::Duration::from_secs(self.timeout_secs);
+        if self.category == RouteCategory::Subscription {
+            route.subscription = crate::subscription::store().ok().map(|store| {
+                heartwood_agent::model::Subscription {
+                    endpoints: crate::subscription::endpoints(),
+                    store,
+                }
+            });
+        }
         route.prices = self.prices.map(|p| heartwood_agent::model::Prices {
             prompt_micros_per_mtok: p.input_micros_per_mtok,
             completion_micros_per_mtok: p.output_micros_per_mtok,
@@ -230,7 +260,7 @@ impl RouteConfig {
 
     /// Where the credential sits relative to the agent's tools.
     pub fn boundary(&self) -> CredentialBoundary {
-        if self.api_key_env.is_some() {
+        if self.api_key_env.is_some() || self.category == RouteCategory::Subscription {
             CredentialBoundary::ApplicationScrubbed
         } else {
             CredentialBoundary::CredentialFree

@@ -1228,9 +1228,15 @@ impl SessionGateway {
                  this terminal and try again"
             ));
         }
+        if let Some(why) = crate::subscription::not_signed_in(&route) {
+            return Err(format!("{why}; run `heartwood model signin` and try again"));
+        }
         if policy == ActionPolicy::LowRiskAutomation {
             let boundary = crate::platform::boundary(&platform, &route);
-            let allowance = crate::platform::automation(boundary, route.api_key_env.as_deref());
+            let allowance = crate::platform::automation(
+                boundary,
+                crate::platform::credential_name(&route).as_deref(),
+            );
             if !allowance.allowed {
                 return Err(format!(
                     "low-risk automation is refused for this model route: {}. Use the \

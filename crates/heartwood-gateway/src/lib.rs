@@ -36,6 +36,7 @@ mod review_evidence;
 pub mod route_check;
 pub mod skills;
 pub mod startup;
+pub mod subscription;
 pub mod transcript;
 pub mod translate;
 mod worker;

@@ -230,9 +230,11 @@ pub fn detect(surroundings: &Surroundings, project_mounts: &[MountDeclaration]) 
 
     // What each adapter supplies by itself.
     let mut categories = match kind {
-        PlatformKind::Generic | PlatformKind::Terra => {
-            vec![RouteCategory::Hosted, RouteCategory::Compatible]
-        }
+        PlatformKind::Generic | PlatformKind::Terra => vec![
+            RouteCategory::Hosted,
+            RouteCategory::Subscription,
+            RouteCategory::Compatible,
+        ],
         // A platform for high-risk data sends nothing to outside providers unless its
         // operators say otherwise.
         PlatformKind::Carina => vec![RouteCategory::Compatible],
@@ -442,7 +444,8 @@ pub fn refusal(platform: &PlatformSummary, route: &RouteConfig) -> Option<String
     None
 }
 
-/// Whether low-risk automation may be chosen with a route of `boundary`.
+/// Whether low-risk automation may be chosen with a route of `boundary`; `key` names the
+/// route's credential when it has one ("$VAR", or the sign-in's file).
 pub fn automation(boundary: CredentialBoundary, key: Option<&str>) -> AutomationAllowance {
     match boundary {
         CredentialBoundary::CredentialFree => AutomationAllowance {
@@ -453,9 +456,9 @@ pub fn automation(boundary: CredentialBoundary, key: Option<&str>) -> Automation
         CredentialBoundary::ApplicationScrubbed => AutomationAllowance {
             allowed: false,
             reason: format!(
-                "the route's key (${}) is in Heartwood's environment, which automatically run \
-                 commands would share; every action set waits for a decision",
-                key.unwrap_or_default()
+                "the route's credential ({}) is readable by Heartwood's user, as by every \
+                 automatically run command; every action set waits for a decision",
+                key.unwrap_or("its key")
             ),
         },
         CredentialBoundary::PlatformIsolated => AutomationAllowance {
@@ -464,6 +467,19 @@ pub fn automation(boundary: CredentialBoundary, key: Option<&str>) -> Automation
                      qualification request is sent before the first automated session"
                 .to_owned(),
         },
+    }
+}
+
+/// How the route's credential is named to people: `$VAR`, or the sign-in's file.
+pub fn credential_name(route: &RouteConfig) -> Option<String> {
+    match (&route.api_key_env, route.category) {
+        (Some(var), _) => Some(format!("${var}")),
+        (None, RouteCategory::Subscription) => Some(
+            crate::subscription::store()
+                .map(|s| format!("the ChatGPT sign-in in {}", s.path().display()))
+                .unwrap_or_else(|_| "the ChatGPT sign-in".to_owned()),
+        ),
+        (None, _) => None,
     }
 }
 
@@ -505,7 +521,10 @@ mod tests {
         assert_eq!(p.platform, PlatformKind::Generic);
         assert_eq!(p.ingress[0], IngressOffer::Loopback);
         assert_eq!(ingress_refusal(&p, "trusted_proxy"), None);
-        assert_eq!(p.route_categories, ["hosted", "compatible", "replay"]);
+        assert_eq!(
+            p.route_categories,
+            ["hosted", "subscription", "compatible", "replay"]
+        );
         assert!(p.model_transport.is_none());
         assert!(p.detected_by.contains("no platform's markers"));
     }
@@ -620,7 +639,7 @@ purpose = "cohort extract"
     #[test]
     fn each_credential_class_decides_low_risk_automation() {
         assert!(automation(CredentialBoundary::CredentialFree, None).allowed);
-        let scrubbed = automation(CredentialBoundary::ApplicationScrubbed, Some("KEY"));
+        let scrubbed = automation(CredentialBoundary::ApplicationScrubbed, Some("$KEY"));
         assert!(!scrubbed.allowed && scrubbed.reason.contains("$KEY"));
         assert!(automation(CredentialBoundary::PlatformIsolated, None).allowed);
     }

@@ -116,6 +116,19 @@ pub fn check(route: &RouteConfig) -> RouteCheck {
             listing_note: None,
         };
     }
+    if route.category == RouteCategory::Subscription {
+        return RouteCheck {
+            unreachable: None,
+            models: None,
+            listing_note: Some(
+                crate::subscription::not_signed_in(route).unwrap_or_else(|| {
+                    "a subscription does not list its models; the name is checked at the first \
+                     call"
+                        .into()
+                }),
+            ),
+        };
+    }
     if let Some(env) = &route.api_key_env
         && std::env::var(env).map_or(true, |v| v.is_empty())
     {

@@ -171,6 +171,14 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             Some(summary),
         ));
     }
+    if let Some(why) = crate::subscription::not_signed_in(&route) {
+        return Ok(plan(
+            Phase::CredentialRequired,
+            why,
+            "heartwood model signin".to_owned(),
+            Some(summary),
+        ));
+    }
     if let Some(recording) = route.recording_path(project.root()) {
         return Ok(if recording.is_file() {
             plan(
@@ -243,7 +251,10 @@ fn summarize(route: &RouteConfig, platform: &crate::platform::PlatformSummary) -
         model: route.model.clone(),
         api_key_env: route.api_key_env.clone(),
         credential_boundary: boundary,
-        low_risk_automation: crate::platform::automation(boundary, route.api_key_env.as_deref()),
+        low_risk_automation: crate::platform::automation(
+            boundary,
+            crate::platform::credential_name(route).as_deref(),
+        ),
         prices: route.prices,
         inherited_from: None,
     }

@@ -18,7 +18,11 @@ def test_a_run_stops_for_a_set_a_rejection_reaches_the_model_and_the_next_set_ru
         finish("Wrote scratch.txt."),
     ])
     hw = heartwood.open(project)
-    assert hw.status()["phase"] == "ready"
+    status = hw.status()
+    assert status["phase"] == "ready"
+    assert status["platform"]["platform"] == "generic"
+    assert status["route"]["low_risk_automation"]["allowed"] is True
+    assert "Platform: generic" in hw._repr_html_()
     s = hw.session()
     s.run("write some files", timeout=60)
 

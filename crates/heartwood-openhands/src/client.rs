@@ -59,6 +59,9 @@ pub struct ConversationSpec {
     pub max_iterations: u32,
     /// Text appended to the agent's system prompt (the active skills' section), if any.
     pub system_suffix: Option<String>,
+    /// The route's prices in US dollars per input and output token, so the server's cost
+    /// figures are the route's (LiteLLM prices a model it does not know at zero).
+    pub cost_per_token: Option<(f64, f64)>,
 }
 
 /// A conversation as the server reports it (the parts Heartwood reads).
@@ -169,6 +172,10 @@ impl Client {
         let mut llm = json!({"model": spec.model, "usage_id": "agent", "num_retries": 2});
         if let Some(base_url) = &spec.base_url {
             llm["base_url"] = json!(base_url);
+        }
+        if let Some((input, output)) = spec.cost_per_token {
+            llm["input_cost_per_token"] = json!(input);
+            llm["output_cost_per_token"] = json!(output);
         }
         let policy = confirmation_policy(spec.confirm_every_action);
         let mut body = json!({

@@ -65,6 +65,7 @@ async fn a_set_waits_whole_a_rejection_reaches_the_model_and_an_allowed_action_r
             confirm_every_action: true,
             max_iterations: 20,
             system_suffix: Some("## Skills\n- check-units: SUFFIX-MARK-7".into()),
+            cost_per_token: None,
         })
         .await
         .expect("a conversation");

@@ -6,8 +6,10 @@
 //! malformed tool arguments, slow chunks), and records every request body so a test can assert
 //! what the model was sent. [`sessions`] makes real recorded sessions for interface tests;
 //! [`load`] puts a running server under load over real TCP; [`child`] runs a test again in a
-//! child process with environment variables set.
+//! child process with environment variables set. The same server also plays ChatGPT's sign-in
+//! service and Responses endpoint ([`chatgpt`]).
 
+pub mod chatgpt;
 pub mod child;
 pub mod load;
 mod script;

@@ -17,15 +17,17 @@ use tokio::sync::oneshot;
 use crate::{Fault, Script, ScriptedUsage, Turn};
 
 #[derive(Default)]
-struct Inner {
-    record: bool,
-    turns: VecDeque<Turn>,
-    requests: Vec<Value>,
-    authorizations: Vec<Option<String>>,
-    served: usize,
+pub(crate) struct Inner {
+    pub(crate) record: bool,
+    pub(crate) turns: VecDeque<Turn>,
+    pub(crate) requests: Vec<Value>,
+    pub(crate) authorizations: Vec<Option<String>>,
+    pub(crate) served: usize,
+    /// The sign-in service's state (see [`crate::chatgpt`]).
+    pub(crate) sign_in: crate::chatgpt::SignInState,
 }
 
-type Shared = Arc<Mutex<Inner>>;
+pub(crate) type Shared = Arc<Mutex<Inner>>;
 
 /// A running scripted model server. Dropping it stops the server.
 pub struct ScriptedModelServer {
@@ -62,6 +64,7 @@ impl ScriptedModelServer {
             .route("/v1/models", axum::routing::get(models))
             // For tests in other languages (the notebook's pytest suite): what was asked.
             .route("/__heartwood/requests", axum::routing::get(recorded))
+            .merge(crate::chatgpt::routes())
             .with_state(inner.clone());
         let (tx, rx) = oneshot::channel::<()>();
         tokio::spawn(async move {
@@ -76,6 +79,26 @@ impl ScriptedModelServer {
             inner,
             shutdown: Some(tx),
         })
+    }
+
+    /// The address of the ChatGPT-style sign-in service and Responses endpoint it also serves
+    /// (`http://127.0.0.1:PORT`; see [`crate::chatgpt`]).
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// How long the access tokens it grants live, in seconds (default an hour), and after how
+    /// many polls a device code is approved (default 2).
+    pub fn set_sign_in(&self, token_lifetime_secs: u64, approve_after_polls: u32) {
+        let mut inner = self.lock();
+        inner.sign_in.token_lifetime_secs = Some(token_lifetime_secs);
+        inner.sign_in.approve_after = Some(approve_after_polls);
+    }
+
+    /// What the sign-in service did: (device-code polls, code exchanges, refreshes).
+    pub fn sign_in_counts(&self) -> (u32, u32, u32) {
+        let s = &self.lock().sign_in;
+        (s.polls, s.exchanges, s.refreshes)
     }
 
     /// The base URL to configure a client with (`http://127.0.0.1:PORT/v1`).
@@ -138,6 +161,28 @@ async fn recorded(State(inner): State<Shared>) -> Response {
     axum::Json(requests).into_response()
 }
 
+/// Records a request (its body and `Authorization` header) and takes the next turn, with the
+/// request's 1-based number.
+pub(crate) fn take_turn(
+    inner: &Shared,
+    headers: &axum::http::HeaderMap,
+    request: Value,
+) -> (Option<Turn>, usize) {
+    let mut inner = inner
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    inner.served += 1;
+    if inner.record {
+        inner.requests.push(request);
+        let auth = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        inner.authorizations.push(auth);
+    }
+    (inner.turns.pop_front(), inner.served)
+}
+
 async fn complete(
     State(inner): State<Shared>,
     headers: axum::http::HeaderMap,
@@ -146,21 +191,7 @@ async fn complete(
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let streaming = request["stream"].as_bool().unwrap_or(false);
     let model = request["model"].as_str().unwrap_or("scripted").to_owned();
-    let (turn, index) = {
-        let mut inner = inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        inner.served += 1;
-        if inner.record {
-            inner.requests.push(request);
-            let auth = headers
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            inner.authorizations.push(auth);
-        }
-        (inner.turns.pop_front(), inner.served)
-    };
+    let (turn, index) = take_turn(&inner, &headers, request);
     let Some(turn) = turn else {
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -233,7 +264,7 @@ async fn complete(
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
-fn error_response(status: StatusCode, message: &str, code: Option<&str>) -> Response {
+pub(crate) fn error_response(status: StatusCode, message: &str, code: Option<&str>) -> Response {
     (
         status,
         axum::Json(json!({"error": {"message": message, "type": "scripted", "code": code}})),
@@ -241,7 +272,7 @@ fn error_response(status: StatusCode, message: &str, code: Option<&str>) -> Resp
         .into_response()
 }
 
-fn arguments_text(call: &crate::ScriptedCall) -> String {
+pub(crate) fn arguments_text(call: &crate::ScriptedCall) -> String {
     call.raw_arguments
         .clone()
         .unwrap_or_else(|| match &call.arguments {

@@ -9,6 +9,10 @@ await scenario({ width: 1280, height: 800 }, screenshot, async (page) => {
   await page.goto(url);
   step("opened " + page.url());
   if (page.url().includes("token=")) throw new Error("the token stayed in the URL");
+  // The startup line shows the gateway's platform headline and its automation decision.
+  await page.waitForFunction(() => document.querySelector("#startup").textContent.includes("Platform: generic"), null, { timeout: patience });
+  step("startup: " + await page.textContent("#startup"));
+  if (!(await page.textContent("#startup")).includes("Low-risk automation allowed")) throw new Error("the route's automation decision is not shown");
   await page.click("#new-session");
   await page.fill("#text", "write ran.txt");
   await page.click("#send");

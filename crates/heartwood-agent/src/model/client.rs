@@ -84,18 +84,34 @@ impl ModelClient {
             },
             None => None,
         };
-        let request = ChatRequest {
-            model: &self.route.model,
-            messages,
-            tools,
-            max_tokens: self.route.max_output_tokens,
-            stream: self.route.stream,
-            stream_options: self
-                .route
-                .stream
-                .then(|| serde_json::json!({"include_usage": true})),
+        // A subscription signs each call with its current token (refreshed when due).
+        let (key, account) = match &self.route.subscription {
+            Some(sub) => {
+                let (token, account) = sub.store.access(&self.http, &sub.endpoints).await?;
+                (Some(token), account)
+            }
+            None => (key, None),
         };
-        let body = serde_json::to_vec(&request).map_err(|e| ModelError::Malformed {
+        let body = if self.route.subscription.is_some() {
+            serde_json::to_vec(&super::responses::request_body(
+                &self.route.model,
+                messages,
+                tools,
+            ))
+        } else {
+            serde_json::to_vec(&ChatRequest {
+                model: &self.route.model,
+                messages,
+                tools,
+                max_tokens: self.route.max_output_tokens,
+                stream: self.route.stream,
+                stream_options: self
+                    .route
+                    .stream
+                    .then(|| serde_json::json!({"include_usage": true})),
+            })
+        }
+        .map_err(|e| ModelError::Malformed {
             detail: e.to_string(),
         })?;
         let mut backoff = self.route.initial_backoff;
@@ -107,7 +123,7 @@ impl ModelClient {
             attempt += 1;
             let attempted = tokio::time::timeout_at(
                 deadline,
-                self.attempt(&body, key.as_deref(), attempt, on_token),
+                self.attempt(&body, key.as_deref(), account.as_deref(), attempt, on_token),
             )
             .await;
             let Ok(attempted) = attempted else {
@@ -206,10 +222,16 @@ impl ModelClient {
         &self,
         body: &[u8],
         key: Option<&str>,
+        account: Option<&str>,
         attempts: u32,
         on_token: &mut (dyn FnMut(&str) + Send),
     ) -> Result<ModelReply, AttemptError> {
-        let url = format!("{}/chat/completions", self.route.base_url);
+        let responses = self.route.subscription.is_some();
+        let url = if responses {
+            format!("{}/responses", self.route.base_url)
+        } else {
+            format!("{}/chat/completions", self.route.base_url)
+        };
         let mut request = self
             .http
             .post(&url)
@@ -217,6 +239,9 @@ impl ModelClient {
             .body(body.to_vec());
         if let Some(key) = key {
             request = request.bearer_auth(key);
+        }
+        if let Some(account) = account {
+            request = request.header("chatgpt-account-id", account);
         }
         let idle = self.route.idle_timeout;
         let timeout = || AttemptError::Retry {
@@ -250,7 +275,8 @@ impl ModelClient {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         // Some servers ignore `stream: true` and answer with one JSON body; read it as such.
-        if !self.route.stream || !is_event_stream {
+        // (The Responses API is always streamed.)
+        if !responses && (!self.route.stream || !is_event_stream) {
             let mut response = response;
             let mut bytes = Vec::new();
             loop {
@@ -312,11 +338,12 @@ impl ModelClient {
                     });
                 }
                 Some(Ok(event)) => {
-                    if assembler
-                        .accept(&event.data, on_token)
-                        .map_err(AttemptError::Fatal)?
-                        == Step::Done
-                    {
+                    let step = if responses {
+                        assembler.accept_response_event(&event.data, on_token)
+                    } else {
+                        assembler.accept(&event.data, on_token)
+                    };
+                    if step.map_err(AttemptError::Fatal)? == Step::Done {
                         done = true;
                         break;
                     }

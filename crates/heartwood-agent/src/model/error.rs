@@ -11,6 +11,12 @@ pub enum ModelError {
         /// What happened, and where.
         detail: String,
     },
+    /// Signing in with a subscription, or using its tokens, failed.
+    #[error("ChatGPT sign-in: {detail}")]
+    Auth {
+        /// What happened, and what to do.
+        detail: String,
+    },
     /// The route names an API key variable that is not set.
     #[error(
         "the model route needs an API key in the environment variable {env}, which is not set; export it and try again"

@@ -1,8 +1,11 @@
 //! The model client: OpenAI-compatible `POST {base_url}/chat/completions`, streaming or not,
-//! with timeouts, bounded retries and classified errors.
+//! with timeouts, bounded retries and classified errors; and the Responses API a ChatGPT
+//! subscription uses ([`chatgpt`] signs in).
 
+pub mod chatgpt;
 mod client;
 mod error;
+mod responses;
 mod route;
 mod stream;
 mod wire;
@@ -11,7 +14,7 @@ pub mod replay;
 
 pub use client::{MAX_REPLY_BYTES, MAX_TOOL_CALLS, ModelClient, ModelReply};
 pub use error::ModelError;
-pub use route::{ModelRoute, Prices};
+pub use route::{ModelRoute, Prices, Subscription};
 #[doc(hidden)]
 pub use stream::decode_event_stream;
 pub use wire::{ChatMessage, FunctionCall, FunctionSpec, ToolCall, ToolSpec, Usage};

@@ -42,6 +42,18 @@ pub struct ModelRoute {
     pub prices: Option<Prices>,
     /// Serve the replies of this recording (see [`super::replay`]) instead of calling a service.
     pub replay: Option<std::path::PathBuf>,
+    /// A ChatGPT subscription: the Responses API at `{base_url}/responses`, authorized with
+    /// the signed-in tokens (refreshed before expiry) instead of an API key.
+    pub subscription: Option<Subscription>,
+}
+
+/// What a subscription route signs in with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subscription {
+    /// The sign-in service.
+    pub endpoints: super::chatgpt::Endpoints,
+    /// The file holding the tokens.
+    pub store: super::chatgpt::TokenStore,
 }
 
 impl ModelRoute {
@@ -61,6 +73,7 @@ impl ModelRoute {
             initial_backoff: Duration::from_millis(500),
             prices: None,
             replay: None,
+            subscription: None,
         }
     }
 }

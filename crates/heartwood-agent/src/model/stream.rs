@@ -92,12 +92,55 @@ impl Assembler {
             detail: format!("a streamed chunk is not JSON: {e}"),
         })?;
         self.push(chunk, on_token);
+        self.within_limits()?;
+        Ok(Step::Continue)
+    }
+
+    /// The reply so far is within [`MAX_REPLY_BYTES`], or why not.
+    pub(crate) fn within_limits(&self) -> Result<(), ModelError> {
         if self.size() > MAX_REPLY_BYTES {
             return Err(ModelError::TooLarge {
                 detail: format!("over {MAX_REPLY_BYTES} bytes of text and tool-call arguments"),
             });
         }
-        Ok(Step::Continue)
+        Ok(())
+    }
+
+    /// Names the reply (the first id given wins, as for chunks).
+    pub(crate) fn set_response_id(&mut self, id: &str) {
+        if self.response_id.is_empty() {
+            self.response_id = id.to_owned();
+        }
+    }
+
+    /// Adds streamed text.
+    pub(crate) fn push_text(&mut self, text: &str, on_token: &mut (dyn FnMut(&str) + Send)) {
+        if !text.is_empty() {
+            on_token(text);
+            self.emitted_text = true;
+            self.content.push_str(text);
+        }
+    }
+
+    /// Adds a whole tool call.
+    pub(crate) fn push_call(&mut self, id: &str, name: &str, arguments: &str) {
+        if self.calls.len() <= super::client::MAX_TOOL_CALLS {
+            self.calls.push(PartialCall {
+                id: id.to_owned(),
+                name: name.to_owned(),
+                arguments: arguments.to_owned(),
+            });
+        }
+    }
+
+    /// Sets the usage reported.
+    pub(crate) fn set_usage(&mut self, usage: super::wire::WireUsage) {
+        self.usage = Some(usage);
+    }
+
+    /// Marks the reply finished, for `reason`.
+    pub(crate) fn finish_with(&mut self, reason: &str) {
+        self.finish_reason = Some(reason.to_owned());
     }
 
     /// Bytes of text and tool calls so far.

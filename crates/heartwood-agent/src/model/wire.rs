@@ -240,6 +240,20 @@ pub(crate) struct CompletionDetails {
 }
 
 impl WireUsage {
+    /// Usage from plain counts (the Responses API names them differently).
+    pub fn from_counts(prompt: u64, completion: u64, cached: u64, reasoning: u64) -> Self {
+        WireUsage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            prompt_tokens_details: Some(PromptDetails {
+                cached_tokens: cached,
+            }),
+            completion_tokens_details: Some(CompletionDetails {
+                reasoning_tokens: reasoning,
+            }),
+        }
+    }
+
     pub fn into_usage(self, prices: Option<crate::model::Prices>) -> Usage {
         let cost_micros = prices.map_or(0, |p| {
             (self.prompt_tokens * p.prompt_micros_per_mtok

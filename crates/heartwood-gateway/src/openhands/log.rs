@@ -50,6 +50,8 @@ pub(super) struct Log {
     calls: HashMap<String, u64>,
     /// Usage accumulated so far, by usage id.
     usage: HashMap<String, Usage>,
+    /// The route has prices, which the conversation was given: its cost figures are known.
+    pub(super) priced: bool,
     translator: Translator,
 }
 
@@ -272,9 +274,9 @@ impl Log {
                     .saturating_sub(before.reasoning_tokens),
                 cost_micros: total.cost_micros.saturating_sub(before.cost_micros),
                 calls: 1,
-                // LiteLLM prices a model it does not know at 0; Heartwood's route prices are
-                // not passed to OpenHands yet, so its cost is unknown rather than trusted.
-                priced_calls: 0,
+                // LiteLLM prices a model it does not know at 0: the cost is known only when
+                // the route's prices were given to the conversation.
+                priced_calls: u64::from(self.priced),
             };
             if delta.prompt_tokens + delta.completion_tokens + delta.cost_micros > 0 {
                 kinds.push(EventKind::Usage {

@@ -69,6 +69,14 @@ impl BackendFactory for OpenHandsBackendFactory {
                     .into(),
             ));
         }
+        if spec.route.category == crate::config::RouteCategory::Subscription {
+            return Err(BackendError(
+                "a ChatGPT subscription route speaks the Responses API with Heartwood's \
+                 sign-in, which OpenHands' model client does not; use the native engine \
+                 (`heartwood backend use native`) or another route"
+                    .into(),
+            ));
+        }
         if spec.route.recording.is_some() {
             return Err(BackendError(
                 "a replay route serves recorded exchanges of the native engine; OpenHands \
@@ -254,10 +262,20 @@ impl OpenHandsBackend {
                 // Skills as of the conversation's creation: OpenHands keeps its agent's
                 // configuration with the conversation.
                 system_suffix: Some(self.spec.skills.prompt_section()),
+                // Micro-dollars per million tokens, as dollars per token.
+                cost_per_token: self.spec.route.prices.map(|p| {
+                    (
+                        p.input_micros_per_mtok as f64 / 1e12,
+                        p.output_micros_per_mtok as f64 / 1e12,
+                    )
+                }),
             })
             .await
             .map_err(oh_error)?;
         self.policy_sent = Some(self.policy);
+        // Only a conversation created with the route's prices reports costs that are known; one
+        // restored from an earlier run keeps whatever it was created with, so it stays unpriced.
+        self.log.priced = self.spec.route.prices.is_some();
         let id = info.id.replace('-', "");
         self.conversation = Some(id.clone());
         Ok(id)

@@ -1,0 +1,169 @@
+//! ChatGPT subscription sign-in, for every interface: where the sign-in service and the
+//! Responses endpoint are (configuration: `HEARTWOOD_CHATGPT_ISSUER` and
+//! `HEARTWOOD_CHATGPT_BASE_URL`, else OpenAI's), where the tokens are kept (`chatgpt.json` in the
+//! user's configuration folder, mode 0600, outside every project), and the device-code flow.
+//!
+//! Interfaces see only non-secret status ([`SignedIn`]) and the short-lived device-code values
+//! ([`Pending`]); the pending handle stays in this process's memory, inside [`SignIn`].
+
+use std::time::{Duration, Instant};
+
+pub use heartwood_agent::model::chatgpt::SignedIn;
+use heartwood_agent::model::chatgpt::{self, DeviceCode, Endpoints, TokenStore};
+use serde::Serialize;
+
+use crate::GatewayError;
+
+/// OpenAI's accounts service.
+const DEFAULT_ISSUER: &str = "https://auth.openai.com";
+/// The client id Codex CLI signs in as (the subscription's terms are the account's).
+const DEFAULT_CLIENT_ID: &str = "app_EMoamEEZ73f0CkXaXp7hrann";
+/// Where a subscription's Responses API is served.
+pub const DEFAULT_BASE_URL: &str = "https://chatgpt.com/backend-api/codex";
+/// A device code is good for this long.
+const CODE_LIFETIME: Duration = Duration::from_secs(15 * 60);
+
+/// The sign-in service, as configured.
+pub fn endpoints() -> Endpoints {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    Endpoints {
+        issuer: var("HEARTWOOD_CHATGPT_ISSUER")
+            .unwrap_or_else(|| DEFAULT_ISSUER.to_owned())
+            .trim_end_matches('/')
+            .to_owned(),
+        client_id: var("HEARTWOOD_CHATGPT_CLIENT_ID")
+            .unwrap_or_else(|| DEFAULT_CLIENT_ID.to_owned()),
+    }
+}
+
+/// The subscription's Responses API base URL, as configured.
+pub fn base_url() -> String {
+    std::env::var("HEARTWOOD_CHATGPT_BASE_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned())
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// The tokens' file.
+pub fn store() -> Result<TokenStore, GatewayError> {
+    let dir = crate::config::user_config_path()
+        .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
+        .ok_or_else(|| {
+            GatewayError::Config(
+                "no user configuration folder for the sign-in (set HOME, XDG_CONFIG_HOME or \
+                 HEARTWOOD_CONFIG_HOME)"
+                    .into(),
+            )
+        })?;
+    Ok(TokenStore::at(dir.join("chatgpt.json")))
+}
+
+/// Who is signed in, if anyone.
+pub fn status() -> Result<Option<SignedIn>, GatewayError> {
+    store()?.signed_in().map_err(model_error)
+}
+
+/// Forgets the sign-in; `false` when there was none.
+pub fn sign_out() -> Result<bool, GatewayError> {
+    store()?.sign_out().map_err(model_error)
+}
+
+/// Why a subscription route cannot be used now (nobody signed in, or the sign-in file cannot be
+/// read); `None` for other routes and a usable sign-in.
+pub fn not_signed_in(route: &crate::config::RouteConfig) -> Option<String> {
+    if route.category != crate::config::RouteCategory::Subscription {
+        return None;
+    }
+    match status() {
+        Ok(Some(_)) => None,
+        Ok(None) => Some("the route is a ChatGPT subscription and nobody is signed in".into()),
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+fn model_error(e: heartwood_agent::model::ModelError) -> GatewayError {
+    GatewayError::Config(e.to_string())
+}
+
+/// What an interface shows while the person signs in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pending {
+    /// The code to type.
+    pub user_code: String,
+    /// Where to type it.
+    pub verification_url: String,
+    /// Seconds left before the code expires.
+    pub expires_in_secs: u64,
+}
+
+/// How a poll went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Progress {
+    /// Not approved yet: poll again after `retry_in_secs`.
+    Waiting {
+        /// When to poll again.
+        retry_in_secs: u64,
+    },
+    /// Signed in.
+    SignedIn(SignedIn),
+    /// The code expired before it was approved; start again.
+    Expired,
+}
+
+/// A sign-in in progress: the device code (its pending handle never leaves this value).
+pub struct SignIn {
+    code: DeviceCode,
+    endpoints: Endpoints,
+    started: Instant,
+}
+
+impl SignIn {
+    /// Asks the service for a device code.
+    pub async fn start() -> Result<SignIn, GatewayError> {
+        let endpoints = endpoints();
+        let code = chatgpt::request_device_code(&endpoints)
+            .await
+            .map_err(model_error)?;
+        Ok(SignIn {
+            code,
+            endpoints,
+            started: Instant::now(),
+        })
+    }
+
+    /// What to show.
+    pub fn pending(&self) -> Pending {
+        Pending {
+            user_code: self.code.user_code.clone(),
+            verification_url: self.code.verification_url.clone(),
+            expires_in_secs: CODE_LIFETIME
+                .saturating_sub(self.started.elapsed())
+                .as_secs(),
+        }
+    }
+
+    /// How long to wait between polls.
+    pub fn interval(&self) -> Duration {
+        self.code.interval
+    }
+
+    /// Polls once; on approval the tokens are stored and the sign-in is done.
+    pub async fn poll(&self) -> Result<Progress, GatewayError> {
+        if self.started.elapsed() > CODE_LIFETIME {
+            return Ok(Progress::Expired);
+        }
+        let store = store()?;
+        match chatgpt::poll_device_code(&self.endpoints, &self.code, &store)
+            .await
+            .map_err(model_error)?
+        {
+            Some(signed_in) => Ok(Progress::SignedIn(signed_in)),
+            None => Ok(Progress::Waiting {
+                retry_in_secs: self.code.interval.as_secs(),
+            }),
+        }
+    }
+}
