@@ -113,6 +113,8 @@ pub(crate) struct Shared {
     feeds: Mutex<HashMap<SessionId, broadcast::Sender<Update>>>,
     /// Platform model transports (base URL, model) that passed their qualification request.
     qualified: Mutex<std::collections::HashSet<(String, String)>>,
+    /// A ChatGPT sign-in an interface started.
+    sign_in: crate::subscription::SignInDesk,
 }
 
 impl Shared {
@@ -189,8 +191,25 @@ impl SessionGateway {
                 opening: Mutex::new(()),
                 feeds: Mutex::new(HashMap::new()),
                 qualified: Mutex::new(std::collections::HashSet::new()),
+                sign_in: Default::default(),
             }),
         }
+    }
+
+    /// Starts a ChatGPT sign-in: the code and page to show. Blocks while the service is asked.
+    pub fn start_sign_in(&self) -> Result<crate::subscription::Pending, GatewayError> {
+        self.shared.sign_in.start()
+    }
+
+    /// The sign-in in progress, if any (what to show; never its handle).
+    pub fn sign_in_pending(&self) -> Option<crate::subscription::Pending> {
+        self.shared.sign_in.pending()
+    }
+
+    /// Polls the sign-in in progress (at most once per the service's interval; blocks while
+    /// the service is asked).
+    pub fn poll_sign_in(&self) -> Result<crate::subscription::Progress, GatewayError> {
+        self.shared.sign_in.poll()
     }
 
     /// A handle on the same gateway, for a session's command channel.

@@ -197,7 +197,7 @@ const QUALIFICATION_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs `future` to completion on a runtime of its own, on a thread of its own: the caller may
 /// be inside a runtime (where blocking on another would panic) or on a blocking thread.
-fn on_own_runtime<T: Send, E: std::fmt::Display>(
+pub(crate) fn on_own_runtime<T: Send, E: std::fmt::Display>(
     future: impl std::future::Future<Output = Result<T, E>> + Send,
 ) -> Result<T, String> {
     std::thread::scope(|scope| {

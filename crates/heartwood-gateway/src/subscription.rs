@@ -118,6 +118,8 @@ pub struct SignIn {
     code: DeviceCode,
     endpoints: Endpoints,
     started: Instant,
+    /// When the service was last asked, so interfaces that poll often ask it once per interval.
+    last_poll: std::sync::Mutex<Option<Instant>>,
 }
 
 impl SignIn {
@@ -131,6 +133,7 @@ impl SignIn {
             code,
             endpoints,
             started: Instant::now(),
+            last_poll: std::sync::Mutex::new(None),
         })
     }
 
@@ -150,10 +153,25 @@ impl SignIn {
         self.code.interval
     }
 
-    /// Polls once; on approval the tokens are stored and the sign-in is done.
+    /// Polls once; on approval the tokens are stored and the sign-in is done. Asked again
+    /// within the interval, it answers "waiting" without asking the service.
     pub async fn poll(&self) -> Result<Progress, GatewayError> {
         if self.started.elapsed() > CODE_LIFETIME {
             return Ok(Progress::Expired);
+        }
+        {
+            let mut last = self
+                .last_poll
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(at) = *last
+                && at.elapsed() < self.code.interval
+            {
+                return Ok(Progress::Waiting {
+                    retry_in_secs: (self.code.interval - at.elapsed()).as_secs().max(1),
+                });
+            }
+            *last = Some(Instant::now());
         }
         let store = store()?;
         match chatgpt::poll_device_code(&self.endpoints, &self.code, &store)
@@ -165,5 +183,48 @@ impl SignIn {
                 retry_in_secs: self.code.interval.as_secs(),
             }),
         }
+    }
+}
+
+/// The sign-in an interface started, kept in the gateway's memory (the pending handle never
+/// leaves it): one at a time per gateway; a new start replaces it.
+#[derive(Default)]
+pub(crate) struct SignInDesk(std::sync::Mutex<Option<std::sync::Arc<SignIn>>>);
+
+impl SignInDesk {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<std::sync::Arc<SignIn>>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Starts a sign-in (blocking: the service is asked on a runtime of its own).
+    pub(crate) fn start(&self) -> Result<Pending, GatewayError> {
+        let sign_in = crate::route_check::on_own_runtime(SignIn::start())
+            .map_err(GatewayError::Config)?;
+        let pending = sign_in.pending();
+        *self.slot() = Some(std::sync::Arc::new(sign_in));
+        Ok(pending)
+    }
+
+    /// The sign-in in progress, if any.
+    pub(crate) fn pending(&self) -> Option<Pending> {
+        self.slot().as_ref().map(|s| s.pending())
+    }
+
+    /// Polls the sign-in in progress (blocking); a finished or expired one is let go.
+    pub(crate) fn poll(&self) -> Result<Progress, GatewayError> {
+        let Some(sign_in) = self.slot().clone() else {
+            return Err(GatewayError::Config(
+                "no sign-in is in progress; start one".into(),
+            ));
+        };
+        let progress = crate::route_check::on_own_runtime(sign_in.poll())
+            .map_err(GatewayError::Config)?;
+        if !matches!(progress, Progress::Waiting { .. }) {
+            let mut slot = self.slot();
+            if slot.as_ref().is_some_and(|s| std::sync::Arc::ptr_eq(s, &sign_in)) {
+                *slot = None;
+            }
+        }
+        Ok(progress)
     }
 }

@@ -308,6 +308,22 @@ fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) ->
             Ok(plan) => json_response(StatusCode::OK, &plan),
             Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         },
+        // ChatGPT sign-in: the code and page to show, and its progress; never a token.
+        ("POST", ["api", "signin"]) => match app.gateway.start_sign_in() {
+            Ok(pending) => json_response(StatusCode::OK, &pending),
+            Err(e) => plain(StatusCode::BAD_GATEWAY, &e.to_string()),
+        },
+        ("GET", ["api", "signin"]) => match heartwood_gateway::subscription::status() {
+            Ok(who) => json_response(
+                StatusCode::OK,
+                &serde_json::json!({"signed_in": who, "pending": app.gateway.sign_in_pending()}),
+            ),
+            Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        },
+        ("POST", ["api", "signin", "poll"]) => match app.gateway.poll_sign_in() {
+            Ok(progress) => json_response(StatusCode::OK, &progress),
+            Err(e) => plain(StatusCode::CONFLICT, &e.to_string()),
+        },
         ("GET", ["api", "workflows"]) => match heartwood_gateway::workspace::workflow_catalog() {
             Ok(catalog) => json_response(StatusCode::OK, &catalog),
             Err(e) => failure(&e),

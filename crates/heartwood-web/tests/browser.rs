@@ -344,3 +344,51 @@ async fn the_page_reviews_approves_and_activates_a_skill() {
     assert_eq!(given.0.len(), 1);
     assert_eq!(given.0[0].digest.as_str(), digest);
 }
+
+/// The page signs in with a ChatGPT subscription: it shows the device code and the page to open
+/// (the gateway holds the handle), polls until the sign-in service approves, and names the
+/// account. The service is the scripted server, started here; the page's server runs in a child
+/// process whose environment points the sign-in at it and keeps the tokens in a folder of the
+/// test's.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_signs_in_with_a_chatgpt_subscription() {
+    const TEST: &str = "the_page_signs_in_with_a_chatgpt_subscription";
+    if std::env::var_os("HEARTWOOD_TEST_CHILD").is_some() {
+        let Some(node_path) = node_path() else {
+            return;
+        };
+        let project = tempfile::tempdir().expect("project");
+        let capability = Capability::generate().expect("capability");
+        let secret = capability.reveal().to_owned();
+        let (addr, _state) = support::serve(project.path(), Mode::Loopback, capability).await;
+        let url = format!("http://127.0.0.1:{}/?token={secret}", addr.port());
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/signin.mjs");
+        let screenshot =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-signin.png");
+        let stdout = chromium(&node_path, &script, &[&url, &screenshot], "20000").await;
+        let config = std::env::var("HEARTWOOD_CONFIG_HOME").expect("config home");
+        assert!(
+            stdout.contains(&format!("code: {}", heartwood_testkit::chatgpt::USER_CODE)),
+            "{stdout}"
+        );
+        assert!(stdout.contains("/codex/device"), "{stdout}");
+        assert!(
+            stdout.contains(&format!("Signed in as {}", heartwood_testkit::chatgpt::EMAIL)),
+            "{stdout}"
+        );
+        assert!(Path::new(&config).join("chatgpt.json").is_file());
+        return;
+    }
+    let server = ScriptedModelServer::start(Script::of(Vec::new()))
+        .await
+        .expect("server");
+    let config = tempfile::tempdir().expect("config");
+    let origin = server.origin();
+    let vars = [
+        ("HEARTWOOD_CHATGPT_ISSUER", std::ffi::OsStr::new(&origin)),
+        ("HEARTWOOD_CONFIG_HOME", config.path().as_os_str()),
+    ];
+    tokio::task::block_in_place(|| heartwood_testkit::child::rerun_with(TEST, &vars));
+    let (polls, exchanges, _) = server.sign_in_counts();
+    assert!(polls >= 2 && exchanges == 1, "{polls} polls, {exchanges} exchanges");
+}
