@@ -225,5 +225,5 @@ async fn a_preset_and_prices_are_saved_and_shown() {
     let unknown =
         support::heartwood_async(project.path(), &["model", "connect", "--preset", "acme"]).await;
     assert!(!unknown.status.success());
-    assert!(support::text(&unknown.stderr).contains("openai, openrouter, together, groq"));
+    assert!(support::text(&unknown.stderr).contains("openai, openrouter, together, groq, chatgpt"));
 }

@@ -21,6 +21,11 @@ struct Tmux {
 
 impl Tmux {
     fn start(project: &Path) -> Self {
+        Tmux::start_with(project, &[])
+    }
+
+    /// [`Tmux::start`] with environment variables set for the binary.
+    fn start_with(project: &Path, vars: &[(&str, &str)]) -> Self {
         // One server per test: tests in this file run side by side.
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -28,8 +33,9 @@ impl Tmux {
             socket: format!("heartwood-test-{}-{n}", std::process::id()),
             patience: Duration::from_secs(30),
         };
+        let env: String = vars.iter().map(|(k, v)| format!("{k}='{v}' ")).collect();
         let command = format!(
-            "cd '{}' && exec '{}'",
+            "cd '{}' && exec env {env}'{}'",
             project.display(),
             env!("CARGO_BIN_EXE_heartwood")
         );
@@ -363,4 +369,64 @@ async fn the_shell_decides_a_set_the_open_tui_is_showing_and_the_tui_follows() {
     let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran");
     assert_eq!(ran, "D1\nD2\n", "the set ran once");
     tmux.keys(&["C-q"]);
+}
+
+/// The first-run form signs in with a ChatGPT subscription: the preset is chosen with →, Enter
+/// shows the device code and the page to open, the interface polls the gateway until the
+/// sign-in service approves, then connects the subscription route and moves on to the sessions.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_first_run_form_signs_in_with_chatgpt_and_connects_the_subscription() {
+    let project = tempfile::tempdir().expect("project");
+    let config = tempfile::tempdir().expect("user config");
+    let server = ScriptedModelServer::start(Script::of(Vec::new()))
+        .await
+        .expect("server");
+    let origin = server.origin();
+    let base = format!("{origin}/backend-api/codex");
+    let config_home = config.path().display().to_string();
+    let tmux = Tmux::start_with(
+        project.path(),
+        &[
+            ("HEARTWOOD_CHATGPT_ISSUER", &origin),
+            ("HEARTWOOD_CHATGPT_BASE_URL", &base),
+            ("HEARTWOOD_CONFIG_HOME", &config_home),
+        ],
+    );
+    tmux.wait_for("the connect form", |s| s.contains("Preset"))
+        .await;
+    for _ in 0..8 {
+        if tmux.screen().contains("ChatGPT subscription") {
+            break;
+        }
+        tmux.keys(&["Right"]);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let form = tmux
+        .wait_for("the ChatGPT preset", |s| s.contains("ChatGPT subscription"))
+        .await;
+    assert!(
+        form.contains(&base),
+        "the configured endpoint is shown: {form}"
+    );
+    tmux.keys(&["Enter"]);
+    let code = tmux
+        .wait_for("the device code", |s| {
+            s.contains(heartwood_testkit::chatgpt::USER_CODE)
+        })
+        .await;
+    assert!(code.contains("/codex/device"), "{code}");
+    tmux.wait_for("the sessions after the sign-in", |s| {
+        s.contains("press n to start one")
+    })
+    .await;
+    let (polls, exchanges, _) = server.sign_in_counts();
+    assert!(
+        polls >= 2 && exchanges == 1,
+        "{polls} polls, {exchanges} exchanges"
+    );
+    assert!(config.path().join("chatgpt.json").is_file());
+    let saved =
+        std::fs::read_to_string(project.path().join(".heartwood/config.toml")).expect("config");
+    assert!(saved.contains("category = \"subscription\""), "{saved}");
+    tmux.keys(&["q"]);
 }

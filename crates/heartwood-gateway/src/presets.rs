@@ -1,4 +1,4 @@
-//! Presets for common model services: a base URL, the conventional variable for the key, a
+//! Presets for common model services (and the ChatGPT subscription, signed in instead of keyed): a base URL, the conventional variable for the key, a
 //! model to start with and, where known, list prices. `model connect --preset`, the terminal
 //! interface's connect form and the page offer the same list, and [`route`] turns a choice into
 //! a route (explicit values win over the preset's).
@@ -112,6 +112,16 @@ pub const PRESETS: &[Preset] = &[
         ],
     },
     Preset {
+        id: "chatgpt",
+        name: "ChatGPT subscription (sign in)",
+        category: RouteCategory::Subscription,
+        base_url: crate::subscription::DEFAULT_BASE_URL,
+        api_key_env: None,
+        model: "gpt-5-codex",
+        free: false,
+        prices: &[],
+    },
+    Preset {
         id: "ollama",
         name: "Ollama on this machine",
         category: RouteCategory::Compatible,
@@ -171,6 +181,15 @@ pub struct Choice {
 pub fn route(preset: &Preset, choice: Choice) -> RouteConfig {
     let model = choice.model.unwrap_or_else(|| preset.model.to_owned());
     let prices = choice.prices.or_else(|| preset.prices_of(&model));
+    if preset.category == RouteCategory::Subscription {
+        // Signed in, not keyed; its endpoint is the configured one unless one was typed.
+        let mut route = RouteConfig::subscription(&model);
+        if let Some(base_url) = choice.base_url {
+            route.base_url = base_url.trim_end_matches('/').to_owned();
+        }
+        route.prices = prices;
+        return route;
+    }
     RouteConfig {
         category: preset.category,
         api_key_env: choice

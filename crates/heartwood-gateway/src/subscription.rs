@@ -193,13 +193,15 @@ pub(crate) struct SignInDesk(std::sync::Mutex<Option<std::sync::Arc<SignIn>>>);
 
 impl SignInDesk {
     fn slot(&self) -> std::sync::MutexGuard<'_, Option<std::sync::Arc<SignIn>>> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Starts a sign-in (blocking: the service is asked on a runtime of its own).
     pub(crate) fn start(&self) -> Result<Pending, GatewayError> {
-        let sign_in = crate::route_check::on_own_runtime(SignIn::start())
-            .map_err(GatewayError::Config)?;
+        let sign_in =
+            crate::route_check::on_own_runtime(SignIn::start()).map_err(GatewayError::Config)?;
         let pending = sign_in.pending();
         *self.slot() = Some(std::sync::Arc::new(sign_in));
         Ok(pending)
@@ -217,11 +219,14 @@ impl SignInDesk {
                 "no sign-in is in progress; start one".into(),
             ));
         };
-        let progress = crate::route_check::on_own_runtime(sign_in.poll())
-            .map_err(GatewayError::Config)?;
+        let progress =
+            crate::route_check::on_own_runtime(sign_in.poll()).map_err(GatewayError::Config)?;
         if !matches!(progress, Progress::Waiting { .. }) {
             let mut slot = self.slot();
-            if slot.as_ref().is_some_and(|s| std::sync::Arc::ptr_eq(s, &sign_in)) {
+            if slot
+                .as_ref()
+                .is_some_and(|s| std::sync::Arc::ptr_eq(s, &sign_in))
+            {
                 *slot = None;
             }
         }

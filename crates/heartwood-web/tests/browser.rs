@@ -373,7 +373,10 @@ async fn the_page_signs_in_with_a_chatgpt_subscription() {
         );
         assert!(stdout.contains("/codex/device"), "{stdout}");
         assert!(
-            stdout.contains(&format!("Signed in as {}", heartwood_testkit::chatgpt::EMAIL)),
+            stdout.contains(&format!(
+                "Signed in as {}",
+                heartwood_testkit::chatgpt::EMAIL
+            )),
             "{stdout}"
         );
         assert!(Path::new(&config).join("chatgpt.json").is_file());
@@ -390,5 +393,8 @@ async fn the_page_signs_in_with_a_chatgpt_subscription() {
     ];
     tokio::task::block_in_place(|| heartwood_testkit::child::rerun_with(TEST, &vars));
     let (polls, exchanges, _) = server.sign_in_counts();
-    assert!(polls >= 2 && exchanges == 1, "{polls} polls, {exchanges} exchanges");
+    assert!(
+        polls >= 2 && exchanges == 1,
+        "{polls} polls, {exchanges} exchanges"
+    );
 }

@@ -53,6 +53,13 @@ impl ConnectForm {
         let next = (now + step).rem_euclid(slots);
         self.preset = (next > 0).then(|| next as usize - 1);
         match self.preset.map(|i| &presets[i]) {
+            Some(preset)
+                if preset.category == heartwood_gateway::config::RouteCategory::Subscription =>
+            {
+                self.base_url = heartwood_gateway::subscription::base_url();
+                self.model = preset.model.to_owned();
+                self.api_key_env.clear();
+            }
             Some(preset) => {
                 self.base_url = preset.base_url.to_owned();
                 self.model = preset.model.to_owned();
@@ -220,6 +227,8 @@ pub struct App {
     pub figure: Option<ModelFigure>,
     /// The assessment fingerprint `figure` was asked for.
     pub figure_for: Option<String>,
+    /// The route to connect once the ChatGPT sign-in in progress (shown in `notice`) is done.
+    pub after_sign_in: Option<heartwood_gateway::config::RouteConfig>,
 }
 
 /// This interface's function key for each workflow control. The gateway decides which
@@ -259,6 +268,7 @@ impl App {
             workflow_armed: None,
             figure: None,
             figure_for: None,
+            after_sign_in: None,
         }
     }
 

@@ -142,6 +142,11 @@ async fn event_loop(
                     refresh(&mut app, gateway);
                 }
             }
+            // A ChatGPT sign-in in progress is polled (the gateway asks the service at most once
+            // per the service's interval).
+            _ = tokio::time::sleep(Duration::from_secs(1)), if app.after_sign_in.is_some() => {
+                poll_sign_in(&mut app, gateway, project)?;
+            }
             // A running action shows how long it has run: redraw each second.
             _ = tokio::time::sleep(Duration::from_secs(1)), if action_running(&app) => {}
             // Viewing is not acting: a session idle for a while is let go, so another
@@ -310,24 +315,21 @@ fn apply(
                 api_key_env: route.api_key_env.filter(|v| !v.is_empty()),
                 ..route
             };
-            let connected = tokio::task::block_in_place(|| {
-                heartwood_gateway::route_check::connect(
-                    project,
-                    route,
-                    false,
-                    heartwood_gateway::route_check::Scope::Project,
-                )
-            });
-            match connected {
-                Ok(c) if c.saved => app.screen = first_screen(gateway, project)?,
-                Ok(c) => {
-                    app.notice = Some(format!(
-                        "Not saved: {}. Change the form and press Enter again.",
-                        c.refusal.unwrap_or_default()
-                    ));
+            // A subscription is signed in first: the code and page are shown, and the loop
+            // polls the gateway until the sign-in is done, then connects.
+            if route.category == heartwood_gateway::config::RouteCategory::Subscription
+                && heartwood_gateway::subscription::not_signed_in(&route).is_some()
+            {
+                match tokio::task::block_in_place(|| gateway.start_sign_in()) {
+                    Ok(pending) => {
+                        app.notice = Some(sign_in_notice(&pending));
+                        app.after_sign_in = Some(route);
+                    }
+                    Err(e) => app.notice = Some(e.to_string()),
                 }
-                Err(e) => app.notice = Some(e.to_string()),
+                return Ok(true);
             }
+            connect(app, route, gateway, project)?;
         }
         Intent::Recheck => app.screen = first_screen(gateway, project)?,
         Intent::Skills => {
@@ -459,4 +461,69 @@ fn selected(app: &App) -> usize {
         Screen::Sessions { selected, .. } => *selected,
         _ => 0,
     }
+}
+
+/// Checks and saves `route` (a wrong port or model name stays in the form, with the reason and
+/// the models the service lists), then shows where the project stands.
+fn connect(
+    app: &mut App,
+    route: RouteConfig,
+    gateway: &SessionGateway,
+    project: &ProjectContext,
+) -> Result<()> {
+    let connected = tokio::task::block_in_place(|| {
+        heartwood_gateway::route_check::connect(
+            project,
+            route,
+            false,
+            heartwood_gateway::route_check::Scope::Project,
+        )
+    });
+    match connected {
+        Ok(c) if c.saved => app.screen = first_screen(gateway, project)?,
+        Ok(c) => {
+            app.notice = Some(format!(
+                "Not saved: {}. Change the form and press Enter again.",
+                c.refusal.unwrap_or_default()
+            ));
+        }
+        Err(e) => app.notice = Some(e.to_string()),
+    }
+    Ok(())
+}
+
+/// What the researcher is asked to do while a ChatGPT sign-in waits.
+fn sign_in_notice(pending: &heartwood_gateway::subscription::Pending) -> String {
+    format!(
+        "Sign in with ChatGPT: open {} and enter the code {} (it expires in {} minutes). \
+         Waiting for your approval; Esc quits.",
+        pending.verification_url,
+        pending.user_code,
+        pending.expires_in_secs / 60
+    )
+}
+
+/// Polls the ChatGPT sign-in in progress; once it is done, connects the route it was for.
+fn poll_sign_in(app: &mut App, gateway: &SessionGateway, project: &ProjectContext) -> Result<()> {
+    use heartwood_gateway::subscription::Progress;
+    match tokio::task::block_in_place(|| gateway.poll_sign_in()) {
+        Ok(Progress::Waiting { .. }) => {}
+        Ok(Progress::SignedIn(_)) => {
+            if let Some(route) = app.after_sign_in.take() {
+                app.notice = None;
+                connect(app, route, gateway, project)?;
+            }
+        }
+        Ok(Progress::Expired) => {
+            app.after_sign_in = None;
+            app.notice = Some(
+                "The code expired before it was approved; press Enter to sign in again.".into(),
+            );
+        }
+        Err(e) => {
+            app.after_sign_in = None;
+            app.notice = Some(e.to_string());
+        }
+    }
+    Ok(())
 }

@@ -65,10 +65,13 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
                 ));
                 lines.push(Line::default());
                 if let Some(notice) = &app.notice {
-                    lines.push(Line::styled(
-                        notice.clone(),
-                        Style::default().fg(Color::Red),
-                    ));
+                    // A sign-in waiting for approval is a step, not an error.
+                    let color = if app.after_sign_in.is_some() {
+                        Color::Yellow
+                    } else {
+                        Color::Red
+                    };
+                    lines.push(Line::styled(notice.clone(), Style::default().fg(color)));
                 }
                 lines.push(keys(
                     "Tab/↑↓ next field · ← → preset · Enter check and connect · Esc quit",
@@ -212,17 +215,7 @@ fn session(frame: &mut Frame<'_>, app: &App, area: Rect, snapshot: &heartwood_ev
         Lifecycle::WaitingForDecision => Style::default().fg(Color::Yellow),
         _ => Style::default(),
     };
-    let mut status_lines = vec![Line::from(vec![
-        Span::styled(p.status_line.clone(), status_style),
-        Span::styled(
-            if p.usage.summary.is_empty() {
-                String::new()
-            } else {
-                format!("   {}", p.usage.summary)
-            },
-            Style::default().fg(Color::DarkGray),
-        ),
-    ])];
+    let mut status_lines = vec![Line::styled(p.status_line.clone(), status_style)];
     if let Some(notice) = &app.notice {
         status_lines.push(Line::styled(
             notice.clone(),
@@ -399,6 +392,14 @@ fn conversation_and_plan(
                 Style::default().fg(Color::Cyan),
             ));
         }
+    }
+    if !p.usage.summary.is_empty() {
+        side_lines.push(Line::default());
+        side_lines.push(Line::styled(
+            "Usage",
+            Style::default().add_modifier(Modifier::BOLD),
+        ));
+        side_lines.push(Line::raw(p.usage.summary.clone()));
     }
     frame.render_widget(
         Paragraph::new(side_lines)
