@@ -393,6 +393,9 @@ fn outcome(snapshot: &heartwood_events::Snapshot, json: bool) -> ExitCode {
     if !json && !waiting {
         println!("\n{}", p.status_line);
     }
+    if !json && !p.usage.summary.is_empty() {
+        println!("usage: {}", p.usage.summary);
+    }
     match p.lifecycle {
         Lifecycle::WaitingForDecision => {
             if let (Some(set), Some(review), false) = (&p.pending, &snapshot.review, json) {

@@ -320,6 +320,22 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                     println!("input budget      {} tokens", route.max_input_tokens);
                     println!("output budget     {} tokens", route.max_output_tokens);
                     println!("call timeout      {} s", route.timeout_secs);
+                    let platform = config.platform()?;
+                    let boundary = heartwood_gateway::platform::boundary(&platform, &route);
+                    let automation = heartwood_gateway::platform::automation(
+                        boundary,
+                        heartwood_gateway::platform::credential_name(&route).as_deref(),
+                    );
+                    println!("credentials       {}", boundary.as_str());
+                    println!(
+                        "automation        {}: {}",
+                        if automation.allowed {
+                            "low-risk allowed"
+                        } else {
+                            "off"
+                        },
+                        automation.reason
+                    );
                     println!(
                         "prices            {}",
                         route.prices.map_or(

@@ -193,6 +193,14 @@ async fn a_preset_and_prices_are_saved_and_shown() {
         shown.contains("$0.15 in, $0.60 out per million tokens"),
         "{shown}"
     );
+    assert!(
+        shown.contains("credentials       credential_free"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("automation        low-risk allowed"),
+        "{shown}"
+    );
     // A hosted preset brings its key variable, and a listed model its list prices.
     let hosted = support::heartwood_async(
         project.path(),

@@ -126,11 +126,18 @@ async fn a_device_code_sign_in_runs_a_task_over_the_responses_api_and_refreshes_
         project.path(),
         config.path(),
         &server,
-        &["exec", "--json", "say where you run"],
+        &["exec", "say where you run"],
     )
     .await;
     // The terminal command waits for a decision (exit 3); allow it and follow to the end.
     assert_eq!(ran.status.code(), Some(3), "{}", support::text(&ran.stderr));
+    // No price is set for the route: the cost is unknown, never $0.
+    assert!(
+        support::text(&ran.stdout)
+            .contains("usage: 1,200 tokens in, 40 out · cost unknown (no price set)"),
+        "{}",
+        support::text(&ran.stdout)
+    );
     let allowed = heartwood(
         project.path(),
         config.path(),
@@ -183,7 +190,7 @@ async fn a_device_code_sign_in_runs_a_task_over_the_responses_api_and_refreshes_
         .as_str()
         .expect("access token")
         .to_owned();
-    for file in walk(project.path()) {
+    for file in heartwood_testkit::files_under(project.path()) {
         let bytes = std::fs::read(&file).expect("read");
         assert!(
             !bytes.windows(access.len()).any(|w| w == access.as_bytes()),
@@ -211,17 +218,4 @@ async fn a_device_code_sign_in_runs_a_task_over_the_responses_api_and_refreshes_
     let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).expect("plan");
     assert_eq!(plan["phase"], "credential_required");
     assert_eq!(plan["next_action"], "heartwood model signin");
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("dir").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files.extend(walk(&path));
-        } else if path.is_file() {
-            files.push(path);
-        }
-    }
-    files
 }

@@ -18,3 +18,17 @@ pub mod sessions;
 
 pub use script::{Fault, Script, ScriptedCall, ScriptedUsage, Turn};
 pub use server::{ScriptedModelServer, event_stream_body};
+
+/// Every regular file under `dir`, at any depth (for tests that search what was written).
+pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else if path.is_file() {
+            files.push(path);
+        }
+    }
+    files
+}
