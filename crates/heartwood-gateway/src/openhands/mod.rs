@@ -370,12 +370,18 @@ impl OpenHandsBackend {
         loop {
             if self.controls.interrupt.swap(false, Ordering::SeqCst) {
                 self.controls.pause.store(false, Ordering::SeqCst);
-                client.interrupt(&id).await.map_err(oh_error)?;
-                // The server waits only 5 s for the cancelled run to wind down, and falls back
-                // to a pause when no cancellable run is tracked; under load the run can still
-                // be going after that. A pause (a no-op once paused) makes sure the agent stops
-                // at its next step instead of asking the model again.
-                client.pause(&id).await.map_err(oh_error)?;
+                // The interrupt cancels the running tool; the server then waits up to 5 s for
+                // the cancelled run to wind down, during which, under load, the agent can reach
+                // its next model call. So the pause is sent at once beside it (a moment later,
+                // so the cancellation is first): it waits for the step to end and stops the
+                // agent before it asks the model again (a no-op once paused).
+                let pause_soon = async {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    client.pause(&id).await
+                };
+                let (interrupted, paused) = tokio::join!(client.interrupt(&id), pause_soon);
+                interrupted.map_err(oh_error)?;
+                paused.map_err(oh_error)?;
             } else if self.controls.pause.swap(false, Ordering::SeqCst) {
                 client.pause(&id).await.map_err(oh_error)?;
             }
