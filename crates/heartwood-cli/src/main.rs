@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 mod backend;
 mod demo;
 mod exec;
+mod local_models;
 mod model;
 mod render;
 mod replay;

@@ -1,4 +1,5 @@
-//! `heartwood model connect | show`: the project's model route.
+//! `heartwood model connect | show | signin | presets`: the project's model route (local models:
+//! [`crate::local_models`]).
 
 use std::process::ExitCode;
 
@@ -88,6 +89,8 @@ pub enum ModelCommand {
         #[arg(long)]
         json: bool,
     },
+    #[command(flatten)]
+    Local(crate::local_models::LocalCommand),
 }
 
 /// Route categories as the command line spells them.
@@ -255,6 +258,7 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
             })
         }
         ModelCommand::Signin { json } => sign_in(json),
+        ModelCommand::Local(cmd) => crate::local_models::run(project, cmd),
         ModelCommand::Signout => {
             if heartwood_gateway::subscription::sign_out()? {
                 println!("signed out; the tokens were deleted");

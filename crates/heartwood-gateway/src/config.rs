@@ -105,9 +105,16 @@ impl RouteConfig {
     pub fn validate(&self) -> Result<(), GatewayError> {
         let bad = |m: String| Err(GatewayError::Config(m));
         if self.category == RouteCategory::Local {
-            return bad("Heartwood-managed local models are not available yet; run a local server (Ollama, \
-                 llama.cpp, vLLM) and connect it with --category compatible"
-                .into());
+            heartwood_models::manifest::check_name(&self.model)
+                .map_err(|e| GatewayError::Config(e.to_string()))?;
+            if self.api_key_env.is_some() || crate::models::local_port(&self.base_url).is_none() {
+                return bad(format!(
+                    "a local route serves a stored model on this machine (base URL \
+                     http://127.0.0.1:PORT/v1, no API key), not {:?}; connect it with \
+                     heartwood model use NAME",
+                    self.base_url
+                ));
+            }
         }
         if self.category == RouteCategory::Research && self.api_key_env.is_some() {
             return bad(
@@ -621,7 +628,7 @@ mod tests {
                 },
                 "timeout",
             ),
-            (route(RouteCategory::Local), "not available yet"),
+            (route(RouteCategory::Local), "heartwood model use"),
         ];
         for (bad, expected) in cases {
             let err = ProjectConfig::set_route(&project, bad).expect_err("accepted");

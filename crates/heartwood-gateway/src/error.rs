@@ -38,6 +38,9 @@ pub enum GatewayError {
     /// Reading or writing a file outside the session failed.
     #[error("{0}")]
     Io(String),
+    /// A local model operation did not complete (nothing was published).
+    #[error(transparent)]
+    Models(#[from] heartwood_models::ModelError),
     /// The process serving the session refused or failed the request, for this reason.
     #[error("{message}")]
     Forwarded {
@@ -99,6 +102,16 @@ impl GatewayError {
             }
             GatewayError::Backend(_) => ErrorKind::Backend,
             GatewayError::Unreadable(_) => ErrorKind::Damaged,
+            GatewayError::Models(e) => match e {
+                heartwood_models::ModelError::Io { .. } => ErrorKind::Io,
+                heartwood_models::ModelError::Integrity(_) => ErrorKind::Damaged,
+                heartwood_models::ModelError::Hub(_) | heartwood_models::ModelError::Runtime(_) => {
+                    ErrorKind::Unavailable
+                }
+                heartwood_models::ModelError::Refused(_)
+                | heartwood_models::ModelError::Invalid(_)
+                | heartwood_models::ModelError::Cancelled => ErrorKind::Invalid,
+            },
             GatewayError::Journal(e) => match e {
                 AuditError::NoSession { .. } => ErrorKind::NotFound,
                 AuditError::Owned { .. } => ErrorKind::Owned,

@@ -258,6 +258,11 @@ pub fn detect(surroundings: &Surroundings, project_mounts: &[MountDeclaration]) 
         categories.push(RouteCategory::Research);
     }
     categories.push(RouteCategory::Replay);
+    let local_compute = declared.and_then(|d| d.local_compute).unwrap_or(true);
+    // A model Heartwood runs on this machine sends nothing anywhere; it needs only the compute.
+    if local_compute {
+        categories.push(RouteCategory::Local);
+    }
     if let Some(declared) = declared.and_then(|d| d.route_categories.clone()) {
         categories = declared;
     }
@@ -345,7 +350,7 @@ pub fn detect(surroundings: &Surroundings, project_mounts: &[MountDeclaration]) 
         platform: kind,
         detected_by,
         route_categories: categories.iter().map(|c| c.as_str().to_owned()).collect(),
-        local_compute: declared.and_then(|d| d.local_compute).unwrap_or(true),
+        local_compute,
         model_transport: transport,
         ingress,
         credential_boundaries,
@@ -523,7 +528,7 @@ mod tests {
         assert_eq!(ingress_refusal(&p, "trusted_proxy"), None);
         assert_eq!(
             p.route_categories,
-            ["hosted", "subscription", "compatible", "replay"]
+            ["hosted", "subscription", "compatible", "replay", "local"]
         );
         assert!(p.model_transport.is_none());
         assert!(p.detected_by.contains("no platform's markers"));
@@ -580,7 +585,7 @@ purpose = "cohort extract"
         let vars = [(JUPYTERHUB_PREFIX, "/user/alice")];
         let p = detect(&Surroundings::simulated(&vars, Some(d)), &[]);
         assert_eq!(p.platform, PlatformKind::Carina);
-        assert_eq!(p.route_categories, ["compatible", "research", "replay"]);
+        assert_eq!(p.route_categories, ["compatible", "research", "replay", "local"]);
         assert_eq!(
             p.ingress[0],
             IngressOffer::JupyterProxy {

@@ -203,6 +203,16 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             )
         });
     }
+    if route.category == crate::config::RouteCategory::Local
+        && let Some((stored, why, next)) = crate::models::not_ready(project, &route)
+    {
+        let phase = if stored {
+            Phase::ComputeRequired
+        } else {
+            Phase::ModelRequired
+        };
+        return Ok(plan(phase, why, next, Some(summary)));
+    }
     if let Err(why) = probe(&route.base_url) {
         return Ok(plan(
             Phase::ConnectionRequired,

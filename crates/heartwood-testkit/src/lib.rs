@@ -11,6 +11,7 @@
 
 pub mod chatgpt;
 pub mod child;
+pub mod hub;
 pub mod load;
 mod script;
 mod server;

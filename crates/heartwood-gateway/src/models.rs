@@ -1,0 +1,610 @@
+//! Local models through the gateway: the one door from the interfaces to `heartwood-models`.
+//! Every way in (catalog, inspected hub repository, local files, bundle) first produces a
+//! [`Review`]: the exact manifest, its SHA-256 and the resource planner's verdict. Nothing is
+//! written until the researcher accepts that manifest's license by its SHA-256; a different
+//! manifest (a moved branch, a changed file) needs a new decision.
+//!
+//! The `local` route names a stored model and a loopback port; the runtime launcher serves it
+//! there, and the startup plan says `compute_required` until it answers.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use heartwood_models::bundle;
+use heartwood_models::catalog::Catalog;
+use heartwood_models::digest::copy_hashing;
+use heartwood_models::hub::Hub;
+use heartwood_models::manifest::{FORMAT, Manifest, ModelSource, Resources, RuntimeSettings};
+use heartwood_models::planner::{Machine, check_fits};
+use heartwood_models::runtime::{self, RuntimeInstall};
+use heartwood_models::store::{ModelStore, Provenance, WayIn};
+use heartwood_models::{FileEntry, ModelError};
+use serde::Serialize;
+
+pub use heartwood_models::planner::human_bytes;
+pub use heartwood_models::runtime::RuntimeState;
+pub use heartwood_models::transfer::{
+    Transfer, TransferKind, TransferState, TransferView, Transfers,
+};
+
+use crate::config::{ProjectConfig, RouteCategory, RouteConfig};
+use crate::{GatewayError, ProjectContext};
+
+/// How long a starting runtime may take to load its model and answer.
+const READY_WITHIN: Duration = Duration::from_secs(180);
+
+/// A stored model as every interface lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelListing {
+    /// Store name (what the `local` route names).
+    pub name: String,
+    /// Where it came from, in one line.
+    pub source: String,
+    /// How it came in (`download`, `import`, `bundle`).
+    pub way_in: WayIn,
+    /// `validated` (an exact entry of the trusted catalog) or `unvalidated`.
+    pub validation: &'static str,
+    /// Its license.
+    pub license: String,
+    /// Payload size.
+    pub payload_bytes: u64,
+    /// Memory it needs to run.
+    pub memory_bytes: u64,
+    /// Its manifest's SHA-256.
+    pub manifest_sha256: String,
+    /// Is it the project's `local` route?
+    pub selected: bool,
+    /// Is the runtime serving it?
+    pub running: bool,
+}
+
+/// What the researcher reviews before deciding: the exact manifest and whether it fits.
+#[derive(Debug, Clone, Serialize)]
+pub struct Review {
+    /// The manifest, exactly as it would be stored.
+    pub manifest: Manifest,
+    /// Its SHA-256: what `--accept-license` must repeat.
+    pub manifest_sha256: String,
+    /// `validated` when it is an exact catalog entry, else `unvalidated`.
+    pub validation: &'static str,
+    /// Why it cannot run here, when the resource planner refuses it.
+    pub does_not_fit: Option<String>,
+}
+
+impl Review {
+    fn of(manifest: Manifest, validated: bool) -> Review {
+        let does_not_fit = check_fits(
+            &manifest.name,
+            manifest.resources.memory_bytes,
+            Machine::read(),
+        )
+        .err()
+        .map(|e| e.to_string());
+        Review {
+            manifest_sha256: manifest.digest(),
+            validation: if validated {
+                "validated"
+            } else {
+                "unvalidated"
+            },
+            manifest,
+            does_not_fit,
+        }
+    }
+
+    /// Refuses unless `accepted` is this manifest's SHA-256 and the model fits.
+    fn decided(&self, accepted: Option<&str>) -> Result<(), GatewayError> {
+        if let Some(why) = &self.does_not_fit {
+            return Err(GatewayError::Invalid(why.clone()));
+        }
+        match accepted {
+            Some(sha) if sha == self.manifest_sha256 => Ok(()),
+            Some(other) => Err(GatewayError::Invalid(format!(
+                "the license decision was for manifest {other}, but the manifest now is {}; \
+                 review it and decide again (nothing was written)",
+                self.manifest_sha256
+            ))),
+            None => Err(GatewayError::Invalid(format!(
+                "accept the license ({}) of this exact manifest first: add --accept-license {}",
+                self.manifest.license, self.manifest_sha256
+            ))),
+        }
+    }
+}
+
+/// Options for a model brought in from local files.
+#[derive(Debug, Clone, Default)]
+pub struct FileImport {
+    /// Store name (default: from the GGUF file's name).
+    pub name: Option<String>,
+    /// The files' license, as the researcher states it.
+    pub license: String,
+    /// Context window (default 4096).
+    pub context_length: Option<u32>,
+    /// The runtime's chat format (default: the file's own template).
+    pub chat_format: Option<String>,
+}
+
+/// The project's local models and their transfers.
+pub struct ModelDesk {
+    store: ModelStore,
+    project: ProjectContext,
+    transfers: Transfers,
+}
+
+impl ModelDesk {
+    /// The desk of `project`. Creates nothing.
+    pub fn new(project: &ProjectContext) -> ModelDesk {
+        ModelDesk {
+            store: ModelStore::new(project.root().as_std_path()),
+            project: project.clone(),
+            transfers: Transfers::default(),
+        }
+    }
+
+    /// Every transfer this desk ran or runs, for progress displays.
+    pub fn transfers(&self) -> &Transfers {
+        &self.transfers
+    }
+
+    /// Every stored model.
+    pub fn list(&self) -> Result<Vec<ModelListing>, GatewayError> {
+        let route = local_route(&self.project);
+        let running = runtime::status(&self.store);
+        Ok(self
+            .store
+            .list()?
+            .into_iter()
+            .map(|m| ModelListing {
+                selected: route.as_ref().is_some_and(|r| r.model == m.manifest.name),
+                running: running.as_ref().is_some_and(|r| r.model == m.manifest.name),
+                name: m.manifest.name.clone(),
+                source: m.manifest.source.describe(),
+                way_in: m.provenance.way_in,
+                validation: m.validation_label(),
+                license: m.manifest.license.clone(),
+                payload_bytes: m.manifest.payload_bytes(),
+                memory_bytes: m.manifest.resources.memory_bytes,
+                manifest_sha256: m.manifest.digest(),
+            })
+            .collect())
+    }
+
+    /// The review of trusted catalog entry `id`.
+    pub fn review_catalog(&self, id: &str, name: Option<&str>) -> Result<Review, GatewayError> {
+        let catalog = Catalog::load()?;
+        let entry = catalog.entry(id).ok_or_else(|| {
+            GatewayError::Invalid(format!(
+                "the model catalog has no entry {id:?}{}",
+                match &catalog.source {
+                    Some(path) => format!(" ({})", path.display()),
+                    None => " (no catalog is installed: set HEARTWOOD_MODEL_CATALOG)".to_owned(),
+                }
+            ))
+        })?;
+        let name = name.map_or_else(|| heartwood_models::manifest::name_from(id), str::to_owned);
+        heartwood_models::manifest::check_name(&name)?;
+        Ok(Review::of(entry.manifest(&name), true))
+    }
+
+    /// The review of `files` (all of its one GGUF file when empty) of hub repository
+    /// `repository` at `revision`, resolved to its commit now.
+    pub fn review_hub(
+        &self,
+        repository: &str,
+        revision: &str,
+        files: &[String],
+        name: Option<&str>,
+        context_length: Option<u32>,
+    ) -> Result<Review, GatewayError> {
+        let resolved = Hub::from_env()?.resolve(repository, revision)?;
+        let name = name.map_or_else(
+            || heartwood_models::manifest::name_from(repository),
+            str::to_owned,
+        );
+        heartwood_models::manifest::check_name(&name)?;
+        let manifest = resolved.manifest(&name, files, context_length)?;
+        let validated = Catalog::load()?.rehydrate(&manifest).is_some();
+        Ok(Review::of(manifest, validated))
+    }
+
+    /// Downloads a reviewed hub or catalog manifest, once its license is accepted.
+    pub fn download(
+        &self,
+        review: &Review,
+        accepted: Option<&str>,
+    ) -> Result<ModelListing, GatewayError> {
+        review.decided(accepted)?;
+        let transfer = self
+            .transfers
+            .begin(TransferKind::Download, &review.manifest.name);
+        let manifest = Catalog::load()?
+            .rehydrate(&review.manifest)
+            .unwrap_or_else(|| review.manifest.clone());
+        let result = Hub::from_env().and_then(|hub| {
+            hub.download(
+                &self.store,
+                &manifest,
+                provenance(WayIn::Download, review),
+                &transfer,
+            )
+        });
+        transfer.finish(&result, |m| format!("published {}", m.manifest.name));
+        self.listing(&result?.manifest.name)
+    }
+
+    /// The review of local `paths`, hashed now (one must be a `.gguf` file).
+    pub fn review_files(
+        &self,
+        paths: &[PathBuf],
+        options: &FileImport,
+    ) -> Result<Review, GatewayError> {
+        let transfer = self.transfers.begin(TransferKind::Verify, "local files");
+        let result = files_manifest(paths, options, |path, name| {
+            heartwood_models::digest::describe_file(path, name, &transfer)
+        });
+        transfer.finish(&result, |_| "described".to_owned());
+        Ok(Review::of(result?, false))
+    }
+
+    /// Imports local `paths` once the license of their manifest is accepted. The files are
+    /// hashed while they are copied, so a file changed since the review is refused.
+    pub fn import_files(
+        &self,
+        paths: &[PathBuf],
+        options: &FileImport,
+        accepted: Option<&str>,
+    ) -> Result<ModelListing, GatewayError> {
+        if accepted.is_none() {
+            let review = self.review_files(paths, options)?;
+            return Err(review.decided(None).expect_err("no decision was given"));
+        }
+        let name = import_name(paths, options)?;
+        let transfer = self.transfers.begin(TransferKind::Import, &name);
+        let staging = self.store.stage(None)?;
+        let result = (|| {
+            let total = paths
+                .iter()
+                .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+                .sum();
+            transfer.set_total(total);
+            let manifest = files_manifest(paths, options, |path, name| {
+                let target = staging.file(name)?;
+                let mut out = std::fs::File::create(&target)
+                    .map_err(|e| ModelError::Integrity(format!("{}: {e}", target.display())))?;
+                let mut input = std::fs::File::open(path)
+                    .map_err(|e| ModelError::Integrity(format!("{}: {e}", path.display())))?;
+                let (size, sha256, _) =
+                    copy_hashing(&mut input, Some(&mut out), u64::MAX, &transfer, path)?;
+                Ok(FileEntry {
+                    path: name.to_owned(),
+                    size,
+                    sha256,
+                })
+            })?;
+            let review = Review::of(manifest, false);
+            review.decided(accepted).map_err(gateway_to_model)?;
+            Ok(review)
+        })();
+        let review = match result {
+            Ok(review) => review,
+            Err(e) => {
+                staging.discard();
+                transfer.finish::<()>(&Err(clone_error(&e)), |_| String::new());
+                return Err(e.into());
+            }
+        };
+        let result = self.store.publish(
+            staging,
+            &review.manifest,
+            provenance(WayIn::Import, &review),
+            &transfer,
+        );
+        transfer.finish(&result, |m| format!("published {}", m.manifest.name));
+        self.listing(&result?.manifest.name)
+    }
+
+    /// The review of a bundle: its structure, names and sizes are checked; its payload is
+    /// checked on import.
+    pub fn review_bundle(&self, path: &Path) -> Result<Review, GatewayError> {
+        let inspected = bundle::inspect(path)?;
+        let validated = Catalog::load()?.rehydrate(&inspected.manifest).is_some();
+        Ok(Review::of(inspected.manifest, validated))
+    }
+
+    /// Imports a bundle once its manifest's license is accepted. Catalog identities are
+    /// rehydrated from the trusted catalog; any other model is `unvalidated`. Imports are
+    /// never registered for download, so nothing here ever reaches the network.
+    pub fn import_bundle(
+        &self,
+        path: &Path,
+        accepted: Option<&str>,
+    ) -> Result<ModelListing, GatewayError> {
+        let inspected = bundle::inspect(path)?;
+        let catalog = Catalog::load()?;
+        let rehydrated = catalog.rehydrate(&inspected.manifest);
+        let review = Review::of(inspected.manifest.clone(), rehydrated.is_some());
+        review.decided(accepted)?;
+        let transfer = self
+            .transfers
+            .begin(TransferKind::Import, &review.manifest.name);
+        let result = inspected
+            .unpack(&self.store, &transfer)
+            .and_then(|staging| {
+                let manifest = rehydrated.unwrap_or_else(|| review.manifest.clone());
+                self.store.publish(
+                    staging,
+                    &manifest,
+                    provenance(WayIn::Bundle, &review),
+                    &transfer,
+                )
+            });
+        transfer.finish(&result, |m| format!("published {}", m.manifest.name));
+        self.listing(&result?.manifest.name)
+    }
+
+    /// Verifies stored model `name` and writes it as a reproducible bundle at `out`.
+    pub fn export(&self, name: &str, out: &Path) -> Result<bundle::Exported, GatewayError> {
+        let model = self.stored(name)?;
+        let transfer = self.transfers.begin(TransferKind::Export, name);
+        let result = bundle::export(&model, out, &transfer);
+        transfer.finish(&result, |e| format!("wrote {}", e.path.display()));
+        Ok(result?)
+    }
+
+    /// Re-reads every byte of stored model `name` against its manifest.
+    pub fn verify(&self, name: &str) -> Result<(), GatewayError> {
+        let model = self.stored(name)?;
+        let transfer = self.transfers.begin(TransferKind::Verify, name);
+        let result = self.store.verify(&model, &transfer);
+        transfer.finish(&result, |()| "verified".to_owned());
+        Ok(result?)
+    }
+
+    /// Deletes stored model `name` (stopping the runtime first if it serves it).
+    pub fn remove(&self, name: &str) -> Result<bool, GatewayError> {
+        if runtime::status(&self.store).is_some_and(|r| r.model == name) {
+            runtime::stop(&self.store)?;
+        }
+        Ok(self.store.remove(name)?)
+    }
+
+    /// Makes stored model `name` the project's `local` route, on `port` (a free loopback port
+    /// when not given). The runtime is not started.
+    pub fn select(&self, name: &str, port: Option<u16>) -> Result<RouteConfig, GatewayError> {
+        let model = self.stored(name)?;
+        let port = match port {
+            Some(port) => port,
+            None => free_port()?,
+        };
+        let route = RouteConfig {
+            category: RouteCategory::Local,
+            max_input_tokens: u64::from(model.manifest.runtime.context_length)
+                .max(crate::config::MIN_INPUT_TOKENS),
+            ..RouteConfig::compatible(&format!("http://127.0.0.1:{port}/v1"), name)
+        };
+        ProjectConfig::set_route(&self.project, route.clone())?;
+        Ok(route)
+    }
+
+    /// Starts the runtime for the project's `local` route and waits until it answers.
+    pub fn start(&self) -> Result<RuntimeState, GatewayError> {
+        let route = local_route(&self.project).ok_or_else(|| {
+            GatewayError::Invalid(
+                "the project's model route is not a local model; choose one with heartwood \
+                 model use NAME"
+                    .into(),
+            )
+        })?;
+        let model = self.stored(&route.model)?;
+        check_fits(
+            &route.model,
+            model.manifest.resources.memory_bytes,
+            Machine::read(),
+        )?;
+        let port = local_port(&route.base_url).expect("a validated local route has a port");
+        let install = RuntimeInstall::find()?;
+        Ok(runtime::start(
+            &self.store,
+            &model,
+            port,
+            &install,
+            READY_WITHIN,
+        )?)
+    }
+
+    /// Stops the project's runtime; false when none ran.
+    pub fn stop(&self) -> Result<bool, GatewayError> {
+        Ok(runtime::stop(&self.store)?)
+    }
+
+    /// The project's running runtime.
+    pub fn running(&self) -> Option<RuntimeState> {
+        runtime::status(&self.store)
+    }
+
+    fn stored(&self, name: &str) -> Result<heartwood_models::StoredModel, GatewayError> {
+        self.store.get(name)?.ok_or_else(|| {
+            GatewayError::Invalid(format!(
+                "no model named {name} is in this project (see heartwood model list)"
+            ))
+        })
+    }
+
+    fn listing(&self, name: &str) -> Result<ModelListing, GatewayError> {
+        self.list()?
+            .into_iter()
+            .find(|m| m.name == name)
+            .ok_or_else(|| GatewayError::Invalid(format!("model {name} vanished after publishing")))
+    }
+}
+
+/// Installs the local model runtime with `python` (else `python3`).
+pub fn install_runtime(python: Option<PathBuf>) -> Result<PathBuf, GatewayError> {
+    let python = python.unwrap_or_else(|| PathBuf::from("python3"));
+    RuntimeInstall::install(&python)?;
+    Ok(RuntimeInstall::default_location())
+}
+
+/// Why the project's `local` route cannot answer yet (for the startup plan), with the command
+/// that fixes it; `None` when its runtime serves its model.
+pub(crate) fn not_ready(
+    project: &ProjectContext,
+    route: &RouteConfig,
+) -> Option<(bool, String, String)> {
+    let store = ModelStore::new(project.root().as_std_path());
+    match store.get(&route.model) {
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            return Some((
+                false,
+                format!(
+                    "the local model {} is not in this project's store",
+                    route.model
+                ),
+                "heartwood model list, then heartwood model use NAME (or import or download one)"
+                    .to_owned(),
+            ));
+        }
+        Err(e) => {
+            return Some((
+                false,
+                format!("the local model {}: {e}", route.model),
+                "heartwood model list".to_owned(),
+            ));
+        }
+    }
+    let port = local_port(&route.base_url)?;
+    let serving = runtime::status(&store).filter(|r| r.model == route.model && r.port == port);
+    if serving.is_some() && runtime::answers(port, &route.model) {
+        return None;
+    }
+    Some((
+        true,
+        format!(
+            "the local model {} is selected and its runtime is not running",
+            route.model
+        ),
+        "heartwood model start".to_owned(),
+    ))
+}
+
+/// The port of a local route's base URL (`http://127.0.0.1:PORT/v1`).
+pub fn local_port(base_url: &str) -> Option<u16> {
+    base_url
+        .strip_prefix("http://127.0.0.1:")?
+        .strip_suffix("/v1")?
+        .parse()
+        .ok()
+        .filter(|&p| p != 0)
+}
+
+fn local_route(project: &ProjectContext) -> Option<RouteConfig> {
+    ProjectConfig::load(project)
+        .ok()?
+        .model
+        .filter(|r| r.category == RouteCategory::Local)
+}
+
+fn free_port() -> Result<u16, GatewayError> {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| GatewayError::Io(format!("no free loopback port: {e}")))
+}
+
+fn provenance(way_in: WayIn, review: &Review) -> Provenance {
+    Provenance::now(
+        way_in,
+        review.validation == "validated",
+        &review.manifest_sha256,
+    )
+}
+
+fn import_name(paths: &[PathBuf], options: &FileImport) -> Result<String, GatewayError> {
+    let name = match &options.name {
+        Some(name) => name.clone(),
+        None => {
+            let gguf = paths
+                .iter()
+                .find(|p| p.extension().is_some_and(|e| e == "gguf"))
+                .ok_or_else(|| {
+                    GatewayError::Invalid("one of the files must be a .gguf model".into())
+                })?;
+            heartwood_models::manifest::name_from(
+                &gguf.file_name().unwrap_or_default().to_string_lossy(),
+            )
+        }
+    };
+    heartwood_models::manifest::check_name(&name)?;
+    Ok(name)
+}
+
+/// The manifest of local `paths`, each described by `describe(path, name in the store)`.
+fn files_manifest(
+    paths: &[PathBuf],
+    options: &FileImport,
+    mut describe: impl FnMut(&Path, &str) -> Result<FileEntry, ModelError>,
+) -> Result<Manifest, ModelError> {
+    let name = import_name(paths, options).map_err(gateway_to_model)?;
+    if options.license.trim().is_empty() {
+        return Err(ModelError::Invalid(
+            "say the files' license with --license (an SPDX id such as apache-2.0, or \
+             \"unknown\")"
+                .into(),
+        ));
+    }
+    let mut files = Vec::new();
+    for path in paths {
+        let meta = std::fs::symlink_metadata(path)
+            .map_err(|e| ModelError::Invalid(format!("{}: {e}", path.display())))?;
+        if !meta.is_file() {
+            return Err(ModelError::Invalid(format!(
+                "{} is not a regular file (links and folders are not imported)",
+                path.display()
+            )));
+        }
+        let file_name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        files.push(describe(path, &file_name)?);
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let model_file = files
+        .iter()
+        .find(|f| f.path.ends_with(".gguf"))
+        .map(|f| f.path.clone())
+        .ok_or_else(|| ModelError::Invalid("one of the files must be a .gguf model".into()))?;
+    let payload = files.iter().map(|f| f.size).sum();
+    let manifest = Manifest {
+        format: FORMAT,
+        name,
+        source: ModelSource::Files,
+        license: options.license.trim().to_owned(),
+        files,
+        runtime: RuntimeSettings {
+            model_file,
+            context_length: options.context_length.unwrap_or(4_096),
+            chat_format: options.chat_format.clone(),
+        },
+        resources: Resources::estimate(payload),
+    };
+    manifest.validate()?;
+    Ok(manifest)
+}
+
+fn gateway_to_model(e: GatewayError) -> ModelError {
+    match e {
+        GatewayError::Models(e) => e,
+        other => ModelError::Invalid(other.to_string()),
+    }
+}
+
+fn clone_error(e: &ModelError) -> ModelError {
+    match e {
+        ModelError::Cancelled => ModelError::Cancelled,
+        other => ModelError::Invalid(other.to_string()),
+    }
+}
