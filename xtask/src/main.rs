@@ -88,8 +88,9 @@ fn main() -> Result<()> {
             "web" => bench::web::run(),
             "web-load" => bench::web_load::run(),
             "notebook" => bench::notebook::run(),
+            "models" => bench::models::run(),
             other => bail!(
-                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, notebook"
+                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, notebook, models"
             ),
         },
         Task::Fuzz {

@@ -585,7 +585,10 @@ purpose = "cohort extract"
         let vars = [(JUPYTERHUB_PREFIX, "/user/alice")];
         let p = detect(&Surroundings::simulated(&vars, Some(d)), &[]);
         assert_eq!(p.platform, PlatformKind::Carina);
-        assert_eq!(p.route_categories, ["compatible", "research", "replay", "local"]);
+        assert_eq!(
+            p.route_categories,
+            ["compatible", "research", "replay", "local"]
+        );
         assert_eq!(
             p.ingress[0],
             IngressOffer::JupyterProxy {

@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
@@ -16,37 +17,89 @@ use crate::transfer::Transfer;
 pub const CHUNK: usize = 1 << 20;
 
 /// Copies `reader` into `out` (when given) while hashing, in chunks, checking `transfer` for
-/// cancellation; returns (bytes, SHA-256 hex, CRC-32).
+/// cancellation; returns (bytes, SHA-256 hex, CRC-32). With an output, hashing runs on a
+/// second thread beside the writes, so a copy costs about the slower of the two, not their sum.
 pub fn copy_hashing(
     reader: &mut dyn Read,
-    mut out: Option<&mut dyn Write>,
+    out: Option<&mut dyn Write>,
     limit: u64,
     transfer: &Transfer,
     path: &Path,
 ) -> Result<(u64, String, u32), ModelError> {
-    let mut sha = Sha256::new();
-    let mut crc = crc32fast::Hasher::new();
-    let mut buffer = vec![0u8; CHUNK];
+    let Some(out) = out else {
+        let mut hasher = Hashers::default();
+        let total = read_chunks(reader, limit, transfer, path, |chunk| {
+            hasher.update(&chunk);
+            Ok(())
+        })?;
+        let (sha256, crc) = hasher.finish();
+        return Ok((total, sha256, crc));
+    };
+    std::thread::scope(|scope| {
+        // A few chunks in flight bound the memory to a few MiB.
+        let (chunks, received) = std::sync::mpsc::sync_channel::<Arc<Vec<u8>>>(4);
+        let hashing = scope.spawn(move || {
+            let mut hasher = Hashers::default();
+            for chunk in received {
+                hasher.update(&chunk);
+            }
+            hasher.finish()
+        });
+        let copied = read_chunks(reader, limit, transfer, path, |chunk| {
+            let chunk = Arc::new(chunk);
+            // The hashing thread only stops when this side hangs up.
+            let _ = chunks.send(chunk.clone());
+            out.write_all(&chunk).ctx("write", path)
+        });
+        drop(chunks);
+        let (sha256, crc) = hashing.join().expect("hashing does not panic");
+        copied.map(|total| (total, sha256, crc))
+    })
+}
+
+#[derive(Default)]
+struct Hashers {
+    sha: Sha256,
+    crc: crc32fast::Hasher,
+}
+
+impl Hashers {
+    fn update(&mut self, bytes: &[u8]) {
+        self.sha.update(bytes);
+        self.crc.update(bytes);
+    }
+
+    fn finish(self) -> (String, u32) {
+        (hex(&self.sha.finalize()), self.crc.finalize())
+    }
+}
+
+/// Reads up to `limit` bytes in chunks of [`CHUNK`], handing each to `each` and counting it
+/// on `transfer`; stops with [`ModelError::Cancelled`] when the transfer is cancelled.
+fn read_chunks(
+    reader: &mut dyn Read,
+    limit: u64,
+    transfer: &Transfer,
+    path: &Path,
+    mut each: impl FnMut(Vec<u8>) -> Result<(), ModelError>,
+) -> Result<u64, ModelError> {
     let mut total = 0u64;
     while total < limit {
         if transfer.is_cancelled() {
             return Err(ModelError::Cancelled);
         }
         let want = usize::try_from((limit - total).min(CHUNK as u64)).unwrap_or(CHUNK);
-        let n = reader.read(&mut buffer[..want]).ctx("read", path)?;
+        let mut buffer = vec![0u8; want];
+        let n = reader.read(&mut buffer).ctx("read", path)?;
         if n == 0 {
             break;
         }
-        let chunk = &buffer[..n];
-        sha.update(chunk);
-        crc.update(chunk);
-        if let Some(out) = out.as_deref_mut() {
-            out.write_all(chunk).ctx("write", path)?;
-        }
+        buffer.truncate(n);
+        each(buffer)?;
         total += n as u64;
         transfer.advance(n as u64);
     }
-    Ok((total, hex(&sha.finalize()), crc.finalize()))
+    Ok(total)
 }
 
 /// Checks the file at `path` against `entry` (size first, then every byte).

@@ -5,6 +5,7 @@ pub mod agent;
 pub mod backends;
 pub mod gateway;
 pub mod journal;
+pub mod models;
 pub mod notebook;
 pub mod tui;
 pub mod web;
