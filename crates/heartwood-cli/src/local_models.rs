@@ -9,7 +9,7 @@ use anyhow::Result;
 use clap::Subcommand;
 use heartwood_gateway::ProjectContext;
 use heartwood_gateway::models::{
-    FileImport, ModelDesk, Review, TransferState, TransferView, human_bytes,
+    FileImport, ModelDesk, Review, TransferLine, TransferView, human_bytes,
 };
 
 /// The local-model subcommands of `heartwood model`.
@@ -130,26 +130,7 @@ pub fn run(project: &ProjectContext, cmd: LocalCommand) -> Result<ExitCode> {
             }
             if !json {
                 for m in &models {
-                    let marks = [(m.selected, "selected"), (m.running, "running")]
-                        .iter()
-                        .filter(|(on, _)| *on)
-                        .map(|(_, label)| *label)
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    println!(
-                        "{:<24} {:<11} {:>9} needs {:>9}  {}  license {}{}",
-                        m.name,
-                        m.validation,
-                        human_bytes(m.payload_bytes),
-                        human_bytes(m.memory_bytes),
-                        m.source,
-                        m.license,
-                        if marks.is_empty() {
-                            String::new()
-                        } else {
-                            format!("  [{marks}]")
-                        }
-                    );
+                    println!("{}", m.label);
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -351,7 +332,7 @@ fn with_progress<T: Send>(
         let worker = scope.spawn(work);
         while !worker.is_finished() {
             if let Some(view) = desk.transfers().views().pop() {
-                draw(&bar, &view);
+                draw(&bar, view);
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
@@ -366,12 +347,11 @@ fn with_progress<T: Send>(
     Ok(result?)
 }
 
-fn draw(bar: &indicatif::ProgressBar, view: &TransferView) {
-    bar.set_length(view.bytes_total);
-    bar.set_position(view.bytes_done);
-    let kind = match view.state {
-        TransferState::Running => format!("{:?} {}", view.kind, view.label).to_lowercase(),
-        _ => view.label.clone(),
-    };
-    bar.set_message(kind);
+fn draw(bar: &indicatif::ProgressBar, view: TransferView) {
+    let line = TransferLine::of(view);
+    bar.set_length(line.view.bytes_total);
+    bar.set_position(line.view.bytes_done);
+    // The bar draws the figures; the message is what moves ("download tiny").
+    let what = line.label.split(':').next().unwrap_or_default().to_owned();
+    bar.set_message(what);
 }

@@ -56,6 +56,85 @@ pub struct ModelListing {
     pub selected: bool,
     /// Is the runtime serving it?
     pub running: bool,
+    /// The one line every interface shows for it.
+    pub label: String,
+}
+
+/// The project's local models as every interface shows them: the models, the runtime, and
+/// the transfers of every process (newest first).
+#[derive(Debug, Clone, Serialize)]
+pub struct LocalModelsView {
+    /// Every stored model.
+    pub models: Vec<ModelListing>,
+    /// What the runtime serves, when it runs.
+    pub runtime: Option<String>,
+    /// Recent transfers.
+    pub transfers: Vec<TransferLine>,
+}
+
+/// A transfer with the line and fraction every interface shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct TransferLine {
+    /// Its figures and state.
+    #[serde(flatten)]
+    pub view: TransferView,
+    /// "download tiny: 12.0 MiB of 40.0 MiB (30%), 5.1 MiB/s, 5 s left", "... done", ...
+    pub label: String,
+    /// Is it still moving bytes?
+    pub running: bool,
+    /// Share done, 0 to 1, when the total is known.
+    pub fraction: Option<f64>,
+}
+
+/// How many finished transfers interfaces show.
+const SHOWN_TRANSFERS: usize = 5;
+
+impl TransferLine {
+    /// The line for `view`.
+    pub fn of(view: TransferView) -> TransferLine {
+        let kind = match view.kind {
+            TransferKind::Download => "download",
+            TransferKind::Import => "import",
+            TransferKind::Export => "export",
+            TransferKind::Verify => "verify",
+        };
+        let fraction = (view.bytes_total > 0)
+            .then(|| (view.bytes_done as f64 / view.bytes_total as f64).min(1.0));
+        let running = view.state == TransferState::Running;
+        let label = match &view.state {
+            TransferState::Running => {
+                let of = match fraction {
+                    Some(f) => format!(
+                        "{} of {} ({:.0}%)",
+                        human_bytes(view.bytes_done),
+                        human_bytes(view.bytes_total),
+                        f * 100.0
+                    ),
+                    None => human_bytes(view.bytes_done),
+                };
+                let eta = view
+                    .eta_seconds
+                    .map(|s| format!(", {s} s left"))
+                    .unwrap_or_default();
+                format!(
+                    "{kind} {}: {of}, {}/s{eta}",
+                    view.label,
+                    human_bytes(view.bytes_per_second)
+                )
+            }
+            TransferState::Done(what) => format!("{kind} {}: done ({what})", view.label),
+            TransferState::Failed(why) => format!("{kind} {}: failed: {why}", view.label),
+            TransferState::Cancelled => {
+                format!("{kind} {}: cancelled; nothing was published", view.label)
+            }
+        };
+        TransferLine {
+            view,
+            label,
+            running,
+            fraction,
+        }
+    }
 }
 
 /// What the researcher reviews before deciding: the exact manifest and whether it fits.
@@ -138,8 +217,30 @@ impl ModelDesk {
         ModelDesk {
             store: ModelStore::new(project.root().as_std_path()),
             project: project.clone(),
-            transfers: Transfers::default(),
+            transfers: Transfers::persisted(
+                ModelStore::new(project.root().as_std_path())
+                    .root()
+                    .join("transfers"),
+            ),
         }
+    }
+
+    /// The models, runtime and transfers, as every interface shows them. Reads only.
+    pub fn view(&self) -> Result<LocalModelsView, GatewayError> {
+        let runtime = self
+            .running()
+            .map(|r| format!("{} is served at {} (pid {})", r.model, r.base_url(), r.pid));
+        Ok(LocalModelsView {
+            models: self.list()?,
+            runtime,
+            transfers: heartwood_models::transfer::read_persisted(
+                &self.store.root().join("transfers"),
+                SHOWN_TRANSFERS,
+            )
+            .into_iter()
+            .map(TransferLine::of)
+            .collect(),
+        })
     }
 
     /// Every transfer this desk ran or runs, for progress displays.
@@ -155,17 +256,40 @@ impl ModelDesk {
             .store
             .list()?
             .into_iter()
-            .map(|m| ModelListing {
-                selected: route.as_ref().is_some_and(|r| r.model == m.manifest.name),
-                running: running.as_ref().is_some_and(|r| r.model == m.manifest.name),
-                name: m.manifest.name.clone(),
-                source: m.manifest.source.describe(),
-                way_in: m.provenance.way_in,
-                validation: m.validation_label(),
-                license: m.manifest.license.clone(),
-                payload_bytes: m.manifest.payload_bytes(),
-                memory_bytes: m.manifest.resources.memory_bytes,
-                manifest_sha256: m.manifest.digest(),
+            .map(|m| {
+                let selected = route.as_ref().is_some_and(|r| r.model == m.manifest.name);
+                let running = running.as_ref().is_some_and(|r| r.model == m.manifest.name);
+                let marks: Vec<&str> = [(selected, "selected"), (running, "running")]
+                    .into_iter()
+                    .filter_map(|(on, mark)| on.then_some(mark))
+                    .collect();
+                let label = format!(
+                    "{} · {} · {} · needs {} · {} · license {}{}",
+                    m.manifest.name,
+                    m.validation_label(),
+                    human_bytes(m.manifest.payload_bytes()),
+                    human_bytes(m.manifest.resources.memory_bytes),
+                    m.manifest.source.describe(),
+                    m.manifest.license,
+                    if marks.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" [{}]", marks.join(", "))
+                    }
+                );
+                ModelListing {
+                    selected,
+                    running,
+                    label,
+                    name: m.manifest.name.clone(),
+                    source: m.manifest.source.describe(),
+                    way_in: m.provenance.way_in,
+                    validation: m.validation_label(),
+                    license: m.manifest.license.clone(),
+                    payload_bytes: m.manifest.payload_bytes(),
+                    memory_bytes: m.manifest.resources.memory_bytes,
+                    manifest_sha256: m.manifest.digest(),
+                }
             })
             .collect())
     }

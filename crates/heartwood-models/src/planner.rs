@@ -64,12 +64,12 @@ pub fn check_fits(name: &str, need: u64, machine: Machine) -> Result<(), ModelEr
     )))
 }
 
-/// Bytes in GiB with one decimal, or MiB below one GiB.
+/// Bytes for people: `512 B`, `3.4 KiB`, `12.0 MiB`, `7.2 GiB`.
 pub fn human_bytes(bytes: u64) -> String {
-    if bytes < 1 << 30 {
-        format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
-    } else {
-        format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
+    let units = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    match units.iter().find(|(size, _)| bytes >= *size) {
+        Some((size, unit)) => format!("{:.1} {unit}", bytes as f64 / *size as f64),
+        None => format!("{bytes} B"),
     }
 }
 

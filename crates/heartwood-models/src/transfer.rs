@@ -6,10 +6,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 /// What a transfer does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TransferKind {
     /// Fetching files from a model hub.
@@ -23,7 +26,7 @@ pub enum TransferKind {
 }
 
 /// Where a transfer is in its life.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", content = "detail", rename_all = "snake_case")]
 pub enum TransferState {
     /// Moving bytes.
@@ -37,7 +40,7 @@ pub enum TransferState {
 }
 
 /// A transfer as every interface shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TransferView {
     /// The manager's id for it.
     pub id: u64,
@@ -70,7 +73,12 @@ struct Shared {
     cancel: AtomicBool,
     state: Mutex<TransferState>,
     warnings: Mutex<Vec<String>>,
+    /// Where its view is written for other processes' interfaces, and when it last was.
+    persist: Option<(PathBuf, Mutex<Option<Instant>>)>,
 }
+
+/// How often a running transfer's view is rewritten for other processes.
+const PERSIST_EVERY: Duration = Duration::from_millis(250);
 
 /// A worker's handle on one transfer. Cheap to clone; every clone is the same transfer.
 #[derive(Clone)]
@@ -89,6 +97,7 @@ impl Transfer {
             cancel: AtomicBool::new(false),
             state: Mutex::new(TransferState::Running),
             warnings: Mutex::new(Vec::new()),
+            persist: None,
         }))
     }
 
@@ -100,6 +109,30 @@ impl Transfer {
     /// Counts bytes moved.
     pub fn advance(&self, bytes: u64) {
         self.0.done.fetch_add(bytes, Ordering::Relaxed);
+        self.persist(false);
+    }
+
+    /// Writes the view for other processes: at most every [`PERSIST_EVERY`] while running,
+    /// always when `now`. Best effort: progress that cannot be shown elsewhere does not stop
+    /// the transfer.
+    fn persist(&self, now: bool) {
+        let Some((path, last)) = &self.0.persist else {
+            return;
+        };
+        {
+            let mut last = lock(last);
+            if !now && last.is_some_and(|t| t.elapsed() < PERSIST_EVERY) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        let Ok(bytes) = serde_json::to_vec(&self.view()) else {
+            return;
+        };
+        let temp = path.with_extension("tmp");
+        if std::fs::write(&temp, bytes).is_ok() {
+            let _ = std::fs::rename(&temp, path);
+        }
     }
 
     /// Sets the bytes moved (a resumed download starts past zero).
@@ -128,11 +161,21 @@ impl Transfer {
         outcome: &Result<T, crate::ModelError>,
         done: impl FnOnce(&T) -> String,
     ) {
-        *lock(&self.0.state) = match outcome {
+        self.end(match outcome {
             Ok(value) => TransferState::Done(done(value)),
             Err(crate::ModelError::Cancelled) => TransferState::Cancelled,
             Err(e) => TransferState::Failed(e.to_string()),
-        };
+        });
+    }
+
+    /// Ends the transfer as done, having produced `what`.
+    pub fn succeed(&self, what: String) {
+        self.end(TransferState::Done(what));
+    }
+
+    fn end(&self, state: TransferState) {
+        *lock(&self.0.state) = state;
+        self.persist(true);
     }
 
     /// The transfer as interfaces show it.
@@ -163,21 +206,39 @@ impl Transfer {
     }
 }
 
-/// Every transfer of one process, newest last.
+/// Every transfer of one process, newest last; with a directory, each also writes its view
+/// there (`<pid>-<id>.json`), so every interface of the project can show it.
 #[derive(Clone, Default)]
 pub struct Transfers {
     list: Arc<Mutex<Vec<Transfer>>>,
+    dir: Option<PathBuf>,
 }
 
 impl Transfers {
+    /// Transfers whose views are also written to `dir` (made when the first one begins).
+    pub fn persisted(dir: PathBuf) -> Transfers {
+        Transfers {
+            list: Arc::default(),
+            dir: Some(dir),
+        }
+    }
+
     /// Starts listing a new transfer.
     pub fn begin(&self, kind: TransferKind, label: &str) -> Transfer {
         let mut list = lock(&self.list);
+        let id = list.len() as u64 + 1;
+        let persist = self.dir.as_ref().and_then(|dir| {
+            crate::store::private_dirs(dir).ok()?;
+            let path = dir.join(format!("{}-{id}.json", std::process::id()));
+            Some((path, Mutex::new(None)))
+        });
         let transfer = Transfer::detached(kind, label);
         let transfer = Transfer(Arc::new(Shared {
-            id: list.len() as u64 + 1,
+            id,
+            persist,
             ..Arc::into_inner(transfer.0).expect("just made")
         }));
+        transfer.persist(true);
         list.push(transfer.clone());
         transfer
     }
@@ -195,6 +256,41 @@ impl Transfers {
             .find(|t| t.0.id == id && *lock(&t.0.state) == TransferState::Running);
         found.inspect(|t| t.cancel()).is_some()
     }
+}
+
+/// The views other processes wrote to `dir`, newest first, at most `limit`. A transfer still
+/// marked running whose process has ended is shown as interrupted.
+pub fn read_persisted(dir: &Path, limit: usize) -> Vec<TransferView> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(std::time::SystemTime, TransferView)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .strip_suffix(".json")?
+                .split('-')
+                .next()?
+                .parse::<u32>()
+                .ok()?;
+            let modified = entry.metadata().ok()?.modified().ok()?;
+            let mut view: TransferView =
+                serde_json::from_slice(&std::fs::read(entry.path()).ok()?).ok()?;
+            let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
+            if view.state == TransferState::Running && !alive {
+                view.state = TransferState::Failed(
+                    "interrupted: the process running it ended; run the same command again \
+                     (a download resumes)"
+                        .to_owned(),
+                );
+                view.eta_seconds = None;
+            }
+            Some((modified, view))
+        })
+        .collect();
+    found.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
+    found.into_iter().take(limit).map(|(_, v)| v).collect()
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -226,6 +322,38 @@ mod tests {
         assert!(
             !transfers.cancel(1),
             "a finished transfer cannot be cancelled"
+        );
+    }
+
+    #[test]
+    fn persisted_views_reach_other_readers_and_a_dead_writer_reads_as_interrupted() {
+        let dir = tempfile::tempdir().expect("dir");
+        let transfers = Transfers::persisted(dir.path().join("transfers"));
+        let t = transfers.begin(TransferKind::Import, "tiny");
+        t.set_total(10);
+        t.advance(4);
+        t.finish(&Ok::<(), crate::ModelError>(()), |()| {
+            "published tiny".to_owned()
+        });
+        let seen = read_persisted(&dir.path().join("transfers"), 5);
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].state, TransferState::Done("published tiny".into()));
+        assert_eq!(seen[0].bytes_done, 4);
+
+        // A view left running by a process that no longer exists.
+        let mut orphan = seen[0].clone();
+        orphan.state = TransferState::Running;
+        let path = dir
+            .path()
+            .join("transfers")
+            .join(format!("{}-1.json", u32::MAX - 1));
+        std::fs::write(&path, serde_json::to_vec(&orphan).expect("json")).expect("write");
+        let seen = read_persisted(&dir.path().join("transfers"), 5);
+        assert!(
+            seen.iter().any(
+                |v| matches!(&v.state, TransferState::Failed(why) if why.contains("interrupted"))
+            ),
+            "{seen:?}"
         );
     }
 }

@@ -324,6 +324,12 @@ fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) ->
             Ok(progress) => json_response(StatusCode::OK, &progress),
             Err(e) => plain(StatusCode::CONFLICT, &e.to_string()),
         },
+        ("GET", ["api", "models"]) => {
+            match heartwood_gateway::models::ModelDesk::new(&app.project).view() {
+                Ok(view) => json_response(StatusCode::OK, &view),
+                Err(e) => failure(&e),
+            }
+        }
         ("GET", ["api", "workflows"]) => match heartwood_gateway::workspace::workflow_catalog() {
             Ok(catalog) => json_response(StatusCode::OK, &catalog),
             Err(e) => failure(&e),

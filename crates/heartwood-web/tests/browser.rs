@@ -345,6 +345,68 @@ async fn the_page_reviews_approves_and_activates_a_skill() {
     assert_eq!(given.0[0].digest.as_str(), digest);
 }
 
+/// The page shows the project's local models with the gateway's line (validation included) and
+/// a transfer's progress as it moves (polled from the views every process writes), then its end.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_shows_local_models_and_a_transfer_moving() {
+    let Some(node_path) = node_path() else {
+        return;
+    };
+    let project = tempfile::tempdir().expect("project");
+    let weights = project.path().join("tiny.gguf");
+    std::fs::write(&weights, b"GGUF tiny weights").expect("write");
+    let context = heartwood_gateway::ProjectContext::at(project.path()).expect("project");
+    let desk = heartwood_gateway::models::ModelDesk::new(&context);
+    let options = heartwood_gateway::models::FileImport {
+        name: Some("tiny".into()),
+        license: "mit".into(),
+        ..Default::default()
+    };
+    let paths = [weights];
+    let review = desk.review_files(&paths, &options).expect("review");
+    desk.import_files(&paths, &options, Some(&review.manifest_sha256))
+        .expect("import");
+    // A download in flight, as another process's would be seen.
+    let moving = desk
+        .transfers()
+        .begin(heartwood_gateway::models::TransferKind::Download, "tiny");
+    moving.set_total(100);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    moving.advance(40);
+
+    let capability = Capability::generate().expect("capability");
+    let secret = capability.reveal().to_owned();
+    let (addr, _state) = support::serve(project.path(), Mode::Loopback, capability).await;
+    let url = format!("http://127.0.0.1:{}/?token={secret}", addr.port());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/models.mjs");
+    let screenshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-models.png");
+    let seen = project.path().join("seen");
+    let finisher = {
+        let seen = seen.clone();
+        tokio::task::spawn_blocking(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while !seen.exists() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            moving.succeed("published tiny".to_owned());
+        })
+    };
+    let stdout = chromium(&node_path, &script, &[&url, &screenshot, &seen], "20000").await;
+    finisher.await.expect("finisher");
+    assert!(
+        stdout.contains("model: tiny · unvalidated") && stdout.contains("license mit"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("moving: download tiny: 40 B of 100 B (40%)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("ended: download tiny: done (published tiny)"),
+        "{stdout}"
+    );
+}
+
 /// The page signs in with a ChatGPT subscription: it shows the device code and the page to open
 /// (the gateway holds the handle), polls until the sign-in service approves, and names the
 /// account. The service is the scripted server, started here; the page's server runs in a child
