@@ -176,6 +176,53 @@ impl Heartwood {
         convert::to_python(py, &catalog)
     }
 
+    /// The project's local models as every interface shows them: ``models`` (each with its
+    /// ``label`` and ``validation``), ``runtime`` and recent ``transfers`` (each with its
+    /// ``label``, ``fraction`` and ``running``), from every process.
+    fn models(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let desk = heartwood_gateway::models::ModelDesk::new(&self.project);
+        let view = py.detach(move || desk.view()).map_err(failed)?;
+        convert::to_python(py, &view)
+    }
+
+    /// Imports local model files (one a ``.gguf``). Without ``accept_license`` it returns the
+    /// review (the exact manifest and its ``manifest_sha256``) and writes nothing; with that
+    /// SHA-256 it imports them and returns the model's listing.
+    #[pyo3(signature = (paths, license, accept_license=None, name=None, context=None, chat_format=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn import_model(
+        &self,
+        py: Python<'_>,
+        paths: Vec<std::path::PathBuf>,
+        license: String,
+        accept_license: Option<String>,
+        name: Option<String>,
+        context: Option<u32>,
+        chat_format: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
+        let desk = heartwood_gateway::models::ModelDesk::new(&self.project);
+        let options = heartwood_gateway::models::FileImport {
+            name,
+            license,
+            context_length: context,
+            chat_format,
+        };
+        match accept_license {
+            None => {
+                let review = py
+                    .detach(move || desk.review_files(&paths, &options))
+                    .map_err(failed)?;
+                convert::to_python(py, &review)
+            }
+            Some(sha) => {
+                let listing = py
+                    .detach(move || desk.import_files(&paths, &options, Some(&sha)))
+                    .map_err(failed)?;
+                convert::to_python(py, &listing)
+            }
+        }
+    }
+
     /// One skill as you review it: its entry (with its files) and its whole `SKILL.md`.
     #[pyo3(signature = (name, source=None))]
     fn skill(&self, py: Python<'_>, name: &str, source: Option<&str>) -> PyResult<Py<PyAny>> {

@@ -139,6 +139,23 @@ def test_a_kernel_interrupt_pauses_the_run_and_raises_keyboard_interrupt(project
     hw.close()
 
 
+def test_local_models_are_imported_under_a_license_decision_and_listed(project, tmp_path):
+    weights = tmp_path / "tiny.gguf"
+    weights.write_bytes(b"GGUF tiny weights")
+    hw = heartwood.open(project)
+    review = hw.import_model([str(weights)], "mit", name="tiny")
+    assert review["validation"] == "unvalidated"
+    assert not (project / ".heartwood" / "models" / "tiny").exists(), "a review wrote the model"
+    with pytest.raises(heartwood.HeartwoodError, match="decide again"):
+        hw.import_model([str(weights)], "mit", accept_license="0" * 64, name="tiny")
+    listed = hw.import_model([str(weights)], "mit", accept_license=review["manifest_sha256"], name="tiny")
+    assert listed["validation"] == "unvalidated"
+    view = hw.models()
+    assert view["models"][0]["label"].startswith("tiny · unvalidated"), view
+    assert any(t["label"] == "import tiny: done (published tiny)" for t in view["transfers"]), view
+    assert view["runtime"] is None
+
+
 def test_skills_are_reviewed_approved_and_activated_from_the_notebook(project):
     hw = heartwood.open(project)
     names = [s["name"] for s in hw.skills()["skills"]]

@@ -5,6 +5,7 @@
 use heartwood_events::workflow::ModelFigure;
 use heartwood_events::{ActionSetId, CommandKind, CommandName, Decision, SessionId};
 use heartwood_gateway::Snapshot;
+use heartwood_gateway::models::LocalModelsView;
 use heartwood_gateway::skills::{CatalogView, SkillDetail};
 use heartwood_gateway::startup::StartupPlan;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -92,6 +93,8 @@ pub enum Screen {
         plan: Box<StartupPlan>,
         /// The connect form (used in `model_required`).
         form: ConnectForm,
+        /// The project's local models and transfers, when it has any.
+        models: Option<Box<LocalModelsView>>,
     },
     /// The project's sessions.
     Sessions {
@@ -343,7 +346,7 @@ impl App {
             return None;
         }
         match &mut self.screen {
-            Screen::Startup { plan, form } => startup_key(plan, form, key),
+            Screen::Startup { plan, form, .. } => startup_key(plan, form, key),
             Screen::Sessions { rows, selected } => match key.code {
                 KeyCode::Up => {
                     *selected = selected.saturating_sub(1);

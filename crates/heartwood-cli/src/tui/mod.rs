@@ -160,6 +160,10 @@ async fn event_loop(
                     let selected = selected(&app);
                     app.screen = sessions_screen(gateway, selected)?;
                 }
+                // A model download or import in another terminal moves on this screen.
+                if let Screen::Startup { models, .. } = &mut app.screen {
+                    *models = tokio::task::block_in_place(|| local_models(project));
+                }
             }
         }
     }
@@ -434,7 +438,18 @@ fn first_screen(gateway: &SessionGateway, project: &ProjectContext) -> Result<Sc
     Ok(Screen::Startup {
         plan: Box::new(plan),
         form: ConnectForm::default(),
+        models: local_models(project),
     })
+}
+
+/// The project's local models and transfers, when there are any to show.
+pub(crate) fn local_models(
+    project: &ProjectContext,
+) -> Option<Box<heartwood_gateway::models::LocalModelsView>> {
+    let view = heartwood_gateway::models::ModelDesk::new(project)
+        .view()
+        .ok()?;
+    (!view.models.is_empty() || !view.transfers.is_empty()).then(|| Box::new(view))
 }
 
 fn sessions_screen(gateway: &SessionGateway, selected: usize) -> Result<Screen> {

@@ -5,10 +5,10 @@ use heartwood_events::{
     ActionPolicy, ActionProposal, ActionSet, ActionSetId, ActionState, CommandKind, Decision,
     Event, Lifecycle, PlanTask, RecordedEvent, RiskLevel, Role, Seq, SessionId, UsageFigures,
 };
-use heartwood_gateway::Snapshot;
 use heartwood_gateway::config::CredentialBoundary;
 use heartwood_gateway::reducer;
 use heartwood_gateway::startup::{Phase, RouteSummary, StartupPlan};
+use heartwood_gateway::{ProjectContext, Snapshot};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -187,6 +187,7 @@ fn a_preset_fills_the_connect_form_and_the_key_variable_goes_with_it() {
     let mut app = App::new(Screen::Startup {
         plan: Box::new(plan),
         form: ConnectForm::default(),
+        models: None,
     });
     // The cursor starts on the preset row; → picks the first preset (OpenAI).
     assert!(app.on_key(key(KeyCode::Right)).is_none());
@@ -240,7 +241,8 @@ fn startup_asks_for_a_model_with_a_form() {
     };
     insta::assert_snapshot!(draw(&App::new(Screen::Startup {
         plan: Box::new(plan),
-        form
+        form,
+        models: None,
     })));
 }
 
@@ -269,8 +271,57 @@ fn startup_explains_an_unreachable_service() {
     };
     insta::assert_snapshot!(draw(&App::new(Screen::Startup {
         plan: Box::new(plan),
-        form: ConnectForm::default()
+        form: ConnectForm::default(),
+        models: None,
     })));
+}
+
+#[test]
+fn startup_shows_local_models_and_a_transfer_with_its_gauge() {
+    let folder = tempfile::tempdir().expect("project");
+    let weights = folder.path().join("tiny.gguf");
+    std::fs::write(&weights, b"GGUF tiny weights").expect("write");
+    let project = ProjectContext::at(folder.path()).expect("project");
+    let desk = heartwood_gateway::models::ModelDesk::new(&project);
+    let options = heartwood_gateway::models::FileImport {
+        name: Some("tiny".into()),
+        license: "mit".into(),
+        ..Default::default()
+    };
+    let paths = [weights];
+    let review = desk.review_files(&paths, &options).expect("review");
+    desk.import_files(&paths, &options, Some(&review.manifest_sha256))
+        .expect("import");
+    let moving = desk
+        .transfers()
+        .begin(heartwood_gateway::models::TransferKind::Download, "tiny");
+    moving.set_total(100);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    moving.advance(40);
+    let plan = StartupPlan {
+        pending_decisions: Vec::new(),
+        phase: Phase::ComputeRequired,
+        explanation: "the local model tiny is selected and its runtime is not running".into(),
+        next_action: "heartwood model start".into(),
+        route: None,
+        platform: generic(),
+        sessions: 0,
+    };
+    let screen = draw(&App::new(Screen::Startup {
+        plan: Box::new(plan),
+        form: ConnectForm::default(),
+        models: super::local_models(&project),
+    }));
+    assert!(screen.contains("Local models"), "{screen}");
+    assert!(screen.contains("tiny · unvalidated · 17 B"), "{screen}");
+    assert!(
+        screen.contains("[========            ] download tiny: 40 B of 100 B (40%)"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("import tiny: done (published tiny)"),
+        "{screen}"
+    );
 }
 
 #[test]

@@ -18,7 +18,7 @@ use super::timeline::visible_lines;
 pub fn render(frame: &mut Frame<'_>, app: &App) {
     let area = frame.area();
     match &app.screen {
-        Screen::Startup { plan, form } => {
+        Screen::Startup { plan, form, models } => {
             let mut lines = vec![
                 Line::styled(
                     format!("Heartwood · {}", phase_title(plan.phase)),
@@ -37,6 +37,9 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
                 ),
                 Line::default(),
             ];
+            if let Some(models) = models {
+                lines.extend(local_models(models));
+            }
             if plan.phase == Phase::ModelRequired {
                 lines.push(Line::raw(
                     "Connect a model service: pick a preset with ← → or type your own \
@@ -541,4 +544,39 @@ fn review_screen(
         ),
     };
     frame.render_widget(Paragraph::new(vec![prompt]), footer);
+}
+
+/// The project's local models and transfers: the gateway's lines, each transfer with a gauge.
+fn local_models(view: &heartwood_gateway::models::LocalModelsView) -> Vec<Line<'static>> {
+    const GAUGE: usize = 20;
+    let mut lines = vec![Line::styled(
+        "Local models",
+        Style::default().add_modifier(Modifier::BOLD),
+    )];
+    for model in &view.models {
+        lines.push(Line::raw(format!("  {}", model.label)));
+    }
+    if let Some(runtime) = &view.runtime {
+        lines.push(Line::styled(
+            format!("  {runtime}"),
+            Style::default().fg(Color::Green),
+        ));
+    }
+    for transfer in &view.transfers {
+        let gauge = match transfer.fraction {
+            Some(done) => {
+                let filled = ((done * GAUGE as f64).round() as usize).min(GAUGE);
+                format!("[{}{}] ", "=".repeat(filled), " ".repeat(GAUGE - filled))
+            }
+            None => String::new(),
+        };
+        let style = if transfer.running {
+            Style::default().fg(Color::Cyan)
+        } else {
+            Style::default().fg(Color::DarkGray)
+        };
+        lines.push(Line::styled(format!("  {gauge}{}", transfer.label), style));
+    }
+    lines.push(Line::default());
+    lines
 }

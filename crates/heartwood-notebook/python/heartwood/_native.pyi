@@ -35,6 +35,12 @@ class Heartwood:
     def skills(self) -> Dict[str, Any]:
         """The project's Agent Skills: ``skills`` (name, source, status, digest, files) and
         ``sources``."""
+    def models(self) -> Dict[str, Any]:
+        """The project's local models: ``models`` (each with ``label`` and ``validation``),
+        ``runtime`` and recent ``transfers`` (``label``, ``fraction``, ``running``)."""
+    def import_model(self, paths: List[str], license: str, accept_license: Optional[str] = None, name: Optional[str] = None, context: Optional[int] = None, chat_format: Optional[str] = None) -> Dict[str, Any]:
+        """Imports local model files: the review (``manifest``, ``manifest_sha256``) without
+        ``accept_license``; with that SHA-256, the imported model's listing."""
     def skill(self, name: str, source: Optional[str] = None) -> Dict[str, Any]:
         """One skill as you review it: ``view`` (its entry, with its files) and ``skill_md``."""
     def approve_skill(self, name: str, digest: str, source: Optional[str] = None) -> Dict[str, Any]:
