@@ -164,6 +164,10 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                         },
                     )
                 }
+                (None, Some(RouteCategory::Local)) => anyhow::bail!(
+                    "a local route serves a model from this project's store: see heartwood model \
+                     list, then heartwood model use NAME (and heartwood model start)"
+                ),
                 (None, Some(RouteCategory::Subscription)) => {
                     let Some(model) = model else {
                         anyhow::bail!("--model is needed (for example gpt-5-codex)");

@@ -123,7 +123,7 @@ fn routes_that_cannot_work_are_refused_before_anything_is_written() {
         ],
     );
     assert!(!local.status.success());
-    assert!(String::from_utf8_lossy(&local.stderr).contains("not available yet"));
+    assert!(String::from_utf8_lossy(&local.stderr).contains("heartwood model use NAME"));
     let bad_url = connect(dir.path(), "localhost:11434", None);
     assert!(!bad_url.status.success());
     assert!(String::from_utf8_lossy(&bad_url.stderr).contains("http://"));

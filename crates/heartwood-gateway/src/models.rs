@@ -172,18 +172,18 @@ impl Review {
     }
 
     /// Refuses unless `accepted` is this manifest's SHA-256 and the model fits.
-    fn decided(&self, accepted: Option<&str>) -> Result<(), GatewayError> {
+    fn decided(&self, accepted: Option<&str>) -> Result<(), ModelError> {
         if let Some(why) = &self.does_not_fit {
-            return Err(GatewayError::Invalid(why.clone()));
+            return Err(ModelError::Invalid(why.clone()));
         }
         match accepted {
             Some(sha) if sha == self.manifest_sha256 => Ok(()),
-            Some(other) => Err(GatewayError::Invalid(format!(
+            Some(other) => Err(ModelError::Invalid(format!(
                 "the license decision was for manifest {other}, but the manifest now is {}; \
                  review it and decide again (nothing was written)",
                 self.manifest_sha256
             ))),
-            None => Err(GatewayError::Invalid(format!(
+            None => Err(ModelError::Invalid(format!(
                 "accept the license ({}) of this exact manifest first: add --accept-license {}",
                 self.manifest.license, self.manifest_sha256
             ))),
@@ -381,11 +381,15 @@ impl ModelDesk {
     ) -> Result<ModelListing, GatewayError> {
         if accepted.is_none() {
             let review = self.review_files(paths, options)?;
-            return Err(review.decided(None).expect_err("no decision was given"));
+            return Err(review
+                .decided(None)
+                .expect_err("no decision was given")
+                .into());
         }
         let name = import_name(paths, options)?;
         let transfer = self.transfers.begin(TransferKind::Import, &name);
         let staging = self.store.stage(None)?;
+        let staged = staging.dir().to_path_buf();
         let result = (|| {
             let total = paths
                 .iter()
@@ -394,10 +398,11 @@ impl ModelDesk {
             transfer.set_total(total);
             let manifest = files_manifest(paths, options, |path, name| {
                 let target = staging.file(name)?;
-                let mut out = std::fs::File::create(&target)
-                    .map_err(|e| ModelError::Integrity(format!("{}: {e}", target.display())))?;
-                let mut input = std::fs::File::open(path)
-                    .map_err(|e| ModelError::Integrity(format!("{}: {e}", path.display())))?;
+                let open = |p: &Path, file: std::io::Result<std::fs::File>| {
+                    file.map_err(|e| ModelError::Invalid(format!("{}: {e}", p.display())))
+                };
+                let mut out = open(&target, std::fs::File::create(&target))?;
+                let mut input = open(path, std::fs::File::open(path))?;
                 let (size, sha256, _) =
                     copy_hashing(&mut input, Some(&mut out), u64::MAX, &transfer, path)?;
                 Ok(FileEntry {
@@ -407,23 +412,15 @@ impl ModelDesk {
                 })
             })?;
             let review = Review::of(manifest, false);
-            review.decided(accepted).map_err(gateway_to_model)?;
-            Ok(review)
+            review.decided(accepted)?;
+            let provenance = provenance(WayIn::Import, &review);
+            self.store
+                .publish(staging, &review.manifest, provenance, &transfer)
         })();
-        let review = match result {
-            Ok(review) => review,
-            Err(e) => {
-                staging.discard();
-                transfer.finish::<()>(&Err(clone_error(&e)), |_| String::new());
-                return Err(e.into());
-            }
-        };
-        let result = self.store.publish(
-            staging,
-            &review.manifest,
-            provenance(WayIn::Import, &review),
-            &transfer,
-        );
+        if result.is_err() {
+            // Published models were renamed away; anything left here is this import's.
+            let _ = std::fs::remove_dir_all(&staged);
+        }
         transfer.finish(&result, |m| format!("published {}", m.manifest.name));
         self.listing(&result?.manifest.name)
     }
@@ -645,7 +642,7 @@ fn provenance(way_in: WayIn, review: &Review) -> Provenance {
     )
 }
 
-fn import_name(paths: &[PathBuf], options: &FileImport) -> Result<String, GatewayError> {
+fn import_name(paths: &[PathBuf], options: &FileImport) -> Result<String, ModelError> {
     let name = match &options.name {
         Some(name) => name.clone(),
         None => {
@@ -653,7 +650,7 @@ fn import_name(paths: &[PathBuf], options: &FileImport) -> Result<String, Gatewa
                 .iter()
                 .find(|p| p.extension().is_some_and(|e| e == "gguf"))
                 .ok_or_else(|| {
-                    GatewayError::Invalid("one of the files must be a .gguf model".into())
+                    ModelError::Invalid("one of the files must be a .gguf model".into())
                 })?;
             heartwood_models::manifest::name_from(
                 &gguf.file_name().unwrap_or_default().to_string_lossy(),
@@ -670,7 +667,7 @@ fn files_manifest(
     options: &FileImport,
     mut describe: impl FnMut(&Path, &str) -> Result<FileEntry, ModelError>,
 ) -> Result<Manifest, ModelError> {
-    let name = import_name(paths, options).map_err(gateway_to_model)?;
+    let name = import_name(paths, options)?;
     if options.license.trim().is_empty() {
         return Err(ModelError::Invalid(
             "say the files' license with --license (an SPDX id such as apache-2.0, or \
@@ -717,18 +714,4 @@ fn files_manifest(
     };
     manifest.validate()?;
     Ok(manifest)
-}
-
-fn gateway_to_model(e: GatewayError) -> ModelError {
-    match e {
-        GatewayError::Models(e) => e,
-        other => ModelError::Invalid(other.to_string()),
-    }
-}
-
-fn clone_error(e: &ModelError) -> ModelError {
-    match e {
-        ModelError::Cancelled => ModelError::Cancelled,
-        other => ModelError::Invalid(other.to_string()),
-    }
 }

@@ -259,15 +259,12 @@ impl Hub {
             }
             Err(e) => return Err(e),
         }
-        let dir = staging.dir().to_path_buf();
+        // A staging directory that fails verification is deleted by `publish`.
         match store.publish(staging, manifest, provenance, transfer) {
-            Err(ModelError::Integrity(why)) => {
-                let _ = std::fs::remove_dir_all(dir);
-                Err(ModelError::Integrity(format!(
-                    "{why}; the download was corrupted or the hub's copy changed, so it was \
+            Err(ModelError::Integrity(why)) => Err(ModelError::Integrity(format!(
+                "{why}; the download was corrupted or the hub's copy changed, so it was \
                      deleted and nothing was published"
-                )))
-            }
+            ))),
             other => other,
         }
     }

@@ -218,7 +218,24 @@ impl ModelStore {
     ///
     /// When that model is already published: the same manifest, verified again, is returned
     /// as it is; a damaged copy is replaced; a different model is refused.
+    ///
+    /// A staging directory that cannot be published is deleted: what it holds is wrong.
     pub fn publish(
+        &self,
+        staging: Staging,
+        manifest: &Manifest,
+        provenance: Provenance,
+        transfer: &Transfer,
+    ) -> Result<StoredModel, ModelError> {
+        let dir = staging.dir.clone();
+        let published = self.publish_checked(staging, manifest, provenance, transfer);
+        if published.is_err() {
+            let _ = fs::remove_dir_all(dir);
+        }
+        published
+    }
+
+    fn publish_checked(
         &self,
         staging: Staging,
         manifest: &Manifest,
