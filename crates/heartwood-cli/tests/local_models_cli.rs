@@ -161,6 +161,9 @@ fn a_tiny_model_is_imported_run_answered_exported_and_moved() {
             shown.get("api_key_env").is_none(),
             "a local route holds no credential"
         );
+        // The model's 16384-token context holds the prompt and the reply together.
+        assert_eq!(shown["max_output_tokens"], 4096);
+        assert_eq!(shown["max_input_tokens"], 16384 - 4096);
         let base_url = shown["base_url"].as_str().expect("base URL").to_owned();
 
         // One chat completion through the route's address.

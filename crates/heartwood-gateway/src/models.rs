@@ -498,10 +498,14 @@ impl ModelDesk {
             Some(port) => port,
             None => free_port()?,
         };
+        // The runtime's context holds the prompt and the reply: a quarter (at most 4096
+        // tokens) is kept for the reply.
+        let context = u64::from(model.manifest.runtime.context_length);
+        let output = (context / 4).clamp(1, 4_096);
         let route = RouteConfig {
             category: RouteCategory::Local,
-            max_input_tokens: u64::from(model.manifest.runtime.context_length)
-                .max(crate::config::MIN_INPUT_TOKENS),
+            max_input_tokens: (context - output).max(crate::config::MIN_INPUT_TOKENS),
+            max_output_tokens: output,
             ..RouteConfig::compatible(&format!("http://127.0.0.1:{port}/v1"), name)
         };
         ProjectConfig::set_route(&self.project, route.clone())?;
