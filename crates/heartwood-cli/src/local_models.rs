@@ -351,7 +351,6 @@ fn draw(bar: &indicatif::ProgressBar, view: TransferView) {
     let line = TransferLine::of(view);
     bar.set_length(line.view.bytes_total);
     bar.set_position(line.view.bytes_done);
-    // The bar draws the figures; the message is what moves ("download tiny").
-    let what = line.label.split(':').next().unwrap_or_default().to_owned();
-    bar.set_message(what);
+    // The bar draws the figures; its message is what moves.
+    bar.set_message(line.subject);
 }

@@ -14,7 +14,7 @@ use heartwood_models::bundle;
 use heartwood_models::catalog::Catalog;
 use heartwood_models::digest::copy_hashing;
 use heartwood_models::hub::Hub;
-use heartwood_models::manifest::{FORMAT, Manifest, ModelSource, Resources, RuntimeSettings};
+use heartwood_models::manifest::{Manifest, ModelSource};
 use heartwood_models::planner::{Machine, check_fits};
 use heartwood_models::runtime::{self, RuntimeInstall};
 use heartwood_models::store::{ModelStore, Provenance, WayIn};
@@ -78,6 +78,8 @@ pub struct TransferLine {
     /// Its figures and state.
     #[serde(flatten)]
     pub view: TransferView,
+    /// What moves: "download tiny".
+    pub subject: String,
     /// "download tiny: 12.0 MiB of 40.0 MiB (30%), 5.1 MiB/s, 5 s left", "... done", ...
     pub label: String,
     /// Is it still moving bytes?
@@ -101,6 +103,7 @@ impl TransferLine {
         let fraction = (view.bytes_total > 0)
             .then(|| (view.bytes_done as f64 / view.bytes_total as f64).min(1.0));
         let running = view.state == TransferState::Running;
+        let subject = format!("{kind} {}", view.label);
         let label = match &view.state {
             TransferState::Running => {
                 let of = match fraction {
@@ -116,20 +119,16 @@ impl TransferLine {
                     .eta_seconds
                     .map(|s| format!(", {s} s left"))
                     .unwrap_or_default();
-                format!(
-                    "{kind} {}: {of}, {}/s{eta}",
-                    view.label,
-                    human_bytes(view.bytes_per_second)
-                )
+                let rate = human_bytes(view.bytes_per_second);
+                format!("{subject}: {of}, {rate}/s{eta}")
             }
-            TransferState::Done(what) => format!("{kind} {}: done ({what})", view.label),
-            TransferState::Failed(why) => format!("{kind} {}: failed: {why}", view.label),
-            TransferState::Cancelled => {
-                format!("{kind} {}: cancelled; nothing was published", view.label)
-            }
+            TransferState::Done(what) => format!("{subject}: done ({what})"),
+            TransferState::Failed(why) => format!("{subject}: failed: {why}"),
+            TransferState::Cancelled => format!("{subject}: cancelled; nothing was published"),
         };
         TransferLine {
             view,
+            subject,
             label,
             running,
             fraction,
@@ -696,26 +695,12 @@ fn files_manifest(
             .into_owned();
         files.push(describe(path, &file_name)?);
     }
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    let model_file = files
-        .iter()
-        .find(|f| f.path.ends_with(".gguf"))
-        .map(|f| f.path.clone())
-        .ok_or_else(|| ModelError::Invalid("one of the files must be a .gguf model".into()))?;
-    let payload = files.iter().map(|f| f.size).sum();
-    let manifest = Manifest {
-        format: FORMAT,
-        name,
-        source: ModelSource::Files,
-        license: options.license.trim().to_owned(),
+    Manifest::of_payload(
+        &name,
+        ModelSource::Files,
+        options.license.trim(),
         files,
-        runtime: RuntimeSettings {
-            model_file,
-            context_length: options.context_length.unwrap_or(4_096),
-            chat_format: options.chat_format.clone(),
-        },
-        resources: Resources::estimate(payload),
-    };
-    manifest.validate()?;
-    Ok(manifest)
+        options.context_length.unwrap_or(4_096),
+        options.chat_format.clone(),
+    )
 }

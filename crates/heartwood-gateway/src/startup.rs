@@ -213,7 +213,13 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
         };
         return Ok(plan(phase, why, next, Some(summary)));
     }
-    if let Err(why) = probe(&route.base_url) {
+    // A local route's runtime was just asked for its models; connecting again proves nothing.
+    let reached = if route.category == crate::config::RouteCategory::Local {
+        Ok(())
+    } else {
+        probe(&route.base_url)
+    };
+    if let Err(why) = reached {
         return Ok(plan(
             Phase::ConnectionRequired,
             format!(

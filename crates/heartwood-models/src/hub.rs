@@ -18,7 +18,7 @@ use serde::Deserialize;
 use crate::ModelError;
 use crate::catalog::is_commit;
 use crate::error::IoContext;
-use crate::manifest::{FORMAT, FileEntry, Manifest, ModelSource, Resources, RuntimeSettings};
+use crate::manifest::{FileEntry, Manifest, ModelSource};
 use crate::store::{ModelStore, Provenance, StoredModel};
 use crate::transfer::Transfer;
 
@@ -435,33 +435,14 @@ impl Resolved {
                 sha256,
             });
         }
-        entries.sort_by(|a, b| a.path.cmp(&b.path));
-        let model_file = entries
-            .iter()
-            .find(|f| f.path.ends_with(".gguf"))
-            .map(|f| f.path.clone())
-            .ok_or_else(|| ModelError::Invalid("the chosen files include no .gguf file".into()))?;
-        let payload: u64 = entries.iter().map(|f| f.size).sum();
-        let manifest = Manifest {
-            format: FORMAT,
-            name: name.to_owned(),
-            source: ModelSource::Hub {
-                repository: self.repository.clone(),
-                revision: self.commit.clone(),
-            },
-            license: self.license.clone(),
-            files: entries,
-            runtime: RuntimeSettings {
-                model_file,
-                context_length: context_length
-                    .or(self.context_length.map(|c| c.min(32_768)))
-                    .unwrap_or(DEFAULT_CONTEXT),
-                chat_format: None,
-            },
-            resources: Resources::estimate(payload),
+        let context = context_length
+            .or(self.context_length.map(|c| c.min(32_768)))
+            .unwrap_or(DEFAULT_CONTEXT);
+        let source = ModelSource::Hub {
+            repository: self.repository.clone(),
+            revision: self.commit.clone(),
         };
-        manifest.validate()?;
-        Ok(manifest)
+        Manifest::of_payload(name, source, &self.license, entries, context, None)
     }
 }
 

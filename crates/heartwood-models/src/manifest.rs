@@ -142,6 +142,40 @@ impl Manifest {
         self.files.iter().map(|f| f.size).sum()
     }
 
+    /// The manifest of a payload that declares no memory need: `files` sorted, the model file
+    /// its first `.gguf` file, the need estimated from its size, checked.
+    pub fn of_payload(
+        name: &str,
+        source: ModelSource,
+        license: &str,
+        mut files: Vec<FileEntry>,
+        context_length: u32,
+        chat_format: Option<String>,
+    ) -> Result<Manifest, ModelError> {
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        let model_file = files
+            .iter()
+            .find(|f| f.path.ends_with(".gguf"))
+            .map(|f| f.path.clone())
+            .ok_or_else(|| ModelError::Invalid("one of the files must be a .gguf model".into()))?;
+        let payload = files.iter().map(|f| f.size).sum();
+        let manifest = Manifest {
+            format: FORMAT,
+            name: name.to_owned(),
+            source,
+            license: license.to_owned(),
+            files,
+            runtime: RuntimeSettings {
+                model_file,
+                context_length,
+                chat_format,
+            },
+            resources: Resources::estimate(payload),
+        };
+        manifest.validate()?;
+        Ok(manifest)
+    }
+
     /// Parses and checks a manifest from bytes of unknown origin.
     pub fn parse(bytes: &[u8]) -> Result<Manifest, ModelError> {
         let manifest: Manifest = serde_json::from_slice(bytes)

@@ -280,13 +280,8 @@ impl ModelStore {
             }
         }
         if destination.exists() {
-            // Damaged or half-removed: moved aside, so the rename below is atomic.
-            let aside = self
-                .root
-                .join(STAGING)
-                .join(format!("old-{:016x}", fastrand::u64(..)));
-            fs::rename(&destination, &aside).ctx("move aside", &destination)?;
-            let _ = fs::remove_dir_all(&aside);
+            // Damaged or half-removed: moved aside first, so the rename below is atomic.
+            self.delete_model_dir(&destination)?;
         }
         fs::rename(&staging.dir, &destination).ctx("publish", &destination)?;
         fs::File::open(&self.root)
@@ -316,14 +311,20 @@ impl ModelStore {
         if !dir.exists() {
             return Ok(false);
         }
-        let aside = self
-            .root
-            .join(STAGING)
-            .join(format!("old-{:016x}", fastrand::u64(..)));
-        private_dirs(&self.root.join(STAGING))?;
-        fs::rename(&dir, &aside).ctx("remove", &dir)?;
-        fs::remove_dir_all(&aside).ctx("remove", &aside)?;
+        self.delete_model_dir(&dir)?;
         Ok(true)
+    }
+}
+
+impl ModelStore {
+    /// Renames a model's directory into `.staging/` (so it stops being a model at once, even
+    /// if the deletion is interrupted) and deletes it there.
+    fn delete_model_dir(&self, dir: &Path) -> Result<(), ModelError> {
+        let staging = self.root.join(STAGING);
+        private_dirs(&staging)?;
+        let aside = staging.join(format!("old-{:016x}", fastrand::u64(..)));
+        fs::rename(dir, &aside).ctx("move aside", dir)?;
+        fs::remove_dir_all(&aside).ctx("remove", &aside)
     }
 }
 

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use heartwood_models::bundle;
 use heartwood_models::digest::describe_file;
-use heartwood_models::manifest::{FORMAT, Manifest, ModelSource, Resources, RuntimeSettings};
+use heartwood_models::manifest::{Manifest, ModelSource};
 use heartwood_models::store::{ModelStore, Provenance, WayIn};
 use heartwood_models::transfer::{Transfer, TransferKind};
 use sha2::{Digest, Sha256};
@@ -97,19 +97,14 @@ fn publish(project: &Path, source: &Path) -> Result<heartwood_models::StoredMode
     let staging = store.stage(None)?;
     std::fs::copy(source, staging.file("weights.gguf")?)?;
     let entry = describe_file(source, "weights.gguf", &quiet())?;
-    let manifest = Manifest {
-        format: FORMAT,
-        name: "bench".into(),
-        source: ModelSource::Files,
-        license: "unknown".into(),
-        resources: Resources::estimate(entry.size),
-        files: vec![entry],
-        runtime: RuntimeSettings {
-            model_file: "weights.gguf".into(),
-            context_length: 2048,
-            chat_format: None,
-        },
-    };
+    let manifest = Manifest::of_payload(
+        "bench",
+        ModelSource::Files,
+        "unknown",
+        vec![entry],
+        2048,
+        None,
+    )?;
     let digest = manifest.digest();
     store
         .publish(

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use heartwood_models::digest::describe_file;
-use heartwood_models::manifest::{FORMAT, ModelSource, Resources, RuntimeSettings};
+use heartwood_models::manifest::ModelSource;
 use heartwood_models::store::{Provenance, WayIn};
 use heartwood_models::transfer::{Transfer, TransferKind};
 use heartwood_models::{Manifest, ModelStore, StoredModel};
@@ -24,20 +24,15 @@ pub fn publish(project: &Path, name: &str, files: &[(&str, Vec<u8>)]) -> StoredM
         std::fs::write(&target, bytes).expect("write");
         entries.push(describe_file(&target, path, &quiet()).expect("describe"));
     }
-    entries.sort_by(|a, b| a.path.cmp(&b.path));
-    let manifest = Manifest {
-        format: FORMAT,
-        name: name.into(),
-        source: ModelSource::Files,
-        license: "apache-2.0".into(),
-        files: entries,
-        runtime: RuntimeSettings {
-            model_file: files[0].0.into(),
-            context_length: 512,
-            chat_format: Some("chatml".into()),
-        },
-        resources: Resources::estimate(1000),
-    };
+    let manifest = Manifest::of_payload(
+        name,
+        ModelSource::Files,
+        "apache-2.0",
+        entries,
+        512,
+        Some("chatml".into()),
+    )
+    .expect("manifest");
     let digest = manifest.digest();
     store
         .publish(
