@@ -9,7 +9,7 @@ use heartwood_workspace::FileDigest;
 use serde::{Deserialize, Serialize};
 
 /// Every check id a definition may name.
-pub const KNOWN_CHECKS: [&str; 8] = [
+pub const KNOWN_CHECKS: [&str; 9] = [
     "data_dictionary",
     "readiness_report",
     "analysis_plan",
@@ -17,11 +17,12 @@ pub const KNOWN_CHECKS: [&str; 8] = [
     "univariate_ols",
     "python_syntax",
     "nonempty_report",
+    "report_claims",
     "byte_comparison",
 ];
 
 /// The checks this build implements (all of them; a definition naming another id is refused).
-pub const REGISTERED_CHECKS: [&str; 8] = KNOWN_CHECKS;
+pub const REGISTERED_CHECKS: [&str; 9] = KNOWN_CHECKS;
 
 /// Most table rows a check reads.
 pub const MAX_ROWS: usize = 10_000;

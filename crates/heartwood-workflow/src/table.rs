@@ -1,6 +1,6 @@
 //! Tables and data dictionaries, read within the check limits.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Deserialize;
@@ -54,6 +54,7 @@ impl Table {
             .iter()
             .map(str::to_owned)
             .collect();
+        refuse_repeated_names(&columns)?;
         if columns.len() > MAX_COLUMNS {
             return Err(TableError::Limit(format!(
                 "the table has {} columns; checks read at most {MAX_COLUMNS}",
@@ -93,6 +94,23 @@ impl Table {
     pub fn column(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c == name)
     }
+}
+
+/// A header that names a column twice is no table: readers disagree on which of the two a
+/// name means (the first, the last, or both merged), so no check can say which one it judged.
+fn refuse_repeated_names(columns: &[String]) -> Result<(), TableError> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (i, name) in columns.iter().enumerate() {
+        if let Some(first) = seen.insert(name.as_str(), i) {
+            return Err(TableError::Malformed(format!(
+                "the header names column {name:?} twice (columns {} and {}); rename one so \
+                 every column has one name",
+                first + 1,
+                i + 1
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A data dictionary: what each column means and may hold.
@@ -150,4 +168,42 @@ pub enum ColumnType {
 /// A field as a finite number.
 pub fn number(field: &str) -> Option<f64> {
     field.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// How group labels are compared: two labels are the same group to a reader when they differ
+/// only in surrounding or repeated white space, letter case, Unicode form (NFKC), or the
+/// spelling of one number (`6`, `6.0`, `6e0`). Checks never merge such labels silently; they
+/// use this to find two spellings that would be read as one group and refuse the table.
+pub fn group_label_key(label: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let normalized: String = label.nfkc().collect();
+    let words: Vec<&str> = normalized.split_whitespace().collect();
+    let spaced = words.join(" ");
+    match number(&spaced) {
+        // `-0` and `0` are one number; `{}` writes every other f64 in one shortest form.
+        Some(v) if v == 0.0 => "#0".to_owned(),
+        Some(v) => format!("#{v}"),
+        None => spaced.to_lowercase(),
+    }
+}
+
+/// Every pair of distinct raw labels that [`group_label_key`] reads as one group, each pair
+/// once, in the order the labels are given.
+pub fn ambiguous_labels<'a>(labels: impl IntoIterator<Item = &'a str>) -> Vec<(&'a str, &'a str)> {
+    let mut first: HashMap<String, &'a str> = HashMap::new();
+    let mut pairs = Vec::new();
+    for label in labels {
+        match first.get(&group_label_key(label)) {
+            Some(&seen) if seen != label => {
+                if !pairs.contains(&(seen, label)) {
+                    pairs.push((seen, label));
+                }
+            }
+            Some(_) => {}
+            None => {
+                first.insert(group_label_key(label), label);
+            }
+        }
+    }
+    pairs
 }

@@ -33,6 +33,15 @@ def exact(field):
     return Fraction(float(field))
 
 
+def root(q):
+    """The square root of a non-negative fraction as a float, without converting the fraction
+    itself (whose value may be beyond a double's range when the root is not)."""
+    if q == 0:
+        return 0.0
+    half = (q.numerator.bit_length() - q.denominator.bit_length()) // 2
+    return math.sqrt(float(q / Fraction(4) ** half)) * 2.0 ** half
+
+
 def write(path, value):
     os.makedirs(os.path.dirname(f"{project}/{path}"), exist_ok=True)
     with open(f"{project}/{path}", "w") as f:
@@ -113,14 +122,14 @@ write("outputs/model.json", {
     "slope": float(slope),
     "intercept": float(intercept),
     "held_out_predictions": [{"key": k, "predicted": float(p)} for k, p, _ in predictions],
-    "held_out_rmse": math.sqrt(sum((y - p) ** 2 for _, p, y in predictions) / len(predictions)),
-    "mean_comparator_rmse": math.sqrt(sum((y - mean_y) ** 2 for _, _, y in held) / len(held)),
+    "held_out_rmse": root(sum((y - p) ** 2 for _, p, y in predictions) / len(predictions)),
+    "mean_comparator_rmse": root(sum((y - mean_y) ** 2 for _, _, y in held) / len(held)),
     "leave_one_group_out": logo,
 })
 # Not an artifact: the exact residual scale, for the tests' perturbations: the training
 # residuals' root mean square, or (for a perfect fit) the training outcome's spread.
 training = [(exact(r[predictor]), exact(r[outcome])) for r in rows if split[r[key]] == "train"]
-residual = math.sqrt(sum((y - (intercept + slope * x)) ** 2 for x, y in training) / total.n)
+residual = root(sum((y - (intercept + slope * x)) ** 2 for x, y in training) / total.n)
 if residual == 0:
-    residual = math.sqrt(sum((y - mean_y) ** 2 for _, y in training) / total.n)
+    residual = root(sum((y - mean_y) ** 2 for _, y in training) / total.n)
 write("reference/scale.json", {"residual_scale": residual})

@@ -9,18 +9,25 @@
 //! 10¹², in f64.
 //!
 //! Tolerances: a reported figure agrees with the recomputed one when
-//! `|reported − recomputed| ≤ TOLERANCE · scale + ROUNDING · magnitude`, where `scale` is what
-//! an error in that figure is naturally measured against (for a prediction or a residual
-//! figure, the residual scale; for a summary of a column, the column's spread) and `magnitude`
-//! is the size of the terms the figure is computed from, which bounds what floating-point
-//! rounding in any correct computation of it (a naive one included) can leave. Never relative
-//! to the magnitude of the value alone: predictions of outcomes around 10⁶ with residuals of
-//! 0.1 must agree to far better than 1.
+//! `|reported − recomputed| ≤ TOLERANCE · scale + REPRESENTATION · |recomputed| +
+//! min(ROUNDING · magnitude, ROUNDING_CAP · scale)`, where `scale` is what an error in that
+//! figure is naturally measured against (for a prediction, the residual scale; for an RMSE,
+//! the RMSE itself or the residual scale; for a summary of a column, the column's spread),
+//! and `magnitude` is the size of the terms the figure is computed from. The first term is the
+//! stated tolerance; the second is what writing the value itself as a double can leave; the
+//! third admits the rounding of a correct but naive computation (`a + b·x` at large `x`), and
+//! is capped by the error scale, so no shift larger than `(TOLERANCE + ROUNDING_CAP)` error
+//! scales (about a ten-thousandth) is ever admitted, at any offset. When a difference lies
+//! beyond the cap but within the rounding the magnitude can leave, the check cannot tell a
+//! correct figure from a wrong one at that precision and answers `unverified`, saying so;
+//! beyond the rounding too, the figure is wrong and the check fails. A recomputation that
+//! overflows double precision is `unverified` too, never `passed` or `failed`.
 //!
 //! Every JSON file a check reads is refused when any object in it names a key twice (JSON
 //! readers disagree on which one wins), and so is any list of keyed entries that names a key
 //! twice.
 
+mod claims;
 mod reports;
 mod source;
 mod tabular;
@@ -30,6 +37,7 @@ use std::sync::Arc;
 
 use serde::de::{DeserializeOwned, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 
+pub use claims::report_claims;
 pub use reports::{
     AnalysisPlan, MIN_REPORT_WORDS, NumericSummary, ReadinessReport, analysis_plan,
     nonempty_report, readiness_report,
@@ -46,12 +54,20 @@ use crate::table::{Dictionary, Table, TableError};
 /// Relative tolerance, against the figure's natural scale (see the module documentation).
 pub const TOLERANCE: f64 = 1e-6;
 
-/// Allowance for floating-point rounding, relative to the magnitude of the terms a figure is
-/// computed from: about a thousand times what one rounding leaves (2⁻⁵³ ≈ 1.1e-16), so a
-/// correct figure computed naively (`a + b·x` at large `x`, a few roundings of the largest
-/// term) still agrees, while a shift of a few residual scales stays visible at offsets up to
-/// 10¹² whenever the residual scale is above about 10⁻¹ there.
-pub const ROUNDING: f64 = 1e-13;
+/// Allowance for the rounding of a correct but naive computation, relative to the magnitude
+/// of the terms a figure is computed from (the sum of their sizes, so already a few times the
+/// largest): about nine unit roundoffs (2⁻⁵³ ≈ 1.1e-16) of that sum, what a few roundings of
+/// the largest term in `a + b·x` leave. Never more than [`ROUNDING_CAP`] error scales counts
+/// as agreement.
+pub const ROUNDING: f64 = 1e-15;
+
+/// The most of the error scale the rounding allowance may take: a difference beyond it (and
+/// within [`ROUNDING`] of the magnitude) is `unverified`, not `passed`.
+pub const ROUNDING_CAP: f64 = 1e-4;
+
+/// What writing the value itself as a double leaves, relative to the value: four unit
+/// roundoffs (a figure of 10¹² cannot be written closer than about 10⁻⁴).
+pub const REPRESENTATION: f64 = 4.0 * f64::EPSILON / 2.0;
 
 /// The file bytes a check reads, in the order its definition lists them.
 pub type Files<'a> = &'a [Vec<u8>];
@@ -182,14 +198,19 @@ pub(crate) fn mean(values: impl Iterator<Item = f64>) -> f64 {
     hi + lo
 }
 
-/// The root mean square of `values` (deviations already formed by the caller).
-pub(crate) fn root_mean_square(values: impl Iterator<Item = f64>) -> f64 {
-    let mut sum = Sum::default();
-    values.for_each(|v| sum.add(v * v));
-    if sum.count == 0 {
-        return 0.0;
+/// The root mean square of `values` (deviations already formed by the caller), scaled by the
+/// largest so squares cannot overflow: values near 10¹⁶⁰ have a finite root mean square.
+pub(crate) fn root_mean_square(values: impl Iterator<Item = f64> + Clone) -> f64 {
+    let largest = values.clone().fold(0.0f64, |m, v| m.max(v.abs()));
+    if largest == 0.0 || !largest.is_finite() {
+        return largest;
     }
-    (sum.total() / sum.count as f64).sqrt()
+    let mut sum = Sum::default();
+    values.for_each(|v| {
+        let scaled = v / largest;
+        sum.add(scaled * scaled);
+    });
+    largest * (sum.total() / sum.count as f64).sqrt()
 }
 
 /// The root mean square of deviations from the mean of `values`.
@@ -198,8 +219,10 @@ pub(crate) fn spread(values: impl Iterator<Item = f64> + Clone) -> f64 {
     root_mean_square(values.map(|v| (v - hi) - lo))
 }
 
-/// Compares a reported figure with the recomputed one, within `TOLERANCE · scale + ROUNDING ·
-/// magnitude` (see the module documentation). A figure that is not a number never agrees.
+/// Compares a reported figure with the recomputed one (see the module documentation for the
+/// rule): agreement within the capped allowance passes, a difference only rounding at the
+/// magnitude could explain is `unverified`, anything else fails. A reported figure that is not
+/// a finite number never agrees; a recomputation that overflowed judges nothing.
 pub(crate) fn compare_within(
     result: &mut CheckResult,
     what: &str,
@@ -208,14 +231,39 @@ pub(crate) fn compare_within(
     scale: f64,
     magnitude: f64,
 ) {
-    let allowed = TOLERANCE * scale.abs() + ROUNDING * magnitude.abs().max(recomputed.abs());
-    let agrees = (reported - recomputed).abs() <= allowed;
-    if !agrees {
-        result.fail(format!(
-            "{what}: the report says {reported}, recomputed {recomputed} (allowed difference \
-             {allowed:.3e})"
+    if !reported.is_finite() {
+        return result.fail(format!(
+            "{what}: the report says {reported}, not a finite number"
         ));
     }
+    if ![recomputed, scale, magnitude].iter().all(|v| v.is_finite()) {
+        return result.mark_unverified(format!(
+            "{what}: recomputing it overflows double precision (values near {magnitude:e}), so \
+             Heartwood cannot judge the reported {reported}; rescale the data (other units) to \
+             have it checked"
+        ));
+    }
+    let stated = TOLERANCE * scale.abs() + REPRESENTATION * recomputed.abs();
+    let rounding = ROUNDING * magnitude.abs();
+    let capped = rounding.min(ROUNDING_CAP * scale.abs());
+    let difference = (reported - recomputed).abs();
+    if difference <= stated + capped {
+        return;
+    }
+    if difference <= stated + rounding {
+        return result.mark_unverified(format!(
+            "{what}: the report says {reported}, recomputed {recomputed}; the difference \
+             {difference:.3e} is within what rounding at values near {magnitude:.3e} can leave \
+             ({rounding:.3e}), but that is more than {ROUNDING_CAP:e} of the error scale \
+             {scale:.3e}, so a correct figure cannot be told from a wrong one here. Compute on \
+             centred values (subtract a constant from the column first) and report again"
+        ));
+    }
+    result.fail(format!(
+        "{what}: the report says {reported}, recomputed {recomputed} (allowed difference \
+         {:.3e})",
+        stated + capped
+    ));
 }
 
 /// Reads a JSON file strictly: any object naming a key twice is refused before the file is

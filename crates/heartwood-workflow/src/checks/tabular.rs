@@ -10,7 +10,7 @@ use super::{
     Files, compare_within, fit, root_mean_square, strict_json, table_and_dictionary, table_from,
 };
 use crate::check::{CheckResult, MAX_GROUPS};
-use crate::table::{ColumnType, Dictionary, Table, number};
+use crate::table::{ColumnType, Dictionary, Table, ambiguous_labels, number};
 
 /// `data_dictionary`: reads table, dictionary. Every column rule holds on every row, the key is
 /// unique, and the declared roles name real columns.
@@ -134,6 +134,18 @@ fn checked_split(
         }
     }
     let table_groups: BTreeSet<&str> = table.rows.iter().map(|r| &r[group]).collect();
+    // Two spellings a reader takes for one group would let its rows sit on both sides.
+    let labels = table_groups
+        .iter()
+        .copied()
+        .chain(dictionary.held_out_groups.iter().map(String::as_str));
+    for (one, other) in ambiguous_labels(labels) {
+        result.fail(format!(
+            "group labels {one:?} and {other:?} differ only in spacing, case, Unicode form or \
+             number spelling, so it is ambiguous whether they are one group: the split cannot \
+             be judged disjoint. Spell each group one way in the table and the dictionary"
+        ));
+    }
     if dictionary.held_out_groups.is_empty() {
         result.fail("the dictionary holds out no group, so nothing is held out");
     }
@@ -349,6 +361,12 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
         );
         return;
     };
+    if !(line.slope.is_finite() && line.intercept.is_finite()) {
+        return result.mark_unverified(
+            "fitting the line overflows double precision at values this large, so Heartwood \
+             cannot judge the reported model; rescale the data (other units) to have it checked",
+        );
+    }
     // The residual scale: what an error in a prediction or a residual figure is measured
     // against. A perfect fit has none; the outcome's spread stands in, and rounding covers an
     // outcome that does not vary at all.
@@ -419,6 +437,7 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
     }
     let rmse = root_mean_square(errors.into_iter());
     let comparator_rmse = root_mean_square(comparator.into_iter());
+    let held_out_spread = super::spread(held_out.values().map(|&(_, y)| y));
     compare_within(
         result,
         "held-out RMSE",
@@ -463,6 +482,9 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
         "held_out_rmse": rmse,
         "mean_comparator_rmse": comparator_rmse,
         "residual_scale": scale,
+        "training_r2": r_squared(residual, outcome_spread),
+        "held_out_r2": r_squared(rmse, comparator_rmse),
+        "held_out_r2_own_mean": r_squared(rmse, held_out_spread),
         "training_rows": points.len(),
         "held_out_rows": held_out.len(),
     });
@@ -517,6 +539,12 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
     }
     figures["leave_one_group_out"] = serde_json::Value::Array(logo);
     result.figures = figures;
+}
+
+/// `1 − (error / spread)²`: the share of the spread's square an error leaves unexplained.
+/// `None` when there is no spread to explain.
+fn r_squared(error: f64, spread: f64) -> Option<f64> {
+    (spread > 0.0).then(|| 1.0 - (error / spread).powi(2))
 }
 
 /// The series of a fitted model's picture, from the same files `univariate_ols` reads (table,
