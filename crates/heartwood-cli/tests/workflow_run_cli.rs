@@ -389,6 +389,12 @@ async fn run_and_allow(project: &Path) {
 
 /// Evaluates the current stage and accepts it with the command the gateway printed.
 fn evaluate_and_accept(project: &Path) {
+    evaluate_edit_and_accept(project, &[]);
+}
+
+/// As [`evaluate_and_accept`], but first each of `edited` is changed after the checks ran:
+/// the acceptance is refused naming it, and goes through once the bytes are back.
+fn evaluate_edit_and_accept(project: &Path, edited: &[&str]) {
     let evaluated = heartwood(project, &["workflow", "evaluate"]);
     assert!(evaluated.status.success(), "{}", text(&evaluated.stderr));
     let said = text(&evaluated.stdout);
@@ -400,6 +406,22 @@ fn evaluate_and_accept(project: &Path) {
         .split_whitespace()
         .skip(1)
         .collect();
+    for path in edited {
+        let file = project.join(path);
+        let judged = std::fs::read(&file).expect("a judged file");
+        std::fs::write(&file, [judged.as_slice(), b" "].concat()).expect("edit");
+        let refused = heartwood(project, &words);
+        assert!(
+            !refused.status.success(),
+            "accepted after {path} was edited"
+        );
+        let why = text(&refused.stderr);
+        assert!(
+            why.contains(&format!("{path} (edited)")) && why.contains("workflow evaluate"),
+            "{why}"
+        );
+        std::fs::write(&file, &judged).expect("restore");
+    }
     let accepted = heartwood(project, &words);
     assert!(accepted.status.success(), "{}", text(&accepted.stderr));
 }
@@ -465,9 +487,13 @@ async fn a_whole_run_is_accepted_through_its_reviewed_reproduction() {
     );
     assert!(started.status.success(), "{}", text(&started.stderr));
 
-    for stage in ["readiness", "plan"] {
+    // Accepting reads every judged file again: an edited report or input is refused.
+    for (stage, edited) in [
+        ("readiness", "reports/readiness.json"),
+        ("plan", "data/cohort.csv"),
+    ] {
         run_and_allow(root).await;
-        evaluate_and_accept(root);
+        evaluate_edit_and_accept(root, &[edited]);
         assert_eq!(stage_status(&status(root), stage), "accepted");
     }
     // The split asks no acceptance: eligible checks advance the run.
@@ -477,6 +503,18 @@ async fn a_whole_run_is_accepted_through_its_reviewed_reproduction() {
     let w = status(root);
     assert_eq!(stage_status(&w, "split"), "accepted");
     assert_eq!(w["current"], "model");
+    // An accepted file gone: the next stage is refused saying it is missing, and nothing else.
+    let split = root.join("outputs/split.csv");
+    let kept = std::fs::read(&split).expect("split");
+    std::fs::remove_file(&split).expect("rm");
+    let refused = heartwood_async(root, &["workflow", "run"]).await;
+    assert_eq!(code(&refused), 1);
+    let why = text(&refused.stderr);
+    assert!(
+        why.contains("accepted it: outputs/split.csv (missing);") && !why.contains("cohort"),
+        "{why}"
+    );
+    std::fs::write(&split, kept).expect("restore");
 
     // The model stage: the picture is drawn from the bytes its checks read.
     run_and_allow(root).await;
@@ -515,7 +553,7 @@ async fn a_whole_run_is_accepted_through_its_reviewed_reproduction() {
     evaluate_and_accept(root);
 
     run_and_allow(root).await;
-    evaluate_and_accept(root);
+    evaluate_edit_and_accept(root, &["reports/final.md"]);
     assert_eq!(stage_status(&status(root), "report"), "accepted");
 
     // Identical bytes copied by hand are not a reproduction, and the run says so.
@@ -553,7 +591,8 @@ async fn a_whole_run_is_accepted_through_its_reviewed_reproduction() {
     );
     assert_eq!(rerun["completed"]["exit_code"], 0, "{w:#}");
     assert!(rerun["completed"]["output"]["sha256"].is_string(), "{w:#}");
-    evaluate_and_accept(root);
+    // The final stage is held to the same bytes.
+    evaluate_edit_and_accept(root, &["outputs/model.reproduced.json"]);
     let w = status(root);
     assert_eq!(stage_status(&w, "reproduction"), "accepted");
     assert!(w["current"].is_null(), "every stage accepted: {w:#}");
@@ -710,6 +749,20 @@ async fn a_review_proposal_becomes_a_finding_only_when_a_check_observes_it() {
     assert_eq!(
         shown["projection"]["workflow"]["reviews"][0]["assessed"], *assessed,
         "the record holds the assessment"
+    );
+    // The stage's outcome is its own turn's: the review turn's `finish` (which reported no
+    // artifacts) is not written over it, live or replayed from the journal.
+    for (how, workflow) in [("live", &w), ("replayed", &shown["projection"]["workflow"])] {
+        assert_eq!(
+            workflow["turn"]["outcome"]["artifacts"],
+            json!(["analysis/fit.py", "outputs/model.json"]),
+            "{how}: {:#}",
+            workflow["turn"]
+        );
+    }
+    assert_eq!(
+        shown["projection"]["workflow"], w,
+        "the replayed run equals the live one"
     );
     assert_eq!(
         server.requests().len(),

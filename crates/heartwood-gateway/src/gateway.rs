@@ -475,6 +475,14 @@ impl SessionGateway {
                     .unwrap_or_default();
                 (None, changed)
             }
+            // Acceptance binds to the bytes the checks judged: each is read again now.
+            CommandKind::WorkflowAccept { .. } => {
+                let workflow = live.lock().projection().workflow.clone();
+                let changed = workflow
+                    .map(|w| crate::workflow_run::acceptance_drift(&self.shared.project, &w))
+                    .unwrap_or_default();
+                (None, changed)
+            }
             _ => (None, Vec::new()),
         };
         // A review captures the stage's files before anything is dispatched.
@@ -673,8 +681,8 @@ impl SessionGateway {
                 if !changed_evidence.is_empty() {
                     let why = format!(
                         "changed since the run bound or accepted it: {}; the evidence built on \
-                         it no longer holds. Put the file back as it was, or start a new run \
-                         on the files as they are now",
+                         it no longer holds. Put each file back as it was (a missing one from \
+                         your copy or Git), or start a new run on the files as they are now",
                         changed_evidence.join(", ")
                     );
                     return core.refuse(&key, &why);
@@ -731,6 +739,17 @@ impl SessionGateway {
                 let Some(workflow) = core.projection().workflow.clone() else {
                     return core.refuse(&key, "this session runs no workflow");
                 };
+                if !changed_evidence.is_empty() {
+                    let why = format!(
+                        "not accepted: the files this stage's checks judged are not the ones in \
+                         the project now: {}. A stage is accepted only on the bytes its checks \
+                         judged: check it again with `heartwood workflow evaluate {}` (or put \
+                         the files back as they were)",
+                        changed_evidence.join(", "),
+                        command.session
+                    );
+                    return core.refuse(&key, &why);
+                }
                 let stage = workflow.current.clone().unwrap_or_default();
                 let event = Event::WorkflowStageAccepted {
                     run_id: workflow.run_id,

@@ -142,6 +142,11 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         }
         Event::WorkflowReviewStarted(started) => {
             w.revision = seq;
+            // The stage's outcome is its own turn's alone: nothing a review turn does (its
+            // `finish` included) is written over it.
+            if let Some(turn) = &mut w.turn {
+                turn.open = false;
+            }
             w.reviews.push(ReviewView {
                 started: (**started).clone(),
                 started_seq: seq,
@@ -221,6 +226,9 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             use_budget(w, &stage, |u| u.seconds = seconds);
         }
     }
+    // Settled at the event that ends the turn, live and in a replay alike (a replay derives
+    // only once, at its end): a later turn's events must find this one closed.
+    settle_turn(p);
 }
 
 /// The JSON Schema of the `outcome` a stage turn's `finish` must carry.
@@ -300,8 +308,39 @@ fn set_status(w: &mut WorkflowView, stage: &str, status: StageStatus) {
 /// line by line, the run's totals, and the controls offered now (none while work is active
 /// or a set waits).
 pub(crate) fn derive(p: &mut SessionProjection) {
+    let ended = settle_turn(p);
     let Some(w) = &mut p.workflow else {
         return;
+    };
+    w.used = w.stages.iter().fold(BudgetUse::default(), |mut total, s| {
+        total.model_calls += s.used.model_calls;
+        total.tokens = total.tokens.zip(s.used.tokens).map(|(a, b)| a + b);
+        total.actions += s.used.actions;
+        total.seconds += s.used.seconds;
+        total
+    });
+    w.controls = if ended && !w.cancelled {
+        controls(p.session.as_str(), w)
+    } else {
+        Vec::new()
+    };
+    // Said where every interface shows it, the review included.
+    if let Some(limit) = used_up(p)
+        && p.pending.is_some()
+    {
+        p.status_line.push_str(&format!(
+            " The stage's budget is used up ({limit}): this set can still be decided, and then \
+             the agent pauses."
+        ));
+    }
+}
+
+/// Refreshes each stage's budget lines and, once the session's work has ended (or stopped at
+/// a used-up budget), closes the open stage turn: a running stage awaits evaluation, and a
+/// turn that reported no outcome says why. Returns whether the work has ended.
+fn settle_turn(p: &mut SessionProjection) -> bool {
+    let Some(w) = &mut p.workflow else {
+        return false;
     };
     for stage in &mut w.stages {
         stage.budget = stage
@@ -310,13 +349,6 @@ pub(crate) fn derive(p: &mut SessionProjection) {
             .map(|b| budget_lines(&b, &stage.used))
             .unwrap_or_default();
     }
-    w.used = w.stages.iter().fold(BudgetUse::default(), |mut total, s| {
-        total.model_calls += s.used.model_calls;
-        total.tokens = total.tokens.zip(s.used.tokens).map(|(a, b)| a + b);
-        total.actions += s.used.actions;
-        total.seconds += s.used.seconds;
-        total
-    });
     // A turn paused because its budget is used up is over: nothing may continue it.
     let exhausted = w.current_stage().and_then(StageView::exhausted).is_some();
     let ended = match p.lifecycle {
@@ -341,20 +373,7 @@ pub(crate) fn derive(p: &mut SessionProjection) {
             }
         }
     }
-    w.controls = if ended && !w.cancelled {
-        controls(p.session.as_str(), w)
-    } else {
-        Vec::new()
-    };
-    // Said where every interface shows it, the review included.
-    if let Some(limit) = used_up(p)
-        && p.pending.is_some()
-    {
-        p.status_line.push_str(&format!(
-            " The stage's budget is used up ({limit}): this set can still be decided, and then \
-             the agent pauses."
-        ));
-    }
+    ended
 }
 
 /// A stage's budget, limit by limit, against what its turns used.
@@ -709,23 +728,59 @@ pub(crate) fn relied_on(w: &WorkflowView) -> Vec<(String, Option<String>)> {
 }
 
 /// The files whose bytes differ from what the run relies on: every input as bound when the
-/// run started, and every file an accepted stage's assessment read. A changed original input
-/// or accepted result invalidates the evidence built on it, so no later stage runs on it.
+/// run started, and every file an accepted stage's assessment read, each said with what
+/// happened to it. A changed original input or accepted result invalidates the evidence built
+/// on it, so no later stage runs on it.
 pub(crate) fn changed_evidence(project: &ProjectContext, w: &WorkflowView) -> Vec<String> {
-    let relied = relied_on(w);
-    let paths: Vec<String> = relied.iter().map(|(p, _)| p.clone()).collect();
-    let now = WorkspaceService::open(project).and_then(|s| s.snapshot(&paths, None));
-    let mut changed: Vec<String> = match now {
-        Ok(snapshot) => relied
-            .iter()
-            .zip(&snapshot.files)
-            .filter(|((_, then), d)| then.as_deref() != Some(d.sha256.as_str()))
-            .map(|((p, _), _)| p.clone())
-            .collect(),
-        Err(_) => paths,
+    drifted(project, &relied_on(w))
+}
+
+/// What accepting the current stage relies on: everything the run relies on, and every file
+/// the stage's latest assessment read, with the digest its checks judged. Acceptance is bound
+/// to those bytes, so each is read again at the moment of acceptance.
+pub(crate) fn acceptance_drift(project: &ProjectContext, w: &WorkflowView) -> Vec<String> {
+    let mut relied = relied_on(w);
+    if let Some(assessment) = &w.assessment {
+        relied.extend(
+            assessment
+                .checks
+                .iter()
+                .flat_map(|c| &c.inspected)
+                .map(|f| (f.path.clone(), f.sha256.clone())),
+        );
+    }
+    relied.sort();
+    relied.dedup();
+    drifted(project, &relied)
+}
+
+/// Each file of `relied` (path, SHA-256) whose bytes are not those now, said as a researcher
+/// needs it: `reports/readiness.json (edited)`, `outputs/split.csv (missing)`.
+fn drifted(project: &ProjectContext, relied: &[(String, Option<String>)]) -> Vec<String> {
+    let workspace = match heartwood_workspace::Workspace::open(project.root()) {
+        Ok(workspace) => workspace,
+        Err(e) => return vec![format!("the project cannot be read ({e})")],
     };
-    changed.dedup();
-    changed
+    let mut drifted: Vec<String> = relied
+        .iter()
+        .filter_map(|(path, then)| {
+            let now = heartwood_workspace::ProjectPath::parse(path)
+                .map_err(|e| e.to_string())
+                .and_then(|p| match workspace.digest(&p) {
+                    Ok(d) => Ok(Some(d.sha256)),
+                    Err(heartwood_workspace::AccessError::Missing(_)) => Ok(None),
+                    Err(e) => Err(e.to_string()),
+                });
+            match now {
+                Ok(Some(now)) if then.as_deref() == Some(now.as_str()) => None,
+                Ok(Some(_)) => Some(format!("{path} (edited)")),
+                Ok(None) => Some(format!("{path} (missing)")),
+                Err(e) => Some(format!("{path} (cannot be read: {e})")),
+            }
+        })
+        .collect();
+    drifted.dedup();
+    drifted
 }
 
 /// The agent's task for the current stage: its goal, the question, where to read and write
