@@ -173,11 +173,14 @@ export type ReviewCondition = "plan_incompatible" | "python_invalid" | "results_
 /** One candidate defect, as the reviewer claims it. */
 export type ReviewProposal = { claim: string; condition: ReviewCondition; path: string };
 
+/** A review in words: the lines every interface renders, so none writes its own. */
+export type ReviewSaid = { findings: string[]; headline: string; proposals: string[] };
+
 /** A review began: the stage's declared files captured before the reviewer was asked. */
 export type ReviewStarted = { evidence: CapturedFile[]; review_id: string; run_id: string; stage: string };
 
 /** A review as the projection carries it. */
-export type ReviewView = { assessed?: ReviewAssessed | null; started: ReviewStarted; started_seq: number };
+export type ReviewView = { assessed?: ReviewAssessed | null; said?: ReviewSaid; started: ReviewStarted; started_seq: number };
 
 /** The deterministic risk rating of one action. */
 export type RiskLevel = "unknown" | "low" | "medium" | "high";

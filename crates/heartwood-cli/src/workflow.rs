@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
+use heartwood_events::workflow::WorkflowView;
 use heartwood_gateway::ProjectContext;
 use heartwood_gateway::workspace::{
     Assessment, CheckResult, CheckStatus, WorkspaceService, workflow_catalog,
@@ -180,12 +181,23 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
         WorkflowCommand::Run { session, json } => {
             let (session, workflow) = current(project, &session)?;
             let revision = workflow.revision;
-            crate::exec::follow_command(
+            let code = crate::exec::follow_command(
                 project,
-                session,
+                session.clone(),
                 CommandKind::WorkflowRun { revision },
                 json,
-            )
+            )?;
+            let (_, w) = current(project, session.as_str())?;
+            if !json {
+                review_lines(&w);
+            }
+            // A turn that ended without a usable outcome is a failed stage, whatever the
+            // session's own state says.
+            if let Some(failure) = failed_turn(&w) {
+                eprintln!("heartwood: {failure}");
+                return Ok(ExitCode::FAILURE);
+            }
+            Ok(code)
         }
         WorkflowCommand::Review { session, json } => {
             let (session, workflow) = current(project, &session)?;
@@ -197,7 +209,7 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                 json,
             )?;
             if !json {
-                review_lines(project, session.as_str())?;
+                review_lines(&current(project, session.as_str())?.1);
             }
             Ok(code)
         }
@@ -562,6 +574,7 @@ fn status(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCode>
             println!("  problem: {problem}");
         }
     }
+    review_lines(&w);
     if !w.controls.is_empty() {
         println!();
     }
@@ -571,36 +584,30 @@ fn status(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCode>
     Ok(ExitCode::SUCCESS)
 }
 
-/// The latest review: its findings (verified) apart from the proposals (claims).
-fn review_lines(project: &ProjectContext, named: &str) -> Result<()> {
-    let (_, w) = current(project, named)?;
+/// The latest review as the gateway says it: its findings (verified) apart from the
+/// proposals (the reviewer's claims that no check verified).
+fn review_lines(w: &WorkflowView) {
     let Some(review) = w.reviews.last() else {
-        return Ok(());
+        return;
     };
-    let Some(assessed) = &review.assessed else {
-        println!("\nreview {}: not assessed yet", review.started.review_id);
-        return Ok(());
-    };
-    println!(
-        "\nreview of {}: {} findings (verified by Heartwood's checks), {} proposals (claims)",
-        review.started.stage,
-        assessed.findings.len(),
-        assessed.proposals.len()
-    );
-    for f in &assessed.findings {
-        println!(
-            "  FINDING {} in {} ({}): {}",
-            f.check,
-            f.path,
-            f.severity,
-            f.observed.join("; ")
-        );
+    println!("\n{}", review.said.headline);
+    for finding in &review.said.findings {
+        println!("  FINDING  {finding}");
     }
-    for p in &assessed.proposals {
-        println!(
-            "  proposal {:?} on {}: \"{}\" -> {:?}",
-            p.proposal.condition, p.proposal.path, p.proposal.claim, p.verdict
-        );
+    for proposal in &review.said.proposals {
+        println!("  proposal {proposal}");
     }
-    Ok(())
+}
+
+/// Why the stage's latest turn, now ended, failed (the gateway's word: no usable outcome, or
+/// the stage reported blocked). `None` while it runs or when it completed.
+fn failed_turn(w: &WorkflowView) -> Option<String> {
+    let turn = w.turn.as_ref().filter(|t| !t.open)?;
+    let problem = turn.problem.as_ref()?;
+    let stage = w
+        .stages
+        .iter()
+        .find(|s| s.spec.id == turn.stage)
+        .map_or(turn.stage.as_str(), |s| s.spec.title.as_str());
+    Some(format!("stage “{stage}” failed: {problem}"))
 }

@@ -118,6 +118,10 @@ fn a_tiny_model_is_imported_run_answered_exported_and_moved() {
     // No decision, nothing written; a wrong decision, nothing written.
     let sha = accept_sha(&hw(p, &import, &[]));
     assert!(!p.join(".heartwood/models/tiny").exists());
+    assert!(
+        !p.join(".heartwood/models/transfers").exists(),
+        "the review said nothing was written, and left a transfer's view behind"
+    );
     let wrong = hw(
         p,
         &[&import[..], &["--accept-license", &"0".repeat(64)]].concat(),

@@ -764,6 +764,33 @@ async fn a_review_proposal_becomes_a_finding_only_when_a_check_observes_it() {
         shown["projection"]["workflow"], w,
         "the replayed run equals the live one"
     );
+    // The command line lists the findings apart from the proposals no check verified.
+    let said = text(&heartwood(root, &["workflow", "status"]).stdout);
+    let line = |start: &str| {
+        said.lines()
+            .filter(|l| l.trim_start().starts_with(start))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let findings = line("FINDING");
+    assert_eq!(findings.len(), 1, "{said}");
+    assert!(
+        findings[0].contains("analysis/fit.py — python_syntax observed"),
+        "{said}"
+    );
+    let proposals = line("proposal");
+    assert_eq!(
+        proposals.len(),
+        2,
+        "the two claims no check verified: {said}"
+    );
+    assert!(
+        proposals
+            .iter()
+            .any(|p| p.contains("“the slope is wrong”") && p.contains("not observed"))
+            && !proposals.iter().any(|p| p.contains("does not parse")),
+        "{said}"
+    );
     assert_eq!(
         server.requests().len(),
         8,
@@ -861,4 +888,46 @@ async fn a_review_proposal_becomes_a_finding_only_when_a_check_observes_it() {
     assert_eq!(stage_status(&status(root), "model"), "accepted");
     let verified = heartwood(root, &["sessions", "verify", "last"]);
     assert!(verified.status.success(), "{}", text(&verified.stderr));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stage_turn_that_reports_nothing_or_blocked_fails_the_run_command() {
+    let project = tempfile::tempdir().expect("project");
+    let root = project.path();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
+    support::copy_dir(&fixture, root);
+    let blocked = Turn::calls(&[(
+        "finish",
+        json!({"message": "cannot", "outcome": {
+            "status": "blocked", "artifacts": [], "notes": "the table is locked"
+        }}),
+    )]);
+    let server = ScriptedModelServer::start(Script::of(vec![
+        finish("All done, the report is perfect."),
+        blocked,
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(root, &server.base_url());
+    let started = heartwood(root, &["workflow", "start", "tabular-ols", "Does sleep?"]);
+    assert!(started.status.success(), "{}", text(&started.stderr));
+
+    let run = heartwood_async(root, &["workflow", "run"]).await;
+    assert_eq!(code(&run), 1, "{}{}", text(&run.stdout), text(&run.stderr));
+    let why = text(&run.stderr);
+    assert!(
+        why.contains("stage “Data readiness” failed") && why.contains("structured outcome"),
+        "{why}"
+    );
+    let run = heartwood_async(root, &["workflow", "run"]).await;
+    assert_eq!(code(&run), 1, "{}{}", text(&run.stdout), text(&run.stderr));
+    assert!(
+        text(&run.stderr).contains("blocked: the table is locked"),
+        "{}",
+        text(&run.stderr)
+    );
+    assert_eq!(
+        stage_status(&status(root), "readiness"),
+        "awaiting_evaluation"
+    );
 }

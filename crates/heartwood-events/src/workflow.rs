@@ -570,4 +570,20 @@ pub struct ReviewView {
     /// Its assessment, once made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assessed: Option<ReviewAssessed>,
+    /// What every interface says of it, made once by the gateway: verified findings apart
+    /// from the reviewer's unverified proposals.
+    #[serde(default)]
+    pub said: ReviewSaid,
+}
+
+/// A review in words: the lines every interface renders, so none writes its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReviewSaid {
+    /// One line: the stage, and how many findings and proposals (or that it is still working).
+    pub headline: String,
+    /// Each verified finding: the file, the check that observed it, and what it observed.
+    pub findings: Vec<String>,
+    /// Each proposal that is not a finding: the claim, its file, and what Heartwood's checks
+    /// made of it (not observed, or unverified).
+    pub proposals: Vec<String>,
 }

@@ -362,7 +362,9 @@ impl ModelDesk {
         paths: &[PathBuf],
         options: &FileImport,
     ) -> Result<Review, GatewayError> {
-        let transfer = self.transfers.begin(TransferKind::Verify, "local files");
+        let transfer = self
+            .transfers
+            .begin_unwritten(TransferKind::Verify, "local files");
         let result = files_manifest(paths, options, |path, name| {
             heartwood_models::digest::describe_file(path, name, &transfer)
         });

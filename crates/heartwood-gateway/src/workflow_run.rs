@@ -11,9 +11,10 @@
 
 use heartwood_events::catalog::Budget;
 use heartwood_events::workflow::{
-    AssessmentView, BindingRole, BudgetLine, BudgetUse, CheckView, InspectedFile, OutcomeStatus,
-    ReproductionView, ReviewView, StageOutcome, StageSpec, StageStatus, StageTurn, StageView,
-    WorkflowBinding, WorkflowControl, WorkflowView,
+    AssessedProposal, AssessmentView, BindingRole, BudgetLine, BudgetUse, CheckView, InspectedFile,
+    OutcomeStatus, ReproductionView, ReviewAssessed, ReviewSaid, ReviewView, StageOutcome,
+    StageSpec, StageStatus, StageTurn, StageView, Verdict, WorkflowBinding, WorkflowControl,
+    WorkflowView,
 };
 use heartwood_events::{
     ActionState, CommandKind, CommandName, Event, Lifecycle, RecordedEvent, SessionProjection,
@@ -148,6 +149,7 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
                 turn.open = false;
             }
             w.reviews.push(ReviewView {
+                said: review_said(&started.stage, None),
                 started: (**started).clone(),
                 started_seq: seq,
                 assessed: None,
@@ -160,6 +162,7 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
                 .iter_mut()
                 .find(|r| r.started.review_id == assessed.review_id)
             {
+                r.said = review_said(&r.started.stage, Some(assessed));
                 r.assessed = Some((**assessed).clone());
             }
         }
@@ -216,9 +219,9 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             {
                 let reported = outcome_of(&finish.proposal.arguments, w, &stage);
                 if let Some(turn) = &mut w.turn {
-                    (turn.outcome, turn.problem) = match reported {
-                        Ok(outcome) => (Some(outcome), None),
-                        Err(problem) => (None, Some(problem)),
+                    (turn.problem, turn.outcome) = match reported {
+                        Ok(outcome) => (blocked(&outcome), Some(outcome)),
+                        Err(problem) => (Some(problem), None),
                     };
                 }
             }
@@ -229,6 +232,73 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
     // Settled at the event that ends the turn, live and in a replay alike (a replay derives
     // only once, at its end): a later turn's events must find this one closed.
     settle_turn(p);
+}
+
+/// A review in the words every interface shows: verified findings apart from the proposals
+/// Heartwood's checks did not verify.
+fn review_said(stage: &str, assessed: Option<&ReviewAssessed>) -> ReviewSaid {
+    let Some(assessed) = assessed else {
+        return ReviewSaid {
+            headline: format!("review of {stage}: the reviewer is working"),
+            ..ReviewSaid::default()
+        };
+    };
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let unverified: Vec<&AssessedProposal> = assessed
+        .proposals
+        .iter()
+        .filter(|p| p.verdict != Verdict::Verified)
+        .collect();
+    ReviewSaid {
+        headline: format!(
+            "review of {stage}: {} (verified by Heartwood's checks), {} (the reviewer's \
+             claims, not findings)",
+            plural(assessed.findings.len(), "finding", "findings"),
+            plural(
+                unverified.len(),
+                "unverified proposal",
+                "unverified proposals"
+            ),
+        ),
+        findings: assessed
+            .findings
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} — {} observed: {} ({})",
+                    f.path,
+                    f.check,
+                    f.observed.join("; "),
+                    plural(f.claims.len(), "claim", "claims")
+                )
+            })
+            .collect(),
+        proposals: unverified
+            .iter()
+            .map(|p| {
+                let verdict = match p.verdict {
+                    Verdict::NotObserved => "not observed by Heartwood's checks",
+                    _ => "unverified: Heartwood's checks cannot decide it",
+                };
+                format!("“{}” on {} — {verdict}", p.proposal.claim, p.proposal.path)
+            })
+            .collect(),
+    }
+}
+
+/// Why a turn that reported `outcome` cannot carry its stage: the agent said it is blocked.
+fn blocked(outcome: &StageOutcome) -> Option<String> {
+    (outcome.status == OutcomeStatus::Blocked).then(|| {
+        format!(
+            "the agent reported the stage blocked: {}",
+            if outcome.notes.trim().is_empty() {
+                "(no notes)"
+            } else {
+                outcome.notes.trim()
+            }
+        )
+    })
 }
 
 /// The JSON Schema of the `outcome` a stage turn's `finish` must carry.
@@ -888,20 +958,7 @@ fn turn_problems(w: &WorkflowView) -> Vec<String> {
     let mut problems = Vec::new();
     match &w.turn {
         None => problems.push("the stage has no agent turn to judge; run it first".to_owned()),
-        Some(turn) => match (&turn.outcome, &turn.problem) {
-            (_, Some(problem)) => problems.push(problem.clone()),
-            (Some(outcome), None) if outcome.status == OutcomeStatus::Blocked => {
-                problems.push(format!(
-                    "the agent reported the stage blocked: {}",
-                    if outcome.notes.trim().is_empty() {
-                        "(no notes)"
-                    } else {
-                        outcome.notes.trim()
-                    }
-                ));
-            }
-            _ => {}
-        },
+        Some(turn) => problems.extend(turn.problem.clone()),
     }
     if let Some(stage) = w.current_stage() {
         problems.extend(

@@ -225,9 +225,19 @@ impl Transfers {
 
     /// Starts listing a new transfer.
     pub fn begin(&self, kind: TransferKind, label: &str) -> Transfer {
+        self.begin_in(kind, label, self.dir.as_ref())
+    }
+
+    /// Starts listing a new transfer that this process alone shows: a review, which promises
+    /// to write nothing, must not leave a view in the project either.
+    pub fn begin_unwritten(&self, kind: TransferKind, label: &str) -> Transfer {
+        self.begin_in(kind, label, None)
+    }
+
+    fn begin_in(&self, kind: TransferKind, label: &str, dir: Option<&PathBuf>) -> Transfer {
         let mut list = lock(&self.list);
         let id = list.len() as u64 + 1;
-        let persist = self.dir.as_ref().and_then(|dir| {
+        let persist = dir.and_then(|dir| {
             crate::store::private_dirs(dir).ok()?;
             let path = dir.join(format!("{}-{id}.json", std::process::id()));
             Some((path, Mutex::new(None)))

@@ -142,35 +142,25 @@ fn workflow(w: &heartwood_events::workflow::WorkflowView, figure: Option<&str>) 
         };
         let _ = write!(out, "<div>Latest turn: {}</div>", escape(&said));
     }
-    if let Some(assessed) = w.reviews.last().and_then(|r| r.assessed.as_ref()) {
+    if let Some(review) = w.reviews.last() {
+        let said = &review.said;
         let _ = write!(
             out,
-            "<div><strong>Findings</strong> <span style=\"{MUTED}\">(defects Heartwood's checks \
-             observed)</span>: {}</div>",
-            assessed.findings.len()
+            "<div><strong>{}</strong></div>",
+            escape(&said.headline)
         );
-        for f in &assessed.findings {
+        for finding in &said.findings {
             let _ = write!(
                 out,
-                "<div class=\"heartwood-finding\" style=\"color:#9b1c1c\">{} — {}: {}</div>",
-                escape(&f.path),
-                escape(&f.check),
-                escape(&f.observed.join("; "))
+                "<div class=\"heartwood-finding\" style=\"color:#9b1c1c\">Finding: {}</div>",
+                escape(finding)
             );
         }
-        let _ = write!(
-            out,
-            "<div><strong>Proposals</strong> <span style=\"{MUTED}\">(the reviewer's claims, \
-             not findings)</span>: {}</div>",
-            assessed.proposals.len()
-        );
-        for p in &assessed.proposals {
+        for proposal in &said.proposals {
             let _ = write!(
                 out,
-                "<div class=\"heartwood-proposal\" style=\"{MUTED};font-style:italic\">“{}” on {} — {}</div>",
-                escape(&p.proposal.claim),
-                escape(&p.proposal.path),
-                escape(&format!("{:?}", p.verdict))
+                "<div class=\"heartwood-proposal\" style=\"{MUTED};font-style:italic\">Proposal: {}</div>",
+                escape(proposal)
             );
         }
     }

@@ -290,7 +290,10 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
         "{stdout}"
     );
     assert!(stdout.contains("split accepted by its checks"), "{stdout}");
-    assert!(stdout.contains("findings: none observed"), "{stdout}");
+    assert!(
+        stdout.contains("findings: review of model: 0 findings (verified"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("“fit.py has a syntax error” on analysis/fit.py — not observed"),
         "{stdout}"

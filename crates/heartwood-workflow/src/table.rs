@@ -180,9 +180,8 @@ pub fn group_label_key(label: &str) -> String {
     let words: Vec<&str> = normalized.split_whitespace().collect();
     let spaced = words.join(" ");
     match number(&spaced) {
-        // `-0` and `0` are one number; `{}` writes every other f64 in one shortest form.
-        Some(v) if v == 0.0 => "#0".to_owned(),
-        Some(v) => format!("#{v}"),
+        // Adding 0 turns `-0` into `0`; `{}` writes every f64 in one shortest form.
+        Some(v) => format!("#{}", v + 0.0),
         None => spaced.to_lowercase(),
     }
 }

@@ -941,10 +941,16 @@ fn a_workflow_run_shows_each_state_with_its_budget_checks_and_keys() {
         .draw(|f| view::render(f, &session_app(snapshot(reviewed_events(), ""))))
         .expect("draw");
     let screen = terminal.backend().to_string();
-    assert!(screen.contains("Findings (verified): 1"), "{screen}");
-    assert!(screen.contains("✘ analysis/fit.py — line 1:"), "{screen}");
-    assert!(screen.contains("Proposals (claims): 2"), "{screen}");
+    assert!(screen.contains("review of model: 1 finding"), "{screen}");
+    assert!(
+        screen.contains("✘ analysis/fit.py — python_syntax"),
+        "{screen}"
+    );
     assert!(screen.contains("? “the model is too simple”"), "{screen}");
+    assert!(
+        !screen.contains("? “fit.py does not parse”"),
+        "a verified claim is a finding, not a proposal: {screen}"
+    );
     insta::assert_snapshot!("workflow_reviewed", screen);
 
     // The review takes the screen while the set waits; the status line says what follows it.

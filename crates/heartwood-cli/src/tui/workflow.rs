@@ -102,46 +102,26 @@ pub(super) fn lines(p: &SessionProjection) -> Vec<Line<'static>> {
     lines
 }
 
-/// The latest review: findings (verified by Heartwood's checks) apart from proposals (the
-/// reviewer's claims), so one is never read as the other.
+/// The latest review, as the gateway says it: findings (verified by Heartwood's checks) apart
+/// from proposals (the reviewer's claims), so one is never read as the other.
 fn review_lines(w: &WorkflowView, lines: &mut Vec<Line<'static>>) {
-    use heartwood_events::workflow::Verdict;
     let Some(review) = w.reviews.last() else {
         return;
     };
-    let Some(assessed) = &review.assessed else {
-        lines.push(Line::styled(
-            "Review: the reviewer is working",
-            Style::default().fg(Color::DarkGray),
-        ));
-        return;
-    };
+    let said = &review.said;
     lines.push(Line::styled(
-        format!("Findings (verified): {}", assessed.findings.len()),
+        said.headline.clone(),
         Style::default().add_modifier(Modifier::BOLD),
     ));
-    for f in &assessed.findings {
+    for finding in &said.findings {
         lines.push(Line::styled(
-            format!(
-                " ✘ {} — {}",
-                f.path,
-                f.observed.first().cloned().unwrap_or_default()
-            ),
+            format!(" ✘ {finding}"),
             Style::default().fg(Color::Red),
         ));
     }
-    lines.push(Line::styled(
-        format!("Proposals (claims): {}", assessed.proposals.len()),
-        Style::default().add_modifier(Modifier::BOLD),
-    ));
-    for p in &assessed.proposals {
-        let verdict = match p.verdict {
-            Verdict::Verified => "verified",
-            Verdict::NotObserved => "not observed",
-            Verdict::Unverified => "unverified",
-        };
+    for proposal in &said.proposals {
         lines.push(Line::styled(
-            format!(" ? “{}” ({verdict})", p.proposal.claim),
+            format!(" ? {proposal}"),
             Style::default().fg(Color::DarkGray),
         ));
     }
