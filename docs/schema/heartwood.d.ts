@@ -4,7 +4,7 @@
 export type ActionPolicy = "always_review" | "low_risk_automation";
 
 /** One tool call the agent proposed, as first recorded. */
-export type ActionProposal = { action_id: number; arguments: string; response_id: string; risk: RiskLevel; thought?: string | null; tool: string };
+export type ActionProposal = { action_id: number; arguments: string; response_id: string; risk: RiskLevel; sandbox?: SandboxLevel | null; thought?: string | null; tool: string };
 
 /** The set of actions awaiting one decision, shown whole. */
 export type ActionSet = { members: ActionProposal[]; revision: number; set_id: ActionSetId };
@@ -16,7 +16,7 @@ export type ActionSetId = string;
 export type ActionState = "proposed" | "approved" | "running" | "completed" | "failed" | "rejected";
 
 /** One action at its latest version. */
-export type ActionView = { action_id: number; arguments: string; changed_path?: string | null; detail?: string | null; exit_code?: number | null; headline?: string; proposed_seq: number; response_id: string; risk: RiskLevel; started_at?: Timestamp | null; state: ActionState; thought?: string | null; tool: string; version: number };
+export type ActionView = { action_id: number; arguments: string; changed_path?: string | null; detail?: string | null; exit_code?: number | null; headline?: string; proposed_seq: number; response_id: string; risk: RiskLevel; sandbox?: SandboxLevel | null; started_at?: Timestamp | null; state: ActionState; thought?: string | null; tool: string; version: number };
 
 /** One proposal as assessed: the reviewer's claim (from its task) and the gateway's verdict. */
 export type AssessedProposal = { proposal: ReviewProposal; reasons: string[]; task_action: number; verdict: Verdict };
@@ -101,7 +101,7 @@ export type InspectedFile = { path: string; sha256?: string | null };
 export type Lifecycle = "idle" | "running" | "paused" | "waiting_for_decision" | "finished" | "failed" | "stuck";
 
 /** One member of a reviewed set. */
-export type MemberReview = { action_id: number; headline: string; predicted_risk?: string | null; preview: Preview; risk: RiskLevel; tool: string };
+export type MemberReview = { action_id: number; headline: string; predicted_risk?: string | null; preview: Preview; risk: RiskLevel; sandbox?: SandboxLevel | null; tool: string };
 
 /** The platform's own model transport. */
 export type ModelTransport = { base_url: string; model: string; required: boolean };
@@ -194,6 +194,12 @@ export type RoutePrices = { input_micros_per_mtok: number; output_micros_per_mto
 /** The configured route, as the plan shows it (never the credential itself). */
 export type RouteSummary = { api_key_env?: string | null; base_url: string; category: string; credential_boundary: CredentialBoundary; inherited_from?: string | null; low_risk_automation: AutomationAllowance; model: string; prices?: RoutePrices | null };
 
+/** How a tool process is confined. */
+export type SandboxLevel = "read_only" | "project_write" | "unsandboxed";
+
+/** Whether this machine confines tool processes, and how (or why not). */
+export type SandboxSummary = { detail: string; enforcing: boolean };
+
 /** A durable event's position in its session, from 1 with no gaps. */
 export type Seq = number;
 
@@ -231,7 +237,7 @@ export type StageTurn = { base_seconds?: number; exhausted?: boolean; open: bool
 export type StageView = { accepted_evidence?: InspectedFile[]; budget?: BudgetLine[]; id: string; researcher_gate: boolean; status: StageStatus; title: string; used?: BudgetUse };
 
 /** The startup plan. */
-export type StartupPlan = { explanation: string; next_action: string; pending_decisions?: PendingDecision[]; phase: Phase; platform: PlatformSummary; route?: RouteSummary | null; sessions: number };
+export type StartupPlan = { explanation: string; next_action: string; pending_decisions?: PendingDecision[]; phase: Phase; platform: PlatformSummary; route?: RouteSummary | null; sandbox?: SandboxSummary; sessions: number };
 
 /** A next step, with how to take it: the typed command it means (each interface shows its own
  * key or button for it) or, for something outside the session, the shell command to run. */

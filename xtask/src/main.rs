@@ -34,7 +34,7 @@ enum Task {
     DemoRecording,
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
-        /// Which benchmark: `journal`, `agent`, `backends`, `gateway`, `workspace`, `tui`, `workflow`, `web`,
+        /// Which benchmark: `journal`, `agent`, `backends`, `gateway`, `workspace`, `tui`, `workflow`, `web`, `sandbox`,
         /// `web-load` or `notebook`.
         name: String,
     },
@@ -89,8 +89,9 @@ fn main() -> Result<()> {
             "web-load" => bench::web_load::run(),
             "notebook" => bench::notebook::run(),
             "models" => bench::models::run(),
+            "sandbox" => bench::sandbox::run(),
             other => bail!(
-                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, notebook, models"
+                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, notebook, models, sandbox"
             ),
         },
         Task::Fuzz {

@@ -604,9 +604,16 @@ async fn a_variable_off_the_allowlist_never_reaches_a_command_and_an_allowed_one
     // names it here, so only the allowlist decides.
     let standard = shell_sees(heartwood_agent::tools::ToolEnvironment::default()).await;
     assert!(standard.starts_with("[] [home]"), "{standard}");
-    let allowed = shell_sees(
+    // A prefix never passes a name that looks secret; naming it exactly does.
+    let prefixed = shell_sees(
         heartwood_agent::tools::ToolEnvironment::default()
             .allowing(["HEARTWOOD_TEST_*".to_owned()]),
+    )
+    .await;
+    assert!(prefixed.starts_with("[] [home]"), "{prefixed}");
+    let allowed = shell_sees(
+        heartwood_agent::tools::ToolEnvironment::default()
+            .allowing(["HEARTWOOD_TEST_MODEL_KEY".to_owned()]),
     )
     .await;
     assert!(

@@ -13,7 +13,10 @@ fn args(value: serde_json::Value) -> heartwood_agent::tools::ToolCallRequest {
 
 async fn run(term: &mut Terminal, value: serde_json::Value) -> heartwood_agent::tools::Observation {
     match args(value) {
-        heartwood_agent::tools::ToolCallRequest::Terminal(a) => term.run(&a).await,
+        heartwood_agent::tools::ToolCallRequest::Terminal(a) => {
+            term.run(&a, heartwood_agent::tools::SandboxLevel::ProjectWrite)
+                .await
+        }
         other => panic!("not a terminal call: {other:?}"),
     }
 }

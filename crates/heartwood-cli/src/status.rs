@@ -107,6 +107,7 @@ pub fn print_plan(plan: &StartupPlan) {
         );
     }
     print_platform(&plan.platform);
+    println!("sandbox   {}", plan.sandbox.detail);
     println!("sessions  {}", plan.sessions);
     println!("next      {}", plan.next_action);
 }

@@ -116,6 +116,33 @@ pub struct ActionProposal {
     /// Text the model sent with the calls, on the first action of a reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thought: Option<String>,
+    /// How the action's process is confined if a person allows it (`None`: it starts no
+    /// process, or it was recorded before Heartwood confined processes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxLevel>,
+}
+
+/// How a tool process is confined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxLevel {
+    /// Reads the project; writes only a private scratch folder; no network.
+    ReadOnly,
+    /// Writes inside the project and its scratch folder only.
+    ProjectWrite,
+    /// Not confined: the researcher's explicit approval of an action that asked for it.
+    Unsandboxed,
+}
+
+impl SandboxLevel {
+    /// The level in words, as every interface shows it.
+    pub fn label(self) -> &'static str {
+        match self {
+            SandboxLevel::ReadOnly => "read-only sandbox (no writes, no network)",
+            SandboxLevel::ProjectWrite => "sandbox: writes only inside the project",
+            SandboxLevel::Unsandboxed => "UNSANDBOXED: full access as your user",
+        }
+    }
 }
 
 /// Where one action stands.

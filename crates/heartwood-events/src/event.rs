@@ -571,6 +571,7 @@ mod tests {
             arguments: "{}".into(),
             risk: crate::RiskLevel::Medium,
             thought: None,
+            sandbox: None,
         }
     }
 

@@ -30,7 +30,7 @@ pub mod workflow;
 
 pub use action::{
     ActionPolicy, ActionProposal, ActionSet, ActionState, Decision, Lifecycle, PlanStatus,
-    PlanTask, RiskLevel, UsageFigures,
+    PlanTask, RiskLevel, SandboxLevel, UsageFigures,
 };
 pub use canonical::{CanonicalError, to_canonical_bytes, to_canonical_value_bytes};
 pub use command::{Command, CommandKind, CommandName};

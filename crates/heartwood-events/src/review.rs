@@ -36,6 +36,9 @@ pub struct MemberReview {
     /// The model's own prediction of the risk, when it gave one (shown, never trusted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_risk: Option<String>,
+    /// How its process is confined if allowed (`None`: it starts no process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::SandboxLevel>,
     /// Exactly what the action would do.
     pub preview: Preview,
 }

@@ -121,11 +121,23 @@ pub struct StartupPlan {
     pub route: Option<RouteSummary>,
     /// The research environment Heartwood runs in, and what it offers.
     pub platform: crate::platform::PlatformSummary,
+    /// How tool processes are confined on this machine.
+    #[serde(default)]
+    pub sandbox: SandboxSummary,
     /// Sessions recorded in this project.
     pub sessions: usize,
     /// Sessions waiting for a decision, most recent first: said before anything else.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_decisions: Vec<PendingDecision>,
+}
+
+/// Whether this machine confines tool processes, and how (or why not).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SandboxSummary {
+    /// Whether commands run in the kernel sandbox.
+    pub enforcing: bool,
+    /// How, or why not and what to do, in words.
+    pub detail: String,
 }
 
 /// A session that waits for a decision, and the command that answers it from a shell.

@@ -452,6 +452,18 @@ pub fn refusal(platform: &PlatformSummary, route: &RouteConfig) -> Option<String
 /// Whether low-risk automation may be chosen with a route of `boundary`; `key` names the
 /// route's credential when it has one ("$VAR", or the sign-in's file).
 pub fn automation(boundary: CredentialBoundary, key: Option<&str>) -> AutomationAllowance {
+    // Automatic runs are confined read-only: where nothing can be confined, none runs.
+    let sandbox = heartwood_agent::tools::sandbox::support();
+    if !sandbox.enforcing {
+        return AutomationAllowance {
+            allowed: false,
+            reason: format!(
+                "commands cannot be confined on this machine ({}); every action set waits for \
+                 a decision",
+                sandbox.detail
+            ),
+        };
+    }
     match boundary {
         CredentialBoundary::CredentialFree => AutomationAllowance {
             allowed: true,

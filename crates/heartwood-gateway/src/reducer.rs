@@ -501,6 +501,7 @@ mod tests {
             arguments: "{}".into(),
             risk: RiskLevel::Medium,
             thought: None,
+            sandbox: None,
         };
         let mut events = vec![
             recorded(

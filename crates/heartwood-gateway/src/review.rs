@@ -125,6 +125,7 @@ pub fn review(
                 headline: headline(&member.tool, &member.arguments),
                 risk: member.risk,
                 predicted_risk: predicted_risk(member),
+                sandbox: member.sandbox,
                 preview: preview(paths.as_ref(), workspace, member),
             })
             .collect(),
@@ -161,11 +162,16 @@ fn preview(
             is_input,
             timeout,
             reset,
+            ..
         }) => {
             let timeout_secs = timeout.map(|t| t.max(0.0).round() as u64);
             let mut context = vec![
                 "in the project folder (an earlier cd in this shell still applies)".to_owned(),
             ];
+            // Where it runs is part of what is allowed: every interface shows it with the command.
+            if let Some(level) = member.sandbox {
+                context.push(level.label().to_owned());
+            }
             if is_input {
                 context.push("sent to the program already running".to_owned());
             }

@@ -67,6 +67,7 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             next_action,
             route,
             platform: platform.clone(),
+            sandbox: sandbox_summary(),
             sessions: sessions.len(),
             pending_decisions: pending_decisions.clone(),
         }
@@ -322,4 +323,25 @@ pub(crate) fn probe(base_url: &str) -> Result<(), String> {
         }
     }
     Err(last)
+}
+
+/// How this machine confines tool processes, as the plan says it.
+fn sandbox_summary() -> heartwood_events::startup::SandboxSummary {
+    let found = heartwood_agent::tools::sandbox::support();
+    heartwood_events::startup::SandboxSummary {
+        enforcing: found.enforcing,
+        detail: if found.enforcing {
+            format!(
+                "commands run confined ({}): read-only when run without review, writing only \
+                 inside the project when you allow them",
+                found.detail
+            )
+        } else {
+            format!(
+                "commands cannot be confined here: {}. They run unsandboxed, and only after \
+                 your decision (low-risk automation is off)",
+                found.detail
+            )
+        },
+    }
 }

@@ -13,7 +13,7 @@ use heartwood_agent::model::Usage;
 use heartwood_agent::tools::Risk;
 use heartwood_events::{
     ActionProposal, ActionState, Event, Lifecycle, PlanStatus, PlanTask, RiskLevel, Role,
-    UsageFigures,
+    SandboxLevel, UsageFigures,
 };
 
 /// The longest tool output excerpt kept in an action record, in bytes. The engine's own log
@@ -75,7 +75,9 @@ impl Translator {
             EventKind::Approved { action_ids, by } => {
                 let detail = match by {
                     ApprovedBy::User => "allowed once by the researcher",
-                    ApprovedBy::Policy => "allowed by the action policy",
+                    ApprovedBy::Policy => {
+                        "allowed by the action policy (commands run in the read-only sandbox)"
+                    }
                 };
                 action_ids
                     .iter()
@@ -169,7 +171,7 @@ impl Translator {
     }
 }
 
-/// An engine action as a proposal.
+/// An engine action as a proposal, with the confinement the engine gives its process.
 pub fn proposal_of(event: &AgentEvent) -> Option<ActionProposal> {
     match &event.kind {
         EventKind::Action {
@@ -178,6 +180,7 @@ pub fn proposal_of(event: &AgentEvent) -> Option<ActionProposal> {
             arguments,
             thought,
             risk,
+            sandbox,
             ..
         } => Some(ActionProposal {
             action_id: event.id,
@@ -186,8 +189,17 @@ pub fn proposal_of(event: &AgentEvent) -> Option<ActionProposal> {
             arguments: arguments.clone(),
             risk: risk_level(*risk),
             thought: thought.clone(),
+            sandbox: sandbox.map(sandbox_level),
         }),
         _ => None,
+    }
+}
+
+fn sandbox_level(level: heartwood_agent::tools::SandboxLevel) -> SandboxLevel {
+    match level {
+        heartwood_agent::tools::SandboxLevel::ReadOnly => SandboxLevel::ReadOnly,
+        heartwood_agent::tools::SandboxLevel::ProjectWrite => SandboxLevel::ProjectWrite,
+        heartwood_agent::tools::SandboxLevel::Unsandboxed => SandboxLevel::Unsandboxed,
     }
 }
 
@@ -288,6 +300,7 @@ mod tests {
                     .into(),
                 thought: None,
                 risk: Risk::Low,
+                sandbox: None,
             },
         ));
         assert!(proposed.iter().all(is_backend_derived));

@@ -1243,6 +1243,7 @@ async fn a_review_settled_before_a_stop_is_assessed_by_the_next_process_without_
                     .to_string(),
                     risk: heartwood_events::RiskLevel::Low,
                     thought: None,
+                    sandbox: None,
                 },
             },
             heartwood_events::Event::ActionUpdated {

@@ -234,6 +234,7 @@ fn review_of_ten_edits(dir: &Path) -> Result<f64> {
             .to_string(),
             risk: RiskLevel::Medium,
             thought: None,
+            sandbox: None,
         });
     }
     let set = ActionSet {
@@ -344,6 +345,7 @@ fn workload(n: usize) -> Vec<Event> {
                     ),
                     risk: RiskLevel::Medium,
                     thought: Some("Run the next split and keep its predictions.".into()),
+                    sandbox: None,
                 },
             },
         ];

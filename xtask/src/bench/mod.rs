@@ -7,6 +7,7 @@ pub mod gateway;
 pub mod journal;
 pub mod models;
 pub mod notebook;
+pub mod sandbox;
 pub mod tui;
 pub mod web;
 pub mod web_load;

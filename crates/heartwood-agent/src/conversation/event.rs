@@ -82,6 +82,9 @@ pub enum EventKind {
         thought: Option<String>,
         /// The deterministic risk rating.
         risk: Risk,
+        /// How its process is confined when it runs (`None`: it starts no process).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<crate::tools::SandboxLevel>,
     },
     /// Actions were allowed to run.
     Approved {

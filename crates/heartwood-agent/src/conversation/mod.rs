@@ -384,7 +384,8 @@ impl Conversation {
                 })?;
                 return self.stop_with(ExecutionStatus::Finished);
             }
-            let proposed = self.propose(reply.response_id, reply.content, reply.tool_calls)?;
+            let (proposed, needs_person) =
+                self.propose(reply.response_id, reply.content, reply.tool_calls)?;
             if self.is_stuck() {
                 for (action_id, _) in &proposed {
                     let message =
@@ -400,16 +401,6 @@ impl Conversation {
             if proposed.is_empty() {
                 continue; // every call was malformed; the errors go back to the model
             }
-            let only_harmless = proposed.iter().all(|(_, r)| {
-                matches!(
-                    r,
-                    ToolCallRequest::Finish { .. } | ToolCallRequest::Think { .. }
-                )
-            });
-            let needs_person = !only_harmless
-                && proposed
-                    .iter()
-                    .any(|(_, r)| self.config.policy.needs_confirmation(risk(r)));
             if needs_person {
                 return self.stop_with(ExecutionStatus::WaitingForConfirmation);
             }
@@ -421,19 +412,35 @@ impl Conversation {
         }
     }
 
-    /// Records one action per tool call; malformed calls are resolved at once with an error the
-    /// model will see. Returns the valid actions.
+    /// Records one action per tool call, each with the confinement it will run at; malformed
+    /// calls are resolved at once with an error the model will see. Returns the valid actions
+    /// and whether the set waits for a person.
     fn propose(
         &mut self,
         response_id: String,
         content: Option<String>,
         calls: Vec<crate::model::ToolCall>,
-    ) -> Result<Vec<(u64, ToolCallRequest)>, ConversationError> {
+    ) -> Result<(Vec<(u64, ToolCallRequest)>, bool), ConversationError> {
+        // Calls after `finish` are dropped.
+        let end = calls
+            .iter()
+            .position(|c| c.function.name == "finish")
+            .map_or(calls.len(), |i| i + 1);
+        let parsed: Vec<_> = calls
+            .into_iter()
+            .take(end)
+            .map(|call| {
+                let request = ToolCallRequest::parse(&call.function.name, &call.function.arguments);
+                (call, request)
+            })
+            .collect();
+        let valid: Vec<&ToolCallRequest> =
+            parsed.iter().filter_map(|(_, r)| r.as_ref().ok()).collect();
+        let needs_person = self.needs_person(&valid);
+        let allowed = self.allowed(needs_person);
         let mut thought = content.filter(|c| !c.trim().is_empty());
-        let mut valid = Vec::new();
-        for call in calls {
-            let parsed = ToolCallRequest::parse(&call.function.name, &call.function.arguments);
-            let is_finish = call.function.name == "finish";
+        let mut proposed = Vec::new();
+        for (call, parsed) in parsed {
             let action = self.record(EventKind::Action {
                 response_id: response_id.clone(),
                 tool_call_id: call.id,
@@ -441,9 +448,10 @@ impl Conversation {
                 arguments: call.function.arguments,
                 thought: thought.take(),
                 risk: parsed.as_ref().map_or(Risk::Unknown, risk),
+                sandbox: parsed.as_ref().ok().and_then(|r| r.sandbox_level(allowed)),
             })?;
             match parsed {
-                Ok(request) => valid.push((action, request)),
+                Ok(request) => proposed.push((action, request)),
                 Err(message) => {
                     self.record(EventKind::AgentError {
                         action_id: action,
@@ -451,11 +459,39 @@ impl Conversation {
                     })?;
                 }
             }
-            if is_finish {
-                break; // calls after finish are dropped
-            }
         }
-        Ok(valid)
+        Ok((proposed, needs_person))
+    }
+
+    /// Whether a set of these calls waits for a person: anything but a lone `finish`/`think`
+    /// that the policy wants reviewed, and any command where nothing can be confined.
+    fn needs_person(&self, calls: &[&ToolCallRequest]) -> bool {
+        let only_harmless = calls.iter().all(|r| {
+            matches!(
+                r,
+                ToolCallRequest::Finish { .. } | ToolCallRequest::Think { .. }
+            )
+        });
+        let unconfined = !crate::tools::sandbox::support().enforcing
+            && calls
+                .iter()
+                .any(|r| matches!(r, ToolCallRequest::Terminal(_)));
+        !only_harmless
+            && (unconfined
+                || calls
+                    .iter()
+                    .any(|r| self.config.policy.needs_confirmation(risk(r))))
+    }
+
+    /// Who lets a set run, as far as its confinement goes: a person when it waits for one,
+    /// else the risk rules (read-only) or a policy that reviews nothing.
+    fn allowed(&self, needs_person: bool) -> crate::tools::sandbox::Allowed {
+        use crate::tools::sandbox::Allowed;
+        match self.config.policy {
+            _ if needs_person => Allowed::ByPerson,
+            ConfirmationPolicy::ConfirmRisky { .. } => Allowed::ByRiskRules,
+            _ => Allowed::WithoutReview,
+        }
     }
 
     /// Runs approved actions in order. Returns a status when the run must stop.
@@ -487,7 +523,10 @@ impl Conversation {
                     prompt,
                     ..
                 } => self.run_task(action_id, subagent_type, prompt).await?,
-                _ => self.toolbox.execute(&request).await,
+                _ => {
+                    let allowed = self.allowed(!self.state.by_policy.contains(&action_id));
+                    self.toolbox.execute(&request, allowed).await
+                }
             };
             self.timing.tools += ran.elapsed();
             self.record(EventKind::Observation {

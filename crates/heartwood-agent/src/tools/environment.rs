@@ -7,7 +7,8 @@ use std::ffi::OsString;
 
 /// What a shell needs to work and what research tooling commonly reads: the user and locale,
 /// temporary folders, language environments (Python, Conda, R, Julia, Java), thread counts and
-/// GPUs, and proxies and certificate bundles. A name ending in `*` is a prefix.
+/// GPUs, and proxies and certificate bundles. Exact names only: a prefix such as `NVIDIA_*`
+/// would also pass `NVIDIA_API_TOKEN`.
 pub const STANDARD_ALLOW: &[&str] = &[
     "PATH",
     "HOME",
@@ -16,20 +17,32 @@ pub const STANDARD_ALLOW: &[&str] = &[
     "SHELL",
     "LANG",
     "LANGUAGE",
-    "LC_*",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "LC_COLLATE",
+    "LC_MONETARY",
+    "LC_MESSAGES",
+    "LC_PAPER",
+    "LC_MEASUREMENT",
     "TZ",
     "TMPDIR",
     "TMP",
     "TEMP",
     "TERM",
     "COLORTERM",
-    "XDG_RUNTIME_DIR",
     "XDG_CONFIG_HOME",
     "XDG_CACHE_HOME",
     "XDG_DATA_HOME",
     "VIRTUAL_ENV",
-    "CONDA_*",
-    "PYENV_*",
+    "CONDA_PREFIX",
+    "CONDA_DEFAULT_ENV",
+    "CONDA_EXE",
+    "CONDA_PYTHON_EXE",
+    "CONDA_SHLVL",
+    "PYENV_ROOT",
+    "PYENV_VERSION",
     "PYTHONPATH",
     "PYTHONUSERBASE",
     "PIP_INDEX_URL",
@@ -37,11 +50,16 @@ pub const STANDARD_ALLOW: &[&str] = &[
     "R_LIBS",
     "R_LIBS_USER",
     "R_LIBS_SITE",
-    "JULIA_*",
+    "JULIA_DEPOT_PATH",
+    "JULIA_PROJECT",
+    "JULIA_NUM_THREADS",
     "JAVA_HOME",
     "LD_LIBRARY_PATH",
-    "CUDA_*",
-    "NVIDIA_*",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
@@ -57,6 +75,10 @@ pub const STANDARD_ALLOW: &[&str] = &[
     "CARGO_HOME",
     "RUSTUP_HOME",
 ];
+
+/// Words that make a variable's name look secret: such a variable passes only when an
+/// allowlist entry names it exactly, never through a prefix.
+const SECRET_WORDS: [&str; 6] = ["TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL"];
 
 /// The allowlist and the names always left out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,16 +115,21 @@ impl ToolEnvironment {
         self
     }
 
-    /// Whether a variable called `name` reaches the shell.
+    /// Whether a variable called `name` reaches the shell: named exactly by the list, or
+    /// matching a prefix entry (a project's own list may have them) when the name does not
+    /// look secret. A hidden name never does.
     pub fn allows(&self, name: &str) -> bool {
-        !self.hidden.iter().any(|h| h == name)
-            && self
-                .allow
-                .iter()
-                .any(|pattern| match pattern.strip_suffix('*') {
-                    Some(prefix) => name.starts_with(prefix),
-                    None => name == pattern,
-                })
+        if self.hidden.iter().any(|h| h == name) {
+            return false;
+        }
+        let upper = name.to_ascii_uppercase();
+        let looks_secret = SECRET_WORDS.iter().any(|w| upper.contains(w));
+        self.allow
+            .iter()
+            .any(|pattern| match pattern.strip_suffix('*') {
+                Some(prefix) => !looks_secret && name.starts_with(prefix),
+                None => name == pattern,
+            })
     }
 
     /// The variables of this process that reach the shell.
@@ -121,6 +148,34 @@ impl ToolEnvironment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prefix_never_passes_a_name_that_looks_secret_an_exact_entry_does() {
+        let env = ToolEnvironment::default().allowing(
+            ["NVIDIA_*", "CONDA_*", "MY_SERVICE_TOKEN"]
+                .into_iter()
+                .map(str::to_owned),
+        );
+        for no in [
+            "NVIDIA_API_TOKEN",
+            "CONDA_SECRET",
+            "CUDA_API_KEY",
+            "LC_PASSWORD",
+        ] {
+            assert!(!env.allows(no), "{no}");
+        }
+        for yes in [
+            "NVIDIA_TF32_OVERRIDE",
+            "CONDA_ENVS_PATH",
+            "MY_SERVICE_TOKEN",
+        ] {
+            assert!(env.allows(yes), "{yes}");
+        }
+        assert!(
+            STANDARD_ALLOW.iter().all(|n| !n.ends_with('*')),
+            "the default list names variables exactly"
+        );
+    }
 
     #[test]
     fn only_listed_names_pass_and_hidden_ones_never() {

@@ -8,6 +8,7 @@ mod editor;
 mod environment;
 mod paths;
 mod risk;
+pub mod sandbox;
 mod schema;
 mod task_tracker;
 mod terminal;
@@ -19,10 +20,11 @@ pub use editor::{EditorArgs, EditorCommand, FileEditor, insert_after, replace_on
 pub use environment::{STANDARD_ALLOW, ToolEnvironment};
 pub use paths::{OutsideDirectory, ProjectPaths};
 pub use risk::{Risk, risk};
+pub use sandbox::{SandboxLevel, SandboxSupport};
 pub use schema::{SpecialistSpec, specs, specs_with_outcome, task_spec};
 pub use task_tracker::TaskTrackerArgs;
 pub use task_tracker::{Task, TaskPlan, TaskStatus};
-pub use terminal::{OutputSink, Terminal, TerminalArgs, TerminalLimits};
+pub use terminal::{OutputSink, SandboxRequest, Terminal, TerminalArgs, TerminalLimits};
 
 /// A parsed, schema-checked tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,6 +59,19 @@ pub enum ToolCallRequest {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         outcome: Option<Value>,
     },
+}
+
+impl ToolCallRequest {
+    /// The confinement this call's process gets when run as `allowed` says (`None`: the call
+    /// starts no process).
+    pub fn sandbox_level(&self, allowed: sandbox::Allowed) -> Option<SandboxLevel> {
+        match self {
+            ToolCallRequest::Terminal(args) => {
+                Some(sandbox::level_for(args.asks_unsandboxed(), allowed))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The optional argument every tool accepts: the model's one-line summary of the call.
@@ -240,10 +255,18 @@ impl Toolbox {
         &self.paths
     }
 
-    /// Runs one request. `finish` and `think` are answered here; they touch nothing.
-    pub async fn execute(&mut self, request: &ToolCallRequest) -> Observation {
+    /// Runs one request. `finish` and `think` are answered here; they touch nothing. A
+    /// command runs confined as [`sandbox::level_for`] says for who `allowed` it.
+    pub async fn execute(
+        &mut self,
+        request: &ToolCallRequest,
+        allowed: sandbox::Allowed,
+    ) -> Observation {
         match request {
-            ToolCallRequest::Terminal(args) => self.terminal.run(args).await,
+            ToolCallRequest::Terminal(args) => {
+                let level = sandbox::level_for(args.asks_unsandboxed(), allowed);
+                self.terminal.run(args, level).await
+            }
             ToolCallRequest::FileEditor(args) => self.editor.run(args),
             ToolCallRequest::TaskTracker(args) => task_tracker::run(&self.plan_file, args),
             ToolCallRequest::Think { .. } => Observation::ok("Your thought has been logged."),

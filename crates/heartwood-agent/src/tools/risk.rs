@@ -44,6 +44,8 @@ pub fn risk(request: &ToolCallRequest) -> Risk {
             EditorCommand::View => Risk::Low,
             _ => Risk::Medium,
         },
+        // Leaving the sandbox is the researcher's call, always.
+        ToolCallRequest::Terminal(args) if args.asks_unsandboxed() => Risk::High,
         ToolCallRequest::Terminal(args) => terminal_risk(&args.command, args.is_input, args.reset),
     }
 }

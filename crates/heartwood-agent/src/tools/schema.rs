@@ -49,12 +49,17 @@ pub fn specs_with_outcome(outcome: Option<&serde_json::Value>) -> Vec<ToolSpec> 
             "terminal",
             "Run a bash command in a persistent shell in the project directory. State (cwd, variables) \
              persists between calls. A command still running at the timeout returns exit code -1 with the \
-             output so far: send more input with is_input=true, or reset=true to start a new shell.",
+             output so far: send more input with is_input=true, or reset=true to start a new shell. \
+             Commands run in a sandbox: they can write only inside the project (nothing at all when run \
+             without review), cannot read Heartwood's state or the user's credentials, and see no other \
+             processes. Only when a command cannot work there, ask with sandbox=\"unsandboxed\"; the \
+             researcher decides.",
             json!({"type": "object", "properties": {
                 "command": {"type": "string", "description": "The command, or the input text when is_input is true."},
                 "is_input": {"type": "boolean", "description": "Send the text to the running program instead of starting a command.", "default": false},
                 "timeout": {"type": "number", "description": "Seconds to wait before returning with exit code -1 (soft timeout)."},
-                "reset": {"type": "boolean", "description": "Kill the shell and start a new one.", "default": false}
+                "reset": {"type": "boolean", "description": "Kill the shell and start a new one.", "default": false},
+                "sandbox": {"type": "string", "enum": ["unsandboxed"], "description": "Ask to run outside the sandbox, with the user's full access; the researcher must allow it."}
             }, "required": ["command"], "additionalProperties": false}),
         ),
         tool(

@@ -18,6 +18,7 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 
 use super::Observation;
+use super::sandbox::{Sandbox, SandboxLevel};
 
 /// `terminal`'s arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +35,24 @@ pub struct TerminalArgs {
     /// Kill the shell and start a new one first.
     #[serde(default)]
     pub reset: bool,
+    /// Ask to run outside the sandbox (the researcher must allow it; never automatic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxRequest>,
+}
+
+/// What a terminal call may ask of its confinement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxRequest {
+    /// Run the command outside the sandbox, with the user's full access.
+    Unsandboxed,
+}
+
+impl TerminalArgs {
+    /// Whether the call asked to run outside the sandbox.
+    pub fn asks_unsandboxed(&self) -> bool {
+        self.sandbox == Some(SandboxRequest::Unsandboxed)
+    }
 }
 
 /// The terminal's bounds.
@@ -65,6 +84,8 @@ impl Default for TerminalLimits {
 
 struct Shell {
     child: Child,
+    /// How the shell is confined; a command at another level gets a new shell.
+    level: SandboxLevel,
     stdin: ChildStdin,
     output: mpsc::Receiver<Vec<u8>>,
     /// The command still running past its soft timeout: its marker and start time.
@@ -74,6 +95,7 @@ struct Shell {
 /// The persistent shell.
 pub struct Terminal {
     root: PathBuf,
+    sandbox: Sandbox,
     limits: TerminalLimits,
     shell: Option<Shell>,
     counter: u64,
@@ -192,6 +214,7 @@ impl Terminal {
     ) -> Self {
         Terminal {
             root: root.to_owned(),
+            sandbox: Sandbox::new(root),
             limits,
             shell: None,
             counter: 0,
@@ -206,6 +229,12 @@ impl Terminal {
         Self::with_environment(root, limits, super::ToolEnvironment::default())
     }
 
+    /// Confines the shells with `sandbox` instead of the project's default.
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
     /// Sends complete lines of running commands' output to `sink` as they arrive.
     pub fn set_progress(&mut self, sink: OutputSink) {
         self.progress = Some(sink);
@@ -216,8 +245,9 @@ impl Terminal {
         self.interrupt.clone()
     }
 
-    /// Runs one request.
-    pub async fn run(&mut self, args: &TerminalArgs) -> Observation {
+    /// Runs one request in a shell confined at `level` (input goes to the running program,
+    /// wherever it runs).
+    pub async fn run(&mut self, args: &TerminalArgs, level: SandboxLevel) -> Observation {
         if args.reset {
             self.stop().await;
             if args.command.trim().is_empty() {
@@ -243,9 +273,15 @@ impl Terminal {
                 ..Observation::error(message)
             };
         }
-        if let Err(e) = self.ensure_shell().await {
-            return Observation::error(format!("could not start a shell: {e}"));
-        }
+        let restarted = match self.ensure_shell(level).await {
+            Ok(restarted) => restarted,
+            Err(e) => {
+                return Observation::error(format!(
+                    "could not start a shell ({}): {e}; the command did not run",
+                    level.describe()
+                ));
+            }
+        };
         self.counter += 1;
         let marker = format!("__HEARTWOOD_DONE_{}_{}_", std::process::id(), self.counter);
         let script = format!(
@@ -262,7 +298,16 @@ impl Terminal {
             ));
         }
         shell.running = Some((marker, Instant::now()));
-        self.collect(soft).await
+        let mut observation = self.collect(soft).await;
+        if restarted {
+            observation.content = format!(
+                "[a new shell started for this command ({}): its working directory and \
+                 variables start fresh]\n{}",
+                level.describe(),
+                observation.content
+            );
+        }
+        observation
     }
 
     async fn send_input(&mut self, text: &str, soft: Duration) -> Observation {
@@ -363,13 +408,24 @@ impl Terminal {
         }
     }
 
-    async fn ensure_shell(&mut self) -> std::io::Result<()> {
-        if self.shell.is_some() {
-            return Ok(());
-        }
-        let mut command = Command::new("bash");
+    /// Starts a shell at `level` unless one runs there already; `Ok(true)` when a shell at
+    /// another level had to make way for it.
+    async fn ensure_shell(&mut self, level: SandboxLevel) -> std::io::Result<bool> {
+        let replaced = match &self.shell {
+            Some(shell) if shell.level == level => return Ok(false),
+            Some(_) => {
+                self.stop().await;
+                true
+            }
+            None => false,
+        };
+        let (program, args) = self
+            .sandbox
+            .wrap(level, "bash", &["--noprofile", "--norc"])
+            .map_err(std::io::Error::other)?;
+        let mut command = Command::new(program);
         command
-            .args(["--noprofile", "--norc"])
+            .args(args)
             .current_dir(&self.root)
             .env_clear()
             .envs(self.env.vars())
@@ -397,11 +453,12 @@ impl Terminal {
         tokio::spawn(pump(stdout, tx));
         self.shell = Some(Shell {
             child,
+            level,
             stdin,
             output: rx,
             running: None,
         });
-        Ok(())
+        Ok(replaced)
     }
 
     /// Kills the shell and everything it started.
@@ -424,8 +481,13 @@ impl Drop for Terminal {
 fn kill_group(child: &Child) {
     if let Some(pid) = child.id() {
         // The shell leads its own process group, so this reaches every program it started.
+        // A confined shell's programs live in their own PID namespace and session: killing
+        // the namespace's first process (bubblewrap's child) ends every one of them.
+        let children =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
         let _ = std::process::Command::new("kill")
             .args(["-KILL", "--", &format!("-{pid}")])
+            .args(children.split_whitespace())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();

@@ -68,6 +68,7 @@ fn proposal(id: u64, tool: &str, arguments: &str, risk: RiskLevel) -> ActionProp
         arguments: arguments.into(),
         risk,
         thought: None,
+        sandbox: None,
     }
 }
 
@@ -182,6 +183,7 @@ fn a_preset_fills_the_connect_form_and_the_key_variable_goes_with_it() {
         next_action: String::new(),
         route: None,
         platform: generic(),
+        sandbox: Default::default(),
         sessions: 0,
     };
     let mut app = App::new(Screen::Startup {
@@ -230,6 +232,7 @@ fn startup_asks_for_a_model_with_a_form() {
             "Connect an OpenAI-compatible service below, or run `heartwood model connect`.".into(),
         route: None,
         platform: generic(),
+        sandbox: Default::default(),
         sessions: 0,
     };
     let form = ConnectForm {
@@ -267,6 +270,7 @@ fn startup_explains_an_unreachable_service() {
             inherited_from: None,
         }),
         platform: generic(),
+        sandbox: Default::default(),
         sessions: 2,
     };
     insta::assert_snapshot!(draw(&App::new(Screen::Startup {
@@ -305,6 +309,7 @@ fn startup_shows_local_models_and_a_transfer_with_its_gauge() {
         next_action: "heartwood model start".into(),
         route: None,
         platform: generic(),
+        sandbox: Default::default(),
         sessions: 0,
     };
     let screen = draw(&App::new(Screen::Startup {

@@ -257,7 +257,9 @@ impl OpenHandsBackend {
                 model: format!("openai/{}", self.spec.route.model),
                 base_url: Some(self.spec.route.base_url.clone()),
                 working_dir: self.spec.project.to_string(),
-                confirm_every_action: self.policy == ActionPolicy::AlwaysReview,
+                // OpenHands runs its terminal itself, outside Heartwood's sandbox: nothing
+                // runs without a person's decision there, whatever the policy.
+                confirm_every_action: true,
                 max_iterations: MAX_ITERATIONS,
                 // Skills as of the conversation's creation: OpenHands keeps its agent's
                 // configuration with the conversation.
@@ -333,10 +335,7 @@ impl OpenHandsBackend {
         }
         let mut before = client.info(&id).await.map_err(oh_error)?.leaf_event_id;
         if self.policy_sent != Some(self.policy) {
-            client
-                .set_confirmation(&id, self.policy == ActionPolicy::AlwaysReview)
-                .await
-                .map_err(oh_error)?;
+            client.set_confirmation(&id, true).await.map_err(oh_error)?;
             self.policy_sent = Some(self.policy);
         }
         self.deliver()?;

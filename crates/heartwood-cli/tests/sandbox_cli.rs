@@ -1,0 +1,164 @@
+//! The action boundary, end to end with the real binary: under the low-risk policy, commands
+//! the risk rules call read-only run without a decision, but confined read-only by the kernel,
+//! so a writer in disguise writes nothing and a reader of secrets reads nothing (the sign-in
+//! token and the Heartwood process's environment never reach the journal); an ordinary command
+//! still runs. A set that waits shows each command's confinement, and asking to leave the
+//! sandbox is high risk and shown as such.
+
+mod support;
+
+use std::path::Path;
+
+use heartwood_testkit::{Script, ScriptedModelServer, Turn};
+use serde_json::{Value, json};
+use support::{code, connect_scripted, finish, heartwood, text};
+
+const SIGNIN: &str = "SIGNIN-SECRET-TOKEN-0451";
+const ENV_SECRET: &str = "SECRET-ENV-VALUE-9917";
+
+/// Whether this machine confines commands (the plan says); skips loudly where it does not,
+/// and fails where CI requires it.
+fn sandboxed(project: &Path) -> bool {
+    let plan = heartwood(project, &["status", "--json"]);
+    let plan: Value = serde_json::from_slice(&plan.stdout).expect("plan");
+    let enforcing = plan["sandbox"]["enforcing"] == true;
+    if !enforcing {
+        assert!(
+            std::env::var_os("HEARTWOOD_REQUIRE_SANDBOX").is_none(),
+            "the sandbox is required here: {}",
+            plan["sandbox"]["detail"]
+        );
+        eprintln!("SKIPPED: {}", plan["sandbox"]["detail"]);
+    }
+    enforcing
+}
+
+fn git(project: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(project)
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "{out:?}");
+}
+
+fn calls(commands: &[Value]) -> Turn {
+    let calls: Vec<(&str, Value)> = commands.iter().map(|c| ("terminal", c.clone())).collect();
+    Turn::calls(&calls)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn low_risk_automation_runs_disguised_writers_and_secret_readers_harmlessly() {
+    let project = tempfile::tempdir().expect("project");
+    let p = project.path();
+    if !sandboxed(p) {
+        return;
+    }
+    std::fs::write(p.join("input"), "b\na\na\n").expect("input");
+    git(p, &["init", "-q"]);
+    git(p, &["add", "input"]);
+    git(p, &["commit", "-q", "-m", "first"]);
+    let config = tempfile::tempdir().expect("config");
+    let token = config.path().join("chatgpt.json");
+    std::fs::write(&token, format!("{{\"access_token\": \"{SIGNIN}\"}}")).expect("token");
+    let server = ScriptedModelServer::start(Script::of(vec![
+        calls(&[
+            json!({"command": "sort -o victim input"}),
+            json!({"command": "uniq input copy"}),
+            json!({"command": "git log --output=log"}),
+            json!({"command": format!("cat {}", token.display())}),
+            json!({"command": "cat /proc/*/environ"}),
+            json!({"command": "echo probe-ran"}),
+        ]),
+        finish("probed"),
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(p, &server.base_url());
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["exec", "--policy", "low-risk", "probe the machine"])
+        .current_dir(p)
+        .env("HEARTWOOD_CONFIG_HOME", config.path())
+        .env("SECRET_TOKEN", ENV_SECRET)
+        .output()
+        .await
+        .expect("heartwood");
+    assert_eq!(code(&out), 0, "{}{}", text(&out.stdout), text(&out.stderr));
+    for written in ["victim", "copy", "log"] {
+        assert!(
+            !p.join(written).exists(),
+            "{written} was written without a decision"
+        );
+    }
+    let shown = heartwood(p, &["sessions", "show", "last", "--json"]);
+    let record = text(&shown.stdout);
+    let journal: String = std::fs::read_dir(p.join(".heartwood/sessions"))
+        .expect("sessions")
+        .flatten()
+        .map(|s| std::fs::read_to_string(s.path().join("events.jsonl")).unwrap_or_default())
+        .collect();
+    for secret in [SIGNIN, ENV_SECRET] {
+        assert!(
+            !record.contains(secret) && !journal.contains(secret),
+            "{secret} leaked"
+        );
+    }
+    assert!(
+        journal.contains("probe-ran"),
+        "the ordinary command ran: {journal}"
+    );
+    assert_eq!(
+        journal.matches("\"sandbox\":\"read_only\"").count(),
+        6,
+        "every command is recorded as run read-only: {journal}"
+    );
+    assert!(
+        journal.contains("allowed by the action policy (commands run in the read-only sandbox)")
+            && !journal.contains("decision_recorded"),
+        "they ran without a decision: {journal}"
+    );
+    assert_eq!(server.remaining_turns(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_waiting_set_shows_each_commands_confinement_and_leaving_the_sandbox_is_high_risk() {
+    let project = tempfile::tempdir().expect("project");
+    let p = project.path();
+    if !sandboxed(p) {
+        return;
+    }
+    let server = ScriptedModelServer::start(Script::of(vec![calls(&[
+        json!({"command": "python3 analysis.py"}),
+        json!({"command": "pip install --user pandas", "sandbox": "unsandboxed"}),
+    ])]))
+    .await
+    .expect("server");
+    connect_scripted(p, &server.base_url());
+    let out = heartwood(p, &["exec", "run the analysis"]);
+    assert_eq!(code(&out), 3, "{}{}", text(&out.stdout), text(&out.stderr));
+    let shown = heartwood(p, &["sessions", "show", "last", "--json"]);
+    let view: Value = serde_json::from_slice(&shown.stdout).expect("json");
+    let members = view["projection"]["pending"]["members"]
+        .as_array()
+        .expect("a set waits");
+    let levels: Vec<(&str, &str)> = members
+        .iter()
+        .map(|m| {
+            (
+                m["sandbox"].as_str().unwrap_or("none"),
+                m["risk"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        levels,
+        [("project_write", "unknown"), ("unsandboxed", "high")],
+        "{members:#?}"
+    );
+    let printed = text(&out.stdout);
+    assert!(
+        printed.contains("UNSANDBOXED") && printed.contains("writes only inside the project"),
+        "the review shows where each command runs: {printed}"
+    );
+}
