@@ -39,6 +39,8 @@ async fn heartwood(
 async fn a_device_code_sign_in_runs_a_task_over_the_responses_api_and_refreshes_its_token() {
     let project = tempfile::tempdir().expect("project");
     let config = tempfile::tempdir().expect("user config");
+    // A folder left open by a umask: the sign-in makes it private before writing into it.
+    std::fs::set_permissions(config.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let server = ScriptedModelServer::start(Script::of(vec![
         Turn::calls(&[("terminal", json!({"command": "echo from-the-subscription"}))])
             .with_usage(1200, 40),
@@ -90,6 +92,11 @@ async fn a_device_code_sign_in_runs_a_task_over_the_responses_api_and_refreshes_
         0o600,
         "the tokens are readable by their owner only"
     );
+    let folder = std::fs::metadata(config.path())
+        .expect("folder")
+        .permissions()
+        .mode();
+    assert_eq!(folder & 0o777, 0o700, "the sign-in folder is private");
 
     let connected = heartwood(
         project.path(),

@@ -1,7 +1,8 @@
 //! The command channel of a served session: one writer, many interfaces.
 //!
 //! The process that holds a session's writer lease also listens on a Unix domain socket in the
-//! session's directory (`channel.sock`, mode 0600, peers checked to be the same user). Another
+//! session's directory (`channel.sock`, mode 0600; in the user's private socket directory when
+//! that path is too long; each end checks the other is the same user). Another
 //! Heartwood process that finds the session owned sends its typed commands there instead of
 //! being refused, and reads snapshots and updates from there; the writer stays single, and
 //! commands from every interface meet in one order under the session's lock, with the same
@@ -27,62 +28,85 @@ use crate::gateway::{SessionGateway, Shared};
 use crate::{ErrorKind, GatewayError};
 
 /// The longest socket path the OS accepts (`sun_path`, less its terminating NUL). A session
-/// directory deeper than this serves its channel in the abstract namespace instead, under a
-/// name derived from the path (see [`Address`]).
+/// directory deeper than this serves its channel from the user's private socket directory
+/// instead (see [`Address`]).
 const MAX_SOCKET_PATH: usize = 107;
 
-/// Where a session's channel listens: the socket file in the session's directory, or, when that
-/// path is too long for a socket, an abstract socket (Linux) named after a digest of the path.
-/// An abstract socket has no file and so no mode bits: the peer-credential check (same user)
-/// is its guard, as it is the file's second one; and it vanishes with its process, so it is
-/// never stale.
-enum Address {
-    File(PathBuf),
-    Abstract(Vec<u8>),
-}
+/// Where a session's channel listens: a socket file, always, never an abstract name (which any
+/// local user could bind first). The file is `channel.sock` in the session's directory when
+/// that path fits a socket address, else a file named after a digest of that path in the
+/// user's private socket directory ([`private_dir`]). Both ends check the other is this user.
+struct Address(PathBuf);
 
 impl Address {
-    fn of(path: &Path) -> Address {
+    fn of(path: &Path) -> std::io::Result<Address> {
         if path.as_os_str().len() <= MAX_SOCKET_PATH {
-            return Address::File(path.to_owned());
+            return Ok(Address(path.to_owned()));
         }
         let digest = heartwood_audit::Digest::of(path.as_os_str().as_encoded_bytes()).to_hex();
-        Address::Abstract(format!("heartwood-channel-{}", &digest[..32]).into_bytes())
+        Ok(Address(
+            private_dir()?.join(format!("{}.sock", &digest[..32])),
+        ))
     }
 
     fn bind(&self) -> std::io::Result<UnixListener> {
-        match self {
-            Address::File(path) => {
-                // This process holds the lease: a socket there was left by an owner that ended.
-                let _ = std::fs::remove_file(path);
-                let listener = UnixListener::bind(path)?;
-                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-                Ok(listener)
-            }
-            Address::Abstract(name) => {
-                use std::os::linux::net::SocketAddrExt;
-                let address = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
-                UnixListener::bind_addr(&address)
-            }
-        }
+        // This process holds the lease: a socket there was left by an owner that ended.
+        let _ = std::fs::remove_file(&self.0);
+        let listener = UnixListener::bind(&self.0)?;
+        std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o600))?;
+        Ok(listener)
     }
 
+    /// Connects, and refuses a server that is not this user: a socket someone else bound can
+    /// neither receive this user's decisions nor serve them forged sessions.
     fn connect(&self) -> std::io::Result<UnixStream> {
-        match self {
-            Address::File(path) => UnixStream::connect(path),
-            Address::Abstract(name) => {
-                use std::os::linux::net::SocketAddrExt;
-                let address = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
-                UnixStream::connect_addr(&address)
-            }
+        let stream = UnixStream::connect(&self.0)?;
+        if !same_user(&stream) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "the process serving {} runs as another user; not talking to it",
+                    self.0.display()
+                ),
+            ));
         }
+        Ok(stream)
     }
 
     fn remove(&self) {
-        if let Address::File(path) = self {
-            let _ = std::fs::remove_file(path);
-        }
+        let _ = std::fs::remove_file(&self.0);
     }
+}
+
+/// The user's private directory for channel sockets: `$XDG_RUNTIME_DIR/heartwood`, else
+/// `/tmp/heartwood-<uid>`; made 0700 and used only when it is a real directory (not a link)
+/// owned by this user with no access for anyone else.
+fn private_dir() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let uid = rustix::process::getuid().as_raw();
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(runtime) => PathBuf::from(runtime).join("heartwood"),
+        None => std::env::temp_dir().join(format!("heartwood-{uid}")),
+    };
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = std::fs::symlink_metadata(&dir)?;
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is not a private directory of this user (owner {}, mode {:o}); remove it \
+                 so Heartwood can make its own",
+                dir.display(),
+                meta.uid(),
+                meta.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(dir)
 }
 
 /// How long a client waits for an answer before it gives up.
@@ -132,7 +156,7 @@ impl Drop for ChannelServer {
     }
 }
 
-/// Serves `session`'s channel at `path` (or the abstract address derived from it) for the
+/// Serves `session`'s channel at `path` (or the private address derived from it) for the
 /// gateway behind `shared`. `None` when it cannot be bound (other processes are then told the
 /// session is owned, as before).
 pub(crate) fn serve(
@@ -140,7 +164,7 @@ pub(crate) fn serve(
     shared: Weak<Shared>,
     session: SessionId,
 ) -> Option<ChannelServer> {
-    let address = Address::of(path);
+    let address = Address::of(path).ok()?;
     let listener = address.bind().ok()?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = Arc::clone(&stop);
@@ -270,7 +294,7 @@ impl Client {
     /// Connects to the channel at `path`; `None` when nobody serves it (no socket, or one
     /// left by an owner that ended).
     pub(crate) fn connect(path: &Path) -> Option<Client> {
-        let stream = Address::of(path).connect().ok()?;
+        let stream = Address::of(path).and_then(|a| a.connect()).ok()?;
         stream.set_read_timeout(Some(ANSWER_TIMEOUT)).ok()?;
         let reader = BufReader::new(stream.try_clone().ok()?);
         Some(Client { stream, reader })
@@ -352,4 +376,91 @@ fn lost(e: std::io::Error) -> GatewayError {
     GatewayError::Io(format!(
         "the connection to the process serving the session was lost ({e}); try again"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+
+    #[test]
+    fn a_long_session_path_is_served_from_the_users_private_directory() {
+        let long = PathBuf::from("/")
+            .join("d".repeat(120))
+            .join("channel.sock");
+        let address = Address::of(&long).expect("a private directory");
+        let dir = address.0.parent().expect("a directory");
+        assert!(
+            address.0.as_os_str().len() <= MAX_SOCKET_PATH,
+            "{address:?}",
+            address = address.0
+        );
+        let meta = std::fs::symlink_metadata(dir).expect("made");
+        assert_eq!(meta.uid(), rustix::process::getuid().as_raw());
+        assert_eq!(meta.mode() & 0o777, 0o700);
+        let short = Path::new("/tmp/s/channel.sock");
+        assert_eq!(Address::of(short).expect("file").0, short);
+    }
+
+    /// A socket another local user bound where the client looks is refused; the same socket
+    /// bound by this user is not (so the refusal is the peer check, not a failed connect).
+    #[test]
+    fn a_channel_served_by_another_user_is_refused() {
+        let root = rustix::process::getuid().is_root();
+        let setpriv =
+            Path::new("/usr/bin/setpriv").exists() && Path::new("/usr/bin/python3").exists();
+        if !root || !setpriv {
+            eprintln!(
+                "SKIPPED: needs root, setpriv and /usr/bin/python3 to serve a socket as \
+                 another user (root: {root}, tools: {setpriv})"
+            );
+            return;
+        }
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777))
+            .expect("chmod");
+        let serve_as = |uid: Option<u32>, name: &str| {
+            let path = dir.path().join(name);
+            let script = format!(
+                "import socket,time\ns=socket.socket(socket.AF_UNIX)\ns.bind({:?})\ns.listen()\n\
+                 time.sleep(20)",
+                path.display().to_string()
+            );
+            let mut command = match uid {
+                Some(uid) => {
+                    let mut c = std::process::Command::new("/usr/bin/setpriv");
+                    c.args([
+                        format!("--reuid={uid}"),
+                        format!("--regid={uid}"),
+                        "--clear-groups".to_owned(),
+                        "/usr/bin/python3".to_owned(),
+                    ]);
+                    c
+                }
+                None => std::process::Command::new("/usr/bin/python3"),
+            };
+            let child = command.args(["-c", &script]).spawn().expect("python3");
+            for _ in 0..200 {
+                if path.exists() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            (path, child)
+        };
+        let (theirs, mut other) = serve_as(Some(65534), "theirs.sock");
+        let (ours, mut own) = serve_as(None, "ours.sock");
+        let refused = Address(theirs).connect();
+        let accepted = Address(ours).connect();
+        let _ = other.kill();
+        let _ = own.kill();
+        let refused = refused.expect_err("another user's server was accepted");
+        assert_eq!(
+            refused.kind(),
+            std::io::ErrorKind::PermissionDenied,
+            "{refused}"
+        );
+        accepted.expect("this user's own server is accepted");
+    }
 }

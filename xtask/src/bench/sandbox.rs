@@ -54,8 +54,8 @@ pub fn run() -> Result<()> {
         .build()?;
     runtime.block_on(async {
         let value = serde_json::json!({"command": "true"}).to_string();
-        let ToolCallRequest::Terminal(args) = ToolCallRequest::parse("terminal", &value)
-            .map_err(anyhow::Error::msg)?
+        let ToolCallRequest::Terminal(args) =
+            ToolCallRequest::parse("terminal", &value).map_err(anyhow::Error::msg)?
         else {
             bail!("not a terminal call");
         };

@@ -131,9 +131,15 @@ impl TokenStore {
     /// reader never sees half a file and no other user can read it at any moment.
     fn save(&self, tokens: &Tokens) -> Result<(), ModelError> {
         use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|e| store_error(dir, &e))?;
+        // The folder is private whatever the umask: made 0700, and tightened if it exists.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .and_then(|()| std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)))
+            .map_err(|e| store_error(dir, &e))?;
         let tmp = dir.join(format!(".chatgpt.{}.tmp", std::process::id()));
         let bytes = serde_json::to_vec(tokens).map_err(|e| ModelError::Auth {
             detail: e.to_string(),
