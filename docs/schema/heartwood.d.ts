@@ -213,7 +213,7 @@ export type SessionProjection = { actions: ActionView[]; activity: string; avail
 export type SessionRow = { last_activity?: Timestamp | null; lifecycle?: Lifecycle | null; pending: boolean; session: SessionId; status_line: string; title?: string | null };
 
 /** Events since a revision and the projection, taken together. */
-export type Snapshot = { events: RecordedEvent[]; output?: ToolOutput | null; projection: SessionProjection; review?: Review | null; revision: number; streaming: string; transient_revision: number };
+export type Snapshot = { durable?: number; events: RecordedEvent[]; output?: ToolOutput | null; projection: SessionProjection; review?: Review | null; revision: number; streaming: string; transient_revision: number };
 
 /** One specialist task: the parent's `task` action, what the child answered, what it used. */
 export type SpecialistTaskView = { action_id: number; answer?: string | null; description: string; proposals?: ReviewProposal[] | null; role: string; state: ActionState; usage: UsageFigures };

@@ -19,7 +19,7 @@ use anyhow::{Context, Result, bail};
 use crate::workspace_root;
 
 /// Every fuzz target, in `fuzz/fuzz_targets/<name>.rs`.
-pub const TARGETS: [&str; 8] = [
+pub const TARGETS: [&str; 11] = [
     "event_line",
     "audit_line",
     "command",
@@ -28,6 +28,9 @@ pub const TARGETS: [&str; 8] = [
     "csv_table",
     "tool_arguments",
     "sse_stream",
+    "model_bundle",
+    "skill_front_matter",
+    "skill_bundle",
 ];
 
 /// The longest input libFuzzer makes: the decoders' own limits are tested elsewhere, with real
@@ -297,8 +300,19 @@ fn write_seeds(root: &Path, target: &str, dir: &Path) -> Result<usize> {
                 seed
             })
             .collect(),
+        "skill_front_matter" => bundled_skills(root)?
+            .iter()
+            .map(|dir| std::fs::read(dir.join("SKILL.md")).context("reading a bundled SKILL.md"))
+            .collect::<Result<_>>()?,
+        "skill_bundle" => bundled_skills(root)?
+            .iter()
+            .map(|dir| {
+                heartwood_skills::bundle::pack(dir, &heartwood_skills::tree::Limits::default())
+                    .with_context(|| format!("packing {}", dir.display()))
+            })
+            .collect::<Result<_>>()?,
         // Committed seeds only: no fixture holds these inputs.
-        "command" | "ingress" => BTreeSet::new(),
+        "command" | "ingress" | "model_bundle" => BTreeSet::new(),
         other => bail!("no seeds are defined for the fuzz target {other:?}"),
     };
     for (i, seed) in seeds.iter().enumerate() {
@@ -306,6 +320,19 @@ fn write_seeds(root: &Path, target: &str, dir: &Path) -> Result<usize> {
         std::fs::write(&path, seed).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(seeds.len())
+}
+
+/// The directories of the skills shipped with Heartwood.
+fn bundled_skills(root: &Path) -> Result<Vec<PathBuf>> {
+    let dir = root.join("crates/heartwood-skills/bundled");
+    let mut skills: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("SKILL.md").is_file())
+        .collect();
+    skills.sort();
+    Ok(skills)
 }
 
 /// Every line of every `name` file in the journal fixtures.

@@ -174,13 +174,23 @@ async fn the_hard_limit_kills_the_command_and_its_children() {
     let mut term = terminal(dir.path(), limits);
     let out = run(
         &mut term,
-        json!({"command": "sleep 30 & sleep 30", "timeout": 5}),
+        json!({"command": "sleep 29.8765 & sleep 29.8765", "timeout": 5}),
     )
     .await;
     assert!(
         out.is_error && out.content.contains("hard limit"),
         "{}",
         out.content
+    );
+    let alive = || heartwood_testkit::processes_running("sleep\u{0}29.8765");
+    let waited = std::time::Instant::now();
+    while !alive().is_empty() && waited.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        alive().is_empty(),
+        "the command's children survived: {:?}",
+        alive()
     );
     let after = run(&mut term, json!({"command": "echo fresh shell"})).await;
     assert!(after.content.contains("fresh shell"));

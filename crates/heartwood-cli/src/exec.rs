@@ -318,7 +318,12 @@ async fn follow_in(
     let mut printed: (u64, usize) = (0, 0);
     let settled = loop {
         let snapshot = gateway.snapshot(&session, seen)?;
-        for event in &snapshot.events {
+        // Only what the journal holds: a line printed is never one a crash could take back.
+        let durable = snapshot
+            .events
+            .iter()
+            .filter(|e| e.seq.get() <= snapshot.durable);
+        for event in durable {
             if json {
                 println!("{}", json_line(&session, event)?);
             } else {
@@ -341,7 +346,8 @@ async fn follow_in(
                 quiet_since = Instant::now();
             }
         }
-        if snapshot.projection.is_settled() {
+        // Settled, and every event printed: the last ones are durable too (settling flushes).
+        if snapshot.projection.is_settled() && seen >= snapshot.revision {
             break snapshot;
         }
         // A run that says nothing for a while says what it is waiting on, and for how long.

@@ -94,8 +94,12 @@ pub struct Snapshot {
     pub events: Vec<Arc<RecordedEvent>>,
     /// The projection at `revision`.
     pub projection: SessionProjection,
-    /// The durable revision.
+    /// The revision of the projection (events applied, some maybe not yet durable).
     pub revision: u64,
+    /// The last event the journal holds durably: an interface that prints events prints only
+    /// those up to here, so nothing it printed can be lost to a crash.
+    #[serde(default)]
+    pub durable: u64,
     /// Token-only updates since the durable revision.
     pub transient_revision: u64,
     /// Model text streamed since the last durable event (its tail, when long).

@@ -949,6 +949,7 @@ impl SessionGateway {
             events: events.into_iter().skip(from).map(Arc::new).collect(),
             projection,
             revision,
+            durable: revision,
             transient_revision: 0,
             streaming: String::new(),
             output: None,

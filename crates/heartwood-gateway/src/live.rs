@@ -46,6 +46,7 @@ pub fn blank_snapshot(session: heartwood_events::SessionId) -> Snapshot {
     Snapshot {
         events: Vec::new(),
         revision: 0,
+        durable: 0,
         projection,
         transient_revision: 0,
         streaming: String::new(),
@@ -484,6 +485,7 @@ impl Core {
             events: self.events[from..].to_vec(),
             projection: self.projection.clone(),
             revision: self.projection.revision,
+            durable: self.writer.as_ref().map_or(0, |w| w.count()),
             transient_revision: self.transient_revision,
             streaming: self.streaming.clone(),
             output: self.output.clone(),

@@ -33,3 +33,26 @@ pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+/// The pids (in this process's namespace) of live processes whose command line, its arguments
+/// joined by NUL, contains `pattern`: how a test finds a program a sandboxed command started,
+/// whose own pid is its namespace's. Zombies (killed, not yet reaped) do not count.
+pub fn processes_running(pattern: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != std::process::id())
+        .filter(|pid| {
+            let dir = std::path::Path::new("/proc").join(pid.to_string());
+            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+            let zombie = std::fs::read_to_string(dir.join("status")).is_ok_and(|s| {
+                s.lines()
+                    .any(|l| l.starts_with("State:") && l.contains('Z'))
+            });
+            !zombie && String::from_utf8_lossy(&cmdline).contains(pattern)
+        })
+        .collect()
+}

@@ -217,10 +217,79 @@ fn error_detail(body: &str) -> String {
     }
 }
 
-/// Removes a secret from text that is about to be shown or stored.
+/// Removes a secret from text that is about to be shown or stored: the route's own key, and
+/// anything shaped like a credential (a service may echo someone's key in an error body).
 pub(crate) fn scrub(text: &str, secret: Option<&str>) -> String {
-    match secret {
+    let text = match secret {
         Some(secret) if secret.len() >= 4 => text.replace(secret, "[redacted]"),
         _ => text.to_owned(),
+    };
+    redact_secret_shapes(&text)
+}
+
+/// How credentials of common services begin.
+const SECRET_PREFIXES: [&str; 12] = [
+    "sk-",
+    "sk_",
+    "rk_",
+    "ghp_",
+    "gho_",
+    "ghs_",
+    "github_pat_",
+    "xox",
+    "hf_",
+    "AKIA",
+    "AIza",
+    "eyJ",
+];
+
+/// Replaces every word shaped like a credential (a known prefix and at least 16 characters of
+/// key alphabet, or whatever follows `Bearer `) with `[redacted]`.
+pub(crate) fn redact_secret_shapes(text: &str) -> String {
+    let is_key_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut after_bearer = false;
+    while !rest.is_empty() {
+        let start = rest.find(is_key_char).unwrap_or(rest.len());
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        let end = rest.find(|c: char| !is_key_char(c)).unwrap_or(rest.len());
+        let word = &rest[..end];
+        let shaped = word.len() >= 16
+            && (after_bearer || SECRET_PREFIXES.iter().any(|p| word.starts_with(p)));
+        out.push_str(if shaped { "[redacted]" } else { word });
+        after_bearer = word.eq_ignore_ascii_case("bearer");
+        rest = &rest[end..];
+    }
+    out
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::*;
+
+    #[test]
+    fn credential_shapes_and_the_routes_key_are_redacted_and_prose_is_not() {
+        let body = "Incorrect API key provided: sk-proj-AbCdEf0123456789xyz. Header was \
+                    Authorization: Bearer abcdefghijklmnopqrstu; also ghp_0123456789abcdefABCD \
+                    and mine-own-key-42; see https://platform.example/account/api-keys";
+        let clean = scrub(body, Some("mine-own-key-42"));
+        for secret in [
+            "sk-proj-AbCdEf0123456789xyz",
+            "abcdefghijklmnopqrstu",
+            "ghp_0123456789abcdefABCD",
+            "mine-own-key-42",
+        ] {
+            assert!(!clean.contains(secret), "{secret} in {clean}");
+        }
+        assert!(
+            clean.starts_with("Incorrect API key provided: [redacted]"),
+            "{clean}"
+        );
+        assert!(
+            clean.contains("https://platform.example/account/api-keys"),
+            "{clean}"
+        );
     }
 }

@@ -52,6 +52,7 @@ fn snapshot_in(project: &std::path::Path, events: Vec<Event>, streaming: &str) -
     Snapshot {
         events: Vec::new(),
         revision: projection.revision,
+        durable: projection.revision,
         projection,
         transient_revision: 0,
         streaming: streaming.to_owned(),

@@ -30,13 +30,22 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
                     plan.platform.headline.clone(),
                     Style::default().fg(Color::DarkGray),
                 ),
+            ];
+            // A machine that cannot confine commands says so first thing.
+            if !plan.sandbox.enforcing && !plan.sandbox.detail.is_empty() {
+                lines.push(Line::styled(
+                    plan.sandbox.detail.clone(),
+                    Style::default().fg(Color::Red),
+                ));
+            }
+            lines.extend([
                 Line::default(),
                 Line::styled(
                     format!("Next: {}", plan.next_action),
                     Style::default().fg(Color::Yellow),
                 ),
                 Line::default(),
-            ];
+            ]);
             if let Some(models) = models {
                 lines.extend(local_models(models));
             }
