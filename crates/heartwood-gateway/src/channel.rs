@@ -57,18 +57,27 @@ impl Address {
         Ok(listener)
     }
 
-    /// Connects, and refuses a server that is not this user: a socket someone else bound can
-    /// neither receive this user's decisions nor serve them forged sessions.
-    fn connect(&self) -> std::io::Result<UnixStream> {
+    /// Connects, and refuses a server that is not this user, or not the process `holder`
+    /// (the lease holder, when the lease names one): a socket someone else bound can neither
+    /// receive this user's decisions nor serve them forged sessions.
+    fn connect(&self, holder: Option<u32>) -> std::io::Result<UnixStream> {
         let stream = UnixStream::connect(&self.0)?;
-        if !same_user(&stream) {
-            return Err(std::io::Error::new(
+        let refuse = |who: &str| {
+            std::io::Error::new(
                 std::io::ErrorKind::PermissionDenied,
                 format!(
-                    "the process serving {} runs as another user; not talking to it",
+                    "the process serving {} {who}; not talking to it",
                     self.0.display()
                 ),
-            ));
+            )
+        };
+        if !same_user(&stream) {
+            return Err(refuse("runs as another user"));
+        }
+        let peer = rustix::net::sockopt::socket_peercred(&stream)?;
+        let serving = u32::try_from(peer.pid.as_raw_nonzero().get()).ok();
+        if holder.is_some_and(|pid| serving != Some(pid)) {
+            return Err(refuse("is not the session's lease holder"));
         }
         Ok(stream)
     }
@@ -151,7 +160,7 @@ impl Drop for ChannelServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         // Wakes the accepting thread, which sees the stop and ends.
-        let _ = self.address.connect();
+        let _ = UnixStream::connect(&self.address.0);
         self.address.remove();
     }
 }
@@ -291,10 +300,11 @@ pub(crate) struct Client {
 }
 
 impl Client {
-    /// Connects to the channel at `path`; `None` when nobody serves it (no socket, or one
-    /// left by an owner that ended).
-    pub(crate) fn connect(path: &Path) -> Option<Client> {
-        let stream = Address::of(path).and_then(|a| a.connect()).ok()?;
+    /// Connects to the channel at `path`, served by this user's process `holder` (when
+    /// known); `None` when nobody serves it (no socket, or one left by an owner that ended) or
+    /// someone else does.
+    pub(crate) fn connect(path: &Path, holder: Option<u32>) -> Option<Client> {
+        let stream = Address::of(path).and_then(|a| a.connect(holder)).ok()?;
         stream.set_read_timeout(Some(ANSWER_TIMEOUT)).ok()?;
         let reader = BufReader::new(stream.try_clone().ok()?);
         Some(Client { stream, reader })
@@ -451,8 +461,9 @@ mod tests {
         };
         let (theirs, mut other) = serve_as(Some(65534), "theirs.sock");
         let (ours, mut own) = serve_as(None, "ours.sock");
-        let refused = Address(theirs).connect();
-        let accepted = Address(ours).connect();
+        let refused = Address(theirs).connect(None);
+        let impostor = Address(ours.clone()).connect(Some(std::process::id()));
+        let accepted = Address(ours).connect(Some(own.id()));
         let _ = other.kill();
         let _ = own.kill();
         let refused = refused.expect_err("another user's server was accepted");
@@ -461,6 +472,12 @@ mod tests {
             std::io::ErrorKind::PermissionDenied,
             "{refused}"
         );
-        accepted.expect("this user's own server is accepted");
+        let impostor = impostor.expect_err("a server that is not the lease holder was accepted");
+        assert_eq!(
+            impostor.kind(),
+            std::io::ErrorKind::PermissionDenied,
+            "{impostor}"
+        );
+        accepted.expect("this user's own server, the lease holder, is accepted");
     }
 }

@@ -134,7 +134,14 @@ impl Shared {
 
     /// A connection to the process serving `session`, if one serves its channel.
     pub(crate) fn remote(&self, session: &SessionId) -> Option<crate::channel::Client> {
-        crate::channel::Client::connect(&self.store.paths(session).channel)
+        // The server must be the process the lease names, when it names one yet.
+        let holder = self
+            .store
+            .reader(session)
+            .ok()
+            .and_then(|r| r.writer())
+            .map(|w| w.pid);
+        crate::channel::Client::connect(&self.store.paths(session).channel, holder)
     }
 
     /// The length of `session`'s event log, if it exists.
