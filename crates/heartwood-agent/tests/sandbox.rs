@@ -187,3 +187,55 @@ async fn a_command_at_another_level_gets_a_fresh_shell_and_says_so() {
     );
     term.stop().await;
 }
+
+#[tokio::test]
+async fn reached_directories_stay_reachable_and_writable_only_when_declared() {
+    if !require_sandbox() {
+        return;
+    }
+    let (project, outside) = project();
+    let p = project.path();
+    // An active skill's verified copy lives under the hidden `.heartwood/`.
+    let skill = p.join(".heartwood/skills/s");
+    std::fs::create_dir_all(&skill).expect("skill");
+    std::fs::write(skill.join("SKILL.md"), "SKILL-TEXT").expect("skill file");
+    let mount = tempfile::tempdir().expect("mount");
+    let sandbox = Sandbox::new(p)
+        .hiding([outside.path().to_owned()])
+        .reaching([(skill.clone(), false), (mount.path().to_owned(), true)]);
+    let mut term = Terminal::new(p, TerminalLimits::default()).with_sandbox(sandbox);
+    for level in [SandboxLevel::ReadOnly, SandboxLevel::ProjectWrite] {
+        let read = run(
+            &mut term,
+            &format!("cat {}/SKILL.md", skill.display()),
+            level,
+        )
+        .await;
+        assert!(read.contains("SKILL-TEXT"), "{level:?}: {read}");
+        let hidden = run(&mut term, "cat .heartwood/token", level).await;
+        assert!(!hidden.contains("TOKEN"), "{level:?}: {hidden}");
+    }
+    let write = |level| format!("echo x > {}/{level:?}", mount.path().display());
+    run(
+        &mut term,
+        &write(SandboxLevel::ReadOnly),
+        SandboxLevel::ReadOnly,
+    )
+    .await;
+    run(
+        &mut term,
+        &write(SandboxLevel::ProjectWrite),
+        SandboxLevel::ProjectWrite,
+    )
+    .await;
+    assert!(!mount.path().join("ReadOnly").exists());
+    assert!(mount.path().join("ProjectWrite").exists());
+    let skill_write = run(
+        &mut term,
+        &format!("echo x > {}/SKILL.md", skill.display()),
+        SandboxLevel::ProjectWrite,
+    )
+    .await;
+    assert!(!skill_write.ends_with("[exit Some(0)]"), "{skill_write}");
+    term.stop().await;
+}

@@ -232,8 +232,10 @@ impl Toolbox {
         outside: &[OutsideDirectory],
     ) -> std::io::Result<Self> {
         let paths = ProjectPaths::new(project)?.with_outside(outside)?;
+        let sandbox = sandbox::Sandbox::new(paths.root())
+            .reaching(outside.iter().map(|o| (o.path.clone(), o.writable)));
         Ok(Toolbox {
-            terminal: Terminal::with_environment(paths.root(), limits, env),
+            terminal: Terminal::with_environment(paths.root(), limits, env).with_sandbox(sandbox),
             editor: FileEditor::new(paths.clone()),
             paths,
             plan_file,

@@ -177,6 +177,9 @@ const HOME_SECRETS: [&str; 22] = [
 #[derive(Debug, Clone)]
 pub struct Sandbox {
     root: PathBuf,
+    /// Directories outside the project the tools reach (active skills' verified copies, data
+    /// mounts): bound at their own paths, writable only when declared so and the level writes.
+    outside: Vec<(PathBuf, bool)>,
     /// More locations to cover: Heartwood's configuration folder when it is elsewhere, the
     /// owner channel's directory.
     hidden: Vec<PathBuf>,
@@ -200,8 +203,16 @@ impl Sandbox {
         }
         Sandbox {
             root: root.to_owned(),
+            outside: Vec::new(),
             hidden,
         }
+    }
+
+    /// Also reaches `directories` (path, writable), even where they lie inside a hidden
+    /// location (an active skill's copy under `.heartwood/`).
+    pub fn reaching(mut self, directories: impl IntoIterator<Item = (PathBuf, bool)>) -> Self {
+        self.outside.extend(directories);
+        self
     }
 
     /// Also covers `paths` (a deployment's own secret locations).
@@ -248,6 +259,8 @@ impl Sandbox {
             let git = git.to_string_lossy().into_owned();
             arg(&["--ro-bind", &git, &git]);
         }
+        // Hidden folders become empty and, once what is reached inside them is bound, read-only.
+        let mut remount = Vec::new();
         for secret in std::iter::once(self.root.join(".heartwood")).chain(self.hidden.clone()) {
             // Under a fresh `/tmp` (and outside the project) a location is already gone.
             let gone = secret.starts_with("/tmp") && !secret.starts_with(&self.root);
@@ -259,10 +272,26 @@ impl Sandbox {
             }
             let path = secret.to_string_lossy().into_owned();
             if meta.is_dir() {
-                arg(&["--tmpfs", &path, "--remount-ro", &path]);
+                arg(&["--tmpfs", &path]);
+                remount.push(path);
             } else {
                 arg(&["--ro-bind", "/dev/null", &path]);
             }
+        }
+        for (dir, writable) in &self.outside {
+            if !dir.is_dir() {
+                continue;
+            }
+            let dir = dir.to_string_lossy().into_owned();
+            let bind = if *writable && level == SandboxLevel::ProjectWrite {
+                "--bind"
+            } else {
+                "--ro-bind"
+            };
+            arg(&[bind, &dir, &dir]);
+        }
+        for path in &remount {
+            arg(&["--remount-ro", path]);
         }
         arg(&["--chdir", &root, "--", program]);
         out.extend(args.iter().map(|a| (*a).to_owned()));
