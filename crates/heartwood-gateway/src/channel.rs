@@ -71,10 +71,10 @@ impl Address {
                 ),
             )
         };
-        if !same_user(&stream) {
+        let peer = rustix::net::sockopt::socket_peercred(&stream)?;
+        if peer.uid != rustix::process::getuid() {
             return Err(refuse("runs as another user"));
         }
-        let peer = rustix::net::sockopt::socket_peercred(&stream)?;
         let serving = u32::try_from(peer.pid.as_raw_nonzero().get()).ok();
         if holder.is_some_and(|pid| serving != Some(pid)) {
             return Err(refuse("is not the session's lease holder"));

@@ -61,6 +61,7 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             cancelled: false,
             controls: Vec::new(),
         });
+        settle_turn(p);
         return;
     }
     let Some(w) = &mut p.workflow else {
@@ -378,7 +379,8 @@ fn set_status(w: &mut WorkflowView, stage: &str, status: StageStatus) {
 /// line by line, the run's totals, and the controls offered now (none while work is active
 /// or a set waits).
 pub(crate) fn derive(p: &mut SessionProjection) {
-    let ended = settle_turn(p);
+    // The turn and the budget lines were settled by `apply`, at every event.
+    let ended = work_ended(p);
     let Some(w) = &mut p.workflow else {
         return;
     };
@@ -405,12 +407,28 @@ pub(crate) fn derive(p: &mut SessionProjection) {
     }
 }
 
+/// Whether the session's work has ended: settled, or paused because the current stage's
+/// budget is used up (nothing may continue such a turn).
+fn work_ended(p: &SessionProjection) -> bool {
+    let exhausted = p
+        .workflow
+        .as_ref()
+        .and_then(WorkflowView::current_stage)
+        .and_then(StageView::exhausted)
+        .is_some();
+    match p.lifecycle {
+        Lifecycle::Idle | Lifecycle::Finished | Lifecycle::Failed | Lifecycle::Stuck => true,
+        Lifecycle::Paused => exhausted,
+        _ => false,
+    }
+}
+
 /// Refreshes each stage's budget lines and, once the session's work has ended (or stopped at
 /// a used-up budget), closes the open stage turn: a running stage awaits evaluation, and a
-/// turn that reported no outcome says why. Returns whether the work has ended.
-fn settle_turn(p: &mut SessionProjection) -> bool {
+/// turn that reported no outcome says why.
+fn settle_turn(p: &mut SessionProjection) {
     let Some(w) = &mut p.workflow else {
-        return false;
+        return;
     };
     for stage in &mut w.stages {
         stage.budget = stage
@@ -419,31 +437,27 @@ fn settle_turn(p: &mut SessionProjection) -> bool {
             .map(|b| budget_lines(&b, &stage.used))
             .unwrap_or_default();
     }
-    // A turn paused because its budget is used up is over: nothing may continue it.
-    let exhausted = w.current_stage().and_then(StageView::exhausted).is_some();
-    let ended = match p.lifecycle {
-        Lifecycle::Idle | Lifecycle::Finished | Lifecycle::Failed | Lifecycle::Stuck => true,
-        Lifecycle::Paused => exhausted,
-        _ => false,
+    if !work_ended(p) {
+        return;
+    }
+    let Some(w) = &mut p.workflow else {
+        return;
     };
-    if ended {
-        for stage in &mut w.stages {
-            if stage.status == StageStatus::Running {
-                stage.status = StageStatus::AwaitingEvaluation;
-            }
-        }
-        if let Some(turn) = w.turn.as_mut().filter(|t| t.open) {
-            turn.open = false;
-            if turn.outcome.is_none() && turn.problem.is_none() {
-                turn.problem = Some(
-                    "the stage turn ended without calling `finish` with its structured \
-                     outcome, so it reports nothing the run can use; run the stage again"
-                        .into(),
-                );
-            }
+    for stage in &mut w.stages {
+        if stage.status == StageStatus::Running {
+            stage.status = StageStatus::AwaitingEvaluation;
         }
     }
-    ended
+    if let Some(turn) = w.turn.as_mut().filter(|t| t.open) {
+        turn.open = false;
+        if turn.outcome.is_none() && turn.problem.is_none() {
+            turn.problem = Some(
+                "the stage turn ended without calling `finish` with its structured outcome, \
+                 so it reports nothing the run can use; run the stage again"
+                    .into(),
+            );
+        }
+    }
 }
 
 /// A stage's budget, limit by limit, against what its turns used.

@@ -192,16 +192,9 @@ pub fn ambiguous_labels<'a>(labels: impl IntoIterator<Item = &'a str>) -> Vec<(&
     let mut first: HashMap<String, &'a str> = HashMap::new();
     let mut pairs = Vec::new();
     for label in labels {
-        match first.get(&group_label_key(label)) {
-            Some(&seen) if seen != label => {
-                if !pairs.contains(&(seen, label)) {
-                    pairs.push((seen, label));
-                }
-            }
-            Some(_) => {}
-            None => {
-                first.insert(group_label_key(label), label);
-            }
+        let seen = *first.entry(group_label_key(label)).or_insert(label);
+        if seen != label && !pairs.contains(&(seen, label)) {
+            pairs.push((seen, label));
         }
     }
     pairs

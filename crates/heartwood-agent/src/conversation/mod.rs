@@ -290,6 +290,9 @@ impl Conversation {
     /// is stuck, fails, or reaches the iteration limit. Returns the status it stopped in.
     pub async fn run(&mut self) -> Result<ExecutionStatus, ConversationError> {
         let started = Instant::now();
+        // Finding out whether commands can be confined starts a process once: off the
+        // runtime's threads, before any step asks.
+        let _ = tokio::task::spawn_blocking(crate::tools::sandbox::support).await;
         let result = self.run_steps().await;
         self.timing.run += started.elapsed();
         result
@@ -523,9 +526,10 @@ impl Conversation {
                     prompt,
                     ..
                 } => self.run_task(action_id, subagent_type, prompt).await?,
+                // It runs confined as its proposal recorded: what was shown is what runs.
                 _ => {
-                    let allowed = self.allowed(!self.state.by_policy.contains(&action_id));
-                    self.toolbox.execute(&request, allowed).await
+                    let level = self.sandbox_of(action_id);
+                    self.toolbox.execute(&request, level).await
                 }
             };
             self.timing.tools += ran.elapsed();
@@ -567,6 +571,14 @@ impl Conversation {
     fn event(&self, id: u64) -> Option<&AgentEvent> {
         let index = usize::try_from(id).ok()?.checked_sub(1)?;
         self.events().get(index)
+    }
+
+    /// The confinement recorded with an action's proposal.
+    fn sandbox_of(&self, action_id: u64) -> Option<crate::tools::SandboxLevel> {
+        match self.event(action_id).map(|e| &e.kind) {
+            Some(EventKind::Action { sandbox, .. }) => *sandbox,
+            _ => None,
+        }
     }
 
     fn request_of(&self, action_id: u64) -> Result<ToolCallRequest, String> {

@@ -15,8 +15,6 @@ pub struct ConversationState {
     pub pending: Vec<u64>,
     /// Pending actions allowed to run.
     pub approved: HashSet<u64>,
-    /// Those of them the action policy allowed without a person (they run read-only).
-    pub by_policy: HashSet<u64>,
     /// Pending actions whose execution began.
     pub started: HashSet<u64>,
     /// Usage per usage id (`agent`, `condenser`, ...).
@@ -35,7 +33,6 @@ impl Default for ConversationState {
             status: ExecutionStatus::Idle,
             pending: Vec::new(),
             approved: HashSet::new(),
-            by_policy: HashSet::new(),
             started: HashSet::new(),
             usage: BTreeMap::new(),
             forgotten: HashSet::new(),
@@ -59,12 +56,7 @@ impl ConversationState {
     pub fn apply(&mut self, event: &AgentEvent) {
         match &event.kind {
             EventKind::Action { .. } => self.pending.push(event.id),
-            EventKind::Approved { action_ids, by } => {
-                self.approved.extend(action_ids);
-                if *by == super::ApprovedBy::Policy {
-                    self.by_policy.extend(action_ids);
-                }
-            }
+            EventKind::Approved { action_ids, .. } => self.approved.extend(action_ids),
             EventKind::Started { action_id } => {
                 self.started.insert(*action_id);
             }
@@ -93,7 +85,6 @@ impl ConversationState {
                 if let Some(action) = resolution.resolves() {
                     self.pending.retain(|id| *id != action);
                     self.approved.remove(&action);
-                    self.by_policy.remove(&action);
                     self.started.remove(&action);
                 }
             }

@@ -258,15 +258,18 @@ impl Toolbox {
     }
 
     /// Runs one request. `finish` and `think` are answered here; they touch nothing. A
-    /// command runs confined as [`sandbox::level_for`] says for who `allowed` it.
+    /// command runs confined at `level`, the one recorded with its proposal; a proposal
+    /// recorded before levels existed runs as a person's allowance would have it.
     pub async fn execute(
         &mut self,
         request: &ToolCallRequest,
-        allowed: sandbox::Allowed,
+        level: Option<SandboxLevel>,
     ) -> Observation {
         match request {
             ToolCallRequest::Terminal(args) => {
-                let level = sandbox::level_for(args.asks_unsandboxed(), allowed);
+                let level = level.unwrap_or_else(|| {
+                    sandbox::level_for(args.asks_unsandboxed(), sandbox::Allowed::ByPerson)
+                });
                 self.terminal.run(args, level).await
             }
             ToolCallRequest::FileEditor(args) => self.editor.run(args),
