@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod backend;
+mod batch;
 mod demo;
 mod exec;
 mod local_models;
@@ -75,6 +76,9 @@ enum Command {
     /// Look at the project's files: tree, text, changes, diffs (read-only).
     #[command(subcommand)]
     Workspace(workspace::WorkspaceCommand),
+    /// Batches: one workflow or task over many datasets, locally or as a Slurm job array.
+    #[command(subcommand)]
+    Batch(batch::BatchCommand),
     /// Print a shell completion script, e.g. `heartwood completions bash > ~/.local/share/bash-completion/completions/heartwood`.
     Completions {
         /// The shell.
@@ -143,6 +147,7 @@ fn run(project: heartwood_gateway::ProjectContext, command: Command) -> anyhow::
         Command::Serve(args) => serve::run(project, args),
         Command::Workflow(cmd) => workflow::run(&project, cmd),
         Command::Replay(args) => replay::run(&project, args),
+        Command::Batch(cmd) => batch::run(cmd),
         Command::Completions { .. } => Ok(ExitCode::SUCCESS),
     }
 }

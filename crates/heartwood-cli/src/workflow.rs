@@ -53,6 +53,9 @@ pub enum WorkflowCommand {
         /// An input at another path than the definition's: `ID=PATH` (repeatable).
         #[arg(long = "input", value_name = "ID=PATH")]
         inputs: Vec<String>,
+        /// The new session's id (default: a fresh one); it must not be in use.
+        #[arg(long)]
+        session: Option<String>,
     },
     /// Where a workflow run stands: its stages, the latest checks, what can be done now.
     Status {
@@ -159,6 +162,7 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
             definition,
             question,
             inputs,
+            session,
         } => {
             let mut chosen = std::collections::BTreeMap::new();
             for input in inputs {
@@ -167,7 +171,10 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                     .with_context(|| format!("--input {input:?} is not ID=PATH"))?;
                 chosen.insert(id.to_owned(), path.to_owned());
             }
-            let session = heartwood_gateway::SessionGateway::new_session_id();
+            let session = match session {
+                Some(id) => heartwood_events::SessionId::parse(&id)?,
+                None => heartwood_gateway::SessionGateway::new_session_id(),
+            };
             let kind = CommandKind::WorkflowStart {
                 definition,
                 question,

@@ -20,6 +20,9 @@ use crate::{Fault, Script, ScriptedUsage, Turn};
 pub(crate) struct Inner {
     pub(crate) record: bool,
     pub(crate) turns: VecDeque<Turn>,
+    /// Scripts of their own for requests that carry a marker (see
+    /// [`ScriptedModelServer::push_lane`]), in the order they were added.
+    pub(crate) lanes: Vec<(String, VecDeque<Turn>)>,
     pub(crate) requests: Vec<Value>,
     pub(crate) authorizations: Vec<Option<String>>,
     pub(crate) served: usize,
@@ -126,6 +129,28 @@ impl ScriptedModelServer {
         self.lock().turns.extend(turns);
     }
 
+    /// Gives the requests whose body contains `marker` a script of their own, so several
+    /// sessions can talk to one server at once, each in its own order (a batch's items, whose
+    /// tasks name them). A request matching no lane takes the main script's next turn.
+    pub fn push_lane(&self, marker: &str, turns: impl IntoIterator<Item = Turn>) {
+        let mut inner = self.lock();
+        match inner.lanes.iter_mut().find(|(m, _)| m == marker) {
+            Some((_, lane)) => lane.extend(turns),
+            None => inner
+                .lanes
+                .push((marker.to_owned(), turns.into_iter().collect())),
+        }
+    }
+
+    /// Turns not yet served in the lane of `marker`.
+    pub fn remaining_in_lane(&self, marker: &str) -> usize {
+        self.lock()
+            .lanes
+            .iter()
+            .find(|(m, _)| m == marker)
+            .map_or(0, |(_, lane)| lane.len())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner
             .lock()
@@ -168,10 +193,15 @@ pub(crate) fn take_turn(
     headers: &axum::http::HeaderMap,
     request: Value,
 ) -> (Option<Turn>, usize) {
+    let lane = lane_of(inner, &request);
     let mut inner = inner
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     inner.served += 1;
+    let turn = match lane {
+        Some(i) => inner.lanes[i].1.pop_front(),
+        None => None,
+    };
     if inner.record {
         inner.requests.push(request);
         let auth = headers
@@ -180,7 +210,28 @@ pub(crate) fn take_turn(
             .map(str::to_owned);
         inner.authorizations.push(auth);
     }
-    (inner.turns.pop_front(), inner.served)
+    let turn = match (lane, turn) {
+        (Some(_), turn) => turn,
+        (None, _) => inner.turns.pop_front(),
+    };
+    (turn, inner.served)
+}
+
+/// The lane whose marker the request carries, if any (searched outside the lock: a request
+/// body can be long).
+fn lane_of(inner: &Shared, request: &Value) -> Option<usize> {
+    let markers: Vec<String> = inner
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .lanes
+        .iter()
+        .map(|(m, _)| m.clone())
+        .collect();
+    if markers.is_empty() {
+        return None;
+    }
+    let text = request.to_string();
+    markers.iter().position(|m| text.contains(m.as_str()))
 }
 
 async fn complete(

@@ -205,3 +205,4 @@ pub fn use_openhands(project: &Path) -> bool {
     assert!(chosen.status.success(), "{}", text(&chosen.stderr));
     true
 }
+pub mod batch;

@@ -1,0 +1,286 @@
+//! `heartwood batch collect`: every item's session chain verified and its accepted evidence
+//! read again; only an item that verifies is summarised. One results table (CSV and JSON:
+//! item, accepted stages, key figures from the accepted reports, evidence digests) and a short
+//! report, in the batch directory.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+
+use anyhow::{Context, Result};
+use heartwood_events::workflow::{StageStatus, WorkflowView};
+use heartwood_events::{Lifecycle, SessionProjection};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::manifest::Manifest;
+use super::record::BatchDir;
+
+/// Figures read from one accepted JSON report, at most.
+const MAX_FIGURES_PER_FILE: usize = 16;
+/// The largest report read for figures.
+const MAX_REPORT_BYTES: u64 = 4 << 20;
+
+/// One item's line of results.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResultRow {
+    /// The item.
+    pub item: String,
+    /// Its session.
+    pub session: String,
+    /// Whether its chain verified and its evidence is the bytes that were accepted.
+    pub verified: bool,
+    /// Why it is not summarised, when it is not.
+    pub refused: Option<String>,
+    /// Where its session stands.
+    pub state: Option<Lifecycle>,
+    /// Accepted workflow stages, in order.
+    pub accepted_stages: Vec<String>,
+    /// Numbers from the accepted JSON reports (`file:field`).
+    pub figures: BTreeMap<String, f64>,
+    /// The accepted evidence: path → SHA-256.
+    pub evidence: BTreeMap<String, String>,
+    /// Usage and cost.
+    pub usage: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Shown {
+    projection: Option<SessionProjection>,
+}
+
+/// Verifies and summarises every item; exits 1 when any item could not be summarised.
+pub fn collect(manifest: &Manifest) -> Result<ExitCode> {
+    let dir = BatchDir::of(manifest);
+    let mut rows = Vec::new();
+    for (index, item) in manifest.items.iter().enumerate() {
+        let record = dir.record(index, item)?;
+        eprint!("\rverifying {}/{}", index + 1, manifest.items.len());
+        rows.push(row(&record.item, &record.session, &record.project));
+    }
+    eprintln!();
+    std::fs::create_dir_all(dir.root())?;
+    let json_path = dir.root().join("results.json");
+    std::fs::write(&json_path, serde_json::to_vec_pretty(&rows)?)
+        .with_context(|| format!("cannot write {}", json_path.display()))?;
+    let csv_path = dir.root().join("results.csv");
+    std::fs::write(&csv_path, csv(&rows))
+        .with_context(|| format!("cannot write {}", csv_path.display()))?;
+    let report_path = dir.root().join("report.md");
+    std::fs::write(&report_path, report(manifest, &rows))
+        .with_context(|| format!("cannot write {}", report_path.display()))?;
+    let refused: Vec<&ResultRow> = rows.iter().filter(|r| !r.verified).collect();
+    println!(
+        "{} of {} items verified and summarised: {}, {}, {}",
+        rows.len() - refused.len(),
+        rows.len(),
+        csv_path.display(),
+        json_path.display(),
+        report_path.display()
+    );
+    for r in &refused {
+        println!(
+            "  {}: not summarised: {}",
+            r.item,
+            r.refused.as_deref().unwrap_or("")
+        );
+    }
+    Ok(if refused.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn row(item: &str, session: &str, project: &Path) -> ResultRow {
+    let mut row = ResultRow {
+        item: item.to_owned(),
+        session: session.to_owned(),
+        verified: false,
+        refused: None,
+        state: None,
+        accepted_stages: Vec::new(),
+        figures: BTreeMap::new(),
+        evidence: BTreeMap::new(),
+        usage: None,
+    };
+    if let Err(why) = fill(&mut row, project) {
+        row.refused = Some(why);
+        row.accepted_stages.clear();
+        row.figures.clear();
+        row.evidence.clear();
+    } else {
+        row.verified = true;
+    }
+    row
+}
+
+/// Fills in what the item's session proves, or says why it proves nothing.
+fn fill(row: &mut ResultRow, project: &Path) -> Result<(), String> {
+    let heartwood = |args: &[&str]| {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        Command::new(exe)
+            .args(args)
+            .current_dir(project)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run heartwood: {e}"))
+    };
+    let verified = heartwood(&["sessions", "verify", &row.session])?;
+    if !verified.status.success() {
+        let said = String::from_utf8_lossy(&verified.stderr);
+        let said = said
+            .trim()
+            .strip_prefix("heartwood: ")
+            .unwrap_or(said.trim());
+        return Err(format!("its session does not verify: {said}"));
+    }
+    let shown = heartwood(&["sessions", "show", &row.session, "--json"])?;
+    let projection = serde_json::from_slice::<Shown>(&shown.stdout)
+        .ok()
+        .and_then(|s| s.projection)
+        .ok_or("its session's record cannot be read")?;
+    row.state = Some(projection.lifecycle);
+    row.usage = Some(projection.usage.summary.clone()).filter(|s| !s.is_empty());
+    if let Some(w) = &projection.workflow {
+        evidence(row, project, w)?;
+    }
+    Ok(())
+}
+
+/// The accepted stages, their evidence read again, and the figures of their JSON reports.
+fn evidence(row: &mut ResultRow, project: &Path, w: &WorkflowView) -> Result<(), String> {
+    for stage in w
+        .stages
+        .iter()
+        .filter(|s| s.status == StageStatus::Accepted)
+    {
+        row.accepted_stages.push(stage.spec.id.clone());
+        for file in &stage.accepted_evidence {
+            let Some(expected) = &file.sha256 else {
+                continue;
+            };
+            let now = sha256_of(&project.join(&file.path)).map_err(|e| {
+                format!(
+                    "{} (accepted in stage {}) cannot be read: {e}",
+                    file.path, stage.spec.id
+                )
+            })?;
+            if &now != expected {
+                return Err(format!(
+                    "{} is not the file stage {} accepted (its bytes changed since)",
+                    file.path, stage.spec.id
+                ));
+            }
+            row.evidence.insert(file.path.clone(), now);
+        }
+    }
+    let accepted: Vec<&String> = row.evidence.keys().collect();
+    for path in accepted.iter().filter(|p| p.ends_with(".json")) {
+        for (field, value) in figures(&project.join(path)) {
+            row.figures.insert(format!("{path}:{field}"), value);
+        }
+    }
+    Ok(())
+}
+
+/// The top-level numbers of a JSON object file, at most [`MAX_FIGURES_PER_FILE`].
+fn figures(path: &Path) -> Vec<(String, f64)> {
+    let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= MAX_REPORT_BYTES);
+    let Some(serde_json::Value::Object(map)) = small
+        .then(|| std::fs::read(path).ok())
+        .flatten()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+    else {
+        return Vec::new();
+    };
+    map.iter()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+        .take(MAX_FIGURES_PER_FILE)
+        .collect()
+}
+
+fn sha256_of(path: &Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher)?;
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+fn csv(rows: &[ResultRow]) -> String {
+    let mut out = String::from(
+        "item,session,verified,refused,state,accepted_stages,figures,evidence,usage\n",
+    );
+    for r in rows {
+        let figures: Vec<String> = r.figures.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let evidence: Vec<String> = r.evidence.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let cells = [
+            r.item.clone(),
+            r.session.clone(),
+            r.verified.to_string(),
+            r.refused.clone().unwrap_or_default(),
+            r.state.map(|s| s.as_str().to_owned()).unwrap_or_default(),
+            r.accepted_stages.join(";"),
+            figures.join(";"),
+            evidence.join(";"),
+            r.usage.clone().unwrap_or_default(),
+        ];
+        let cells: Vec<String> = cells.iter().map(|c| csv_cell(c)).collect();
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+fn csv_cell(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_owned()
+    }
+}
+
+fn report(manifest: &Manifest, rows: &[ResultRow]) -> String {
+    let verified = rows.iter().filter(|r| r.verified).count();
+    let mut out = format!(
+        "# Batch {}\n\n{} items; {verified} verified and summarised, {} not.\n\n",
+        manifest.name,
+        rows.len(),
+        rows.len() - verified
+    );
+    out.push_str(
+        "Each summarised item's session chain verified (`heartwood sessions verify`) and every \
+         file its accepted stages relied on still has the bytes that were accepted.\n\n",
+    );
+    out.push_str("| item | state | accepted stages | figures |\n|---|---|---|---|\n");
+    for r in rows.iter().filter(|r| r.verified) {
+        let figures: Vec<String> = r
+            .figures
+            .iter()
+            .map(|(k, v)| format!("{}={v:.6}", k.rsplit(':').next().unwrap_or(k)))
+            .collect();
+        out.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            r.item,
+            r.state.map_or("-", |s| s.as_str()),
+            if r.accepted_stages.is_empty() {
+                "-".to_owned()
+            } else {
+                r.accepted_stages.join(", ")
+            },
+            figures.join(", ")
+        ));
+    }
+    let refused: Vec<&ResultRow> = rows.iter().filter(|r| !r.verified).collect();
+    if !refused.is_empty() {
+        out.push_str("\n## Not summarised\n\n");
+        for r in refused {
+            out.push_str(&format!(
+                "- {}: {}\n",
+                r.item,
+                r.refused.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    out
+}

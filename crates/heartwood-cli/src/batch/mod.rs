@@ -1,0 +1,216 @@
+//! `heartwood batch …`: one workflow (or task) over many items, each an ordinary session in its
+//! own project, run by a local pool or as a Slurm job array. A frontend over sessions: nothing
+//! in the gateway knows about batches, and every item moves only through the commands a
+//! researcher would type in its project.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, Subcommand, ValueEnum};
+
+mod collect;
+mod drive;
+mod local;
+mod manifest;
+mod record;
+mod slurm;
+mod status;
+
+use manifest::Manifest;
+use record::{BatchDir, Phase};
+
+/// Exit code: some items wait for a person (none failed).
+const EXIT_WAITING: u8 = 3;
+
+/// The `batch` subcommands.
+#[derive(Subcommand)]
+pub enum BatchCommand {
+    /// Run the batch: every item not yet started or cut off, locally (default) or on Slurm.
+    ///
+    /// Exit codes (local): 0 every item done, 3 some wait for a person, 1 some failed or were
+    /// interrupted, 2 the manifest is not valid.
+    Run(RunArgs),
+    /// Continue every item not done: after your decisions, or after an interruption.
+    Resume(RunArgs),
+    /// Where every item stands (merged with Slurm's view for a Slurm batch).
+    Status {
+        /// The batch manifest.
+        manifest: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify every item's session and evidence, and write the results table and report.
+    Collect {
+        /// The batch manifest.
+        manifest: PathBuf,
+    },
+    /// Drive one item until it settles (what each engine runs per item; `INDEX` is the item's
+    /// position in the manifest, from 0, as Slurm's array index).
+    Worker {
+        /// The batch manifest.
+        manifest: PathBuf,
+        /// The item's index.
+        index: usize,
+    },
+}
+
+/// Arguments of `batch run` and `batch resume`.
+#[derive(Args)]
+pub struct RunArgs {
+    /// The batch manifest (TOML; see docs/batch.md).
+    manifest: PathBuf,
+    /// Where items run.
+    #[arg(long, value_enum, default_value_t = Engine::Local)]
+    engine: Engine,
+    /// At most this many items at once (default: the cores, within what the route allows).
+    #[arg(long)]
+    jobs: Option<usize>,
+}
+
+/// Where a batch's items run.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Engine {
+    /// On this machine, a bounded number at once.
+    Local,
+    /// As one Slurm job array, submitted with sbatch.
+    Slurm,
+}
+
+/// Runs one `batch` subcommand.
+pub fn run(command: BatchCommand) -> Result<ExitCode> {
+    match command {
+        BatchCommand::Run(args) => start(args, false),
+        BatchCommand::Resume(args) => start(args, true),
+        BatchCommand::Status { manifest, json } => match load(&manifest) {
+            Ok(m) => status::print(&m, json),
+            Err(code) => Ok(code),
+        },
+        BatchCommand::Collect { manifest } => match load(&manifest) {
+            Ok(m) => collect::collect(&m),
+            Err(code) => Ok(code),
+        },
+        BatchCommand::Worker { manifest, index } => {
+            let m = match load(&manifest) {
+                Ok(m) => m,
+                Err(code) => return Ok(code),
+            };
+            let record = drive::drive(&m, &BatchDir::of(&m), index)?;
+            println!(
+                "{}: {} ({})",
+                record.item,
+                record.phase.as_str(),
+                record.detail
+            );
+            Ok(if record.phase == Phase::Failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+    }
+}
+
+/// The manifest, or exit code 2 with every problem printed.
+fn load(path: &std::path::Path) -> Result<Manifest, ExitCode> {
+    Manifest::load(path).map_err(|problems| {
+        eprintln!("heartwood: {problems}");
+        ExitCode::from(2)
+    })
+}
+
+fn start(args: RunArgs, resume: bool) -> Result<ExitCode> {
+    let manifest = match load(&args.manifest) {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
+    let dir = BatchDir::of(&manifest);
+    // Every item project is made before anything runs, so a template or input problem shows
+    // now, for every item, and no worker on a compute node races to copy.
+    let mut problems = Vec::new();
+    for item in &manifest.items {
+        if let Err(e) = dir.prepare(&manifest, item) {
+            problems.push(format!("item {}: {e:#}", item.name));
+        }
+    }
+    if !problems.is_empty() {
+        eprintln!(
+            "heartwood: the item projects cannot be made:\n  {}",
+            problems.join("\n  ")
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let shown = status::gather(&manifest)?;
+    let indices: Vec<usize> = shown
+        .items
+        .iter()
+        .filter(|r| {
+            if resume {
+                r.phase != Phase::Done
+            } else {
+                r.phase.needs_work()
+            }
+        })
+        .map(|r| r.index)
+        .collect();
+    if indices.is_empty() {
+        println!(
+            "batch {}: nothing to run ({}); `heartwood batch status {}` shows the items",
+            manifest.name,
+            status::counts_line(&shown.counts),
+            args.manifest.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| manifest.default_jobs())
+        .min(manifest.route_concurrency())
+        .max(1);
+    match args.engine {
+        Engine::Slurm => {
+            let submission = slurm::submit(&manifest, &dir, &indices, jobs)?;
+            println!(
+                "batch {}: submitted Slurm job {} ({} item{}, at most {jobs} at once; script {})",
+                manifest.name,
+                submission.job_id,
+                indices.len(),
+                if indices.len() == 1 { "" } else { "s" },
+                submission.script.display()
+            );
+            println!(
+                "follow it with `heartwood batch status {}`",
+                args.manifest.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Engine::Local => {
+            let records = local::run(&manifest, &indices, jobs)?;
+            let after = status::gather(&manifest)?;
+            println!(
+                "batch {}: {}",
+                manifest.name,
+                status::counts_line(&after.counts)
+            );
+            let settled = |p: Phase| records.iter().filter(|r| r.phase == p).count();
+            if settled(Phase::Failed) + settled(Phase::Interrupted) > 0 {
+                println!(
+                    "see why with `heartwood batch status {}`",
+                    args.manifest.display()
+                );
+                return Ok(ExitCode::FAILURE);
+            }
+            if settled(Phase::Waiting) > 0 {
+                println!(
+                    "items wait for you: `heartwood batch status {}` lists each with the command \
+                     that answers it; then `heartwood batch resume {}`",
+                    args.manifest.display(),
+                    args.manifest.display()
+                );
+                return Ok(ExitCode::from(EXIT_WAITING));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

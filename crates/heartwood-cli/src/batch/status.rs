@@ -1,0 +1,268 @@
+//! `heartwood batch status`: one row per item (state in words, stage, last check, wall time,
+//! usage), the batch's records merged with what is true now: whether the worker that last
+//! ran an item is alive, what Slurm says of its task, and whether a waiting item still waits.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::drive;
+use super::manifest::Manifest;
+use super::record::{BatchDir, Phase, Record};
+use super::slurm::{self, TaskState};
+
+/// One item as status shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// The item's name.
+    pub item: String,
+    /// Its index.
+    pub index: usize,
+    /// Where it stands.
+    pub phase: Phase,
+    /// Why, in words.
+    pub detail: String,
+    /// The command that moves it on, when a person must act.
+    pub next: Option<String>,
+    /// The workflow stage.
+    pub stage: Option<String>,
+    /// The latest checks.
+    pub last_check: Option<String>,
+    /// Seconds its workers spent.
+    pub wall_seconds: f64,
+    /// Usage and cost.
+    pub usage: Option<String>,
+    /// Workers that took it.
+    pub attempts: u32,
+    /// Its session.
+    pub session: String,
+    /// Its project.
+    pub project: String,
+    /// What Slurm says of its latest task, for Slurm batches.
+    pub scheduler: Option<TaskState>,
+}
+
+/// The whole batch as status shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// The batch's name.
+    pub batch: String,
+    /// Its directory.
+    pub dir: String,
+    /// Items per state.
+    pub counts: BTreeMap<&'static str, usize>,
+    /// Why the scheduler could not be asked, when it could not.
+    pub scheduler_error: Option<String>,
+    /// The items.
+    pub items: Vec<Row>,
+}
+
+/// Reads the batch's state now.
+pub fn gather(manifest: &Manifest) -> Result<Status> {
+    let dir = BatchDir::of(manifest);
+    let jobs = slurm::submissions(&dir)?;
+    let (scheduler, scheduler_error) = match slurm::scheduler_view(&jobs) {
+        Ok(view) => (view, None),
+        Err(e) => (BTreeMap::new(), Some(e)),
+    };
+    let mut items = Vec::with_capacity(manifest.items.len());
+    for (index, item) in manifest.items.iter().enumerate() {
+        let record = dir.record(index, item)?;
+        items.push(row(
+            record,
+            scheduler.get(&index).cloned(),
+            !jobs.is_empty(),
+        ));
+    }
+    let mut counts = BTreeMap::new();
+    for row in &items {
+        *counts.entry(row.phase.as_str()).or_insert(0) += 1;
+    }
+    Ok(Status {
+        batch: manifest.name.clone(),
+        dir: dir.root().display().to_string(),
+        counts,
+        scheduler_error,
+        items,
+    })
+}
+
+fn row(record: Record, scheduler: Option<TaskState>, on_slurm: bool) -> Row {
+    let mut phase = record.phase;
+    let mut detail = record.detail.clone();
+    let mut next = record.next.clone();
+    let live_task = scheduler.as_ref().map(|t| slurm::is_live(&t.state));
+    match phase {
+        Phase::Running => {
+            let alive = record.worker.as_ref().and_then(|w| w.alive());
+            let gone = match (live_task, alive) {
+                // Alive, or the scheduler still has its task (a requeued one pending, say).
+                (_, Some(true)) | (Some(true), _) => None,
+                (Some(false), _) => scheduler
+                    .as_ref()
+                    .map(|t| format!("its Slurm task {} ended ({})", t.task, t.state)),
+                (None, Some(false)) => Some(format!(
+                    "its worker (pid {}) is gone",
+                    record.worker.as_ref().map_or(0, |w| w.pid)
+                )),
+                (None, None) if on_slurm => Some(
+                    "Slurm no longer lists its task (cancelled, preempted, failed or timed out)"
+                        .to_owned(),
+                ),
+                (None, None) => None,
+            };
+            if let Some(t) = scheduler.as_ref().filter(|t| t.state == "PENDING") {
+                // Requeued (by the scheduler or by hand): it waits for its turn again.
+                phase = Phase::Queued;
+                detail = format!(
+                    "requeued on Slurm, pending{}",
+                    t.reason
+                        .as_ref()
+                        .map(|r| format!(" ({r})"))
+                        .unwrap_or_default()
+                );
+            } else if let Some(why) = gone {
+                phase = Phase::Interrupted;
+                detail = format!(
+                    "{why} before the item settled; `heartwood batch resume` continues it from \
+                     its journal"
+                );
+            }
+        }
+        Phase::Queued => {
+            if let Some(t) = scheduler.as_ref().filter(|t| slurm::is_live(&t.state)) {
+                detail = format!(
+                    "queued on Slurm ({}{})",
+                    t.state.to_lowercase(),
+                    t.reason
+                        .as_ref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+        Phase::Waiting => {
+            if drive::still_waiting(&record.project, &record.session) == Some(false) {
+                detail = "answered: `heartwood batch resume` continues it".to_owned();
+                next = None;
+                phase = Phase::Queued;
+            }
+        }
+        Phase::Done | Phase::Failed | Phase::Interrupted => {}
+    }
+    Row {
+        item: record.item,
+        index: record.index,
+        phase,
+        detail,
+        next,
+        stage: record.stage,
+        last_check: record.last_check,
+        wall_seconds: record.wall_seconds,
+        usage: record.usage,
+        attempts: record.attempts,
+        session: record.session,
+        project: record.project.display().to_string(),
+        scheduler,
+    }
+}
+
+/// Prints the status table (or JSON).
+pub fn print(manifest: &Manifest, json: bool) -> Result<ExitCode> {
+    let status = gather(manifest)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&status)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "batch {} ({} items) in {}",
+        status.batch,
+        status.items.len(),
+        status.dir
+    );
+    println!("{}", counts_line(&status.counts));
+    if let Some(e) = &status.scheduler_error {
+        println!("scheduler: {e}");
+    }
+    let width = status
+        .items
+        .iter()
+        .map(|r| r.item.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    println!(
+        "\n{:<width$}  {:<11}  {:<12}  {:<28}  {:>7}  USAGE",
+        "ITEM", "STATE", "STAGE", "LAST CHECK", "WALL"
+    );
+    for r in &status.items {
+        let state = match &r.scheduler {
+            Some(t) if slurm::is_live(&t.state) && r.phase != Phase::Running => {
+                format!("{} ({})", r.phase.as_str(), t.state.to_lowercase())
+            }
+            _ => r.phase.as_str().to_owned(),
+        };
+        println!(
+            "{:<width$}  {:<11}  {:<12}  {:<28}  {:>7}  {}",
+            r.item,
+            state,
+            r.stage.as_deref().unwrap_or("-"),
+            clip(r.last_check.as_deref().unwrap_or("-"), 28),
+            wall(r.wall_seconds),
+            r.usage.as_deref().unwrap_or("-")
+        );
+    }
+    let attention: Vec<&Row> = status
+        .items
+        .iter()
+        .filter(|r| matches!(r.phase, Phase::Waiting | Phase::Failed | Phase::Interrupted))
+        .collect();
+    if !attention.is_empty() {
+        println!();
+    }
+    for r in attention {
+        println!("{} ({}): {}", r.item, r.phase.as_str(), r.detail);
+        if let Some(next) = &r.next {
+            println!("    {next}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `3 done · 2 waiting · 1 failed`.
+pub fn counts_line(counts: &BTreeMap<&'static str, usize>) -> String {
+    let order = [
+        "done",
+        "running",
+        "queued",
+        "waiting",
+        "interrupted",
+        "failed",
+    ];
+    order
+        .iter()
+        .filter_map(|k| counts.get(k).map(|n| format!("{n} {k}")))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+fn wall(seconds: f64) -> String {
+    if seconds < 60.0 {
+        format!("{seconds:.1} s")
+    } else if seconds < 3600.0 {
+        format!("{:.1} min", seconds / 60.0)
+    } else {
+        format!("{:.1} h", seconds / 3600.0)
+    }
+}
+
+fn clip(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}

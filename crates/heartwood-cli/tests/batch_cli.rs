@@ -1,0 +1,242 @@
+//! `heartwood batch` on the local engine, with the real binary and the scripted model server:
+//! eight items run as independent sessions, each waits for its researcher's decision, one is
+//! killed mid-run and continues from its journal, nothing runs twice, and collect summarises
+//! only what verifies.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use heartwood_testkit::{Fault, Script, ScriptedModelServer, Turn};
+use serde_json::json;
+use support::batch::{batch, event_types, item, manifest, marker, row, run_printed, status};
+use support::{code, text};
+
+const ITEMS: usize = 8;
+const VICTIM: usize = 3;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_local_batch_waits_for_decisions_survives_a_killed_item_and_collects_what_verifies() {
+    let root = tempfile::tempdir().expect("root");
+    let server = ScriptedModelServer::start(Script::of(vec![]))
+        .await
+        .expect("server");
+    for k in 0..ITEMS {
+        let mut lane = Vec::new();
+        if k == VICTIM {
+            // A slow first reply: the item's process is killed while it streams.
+            lane.push(Turn::text(&"slowly ".repeat(600)).with_fault(Fault::ChunkDelayMs(50)));
+        }
+        lane.push(Turn::calls(&[(
+            "terminal",
+            json!({"command": format!("echo {k} >> ran.txt")}),
+        )]));
+        lane.push(Turn::text(&format!("item {k} is done")));
+        server.push_lane(&marker(k), lane);
+    }
+    let manifest = manifest(
+        root.path(),
+        &server.base_url(),
+        ITEMS,
+        "always-review",
+        "append your number to ran.txt",
+    );
+    let m = manifest.to_string_lossy().into_owned();
+
+    let run = tokio::spawn({
+        let root = root.path().to_path_buf();
+        let m = m.clone();
+        async move { batch(&root, &["run", &m, "--jobs", "4"]).await }
+    });
+    // Kill the victim's heartwood process once its slow reply is streaming.
+    let command_id = format!("batch-{}-task", item(VICTIM));
+    let started = Instant::now();
+    let pid = loop {
+        let pids = heartwood_testkit::processes_running(&command_id);
+        if server.remaining_in_lane(&marker(VICTIM)) == 2
+            && let Some(pid) = pids.first()
+        {
+            break *pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the victim never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let ran = run.await.expect("batch run");
+    assert_eq!(code(&ran), 1, "{}{}", text(&ran.stdout), text(&ran.stderr));
+
+    let shown = status(root.path(), &manifest).await;
+    let victim = row(&shown, VICTIM);
+    assert_eq!(victim["phase"], "interrupted", "{victim}");
+    assert!(
+        victim["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("signal 9"),
+        "{victim}"
+    );
+    for k in (0..ITEMS).filter(|k| *k != VICTIM) {
+        let r = row(&shown, k);
+        assert_eq!(r["phase"], "waiting", "{r}");
+        assert!(
+            r["next"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("heartwood decide"),
+            "{r}"
+        );
+    }
+    let table = batch(root.path(), &["status", &m]).await;
+    let said = text(&table.stdout);
+    assert!(
+        said.contains("7 waiting") && said.contains("1 interrupted"),
+        "{said}"
+    );
+
+    // Resumed, the killed item continues from its journal and waits like the others.
+    let resumed = batch(root.path(), &["resume", &m]).await;
+    assert_eq!(
+        code(&resumed),
+        3,
+        "{}{}",
+        text(&resumed.stdout),
+        text(&resumed.stderr)
+    );
+    let shown = status(root.path(), &manifest).await;
+    // Every item's decision, taken with the command status printed for it.
+    for k in 0..ITEMS {
+        let r = row(&shown, k);
+        assert_eq!(r["phase"], "waiting", "{r}");
+        let decided = run_printed(r["next"].as_str().expect("next")).await;
+        assert_eq!(
+            code(&decided),
+            0,
+            "{}{}",
+            text(&decided.stdout),
+            text(&decided.stderr)
+        );
+    }
+    let shown = status(root.path(), &manifest).await;
+    assert!(
+        row(&shown, 0)["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("batch resume"),
+        "an answered item says how it goes on: {}",
+        row(&shown, 0)
+    );
+    let finished = batch(root.path(), &["resume", &m]).await;
+    assert_eq!(
+        code(&finished),
+        0,
+        "{}{}",
+        text(&finished.stdout),
+        text(&finished.stderr)
+    );
+    let shown = status(root.path(), &manifest).await;
+    for k in 0..ITEMS {
+        let r = row(&shown, k);
+        assert_eq!(r["phase"], "done", "{r}");
+        let project = std::path::PathBuf::from(r["project"].as_str().expect("project"));
+        // The item's own input was copied into its project, and its one action ran once.
+        assert_eq!(
+            std::fs::read_to_string(project.join("data.txt")).expect("input"),
+            "a\nb\nc\n".repeat(k + 1)
+        );
+        assert_eq!(
+            std::fs::read_to_string(project.join("ran.txt")).expect("ran"),
+            format!("{k}\n"),
+            "item {k}"
+        );
+        let session = r["session"].as_str().expect("session");
+        let interruptions = event_types(&project, session)
+            .iter()
+            .filter(|t| *t == "run_interrupted")
+            .count();
+        assert_eq!(interruptions, usize::from(k == VICTIM), "item {k}");
+    }
+    // The run that was killed, the resume that continued it, the resume after the decision.
+    assert_eq!(
+        row(&shown, VICTIM)["attempts"],
+        3,
+        "{}",
+        row(&shown, VICTIM)
+    );
+
+    // Collect: every item verifies; then one item's journal is edited and it is refused.
+    let collected = batch(root.path(), &["collect", &m]).await;
+    assert_eq!(
+        code(&collected),
+        0,
+        "{}{}",
+        text(&collected.stdout),
+        text(&collected.stderr)
+    );
+    let batch_dir = root.path().join("study.batch");
+    let csv = std::fs::read_to_string(batch_dir.join("results.csv")).expect("csv");
+    assert_eq!(csv.lines().count(), ITEMS + 1, "{csv}");
+    assert!(csv.lines().skip(1).all(|l| l.contains(",true,")), "{csv}");
+    let edited = row(&shown, 0);
+    let journal = std::path::PathBuf::from(edited["project"].as_str().expect("project"))
+        .join(".heartwood/sessions")
+        .join(edited["session"].as_str().expect("session"))
+        .join("events.jsonl");
+    let original = std::fs::read_to_string(&journal).expect("journal");
+    std::fs::write(&journal, original.replacen("echo 0", "echo 9", 1)).expect("edit");
+    let collected = batch(root.path(), &["collect", &m]).await;
+    assert_eq!(code(&collected), 1, "{}", text(&collected.stdout));
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(batch_dir.join("results.json")).expect("json"))
+            .expect("results");
+    let first = &results[0];
+    assert_eq!(first["verified"], false, "{first}");
+    assert!(
+        first["refused"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("does not verify"),
+        "{first}"
+    );
+    assert_eq!(results[1]["verified"], true);
+    let report = std::fs::read_to_string(batch_dir.join("report.md")).expect("report");
+    assert!(
+        report.contains("7 verified and summarised, 1 not"),
+        "{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_manifest_with_problems_runs_nothing_and_names_every_one() {
+    let root = tempfile::tempdir().expect("root");
+    std::fs::create_dir(root.path().join("a")).expect("a");
+    let path = root.path().join("bad.toml");
+    std::fs::write(
+        &path,
+        "workflow = \"tabular-ols\"\npolicy = \"sometimes\"\n\
+         [[items]]\nname = \"a\"\nproject = \"a\"\n\
+         [[items]]\nname = \"b\"\nproject = \"nowhere\"\n\
+         [[items]]\nname = \"a\"\ninputs = { \"x.csv\" = \"x.csv\" }\n",
+    )
+    .expect("manifest");
+    let out = batch(root.path(), &["run", &path.to_string_lossy()]).await;
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    let said = text(&out.stderr);
+    for expected in [
+        "`policy`: \"sometimes\" is not a policy",
+        "item 1 (b) `project`",
+        "item 2 (a) `name`: \"a\" names an earlier item too",
+        "item 2 (a) `inputs`: copied into a fresh copy of the template",
+        "item 2 (a) inputs.`x.csv`",
+        "no research question",
+    ] {
+        assert!(said.contains(expected), "{expected:?} not in:\n{said}");
+    }
+    assert!(!root.path().join("bad.batch").exists(), "nothing ran");
+}
