@@ -234,7 +234,7 @@ export type StageStatus = "pending" | "running" | "awaiting_evaluation" | "await
 export type StageTurn = { base_seconds?: number; exhausted?: boolean; open: boolean; outcome?: StageOutcome | null; problem?: string | null; stage: string; started_at: Timestamp };
 
 /** One stage in the projection. */
-export type StageView = { accepted_evidence?: InspectedFile[]; budget?: BudgetLine[]; id: string; researcher_gate: boolean; status: StageStatus; title: string; used?: BudgetUse };
+export type StageView = { accepted_evidence?: InspectedFile[]; budget?: Budget | null; budget_lines?: BudgetLine[]; id: string; researcher_gate: boolean; status: StageStatus; title: string; used?: BudgetUse };
 
 /** The startup plan. */
 export type StartupPlan = { explanation: string; next_action: string; pending_decisions?: PendingDecision[]; phase: Phase; platform: PlatformSummary; route?: RouteSummary | null; sandbox?: SandboxSummary; sessions: number };

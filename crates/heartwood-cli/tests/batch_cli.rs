@@ -240,3 +240,259 @@ async fn a_manifest_with_problems_runs_nothing_and_names_every_one() {
     }
     assert!(!root.path().join("bad.batch").exists(), "nothing ran");
 }
+
+/// A workflow stage's turn: a command that writes its file, then `finish` with the outcome.
+fn stage(command: &str, artifact: &str) -> [Turn; 2] {
+    [
+        Turn::calls(&[("terminal", json!({"command": command}))]),
+        Turn::calls(&[(
+            "finish",
+            json!({"message": "done", "outcome": {
+                "status": "completed", "artifacts": [artifact], "notes": ""
+            }}),
+        )]),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workflow_batch_stops_for_each_decision_and_acceptance_and_collects_accepted_figures() {
+    let root = tempfile::tempdir().expect("root");
+    let template = root.path().join("template");
+    std::fs::create_dir(&template).expect("template");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/projects/sleep-study");
+    support::copy_dir(&fixture, &template);
+    std::fs::create_dir(template.join("stash")).expect("stash");
+    for path in ["reports/readiness.json", "analysis/plan.json"] {
+        let name = path.rsplit('/').next().expect("name");
+        std::fs::rename(template.join(path), template.join("stash").join(name)).expect("stash");
+    }
+    std::fs::copy(
+        fixture.join("../../batch/data/cohort-b.csv"),
+        root.path().join("cohort-b.csv"),
+    )
+    .expect("cohort b");
+    let server = ScriptedModelServer::start(Script::of(vec![]))
+        .await
+        .expect("server");
+    for k in 0..2 {
+        let mut lane = Vec::new();
+        lane.extend(stage(
+            "cp stash/readiness.json reports/",
+            "reports/readiness.json",
+        ));
+        lane.extend(stage("cp stash/plan.json analysis/", "analysis/plan.json"));
+        server.push_lane(&marker(k), lane);
+    }
+    let manifest = root.path().join("study.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "workflow = \"tabular-ols\"\ntemplate = \"template\"\n\
+             [route]\ncategory = \"compatible\"\nbase_url = \"{}\"\nmodel = \"scripted\"\n\
+             [[items]]\nname = \"{}\"\nquestion = \"{} Does sleep predict the test score?\"\n\
+             [[items]]\nname = \"{}\"\nquestion = \"{} Does sleep predict the test score?\"\n\
+             inputs = {{ \"data/cohort.csv\" = \"cohort-b.csv\" }}\n",
+            server.base_url(),
+            item(0),
+            marker(0),
+            item(1),
+            marker(1)
+        ),
+    )
+    .expect("manifest");
+    let m = manifest.to_string_lossy().into_owned();
+
+    // Each item's first stage proposes its command and waits for its researcher.
+    let ran = batch(root.path(), &["run", &m]).await;
+    assert_eq!(
+        code(&ran),
+        3,
+        "{}{}{}",
+        text(&ran.stdout),
+        text(&ran.stderr),
+        support::batch::logs(&root.path().join("study.batch"))
+    );
+    let shown = status(root.path(), &manifest).await;
+    for k in 0..2 {
+        let r = row(&shown, k);
+        assert_eq!(
+            (r["phase"].as_str(), r["stage"].as_str()),
+            (Some("waiting"), Some("readiness")),
+            "{r}"
+        );
+        let decided = run_printed(r["next"].as_str().expect("next")).await;
+        assert_eq!(code(&decided), 0, "{}", text(&decided.stderr));
+    }
+    // Resumed: the batch runs the checks. The first item's pass and wait for acceptance; the
+    // second item's cohort is not the one the report describes, so its checks fail.
+    let resumed = batch(root.path(), &["resume", &m]).await;
+    assert_eq!(
+        code(&resumed),
+        1,
+        "{}{}",
+        text(&resumed.stdout),
+        text(&resumed.stderr)
+    );
+    let shown = status(root.path(), &manifest).await;
+    let first = row(&shown, 0);
+    assert_eq!(first["phase"], "waiting", "{first}");
+    assert_eq!(first["last_check"], "readiness: eligible", "{first}");
+    let accept = first["next"].as_str().expect("next");
+    assert!(
+        accept.contains("heartwood workflow accept") && accept.contains("--fingerprint"),
+        "{accept}"
+    );
+    let second = row(&shown, 1);
+    assert_eq!(second["phase"], "failed", "{second}");
+    assert!(
+        second["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("stage readiness"),
+        "{second}"
+    );
+    assert!(
+        second["next"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("heartwood workflow run"),
+        "running the stage again is the researcher's call: {second}"
+    );
+    let accepted = run_printed(accept).await;
+    assert_eq!(code(&accepted), 0, "{}", text(&accepted.stderr));
+    // On to the next stage, which waits for its decision in turn.
+    let resumed = batch(root.path(), &["resume", &m]).await;
+    assert_eq!(code(&resumed), 1, "{}", text(&resumed.stdout));
+    let shown = status(root.path(), &manifest).await;
+    let first = row(&shown, 0);
+    assert_eq!(
+        (first["phase"].as_str(), first["stage"].as_str()),
+        (Some("waiting"), Some("plan")),
+        "{first}"
+    );
+
+    let collected = batch(root.path(), &["collect", &m]).await;
+    assert_eq!(
+        code(&collected),
+        0,
+        "{}{}",
+        text(&collected.stdout),
+        text(&collected.stderr)
+    );
+    let results: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(root.path().join("study.batch/results.json")).expect("results"),
+    )
+    .expect("json");
+    assert_eq!(
+        results[0]["accepted_stages"],
+        json!(["readiness"]),
+        "{}",
+        results[0]
+    );
+    assert_eq!(
+        results[0]["figures"]["reports/readiness.json:rows"], 12.0,
+        "{}",
+        results[0]
+    );
+    assert_eq!(
+        results[0]["evidence"]["reports/readiness.json"]
+            .as_str()
+            .map(str::len),
+        Some(64)
+    );
+    assert_eq!(results[1]["accepted_stages"], json!([]), "{}", results[1]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workflow_item_killed_mid_stage_runs_the_stage_again_when_resumed() {
+    let root = tempfile::tempdir().expect("root");
+    let template = root.path().join("template");
+    std::fs::create_dir(&template).expect("template");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/projects/sleep-study");
+    support::copy_dir(&fixture, &template);
+    let server = ScriptedModelServer::start(Script::of(vec![]))
+        .await
+        .expect("server");
+    let mut lane = vec![Turn::text(&"slowly ".repeat(600)).with_fault(Fault::ChunkDelayMs(50))];
+    lane.extend(stage("true", "reports/readiness.json"));
+    server.push_lane(&marker(0), lane);
+    let manifest = root.path().join("study.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "workflow = \"tabular-ols\"\ntemplate = \"template\"\n\
+             [route]\ncategory = \"compatible\"\nbase_url = \"{}\"\nmodel = \"scripted\"\n\
+             [[items]]\nname = \"{}\"\nquestion = \"{} Does sleep predict the test score?\"\n",
+            server.base_url(),
+            item(0),
+            marker(0),
+        ),
+    )
+    .expect("manifest");
+    let m = manifest.to_string_lossy().into_owned();
+    let run = tokio::spawn({
+        let root = root.path().to_path_buf();
+        let m = m.clone();
+        async move { batch(&root, &["run", &m]).await }
+    });
+    let started = Instant::now();
+    let pid = loop {
+        let pids = heartwood_testkit::processes_running("run\0batch-item-00");
+        if server.remaining_in_lane(&marker(0)) == 2
+            && let Some(pid) = pids.first()
+        {
+            break *pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the stage never ran"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let ran = run.await.expect("batch run");
+    assert_eq!(code(&ran), 1, "{}", text(&ran.stderr));
+    assert_eq!(
+        row(&status(root.path(), &manifest).await, 0)["phase"],
+        "interrupted"
+    );
+
+    // Resumed: the cut-off turn is recorded as interrupted and the stage runs again, to its
+    // command's decision.
+    let resumed = batch(root.path(), &["resume", &m]).await;
+    assert_eq!(
+        code(&resumed),
+        3,
+        "{}{}",
+        text(&resumed.stderr),
+        support::batch::logs(&root.path().join("study.batch"))
+    );
+    let shown = status(root.path(), &manifest).await;
+    let r = row(&shown, 0);
+    assert_eq!(
+        (r["phase"].as_str(), r["stage"].as_str()),
+        (Some("waiting"), Some("readiness")),
+        "{r}"
+    );
+    let project = std::path::PathBuf::from(r["project"].as_str().expect("project"));
+    let types = event_types(&project, r["session"].as_str().expect("session"));
+    assert_eq!(
+        types.iter().filter(|t| *t == "run_interrupted").count(),
+        1,
+        "{types:?}"
+    );
+    assert_eq!(
+        types
+            .iter()
+            .filter(|t| *t == "workflow_stage_started")
+            .count(),
+        2,
+        "{types:?}"
+    );
+}

@@ -248,8 +248,10 @@ pub struct StageView {
     /// What its turns have used.
     #[serde(default)]
     pub used: BudgetUse,
-    /// Its budget, limit by limit (empty when it has none).
-    #[serde(default)]
+    /// Its budget, limit by limit (empty when it has none). Named `budget_lines` on the wire:
+    /// the flattened spec has a `budget` (the limits) of its own, and one object with two
+    /// `budget` keys reads back as neither.
+    #[serde(default, rename = "budget_lines")]
     pub budget: Vec<BudgetLine>,
     /// Once accepted, the files its accepted assessment read, by digest: checked again before
     /// any later stage runs.

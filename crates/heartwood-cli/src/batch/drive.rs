@@ -349,13 +349,35 @@ fn workflow_step(
     if let Some(step) = needs_someone(run, &look, *cut_off) {
         return Ok(step);
     }
+    if look.listing.state == Some(Lifecycle::Running) {
+        // Cut off mid-turn, and nobody holds it: looking at it through the gateway records the
+        // interruption (no model call), and the stage can then run again.
+        let (status, ()) = run.logged(&["workflow", "status", &session])?;
+        if !status.success() {
+            return Ok(settle(
+                Phase::Failed,
+                &run.said_why("the run cannot be read"),
+            ));
+        }
+        *cut_off = true;
+        return Ok(Step::Again);
+    }
     let Some(w) = look.projection.as_ref().and_then(|p| p.workflow.clone()) else {
         return Ok(settle(
             Phase::Failed,
             &format!("session {session} in this project runs no workflow"),
         ));
     };
-    *cut_off = false;
+    // A stage turn cut off by the machine (not judged by its checks) runs again, as it was
+    // running when the worker stopped; a turn that ended with its outcome is evaluated.
+    let cut_turn = w
+        .turn
+        .as_ref()
+        .is_some_and(|t| !t.open && t.problem.is_some());
+    if std::mem::take(cut_off) && cut_turn && w.control(CommandName::WorkflowRun).is_some() {
+        evaluated.clear();
+        return run.exec(&["workflow", "run", &session]);
+    }
     if w.cancelled {
         return Ok(settle(Phase::Done, "the run was cancelled"));
     }
@@ -554,9 +576,16 @@ fn look_at(project: &Path, session: &str) -> Result<Option<Look>> {
     let Some(listing) = listings.into_iter().find(|l| l.id == session) else {
         return Ok(None);
     };
-    let projection = read_only(project, &["sessions", "show", session, "--json"])?
-        .and_then(|out| serde_json::from_slice::<Shown>(&out).ok())
-        .and_then(|s| s.projection);
+    let projection = match read_only(project, &["sessions", "show", session, "--json"])? {
+        Some(out) => {
+            serde_json::from_slice::<Shown>(&out)
+                .with_context(|| {
+                    format!("`heartwood sessions show {session} --json` is not a session's record")
+                })?
+                .projection
+        }
+        None => None,
+    };
     Ok(Some(Look {
         listing,
         projection,

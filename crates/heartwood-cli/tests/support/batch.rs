@@ -117,3 +117,17 @@ pub fn runs_per_action(project: &Path, session: &str) -> std::collections::BTree
     }
     runs
 }
+
+/// Every item's log in the batch directory `dir`, for a failure's message.
+pub fn logs(dir: &Path) -> String {
+    let mut out = String::new();
+    for entry in std::fs::read_dir(dir.join("logs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        out.push_str(&format!("--- {}\n", entry.path().display()));
+        out.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+    }
+    out
+}
