@@ -34,7 +34,7 @@ enum Task {
     DemoRecording,
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
-        /// Which benchmark: `journal`, `agent`, `backends`, `gateway`, `workspace`, `tui`, `workflow`, `web`, `sandbox`,
+        /// Which benchmark: `journal`, `agent`, `backends`, `gateway`, `workspace`, `tui`, `workflow`, `web`, `sandbox`, `batch`,
         /// `web-load` or `notebook`.
         name: String,
     },
@@ -90,8 +90,9 @@ fn main() -> Result<()> {
             "notebook" => bench::notebook::run(),
             "models" => bench::models::run(),
             "sandbox" => bench::sandbox::run(),
+            "batch" => bench::batch::run(),
             other => bail!(
-                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, notebook, models, sandbox"
+                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, notebook, models, sandbox, batch"
             ),
         },
         Task::Fuzz {

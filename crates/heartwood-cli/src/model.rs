@@ -67,6 +67,10 @@ pub enum ModelCommand {
         /// without a route of its own uses, instead of this project's.
         #[arg(long, conflicts_with = "backend")]
         user: bool,
+        /// Say only what was checked and saved, not the project's whole status afterwards (for
+        /// scripts, and for batches connecting many projects).
+        #[arg(long)]
+        quiet: bool,
     },
     /// Sign in with a ChatGPT subscription (device code: open the page shown, type the code).
     /// The tokens are kept in your user configuration folder (mode 0600), never in a project.
@@ -141,6 +145,7 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
             backend,
             save_anyway,
             user,
+            quiet,
         } => {
             let prices = match (price_in, price_out) {
                 (Some(input), Some(output)) => Some(RoutePrices {
@@ -250,11 +255,15 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
             if let Some(path) = &connected.saved_to {
                 println!("saved to {path}");
             }
-            match &connected.refusal {
-                Some(why) => println!("saved anyway: {why}; the project's status is now:"),
-                None => println!("connected; the project's status is now:"),
+            match (&connected.refusal, quiet) {
+                (Some(why), true) => println!("saved anyway: {why}"),
+                (None, true) => println!("connected"),
+                (Some(why), false) => println!("saved anyway: {why}; the project's status is now:"),
+                (None, false) => println!("connected; the project's status is now:"),
             }
-            crate::status::print_plan(&heartwood_gateway::startup::plan(project)?);
+            if !quiet {
+                crate::status::print_plan(&heartwood_gateway::startup::plan(project)?);
+            }
             Ok(if connected.refusal.is_some() {
                 ExitCode::from(3)
             } else {

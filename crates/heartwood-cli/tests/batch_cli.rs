@@ -12,6 +12,17 @@ use serde_json::json;
 use support::batch::{batch, event_types, item, manifest, marker, row, run_printed, status};
 use support::{code, text};
 
+/// Asserts the process exited with `expected`, showing what it printed otherwise.
+fn exits(out: &std::process::Output, expected: i32) {
+    assert_eq!(
+        code(out),
+        expected,
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
 const ITEMS: usize = 8;
 const VICTIM: usize = 3;
 
@@ -50,27 +61,9 @@ async fn a_local_batch_waits_for_decisions_survives_a_killed_item_and_collects_w
     });
     // Kill the victim's heartwood process once its slow reply is streaming.
     let command_id = format!("batch-{}-task", item(VICTIM));
-    let started = Instant::now();
-    let pid = loop {
-        let pids = heartwood_testkit::processes_running(&command_id);
-        if server.remaining_in_lane(&marker(VICTIM)) == 2
-            && let Some(pid) = pids.first()
-        {
-            break *pid;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the victim never started"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
+    kill_when_streaming(&server, VICTIM, 2, &command_id).await;
     let ran = run.await.expect("batch run");
-    assert_eq!(code(&ran), 1, "{}{}", text(&ran.stdout), text(&ran.stderr));
+    exits(&ran, 1);
 
     let shown = status(root.path(), &manifest).await;
     let victim = row(&shown, VICTIM);
@@ -102,26 +95,14 @@ async fn a_local_batch_waits_for_decisions_survives_a_killed_item_and_collects_w
 
     // Resumed, the killed item continues from its journal and waits like the others.
     let resumed = batch(root.path(), &["resume", &m]).await;
-    assert_eq!(
-        code(&resumed),
-        3,
-        "{}{}",
-        text(&resumed.stdout),
-        text(&resumed.stderr)
-    );
+    exits(&resumed, 3);
     let shown = status(root.path(), &manifest).await;
     // Every item's decision, taken with the command status printed for it.
     for k in 0..ITEMS {
         let r = row(&shown, k);
         assert_eq!(r["phase"], "waiting", "{r}");
         let decided = run_printed(r["next"].as_str().expect("next")).await;
-        assert_eq!(
-            code(&decided),
-            0,
-            "{}{}",
-            text(&decided.stdout),
-            text(&decided.stderr)
-        );
+        exits(&decided, 0);
     }
     let shown = status(root.path(), &manifest).await;
     assert!(
@@ -133,13 +114,7 @@ async fn a_local_batch_waits_for_decisions_survives_a_killed_item_and_collects_w
         row(&shown, 0)
     );
     let finished = batch(root.path(), &["resume", &m]).await;
-    assert_eq!(
-        code(&finished),
-        0,
-        "{}{}",
-        text(&finished.stdout),
-        text(&finished.stderr)
-    );
+    exits(&finished, 0);
     let shown = status(root.path(), &manifest).await;
     for k in 0..ITEMS {
         let r = row(&shown, k);
@@ -172,13 +147,7 @@ async fn a_local_batch_waits_for_decisions_survives_a_killed_item_and_collects_w
 
     // Collect: every item verifies; then one item's journal is edited and it is refused.
     let collected = batch(root.path(), &["collect", &m]).await;
-    assert_eq!(
-        code(&collected),
-        0,
-        "{}{}",
-        text(&collected.stdout),
-        text(&collected.stderr)
-    );
+    exits(&collected, 0);
     let batch_dir = root.path().join("study.batch");
     let csv = std::fs::read_to_string(batch_dir.join("results.csv")).expect("csv");
     assert_eq!(csv.lines().count(), ITEMS + 1, "{csv}");
@@ -257,18 +226,13 @@ fn stage(command: &str, artifact: &str) -> [Turn; 2] {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_workflow_batch_stops_for_each_decision_and_acceptance_and_collects_accepted_figures() {
     let root = tempfile::tempdir().expect("root");
-    let template = root.path().join("template");
-    std::fs::create_dir(&template).expect("template");
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/projects/sleep-study");
-    support::copy_dir(&fixture, &template);
-    std::fs::create_dir(template.join("stash")).expect("stash");
-    for path in ["reports/readiness.json", "analysis/plan.json"] {
-        let name = path.rsplit('/').next().expect("name");
-        std::fs::rename(template.join(path), template.join("stash").join(name)).expect("stash");
-    }
+    sleep_template(
+        root.path(),
+        &["reports/readiness.json", "analysis/plan.json"],
+    );
     std::fs::copy(
-        fixture.join("../../batch/data/cohort-b.csv"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/batch/data/cohort-b.csv"),
         root.path().join("cohort-b.csv"),
     )
     .expect("cohort b");
@@ -284,23 +248,11 @@ async fn a_workflow_batch_stops_for_each_decision_and_acceptance_and_collects_ac
         lane.extend(stage("cp stash/plan.json analysis/", "analysis/plan.json"));
         server.push_lane(&marker(k), lane);
     }
-    let manifest = root.path().join("study.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "workflow = \"tabular-ols\"\ntemplate = \"template\"\n\
-             [route]\ncategory = \"compatible\"\nbase_url = \"{}\"\nmodel = \"scripted\"\n\
-             [[items]]\nname = \"{}\"\nquestion = \"{} Does sleep predict the test score?\"\n\
-             [[items]]\nname = \"{}\"\nquestion = \"{} Does sleep predict the test score?\"\n\
-             inputs = {{ \"data/cohort.csv\" = \"cohort-b.csv\" }}\n",
-            server.base_url(),
-            item(0),
-            marker(0),
-            item(1),
-            marker(1)
-        ),
-    )
-    .expect("manifest");
+    let manifest = workflow_manifest(
+        root.path(),
+        &server.base_url(),
+        &["", "inputs = { \"data/cohort.csv\" = \"cohort-b.csv\" }"],
+    );
     let m = manifest.to_string_lossy().into_owned();
 
     // Each item's first stage proposes its command and waits for its researcher.
@@ -327,13 +279,7 @@ async fn a_workflow_batch_stops_for_each_decision_and_acceptance_and_collects_ac
     // Resumed: the batch runs the checks. The first item's pass and wait for acceptance; the
     // second item's cohort is not the one the report describes, so its checks fail.
     let resumed = batch(root.path(), &["resume", &m]).await;
-    assert_eq!(
-        code(&resumed),
-        1,
-        "{}{}",
-        text(&resumed.stdout),
-        text(&resumed.stderr)
-    );
+    exits(&resumed, 1);
     let shown = status(root.path(), &manifest).await;
     let first = row(&shown, 0);
     assert_eq!(first["phase"], "waiting", "{first}");
@@ -373,13 +319,7 @@ async fn a_workflow_batch_stops_for_each_decision_and_acceptance_and_collects_ac
     );
 
     let collected = batch(root.path(), &["collect", &m]).await;
-    assert_eq!(
-        code(&collected),
-        0,
-        "{}{}",
-        text(&collected.stdout),
-        text(&collected.stderr)
-    );
+    exits(&collected, 0);
     let results: serde_json::Value = serde_json::from_slice(
         &std::fs::read(root.path().join("study.batch/results.json")).expect("results"),
     )
@@ -407,55 +347,21 @@ async fn a_workflow_batch_stops_for_each_decision_and_acceptance_and_collects_ac
 #[tokio::test(flavor = "multi_thread")]
 async fn a_workflow_item_killed_mid_stage_runs_the_stage_again_when_resumed() {
     let root = tempfile::tempdir().expect("root");
-    let template = root.path().join("template");
-    std::fs::create_dir(&template).expect("template");
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/projects/sleep-study");
-    support::copy_dir(&fixture, &template);
+    sleep_template(root.path(), &[]);
     let server = ScriptedModelServer::start(Script::of(vec![]))
         .await
         .expect("server");
     let mut lane = vec![Turn::text(&"slowly ".repeat(600)).with_fault(Fault::ChunkDelayMs(50))];
     lane.extend(stage("true", "reports/readiness.json"));
     server.push_lane(&marker(0), lane);
-    let manifest = root.path().join("study.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "workflow = \"tabular-ols\"\ntemplate = \"template\"\n\
-             [route]\ncategory = \"compatible\"\nbase_url = \"{}\"\nmodel = \"scripted\"\n\
-             [[items]]\nname = \"{}\"\nquestion = \"{} Does sleep predict the test score?\"\n",
-            server.base_url(),
-            item(0),
-            marker(0),
-        ),
-    )
-    .expect("manifest");
+    let manifest = workflow_manifest(root.path(), &server.base_url(), &[""]);
     let m = manifest.to_string_lossy().into_owned();
     let run = tokio::spawn({
         let root = root.path().to_path_buf();
         let m = m.clone();
         async move { batch(&root, &["run", &m]).await }
     });
-    let started = Instant::now();
-    let pid = loop {
-        let pids = heartwood_testkit::processes_running("run\0batch-item-00");
-        if server.remaining_in_lane(&marker(0)) == 2
-            && let Some(pid) = pids.first()
-        {
-            break *pid;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the stage never ran"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
+    kill_when_streaming(&server, 0, 2, "run\0batch-item-00").await;
     let ran = run.await.expect("batch run");
     assert_eq!(code(&ran), 1, "{}", text(&ran.stderr));
     assert_eq!(
@@ -495,4 +401,67 @@ async fn a_workflow_item_killed_mid_stage_runs_the_stage_again_when_resumed() {
         2,
         "{types:?}"
     );
+}
+
+/// Kills the `heartwood` process whose command line holds `pattern` once the lane of item `k`
+/// has `remaining` turns left (its slow reply is streaming).
+async fn kill_when_streaming(
+    server: &ScriptedModelServer,
+    k: usize,
+    remaining: usize,
+    pattern: &str,
+) {
+    let started = Instant::now();
+    let pid = loop {
+        let pids = heartwood_testkit::processes_running(pattern);
+        if server.remaining_in_lane(&marker(k)) == remaining
+            && let Some(pid) = pids.first()
+        {
+            break *pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{pattern} never got going"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+}
+
+/// The sleep study as a template in `root/template`, with `stashed` files moved to `stash/`
+/// for the scripted stage turns to put back.
+fn sleep_template(root: &std::path::Path, stashed: &[&str]) {
+    let template = root.join("template");
+    std::fs::create_dir(&template).expect("template");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/projects/sleep-study");
+    support::copy_dir(&fixture, &template);
+    std::fs::create_dir(template.join("stash")).expect("stash");
+    for path in stashed {
+        let name = path.rsplit('/').next().expect("name");
+        std::fs::rename(template.join(path), template.join("stash").join(name)).expect("stash");
+    }
+}
+
+/// A tabular-ols batch over the template: item `k` asks with its marker, and its extra
+/// manifest lines follow.
+fn workflow_manifest(root: &std::path::Path, base_url: &str, items: &[&str]) -> std::path::PathBuf {
+    let mut text = format!(
+        "workflow = \"tabular-ols\"\ntemplate = \"template\"\n\
+         [route]\ncategory = \"compatible\"\nbase_url = \"{base_url}\"\nmodel = \"scripted\"\n"
+    );
+    for (k, extra) in items.iter().enumerate() {
+        text.push_str(&format!(
+            "[[items]]\nname = \"{}\"\nquestion = \"{} Does sleep predict the test score?\"\n{extra}\n",
+            item(k),
+            marker(k)
+        ));
+    }
+    let manifest = root.join("study.toml");
+    std::fs::write(&manifest, text).expect("manifest");
+    manifest
 }

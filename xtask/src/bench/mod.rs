@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod backends;
+pub mod batch;
 pub mod gateway;
 pub mod journal;
 pub mod models;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use heartwood_events::workflow::{StageStatus, WorkflowView};
@@ -117,15 +117,8 @@ fn row(item: &str, session: &str, project: &Path) -> ResultRow {
 
 /// Fills in what the item's session proves, or says why it proves nothing.
 fn fill(row: &mut ResultRow, project: &Path) -> Result<(), String> {
-    let heartwood = |args: &[&str]| {
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        Command::new(exe)
-            .args(args)
-            .current_dir(project)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run heartwood: {e}"))
-    };
+    let heartwood =
+        |args: &[&str]| super::drive::heartwood_in(project, args).map_err(|e| format!("{e:#}"));
     let verified = heartwood(&["sessions", "verify", &row.session])?;
     if !verified.status.success() {
         let said = String::from_utf8_lossy(&verified.stderr);

@@ -19,7 +19,7 @@ use heartwood_events::workflow::{StageStatus, WorkflowView};
 use heartwood_events::{ActionPolicy, CommandName, Lifecycle, SessionProjection};
 use serde::Deserialize;
 
-use super::manifest::{Item, Manifest, Work};
+use super::manifest::{Item, Manifest, Source, Work};
 use super::record::{BatchDir, Phase, Record, Worker, now};
 
 /// More steps than any definition has stages twice over: a loop that does not settle stops.
@@ -121,11 +121,16 @@ fn run_item(
         log: open_log(&log_path)?,
         log_path,
         session: record.session.clone(),
+        exited_cleanly: false,
     };
     if let Some(route) = &manifest.route
         && !record.route_connected
     {
-        let mut args = vec!["model".to_owned(), "connect".to_owned()];
+        let mut args = vec![
+            "model".to_owned(),
+            "connect".to_owned(),
+            "--quiet".to_owned(),
+        ];
         args.extend(route.connect_args.iter().cloned());
         let (status, _) = run.logged(&args)?;
         if !status.success() {
@@ -142,8 +147,14 @@ fn run_item(
         record.route_connected = true;
     }
     let mut evaluated = BTreeSet::new();
+    // A project this batch has just made holds no session yet: the first look is skipped.
+    let mut fresh = record.attempts == 1 && matches!(item.source, Source::Template(_));
     for _ in 0..MAX_STEPS {
-        let look = run.look()?;
+        let look = if std::mem::take(&mut fresh) {
+            None
+        } else {
+            run.look()?
+        };
         if let Some(p) = look.as_ref().and_then(|l| l.projection.as_ref()) {
             note(record, p);
         }
@@ -250,19 +261,9 @@ fn task_step(
     record: &Record,
     cut_off: &mut bool,
 ) -> Result<Step> {
-    let policy = policy_arg(policy);
+    let task_id = format!("{}-task", run.session);
     let Some(look) = look else {
-        let id = format!("{}-task", run.session);
-        return run.exec(&[
-            "exec",
-            "--session",
-            &run.session.clone(),
-            "--policy",
-            policy,
-            "--command-id",
-            &id,
-            text,
-        ]);
+        return run.say(policy, &task_id, text);
     };
     if let Some(step) = needs_someone(run, &look, *cut_off) {
         return Ok(step);
@@ -274,19 +275,9 @@ fn task_step(
         .unwrap_or_default();
     match look.listing.state {
         Some(Lifecycle::Finished) if !*cut_off => Ok(settle(Phase::Done, "finished")),
-        Some(Lifecycle::Idle) | None => {
-            let id = format!("{}-task", run.session);
-            run.exec(&[
-                "exec",
-                "--session",
-                &run.session.clone(),
-                "--policy",
-                policy,
-                "--command-id",
-                &id,
-                text,
-            ])
-        }
+        // Not given yet, or given by a worker that stopped before the gateway took it: the
+        // same command id makes a second submission act once.
+        Some(Lifecycle::Idle) | None => run.say(policy, &task_id, text),
         // Cut off midway (its worker was killed, cancelled or preempted): the next instruction
         // continues it; the journal's receipts keep an action that ran from running again.
         Some(Lifecycle::Running | Lifecycle::Failed | Lifecycle::Paused | Lifecycle::Finished)
@@ -294,16 +285,7 @@ fn task_step(
         {
             *cut_off = false;
             let id = format!("{}-continue-{}", run.session, record.attempts);
-            run.exec(&[
-                "exec",
-                "--session",
-                &run.session.clone(),
-                "--policy",
-                policy,
-                "--command-id",
-                &id,
-                "Continue the task where it stopped.",
-            ])
+            run.say(policy, &id, "Continue the task where it stopped.")
         }
         Some(Lifecycle::Stuck) => Ok(settle(
             Phase::Failed,
@@ -449,17 +431,13 @@ struct Runner<'a> {
     log: File,
     log_path: std::path::PathBuf,
     session: String,
+    /// The last command that moved the session ended of itself, letting go of it.
+    exited_cleanly: bool,
 }
 
 impl Runner<'_> {
     fn command(&self, args: &[impl AsRef<std::ffi::OsStr>]) -> Result<Command> {
-        let exe = std::env::current_exe().context("cannot find the heartwood program")?;
-        let mut command = Command::new(exe);
-        command
-            .args(args)
-            .current_dir(self.project)
-            .stdin(Stdio::null());
-        Ok(command)
+        command_in(self.project, args)
     }
 
     /// Runs a command with its output in the log.
@@ -484,6 +462,9 @@ impl Runner<'_> {
     /// stopped, and the next look says what that means.
     fn exec(&mut self, args: &[&str]) -> Result<Step> {
         let (status, ()) = self.logged(args)?;
+        // Finished, waiting or paused: it let go of the session itself. (A failure may be
+        // another process holding it: the next look asks who does.)
+        self.exited_cleanly = matches!(status.code(), Some(0 | 3 | 4));
         if let Some(signal) = status.signal() {
             return Ok(Step::Settle {
                 phase: Phase::Interrupted,
@@ -502,6 +483,23 @@ impl Runner<'_> {
         }
     }
 
+    /// Gives the session `text` (a task, or what continues it) under `policy`, as command `id`,
+    /// and follows the run.
+    fn say(&mut self, policy: ActionPolicy, id: &str, text: &str) -> Result<Step> {
+        let session = self.session.clone();
+        let policy = policy_arg(policy);
+        self.exec(&[
+            "exec",
+            "--session",
+            &session,
+            "--policy",
+            policy,
+            "--command-id",
+            id,
+            text,
+        ])
+    }
+
     /// Runs a command that only records (evaluate): a refusal is a failure.
     fn step(&mut self, args: &[&str]) -> Result<Step> {
         let (status, ()) = self.logged(args)?;
@@ -514,7 +512,12 @@ impl Runner<'_> {
 
     /// The session as it stands, or `None` before it exists; an append a crash cut is
     /// completed first (`heartwood sessions recover`).
-    fn look(&self) -> Result<Option<Look>> {
+    fn look(&mut self) -> Result<Option<Look>> {
+        if std::mem::take(&mut self.exited_cleanly)
+            && let Some(look) = look_after_exit(self.project, &self.session)?
+        {
+            return Ok(Some(look));
+        }
         let look = match look_at(self.project, &self.session)? {
             Some(l) if l.listing.interrupted && l.listing.writer_pid.is_none() => l,
             other => return Ok(other),
@@ -554,16 +557,24 @@ impl Runner<'_> {
     }
 }
 
+/// `heartwood ARGS` in `project`, with no input: every command the batch runs is one.
+fn command_in(project: &Path, args: &[impl AsRef<std::ffi::OsStr>]) -> Result<Command> {
+    let exe = std::env::current_exe().context("cannot find the heartwood program")?;
+    let mut command = Command::new(exe);
+    command.args(args).current_dir(project).stdin(Stdio::null());
+    Ok(command)
+}
+
+/// Runs `heartwood ARGS` in `project` and returns what it printed.
+pub fn heartwood_in(project: &Path, args: &[&str]) -> Result<std::process::Output> {
+    command_in(project, args)?
+        .output()
+        .context("cannot run heartwood")
+}
+
 /// Runs `heartwood ARGS` in `project` and returns what it printed, when it succeeded.
 fn read_only(project: &Path, args: &[&str]) -> Result<Option<Vec<u8>>> {
-    let exe = std::env::current_exe().context("cannot find the heartwood program")?;
-    let out = Command::new(exe)
-        .args(args)
-        .current_dir(project)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .context("cannot run heartwood")?;
+    let out = heartwood_in(project, args)?;
     Ok(out.status.success().then_some(out.stdout))
 }
 
@@ -576,19 +587,41 @@ fn look_at(project: &Path, session: &str) -> Result<Option<Look>> {
     let Some(listing) = listings.into_iter().find(|l| l.id == session) else {
         return Ok(None);
     };
-    let projection = match read_only(project, &["sessions", "show", session, "--json"])? {
-        Some(out) => {
-            serde_json::from_slice::<Shown>(&out)
-                .with_context(|| {
-                    format!("`heartwood sessions show {session} --json` is not a session's record")
-                })?
-                .projection
-        }
-        None => None,
-    };
     Ok(Some(Look {
         listing,
-        projection,
+        projection: shown(project, session)?,
+    }))
+}
+
+/// The session's projection as `heartwood sessions show --json` replays it (`None` when its
+/// record does not verify or does not exist).
+fn shown(project: &Path, session: &str) -> Result<Option<SessionProjection>> {
+    let Some(out) = read_only(project, &["sessions", "show", session, "--json"])? else {
+        return Ok(None);
+    };
+    Ok(serde_json::from_slice::<Shown>(&out)
+        .with_context(|| {
+            format!("`heartwood sessions show {session} --json` is not a session's record")
+        })?
+        .projection)
+}
+
+/// The session right after a command of ours that held it ended of itself: nobody else can
+/// hold it mid-append, so its projection alone says where it stands.
+fn look_after_exit(project: &Path, session: &str) -> Result<Option<Look>> {
+    Ok(shown(project, session)?.map(|p| Look {
+        listing: Listing {
+            id: session.to_owned(),
+            state: Some(p.lifecycle),
+            writer_pid: None,
+            interrupted: false,
+            pending: p.pending.as_ref().map(|set| PendingListing {
+                set_id: set.set_id.to_string(),
+                revision: set.revision,
+                members: set.members.len(),
+            }),
+        },
+        projection: Some(p),
     }))
 }
 
