@@ -55,36 +55,36 @@ pub fn run(project: &ProjectContext, cmd: BackendCommand) -> Result<ExitCode> {
     match cmd {
         BackendCommand::Show => {
             let config = ProjectConfig::load(project)?;
-            println!("new sessions use  {}", config.backend.name());
+            say!("new sessions use  {}", config.backend.name());
             match heartwood_gateway::openhands::installation() {
-                Ok(venv) => println!("OpenHands         installed in {}", venv.display()),
-                Err(why) => println!("OpenHands         not installed: {why}"),
+                Ok(venv) => say!("OpenHands         installed in {}", venv.display()),
+                Err(why) => say!("OpenHands         not installed: {why}"),
             }
             Ok(ExitCode::SUCCESS)
         }
         BackendCommand::Use { engine } => {
             let kind = BackendKind::from(engine);
             ProjectConfig::set_backend(project, kind)?;
-            println!(
+            say!(
                 "new sessions in this project use the {} engine",
                 kind.name()
             );
             if kind == BackendKind::OpenHands
                 && let Err(why) = heartwood_gateway::openhands::installation()
             {
-                println!("note: {why}");
+                say!("note: {why}");
             }
             Ok(ExitCode::SUCCESS)
         }
         BackendCommand::Install { engine, python } => match engine {
             Engine::Native => {
-                println!("the native engine is part of Heartwood; nothing to install");
+                say!("the native engine is part of Heartwood; nothing to install");
                 Ok(ExitCode::SUCCESS)
             }
             Engine::Openhands => {
-                println!("installing the pinned OpenHands agent server (about 700 MB) ...");
+                say!("installing the pinned OpenHands agent server (about 700 MB) ...");
                 let venv = heartwood_gateway::openhands::install(python)?;
-                println!(
+                say!(
                     "installed in {}; choose it with `heartwood backend use openhands`",
                     venv.display()
                 );

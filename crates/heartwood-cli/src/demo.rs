@@ -52,7 +52,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
     let project = ProjectContext::current()?;
     let recording = install_recording(&project, "demo.jsonl", RECORDING.as_bytes())?;
     ProjectConfig::set_route(&project, RouteConfig::replay(recording))?;
-    println!(
+    say!(
         "The example study is in {}; the agent's model replies are replayed from a recording.",
         dir.display()
     );
@@ -65,7 +65,7 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
 /// Runs the task headless, answering each decision with "allow once", then verifies.
 fn walkthrough(project: &ProjectContext) -> Result<ExitCode> {
     let admin = SessionAdmin::new(project);
-    println!("\nTask: {}", TASK.trim());
+    say!("\nTask: {}", TASK.trim());
     let mut code = crate::exec::run_task(project, SESSION, TASK.trim())?;
     for _ in 0..MAX_DECISIONS {
         let view = admin.show(SESSION)?;
@@ -78,19 +78,23 @@ fn walkthrough(project: &ProjectContext) -> Result<ExitCode> {
         else {
             break;
         };
-        println!(
+        say!(
             "\n[demo] This is where you decide. The demo allows set {} (revision {}) once; \
              yours would be `heartwood decide {SESSION} --set {} --revision {} allow|reject`.\n",
-            set.set_id, set.revision, set.set_id, set.revision
+            set.set_id,
+            set.revision,
+            set.set_id,
+            set.revision
         );
         code = crate::exec::run_decision(project, SESSION, &set.set_id, set.revision)?;
     }
     let (verified, _) = admin.verify(SESSION, None)?;
-    println!(
+    say!(
         "\nSession {SESSION} verified: {} events, hash chain intact (terminal hash {}).",
-        verified.count, verified.terminal_hash
+        verified.count,
+        verified.terminal_hash
     );
-    println!("Look around: cd {} && heartwood", project.root());
+    say!("Look around: cd {} && heartwood", project.root());
     Ok(code)
 }
 

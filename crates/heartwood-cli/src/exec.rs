@@ -303,12 +303,12 @@ async fn follow_in(
     let mut seen = seen.unwrap_or(0);
     if json {
         // Every line names the session, so lines from several runs can be told apart.
-        println!(
+        say!(
             "{}",
             serde_json::json!({ "session": session, "type": "following" })
         );
     } else {
-        println!("session {session}");
+        say!("session {session}");
     }
     let mut updates = gateway.subscribe(&session)?;
     let mut interrupted = false;
@@ -325,9 +325,9 @@ async fn follow_in(
             .filter(|e| e.seq.get() <= snapshot.durable);
         for event in durable {
             if json {
-                println!("{}", json_line(&session, event)?);
+                say!("{}", json_line(&session, event)?);
             } else {
-                println!(
+                say!(
                     "{:>5}  {}",
                     event.seq,
                     heartwood_gateway::transcript::line(event)
@@ -341,7 +341,7 @@ async fn follow_in(
                 printed = (output.action_id, 0);
             }
             for line in output.text.lines().skip(printed.1) {
-                println!("       | {line}");
+                say!("       | {line}");
                 printed.1 += 1;
                 quiet_since = Instant::now();
             }
@@ -397,10 +397,10 @@ fn outcome(snapshot: &heartwood_events::Snapshot, json: bool) -> ExitCode {
     let p = &snapshot.projection;
     let waiting = p.lifecycle == Lifecycle::WaitingForDecision;
     if !json && !waiting {
-        println!("\n{}", p.status_line);
+        say!("\n{}", p.status_line);
     }
     if !json && !p.usage.summary.is_empty() {
-        println!("usage: {}", p.usage.summary);
+        say!("usage: {}", p.usage.summary);
     }
     match p.lifecycle {
         Lifecycle::WaitingForDecision => {
@@ -411,7 +411,7 @@ fn outcome(snapshot: &heartwood_events::Snapshot, json: bool) -> ExitCode {
         }
         Lifecycle::Paused => {
             if !json {
-                println!(
+                say!(
                     "Continue with: heartwood exec --session {} \"<guidance, or just: continue>\"",
                     p.session
                 );

@@ -121,16 +121,16 @@ pub fn run(project: &ProjectContext, cmd: LocalCommand) -> Result<ExitCode> {
         LocalCommand::List { json } => {
             let models = desk.list()?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&models)?);
+                say!("{}", serde_json::to_string_pretty(&models)?);
             } else if models.is_empty() {
-                println!(
+                say!(
                     "no local models; heartwood model download OWNER/NAME or heartwood model \
                      import FILE.gguf"
                 );
             }
             if !json {
                 for m in &models {
-                    println!("{}", m.label);
+                    say!("{}", m.label);
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -199,7 +199,7 @@ pub fn run(project: &ProjectContext, cmd: LocalCommand) -> Result<ExitCode> {
         }
         LocalCommand::Export { name, out } => {
             let exported = with_progress(&desk, || desk.export(&name, &out))?;
-            println!(
+            say!(
                 "wrote {} ({} bytes; manifest sha256 {})",
                 exported.path.display(),
                 exported.bytes,
@@ -209,12 +209,12 @@ pub fn run(project: &ProjectContext, cmd: LocalCommand) -> Result<ExitCode> {
         }
         LocalCommand::Verify { name } => {
             with_progress(&desk, || desk.verify(&name))?;
-            println!("{name}: every file matches its manifest");
+            say!("{name}: every file matches its manifest");
             Ok(ExitCode::SUCCESS)
         }
         LocalCommand::Remove { name } => {
             if desk.remove(&name)? {
-                println!("removed {name}");
+                say!("removed {name}");
                 Ok(ExitCode::SUCCESS)
             } else {
                 eprintln!("heartwood: no model named {name}");
@@ -223,7 +223,7 @@ pub fn run(project: &ProjectContext, cmd: LocalCommand) -> Result<ExitCode> {
         }
         LocalCommand::Use { name, port } => {
             let route = desk.select(&name, port)?;
-            println!(
+            say!(
                 "the project's model route is now the local model {name} at {} \
                  (credential-free)",
                 route.base_url
@@ -234,7 +234,7 @@ pub fn run(project: &ProjectContext, cmd: LocalCommand) -> Result<ExitCode> {
         LocalCommand::Start => {
             eprintln!("starting the local model runtime (loading the model)...");
             let state = desk.start()?;
-            println!(
+            say!(
                 "{} is served at {} (pid {}, log {})",
                 state.model,
                 state.base_url(),
@@ -245,15 +245,15 @@ pub fn run(project: &ProjectContext, cmd: LocalCommand) -> Result<ExitCode> {
         }
         LocalCommand::Stop => {
             if desk.stop()? {
-                println!("stopped the local model runtime");
+                say!("stopped the local model runtime");
             } else {
-                println!("no local model runtime was running");
+                say!("no local model runtime was running");
             }
             Ok(ExitCode::SUCCESS)
         }
         LocalCommand::InstallRuntime { python } => {
             let venv = heartwood_gateway::models::install_runtime(python)?;
-            println!("the local model runtime is installed in {}", venv.display());
+            say!("the local model runtime is installed in {}", venv.display());
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -261,20 +261,22 @@ pub fn run(project: &ProjectContext, cmd: LocalCommand) -> Result<ExitCode> {
 
 fn show_review(review: &Review, json: bool) -> Result<ExitCode> {
     if json {
-        println!("{}", serde_json::to_string_pretty(review)?);
+        say!("{}", serde_json::to_string_pretty(review)?);
         return Ok(ExitCode::from(2));
     }
     let m = &review.manifest;
-    println!("model          {} ({})", m.name, review.validation);
-    println!("source         {}", m.source.describe());
-    println!("license        {}", m.license);
+    say!("model          {} ({})", m.name, review.validation);
+    say!("source         {}", m.source.describe());
+    say!("license        {}", m.license);
     for f in &m.files {
-        println!(
+        say!(
             "file           {}  {} bytes  sha256 {}",
-            f.path, f.size, f.sha256
+            f.path,
+            f.size,
+            f.sha256
         );
     }
-    println!(
+    say!(
         "runtime        {} · context {} tokens{}",
         m.runtime.model_file,
         m.runtime.context_length,
@@ -284,25 +286,26 @@ fn show_review(review: &Review, json: bool) -> Result<ExitCode> {
             .map(|f| format!(" · chat format {f}"))
             .unwrap_or_default()
     );
-    println!("memory need    {}", human_bytes(m.resources.memory_bytes));
-    println!("manifest       sha256 {}", review.manifest_sha256);
+    say!("memory need    {}", human_bytes(m.resources.memory_bytes));
+    say!("manifest       sha256 {}", review.manifest_sha256);
     if let Some(why) = &review.does_not_fit {
         eprintln!("heartwood: {why}");
         return Ok(ExitCode::from(2));
     }
-    println!(
+    say!(
         "\nnothing was written. To accept the license ({}) of exactly this manifest and go on, \
          run the same command with --accept-license {}",
-        m.license, review.manifest_sha256
+        m.license,
+        review.manifest_sha256
     );
     Ok(ExitCode::from(2))
 }
 
 fn print_done(listing: &heartwood_gateway::models::ModelListing, json: bool) -> Result<ExitCode> {
     if json {
-        println!("{}", serde_json::to_string_pretty(listing)?);
+        say!("{}", serde_json::to_string_pretty(listing)?);
     } else {
-        println!(
+        say!(
             "published {} ({}, {}, manifest sha256 {}); use it with heartwood model use {}",
             listing.name,
             listing.validation,

@@ -8,6 +8,26 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// Prints a line to standard output; after the reader has gone, prints nothing and carries on
+/// (see [`output`]). Every command prints through it, never `println!`.
+macro_rules! say {
+    () => {
+        $crate::output::write(format_args!(""), true)
+    };
+    ($($arg:tt)*) => {
+        $crate::output::write(format_args!($($arg)*), true)
+    };
+}
+
+/// [`say!`] without the newline (a prompt, a file's text as it is).
+macro_rules! say_raw {
+    ($($arg:tt)*) => {
+        $crate::output::write(format_args!($($arg)*), false)
+    };
+}
+
+mod output;
+
 mod backend;
 mod batch;
 mod demo;
@@ -92,12 +112,9 @@ fn main() -> ExitCode {
     // Needs no project: a completion script is the same wherever it is printed.
     if let Some(Command::Completions { shell }) = cli.command {
         use clap::CommandFactory;
-        clap_complete::generate(
-            shell,
-            &mut Cli::command(),
-            "heartwood",
-            &mut std::io::stdout(),
-        );
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut Cli::command(), "heartwood", &mut script);
+        output::bytes(&script);
         return ExitCode::SUCCESS;
     }
     let result = heartwood_gateway::ProjectContext::current()

@@ -232,14 +232,14 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
             let connected =
                 heartwood_gateway::route_check::connect(project, route, save_anyway, scope)?;
             if let Some(models) = &connected.check.models {
-                println!(
+                say!(
                     "the service lists {} model(s): {}",
                     models.len(),
                     models.join(", ")
                 );
             }
             if let Some(note) = &connected.check.listing_note {
-                println!("note: {note}");
+                say!("note: {note}");
             }
             if !connected.saved {
                 eprintln!(
@@ -253,13 +253,13 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                 ProjectConfig::set_backend(project, engine.into())?;
             }
             if let Some(path) = &connected.saved_to {
-                println!("saved to {path}");
+                say!("saved to {path}");
             }
             match (&connected.refusal, quiet) {
-                (Some(why), true) => println!("saved anyway: {why}"),
-                (None, true) => println!("connected"),
-                (Some(why), false) => println!("saved anyway: {why}; the project's status is now:"),
-                (None, false) => println!("connected; the project's status is now:"),
+                (Some(why), true) => say!("saved anyway: {why}"),
+                (None, true) => say!("connected"),
+                (Some(why), false) => say!("saved anyway: {why}; the project's status is now:"),
+                (None, false) => say!("connected; the project's status is now:"),
             }
             if !quiet {
                 crate::status::print_plan(&heartwood_gateway::startup::plan(project)?);
@@ -274,15 +274,15 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
         ModelCommand::Local(cmd) => crate::local_models::run(project, cmd),
         ModelCommand::Signout => {
             if heartwood_gateway::subscription::sign_out()? {
-                println!("signed out; the tokens were deleted");
+                say!("signed out; the tokens were deleted");
             } else {
-                println!("nobody was signed in");
+                say!("nobody was signed in");
             }
             Ok(ExitCode::SUCCESS)
         }
         ModelCommand::Presets { json } => {
             if json {
-                println!("{}", serde_json::to_string_pretty(presets::PRESETS)?);
+                say!("{}", serde_json::to_string_pretty(presets::PRESETS)?);
                 return Ok(ExitCode::SUCCESS);
             }
             for p in presets::PRESETS {
@@ -297,7 +297,7 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                         presets::PRICES_AS_OF
                     )
                 };
-                println!(
+                say!(
                     "{:<11} {:<34} {:<32} key {:<20} model {} ({prices})",
                     p.id,
                     p.name,
@@ -306,7 +306,7 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                     p.model
                 );
             }
-            println!(
+            say!(
                 "\nheartwood model connect --preset NAME [--model M] [--price-in D --price-out D]"
             );
             Ok(ExitCode::SUCCESS)
@@ -314,37 +314,37 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
         ModelCommand::Show { json } => {
             let config = ProjectConfig::load(project)?;
             match (config.model.clone(), json) {
-                (None, true) => println!("null"),
+                (None, true) => say!("null"),
                 (None, false) => {
-                    println!("no model is connected; run heartwood model connect --help")
+                    say!("no model is connected; run heartwood model connect --help")
                 }
                 (Some(mut route), true) => {
                     // Shown, not stored: credentials in the URL stay in the config file.
                     route.base_url = route.display_url();
-                    println!("{}", serde_json::to_string_pretty(&route)?)
+                    say!("{}", serde_json::to_string_pretty(&route)?)
                 }
                 (Some(route), false) => {
                     if let Some(path) = &config.route_from_user {
-                        println!("from              your default route in {path}");
+                        say!("from              your default route in {path}");
                     }
-                    println!("category          {}", route.category.as_str());
-                    println!("base URL          {}", route.display_url());
-                    println!("model             {}", route.model);
-                    println!(
+                    say!("category          {}", route.category.as_str());
+                    say!("base URL          {}", route.display_url());
+                    say!("model             {}", route.model);
+                    say!(
                         "API key from      {}",
                         route.api_key_env.as_deref().unwrap_or("(none)")
                     );
-                    println!("input budget      {} tokens", route.max_input_tokens);
-                    println!("output budget     {} tokens", route.max_output_tokens);
-                    println!("call timeout      {} s", route.timeout_secs);
+                    say!("input budget      {} tokens", route.max_input_tokens);
+                    say!("output budget     {} tokens", route.max_output_tokens);
+                    say!("call timeout      {} s", route.timeout_secs);
                     let platform = config.platform()?;
                     let boundary = heartwood_gateway::platform::boundary(&platform, &route);
                     let automation = heartwood_gateway::platform::automation(
                         boundary,
                         heartwood_gateway::platform::credential_name(&route).as_deref(),
                     );
-                    println!("credentials       {}", boundary.as_str());
-                    println!(
+                    say!("credentials       {}", boundary.as_str());
+                    say!(
                         "automation        {}: {}",
                         if automation.allowed {
                             "low-risk allowed"
@@ -353,7 +353,7 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
                         },
                         automation.reason
                     );
-                    println!(
+                    say!(
                         "prices            {}",
                         route.prices.map_or(
                             "not set (usage cost is shown as unknown)".to_owned(),
@@ -388,15 +388,15 @@ fn sign_in(json: bool) -> Result<ExitCode> {
         let sign_in = SignIn::start().await?;
         let pending = sign_in.pending();
         if json {
-            println!("{}", serde_json::to_string(&pending)?);
+            say!("{}", serde_json::to_string(&pending)?);
         } else {
-            println!(
+            say!(
                 "Open {} and enter the code {}  (it expires in {} minutes)",
                 pending.verification_url,
                 pending.user_code,
                 pending.expires_in_secs / 60
             );
-            println!("Waiting for you to approve...");
+            say!("Waiting for you to approve...");
         }
         loop {
             tokio::time::sleep(sign_in.interval()).await;
@@ -409,9 +409,9 @@ fn sign_in(json: bool) -> Result<ExitCode> {
                 }
                 Progress::SignedIn(who) => {
                     if json {
-                        println!("{}", serde_json::to_string(&who)?);
+                        say!("{}", serde_json::to_string(&who)?);
                     } else {
-                        println!(
+                        say!(
                             "Signed in{}{}. Connect a model with: heartwood model connect \
                              --category subscription --model gpt-5-codex",
                             who.email.map(|e| format!(" as {e}")).unwrap_or_default(),

@@ -25,7 +25,7 @@ impl Paint {
 /// the whole new file, the diff of an edit), and the exact commands that answer it.
 pub fn pending_set(session: &SessionId, set: &ActionSet, review: &Review) {
     let paint = Paint::detect();
-    println!(
+    say!(
         "\nThe agent proposes {} action{} (set {}, revision {}). Nothing runs until you decide:",
         set.members.len(),
         if set.members.len() == 1 { "" } else { "s" },
@@ -34,7 +34,7 @@ pub fn pending_set(session: &SessionId, set: &ActionSet, review: &Review) {
     );
     for member in &set.members {
         if let Some(thought) = &member.thought {
-            println!(
+            say!(
                 "\n  agent: {}",
                 heartwood_gateway::transcript::short(thought, 400)
             );
@@ -51,7 +51,7 @@ pub fn pending_set(session: &SessionId, set: &ActionSet, review: &Review) {
             .as_deref()
             .map(|r| format!(" (model predicts {})", r.to_lowercase()))
             .unwrap_or_default();
-        println!(
+        say!(
             "\n  #{} {} [{} risk]{predicted}",
             member.action_id,
             paint.wrap("1", &reviewed.headline),
@@ -63,14 +63,14 @@ pub fn pending_set(session: &SessionId, set: &ActionSet, review: &Review) {
         "heartwood decide {session} --set {} --revision {}",
         set.set_id, set.revision
     );
-    println!("\nAllow all of them once:  {base} allow");
-    println!("Reject all of them:      {base} reject --reason \"why\"");
+    say!("\nAllow all of them once:  {base} allow");
+    say!("Reject all of them:      {base} reject --reason \"why\"");
 }
 
 fn print_preview(paint: &Paint, preview: &Preview) {
     let omitted = |n: usize| {
         if n > 0 {
-            println!("      … {n} more lines not shown");
+            say!("      … {n} more lines not shown");
         }
     };
     match preview {
@@ -80,10 +80,10 @@ fn print_preview(paint: &Paint, preview: &Preview) {
             context,
             ..
         } => {
-            println!("      {}", paint.wrap("2", context));
+            say!("      {}", paint.wrap("2", context));
             let prompt = if *input { "> " } else { "$ " };
             for line in command.split('\n') {
-                println!("      {}", paint.wrap("36", &format!("{prompt}{line}")));
+                say!("      {}", paint.wrap("36", &format!("{prompt}{line}")));
             }
         }
         Preview::Create {
@@ -92,9 +92,9 @@ fn print_preview(paint: &Paint, preview: &Preview) {
             lines,
             omitted_lines,
         } => {
-            println!("      new file {path} ({lines} lines):");
+            say!("      new file {path} ({lines} lines):");
             for line in content.lines() {
-                println!("      {}", paint.wrap("32", &format!("+ {line}")));
+                say!("      {}", paint.wrap("32", &format!("+ {line}")));
             }
             omitted(*omitted_lines);
         }
@@ -107,10 +107,10 @@ fn print_preview(paint: &Paint, preview: &Preview) {
             ..
         } => {
             if unified.is_empty() {
-                println!("      {path}: goes back to the agent's copy from before its last edit");
+                say!("      {path}: goes back to the agent's copy from before its last edit");
                 return;
             }
-            println!("      {path}: +{added} -{removed}");
+            say!("      {path}: +{added} -{removed}");
             for line in unified.lines() {
                 let code = match line.as_bytes().first() {
                     _ if line.starts_with("+++") || line.starts_with("---") => "2",
@@ -119,7 +119,7 @@ fn print_preview(paint: &Paint, preview: &Preview) {
                     Some(b'@') => "36",
                     _ => "0",
                 };
-                println!("      {}", paint.wrap(code, line));
+                say!("      {}", paint.wrap(code, line));
             }
             omitted(*omitted_lines);
         }
@@ -128,21 +128,21 @@ fn print_preview(paint: &Paint, preview: &Preview) {
                 .as_ref()
                 .map(|r| format!(" lines {r:?}"))
                 .unwrap_or_default();
-            println!("      reads {path}{range}; changes nothing");
+            say!("      reads {path}{range}; changes nothing");
         }
         Preview::Plan { tasks } => {
-            println!("      the task plan becomes:");
+            say!("      the task plan becomes:");
             for task in tasks {
-                println!("        - {}", task.title);
+                say!("        - {}", task.title);
             }
         }
         Preview::Note { text } => {
             for line in text.lines() {
-                println!("      {line}");
+                say!("      {line}");
             }
         }
         Preview::WouldFail { reason } => {
-            println!(
+            say!(
                 "      {}",
                 paint.wrap("31", &format!("would fail: {reason}"))
             );

@@ -41,7 +41,7 @@ pub fn run(project: &ProjectContext, args: ReplayArgs) -> Result<ExitCode> {
         (None, Some(commit)) => {
             let dir = replay::default_copy(project, &args.session);
             replay::write_starting_files(project, commit, &dir)?;
-            println!(
+            say!(
                 "The starting files (commit {commit}) are in {}.",
                 dir.display()
             );
@@ -78,7 +78,7 @@ pub fn run(project: &ProjectContext, args: ReplayArgs) -> Result<ExitCode> {
     let name = format!("replay-{}.jsonl", args.session);
     let recording = install_recording(&copy, &name, &source.recording)?;
     ProjectConfig::set_route(&copy, RouteConfig::replay(recording))?;
-    println!(
+    say!(
         "Replaying session {} in {} ({} policy); answer each decision with `heartwood decide` \
          there, then compare with `heartwood replay {} --into {} --compare`.",
         args.session,
@@ -96,16 +96,16 @@ fn print_comparison(comparison: &ReplayComparison) -> ExitCode {
         let old = &compared.original;
         let call = &old.headline;
         match (compared.verdict, &compared.replayed) {
-            (Verdict::Same, _) => println!("same     {call}"),
+            (Verdict::Same, _) => say!("same     {call}"),
             (Verdict::Differs, Some(new)) => {
-                println!("differs  {call}");
-                println!("           original: {}", first_line(old));
-                println!("           replay:   {}", first_line(new));
+                say!("differs  {call}");
+                say!("           original: {}", first_line(old));
+                say!("           replay:   {}", first_line(new));
             }
-            _ => println!("missing  {call} (the replay did not get this far)"),
+            _ => say!("missing  {call} (the replay did not get this far)"),
         }
     }
-    println!(
+    say!(
         "\n{} of {} tool results match; the replay is {}",
         comparison.matching(),
         comparison.actions.len(),

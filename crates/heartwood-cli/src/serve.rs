@@ -75,7 +75,7 @@ fn platform_mode(
                     platform.platform.as_str()
                 );
             };
-            println!(
+            say!(
                 "This is {}: serving through the Jupyter server's proxy under {prefix}.",
                 platform.platform.as_str()
             );
@@ -160,10 +160,10 @@ pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
             .await
             .with_context(|| format!("cannot listen on {address}:{wanted}"))?;
         let port = listener.local_addr()?.port();
-        println!("Listening on {address}:{port}.");
+        say!("Listening on {address}:{port}.");
         let capability = Capability::generate()
             .map_err(|e| anyhow::anyhow!("no randomness for the launch capability: {e}"))?;
-        println!(
+        say!(
             "Heartwood serves {} ({}). Open (the link carries this run's capability):\n\n    {}?token={}\n\nPrograms send it as `Authorization: Bearer …`. Ctrl-C stops the server.",
             project.root(),
             match &mode {

@@ -87,7 +87,7 @@ pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
         SessionsCommand::Show { id, json } => show(project, &admin, &id, json),
         SessionsCommand::Verify { id, checkpoint } => verify(&admin, &id, checkpoint.as_deref()),
         SessionsCommand::Checkpoint { id } => {
-            println!("{}", serde_json::to_string_pretty(&admin.checkpoint(&id)?)?);
+            say!("{}", serde_json::to_string_pretty(&admin.checkpoint(&id)?)?);
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Export { id, format, out } => export(&admin, &id, format, out),
@@ -95,7 +95,7 @@ pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
             let report = admin.recover(&id)?;
             let count = report.count;
             if let Some(cut) = report.torn_tail {
-                println!(
+                say!(
                     "session {id}: cut a torn tail from event {} on ({} bytes of an append a \
                      crash left incomplete, never acknowledged); the bytes are kept in {}",
                     cut.from_seq,
@@ -104,25 +104,27 @@ pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
                 );
             }
             if let Some(repair) = report.receipts {
-                println!(
+                say!(
                     "session {id}: rebuilt the command receipts from the hash chain ({} kept, \
                      {} made again, {} damaged line(s) dropped); a refusal that was lost is \
                      considered afresh if its command is retried",
-                    repair.kept, repair.rebuilt, repair.dropped
+                    repair.kept,
+                    repair.rebuilt,
+                    repair.dropped
                 );
             }
             match report.recovery {
                 Recovery::Clean => {
-                    println!("session {id}: nothing to recover; {count} events intact")
+                    say!("session {id}: nothing to recover; {count} events intact")
                 }
                 Recovery::CompletedAppend {
                     first_seq,
                     last_seq,
-                } => println!(
+                } => say!(
                     "session {id}: completed the interrupted append of events \
                      {first_seq}..={last_seq}; {count} events intact"
                 ),
-                Recovery::DiscardedPartialIntent => println!(
+                Recovery::DiscardedPartialIntent => say!(
                     "session {id}: discarded a recovery intent cut short before any event was \
                      written; {count} events intact"
                 ),
@@ -132,11 +134,11 @@ pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
         SessionsCommand::Rm { id, yes } => {
             let id = admin.resolve(&id)?;
             if !yes && !confirmed_removal(&admin, &id)? {
-                println!("kept session {id}");
+                say!("kept session {id}");
                 return Ok(ExitCode::FAILURE);
             }
             admin.remove(id.as_str())?;
-            println!("removed session {id}");
+            say!("removed session {id}");
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -149,10 +151,10 @@ fn export(
     out: Option<PathBuf>,
 ) -> Result<ExitCode> {
     match (format, out) {
-        (ExportFormat::Markdown, None) => print!("{}", admin.transcript(id)?),
+        (ExportFormat::Markdown, None) => say_raw!("{}", admin.transcript(id)?),
         (ExportFormat::Markdown, Some(out)) => {
             write_new(&out, admin.transcript(id)?.as_bytes())?;
-            println!("wrote the transcript of session {id} to {}", out.display());
+            say!("wrote the transcript of session {id} to {}", out.display());
         }
         (ExportFormat::Bundle, out) => {
             if let Some(out) = &out
@@ -161,7 +163,7 @@ fn export(
                 anyhow::bail!("{} already exists; name a new directory", out.display());
             }
             let report = admin.export(id)?;
-            println!(
+            say!(
                 "exported to {} (recorded as event {})",
                 report.bundle.display(),
                 report.recorded_as
@@ -169,7 +171,7 @@ fn export(
             if let Some(out) = out {
                 copy_dir(&report.bundle, &out)
                     .with_context(|| format!("cannot copy the bundle to {}", out.display()))?;
-                println!("copied to {}", out.display());
+                say!("copied to {}", out.display());
             }
         }
     }
@@ -219,7 +221,7 @@ fn confirmed_removal(admin: &SessionAdmin, id: &heartwood_events::SessionId) -> 
             format!(" ({title}{} events)", l.events)
         })
         .unwrap_or_default();
-    print!("Remove session {id}{about} and its whole record? This cannot be undone. [y/N] ");
+    say_raw!("Remove session {id}{about} and its whole record? This cannot be undone. [y/N] ");
     std::io::stdout().flush()?;
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
@@ -229,9 +231,9 @@ fn confirmed_removal(admin: &SessionAdmin, id: &heartwood_events::SessionId) -> 
 fn list(admin: &SessionAdmin, json: bool, limit: Option<usize>) -> Result<ExitCode> {
     let sessions = admin.listing(limit)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&sessions)?);
+        say!("{}", serde_json::to_string_pretty(&sessions)?);
     } else if sessions.is_empty() {
-        println!("no sessions in this project yet");
+        say!("no sessions in this project yet");
     } else {
         let width = sessions
             .iter()
@@ -239,9 +241,12 @@ fn list(admin: &SessionAdmin, json: bool, limit: Option<usize>) -> Result<ExitCo
             .max()
             .unwrap_or(7)
             .max(7);
-        println!(
+        say!(
             "{:<width$}  {:<24}  {:>6}  {:<22}  title",
-            "session", "last activity", "events", "state"
+            "session",
+            "last activity",
+            "events",
+            "state"
         );
         for s in &sessions {
             let state = match (&s.pending, s.state) {
@@ -249,7 +254,7 @@ fn list(admin: &SessionAdmin, json: bool, limit: Option<usize>) -> Result<ExitCo
                 (None, Some(state)) => state.as_str().replace('_', " "),
                 (None, None) => "unreadable".to_owned(),
             };
-            println!(
+            say!(
                 "{:<width$}  {:<24}  {:>6}  {:<22}  {}",
                 s.id,
                 s.last_activity.as_deref().unwrap_or("-"),
@@ -258,7 +263,7 @@ fn list(admin: &SessionAdmin, json: bool, limit: Option<usize>) -> Result<ExitCo
                 s.title.as_deref().unwrap_or("-")
             );
             if s.writer_pid.is_some() || s.interrupted || s.metadata_error.is_some() {
-                println!("{:<width$}  {}", "", s.status);
+                say!("{:<width$}  {}", "", s.status);
             }
         }
     }
@@ -269,34 +274,35 @@ fn show(project: &ProjectContext, admin: &SessionAdmin, id: &str, json: bool) ->
     let view = admin.show(id)?;
     if json {
         let out = view.report();
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        say!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         let meta = &view.meta;
-        println!("session   {}", meta.id);
-        println!("created   {}", meta.created_at);
-        println!("backend   {}", meta.backend);
+        say!("session   {}", meta.id);
+        say!("created   {}", meta.created_at);
+        say!("backend   {}", meta.backend);
         match &view.integrity {
-            Ok(v) => println!(
+            Ok(v) => say!(
                 "integrity intact: {} events, terminal hash {}",
-                v.count, v.terminal_hash
+                v.count,
+                v.terminal_hash
             ),
-            Err(e) => println!("integrity DAMAGED: {e}"),
+            Err(e) => say!("integrity DAMAGED: {e}"),
         }
-        println!();
+        say!();
         for event in &view.events {
             match event {
-                Ok(e) => println!(
+                Ok(e) => say!(
                     "{:>6}  {}  {}",
                     e.seq,
                     e.time,
                     heartwood_gateway::transcript::line(e)
                 ),
-                Err(err) => println!("     ?  unreadable event: {err}"),
+                Err(err) => say!("     ?  unreadable event: {err}"),
             }
         }
         if let Some(projection) = &view.projection {
-            println!();
-            println!("status    {}", projection.status_line);
+            say!();
+            say!("status    {}", projection.status_line);
             if let Some(set) = &projection.pending {
                 let review = heartwood_gateway::review::review_in(project, set);
                 render::pending_set(&projection.session, set, &review);
@@ -323,11 +329,12 @@ fn verify(admin: &SessionAdmin, id: &str, checkpoint: Option<&Path>) -> Result<E
     };
     let (v, report) = admin.verify(id, retained.as_ref())?;
     match report {
-        None => println!(
+        None => say!(
             "session {id} intact: {} events, terminal hash {}",
-            v.count, v.terminal_hash
+            v.count,
+            v.terminal_hash
         ),
-        Some(report) => println!(
+        Some(report) => say!(
             "session {id} intact: {} events, and it extends the checkpoint of {} events \
              (consistency proof of {} hashes verified)",
             v.count,

@@ -99,7 +99,7 @@ pub fn run(project: &ProjectContext, cmd: SkillsCommand) -> Result<ExitCode> {
         SkillsCommand::Ls { json } => {
             let catalog = skills.catalog()?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&catalog)?);
+                say!("{}", serde_json::to_string_pretty(&catalog)?);
                 return Ok(ExitCode::SUCCESS);
             }
             let width = catalog
@@ -109,9 +109,9 @@ pub fn run(project: &ProjectContext, cmd: SkillsCommand) -> Result<ExitCode> {
                 .max()
                 .unwrap_or(4)
                 .max(4);
-            println!("{:width$}  {:24}  {:18}  STATUS", "NAME", "SOURCE", "TREE");
+            say!("{:width$}  {:24}  {:18}  STATUS", "NAME", "SOURCE", "TREE");
             for skill in &catalog.skills {
-                println!(
+                say!(
                     "{:width$}  {:24}  {:18}  {}",
                     skill.name,
                     short(&skill.source, 24),
@@ -119,16 +119,16 @@ pub fn run(project: &ProjectContext, cmd: SkillsCommand) -> Result<ExitCode> {
                     skill.status
                 );
             }
-            println!();
+            say!();
             for source in &catalog.sources {
-                println!("source {}: {}", source.id, source.status);
+                say!("source {}: {}", source.id, source.status);
             }
             Ok(ExitCode::SUCCESS)
         }
         SkillsCommand::Show { name, source, json } => {
             let detail = skills.show(&name, source.as_deref())?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&detail)?);
+                say!("{}", serde_json::to_string_pretty(&detail)?);
             } else {
                 print_detail(&detail);
             }
@@ -140,27 +140,27 @@ pub fn run(project: &ProjectContext, cmd: SkillsCommand) -> Result<ExitCode> {
             source,
         } => {
             let view = skills.approve(&name, source.as_deref(), &digest)?;
-            println!("approved {} at {}", view.name, digest);
-            println!("activate it with `heartwood skills activate {}`", view.name);
+            say!("approved {} at {}", view.name, digest);
+            say!("activate it with `heartwood skills activate {}`", view.name);
             Ok(ExitCode::SUCCESS)
         }
         SkillsCommand::Activate { name, source } => {
             let view = skills.activate(&name, source.as_deref())?;
-            println!("{}: {}", view.name, view.status);
+            say!("{}: {}", view.name, view.status);
             Ok(ExitCode::SUCCESS)
         }
         SkillsCommand::Deactivate { name } => {
             if skills.deactivate(&name)? {
-                println!("{name} no longer reaches the agent (from its next start)");
+                say!("{name} no longer reaches the agent (from its next start)");
             } else {
-                println!("{name} was not active");
+                say!("{name} was not active");
             }
             Ok(ExitCode::SUCCESS)
         }
         SkillsCommand::Add { dir } => {
             let view = skills.add_local(&dir)?;
-            println!("added {} from {}: {}", view.name, view.source, view.status);
-            println!(
+            say!("added {} from {}: {}", view.name, view.source, view.status);
+            say!(
                 "review it with `heartwood skills show {}` before approving",
                 view.name
             );
@@ -176,35 +176,35 @@ pub fn run(project: &ProjectContext, cmd: SkillsCommand) -> Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", root.display()))?;
             let urls = SourceUrls::parse(&metadata_url, &targets_url)?;
             let offered = skills.add_signed(&name, &root_bytes, urls)?;
-            println!(
+            say!(
                 "signed:{name} verified; it offers {} skill(s):",
                 offered.len()
             );
             for skill in offered {
-                println!("  {}: {}", skill.name, skill.status);
+                say!("  {}: {}", skill.name, skill.status);
             }
             Ok(ExitCode::SUCCESS)
         }
         SkillsCommand::Remove { source } => {
             if skills.remove_source(&source)? {
-                println!("removed {source}; its skills no longer reach the agent");
+                say!("removed {source}; its skills no longer reach the agent");
             } else {
-                println!("{source} was not a source of this project");
+                say!("{source} was not a source of this project");
             }
             Ok(ExitCode::SUCCESS)
         }
         SkillsCommand::Refresh => {
             let outcomes = skills.refresh()?;
             if outcomes.is_empty() {
-                println!("no signed sources; add one with `heartwood skills source add`");
+                say!("no signed sources; add one with `heartwood skills source add`");
             }
             let mut refused = false;
             for outcome in outcomes {
                 match outcome.refused {
-                    None => println!("{}: verified and up to date", outcome.source),
+                    None => say!("{}: verified and up to date", outcome.source),
                     Some(why) => {
                         refused = true;
-                        println!("{}: refused: {why}", outcome.source);
+                        say!("{}: refused: {why}", outcome.source);
                     }
                 }
             }
@@ -219,18 +219,18 @@ pub fn run(project: &ProjectContext, cmd: SkillsCommand) -> Result<ExitCode> {
 
 fn print_detail(detail: &SkillDetail) {
     let view: &SkillView = &detail.view;
-    println!("{} ({})", view.name, view.status);
-    println!("  source    {}", view.source);
-    println!("  reviewed  {}", view.review);
+    say!("{} ({})", view.name, view.status);
+    say!("  source    {}", view.source);
+    say!("  reviewed  {}", view.review);
     if let Some(digest) = &view.digest {
-        println!("  tree      {digest}");
+        say!("  tree      {digest}");
     }
-    println!("  files:");
+    say!("  files:");
     for file in &view.files {
         if file.directory {
-            println!("    {}/", file.path);
+            say!("    {}/", file.path);
         } else {
-            println!(
+            say!(
                 "    {}  {} bytes{}",
                 file.path,
                 file.size,
@@ -238,10 +238,10 @@ fn print_detail(detail: &SkillDetail) {
             );
         }
     }
-    println!("\n----- SKILL.md -----\n{}", detail.skill_md.trim_end());
-    println!("----- end -----");
+    say!("\n----- SKILL.md -----\n{}", detail.skill_md.trim_end());
+    say!("----- end -----");
     if let (Some(digest), false) = (&view.digest, view.approved) {
-        println!(
+        say!(
             "\nto approve exactly this tree: heartwood skills approve {} --digest {digest}",
             view.name
         );

@@ -10,15 +10,15 @@ use heartwood_gateway::startup::{StartupPlan, plan};
 pub fn run(project: &ProjectContext, json: bool) -> Result<ExitCode> {
     let plan = plan(project)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&plan)?);
+        say!("{}", serde_json::to_string_pretty(&plan)?);
     } else {
         print_plan(&plan);
         match project.found_from() {
-            Some(below) => println!(
+            Some(below) => say!(
                 "project   {} (found above the current folder {below})",
                 project.root()
             ),
-            None => println!("project   {} (the current folder)", project.root()),
+            None => say!("project   {} (the current folder)", project.root()),
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -27,10 +27,10 @@ pub fn run(project: &ProjectContext, json: bool) -> Result<ExitCode> {
 /// The platform in words: which adapter, why, and what it supplies.
 fn print_platform(p: &heartwood_gateway::platform::PlatformSummary) {
     use heartwood_gateway::platform::IngressOffer;
-    println!("platform  {} ({})", p.platform.as_str(), p.detected_by);
-    println!("          model routes: {}", p.route_categories.join(", "));
+    say!("platform  {} ({})", p.platform.as_str(), p.detected_by);
+    say!("          model routes: {}", p.route_categories.join(", "));
     if let Some(t) = &p.model_transport {
-        println!(
+        say!(
             "          model transport: {} at {}{}",
             t.model,
             t.base_url,
@@ -38,9 +38,9 @@ fn print_platform(p: &heartwood_gateway::platform::PlatformSummary) {
         );
     }
     let ingress: Vec<String> = p.ingress.iter().map(IngressOffer::describe).collect();
-    println!("          heartwood serve: {}", ingress.join(", "));
+    say!("          heartwood serve: {}", ingress.join(", "));
     for mount in &p.data_mounts {
-        println!(
+        say!(
             "mount     {} ({}{}{}; declared by {})",
             mount.path,
             if mount.writable {
@@ -66,7 +66,7 @@ fn print_platform(p: &heartwood_gateway::platform::PlatformSummary) {
 /// The plan in words.
 pub fn print_plan(plan: &StartupPlan) {
     for waiting in &plan.pending_decisions {
-        println!(
+        say!(
             "waiting   session {}{} waits for your decision",
             waiting.session,
             waiting
@@ -75,27 +75,29 @@ pub fn print_plan(plan: &StartupPlan) {
                 .map(|t| format!(" ({t})"))
                 .unwrap_or_default()
         );
-        println!("          {}", waiting.answer);
+        say!("          {}", waiting.answer);
     }
     let phase = serde_json::to_value(plan.phase)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default();
-    println!("phase     {phase}");
-    println!("          {}", plan.explanation);
+    say!("phase     {phase}");
+    say!("          {}", plan.explanation);
     if let Some(route) = &plan.route {
         let key = route
             .api_key_env
             .as_deref()
             .map_or("no API key".to_owned(), |env| format!("API key from {env}"));
-        println!(
+        say!(
             "model     {} at {} ({}, {key})",
-            route.model, route.base_url, route.category
+            route.model,
+            route.base_url,
+            route.category
         );
         if let Some(path) = &route.inherited_from {
-            println!("          your default route, from {path} (this project sets none)");
+            say!("          your default route, from {path} (this project sets none)");
         }
-        println!(
+        say!(
             "          credentials: {}; low-risk automation {}: {}",
             route.credential_boundary.as_str(),
             if route.low_risk_automation.allowed {
@@ -107,7 +109,7 @@ pub fn print_plan(plan: &StartupPlan) {
         );
     }
     print_platform(&plan.platform);
-    println!("sandbox   {}", plan.sandbox.detail);
-    println!("sessions  {}", plan.sessions);
-    println!("next      {}", plan.next_action);
+    say!("sandbox   {}", plan.sandbox.detail);
+    say!("sessions  {}", plan.sessions);
+    say!("next      {}", plan.next_action);
 }

@@ -181,7 +181,7 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                 inputs: chosen,
             };
             act(project, &session, kind)?;
-            println!("session {session}: the run started");
+            say!("session {session}: the run started");
             status(project, session.as_str(), false)
         }
         WorkflowCommand::Status { session, json } => status(project, &session, json),
@@ -255,9 +255,9 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                     &destination,
                 )?;
                 if json {
-                    println!("{}", serde_json::to_string_pretty(&recheck)?);
+                    say!("{}", serde_json::to_string_pretty(&recheck)?);
                 } else {
-                    println!(
+                    say!(
                         "recheck of {} ({} in place of {}): {}",
                         recheck.plan.destination,
                         recheck.plan.check,
@@ -265,10 +265,10 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                         recheck.result.replace('_', " ")
                     );
                     for reason in &recheck.reasons {
-                        println!("  {reason}");
+                        say!("  {reason}");
                     }
                     if recheck.result == "not_observed" {
-                        println!(
+                        say!(
                             "bind it: heartwood workflow correct {session} --finding {finding} \
                              --to {} --apply",
                             recheck.plan.destination
@@ -284,12 +284,15 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                 &destination,
             )?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&plan)?);
+                say!("{}", serde_json::to_string_pretty(&plan)?);
             } else {
-                println!(
+                say!(
                     "write the corrected {} at {} ({} stays as it is), then run this again to \
                      recheck it with {}",
-                    plan.artifact, plan.destination, plan.original, plan.check
+                    plan.artifact,
+                    plan.destination,
+                    plan.original,
+                    plan.check
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -328,7 +331,7 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
             if json {
                 return status(project, session.as_str(), true);
             }
-            println!("session {session}: the run was cancelled");
+            say!("session {session}: the run was cancelled");
             Ok(ExitCode::SUCCESS)
         }
         WorkflowCommand::Figure { session, out, json } => {
@@ -339,20 +342,20 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                  (evaluate the model stage first)"
             })?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&figure)?);
+                say!("{}", serde_json::to_string_pretty(&figure)?);
             } else if let Some(out) = out {
                 std::fs::write(&out, &figure.svg)
                     .with_context(|| format!("cannot write {}", out.display()))?;
-                println!("wrote {}", out.display());
+                say!("wrote {}", out.display());
             } else {
-                print!("{}", figure.svg);
+                say_raw!("{}", figure.svg);
             }
             Ok(ExitCode::SUCCESS)
         }
         WorkflowCommand::Catalog { json } => {
             let entries = workflow_catalog()?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&entries)?);
+                say!("{}", serde_json::to_string_pretty(&entries)?);
                 return Ok(ExitCode::SUCCESS);
             }
             for e in entries {
@@ -364,7 +367,7 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                         e.missing_checks.join(", ")
                     )
                 };
-                println!(
+                say!(
                     "{} {} — {}\n  {support}\n  inputs: {}",
                     e.id,
                     e.version,
@@ -372,7 +375,7 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                     e.inputs.join(", ")
                 );
                 for (i, s) in e.stages.iter().enumerate() {
-                    println!(
+                    say!(
                         "  {}. {} ({}): produces {}; checks {}{}",
                         i + 1,
                         s.title,
@@ -420,16 +423,16 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
             if json {
-                println!("{}", serde_json::to_string_pretty(&results)?);
+                say!("{}", serde_json::to_string_pretty(&results)?);
             } else {
                 for r in &results {
                     let status = serde_json::to_value(r.status)?;
-                    println!("{:<22} {}", r.check, status.as_str().unwrap_or_default());
+                    say!("{:<22} {}", r.check, status.as_str().unwrap_or_default());
                     for reason in &r.reasons {
-                        println!("    {reason}");
+                        say!("    {reason}");
                     }
                     for file in &r.inspected {
-                        println!(
+                        say!(
                             "    read {} ({} bytes, sha256 {})",
                             file.path,
                             file.bytes,
@@ -452,7 +455,7 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
 }
 
 fn print_assessment(a: &Assessment) {
-    println!(
+    say!(
         "\n{} {} / {}: {} (evidence {})",
         a.definition,
         a.version,
@@ -465,10 +468,10 @@ fn print_assessment(a: &Assessment) {
         &a.fingerprint[..16]
     );
     for problem in &a.problems {
-        println!("    {problem}");
+        say!("    {problem}");
     }
     if a.eligible && a.researcher_review_required {
-        println!(
+        say!(
             "    the stage also needs your acceptance; passing checks grant nothing by themselves"
         );
     }
@@ -516,19 +519,19 @@ fn act(
 fn status(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCode> {
     let (_, w) = current(project, named)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&w)?);
+        say!("{}", serde_json::to_string_pretty(&w)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{} {} — {}", w.definition, w.version, w.title);
-    println!("question: {}", w.question);
-    println!(
+    say!("{} {} — {}", w.definition, w.version, w.title);
+    say!("question: {}", w.question);
+    say!(
         "run revision {}{}",
         w.revision,
         if w.cancelled { " (cancelled)" } else { "" }
     );
     for stage in &w.stages {
         let current = w.current.as_deref() == Some(stage.spec.id.as_str());
-        println!(
+        say!(
             "{} {:<14} {:<20} {}",
             if current { ">" } else { " " },
             stage.spec.id,
@@ -541,13 +544,13 @@ fn status(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCode>
                 .iter()
                 .map(|l| format!("{} {}", l.label, l.text))
                 .collect();
-            println!("                 budget: {}", lines.join(" · "));
+            say!("                 budget: {}", lines.join(" · "));
         }
     }
     if let Some(turn) = &w.turn {
         match (&turn.outcome, &turn.problem) {
-            (_, Some(problem)) => println!("\nlatest turn: {problem}"),
-            (Some(outcome), None) => println!(
+            (_, Some(problem)) => say!("\nlatest turn: {problem}"),
+            (Some(outcome), None) => say!(
                 "\nlatest turn reported {}: wrote {}{}",
                 outcome.status.as_str(),
                 outcome.artifacts.join(", "),
@@ -561,7 +564,7 @@ fn status(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCode>
         }
     }
     if let Some(a) = &w.assessment {
-        println!(
+        say!(
             "\nchecks of {}: {} (fingerprint {})",
             a.stage,
             if a.eligible {
@@ -572,21 +575,21 @@ fn status(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCode>
             a.fingerprint
         );
         for check in &a.checks {
-            println!("  {:<22} {}", check.check, check.status);
+            say!("  {:<22} {}", check.check, check.status);
             for reason in &check.reasons {
-                println!("      {reason}");
+                say!("      {reason}");
             }
         }
         for problem in &a.problems {
-            println!("  problem: {problem}");
+            say!("  problem: {problem}");
         }
     }
     review_lines(&w);
     if !w.controls.is_empty() {
-        println!();
+        say!();
     }
     for control in &w.controls {
-        println!("{}: {}", control.label, control.shell);
+        say!("{}: {}", control.label, control.shell);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -597,12 +600,12 @@ fn review_lines(w: &WorkflowView) {
     let Some(review) = w.reviews.last() else {
         return;
     };
-    println!("\n{}", review.said.headline);
+    say!("\n{}", review.said.headline);
     for finding in &review.said.findings {
-        println!("  FINDING  {finding}");
+        say!("  FINDING  {finding}");
     }
     for proposal in &review.said.proposals {
-        println!("  proposal {proposal}");
+        say!("  proposal {proposal}");
     }
 }
 

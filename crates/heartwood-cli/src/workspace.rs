@@ -84,16 +84,16 @@ pub fn run(project: &ProjectContext, command: WorkspaceCommand) -> Result<ExitCo
                 let name = entry.path.components().last().unwrap_or_default();
                 let indent = "  ".repeat(depth.saturating_sub(1));
                 match (entry.kind, entry.size) {
-                    (EntryKind::Dir, _) => println!("{indent}{name}/"),
-                    (EntryKind::File, Some(size)) => println!("{indent}{name}  ({size} B)"),
-                    (EntryKind::File, None) => println!("{indent}{name}"),
+                    (EntryKind::Dir, _) => say!("{indent}{name}/"),
+                    (EntryKind::File, Some(size)) => say!("{indent}{name}  ({size} B)"),
+                    (EntryKind::File, None) => say!("{indent}{name}"),
                     (EntryKind::Symlink, _) => {
-                        println!("{indent}{name}  (symbolic link, not followed)")
+                        say!("{indent}{name}  (symbolic link, not followed)")
                     }
-                    (EntryKind::Special, _) => println!("{indent}{name}  (special file, not read)"),
+                    (EntryKind::Special, _) => say!("{indent}{name}  (special file, not read)"),
                 }
             }
-            println!(
+            say!(
                 "\n{} entries (limits: {} entries, depth {}){}{}{}",
                 tree.entries.len(),
                 tree.limits.max_entries,
@@ -138,13 +138,14 @@ pub fn run(project: &ProjectContext, command: WorkspaceCommand) -> Result<ExitCo
                 return print_json(&file);
             }
             if file.status == TextStatus::Binary {
-                println!(
+                say!(
                     "{} is binary ({} bytes); it is not shown",
-                    file.path, file.size
+                    file.path,
+                    file.size
                 );
                 return Ok(ExitCode::SUCCESS);
             }
-            print!("{}", file.content);
+            say_raw!("{}", file.content);
             if file.truncated {
                 eprintln!(
                     "[lines {}–{} shown; the file goes on (limits: {} lines, {} bytes); use --from]",
@@ -163,12 +164,12 @@ pub fn run(project: &ProjectContext, command: WorkspaceCommand) -> Result<ExitCo
             }
             match &report.session {
                 _ if service.is_git() => {
-                    println!("changes against HEAD (including untracked files):")
+                    say!("changes against HEAD (including untracked files):")
                 }
                 Some(id) => {
-                    println!("not a Git project: files written by session {id}'s file edits:")
+                    say!("not a Git project: files written by session {id}'s file edits:")
                 }
-                None => println!("not a Git project, and no session has edited files yet"),
+                None => say!("not a Git project, and no session has edited files yet"),
             }
             for change in &report.changes.changes {
                 let mark = match change.kind {
@@ -182,18 +183,18 @@ pub fn run(project: &ProjectContext, command: WorkspaceCommand) -> Result<ExitCo
                     ChangeKind::Edited => "E",
                 };
                 match &change.from {
-                    Some(from) => println!("{mark} {from} -> {}", change.path),
-                    None => println!("{mark} {}", change.path),
+                    Some(from) => say!("{mark} {from} -> {}", change.path),
+                    None => say!("{mark} {}", change.path),
                 }
             }
             if report.changes.truncated {
-                println!(
+                say!(
                     "(more changes not shown; limit {} paths)",
                     report.changes.limits.max_paths
                 );
             }
             if report.changes.excluded > 0 {
-                println!(
+                say!(
                     "({} changed path(s) not shown: inside .heartwood/, outside the project, or \
                      with a name that is not UTF-8 or holds a control character)",
                     report.changes.excluded
@@ -208,18 +209,19 @@ pub fn run(project: &ProjectContext, command: WorkspaceCommand) -> Result<ExitCo
             }
             match diff.status {
                 DiffStatus::Changed => {
-                    print!("{}", diff.unified);
+                    say_raw!("{}", diff.unified);
                     if diff.truncated {
                         eprintln!("[diff cut at {} lines]", diff.limits.max_lines);
                     }
                 }
-                DiffStatus::Unchanged => println!("{} is unchanged since HEAD", diff.path),
-                DiffStatus::Binary => println!("{} is binary; no line diff", diff.path),
-                DiffStatus::TooLarge => println!(
+                DiffStatus::Unchanged => say!("{} is unchanged since HEAD", diff.path),
+                DiffStatus::Binary => say!("{} is binary; no line diff", diff.path),
+                DiffStatus::TooLarge => say!(
                     "{} is larger than {} bytes; no line diff",
-                    diff.path, diff.limits.max_bytes
+                    diff.path,
+                    diff.limits.max_bytes
                 ),
-                DiffStatus::NotGit => println!(
+                DiffStatus::NotGit => say!(
                     "not a Git project: there is no committed version of {} to compare with",
                     diff.path
                 ),
@@ -230,6 +232,6 @@ pub fn run(project: &ProjectContext, command: WorkspaceCommand) -> Result<ExitCo
 }
 
 fn print_json(value: &impl Serialize) -> Result<ExitCode> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    say!("{}", serde_json::to_string_pretty(value)?);
     Ok(ExitCode::SUCCESS)
 }

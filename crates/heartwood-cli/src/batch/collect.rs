@@ -70,7 +70,7 @@ pub fn collect(manifest: &Manifest) -> Result<ExitCode> {
     std::fs::write(&report_path, report(manifest, &rows))
         .with_context(|| format!("cannot write {}", report_path.display()))?;
     let refused: Vec<&ResultRow> = rows.iter().filter(|r| !r.verified).collect();
-    println!(
+    say!(
         "{} of {} items verified and summarised: {}, {}, {}",
         rows.len() - refused.len(),
         rows.len(),
@@ -79,7 +79,7 @@ pub fn collect(manifest: &Manifest) -> Result<ExitCode> {
         report_path.display()
     );
     for r in &refused {
-        println!(
+        say!(
             "  {}: not summarised: {}",
             r.item,
             r.refused.as_deref().unwrap_or("")

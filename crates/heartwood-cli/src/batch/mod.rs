@@ -97,7 +97,7 @@ pub fn run(command: BatchCommand) -> Result<ExitCode> {
                 Err(code) => return Ok(code),
             };
             let record = drive::drive(&m, &BatchDir::of(&m), index)?;
-            println!(
+            say!(
                 "{}: {} ({})",
                 record.item,
                 record.phase.as_str(),
@@ -155,7 +155,7 @@ fn start(args: RunArgs, resume: bool) -> Result<ExitCode> {
         .map(|r| r.index)
         .collect();
     if indices.is_empty() {
-        println!(
+        say!(
             "batch {}: nothing to run ({}); `heartwood batch status {}` shows the items",
             manifest.name,
             status::counts_line(&shown.counts),
@@ -171,7 +171,7 @@ fn start(args: RunArgs, resume: bool) -> Result<ExitCode> {
     match args.engine {
         Engine::Slurm => {
             let submission = slurm::submit(&manifest, &dir, &indices, jobs)?;
-            println!(
+            say!(
                 "batch {}: submitted Slurm job {} ({} item{}, at most {jobs} at once; script {})",
                 manifest.name,
                 submission.job_id,
@@ -179,7 +179,7 @@ fn start(args: RunArgs, resume: bool) -> Result<ExitCode> {
                 if indices.len() == 1 { "" } else { "s" },
                 submission.script.display()
             );
-            println!(
+            say!(
                 "follow it with `heartwood batch status {}`",
                 args.manifest.display()
             );
@@ -188,21 +188,21 @@ fn start(args: RunArgs, resume: bool) -> Result<ExitCode> {
         Engine::Local => {
             let records = local::run(&manifest, &indices, jobs)?;
             let after = status::gather(&manifest)?;
-            println!(
+            say!(
                 "batch {}: {}",
                 manifest.name,
                 status::counts_line(&after.counts)
             );
             let settled = |p: Phase| records.iter().filter(|r| r.phase == p).count();
             if settled(Phase::Failed) + settled(Phase::Interrupted) > 0 {
-                println!(
+                say!(
                     "see why with `heartwood batch status {}`",
                     args.manifest.display()
                 );
                 return Ok(ExitCode::FAILURE);
             }
             if settled(Phase::Waiting) > 0 {
-                println!(
+                say!(
                     "items wait for you: `heartwood batch status {}` lists each with the command \
                      that answers it; then `heartwood batch resume {}`",
                     args.manifest.display(),

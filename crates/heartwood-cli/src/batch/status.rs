@@ -173,18 +173,18 @@ fn row(record: Record, scheduler: Option<TaskState>, on_slurm: bool) -> Row {
 pub fn print(manifest: &Manifest, json: bool) -> Result<ExitCode> {
     let status = gather(manifest)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&status)?);
+        say!("{}", serde_json::to_string_pretty(&status)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    say!(
         "batch {} ({} items) in {}",
         status.batch,
         status.items.len(),
         status.dir
     );
-    println!("{}", counts_line(&status.counts));
+    say!("{}", counts_line(&status.counts));
     if let Some(e) = &status.scheduler_error {
-        println!("scheduler: {e}");
+        say!("scheduler: {e}");
     }
     let width = status
         .items
@@ -193,9 +193,13 @@ pub fn print(manifest: &Manifest, json: bool) -> Result<ExitCode> {
         .max()
         .unwrap_or(4)
         .max(4);
-    println!(
+    say!(
         "\n{:<width$}  {:<11}  {:<12}  {:<28}  {:>7}  USAGE",
-        "ITEM", "STATE", "STAGE", "LAST CHECK", "WALL"
+        "ITEM",
+        "STATE",
+        "STAGE",
+        "LAST CHECK",
+        "WALL"
     );
     for r in &status.items {
         let state = match &r.scheduler {
@@ -204,7 +208,7 @@ pub fn print(manifest: &Manifest, json: bool) -> Result<ExitCode> {
             }
             _ => r.phase.as_str().to_owned(),
         };
-        println!(
+        say!(
             "{:<width$}  {:<11}  {:<12}  {:<28}  {:>7}  {}",
             r.item,
             state,
@@ -220,12 +224,12 @@ pub fn print(manifest: &Manifest, json: bool) -> Result<ExitCode> {
         .filter(|r| matches!(r.phase, Phase::Waiting | Phase::Failed | Phase::Interrupted))
         .collect();
     if !attention.is_empty() {
-        println!();
+        say!();
     }
     for r in attention {
-        println!("{} ({}): {}", r.item, r.phase.as_str(), r.detail);
+        say!("{} ({}): {}", r.item, r.phase.as_str(), r.detail);
         if let Some(next) = &r.next {
-            println!("    {next}");
+            say!("    {next}");
         }
     }
     Ok(ExitCode::SUCCESS)
