@@ -56,8 +56,9 @@ pub struct ExecArgs {
 /// Arguments of `heartwood decide`.
 #[derive(Args)]
 pub struct DecideArgs {
-    /// `SESSION allow|reject`, or `allow|reject` with --last. SESSION is its id, a unique
-    /// prefix of it, or `last`; `allow` runs every action in the set once, `reject` runs none.
+    /// `SESSION allow|reject`, or `allow|reject` alone for the latest session. SESSION is its
+    /// id, a unique prefix of it, or `last`; `allow` runs every action in the set once,
+    /// `reject` runs none.
     #[arg(num_args = 1..=2, required = true, value_names = ["SESSION", "DECISION"])]
     words: Vec<String>,
     /// The most recently active session (as `last`).
@@ -132,7 +133,8 @@ pub fn exec(project: ProjectContext, args: ExecArgs) -> Result<ExitCode> {
 pub fn decide(project: ProjectContext, args: DecideArgs) -> Result<ExitCode> {
     let (named, decision) = match (args.words.as_slice(), args.last) {
         ([session, decision], false) => (session.as_str(), decision),
-        ([decision], true) => ("last", decision),
+        // `decide allow` decides the latest session's set, as `decide last allow` does.
+        ([decision], _) => ("last", decision),
         ([_, _], true) => anyhow::bail!("give a session or --last, not both"),
         _ => anyhow::bail!("say which session: heartwood decide SESSION allow|reject, or --last"),
     };

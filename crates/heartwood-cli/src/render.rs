@@ -59,6 +59,11 @@ pub fn pending_set(session: &SessionId, set: &ActionSet, review: &Review) {
         );
         print_preview(&paint, &reviewed.preview);
     }
+    decide_commands(session, set);
+}
+
+/// The exact commands that answer `set`.
+pub fn decide_commands(session: &SessionId, set: &ActionSet) {
     let base = format!(
         "heartwood decide {session} --set {} --revision {}",
         set.set_id, set.revision

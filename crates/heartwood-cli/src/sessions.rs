@@ -327,7 +327,9 @@ fn verify(admin: &SessionAdmin, id: &str, checkpoint: Option<&Path>) -> Result<E
             Some(parsed)
         }
     };
-    let (v, report) = admin.verify(id, retained.as_ref())?;
+    // `last` and prefixes are said back as the session they named.
+    let id = admin.resolve(id)?;
+    let (v, report) = admin.verify(id.as_str(), retained.as_ref())?;
     match report {
         None => say!(
             "session {id} intact: {} events, terminal hash {}",

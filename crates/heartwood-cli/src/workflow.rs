@@ -84,17 +84,19 @@ pub enum WorkflowCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Accept the current stage, bound to the run revision and assessment fingerprint shown
-    /// by `status` (which prints this command whole).
+    /// Accept the stage that awaits your acceptance, showing what is accepted and on which
+    /// evidence. Scripts bind it to what they saw with --revision and --fingerprint (as
+    /// `status` prints them); without them, the stage and checks shown now are accepted.
     Accept {
-        /// The session.
+        /// The session (id, unique prefix, or `last`; default: the latest).
+        #[arg(default_value = "last")]
         session: String,
         /// The run revision shown.
-        #[arg(long)]
-        revision: u64,
+        #[arg(long, requires = "fingerprint")]
+        revision: Option<u64>,
         /// The assessment fingerprint shown.
-        #[arg(long)]
-        fingerprint: String,
+        #[arg(long, requires = "revision")]
+        fingerprint: Option<String>,
         /// Print JSON (the run's state afterwards; for `run`, one event per line).
         #[arg(long)]
         json: bool,
@@ -313,7 +315,17 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
             fingerprint,
             json,
         } => {
-            let (session, _) = current(project, &session)?;
+            let (session, workflow) = current(project, &session)?;
+            let (revision, fingerprint) = match (revision, fingerprint) {
+                (Some(revision), Some(fingerprint)) => (revision, fingerprint),
+                _ => {
+                    let (revision, fingerprint) = awaiting_acceptance(&session, &workflow)?;
+                    if !json {
+                        print_acceptance(&workflow);
+                    }
+                    (revision, fingerprint)
+                }
+            };
             act(
                 project,
                 &session,
@@ -485,13 +497,25 @@ fn current(
     heartwood_events::SessionId,
     heartwood_events::workflow::WorkflowView,
 )> {
-    let session = heartwood_gateway::SessionAdmin::new(project).resolve(named)?;
-    let gateway = heartwood_gateway::SessionGateway::new(project.clone());
-    let projection = gateway.projection(&session)?;
+    let (session, projection) = current_projection(project, named)?;
     let workflow = projection.workflow.with_context(|| {
         format!("session {session} runs no workflow; `heartwood workflow start` starts one")
     })?;
     Ok((session, workflow))
+}
+
+/// The session named and its whole projection.
+fn current_projection(
+    project: &ProjectContext,
+    named: &str,
+) -> Result<(
+    heartwood_events::SessionId,
+    heartwood_events::SessionProjection,
+)> {
+    let session = heartwood_gateway::SessionAdmin::new(project).resolve(named)?;
+    let gateway = heartwood_gateway::SessionGateway::new(project.clone());
+    let projection = gateway.projection(&session)?;
+    Ok((session, projection))
 }
 
 /// Submits one workflow command and fails with the gateway's reason if it was refused.
@@ -517,7 +541,11 @@ fn act(
 
 /// Prints where the run stands: stages, the latest checks, and the commands that act now.
 fn status(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCode> {
-    let (_, w) = current(project, named)?;
+    let (session, projection) = current_projection(project, named)?;
+    let pending = projection.pending.clone();
+    let w = projection.workflow.with_context(|| {
+        format!("session {session} runs no workflow; `heartwood workflow start` starts one")
+    })?;
     if json {
         say!("{}", serde_json::to_string_pretty(&w)?);
         return Ok(ExitCode::SUCCESS);
@@ -591,7 +619,85 @@ fn status(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCode>
     for control in &w.controls {
         say!("{}: {}", control.label, control.shell);
     }
+    // The stage's turn stands at a set of proposed actions: that decision comes first.
+    if let Some(set) = &pending {
+        say!(
+            "\nThe stage waits for your decision on {} proposed action{}.",
+            set.members.len(),
+            if set.members.len() == 1 { "" } else { "s" }
+        );
+        crate::render::decide_commands(&session, set);
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The revision and fingerprint of the stage awaiting acceptance now, or why none is.
+fn awaiting_acceptance(
+    session: &heartwood_events::SessionId,
+    w: &WorkflowView,
+) -> Result<(u64, String)> {
+    if let Some(control) = w.control(heartwood_events::CommandName::WorkflowAccept)
+        && let heartwood_events::CommandKind::WorkflowAccept {
+            revision,
+            fingerprint,
+        } = &control.submit
+    {
+        return Ok((*revision, fingerprint.clone()));
+    }
+    let Some(stage) = w.current_stage() else {
+        anyhow::bail!(
+            "session {session}'s run has no stage left to accept: every stage is accepted"
+        );
+    };
+    let next: Vec<String> = w
+        .controls
+        .iter()
+        .map(|c| format!("{}: {}", c.label, c.shell))
+        .collect();
+    anyhow::bail!(
+        "stage {} of session {session} does not await acceptance: it is {}{}",
+        stage.spec.id,
+        stage.status.as_str(),
+        if next.is_empty() {
+            String::new()
+        } else {
+            format!("; what can be done now:\n  {}", next.join("\n  "))
+        }
+    )
+}
+
+/// What an acceptance without a fingerprint accepts: the stage, its checks and the files they
+/// judged, by digest.
+fn print_acceptance(w: &WorkflowView) {
+    let (Some(stage), Some(a)) = (w.current_stage(), &w.assessment) else {
+        return;
+    };
+    say!(
+        "accepting “{}” ({}) at run revision {} on its checks (fingerprint {}):",
+        stage.spec.title,
+        stage.spec.id,
+        w.revision,
+        &a.fingerprint[..a.fingerprint.len().min(12)]
+    );
+    for check in &a.checks {
+        say!("  {:<22} {}", check.check, check.status);
+    }
+    let mut files: Vec<&heartwood_events::workflow::InspectedFile> =
+        a.checks.iter().flat_map(|c| &c.inspected).collect();
+    files.sort_by(|x, y| x.path.cmp(&y.path));
+    files.dedup_by(|x, y| x.path == y.path);
+    for file in files {
+        say!(
+            "  evidence {} {}",
+            file.path,
+            file.sha256
+                .as_deref()
+                .map_or("(unreadable)".to_owned(), |d| format!(
+                    "sha256 {}…",
+                    &d[..d.len().min(12)]
+                ))
+        );
+    }
 }
 
 /// The latest review as the gateway says it: its findings (verified) apart from the
