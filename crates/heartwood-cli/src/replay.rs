@@ -21,7 +21,7 @@ use heartwood_gateway::{ProjectContext, SessionAdmin};
 /// Arguments of `heartwood replay`.
 #[derive(clap::Args)]
 pub struct ReplayArgs {
-    /// The recorded session (in this project).
+    /// The recorded session in this project (its id, a unique prefix, or `last`).
     session: String,
     /// A folder holding the project's starting files, where the replay runs (default: a fresh
     /// copy made from the commit recorded with the task, beside the project).
@@ -33,7 +33,12 @@ pub struct ReplayArgs {
 }
 
 /// Runs `heartwood replay`.
-pub fn run(project: &ProjectContext, args: ReplayArgs) -> Result<ExitCode> {
+pub fn run(project: &ProjectContext, mut args: ReplayArgs) -> Result<ExitCode> {
+    // `last` and a unique prefix name the session; the copy holds it under its full id.
+    args.session = SessionAdmin::new(project)
+        .resolve(&args.session)?
+        .as_str()
+        .to_owned();
     let source = SessionAdmin::new(project).replay_source(&args.session)?;
     let into = match (args.into.clone(), &source.starting_commit) {
         (Some(dir), _) => dir,

@@ -92,8 +92,10 @@ pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
         }
         SessionsCommand::Export { id, format, out } => export(&admin, &id, format, out),
         SessionsCommand::Recover { id } => {
-            let report = admin.recover(&id)?;
+            let id = admin.resolve(&id)?;
+            let report = admin.recover(id.as_str())?;
             let count = report.count;
+            let repaired = report.torn_tail.is_some() || report.receipts.is_some();
             if let Some(cut) = report.torn_tail {
                 say!(
                     "session {id}: cut a torn tail from event {} on ({} bytes of an append a \
@@ -114,6 +116,7 @@ pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
                 );
             }
             match report.recovery {
+                Recovery::Clean if repaired => say!("session {id}: {count} events intact"),
                 Recovery::Clean => {
                     say!("session {id}: nothing to recover; {count} events intact")
                 }

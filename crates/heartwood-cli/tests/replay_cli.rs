@@ -68,9 +68,14 @@ async fn a_replay_reproduces_the_results_and_a_planted_change_is_found() {
         text(&replay.stdout),
         text(&replay.stderr)
     );
-    let compare = heartwood(&original, &["replay", "r", "--into", into, "--compare"]);
+    // `last` names the recorded session as its id does.
+    let compare = heartwood(&original, &["replay", "last", "--into", into, "--compare"]);
     let report = text(&compare.stdout);
-    assert!(compare.status.success(), "{report}");
+    assert!(
+        compare.status.success(),
+        "{report}{}",
+        text(&compare.stderr)
+    );
     assert!(report.contains("3 of 3 tool results match"), "{report}");
 
     let changed = root.path().join("changed");
