@@ -245,7 +245,7 @@ fn list(admin: &SessionAdmin, json: bool, limit: Option<usize>) -> Result<ExitCo
             .unwrap_or(7)
             .max(7);
         say!(
-            "{:<width$}  {:<24}  {:>6}  {:<22}  title",
+            "{:<width$}  {:<14}  {:>6}  {:<22}  title",
             "session",
             "last activity",
             "events",
@@ -254,18 +254,22 @@ fn list(admin: &SessionAdmin, json: bool, limit: Option<usize>) -> Result<ExitCo
         for s in &sessions {
             let state = match (&s.pending, s.state) {
                 (Some(_), _) => "waiting for a decision".to_owned(),
+                _ if s.stopped => "stopped".to_owned(),
                 (None, Some(state)) => state.as_str().replace('_', " "),
                 (None, None) => "unreadable".to_owned(),
             };
             say!(
-                "{:<width$}  {:<24}  {:>6}  {:<22}  {}",
+                "{:<width$}  {:<14}  {:>6}  {:<22}  {}",
                 s.id,
-                s.last_activity.as_deref().unwrap_or("-"),
+                s.last_activity_ago
+                    .as_deref()
+                    .or(s.last_activity.as_deref())
+                    .unwrap_or("-"),
                 s.events,
                 state,
                 s.title.as_deref().unwrap_or("-")
             );
-            if s.writer_pid.is_some() || s.interrupted || s.metadata_error.is_some() {
+            if s.writer_pid.is_some() || s.interrupted || s.metadata_error.is_some() || s.stopped {
                 say!("{:<width$}  {}", "", s.status);
             }
         }

@@ -59,6 +59,19 @@ async fn after_the_owner_is_killed_the_next_process_takes_the_session_over() {
         "the killed owner's socket is left behind, as a crash leaves it"
     );
 
+    // Listed, it is stopped (its record says running, but nobody holds it), with the command
+    // that continues it.
+    let listed = heartwood(project.path(), &["sessions", "ls"]);
+    let table = text(&listed.stdout);
+    assert!(
+        table.contains("stopped") && table.contains("heartwood exec --session taken \"go on\""),
+        "{table}"
+    );
+    assert!(
+        table.contains(" ago") || table.contains("just now"),
+        "{table}"
+    );
+
     // The next process is neither refused as "owned" nor stuck on the dead socket.
     let next = heartwood_async(project.path(), &["exec", "--session", "taken", "go on"]).await;
     let said = format!("{}{}", text(&next.stdout), text(&next.stderr));

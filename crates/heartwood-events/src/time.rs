@@ -39,6 +39,21 @@ impl Timestamp {
         Some(to.as_millisecond() - from.as_millisecond())
     }
 
+    /// How long before `now` this was, as people say it: `just now`, `42 s ago`, `3 min ago`,
+    /// `5 h ago`, `2 days ago`; past a month, its date. `None` when either is not a timestamp.
+    pub fn ago(&self, now: &Timestamp) -> Option<String> {
+        let secs = self.millis_until(now)? / 1000;
+        Some(match secs {
+            i64::MIN..=4 => "just now".to_owned(),
+            5..=59 => format!("{secs} s ago"),
+            60..=3599 => format!("{} min ago", secs / 60),
+            3600..=86_399 => format!("{} h ago", secs / 3600),
+            86_400..=172_799 => "yesterday".to_owned(),
+            172_800..=2_591_999 => format!("{} days ago", secs / 86_400),
+            _ => self.0.chars().take(10).collect(),
+        })
+    }
+
     /// The timestamp text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -105,5 +120,23 @@ mod tests {
     fn garbage_is_refused() {
         assert!(Timestamp::parse("yesterday").is_err());
         assert!(serde_json::from_str::<Timestamp>("\"2026-13-01T00:00:00Z\"").is_err());
+    }
+}
+
+#[cfg(test)]
+mod ago_tests {
+    use super::Timestamp;
+
+    #[test]
+    fn a_time_reads_as_how_long_ago_it_was() {
+        let now = Timestamp::parse("2026-12-03T12:00:00Z").expect("now");
+        let at = |s: &str| Timestamp::parse(s).expect("ts").ago(&now).expect("ago");
+        assert_eq!(at("2026-12-03T12:00:00Z"), "just now");
+        assert_eq!(at("2026-12-03T11:59:18Z"), "42 s ago");
+        assert_eq!(at("2026-12-03T11:57:00Z"), "3 min ago");
+        assert_eq!(at("2026-12-03T07:00:00Z"), "5 h ago");
+        assert_eq!(at("2026-12-02T10:00:00Z"), "yesterday");
+        assert_eq!(at("2026-11-29T12:00:00Z"), "4 days ago");
+        assert_eq!(at("2026-10-01T12:00:00Z"), "2026-10-01");
     }
 }

@@ -110,6 +110,11 @@ pub struct SessionListing {
     pub events: u64,
     /// When its journal last changed.
     pub last_activity: Option<String>,
+    /// How long ago that was, in words (`3 min ago`).
+    pub last_activity_ago: Option<String>,
+    /// Its record says a run is on, but no process holds it: the process running it ended
+    /// (a crash, a kill, a closed terminal) and the next instruction continues it.
+    pub stopped: bool,
     /// Whether an append was interrupted and awaits recovery.
     pub interrupted: bool,
     /// The process that holds it open, if it still runs.
@@ -140,7 +145,21 @@ pub struct PendingListing {
 
 impl SessionListing {
     fn of(s: &SessionSummary, projection: Option<&SessionProjection>) -> Self {
+        // The lease names who runs it; a run on record with no holder was cut off.
+        let stopped = s.writer.is_none()
+            && projection.is_some_and(|p| p.lifecycle == heartwood_events::Lifecycle::Running);
         let status = match (&s.meta, &s.writer, s.interrupted) {
+            (Ok(_), None, false) if stopped => format!(
+                "stopped: the Heartwood process running its task ended before the task \
+                 finished; `heartwood exec --session {} \"go on\"` continues it",
+                s.id
+            ),
+            (Ok(_), None, true) if stopped => format!(
+                "stopped mid-append: the Heartwood process running its task ended while \
+                 writing; `heartwood sessions recover {id}` completes the record, then \
+                 `heartwood exec --session {id} \"go on\"` continues it",
+                id = s.id
+            ),
             (Err(e), _, _) => format!("unreadable metadata: {e}"),
             (Ok(_), Some(w), _) => format!("open in pid {}", w.pid),
             (Ok(_), None, true) => {
@@ -157,11 +176,16 @@ impl SessionListing {
             backend: s.meta.as_ref().ok().map(|m| m.backend.clone()),
             events: s.events,
             last_activity: s.last_activity.as_ref().map(|t| t.as_str().to_owned()),
+            last_activity_ago: s
+                .last_activity
+                .as_ref()
+                .and_then(|t| t.ago(&heartwood_events::Timestamp::now())),
+            stopped,
             interrupted: s.interrupted,
             writer_pid: s.writer.as_ref().map(|w| w.pid),
             metadata_error: s.meta.as_ref().err().cloned(),
             status: match projection {
-                Some(p) if s.writer.is_none() && !s.interrupted && s.meta.is_ok() => {
+                Some(p) if s.writer.is_none() && !s.interrupted && s.meta.is_ok() && !stopped => {
                     p.status_line.clone()
                 }
                 _ => status,
