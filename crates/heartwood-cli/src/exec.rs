@@ -247,15 +247,45 @@ fn follow(
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let gateway = SessionGateway::new(project);
+        let gateway = SessionGateway::new(project.clone());
         wait_for_owner(&gateway, &session).await?;
         let result = match act(&gateway) {
-            Ok(receipts) => follow_in(&gateway, session, receipts, json).await,
+            Ok(receipts) => follow_in(&gateway, session.clone(), receipts, json).await,
             Err(e) => Err(e),
         };
         gateway.close().await;
-        result
+        let (settled, code) = result?;
+        if json {
+            let files = files_changed(project, session).await;
+            for line in crate::json_stream::closing_lines(&settled, code, &files)? {
+                say!("{line}");
+            }
+        }
+        Ok(ExitCode::from(code))
     })
+}
+
+/// The project's changed files as the workspace view lists them (Git's changes, or without Git
+/// the session's own edits), read off the runtime's threads.
+async fn files_changed(project: ProjectContext, session: SessionId) -> Vec<String> {
+    tokio::task::spawn_blocking(move || {
+        let service = heartwood_gateway::WorkspaceService::open(&project).ok()?;
+        let report = service
+            .changes(Some(session.as_str()), Default::default())
+            .ok()?;
+        Some(
+            report
+                .changes
+                .changes
+                .into_iter()
+                .map(|c| c.path.to_string())
+                .collect(),
+        )
+    })
+    .await
+    .ok()
+    .flatten()
+    .unwrap_or_default()
 }
 
 /// How long a command waits for another Heartwood process to let go of the session (an `exec`
@@ -291,7 +321,7 @@ async fn follow_in(
     session: SessionId,
     receipts: Vec<Receipt>,
     json: bool,
-) -> Result<ExitCode> {
+) -> Result<(heartwood_events::Snapshot, u8)> {
     let mut seen = None;
     for receipt in receipts {
         match &receipt.outcome {
@@ -327,7 +357,7 @@ async fn follow_in(
             .filter(|e| e.seq.get() <= snapshot.durable);
         for event in durable {
             if json {
-                say!("{}", json_line(&session, event)?);
+                say!("{}", crate::json_stream::event_line(&session, event)?);
             } else {
                 say!(
                     "{:>5}  {}",
@@ -383,19 +413,12 @@ async fn follow_in(
             }
         }
     };
-    Ok(outcome(&settled, json))
+    let code = outcome(&settled, json);
+    Ok((settled, code))
 }
 
-/// An event as one JSON line, with the session it belongs to.
-fn json_line(session: &SessionId, event: &heartwood_events::RecordedEvent) -> Result<String> {
-    let mut value = serde_json::to_value(event)?;
-    if let Some(object) = value.as_object_mut() {
-        object.insert("session".to_owned(), serde_json::json!(session));
-    }
-    Ok(serde_json::to_string(&value)?)
-}
-
-fn outcome(snapshot: &heartwood_events::Snapshot, json: bool) -> ExitCode {
+/// Where the run stopped, printed for people (unless `json`), as the exit code that says it.
+fn outcome(snapshot: &heartwood_events::Snapshot, json: bool) -> u8 {
     let p = &snapshot.projection;
     let waiting = p.lifecycle == Lifecycle::WaitingForDecision;
     if !json && !waiting {
@@ -409,7 +432,7 @@ fn outcome(snapshot: &heartwood_events::Snapshot, json: bool) -> ExitCode {
             if let (Some(set), Some(review), false) = (&p.pending, &snapshot.review, json) {
                 render::pending_set(&p.session, set, review);
             }
-            ExitCode::from(EXIT_WAITING)
+            EXIT_WAITING
         }
         Lifecycle::Paused => {
             if !json {
@@ -418,9 +441,9 @@ fn outcome(snapshot: &heartwood_events::Snapshot, json: bool) -> ExitCode {
                     p.session
                 );
             }
-            ExitCode::from(EXIT_PAUSED)
+            EXIT_PAUSED
         }
-        Lifecycle::Failed | Lifecycle::Stuck => ExitCode::FAILURE,
-        Lifecycle::Idle | Lifecycle::Finished | Lifecycle::Running => ExitCode::SUCCESS,
+        Lifecycle::Failed | Lifecycle::Stuck => 1,
+        Lifecycle::Idle | Lifecycle::Finished | Lifecycle::Running => 0,
     }
 }

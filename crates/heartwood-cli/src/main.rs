@@ -32,6 +32,7 @@ mod backend;
 mod batch;
 mod demo;
 mod exec;
+mod json_stream;
 mod local_models;
 mod model;
 mod render;

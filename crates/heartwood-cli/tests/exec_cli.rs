@@ -371,3 +371,89 @@ async fn decide_last_acts_on_the_one_pending_set_and_ids_take_prefixes() {
         text(&out.stderr)
     );
 }
+
+/// `exec --json` lines as JSON values.
+fn json_lines(out: &std::process::Output) -> Vec<serde_json::Value> {
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_json_stream_carries_arguments_once_the_pending_set_and_a_closing_summary() {
+    let (project, _server) = support::project_with(heartwood_testkit::Script::of(vec![
+        support::two_actions(),
+        support::finish("wrote ran.txt"),
+    ]))
+    .await;
+    let root = project.path();
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.org",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "base",
+        ][..],
+    ] {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .status();
+        assert!(ok.is_ok_and(|s| s.success()), "git {args:?}");
+    }
+    let asked = support::heartwood_async(root, &["exec", "--json", "write ran.txt"]).await;
+    assert_eq!(support::code(&asked), 3, "{}", text(&asked.stderr));
+    let lines = json_lines(&asked);
+    assert!(
+        lines.iter().all(|l| l["session"].is_string()),
+        "every line names its session"
+    );
+    let proposed = lines
+        .iter()
+        .find(|l| l["type"] == "action_proposed")
+        .expect("a proposal");
+    assert_eq!(
+        proposed["action"]["arguments"]["command"], "echo one >> ran.txt",
+        "arguments are JSON, not JSON text: {proposed}"
+    );
+    let pending = lines
+        .iter()
+        .find(|l| l["type"] == "pending_set")
+        .expect("the pending set");
+    assert_eq!(
+        pending["set"]["members"].as_array().map(Vec::len),
+        Some(2),
+        "{pending}"
+    );
+    assert!(
+        pending["review"]["members"][0]["preview"].is_object(),
+        "{pending}"
+    );
+    let allow = pending["decide"]["allow"].as_str().expect("allow");
+    let summary = lines.last().expect("a last line");
+    assert_eq!(summary["type"], "summary", "{summary}");
+    assert_eq!(summary["outcome"], "waiting_for_decision");
+    assert_eq!(summary["exit_code"], 3);
+
+    // The decide command as the stream gave it, with --json: the run ends with its summary.
+    let mut words: Vec<&str> = allow.split_whitespace().skip(1).collect();
+    words.push("--json");
+    let decided = support::heartwood_async(root, &words).await;
+    assert_eq!(support::code(&decided), 0, "{}", text(&decided.stderr));
+    let summary = json_lines(&decided).pop().expect("summary");
+    assert_eq!(summary["type"], "summary", "{summary}");
+    assert_eq!(summary["outcome"], "finished", "{summary}");
+    assert_eq!(
+        summary["files_changed"],
+        serde_json::json!(["ran.txt"]),
+        "{summary}"
+    );
+    assert!(summary["usage"].is_object(), "{summary}");
+}
