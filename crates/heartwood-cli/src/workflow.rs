@@ -350,8 +350,8 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
             let (session, _) = current(project, &session)?;
             let gateway = heartwood_gateway::SessionGateway::new(project.clone());
             let figure = gateway.workflow_figure(&session)?.with_context(|| {
-                "there is no model to draw: the run's latest checks are not of a model stage \
-                 (evaluate the model stage first)"
+                "there is no model to draw yet: no model stage has been checked (run the model \
+                 stage, then `heartwood workflow evaluate`)"
             })?;
             if json {
                 say!("{}", serde_json::to_string_pretty(&figure)?);

@@ -551,9 +551,18 @@ async fn a_whole_run_is_accepted_through_its_reviewed_reproduction() {
     );
     std::fs::write(&model, &bytes).expect("restore");
     evaluate_and_accept(root);
+    // Accepted, the model is still drawn, from the bytes accepted, while the run moves on.
+    let after = heartwood(root, &["workflow", "figure", "--json"]);
+    assert!(after.status.success(), "{}", text(&after.stderr));
+    let after: Value = serde_json::from_slice(&after.stdout).expect("figure json");
+    assert_eq!(after["stage"], "model", "{after:#}");
 
     run_and_allow(root).await;
     evaluate_edit_and_accept(root, &["reports/final.md"]);
+    assert!(
+        heartwood(root, &["workflow", "figure"]).status.success(),
+        "the accepted model is drawn after the next stage's checks too"
+    );
     assert_eq!(stage_status(&status(root), "report"), "accepted");
 
     // Identical bytes copied by hand are not a reproduction, and the run says so.

@@ -18,19 +18,33 @@ const WIDTH: u32 = 640;
 const MODEL_HEIGHT: u32 = 400;
 const SLOPES_HEIGHT: u32 = 120;
 
-/// The model picture for the run's current assessment. `Ok(None)` when the run has no
-/// assessment or its stage fits no model; an error when the files changed since the
-/// assessment (evaluate again) or cannot be read.
+/// The model picture for the run's current assessment when it judged a model, else for the
+/// model stage accepted last. `Ok(None)` when no model has been judged yet; an error when the
+/// files changed since they were judged (evaluate again) or cannot be read.
 pub(crate) fn model_figure(
     project: &ProjectContext,
     w: &WorkflowView,
 ) -> Result<Option<ModelFigure>, GatewayError> {
-    let Some(assessment) = &w.assessment else {
-        return Ok(None);
-    };
     let definition = crate::workflow_run::bound_definition(w)?;
     let service = WorkspaceService::open(project)?;
-    let Some(read) = service.model_series(&definition, &assessment.stage) else {
+    let current = w.assessment.as_ref().and_then(|a| {
+        let judged = a.checks.iter().find(|c| c.check == "univariate_ols")?;
+        Some((a.stage.clone(), judged.inspected.clone()))
+    });
+    // Once the model stage is accepted, the run's checks move on to the next stage; what was
+    // accepted is still what the picture shows.
+    let accepted = || {
+        w.stages
+            .iter()
+            .rev()
+            .filter(|s| s.status == heartwood_events::workflow::StageStatus::Accepted)
+            .find(|s| service.model_series(&definition, &s.spec.id).is_some())
+            .map(|s| (s.spec.id.clone(), s.accepted_evidence.clone()))
+    };
+    let Some((stage, judged)) = current.or_else(accepted) else {
+        return Ok(None);
+    };
+    let Some(read) = service.model_series(&definition, &stage) else {
         return Ok(None);
     };
     let (series, digests) = read.map_err(GatewayError::Invalid)?;
@@ -41,12 +55,7 @@ pub(crate) fn model_figure(
             sha256: Some(d.sha256.clone()),
         })
         .collect();
-    let judged = assessment
-        .checks
-        .iter()
-        .find(|c| c.check == "univariate_ols")
-        .map(|c| &c.inspected);
-    if judged != Some(&inspected) {
+    if !inspected.iter().all(|file| judged.contains(file)) {
         return Err(GatewayError::Invalid(
             "the model's files changed since its checks ran, so a picture of them would not \
              show what was judged; evaluate the stage again"
@@ -63,7 +72,7 @@ pub(crate) fn model_figure(
         });
     let at = |x: f64| [x, series.intercept + series.slope * x];
     let mut figure = ModelFigure {
-        stage: assessment.stage.clone(),
+        stage,
         predictor: series.predictor.clone(),
         outcome: series.outcome.clone(),
         train: series.train.iter().map(|&(x, y)| [x, y]).collect(),

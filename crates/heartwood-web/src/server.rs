@@ -507,7 +507,7 @@ fn figure(app: &Arc<AppState>, id: &str) -> Response {
             .into_response(),
         Ok(None) => plain(
             StatusCode::NOT_FOUND,
-            "the run's latest checks are not of a model stage: there is no model to draw",
+            "there is no model to draw yet: no model stage has been checked",
         ),
         Err(heartwood_gateway::GatewayError::Invalid(why)) => plain(StatusCode::CONFLICT, &why),
         Err(e) => failure(&e),
