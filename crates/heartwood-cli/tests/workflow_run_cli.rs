@@ -297,7 +297,7 @@ async fn a_stage_that_uses_up_its_budget_gets_no_further_model_continuation() {
     let run = heartwood_async(project.path(), &["workflow", "run"]).await;
     assert_eq!(code(&run), 3, "{}{}", text(&run.stdout), text(&run.stderr));
     let w = status(project.path());
-    let actions = w["stages"][0]["budget"]
+    let actions = w["stages"][0]["budget_lines"]
         .as_array()
         .expect("budget lines")
         .iter()

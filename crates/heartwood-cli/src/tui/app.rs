@@ -220,6 +220,8 @@ pub struct App {
     pub armed: Option<Decision>,
     /// Review lines scrolled down from the top.
     pub review_scroll: usize,
+    /// Which of the pending set's members have been on screen (marked as they are drawn).
+    pub seen: std::cell::RefCell<super::seen::Seen>,
     /// Ctrl-C was pressed while the agent worked: a second one quits.
     pub quit_armed: bool,
     /// The time frames are drawn at; `None` for the clock (tests fix it).
@@ -266,6 +268,7 @@ impl App {
             notice: None,
             armed: None,
             review_scroll: 0,
+            seen: Default::default(),
             quit_armed: false,
             now: None,
             workflow_armed: None,
@@ -309,6 +312,18 @@ impl App {
         if !has_pending && self.focus != Focus::Input {
             self.focus = Focus::Input;
         }
+    }
+
+    /// The pending set's members not wholly shown yet, by action id.
+    pub fn unseen(&self) -> Vec<u64> {
+        let Some(snapshot) = self.snapshot() else {
+            return Vec::new();
+        };
+        let Some(set) = &snapshot.projection.pending else {
+            return Vec::new();
+        };
+        let ids: Vec<u64> = set.members.iter().map(|m| m.action_id).collect();
+        self.seen.borrow().unseen(&set.set_id, set.revision, &ids)
     }
 
     /// Handles one key.
@@ -387,6 +402,11 @@ impl App {
                 match key.code {
                     KeyCode::Enter => match armed {
                         Some(Decision::AllowOnce) => {
+                            let unseen = self.unseen();
+                            if !unseen.is_empty() {
+                                self.notice = Some(not_yet_seen(&unseen));
+                                return None;
+                            }
                             self.notice = None;
                             pending.map(|(set, rev)| decide(set, rev, Decision::AllowOnce, None))
                         }
@@ -566,6 +586,21 @@ impl App {
         self.scroll = 0;
         Some(Intent::Say(text))
     }
+}
+
+/// Why allow waits: which actions were never on screen, and how to see them.
+fn not_yet_seen(unseen: &[u64]) -> String {
+    let ids: Vec<String> = unseen.iter().map(|id| format!("#{id}")).collect();
+    format!(
+        "not allowed: {} not on screen yet ({}); scroll down (↓, PgDn) to read every proposed \
+         action, then allow",
+        if unseen.len() == 1 {
+            "one action was"
+        } else {
+            "some actions were"
+        },
+        ids.join(", ")
+    )
 }
 
 fn decide(

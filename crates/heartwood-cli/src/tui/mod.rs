@@ -9,6 +9,7 @@
 mod app;
 mod markdown;
 mod review;
+mod seen;
 mod skills;
 mod timeline;
 mod view;

@@ -8,10 +8,15 @@ use ratatui::text::{Line, Span};
 
 use super::timeline::wrap;
 
-/// Every line of the review at `width` columns.
-pub fn review_lines(review: &Review, width: usize) -> Vec<Line<'static>> {
+/// Every line of the review at `width` columns, and the lines of each member (by action id).
+pub fn review_lines(
+    review: &Review,
+    width: usize,
+) -> (Vec<Line<'static>>, Vec<(u64, std::ops::Range<usize>)>) {
     let mut out = Vec::new();
+    let mut members = Vec::with_capacity(review.members.len());
     for member in &review.members {
+        let start = out.len();
         let mut head = vec![
             Span::styled(
                 format!("#{} ", member.action_id),
@@ -34,9 +39,10 @@ pub fn review_lines(review: &Review, width: usize) -> Vec<Line<'static>> {
         }
         out.push(Line::from(head));
         preview_lines(&member.preview, width.saturating_sub(4), &mut out);
+        members.push((member.action_id, start..out.len()));
         out.push(Line::default());
     }
-    out
+    (out, members)
 }
 
 fn risk_colour(risk: RiskLevel) -> Color {

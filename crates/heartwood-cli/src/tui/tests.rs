@@ -1124,3 +1124,61 @@ fn a_skill_under_review_is_shown_whole_and_a_approves_the_tree_shown() {
     assert_eq!(app.on_key(key(KeyCode::Esc)), None, "Esc closes the review");
     assert_eq!(app.on_key(key(KeyCode::Esc)), Some(Intent::Back));
 }
+
+/// A set of three commands, each a long script: at 80×24 the later ones start off screen.
+fn long_set(project: &std::path::Path) -> Snapshot {
+    let script = |n: u64| {
+        let lines: Vec<String> = (0..30).map(|i| format!("echo step {n}.{i}")).collect();
+        serde_json::json!({ "command": lines.join("\n") }).to_string()
+    };
+    pending_with(
+        project,
+        (4..7)
+            .map(|id| proposal(id, "terminal", &script(id), RiskLevel::Medium))
+            .collect(),
+    )
+}
+
+fn draw_at(app: &App, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("terminal");
+    terminal.draw(|f| view::render(f, app)).expect("draw");
+    terminal.backend().to_string()
+}
+
+#[test]
+fn allow_waits_until_every_member_was_on_screen() {
+    let project = tempfile::tempdir().expect("project");
+    let mut app = session_app(long_set(project.path()));
+    let screen = draw_at(&app, 80, 24);
+    assert!(screen.contains("not shown yet"), "{screen}");
+    app.on_key(key(KeyCode::Char('a')));
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        None,
+        "allowed unseen actions"
+    );
+    assert!(
+        app.notice.as_deref().unwrap_or_default().contains("#5, #6"),
+        "{:?}",
+        app.notice
+    );
+    // Reading on, a page at a time, shows every member; then allow goes through.
+    for _ in 0..20 {
+        app.on_key(key(KeyCode::PageDown));
+        draw_at(&app, 80, 24);
+    }
+    assert!(app.unseen().is_empty(), "{:?}", app.unseen());
+    app.on_key(key(KeyCode::Char('a')));
+    assert!(matches!(
+        app.on_key(key(KeyCode::Enter)),
+        Some(Intent::Submit(CommandKind::Decide {
+            decision: Decision::AllowOnce,
+            ..
+        }))
+    ));
+    // Where the whole set fits on screen, it is seen at once.
+    let mut wide = session_app(long_set(project.path()));
+    draw_at(&wide, 200, 120);
+    wide.on_key(key(KeyCode::Char('a')));
+    assert!(wide.on_key(key(KeyCode::Enter)).is_some());
+}

@@ -500,11 +500,21 @@ fn review_screen(
 ) {
     let [body, footer] = Layout::vertical([Constraint::Min(3), Constraint::Length(2)]).areas(area);
     let width = body.width.saturating_sub(2) as usize;
+    let height = body.height.saturating_sub(2) as usize;
     let lines = match &snapshot.review {
-        Some(review) => super::review::review_lines(review, width),
+        Some(review) => {
+            let (lines, members) = super::review::review_lines(review, width);
+            let top = app.review_scroll.min(lines.len().saturating_sub(height));
+            app.seen.borrow_mut().mark(
+                (&set.set_id, set.revision, width),
+                members,
+                lines.len(),
+                top..top + height,
+            );
+            lines
+        }
         None => vec![Line::raw("The review is being prepared…")],
     };
-    let height = body.height.saturating_sub(2) as usize;
     let top = app.review_scroll.min(lines.len().saturating_sub(height));
     let more_below = lines.len() > top + height;
     let visible: Vec<Line<'_>> = lines.into_iter().skip(top).take(height).collect();
@@ -530,6 +540,17 @@ fn review_screen(
             ),
             Style::default().fg(Color::Magenta),
         ),
+        _ if app.armed == Some(heartwood_events::Decision::AllowOnce)
+            && !app.unseen().is_empty() =>
+        {
+            Line::styled(
+                format!(
+                    "{} of {n} not shown yet: read them with ↓ PgDn first; Enter will not allow",
+                    app.unseen().len()
+                ),
+                Style::default().fg(Color::Yellow),
+            )
+        }
         _ if app.armed == Some(heartwood_events::Decision::AllowOnce) => Line::styled(
             format!(
                 "Press Enter to allow all {n} action{} once. Any other key cancels.",
@@ -548,9 +569,17 @@ fn review_screen(
                 .fg(Color::Magenta)
                 .add_modifier(Modifier::BOLD),
         ),
-        _ => keys(
-            "a ⏎ allow all once · r ⏎ reject all · one decision covers the whole set · typing goes to guidance",
-        ),
+        _ => match app.unseen().len() {
+            0 => keys(
+                "a ⏎ allow all once · r ⏎ reject all · one decision covers the whole set · typing goes to guidance",
+            ),
+            unseen => Line::styled(
+                format!(
+                    "↓ PgDn read on: {unseen} of {n} not shown yet (allow waits until every action was on screen) · r ⏎ reject all"
+                ),
+                Style::default().fg(Color::Yellow),
+            ),
+        },
     };
     frame.render_widget(Paragraph::new(vec![prompt]), footer);
 }
