@@ -86,9 +86,12 @@ fn print_preview(paint: &Paint, preview: &Preview) {
             ..
         } => {
             say!("      {}", paint.wrap("2", context));
-            let prompt = if *input { "> " } else { "$ " };
-            for line in command.split('\n') {
-                say!("      {}", paint.wrap("36", &format!("{prompt}{line}")));
+            for line in heartwood_events::shell_lines(command) {
+                let prompt = line.prompt(*input);
+                say!(
+                    "      {}",
+                    paint.wrap("36", &format!("{prompt}{}", line.text))
+                );
             }
         }
         Preview::Create {

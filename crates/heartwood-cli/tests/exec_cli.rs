@@ -457,3 +457,24 @@ async fn the_json_stream_carries_arguments_once_the_pending_set_and_a_closing_su
     );
     assert!(summary["usage"].is_object(), "{summary}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_heredoc_reads_as_the_script_it_is() {
+    let script = "cat > fit.py <<'EOF'\nimport csv\nprint(1)\nEOF\npython3 fit.py";
+    let (project, _server) = support::project_with(heartwood_testkit::Script::of(vec![
+        heartwood_testkit::Turn::calls(&[("terminal", serde_json::json!({"command": script}))]),
+    ]))
+    .await;
+    let asked = support::heartwood_async(project.path(), &["exec", "write fit.py"]).await;
+    assert_eq!(support::code(&asked), 3, "{}", text(&asked.stderr));
+    let shown = text(&asked.stdout);
+    assert!(shown.contains("$ cat > fit.py <<'EOF'"), "{shown}");
+    assert!(shown.contains("$ python3 fit.py"), "{shown}");
+    for body in ["import csv", "print(1)", "EOF"] {
+        assert!(shown.contains(&format!("  {body}")), "{shown}");
+        assert!(
+            !shown.contains(&format!("$ {body}")),
+            "{body} shown as a command: {shown}"
+        );
+    }
+}

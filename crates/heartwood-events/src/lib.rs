@@ -23,6 +23,7 @@ mod projection;
 mod receipt;
 mod review;
 pub mod schema;
+mod shell_lines;
 pub mod startup;
 mod time;
 mod wire;
@@ -44,6 +45,7 @@ pub use projection::{
 };
 pub use receipt::{Outcome, Receipt};
 pub use review::{MemberReview, Preview, Review};
+pub use shell_lines::{ShellLine, shell_lines};
 pub use time::Timestamp;
 pub use wire::{Change, NewSession, Snapshot, Suspended, ToolOutput, Update};
 

@@ -89,9 +89,15 @@ fn preview_lines(preview: &Preview, width: usize, out: &mut Vec<Line<'static>>) 
             ..
         } => {
             out.push(Line::styled(format!("    {context}"), dim));
-            let prompt = if *input { "> " } else { "$ " };
-            for line in command.split('\n') {
-                push_wrapped(out, prompt, line, width, Style::default().fg(Color::Cyan));
+            for line in heartwood_events::shell_lines(command) {
+                let prompt = line.prompt(*input);
+                push_wrapped(
+                    out,
+                    prompt,
+                    line.text,
+                    width,
+                    Style::default().fg(Color::Cyan),
+                );
             }
         }
         Preview::Create {
