@@ -142,9 +142,13 @@ fn start(args: RunArgs, resume: bool) -> Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let shown = status::gather(&manifest)?;
+    // An item a live worker drives, or one the scheduler still has queued or running, is left
+    // to it: submitting it again would only queue a worker that stands back.
     let indices: Vec<usize> = shown
         .items
         .iter()
+        .filter(|r| r.phase != Phase::Running)
+        .filter(|r| !r.scheduler.as_ref().is_some_and(|t| slurm::is_live(&t.state)))
         .filter(|r| {
             if resume {
                 r.phase != Phase::Done
