@@ -71,28 +71,80 @@ pub fn run(project: &ProjectContext, mut args: ReplayArgs) -> Result<ExitCode> {
             &replayed,
         )));
     }
-    if std::fs::read_dir(copy.state_dir().join("sessions").join(&args.session))
-        .is_ok_and(|mut d| d.next().is_some())
-    {
-        bail!(
-            "{} already holds a session {}; replay into a fresh copy of the starting files",
+    let resumed = std::fs::read_dir(copy.state_dir().join("sessions").join(&args.session))
+        .is_ok_and(|mut d| d.next().is_some());
+    let first = if resumed {
+        next_task(&copy, &args, &into, source.tasks.len())?
+    } else {
+        let name = format!("replay-{}.jsonl", args.session);
+        let recording = install_recording(&copy, &name, &source.recording)?;
+        ProjectConfig::set_route(&copy, RouteConfig::replay(recording))?;
+        say!(
+            "Replaying session {} in {} ({} task{}, {} policy); answer each decision with \
+             `heartwood decide` there, then run this again to go on, and compare with \
+             `heartwood replay {} --into {} --compare`.",
+            args.session,
             into.display(),
-            args.session
+            source.tasks.len(),
+            if source.tasks.len() == 1 { "" } else { "s" },
+            source.policy.as_str(),
+            args.session,
+            into.display()
+        );
+        0
+    };
+    // Every task in turn, each once the one before has finished; a task that stops (for a
+    // decision, say) ends this run, and running it again goes on from there.
+    for (n, (task, policy)) in source.tasks.iter().enumerate().skip(first) {
+        if source.tasks.len() > 1 {
+            say!("task {} of {}: {task}", n + 1, source.tasks.len());
+        }
+        let code = crate::exec::run_task_with(&copy, &args.session, task, *policy)?;
+        if code != ExitCode::SUCCESS {
+            return Ok(code);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Which recorded task the replay in `copy` goes on with: the first it was not given, once the
+/// one before has finished; or why it cannot go on.
+fn next_task(
+    copy: &ProjectContext,
+    args: &ReplayArgs,
+    into: &std::path::Path,
+    tasks: usize,
+) -> Result<usize> {
+    let replayed = SessionAdmin::new(copy).show(&args.session)?;
+    let Some(p) = replayed.projection else {
+        bail!("the replay in {} does not verify", into.display());
+    };
+    let given = replayed
+        .events
+        .iter()
+        .flatten()
+        .filter(|e| matches!(e.event, heartwood_events::Event::TaskSubmitted { .. }))
+        .count();
+    if given >= tasks {
+        bail!(
+            "{} already holds session {} with every one of its {tasks} task{} replayed; compare \
+             with `heartwood replay {} --into {} --compare`, or replay into a fresh copy",
+            into.display(),
+            args.session,
+            if tasks == 1 { "" } else { "s" },
+            args.session,
+            into.display()
         );
     }
-    let name = format!("replay-{}.jsonl", args.session);
-    let recording = install_recording(&copy, &name, &source.recording)?;
-    ProjectConfig::set_route(&copy, RouteConfig::replay(recording))?;
-    say!(
-        "Replaying session {} in {} ({} policy); answer each decision with `heartwood decide` \
-         there, then compare with `heartwood replay {} --into {} --compare`.",
-        args.session,
-        into.display(),
-        source.policy.as_str(),
-        args.session,
-        into.display()
-    );
-    crate::exec::run_task_with(&copy, &args.session, &source.task, source.policy)
+    if p.lifecycle != heartwood_events::Lifecycle::Finished {
+        bail!(
+            "the replay in {} is {} at task {given} of {tasks}; answer it with `heartwood decide` \
+             there, then run this again to go on",
+            into.display(),
+            p.lifecycle.as_str().replace('_', " ")
+        );
+    }
+    Ok(given)
 }
 
 /// Prints a comparison; success when the replay observed exactly what the original did.

@@ -166,3 +166,49 @@ async fn in_a_git_project_the_replay_makes_its_own_copy_of_the_starting_files() 
         text(&again.stderr)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_task_of_a_session_is_replayed_in_turn() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let original = root.path().join("original");
+    starting_files(&original, ROWS);
+    let server = ScriptedModelServer::start(Script::of(vec![
+        Turn::calls(&[("terminal", json!({"command": "wc -l < data/cohort.csv"}))]),
+        Turn::calls(&[("finish", json!({"message": "4 lines"}))]),
+        Turn::calls(&[("terminal", json!({"command": "head -2 data/cohort.csv"}))]),
+        Turn::calls(&[("finish", json!({"message": "a header and a row"}))]),
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(&original, &server.base_url());
+    for task in ["count the lines", "show the first two"] {
+        let run = heartwood_async(
+            &original,
+            &["exec", "--session", "two", "--policy", "low-risk", task],
+        )
+        .await;
+        assert!(run.status.success(), "{}", text(&run.stderr));
+    }
+    drop(server);
+
+    let copy = root.path().join("copy");
+    starting_files(&copy, ROWS);
+    let into = copy.to_str().expect("utf-8");
+    let replay = heartwood_async(&original, &["replay", "two", "--into", into]).await;
+    let said = text(&replay.stdout);
+    assert!(replay.status.success(), "{said}{}", text(&replay.stderr));
+    assert!(said.contains("task 2 of 2: show the first two"), "{said}");
+    let compare = heartwood(&original, &["replay", "two", "--into", into, "--compare"]);
+    let report = text(&compare.stdout);
+    assert!(compare.status.success(), "{report}");
+    assert!(
+        report.contains("4 of 4 tool results match"),
+        "both tasks' calls: {report}"
+    );
+    let again = heartwood_async(&original, &["replay", "two", "--into", into]).await;
+    assert!(
+        text(&again.stderr).contains("every one of its 2 tasks replayed"),
+        "{}",
+        text(&again.stderr)
+    );
+}

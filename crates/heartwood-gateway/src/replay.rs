@@ -14,10 +14,12 @@ use crate::{GatewayError, ProjectContext, SessionAdmin};
 pub struct ReplaySource {
     /// The original session's projection (it verified).
     pub original: SessionProjection,
-    /// The task it was given.
+    /// The task it was given first.
     pub task: String,
     /// The policy it ran under.
     pub policy: ActionPolicy,
+    /// Every task it was given, in order, with its policy (the first is `task`).
+    pub tasks: Vec<(String, ActionPolicy)>,
     /// The commit its starting files matched, when the project was a clean Git work tree.
     pub starting_commit: Option<String>,
     /// The model exchanges its engine recorded.
@@ -48,6 +50,15 @@ impl SessionAdmin {
                 "session {id} was never given a task"
             )));
         };
+        let tasks = view
+            .events
+            .iter()
+            .flatten()
+            .filter_map(|e| match &e.event {
+                Event::TaskSubmitted { text, policy, .. } => Some((text.clone(), *policy)),
+                _ => None,
+            })
+            .collect();
         let recording = self.recording(id)?.ok_or_else(|| {
             GatewayError::Invalid(format!(
                 "session {id} has no recorded model replies to replay"
@@ -57,6 +68,7 @@ impl SessionAdmin {
             original,
             task,
             policy,
+            tasks,
             starting_commit,
             recording,
         })

@@ -148,7 +148,11 @@ fn start(args: RunArgs, resume: bool) -> Result<ExitCode> {
         .items
         .iter()
         .filter(|r| r.phase != Phase::Running)
-        .filter(|r| !r.scheduler.as_ref().is_some_and(|t| slurm::is_live(&t.state)))
+        .filter(|r| {
+            !r.scheduler
+                .as_ref()
+                .is_some_and(|t| slurm::is_live(&t.state))
+        })
         .filter(|r| {
             if resume {
                 r.phase != Phase::Done
