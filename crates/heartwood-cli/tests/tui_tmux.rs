@@ -228,7 +228,16 @@ async fn reject_allow_and_leave_one_pending(openhands: bool) {
         .await;
     assert!(finished.contains("[rejected]"), "{finished}");
     let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran");
-    assert_eq!(ran, "B1\nB2\n", "only the allowed set ran, once");
+    if ran != "B1\nB2\n" {
+        let (_, view) = latest_session(project.path());
+        let actions: Vec<String> = view["projection"]["actions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|a| format!("{} {} {}", a["headline"], a["state"], a["detail"]))
+            .collect();
+        panic!("only the allowed set runs, once: ran.txt is {ran:?}; actions: {actions:#?}");
+    }
 
     tmux.type_text("and once more");
     tmux.keys(&["Enter"]);
