@@ -132,7 +132,7 @@ fn run_item(
             "--quiet".to_owned(),
         ];
         args.extend(route.connect_args.iter().cloned());
-        let (status, _) = run.logged(&args)?;
+        let status = run.logged(&args)?;
         if !status.success() {
             return Ok((
                 Phase::Failed,
@@ -318,7 +318,7 @@ fn workflow_step(
         for (id, path) in &item.workflow_inputs {
             args.extend(["--input".to_owned(), format!("{id}={path}")]);
         }
-        let (status, _) = run.logged(&args)?;
+        let status = run.logged(&args)?;
         return Ok(if status.success() {
             Step::Again
         } else {
@@ -334,7 +334,7 @@ fn workflow_step(
     if look.listing.state == Some(Lifecycle::Running) {
         // Cut off mid-turn, and nobody holds it: looking at it through the gateway records the
         // interruption (no model call), and the stage can then run again.
-        let (status, ()) = run.logged(&["workflow", "status", &session])?;
+        let status = run.logged(&["workflow", "status", &session])?;
         if !status.success() {
             return Ok(settle(
                 Phase::Failed,
@@ -441,7 +441,7 @@ impl Runner<'_> {
     }
 
     /// Runs a command with its output in the log.
-    fn logged(&mut self, args: &[impl AsRef<std::ffi::OsStr>]) -> Result<(ExitStatus, ())> {
+    fn logged(&mut self, args: &[impl AsRef<std::ffi::OsStr>]) -> Result<ExitStatus> {
         use std::io::Write;
         let shown: Vec<String> = args
             .iter()
@@ -455,13 +455,13 @@ impl Runner<'_> {
             .status()
             .context("cannot run heartwood")?;
         writeln!(self.log, "[exit: {}]", describe(status))?;
-        Ok((status, ()))
+        Ok(status)
     }
 
     /// Runs a command that moves the session on and follows it; the exit code says where it
     /// stopped, and the next look says what that means.
     fn exec(&mut self, args: &[&str]) -> Result<Step> {
-        let (status, ()) = self.logged(args)?;
+        let status = self.logged(args)?;
         // Finished, waiting or paused: it let go of the session itself. (A failure may be
         // another process holding it: the next look asks who does.)
         self.exited_cleanly = matches!(status.code(), Some(0 | 3 | 4));
@@ -502,7 +502,7 @@ impl Runner<'_> {
 
     /// Runs a command that only records (evaluate): a refusal is a failure.
     fn step(&mut self, args: &[&str]) -> Result<Step> {
-        let (status, ()) = self.logged(args)?;
+        let status = self.logged(args)?;
         Ok(if status.success() {
             Step::Again
         } else {
@@ -546,11 +546,22 @@ impl Runner<'_> {
     }
 
     /// The last thing heartwood said in the log (its `heartwood: ...` line), or `fallback`.
+    /// Only the log's end is read: it holds the command that just ran, and the log grows with
+    /// every attempt.
     fn said_why(&self, fallback: &str) -> String {
-        let Ok(text) = std::fs::read_to_string(&self.log_path) else {
+        use std::io::{Read, Seek, SeekFrom};
+        const TAIL: u64 = 64 << 10;
+        let mut tail = Vec::new();
+        let read = File::open(&self.log_path).and_then(|mut f| {
+            let len = f.metadata()?.len();
+            f.seek(SeekFrom::Start(len.saturating_sub(TAIL)))?;
+            f.read_to_end(&mut tail)
+        });
+        if read.is_err() {
             return fallback.to_owned();
-        };
-        text.lines()
+        }
+        String::from_utf8_lossy(&tail)
+            .lines()
             .rev()
             .find_map(|l| l.strip_prefix("heartwood: "))
             .map_or_else(|| fallback.to_owned(), str::to_owned)
