@@ -13,35 +13,23 @@ use super::manifest::Manifest;
 use super::record::{BatchDir, Phase, Record};
 use super::slurm::{self, TaskState};
 
-/// One item as status shows it.
+/// One item as status shows it: its record, with where it stands made true now (a dead
+/// worker's item is interrupted, an answered one queued), and Slurm's view of its task.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
-    /// The item's name.
-    pub item: String,
-    /// Its index.
-    pub index: usize,
-    /// Where it stands.
-    pub phase: Phase,
-    /// Why, in words.
-    pub detail: String,
-    /// The command that moves it on, when a person must act.
-    pub next: Option<String>,
-    /// The workflow stage.
-    pub stage: Option<String>,
-    /// The latest checks.
-    pub last_check: Option<String>,
-    /// Seconds its workers spent.
-    pub wall_seconds: f64,
-    /// Usage and cost.
-    pub usage: Option<String>,
-    /// Workers that took it.
-    pub attempts: u32,
-    /// Its session.
-    pub session: String,
-    /// Its project.
-    pub project: String,
+    /// The record, as it stands now.
+    #[serde(flatten)]
+    pub record: Record,
     /// What Slurm says of its latest task, for Slurm batches.
     pub scheduler: Option<TaskState>,
+}
+
+impl std::ops::Deref for Row {
+    type Target = Record;
+
+    fn deref(&self) -> &Record {
+        &self.record
+    }
 }
 
 /// The whole batch as status shows it.
@@ -89,12 +77,9 @@ pub fn gather(manifest: &Manifest) -> Result<Status> {
     })
 }
 
-fn row(record: Record, scheduler: Option<TaskState>, on_slurm: bool) -> Row {
-    let mut phase = record.phase;
-    let mut detail = record.detail.clone();
-    let mut next = record.next.clone();
+fn row(mut record: Record, scheduler: Option<TaskState>, on_slurm: bool) -> Row {
     let live_task = scheduler.as_ref().map(|t| slurm::is_live(&t.state));
-    match phase {
+    match record.phase {
         Phase::Running => {
             let alive = record.worker.as_ref().and_then(|w| w.alive());
             let gone = match (live_task, alive) {
@@ -115,8 +100,8 @@ fn row(record: Record, scheduler: Option<TaskState>, on_slurm: bool) -> Row {
             };
             if let Some(t) = scheduler.as_ref().filter(|t| t.state == "PENDING") {
                 // Requeued (by the scheduler or by hand): it waits for its turn again.
-                phase = Phase::Queued;
-                detail = format!(
+                record.phase = Phase::Queued;
+                record.detail = format!(
                     "requeued on Slurm, pending{}",
                     t.reason
                         .as_ref()
@@ -124,8 +109,8 @@ fn row(record: Record, scheduler: Option<TaskState>, on_slurm: bool) -> Row {
                         .unwrap_or_default()
                 );
             } else if let Some(why) = gone {
-                phase = Phase::Interrupted;
-                detail = format!(
+                record.phase = Phase::Interrupted;
+                record.detail = format!(
                     "{why} before the item settled; `heartwood batch resume` continues it from \
                      its journal"
                 );
@@ -133,7 +118,7 @@ fn row(record: Record, scheduler: Option<TaskState>, on_slurm: bool) -> Row {
         }
         Phase::Queued => {
             if let Some(t) = scheduler.as_ref().filter(|t| slurm::is_live(&t.state)) {
-                detail = format!(
+                record.detail = format!(
                     "queued on Slurm ({}{})",
                     t.state.to_lowercase(),
                     t.reason
@@ -145,28 +130,14 @@ fn row(record: Record, scheduler: Option<TaskState>, on_slurm: bool) -> Row {
         }
         Phase::Waiting => {
             if drive::still_waiting(&record.project, &record.session) == Some(false) {
-                detail = "answered: `heartwood batch resume` continues it".to_owned();
-                next = None;
-                phase = Phase::Queued;
+                record.detail = "answered: `heartwood batch resume` continues it".to_owned();
+                record.next = None;
+                record.phase = Phase::Queued;
             }
         }
         Phase::Done | Phase::Failed | Phase::Interrupted => {}
     }
-    Row {
-        item: record.item,
-        index: record.index,
-        phase,
-        detail,
-        next,
-        stage: record.stage,
-        last_check: record.last_check,
-        wall_seconds: record.wall_seconds,
-        usage: record.usage,
-        attempts: record.attempts,
-        session: record.session,
-        project: record.project.display().to_string(),
-        scheduler,
-    }
+    Row { record, scheduler }
 }
 
 /// Prints the status table (or JSON).
