@@ -23,7 +23,7 @@ pub enum SessionsCommand {
     },
     /// Show one session's metadata, integrity and events.
     Show {
-        /// The session id.
+        /// The session id, a unique prefix of it, or `last`.
         id: String,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -31,7 +31,7 @@ pub enum SessionsCommand {
     },
     /// Verify a session's hash chain; exits 0 only when it is intact.
     Verify {
-        /// The session id.
+        /// The session id, a unique prefix of it, or `last`.
         id: String,
         /// A checkpoint kept elsewhere; also proves the log still extends it.
         #[arg(long, value_name = "FILE")]
@@ -39,13 +39,13 @@ pub enum SessionsCommand {
     },
     /// Print the session's current checkpoint as JSON, to keep somewhere safe.
     Checkpoint {
-        /// The session id.
+        /// The session id, a unique prefix of it, or `last`.
         id: String,
     },
     /// Write a self-contained, verifiable export bundle (recorded in the session), or a
     /// readable Markdown transcript.
     Export {
-        /// The session id.
+        /// The session id, a unique prefix of it, or `last`.
         id: String,
         /// What to write.
         #[arg(long, value_enum, default_value_t = ExportFormat::Bundle)]
@@ -57,12 +57,20 @@ pub enum SessionsCommand {
     },
     /// Complete an append that a crash interrupted, then verify the session.
     Recover {
-        /// The session id.
+        /// The session id, a unique prefix of it, or `last`.
         id: String,
+    },
+    /// Give a session a title of your own (it starts as its first task's first line).
+    Rename {
+        /// The session id, a unique prefix of it, or `last`.
+        id: String,
+        /// The new title.
+        #[arg(required = true, num_args = 1..)]
+        title: Vec<String>,
     },
     /// Delete a session and everything in it.
     Rm {
-        /// The session id.
+        /// The session id, a unique prefix of it, or `last`.
         id: String,
         /// Remove without asking (for scripts; without a terminal to ask on, it is required).
         #[arg(long, short = 'y')]
@@ -132,6 +140,21 @@ pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
                      written; {count} events intact"
                 ),
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Rename { id, title } => {
+            let id = admin.resolve(&id)?;
+            let title = title.join(" ");
+            crate::workflow::act(
+                project,
+                &id,
+                heartwood_events::CommandKind::Rename { title },
+            )?;
+            let shown = heartwood_gateway::SessionGateway::new(project.clone())
+                .projection(&id)?
+                .title
+                .unwrap_or_default();
+            say!("session {id} is now titled \"{shown}\"");
             Ok(ExitCode::SUCCESS)
         }
         SessionsCommand::Rm { id, yes } => {

@@ -518,8 +518,9 @@ fn current_projection(
     Ok((session, projection))
 }
 
-/// Submits one workflow command and fails with the gateway's reason if it was refused.
-fn act(
+/// Submits one command that starts no run and fails with the gateway's reason if it was
+/// refused.
+pub(crate) fn act(
     project: &ProjectContext,
     session: &heartwood_events::SessionId,
     kind: heartwood_events::CommandKind,

@@ -6,8 +6,8 @@ use anyhow::Result;
 use clap::Subcommand;
 use heartwood_gateway::ProjectContext;
 use heartwood_gateway::workspace::{
-    ChangeKind, ChangeLimits, DiffLimits, DiffStatus, EntryKind, TextLimits, TextStatus,
-    TreeLimits, WorkspaceService,
+    ChangeLimits, DiffLimits, DiffStatus, EntryKind, TextLimits, TextStatus, TreeLimits,
+    WorkspaceService,
 };
 use serde::Serialize;
 
@@ -51,10 +51,15 @@ pub enum WorkspaceCommand {
         #[arg(long)]
         json: bool,
     },
-    /// One file's changes against HEAD, as a unified diff.
+    /// One file's changes against HEAD, as a unified diff; with --session, what a session's
+    /// file edits changed, edit by edit (for projects that are not Git repositories).
     Diff {
-        /// The file, relative to the project folder.
-        path: String,
+        /// The file, relative to the project folder (with --session: only its edits).
+        #[arg(required_unless_present = "session")]
+        path: Option<String>,
+        /// Show a session's edits from its verified record instead (default: the latest).
+        #[arg(long, value_name = "SESSION", num_args = 0..=1, default_missing_value = "last")]
+        session: Option<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -162,26 +167,9 @@ pub fn run(project: &ProjectContext, command: WorkspaceCommand) -> Result<ExitCo
             if json {
                 return print_json(&report);
             }
-            match &report.session {
-                _ if service.is_git() => {
-                    say!("changes against HEAD (including untracked files):")
-                }
-                Some(id) => {
-                    say!("not a Git project: files written by session {id}'s file edits:")
-                }
-                None => say!("not a Git project, and no session has edited files yet"),
-            }
+            say!("{}:", report.summary);
             for change in &report.changes.changes {
-                let mark = match change.kind {
-                    ChangeKind::Modified => "M",
-                    ChangeKind::Added => "A",
-                    ChangeKind::Deleted => "D",
-                    ChangeKind::Renamed => "R",
-                    ChangeKind::TypeChanged => "T",
-                    ChangeKind::Unmerged => "U",
-                    ChangeKind::Untracked => "?",
-                    ChangeKind::Edited => "E",
-                };
+                let mark = change.kind.mark();
                 match &change.from {
                     Some(from) => say!("{mark} {from} -> {}", change.path),
                     None => say!("{mark} {}", change.path),
@@ -202,7 +190,16 @@ pub fn run(project: &ProjectContext, command: WorkspaceCommand) -> Result<ExitCo
             }
             Ok(ExitCode::SUCCESS)
         }
-        WorkspaceCommand::Diff { path, json } => {
+        WorkspaceCommand::Diff {
+            path,
+            session: Some(session),
+            json,
+        } => session_diff(&service, &session, path.as_deref(), json),
+        WorkspaceCommand::Diff {
+            path: Some(path),
+            session: None,
+            json,
+        } => {
             let diff = service.diff(&path, DiffLimits::default())?;
             if json {
                 return print_json(&diff);
@@ -222,13 +219,54 @@ pub fn run(project: &ProjectContext, command: WorkspaceCommand) -> Result<ExitCo
                     diff.limits.max_bytes
                 ),
                 DiffStatus::NotGit => say!(
-                    "not a Git project: there is no committed version of {} to compare with",
+                    "not a Git project: there is no committed version of {} to compare with; \
+                     `heartwood workspace diff --session` shows what a session's edits changed",
                     diff.path
                 ),
             }
             Ok(ExitCode::SUCCESS)
         }
+        WorkspaceCommand::Diff {
+            path: None,
+            session: None,
+            ..
+        } => anyhow::bail!("name a file, or give --session to see a session's edits"),
     }
+}
+
+/// Prints what a session's file edits changed, edit by edit.
+fn session_diff(
+    service: &WorkspaceService,
+    session: &str,
+    path: Option<&str>,
+    json: bool,
+) -> Result<ExitCode> {
+    let (id, edits) = service.session_diff(session, path)?;
+    if json {
+        return print_json(&serde_json::json!({"session": id, "edits": edits}));
+    }
+    let what = path.map(|p| format!(" of {p}")).unwrap_or_default();
+    if edits.is_empty() {
+        say!("session {id} made no file edits{what}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    say!(
+        "session {id}: {} file edit{}{what}, in the order they ran",
+        edits.len(),
+        if edits.len() == 1 { "" } else { "s" }
+    );
+    for edit in &edits {
+        say!(
+            "\n# action #{} · {} {} · +{} −{}",
+            edit.action_id,
+            edit.command,
+            edit.path,
+            edit.added,
+            edit.removed
+        );
+        say_raw!("{}", edit.unified);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn print_json(value: &impl Serialize) -> Result<ExitCode> {

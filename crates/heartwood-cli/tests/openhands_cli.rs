@@ -31,20 +31,31 @@ async fn a_killed_heartwood_process_is_recovered_by_the_next_without_a_double_ru
     assert_eq!(code(&out), 3, "{}{}", text(&out.stdout), text(&out.stderr));
     let session = session_of(&out);
 
+    // What the deciding process said goes to a file, to be shown if the command never starts.
+    let said = project.path().join("decide.log");
+    let log = std::fs::File::create(&said).expect("log");
     let mut deciding = std::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
         .args(["decide", &session, "allow"])
         .current_dir(project.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
         .spawn()
         .expect("decide");
     let ran = project.path().join("ran.txt");
     let started = Instant::now();
     while !std::fs::read_to_string(&ran).is_ok_and(|t| t.contains("start")) {
-        assert!(
-            started.elapsed() < Duration::from_secs(240),
-            "the allowed command never started"
-        );
+        if started.elapsed() > Duration::from_secs(240)
+            || deciding.try_wait().is_ok_and(|s| s.is_some())
+        {
+            let shown = heartwood(project.path(), &["sessions", "show", &session]);
+            panic!(
+                "the allowed command never started; decide said:\n{}\nthe session:\n{}\n\
+                 the agent server's log ends:\n{}",
+                std::fs::read_to_string(&said).unwrap_or_default(),
+                text(&shown.stdout),
+                support::agent_server_log_tail(project.path())
+            );
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     deciding.kill().expect("SIGKILL");

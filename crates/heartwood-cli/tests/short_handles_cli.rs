@@ -90,3 +90,60 @@ async fn a_stage_is_decided_and_accepted_with_no_ids_typed() {
     let id = rows[0]["id"].as_str().expect("id");
     assert!(said.starts_with(&format!("session {id} intact")), "{said}");
 }
+
+/// Sessions are titled by their first task and can be renamed (the title is journaled, so the
+/// chain still verifies and every interface shows it); the id's random tail is a handle.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_is_titled_by_its_task_renamed_and_named_by_the_tail_of_its_id() {
+    let project = tempfile::tempdir().expect("project");
+    let root = project.path();
+    let server = ScriptedModelServer::start(Script::of(vec![Turn::text("Nothing to do.")]))
+        .await
+        .expect("server");
+    connect_scripted(root, &server.base_url());
+    let run = heartwood_async(root, &["exec", "check the cohort\nfor missing values"]).await;
+    assert_eq!(code(&run), 0, "{}", text(&run.stderr));
+
+    let listed = |root: &Path| -> Value {
+        let out = heartwood(root, &["sessions", "ls", "--json"]);
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    let rows = listed(root);
+    let id = rows[0]["id"].as_str().expect("id").to_owned();
+    assert_eq!(rows[0]["title"], "check the cohort", "{rows}");
+    // One format wherever an id is minted: s, the date, the time, 32 random bits.
+    let parts: Vec<&str> = id.split('-').collect();
+    assert_eq!(
+        parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+        [9, 6, 8],
+        "{id}"
+    );
+    let tail = &parts[2][..4];
+
+    let renamed = heartwood(root, &["sessions", "rename", tail, "Cohort", "B", "checks"]);
+    assert!(
+        renamed.status.success(),
+        "{}{}",
+        text(&renamed.stdout),
+        text(&renamed.stderr)
+    );
+    assert!(
+        text(&renamed.stdout).contains(&format!("session {id} is now titled \"Cohort B checks\"")),
+        "{}",
+        text(&renamed.stdout)
+    );
+    assert_eq!(listed(root)[0]["title"], "Cohort B checks");
+    let table = text(&heartwood(root, &["sessions", "ls"]).stdout);
+    assert!(table.contains("Cohort B checks"), "{table}");
+
+    let blank = heartwood(root, &["sessions", "rename", "last", " "]);
+    assert_eq!(code(&blank), 1);
+    assert!(
+        text(&blank.stderr).contains("the title is empty"),
+        "{}",
+        text(&blank.stderr)
+    );
+    assert_eq!(listed(root)[0]["title"], "Cohort B checks");
+    let verified = heartwood(root, &["sessions", "verify", tail]);
+    assert!(verified.status.success(), "{}", text(&verified.stderr));
+}

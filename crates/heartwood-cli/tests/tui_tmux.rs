@@ -26,6 +26,11 @@ impl Tmux {
 
     /// [`Tmux::start`] with environment variables set for the binary.
     fn start_with(project: &Path, vars: &[(&str, &str)]) -> Self {
+        Tmux::start_sized(project, vars, (120, 40))
+    }
+
+    /// [`Tmux::start_with`] in a terminal of `(columns, rows)`.
+    fn start_sized(project: &Path, vars: &[(&str, &str)], size: (u16, u16)) -> Self {
         // One server per test: tests in this file run side by side.
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -39,15 +44,16 @@ impl Tmux {
             project.display(),
             env!("CARGO_BIN_EXE_heartwood")
         );
+        let (columns, rows) = (size.0.to_string(), size.1.to_string());
         tmux.run(&[
             "new-session",
             "-d",
             "-s",
             "tui",
             "-x",
-            "120",
+            &columns,
             "-y",
-            "40",
+            &rows,
             &command,
         ]);
         tmux
@@ -317,7 +323,7 @@ async fn esc_stops_a_thirty_second_command_and_the_journal_records_it() {
     eprintln!("Esc to paused: {took:?}");
     // Stopped, not waited for: the command had half a minute to go.
     assert!(took < Duration::from_secs(15), "{took:?}");
-    assert!(paused.contains("[failed]"), "{paused}");
+    assert!(paused.contains("[stopped]"), "{paused}");
     tmux.keys(&["C-q"]);
 
     let (_, view) = latest_session(project.path());
@@ -442,4 +448,159 @@ async fn the_first_run_form_signs_in_with_chatgpt_and_connects_the_subscription(
         std::fs::read_to_string(project.path().join(".heartwood/config.toml")).expect("config");
     assert!(saved.contains("category = \"subscription\""), "{saved}");
     tmux.keys(&["q"]);
+}
+
+/// Three commands, each an 8-line script that appends its number to `ran.txt`: at 80×24 the
+/// later ones start below the screen.
+fn long_set() -> Turn {
+    let script = |n: u32| {
+        let mut lines: Vec<String> = (0..7).map(|i| format!("echo step {n}.{i}")).collect();
+        lines.push(format!("echo {n} >> ran.txt"));
+        lines.join("\n")
+    };
+    Turn::calls(&[
+        ("terminal", json!({ "command": script(1) })),
+        ("terminal", json!({ "command": script(2) })),
+        ("terminal", json!({ "command": script(3) })),
+    ])
+}
+
+/// At 80×24 allow is refused while members were never on screen, and works once they were
+/// paged through; at 200×50 the whole set fits, so it is seen at once and allowed.
+#[tokio::test(flavor = "multi_thread")]
+async fn allow_is_refused_until_every_member_was_on_screen_at_80x24_and_not_at_200x50() {
+    for (size, small) in [((80, 24), true), ((200, 50), false)] {
+        let project = tempfile::tempdir().expect("project");
+        let server = ScriptedModelServer::start(Script::of(vec![long_set(), finish("done")]))
+            .await
+            .expect("server");
+        connect_scripted(project.path(), &server.base_url());
+        let tmux = Tmux::start_sized(project.path(), &[], size);
+        tmux.start_task("run the three scripts").await;
+        let shown = tmux
+            .wait_for("the set", |s| s.contains("Review: 3 proposed actions"))
+            .await;
+        if small {
+            assert!(shown.contains("not shown yet"), "{shown}");
+            tmux.keys(&["a", "Enter"]);
+            let refused = tmux
+                .wait_for("the refusal", |s| {
+                    s.contains("Enter will not allow") || s.contains("not shown")
+                })
+                .await;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            assert!(
+                !project.path().join("ran.txt").exists(),
+                "allowed with members unseen:\n{refused}"
+            );
+            let (_, view) = latest_session(project.path());
+            assert_eq!(view["projection"]["lifecycle"], "waiting_for_decision");
+            for _ in 0..12 {
+                tmux.keys(&["PageDown"]);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            tmux.wait_for("every member seen", |s| !s.contains("not shown yet"))
+                .await;
+        } else {
+            assert!(!shown.contains("not shown yet"), "{shown}");
+        }
+        tmux.keys(&["a", "Enter"]);
+        let started = Instant::now();
+        while std::fs::read_to_string(project.path().join("ran.txt")).unwrap_or_default()
+            != "1\n2\n3\n"
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the set did not run at {size:?}:\n{}",
+                tmux.screen()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tmux.keys(&["C-q"]);
+    }
+}
+
+/// The catalog is in the terminal interface: `w` lists the workflows, Enter asks the
+/// question, and Enter starts the run in a new session, which opens with the run's panel.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workflow_run_starts_from_the_catalog_screen() {
+    let project = tempfile::tempdir().expect("project");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
+    support::copy_dir(&fixture, project.path());
+    let server = ScriptedModelServer::start(Script::of(vec![finish("done")]))
+        .await
+        .expect("server");
+    connect_scripted(project.path(), &server.base_url());
+    let tmux = Tmux::start(project.path());
+    tmux.wait_for("the session list", |s| s.contains("w workflows"))
+        .await;
+    tmux.keys(&["w"]);
+    let catalog = tmux
+        .wait_for("the catalog", |s| {
+            s.contains(" Workflows ") && s.contains("tabular-ols")
+        })
+        .await;
+    assert!(
+        catalog.contains("writes "),
+        "the stages say what they write:\n{catalog}"
+    );
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the question line", |s| {
+        s.contains("start the run in a new session")
+    })
+    .await;
+    tmux.type_text("Does sleep duration predict the score?");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the run's session", |s| {
+        s.contains("Does sleep duration") || s.contains("readiness")
+    })
+    .await;
+    tmux.keys(&["C-q"]);
+    let (_, view) = latest_session(project.path());
+    let workflow = &view["projection"]["workflow"];
+    assert_eq!(workflow["definition"], "tabular-ols", "{workflow}");
+    assert_eq!(
+        workflow["question"],
+        "Does sleep duration predict the score?"
+    );
+}
+
+/// The workspace view is in the terminal interface: without Git, `f` lists the files the
+/// latest session's edits wrote, with the highlighted one's change.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_files_screen_shows_a_sessions_edits_without_git() {
+    let project = tempfile::tempdir().expect("project");
+    let server = ScriptedModelServer::start(Script::of(vec![
+        Turn::calls(&[(
+            "file_editor",
+            json!({"command": "create", "path": "reports/readiness.md", "file_text": "# Ready\nall rows\n"}),
+        )]),
+        finish("written"),
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(project.path(), &server.base_url());
+    let run = heartwood_async(project.path(), &["exec", "write the report"]).await;
+    assert_eq!(run.status.code(), Some(3), "{}", text(&run.stderr));
+    let decided = heartwood_async(project.path(), &["decide", "allow"]).await;
+    assert!(decided.status.success(), "{}", text(&decided.stderr));
+
+    let tmux = Tmux::start(project.path());
+    tmux.wait_for("the session list", |s| s.contains("f files"))
+        .await;
+    tmux.keys(&["f"]);
+    let files = tmux
+        .wait_for("the files screen", |s| s.contains("Changed files (1)"))
+        .await;
+    assert!(
+        files.contains("E reports/readiness.md")
+            && files.contains("+# Ready")
+            && files.contains("+all rows")
+            && files.contains("not a Git project"),
+        "{files}"
+    );
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the session list again", |s| s.contains("w workflows"))
+        .await;
+    tmux.keys(&["C-q"]);
 }

@@ -143,9 +143,31 @@ async fn without_git_the_changes_are_the_sessions_file_edits() {
         &["workspace", "diff", "reports/readiness.md"],
     );
     assert!(
-        text(&diff.stdout).contains("not a Git project"),
+        text(&diff.stdout).contains("not a Git project")
+            && text(&diff.stdout).contains("workspace diff --session"),
         "{}",
         text(&diff.stdout)
+    );
+    // What the session's edits changed, from its verified record: the created file whole; the
+    // terminal's write is no edit of the editor's and is not claimed.
+    let edits = heartwood(project.path(), &["workspace", "diff", "--session"]);
+    let said = text(&edits.stdout);
+    assert!(edits.status.success(), "{said}{}", text(&edits.stderr));
+    assert!(
+        said.contains("session w: 1 file edit, in the order they ran")
+            && said.contains("create reports/readiness.md · +1 −0")
+            && said.contains("@@ new file @@\n+# Ready\n"),
+        "{said}"
+    );
+    assert!(!said.contains("by-terminal"), "{said}");
+    let none = heartwood(
+        project.path(),
+        &["workspace", "diff", "--session", "w", "other.md"],
+    );
+    assert!(
+        text(&none.stdout).contains("session w made no file edits of other.md"),
+        "{}",
+        text(&none.stdout)
     );
 }
 

@@ -157,10 +157,12 @@ pub enum ActionState {
     Running,
     /// Ran; the detail holds the start of its output.
     Completed,
-    /// Could not run, failed, or was interrupted.
+    /// Could not run, failed, or was cut off when its process ended.
     Failed,
     /// Rejected; it did not run.
     Rejected,
+    /// The researcher stopped it before it finished (the detail holds its output so far).
+    Stopped,
 }
 
 impl ActionState {
@@ -173,16 +175,28 @@ impl ActionState {
             ActionState::Completed => "completed",
             ActionState::Failed => "failed",
             ActionState::Rejected => "rejected",
+            ActionState::Stopped => "stopped",
         }
     }
 }
 
 impl ActionState {
+    /// Whether the action started running, whatever came of it (what a rerun must not repeat).
+    pub fn has_run(self) -> bool {
+        matches!(
+            self,
+            ActionState::Completed | ActionState::Failed | ActionState::Stopped
+        )
+    }
+
     /// Whether the action is resolved (nothing more will happen to it).
     pub fn is_final(self) -> bool {
         matches!(
             self,
-            ActionState::Completed | ActionState::Failed | ActionState::Rejected
+            ActionState::Completed
+                | ActionState::Failed
+                | ActionState::Rejected
+                | ActionState::Stopped
         )
     }
 }

@@ -68,6 +68,12 @@ pub enum CommandKind {
     Export,
     /// Close the session and release its writer lease.
     Close,
+    /// Give the session a title of the researcher's choosing (it starts as the first task's
+    /// first line).
+    Rename {
+        /// The new title (its first line, at most 80 characters, is kept).
+        title: String,
+    },
     /// Start a research workflow run in this unused session: the definition, the researcher's
     /// question, and any input locations that differ from the definition's.
     WorkflowStart {
@@ -186,6 +192,8 @@ pub enum CommandName {
     Export,
     /// [`CommandKind::Close`].
     Close,
+    /// [`CommandKind::Rename`].
+    Rename,
     /// [`CommandKind::WorkflowStart`].
     WorkflowStart,
     /// [`CommandKind::WorkflowRun`].
@@ -204,7 +212,7 @@ pub enum CommandName {
 
 impl CommandName {
     /// Every command, in the order interfaces list them.
-    pub const ALL: [CommandName; 15] = [
+    pub const ALL: [CommandName; 16] = [
         CommandName::SubmitTask,
         CommandName::SendGuidance,
         CommandName::Pause,
@@ -213,6 +221,7 @@ impl CommandName {
         CommandName::Decide,
         CommandName::Export,
         CommandName::Close,
+        CommandName::Rename,
         CommandName::WorkflowStart,
         CommandName::WorkflowRun,
         CommandName::WorkflowEvaluate,
@@ -233,6 +242,7 @@ impl CommandName {
             CommandName::Decide => "decide",
             CommandName::Export => "export",
             CommandName::Close => "close",
+            CommandName::Rename => "rename",
             CommandName::WorkflowStart => "workflow_start",
             CommandName::WorkflowRun => "workflow_run",
             CommandName::WorkflowEvaluate => "workflow_evaluate",
@@ -261,6 +271,7 @@ impl CommandKind {
         CommandName::Decide.as_str(),
         CommandName::Export.as_str(),
         CommandName::Close.as_str(),
+        CommandName::Rename.as_str(),
         CommandName::WorkflowStart.as_str(),
         CommandName::WorkflowRun.as_str(),
         CommandName::WorkflowEvaluate.as_str(),
@@ -281,6 +292,7 @@ impl CommandKind {
             CommandKind::Decide { .. } => CommandName::Decide,
             CommandKind::Export => CommandName::Export,
             CommandKind::Close => CommandName::Close,
+            CommandKind::Rename { .. } => CommandName::Rename,
             CommandKind::WorkflowStart { .. } => CommandName::WorkflowStart,
             CommandKind::WorkflowRun { .. } => CommandName::WorkflowRun,
             CommandKind::WorkflowEvaluate { .. } => CommandName::WorkflowEvaluate,
@@ -339,6 +351,9 @@ mod tests {
             },
             CommandKind::Export,
             CommandKind::Close,
+            CommandKind::Rename {
+                title: "cohort checks".into(),
+            },
             CommandKind::WorkflowStart {
                 definition: "tabular-ols".into(),
                 question: "q".into(),

@@ -44,6 +44,11 @@ pub enum Event {
     },
     /// The session was closed by its owner; a later command may reopen it.
     SessionClosed {},
+    /// The researcher titled the session.
+    SessionRenamed {
+        /// The title, one line of at most 80 characters.
+        title: String,
+    },
     /// The researcher gave the agent a task.
     TaskSubmitted {
         /// The task, in the researcher's words.
@@ -239,6 +244,7 @@ impl Event {
         "message",
         "export_recorded",
         "session_closed",
+        "session_renamed",
         "task_submitted",
         "guidance_sent",
         "pause_requested",
@@ -274,6 +280,7 @@ impl Event {
             Event::Message { .. } => "message",
             Event::ExportRecorded { .. } => "export_recorded",
             Event::SessionClosed {} => "session_closed",
+            Event::SessionRenamed { .. } => "session_renamed",
             Event::TaskSubmitted { .. } => "task_submitted",
             Event::GuidanceSent { .. } => "guidance_sent",
             Event::PauseRequested {} => "pause_requested",
@@ -416,6 +423,9 @@ mod tests {
                 terminal_hash: "00".into(),
             },
             Event::SessionClosed {},
+            Event::SessionRenamed {
+                title: "cohort checks".into(),
+            },
             Event::TaskSubmitted {
                 text: "t".into(),
                 policy: ActionPolicy::AlwaysReview,

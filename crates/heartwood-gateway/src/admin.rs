@@ -48,6 +48,9 @@ fn receipt_of(event: &RecordedEvent) -> Option<RebuiltReceipt> {
             reason: reason.clone(),
         },
         Event::SessionClosed {} => CommandKind::Close,
+        Event::SessionRenamed { title } => CommandKind::Rename {
+            title: title.clone(),
+        },
         Event::ExportRecorded { bundle, .. } => {
             result = serde_json::json!({ "bundle": bundle });
             CommandKind::Export
@@ -341,8 +344,8 @@ impl SessionAdmin {
         Ok(sessions)
     }
 
-    /// The session `text` names: `last` (the most recently active), an exact id, or a prefix
-    /// of exactly one id. An ambiguous prefix lists the sessions it could mean.
+    /// The session `text` names: `last` (the most recently active), an exact id, or the start
+    /// of exactly one id or of its random tail. An ambiguous prefix lists the sessions it could mean.
     pub fn resolve(&self, text: &str) -> Result<SessionId, GatewayError> {
         if text != "last" {
             // A prefix of an id is itself a well-formed id; anything else is refused as such.
@@ -357,10 +360,18 @@ impl SessionAdmin {
         if let Some(exact) = sessions.iter().find(|s| s.id.as_str() == text) {
             return Ok(exact.id.clone());
         }
+        // The start of an id, or the start of its random tail (`3f9a` for
+        // `s20261204-015300-3f9a2c01`): the short handle a researcher reads off a list.
         let matching: Vec<&SessionId> = sessions
             .iter()
             .map(|s| &s.id)
-            .filter(|id| id.as_str().starts_with(text))
+            .filter(|id| {
+                id.as_str().starts_with(text)
+                    || id
+                        .as_str()
+                        .rsplit_once('-')
+                        .is_some_and(|(_, tail)| tail.starts_with(text))
+            })
             .collect();
         match matching.as_slice() {
             [one] => Ok((*one).clone()),

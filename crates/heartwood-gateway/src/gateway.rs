@@ -235,8 +235,9 @@ impl SessionGateway {
         self
     }
 
-    /// A fresh session id: the time to the second, this process and a counter, so ids sort by
-    /// creation and two processes never pick the same one.
+    /// A fresh session id, in the one format every interface mints: the time to the second and
+    /// 32 random bits (`s20261204-015300-3f9a2c01`), so ids sort by creation, stay short enough
+    /// to read, and two processes do not pick the same one.
     pub fn new_session_id() -> SessionId {
         fresh_id("s")
     }
@@ -854,6 +855,12 @@ impl SessionGateway {
                 };
                 core.complete(&key, vec![event], Value::Null)
             }
+            CommandKind::Rename { title } => {
+                let event = Event::SessionRenamed {
+                    title: crate::reducer::title_of(&title),
+                };
+                core.complete(&key, vec![event], Value::Null)
+            }
             CommandKind::Close => {
                 let receipt = core.complete(&key, vec![Event::SessionClosed {}], Value::Null)?;
                 if let Some(worker) = core.take_worker() {
@@ -1353,6 +1360,9 @@ fn blank_text(kind: &CommandKind) -> Option<String> {
         {
             Some("the text is empty; say what the agent should do".to_owned())
         }
+        CommandKind::Rename { title } if title.trim().is_empty() => {
+            Some("the title is empty; give the session a title in words".to_owned())
+        }
         _ => None,
     }
 }
@@ -1485,14 +1495,19 @@ fn decoded(
 }
 
 fn fresh_id(prefix: &str) -> SessionId {
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut random = [0u8; 4];
+    if getrandom::fill(&mut random).is_err() {
+        // No entropy source: this process and a counter still keep ids apart.
+        static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        random = (std::process::id().rotate_left(16) ^ n).to_be_bytes();
+    }
     let time = heartwood_events::Timestamp::now().digits();
+    let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
     let id = format!(
-        "{prefix}{}-{}-{}-{n}",
+        "{prefix}{}-{}-{hex}",
         &time[..8.min(time.len())],
-        &time[8.min(time.len())..],
-        std::process::id()
+        &time[8.min(time.len())..14.min(time.len())],
     );
     SessionId::parse(&id).expect("digits, letters and '-' form a valid id")
 }

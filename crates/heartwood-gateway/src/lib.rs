@@ -35,6 +35,7 @@ mod reproduction;
 pub mod review;
 mod review_evidence;
 pub mod route_check;
+pub mod session_diff;
 pub mod skills;
 pub mod startup;
 pub mod subscription;

@@ -37,6 +37,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         Event::Message { role, text } => say(p, seq, *role, text),
         Event::ExportRecorded { .. } => p.exports += 1,
         Event::SessionClosed {} => p.closed = true,
+        Event::SessionRenamed { title } => p.title = Some(title_of(title)),
         Event::TaskSubmitted { text, policy, .. } => {
             if p.title.is_none() {
                 p.title = Some(title_of(text));
@@ -305,19 +306,21 @@ fn specialists(p: &SessionProjection) -> Vec<heartwood_events::SpecialistTaskVie
 }
 
 fn available_commands(p: &SessionProjection) -> &'static [CommandName] {
-    use CommandName::{Close, Decide, Export, Interrupt, Pause, Resume, SendGuidance, SubmitTask};
+    use CommandName::{
+        Close, Decide, Export, Interrupt, Pause, Rename, Resume, SendGuidance, SubmitTask,
+    };
     match p.lifecycle {
-        _ if p.closed => &[SubmitTask, Export],
+        _ if p.closed => &[SubmitTask, Export, Rename],
         Lifecycle::Idle | Lifecycle::Finished | Lifecycle::Failed | Lifecycle::Stuck => {
-            &[SubmitTask, Export, Close]
+            &[SubmitTask, Export, Close, Rename]
         }
-        Lifecycle::Running => &[SendGuidance, Pause, Interrupt, Export],
-        Lifecycle::Paused => &[Resume, SendGuidance, Export, Close],
+        Lifecycle::Running => &[SendGuidance, Pause, Interrupt, Export, Rename],
+        Lifecycle::Paused => &[Resume, SendGuidance, Export, Close, Rename],
         Lifecycle::WaitingForDecision if p.pending.is_some() => {
-            &[Decide, SendGuidance, Export, Close]
+            &[Decide, SendGuidance, Export, Close, Rename]
         }
         // Settling: the set is published once the agent has stopped.
-        Lifecycle::WaitingForDecision => &[SendGuidance, Export],
+        Lifecycle::WaitingForDecision => &[SendGuidance, Export, Rename],
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use heartwood_events::{ActionPolicy, ActionState, ActionView, Event, SessionProjection};
+use heartwood_events::{ActionPolicy, ActionView, Event, SessionProjection};
 use serde::Serialize;
 
 use crate::{GatewayError, ProjectContext, SessionAdmin};
@@ -164,7 +164,7 @@ pub fn compare(original: &SessionProjection, replayed: &SessionProjection) -> Re
     let ran = |p: &SessionProjection| -> Vec<ActionView> {
         p.actions
             .iter()
-            .filter(|a| matches!(a.state, ActionState::Completed | ActionState::Failed))
+            .filter(|a| a.state.has_run())
             .cloned()
             .collect()
     };

@@ -13,10 +13,10 @@
 //! This is the bounded reproduction contract, not a sandbox: the researcher reviewed the
 //! command that ran.
 
+use heartwood_events::SessionProjection;
 use heartwood_events::workflow::{
     InspectedFile, ReproductionCompleted, ReproductionPrepared, WorkflowView,
 };
-use heartwood_events::{ActionState, SessionProjection};
 use heartwood_workflow::{CheckResult, Status};
 
 use crate::ProjectContext;
@@ -117,7 +117,7 @@ pub(crate) fn completion_due(p: &SessionProjection) -> Option<ReproductionPrepar
         .actions
         .iter()
         .find(|a| a.proposal.action_id == r.prepared.action_id)?;
-    matches!(action.state, ActionState::Completed | ActionState::Failed).then(|| r.prepared.clone())
+    action.state.has_run().then(|| r.prepared.clone())
 }
 
 /// The completion of `prepared`, with the digests now (read outside the session's lock).

@@ -139,6 +139,10 @@ pub fn markdown(session: &str, title: Option<&str>, events: &[RecordedEvent]) ->
                 let _ = writeln!(out);
                 let _ = writeln!(out, "*Exported {count} events to `{bundle}`.*");
             }
+            Event::SessionRenamed { title } => {
+                let _ = writeln!(out);
+                let _ = writeln!(out, "*Titled \"{title}\".*");
+            }
             Event::SessionRegistered { .. }
             | Event::SessionClosed {}
             | Event::PauseRequested {}
@@ -207,6 +211,7 @@ pub fn line(e: &RecordedEvent) -> String {
             format!("exported {count} events to {bundle}")
         }
         Event::SessionClosed {} => "session closed".to_owned(),
+        Event::SessionRenamed { title } => format!("titled \"{title}\""),
         Event::TaskSubmitted { text, policy, .. } => {
             format!("task ({}): {}", policy.as_str(), short(text, 200))
         }

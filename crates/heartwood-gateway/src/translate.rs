@@ -91,7 +91,9 @@ impl Translator {
                 action_id,
                 observation,
             } => {
-                let state = if observation.is_error {
+                let state = if observation.stopped {
+                    ActionState::Stopped
+                } else if observation.is_error {
                     ActionState::Failed
                 } else {
                     ActionState::Completed

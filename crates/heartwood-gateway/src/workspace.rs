@@ -31,6 +31,8 @@ pub struct ChangeReport {
     pub changes: Changes,
     /// The session whose file edits were used (non-Git projects).
     pub session: Option<String>,
+    /// Where the list comes from, in words, as every interface heads it.
+    pub summary: String,
 }
 
 impl WorkspaceService {
@@ -83,6 +85,7 @@ impl WorkspaceService {
             return Ok(ChangeReport {
                 changes,
                 session: None,
+                summary: "changes against HEAD (including untracked files)".to_owned(),
             });
         }
         let session = match session {
@@ -97,7 +100,51 @@ impl WorkspaceService {
             .workspace
             .changes(&edits, limits)
             .map_err(workspace_error)?;
-        Ok(ChangeReport { changes, session })
+        let summary = match &session {
+            Some(id) => format!("not a Git project: files written by session {id}'s file edits"),
+            None => "not a Git project, and no session has edited files yet".to_owned(),
+        };
+        Ok(ChangeReport {
+            changes,
+            session,
+            summary,
+        })
+    }
+
+    /// One changed file's diff as the workspace view shows it, in lines: against `HEAD` in a
+    /// Git project, else what `session`'s edits of it changed (the latest session's when none
+    /// is named).
+    pub fn change_diff(&self, session: Option<&str>, path: &str) -> Result<String, GatewayError> {
+        if !self.workspace.is_git() {
+            let (id, edits) = self.session_diff(session.unwrap_or("last"), Some(path))?;
+            if edits.is_empty() {
+                return Ok(format!("session {id} made no file edits of {path}"));
+            }
+            return Ok(edits
+                .iter()
+                .map(|e| {
+                    format!(
+                        "# action #{} · {} · +{} −{}\n{}",
+                        e.action_id, e.command, e.added, e.removed, e.unified
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n"));
+        }
+        let diff = self.diff(path, DiffLimits::default())?;
+        Ok(match diff.status {
+            DiffStatus::Changed if diff.truncated => {
+                format!("{}[cut at {} lines]", diff.unified, diff.limits.max_lines)
+            }
+            DiffStatus::Changed => diff.unified,
+            DiffStatus::Unchanged => format!("{path} is unchanged since HEAD"),
+            DiffStatus::Binary => format!("{path} is binary; no line diff"),
+            DiffStatus::TooLarge => format!(
+                "{path} is larger than {} bytes; no line diff",
+                diff.limits.max_bytes
+            ),
+            DiffStatus::NotGit => format!("there is no committed version of {path}"),
+        })
     }
 
     /// The diff of one file against `HEAD`.
@@ -129,19 +176,47 @@ impl WorkspaceService {
 
     /// The paths the session's successful file-editor actions wrote, in order.
     fn session_edits(&self, session: &str) -> Result<Vec<String>, GatewayError> {
-        let view = self.admin.show(session)?;
-        let Some(projection) = view.projection else {
-            return Err(GatewayError::Unreadable(format!(
-                "session {session} cannot be verified, so its file edits are not evidence; run \
-                 `heartwood sessions verify {session}`"
-            )));
-        };
-        Ok(projection
+        Ok(self
+            .verified(session)?
+            .1
             .actions
             .iter()
             .filter(|a| a.proposal.tool == "file_editor" && a.state == ActionState::Completed)
             .filter_map(|a| a.changed_path.clone())
             .collect())
+    }
+
+    /// What `session`'s file edits changed, edit by edit (those of `path` alone when one is
+    /// named), from its verified journal: the diff of a project without Git.
+    pub fn session_diff(
+        &self,
+        session: &str,
+        path: Option<&str>,
+    ) -> Result<(SessionId, Vec<crate::session_diff::SessionEdit>), GatewayError> {
+        let path = path
+            .map(|p| ProjectPath::parse_file(p).map_err(|e| workspace_error(e.into())))
+            .transpose()?;
+        let (id, projection) = self.verified(session)?;
+        let edits =
+            crate::session_diff::session_edits(&projection, path.as_ref().map(|p| p.as_str()));
+        Ok((id, edits))
+    }
+
+    /// The session `named` (`last`, an id or a prefix) and its projection, once its chain
+    /// verifies: an unverifiable record is no account of the files.
+    fn verified(
+        &self,
+        named: &str,
+    ) -> Result<(SessionId, heartwood_events::SessionProjection), GatewayError> {
+        let view = self.admin.show(named)?;
+        let id = view.meta.id.clone();
+        let Some(projection) = view.projection else {
+            return Err(GatewayError::Unreadable(format!(
+                "session {id} cannot be verified, so its file edits are not evidence; run \
+                 `heartwood sessions verify {id}`"
+            )));
+        };
+        Ok((id, projection))
     }
 }
 

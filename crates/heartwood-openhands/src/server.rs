@@ -15,16 +15,9 @@ use crate::{Installation, OpenHandsError};
 /// 20 seconds on a busy two-core machine).
 const READY_WITHIN: Duration = Duration::from_secs(180);
 
-/// Starts the agent server as `python -m openhands.agent_server` would, after asking the kernel
-/// to kill it when the thread that started it ends: a Heartwood process killed outright takes
-/// its server with it. (From inside the child, because `unsafe` code is not allowed here.)
-const LAUNCH: &str = "import ctypes, os, runpy, sys\n\
-ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL\n\
-import openhands.sdk.utils.command as command\n\
-hidden = [n for n in os.environ.get('HEARTWOOD_TOOL_HIDDEN', '').split(',') if n]\n\
-command._SENSITIVE_ENV_VARS = command._SENSITIVE_ENV_VARS | frozenset(hidden + ['HEARTWOOD_TOOL_HIDDEN'])\n\
-sys.argv[0] = 'openhands.agent_server'\n\
-runpy.run_module('openhands.agent_server', run_name='__main__', alter_sys=True)\n";
+/// Starts the agent server as `python -m openhands.agent_server` would, with the adjustments
+/// Heartwood needs (the script says which and why).
+const LAUNCH: &str = include_str!("launch.py");
 
 /// A running agent server.
 #[derive(Debug)]
@@ -34,6 +27,7 @@ pub struct AgentServer {
     key: String,
     log: PathBuf,
     conversations: PathBuf,
+    tmux_dir: PathBuf,
 }
 
 impl AgentServer {
@@ -58,6 +52,7 @@ impl AgentServer {
         reap(&conversations);
         let port = free_port().map_err(server)?;
         let key = session_key()?;
+        let tmux_dir = tmux_dir(state_dir).map_err(server)?;
         let child = Command::new(installation.python())
             .args(["-c", LAUNCH, "--host", "127.0.0.1", "--port"])
             .arg(port.to_string())
@@ -68,6 +63,7 @@ impl AgentServer {
             .env("SESSION_API_KEY", &key)
             .env("OH_CONVERSATIONS_PATH", &conversations)
             .env("HEARTWOOD_TOOL_HIDDEN", hidden.join(","))
+            .env("TMUX_TMPDIR", &tmux_dir)
             .stdin(Stdio::null())
             .stdout(output.try_clone().map_err(server)?)
             .stderr(output)
@@ -86,6 +82,7 @@ impl AgentServer {
             key,
             log,
             conversations,
+            tmux_dir,
         };
         server.wait_ready().await?;
         Ok(server)
@@ -163,6 +160,8 @@ impl Drop for AgentServer {
     fn drop(&mut self) {
         kill_group(&self.child);
         reap(&self.conversations);
+        // The multiplexer went with the reap; its socket is all the directory held.
+        let _ = std::fs::remove_dir_all(&self.tmux_dir);
     }
 }
 
@@ -208,6 +207,37 @@ pub fn processes_of(conversations: &Path) -> Vec<u32> {
             (ours && pid != own).then_some(pid)
         })
         .collect()
+}
+
+/// Where this server's terminal multiplexer keeps its socket: a private directory of this
+/// user's named after the conversation store. OpenHands names its tmux socket alike for every
+/// server, so without this every project's terminals shared one tmux server, which carried
+/// the environment of whichever server started it and which a reap of that project's
+/// processes took down under the others' running commands.
+fn tmux_dir(state_dir: &Path) -> std::io::Result<PathBuf> {
+    use sha2::Digest;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let state = std::fs::canonicalize(state_dir)?;
+    let digest = sha2::Sha256::digest(state.as_os_str().as_encoded_bytes());
+    let name: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(std::env::temp_dir, PathBuf::from);
+    let dir = base.join(format!("heartwood-tmux-{name}"));
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = std::fs::symlink_metadata(&dir)?;
+    let owner = std::fs::metadata(&state)?.uid();
+    if !meta.is_dir() || meta.uid() != owner || meta.permissions().mode() & 0o077 != 0 {
+        return Err(std::io::Error::other(format!(
+            "{} is not a private directory of this user's; remove it and try again",
+            dir.display()
+        )));
+    }
+    Ok(dir)
 }
 
 /// A port nobody listens on now. Another process could take it before the server binds it;

@@ -1,6 +1,6 @@
-//! Session ids the API minted: unguessable (128 random bits after a time prefix, so they still
-//! sort by creation), registered the moment they are handed out, and the only new ids the API
-//! serves. A command or snapshot for an id that was neither minted here nor is on disk is
+//! Session ids the API minted: in the format every interface mints (the gateway's, so an id
+//! from the page reads like one from the command line), registered the moment they are handed
+//! out, and the only new ids the API serves. A command or snapshot for an id that was neither minted here nor is on disk is
 //! answered 404, so a caller can never create a session under an id of its choosing.
 
 use std::collections::{HashSet, VecDeque};
@@ -20,13 +20,8 @@ pub struct MintedIds {
 
 impl MintedIds {
     /// Mints and registers a new id.
-    pub fn mint(&self) -> Result<SessionId, getrandom::Error> {
-        let mut random = [0u8; 16];
-        getrandom::fill(&mut random)?;
-        let time = heartwood_events::Timestamp::now().digits();
-        let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
-        let id = SessionId::parse(&format!("s{time}-{hex}"))
-            .expect("digits, hex and '-' form a valid id");
+    pub fn mint(&self) -> SessionId {
+        let id = heartwood_gateway::SessionGateway::new_session_id();
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let (known, order) = &mut *guard;
         if order.len() >= REMEMBERED
@@ -36,7 +31,7 @@ impl MintedIds {
         }
         known.insert(id.clone());
         order.push_back(id.clone());
-        Ok(id)
+        id
     }
 
     /// Whether this server minted `id`.
@@ -54,13 +49,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn minted_ids_differ_carry_128_random_bits_and_are_remembered() {
+    fn minted_ids_differ_read_like_the_command_lines_and_are_remembered() {
         let minted = MintedIds::default();
-        let a = minted.mint().expect("mint");
-        let b = minted.mint().expect("mint");
+        let a = minted.mint();
+        let b = minted.mint();
         assert_ne!(a, b);
-        let random = a.as_str().rsplit('-').next().expect("random part");
-        assert_eq!(random.len(), 32, "{a}");
+        let parts: Vec<&str> = a.as_str().split('-').collect();
+        assert_eq!(parts.len(), 3, "{a}");
+        assert_eq!(parts[0].len(), 9, "s and the date: {a}");
+        assert_eq!(parts[1].len(), 6, "the time: {a}");
+        assert_eq!(parts[2].len(), 8, "32 random bits: {a}");
         assert!(minted.contains(&a) && minted.contains(&b));
         assert!(!minted.contains(&SessionId::parse("s-chosen").expect("id")));
     }
@@ -68,9 +66,9 @@ mod tests {
     #[test]
     fn the_oldest_unused_ids_are_forgotten_first() {
         let minted = MintedIds::default();
-        let first = minted.mint().expect("mint");
+        let first = minted.mint();
         for _ in 0..REMEMBERED {
-            minted.mint().expect("mint");
+            minted.mint();
         }
         assert!(!minted.contains(&first));
     }

@@ -339,16 +339,12 @@ fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) ->
             Err(e) => failure(&e),
         },
         // The server mints the id; callers cannot choose one.
-        ("POST", ["api", "sessions"]) => match app.minted.mint() {
-            Ok(session) => json_response(
-                StatusCode::CREATED,
-                &heartwood_gateway::events::NewSession { session },
-            ),
-            Err(e) => plain(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &format!("cannot draw a random session id: {e}"),
-            ),
-        },
+        ("POST", ["api", "sessions"]) => json_response(
+            StatusCode::CREATED,
+            &heartwood_gateway::events::NewSession {
+                session: app.minted.mint(),
+            },
+        ),
         ("GET", ["api", "sessions", id, "snapshot"]) => {
             let id = match app.known(id) {
                 Ok(id) => id,

@@ -50,16 +50,21 @@ fn mint(addr: SocketAddr) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn ids_are_minted_unguessable_unknown_ids_are_404_and_a_waiting_run_answers_202() {
+async fn ids_are_minted_in_the_command_lines_format_unknown_ids_are_404_and_a_waiting_run_answers_202()
+ {
     let (_model, project, addr) = serving_a_two_action_run().await;
     let dir = project.path().to_owned();
     tokio::task::spawn_blocking(move || {
-        // Two mints differ, and each carries 128 random bits (32 hex digits) after its time.
+        // Two mints differ, and each reads like an id the command line mints: s, the date,
+        // the time and 32 random bits (the API's token, not the id, keeps others out).
         let (a, b) = (mint(addr), mint(addr));
         assert_ne!(a, b);
+        let cli = heartwood_gateway::SessionGateway::new_session_id();
+        let shape = |id: &str| -> Vec<usize> { id.split('-').map(str::len).collect() };
         for id in [&a, &b] {
+            assert_eq!(shape(id), shape(cli.as_str()), "{id} beside {cli}");
             let random = id.rsplit('-').next().expect("random part");
-            assert!(random.len() >= 32 && random.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+            assert!(random.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
         }
 
         // An id nobody minted and no session has: 404 everywhere, and nothing is created.

@@ -52,6 +52,22 @@ pub enum ChangeKind {
     Edited,
 }
 
+impl ChangeKind {
+    /// The one-letter mark every listing shows (Git's, and `E` for an edit).
+    pub fn mark(self) -> char {
+        match self {
+            ChangeKind::Modified => 'M',
+            ChangeKind::Added => 'A',
+            ChangeKind::Deleted => 'D',
+            ChangeKind::Renamed => 'R',
+            ChangeKind::TypeChanged => 'T',
+            ChangeKind::Unmerged => 'U',
+            ChangeKind::Untracked => '?',
+            ChangeKind::Edited => 'E',
+        }
+    }
+}
+
 /// One changed path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Change {

@@ -188,6 +188,10 @@ pub struct Observation {
     /// For successful file edits: the project-relative path changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changed_path: Option<String>,
+    /// Whether the researcher stopped the tool before it finished (it neither succeeded nor
+    /// failed on its own).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
 }
 
 impl Observation {
@@ -198,6 +202,7 @@ impl Observation {
             is_error: false,
             exit_code: None,
             changed_path: None,
+            stopped: false,
         }
     }
 
@@ -208,6 +213,7 @@ impl Observation {
             is_error: true,
             exit_code: None,
             changed_path: None,
+            stopped: false,
         }
     }
 }

@@ -357,6 +357,7 @@ impl Terminal {
                 self.stop().await;
                 return Observation {
                     exit_code: Some(-1),
+                    stopped: true,
                     ..Observation::error(format!(
                         "{out}\n[interrupted by the researcher: the command was stopped with its processes, and the shell was reset]"
                     ))

@@ -110,6 +110,10 @@ pub enum Screen {
         /// The latest snapshot; `None` for a new session before its first task.
         snapshot: Option<Box<Snapshot>>,
     },
+    /// The workflow catalog, and a run's research question being typed.
+    Workflows(Box<super::catalog::CatalogScreen>),
+    /// The project's changed files and one file's diff.
+    Files(Box<super::files::FilesScreen>),
     /// The project's skills, and one under review.
     Skills {
         /// The catalog, as the gateway revalidated it.
@@ -191,6 +195,19 @@ pub enum Intent {
         /// The tree shown (what an approval binds to).
         digest: Option<String>,
     },
+    /// Show the workflow catalog.
+    Workflows,
+    /// Start a run of a workflow in a new session.
+    StartWorkflow {
+        /// The definition's id.
+        definition: String,
+        /// The research question.
+        question: String,
+    },
+    /// Show the project's changed files.
+    Files,
+    /// Show the diff of the changed file at this index of the workspace screen.
+    ShowDiff(usize),
     /// Back to the session list.
     Back,
     /// Leave (a pending decision stays pending).
@@ -374,6 +391,8 @@ impl App {
                 KeyCode::Enter => rows.get(*selected).map(|r| Intent::Open(r.id.clone())),
                 KeyCode::Char('n') => Some(Intent::NewSession),
                 KeyCode::Char('s') => Some(Intent::Skills),
+                KeyCode::Char('w') => Some(Intent::Workflows),
+                KeyCode::Char('f') => Some(Intent::Files),
                 KeyCode::Char('q') => Some(Intent::Quit),
                 KeyCode::Char('?') => {
                     self.help = true;
@@ -381,7 +400,10 @@ impl App {
                 }
                 _ => None,
             },
+            Screen::Session { .. } if ctrl && key.code == KeyCode::Char('f') => Some(Intent::Files),
             Screen::Session { .. } => self.session_key(key, ctrl),
+            Screen::Workflows(screen) => screen.on_key(key),
+            Screen::Files(screen) => screen.on_key(key),
             Screen::Skills {
                 catalog,
                 selected,

@@ -7,6 +7,8 @@
 //! with a decision pending leaves it pending for any other interface.
 
 mod app;
+mod catalog;
+mod files;
 mod markdown;
 mod review;
 mod seen;
@@ -292,6 +294,40 @@ fn apply(
             *updates = None;
             app.screen = sessions_screen(gateway, 0)?;
         }
+        Intent::Workflows => {
+            match tokio::task::block_in_place(heartwood_gateway::workspace::workflow_catalog) {
+                Ok(entries) => {
+                    *updates = None;
+                    app.screen = Screen::Workflows(Box::new(catalog::CatalogScreen::new(entries)));
+                }
+                Err(e) => app.notice = Some(e.to_string()),
+            }
+        }
+        Intent::StartWorkflow {
+            definition,
+            question,
+        } => start_workflow(app, gateway, updates, definition, question),
+        Intent::Files => {
+            let session = open_session(app);
+            match tokio::task::block_in_place(|| files_screen(project, session)) {
+                Ok(screen) => {
+                    *updates = None;
+                    app.screen = Screen::Files(Box::new(screen));
+                }
+                Err(e) => app.notice = Some(e.to_string()),
+            }
+        }
+        Intent::ShowDiff(index) => {
+            if let Screen::Files(screen) = &mut app.screen {
+                screen.scroll = 0;
+                screen.diff = match screen.changes.get(index) {
+                    Some((_, path)) => tokio::task::block_in_place(|| {
+                        diff_of(project, screen.session.as_ref(), path)
+                    }),
+                    None => String::new(),
+                };
+            }
+        }
         Intent::Connect {
             preset,
             base_url,
@@ -377,6 +413,78 @@ fn apply(
         }
     }
     Ok(true)
+}
+
+/// Starts a run of `definition` on `question` in a new session and opens it; a refusal stays
+/// on the catalog screen with its reason.
+fn start_workflow(
+    app: &mut App,
+    gateway: &SessionGateway,
+    updates: &mut Option<broadcast::Receiver<Update>>,
+    definition: String,
+    question: String,
+) {
+    let id = SessionGateway::new_session_id();
+    let kind = heartwood_events::CommandKind::WorkflowStart {
+        definition,
+        question,
+        inputs: Default::default(),
+    };
+    let command = Command::new(SessionGateway::new_command_id(), id.clone(), kind);
+    match tokio::task::block_in_place(|| gateway.submit(command)) {
+        Ok(receipt) => match receipt.outcome {
+            Outcome::Refused { reason } => app.notice = Some(format!("refused: {reason}")),
+            Outcome::Applied { .. } => match gateway.subscribe(&id) {
+                Ok(receiver) => {
+                    *updates = Some(receiver);
+                    app.screen = Screen::Session { id, snapshot: None };
+                    app.scroll = 0;
+                    refresh(app, gateway);
+                }
+                Err(e) => app.notice = Some(e.to_string()),
+            },
+        },
+        Err(e) => app.notice = Some(e.to_string()),
+    }
+}
+
+/// The workspace screen: the changed files the gateway lists (attributed to `session`
+/// without Git) and the first one's diff. Reads files and Git: call it where blocking is
+/// allowed.
+fn files_screen(
+    project: &ProjectContext,
+    session: Option<SessionId>,
+) -> Result<files::FilesScreen, heartwood_gateway::GatewayError> {
+    let service = heartwood_gateway::workspace::WorkspaceService::open(project)?;
+    let report = service.changes(
+        session.as_ref().map(|s| s.as_str()),
+        heartwood_gateway::workspace::ChangeLimits::default(),
+    )?;
+    let changes: Vec<(char, String)> = report
+        .changes
+        .changes
+        .iter()
+        .map(|c| (c.kind.mark(), c.path.to_string()))
+        .collect();
+    let diff = match changes.first() {
+        Some((_, path)) => diff_of(project, session.as_ref(), path),
+        None => String::new(),
+    };
+    Ok(files::FilesScreen {
+        session,
+        summary: report.summary,
+        changes,
+        selected: 0,
+        diff,
+        scroll: 0,
+    })
+}
+
+/// One changed file's diff as the gateway words it (or why it cannot be shown).
+fn diff_of(project: &ProjectContext, session: Option<&SessionId>, path: &str) -> String {
+    heartwood_gateway::workspace::WorkspaceService::open(project)
+        .and_then(|service| service.change_diff(session.map(|s| s.as_str()), path))
+        .unwrap_or_else(|e| e.to_string())
 }
 
 /// Reloads the catalog and opens `name` from `source` for review, as the gateway now has it.

@@ -148,6 +148,7 @@ fn action_lines(
         ActionState::Completed => ("done", Color::Green),
         ActionState::Failed => ("failed", Color::Red),
         ActionState::Rejected => ("rejected", Color::Magenta),
+        ActionState::Stopped => ("stopped", Color::Yellow),
     };
     let head = format!(
         "▸ #{} {} ",

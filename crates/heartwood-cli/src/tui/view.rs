@@ -144,11 +144,13 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
             );
             frame.render_widget(
                 Paragraph::new(keys(
-                    "↑↓ choose · Enter open · n new session · s skills · ? help · q quit",
+                    "↑↓ choose · ⏎ open · n new · w workflows · f files · s skills · ? help · q quit",
                 )),
                 keys_area,
             );
         }
+        Screen::Workflows(screen) => super::catalog::render(frame, app, area, screen),
+        Screen::Files(screen) => super::files::render(frame, app, area, screen),
         Screen::Skills {
             catalog,
             selected,
@@ -198,7 +200,32 @@ fn session(frame: &mut Frame<'_>, app: &App, area: Rect, snapshot: &heartwood_ev
     ])
     .areas(area);
     match &p.pending {
-        Some(set) if reviewing => review_screen(frame, app, main, snapshot, set),
+        Some(set) if reviewing => {
+            // The set gets the screen; what the agent said as it proposed it stays in view
+            // above, a few lines at most, where there is room for both.
+            let said = agent_words(set, main.width.saturating_sub(2) as usize);
+            let context_height = if main.height >= 18 && !said.is_empty() {
+                (said.len() as u16 + 2).min(main.height / 5)
+            } else {
+                0
+            };
+            let [context, review] =
+                Layout::vertical([Constraint::Length(context_height), Constraint::Min(5)])
+                    .areas(main);
+            if context_height > 0 {
+                let room = context_height.saturating_sub(2) as usize;
+                frame.render_widget(
+                    Paragraph::new(said.into_iter().take(room).collect::<Vec<_>>()).block(
+                        Block::default()
+                            .borders(Borders::ALL)
+                            .border_style(Style::default().fg(Color::DarkGray))
+                            .title(" the agent, proposing this set "),
+                    ),
+                    context,
+                );
+            }
+            review_screen(frame, app, review, snapshot, set)
+        }
         pending => {
             conversation_and_plan(frame, app, main, snapshot);
             if let Some(set) = pending {
@@ -269,6 +296,8 @@ fn help(frame: &mut Frame<'_>, area: Rect) {
         Line::raw("Esc         stop the running action now (it is recorded as interrupted; the"),
         Line::raw("            agent pauses); with nothing running, back to the session list"),
         Line::raw("↑↓ PgUp/Dn  (review) scroll the previews"),
+        Line::raw("w           (session list) the workflow catalog: choose one, ask your question"),
+        Line::raw("f, Ctrl-F   the changed files and their diffs (without Git: a session's edits)"),
         Line::raw("s           (session list) the project's skills: review, approve, activate"),
         Line::raw("Ctrl-Q      quit; a pending decision stays pending for any interface"),
         Line::raw(
@@ -433,6 +462,7 @@ fn key_for(command: heartwood_events::CommandName) -> Option<&'static str> {
         // Workflow controls have their function keys in the workflow panel.
         CommandName::Export
         | CommandName::Close
+        | CommandName::Rename
         | CommandName::WorkflowStart
         | CommandName::WorkflowRun
         | CommandName::WorkflowEvaluate
@@ -491,6 +521,21 @@ fn review_summary(
 }
 
 /// The whole review, owning the main area and the keyboard until a decision.
+/// The words the agent sent with the set's calls (an earlier message could be of another
+/// turn), wrapped at `width`.
+fn agent_words(set: &heartwood_events::ActionSet, width: usize) -> Vec<Line<'static>> {
+    let text = set
+        .members
+        .iter()
+        .find_map(|m| m.thought.clone())
+        .unwrap_or_default();
+    super::timeline::wrap(text.trim(), width.max(8))
+        .into_iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(Line::raw)
+        .collect()
+}
+
 fn review_screen(
     frame: &mut Frame<'_>,
     app: &App,

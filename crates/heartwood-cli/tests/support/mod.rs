@@ -205,4 +205,35 @@ pub fn use_openhands(project: &Path) -> bool {
     assert!(chosen.status.success(), "{}", text(&chosen.stderr));
     true
 }
+
+/// The last lines of every OpenHands agent server log under `project`'s sessions, for a
+/// failure message.
+#[allow(dead_code)]
+pub fn agent_server_log_tail(project: &Path) -> String {
+    let mut out = String::new();
+    let mut logs = Vec::new();
+    let mut dirs = vec![project.join(".heartwood")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => dirs.push(path),
+                Ok(_) if entry.file_name() == "agent-server.log" => logs.push(path),
+                _ => {}
+            }
+        }
+    }
+    for log in logs {
+        let Ok(text) = std::fs::read_to_string(&log) else {
+            continue;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        out.push_str(&format!("== {}\n", log.display()));
+        for line in &lines[lines.len().saturating_sub(40)..] {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
 pub mod batch;

@@ -337,6 +337,7 @@ fn observation_of(
             .as_i64()
             .and_then(|c| i32::try_from(c).ok()),
         changed_path,
+        stopped: false,
     }
 }
 

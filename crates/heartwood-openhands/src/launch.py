@@ -1,0 +1,50 @@
+# Starts the OpenHands agent server as `python -m openhands.agent_server` would, after three
+# adjustments Heartwood needs (the server's version is pinned, so the names patched are known):
+# - the kernel kills this process when the thread that started it ends, so a Heartwood process
+#   killed outright takes its server with it (from inside the child: `unsafe` is not allowed
+#   in Heartwood's Rust code);
+# - the variables named in HEARTWOOD_TOOL_HIDDEN (the model key) never reach the terminal;
+# - a terminal pane is handed out only once its shell shows the prompt: OpenHands waits a fixed
+#   0.1 s after typing its prompt setup, and a shell slower to start (a long ~/.bashrc, a busy
+#   machine) printed that prompt after the screen was cleared, so the first command sent was
+#   taken as finished at once, without running.
+import ctypes, os, runpy, sys, time
+
+ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+
+import openhands.sdk.utils.command as command
+
+hidden = [n for n in os.environ.get("HEARTWOOD_TOOL_HIDDEN", "").split(",") if n]
+command._SENSITIVE_ENV_VARS = command._SENSITIVE_ENV_VARS | frozenset(
+    hidden + ["HEARTWOOD_TOOL_HIDDEN"]
+)
+
+from openhands.tools.terminal.constants import CMD_OUTPUT_PS1_END
+from openhands.tools.terminal.terminal import tmux_pane_pool
+
+PROMPT_WITHIN = 60.0
+
+
+def wait_for_prompt(terminal):
+    end = CMD_OUTPUT_PS1_END.rstrip()
+    deadline = time.monotonic() + PROMPT_WITHIN
+    while time.monotonic() < deadline:
+        if terminal.read_screen().rstrip().endswith(end):
+            break
+        time.sleep(0.05)
+    terminal.clear_screen()
+
+
+create_pane = tmux_pane_pool.TmuxPanePool._create_pane
+
+
+def create_ready_pane(self):
+    terminal = create_pane(self)
+    wait_for_prompt(terminal)
+    return terminal
+
+
+tmux_pane_pool.TmuxPanePool._create_pane = create_ready_pane
+
+sys.argv[0] = "openhands.agent_server"
+runpy.run_module("openhands.agent_server", run_name="__main__", alter_sys=True)
