@@ -71,6 +71,23 @@ async fn after_the_owner_is_killed_the_next_process_takes_the_session_over() {
         table.contains(" ago") || table.contains("just now"),
         "{table}"
     );
+    // The rows the terminal interface and the page list say the same.
+    let root = project.path().to_owned();
+    let rows = tokio::task::spawn_blocking(move || {
+        let project = heartwood_gateway::ProjectContext::at(&root).expect("project");
+        heartwood_gateway::SessionGateway::new(project).rows(10)
+    })
+    .await
+    .expect("rows")
+    .expect("rows");
+    assert!(
+        rows[0].status_line.starts_with("stopped: ")
+            && rows[0]
+                .status_line
+                .contains("heartwood exec --session taken \"go on\""),
+        "{:?}",
+        rows[0].status_line
+    );
 
     // The next process is neither refused as "owned" nor stuck on the dead socket.
     let next = heartwood_async(project.path(), &["exec", "--session", "taken", "go on"]).await;

@@ -146,23 +146,37 @@ pub struct PendingListing {
     pub members: usize,
 }
 
+/// Why a session whose record says a run is on is stopped, with the commands that continue
+/// it, when no process holds it: the one that ran it ended (a crash, a kill, a closed terminal).
+pub(crate) fn stopped_status(s: &SessionSummary, p: &SessionProjection) -> Option<String> {
+    // The lease names who runs it; a run on record with no holder was cut off.
+    if s.writer.is_some() || p.lifecycle != heartwood_events::Lifecycle::Running {
+        return None;
+    }
+    Some(if s.interrupted {
+        format!(
+            "stopped mid-append: the Heartwood process running its task ended while writing; \
+             `heartwood sessions recover {id}` completes the record, then `heartwood exec \
+             --session {id} \"go on\"` continues it",
+            id = s.id
+        )
+    } else {
+        format!(
+            "stopped: the Heartwood process running its task ended before the task finished; \
+             `heartwood exec --session {} \"go on\"` continues it",
+            s.id
+        )
+    })
+}
+
 impl SessionListing {
     fn of(s: &SessionSummary, projection: Option<&SessionProjection>) -> Self {
-        // The lease names who runs it; a run on record with no holder was cut off.
-        let stopped = s.writer.is_none()
-            && projection.is_some_and(|p| p.lifecycle == heartwood_events::Lifecycle::Running);
+        let stopped_status = projection
+            .filter(|_| s.meta.is_ok())
+            .and_then(|p| stopped_status(s, p));
+        let stopped = stopped_status.is_some();
         let status = match (&s.meta, &s.writer, s.interrupted) {
-            (Ok(_), None, false) if stopped => format!(
-                "stopped: the Heartwood process running its task ended before the task \
-                 finished; `heartwood exec --session {} \"go on\"` continues it",
-                s.id
-            ),
-            (Ok(_), None, true) if stopped => format!(
-                "stopped mid-append: the Heartwood process running its task ended while \
-                 writing; `heartwood sessions recover {id}` completes the record, then \
-                 `heartwood exec --session {id} \"go on\"` continues it",
-                id = s.id
-            ),
+            (Ok(_), None, _) if stopped => stopped_status.unwrap_or_default(),
             (Err(e), _, _) => format!("unreadable metadata: {e}"),
             (Ok(_), Some(w), _) => format!("open in pid {}", w.pid),
             (Ok(_), None, true) => {

@@ -364,7 +364,14 @@ impl SessionGateway {
                 continue;
             }
             rows.push(match self.cached_projection(&summary.id) {
-                Ok(p) => SessionRow::of(&p, summary.last_activity),
+                Ok(p) => {
+                    let stopped = crate::admin::stopped_status(&summary, &p);
+                    let mut row = SessionRow::of(&p, summary.last_activity.clone());
+                    if let Some(status) = stopped {
+                        row.status_line = status;
+                    }
+                    row
+                }
                 Err(e) => SessionRow {
                     session: summary.id,
                     last_activity: summary.last_activity,

@@ -1,7 +1,7 @@
 // Drives the page in headless Chromium (Debian's), for tests/browser.rs.
 // Usage: node browser.mjs URL SCREENSHOT   (NODE_PATH must reach playwright-core; PATIENCE_MS
 // is how long a step may take, 20 s unless set: the OpenHands engine starts a server first)
-import { scenario, step } from "./chromium.mjs";
+import { allowSet, scenario, step } from "./chromium.mjs";
 
 const [url, screenshot] = process.argv.slice(2);
 const patience = Number(process.env.PATIENCE_MS || 20000);
@@ -22,6 +22,10 @@ await scenario({ width: 1280, height: 800 }, screenshot, async (page) => {
   if (first !== 2) throw new Error("expected a two-member set, saw " + first);
   await page.fill("#reason", "append to notes.txt instead");
   await page.click("#reject");
+  // The next set arrives while the review is out of view (a short window, scrolled to the
+  // top): Allow waits until each member was on screen, and says which are not yet.
+  await page.setViewportSize({ width: 1280, height: 160 });
+  await page.evaluate(() => window.scrollTo(0, 0));
   await page.waitForFunction(() => document.querySelector("#review-set").textContent.includes("set") &&
       !document.querySelector("#review").hidden &&
       [...document.querySelectorAll("#review-members li")].some(li => li.textContent.includes("B1")), null, { timeout: patience });
@@ -32,8 +36,13 @@ await scenario({ width: 1280, height: 800 }, screenshot, async (page) => {
   const added = await page.textContent("#review-members .preview .add");
   step("diff shown: " + removed.trim() + " " + added.trim());
   if (!(await page.textContent("#review-members")).includes("mark the notes final")) throw new Error("the model's summary is not the headline");
+  if (!(await page.isDisabled("#allow"))) throw new Error("Allow was enabled with members never on screen");
+  const unseen = await page.textContent("#unseen");
+  step("before reading: " + unseen);
+  if (!unseen.includes("2 of 2 not shown yet")) throw new Error("the page did not say the members were unseen: " + unseen);
+  await page.setViewportSize({ width: 1280, height: 800 });
   await page.screenshot({ path: screenshot.replace(/\.png$/, "-review.png"), fullPage: true });
-  await page.click("#allow");
+  await allowSet(page);
   await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Finished"), null, { timeout: patience });
   step("finished: " + await page.textContent("#status"));
   // The agent's Markdown is formatted, not shown as markup.

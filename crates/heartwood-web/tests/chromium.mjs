@@ -24,3 +24,17 @@ export async function scenario(viewport, screenshot, body) {
   }
   await browser.close();
 }
+
+// Allows the pending set as a researcher does: every member is scrolled into view to its end
+// first (Allow stays disabled until each was on screen), then Allow is clicked. Returns how
+// many members were still unseen before reading, as the page said.
+export async function allowSet(page, timeout = 20000) {
+  const before = (await page.textContent("#unseen")) || "";
+  for (const end of await page.locator("#review-members li > span:last-child").all()) {
+    await end.scrollIntoViewIfNeeded();
+  }
+  await page.waitForSelector("#allow:not([disabled])", { timeout });
+  if ((await page.textContent("#unseen")) !== "") throw new Error("members still unseen after reading them all");
+  await page.click("#allow");
+  return before;
+}

@@ -2,7 +2,7 @@
 // run each stage (the set is allowed in the review), check it, accept it with two clicks,
 // and at the model stage look at the judged model's picture and a bound file's preview.
 // Usage: node workflow.mjs URL QUESTION SCREENSHOT   (NODE_PATH must reach playwright-core)
-import { scenario, step } from "./chromium.mjs";
+import { allowSet, scenario, step } from "./chromium.mjs";
 
 const [url, question, screenshot] = process.argv.slice(2);
 await scenario({ width: 1400, height: 1000 }, screenshot, async (page) => {
@@ -23,7 +23,7 @@ await scenario({ width: 1400, height: 1000 }, screenshot, async (page) => {
   for (const stage of ["readiness", "plan", "split", "model"]) {
     await page.click('#wf-controls button[data-command="workflow_run"]');
     await page.waitForSelector("#review:not([hidden]) #review-members .preview", { timeout: 20000 });
-    await page.click("#allow");
+    await allowSet(page);
     await page.waitForSelector('#wf-controls button[data-command="workflow_evaluate"]', { timeout: 20000 });
     step(stage + ": turn says " + await page.textContent("#wf-turn"));
     await page.click('#wf-controls button[data-command="workflow_evaluate"]');
@@ -46,7 +46,7 @@ await scenario({ width: 1400, height: 1000 }, screenshot, async (page) => {
       // A review: the reviewer's claims are shown apart from what Heartwood verified.
       await page.click('#wf-controls button[data-command="workflow_review"]');
       await page.waitForSelector("#review:not([hidden]) #review-members .preview", { timeout: 20000 });
-      await page.click("#allow");
+      await allowSet(page);
       await page.waitForFunction(() => [...document.querySelectorAll("#wf-proposals li")].some(li => li.textContent.includes("not observed")), null, { timeout: 20000 });
       step("findings: " + await page.textContent("#wf-findings"));
       step("proposals: " + await page.textContent("#wf-proposals"));
