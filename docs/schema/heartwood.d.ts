@@ -207,7 +207,7 @@ export type Seq = number;
 export type SessionId = string;
 
 /** Everything an interface shows about one session. */
-export type SessionProjection = { actions: ActionView[]; activity: string; available_commands: CommandName[]; closed: boolean; conversation: ConversationEntry[]; exports: number; last_decision?: DecisionView | null; last_error?: string | null; lifecycle: Lifecycle; pending?: ActionSet | null; policy: ActionPolicy; revision: number; session: SessionId; specialists?: SpecialistTaskView[]; status_line: string; stopping?: string | null; suggestions: Suggestion[]; task_plan: PlanTask[]; text_means: CommandName; title?: string | null; usage: UsageView; workflow?: WorkflowView | null };
+export type SessionProjection = { actions: ActionView[]; activity: string; available_commands: CommandName[]; closed: boolean; conversation: ConversationEntry[]; exports: number; interrupted?: boolean; last_decision?: DecisionView | null; last_error?: string | null; lifecycle: Lifecycle; pending?: ActionSet | null; policy: ActionPolicy; revision: number; session: SessionId; specialists?: SpecialistTaskView[]; status_line: string; stopping?: string | null; suggestions: Suggestion[]; task_plan: PlanTask[]; text_means: CommandName; title?: string | null; usage: UsageView; workflow?: WorkflowView | null };
 
 /** One row of a session list, the same in every interface. */
 export type SessionRow = { last_activity?: Timestamp | null; lifecycle?: Lifecycle | null; pending: boolean; session: SessionId; status_line: string; title?: string | null };

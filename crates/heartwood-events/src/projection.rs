@@ -99,6 +99,10 @@ pub struct SessionProjection {
     /// interface can say it was heard.
     #[serde(default)]
     pub stopping: Option<String>,
+    /// The run was cut off (the process running it ended, or its worker failed) rather than
+    /// failing on its own: interfaces say it stopped, and the next instruction continues it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     /// The commands the gateway accepts now (the same for every interface).
     pub available_commands: Vec<crate::CommandName>,
     /// What text the researcher types now starts as (`submit_task` or `send_guidance`; see
@@ -240,6 +244,7 @@ impl SessionProjection {
             exports: 0,
             activity: String::new(),
             stopping: None,
+            interrupted: false,
             title: None,
             available_commands: Vec::new(),
             text_means: crate::CommandName::SubmitTask,

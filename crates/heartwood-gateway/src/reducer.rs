@@ -46,6 +46,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             p.policy = *policy;
             p.closed = false;
             p.last_error = None;
+            p.interrupted = false;
             p.lifecycle = Lifecycle::Running;
         }
         Event::GuidanceSent { text } => say(p, seq, Role::Researcher, text),
@@ -56,7 +57,10 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             p.stopping = Some("stopping the running action now".to_owned());
         }
         Event::PauseRequested {} | Event::InterruptRequested {} => {}
-        Event::RunResumed {} => p.lifecycle = Lifecycle::Running,
+        Event::RunResumed {} => {
+            p.lifecycle = Lifecycle::Running;
+            p.interrupted = false;
+        }
         // The engine passes through idle when a new message reaches a finished conversation
         // and after a rejection, and the worker then runs it at once: while a run is on, idle
         // is a step inside it, not where the session rests. Showing it would tell an interface
@@ -67,6 +71,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         Event::LifecycleChanged { lifecycle } => {
             p.lifecycle = *lifecycle;
             p.stopping = None;
+            p.interrupted &= *lifecycle == Lifecycle::Failed;
             if *lifecycle != Lifecycle::WaitingForDecision {
                 p.pending = None;
             }
@@ -197,6 +202,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             p.stopping = None;
             if p.run_is_open() {
                 p.lifecycle = Lifecycle::Failed;
+                p.interrupted = true;
             }
         }
     }
@@ -371,6 +377,10 @@ fn status_line(p: &SessionProjection) -> String {
             None => "The agent is settling its proposal.".to_owned(),
         },
         Lifecycle::Finished => "Finished.".to_owned(),
+        Lifecycle::Failed if p.interrupted => format!(
+            "Stopped: {}",
+            p.last_error.as_deref().unwrap_or("the run was cut off")
+        ),
         Lifecycle::Failed => format!(
             "Failed: {}",
             p.last_error.as_deref().unwrap_or("see the last error")
