@@ -237,7 +237,7 @@ export type StageTurn = { base_seconds?: number; exhausted?: boolean; open: bool
 export type StageView = { accepted_evidence?: InspectedFile[]; budget?: Budget | null; budget_lines?: BudgetLine[]; id: string; researcher_gate: boolean; status: StageStatus; title: string; used?: BudgetUse };
 
 /** The startup plan. */
-export type StartupPlan = { explanation: string; next_action: string; pending_decisions?: PendingDecision[]; phase: Phase; platform: PlatformSummary; route?: RouteSummary | null; sandbox?: SandboxSummary; sessions: number };
+export type StartupPlan = { explanation: string; next_action: string; pending_decisions?: PendingDecision[]; phase: Phase; platform: PlatformSummary; route?: RouteSummary | null; sandbox?: SandboxSummary; sessions: number; stopped_sessions?: PendingDecision[] };
 
 /** A next step, with how to take it: the typed command it means (each interface shows its own
  * key or button for it) or, for something outside the session, the shell command to run. */

@@ -77,6 +77,18 @@ pub fn print_plan(plan: &StartupPlan) {
         );
         say!("          {}", waiting.answer);
     }
+    for stopped in &plan.stopped_sessions {
+        say!(
+            "stopped   session {}{}",
+            stopped.session,
+            stopped
+                .title
+                .as_deref()
+                .map(|t| format!(" ({t})"))
+                .unwrap_or_default()
+        );
+        say!("          {}", stopped.answer);
+    }
     let phase = serde_json::to_value(plan.phase)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))

@@ -71,6 +71,13 @@ async fn after_the_owner_is_killed_the_next_process_takes_the_session_over() {
         table.contains(" ago") || table.contains("just now"),
         "{table}"
     );
+    // heartwood status names it, with what continues it.
+    let status = text(&heartwood(project.path(), &["status"]).stdout);
+    assert!(
+        status.contains("stopped   session taken")
+            && status.contains("heartwood exec --session taken \"go on\""),
+        "{status}"
+    );
     // The rows the terminal interface and the page list say it stopped too (reading them
     // serves the session, which records the cut-off run as interrupted).
     let root = project.path().to_owned();

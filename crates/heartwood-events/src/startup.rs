@@ -129,6 +129,10 @@ pub struct StartupPlan {
     /// Sessions waiting for a decision, most recent first: said before anything else.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_decisions: Vec<PendingDecision>,
+    /// Sessions whose run was cut off when the process running it ended, most recent first,
+    /// each with what continues it (in `answer`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stopped_sessions: Vec<PendingDecision>,
 }
 
 /// Whether this machine confines tool processes, and how (or why not).

@@ -31,8 +31,17 @@ pub use heartwood_events::startup::{PendingDecision, Phase, RouteSummary, Startu
 /// ```
 pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
     let sessions = SessionStore::new(project.root()).list()?;
-    let pending_decisions: Vec<PendingDecision> = crate::SessionAdmin::new(project)
-        .listing(None)?
+    let listing = crate::SessionAdmin::new(project).listing(None)?;
+    let stopped_sessions: Vec<PendingDecision> = listing
+        .iter()
+        .filter(|s| s.stopped)
+        .map(|s| PendingDecision {
+            session: s.id.clone(),
+            title: s.title.clone(),
+            answer: s.status.clone(),
+        })
+        .collect();
+    let pending_decisions: Vec<PendingDecision> = listing
         .into_iter()
         .filter_map(|s| {
             let set = s.pending?;
@@ -70,6 +79,7 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             sandbox: sandbox_summary(),
             sessions: sessions.len(),
             pending_decisions: pending_decisions.clone(),
+            stopped_sessions: stopped_sessions.clone(),
         }
     };
     if let Some(s) = sessions.iter().find(|s| s.interrupted) {
