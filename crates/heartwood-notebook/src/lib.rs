@@ -168,6 +168,16 @@ impl Heartwood {
         ))
     }
 
+    /// The workflow catalog: every definition this build maintains, with its inputs, stages and
+    /// what each writes (the catalog `heartwood workflow catalog` and the other interfaces
+    /// show). Start one with `start_workflow(id, question)`.
+    fn workflows(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let catalog = py
+            .detach(heartwood_gateway::workspace::workflow_catalog)
+            .map_err(failed)?;
+        convert::to_python(py, &catalog)
+    }
+
     /// The project's Agent Skills: every skill the sources offer, with its source, status and
     /// tree digest, and every source (the catalog the other interfaces show).
     fn skills(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {

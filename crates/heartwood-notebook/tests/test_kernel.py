@@ -67,3 +67,64 @@ def test_a_notebook_runs_a_task_renders_the_set_and_decides_it(project, model):
     if keep:
         with open(keep, "w") as page:
             page.write("<!doctype html><meta charset=utf-8><body style='margin:16px'>" + shown)
+
+
+def text_of(cell):
+    return "".join(
+        output.get("text", "") + output.get("data", {}).get("text/plain", "")
+        for output in cell.outputs
+    )
+
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "projects", "sleep-study")
+
+
+def test_the_magics_act_on_the_notebooks_session_and_every_hint_runs_as_printed(project, model):
+    import shutil
+
+    shutil.copytree(FIXTURE, project, dirs_exist_ok=True)
+    model([
+        terminal("echo first >> ran.txt"),
+        finish("Wrote ran.txt."),
+        {"content": "Guidance read.", "tool_calls": [terminal("echo second >> ran.txt")["tool_calls"][0]]},
+        finish("Left it."),
+    ])
+    cells = [
+        "%load_ext heartwood",
+        # No session yet: the magic makes the notebook's current one and binds it as `session`.
+        "%%heartwood\nwrite ran.txt",
+        # The hint the rendered set printed, exactly as printed.
+        "session.allow()\nsession.wait(timeout=60)\nprint(session.projection.lifecycle)",
+        # The same session again: the next cell's text goes to it.
+        "%%heartwood\nnow append a second line",
+        "%heartwood status",
+        "%heartwood reject not needed",
+        "import heartwood\nprint(session.projection.lifecycle, len(heartwood.open().sessions(10)))",
+        "%heartwood workflows",
+        "%heartwood start tabular-ols Does sleep predict the score",
+        "%heartwood stage",
+        "%heartwood help",
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(
+        notebook,
+        timeout=120,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(project)}},
+    ).execute()
+    _, first, allowed, second, status, rejected, after, catalog, started, stage, helped = notebook.cells
+
+    shown = html_of(first)
+    assert "echo first &gt;&gt; ran.txt" in shown, shown
+    assert "session.allow()" in shown, shown
+    assert "finished" in allowed.outputs[0]["text"], allowed.outputs
+    assert (project / "ran.txt").read_text() == "first\n"
+    assert "echo second &gt;&gt; ran.txt" in html_of(second), html_of(second)
+    assert "Waiting for your decision" in html_of(status), html_of(status)
+    assert "finished" in after.outputs[0]["text"], after.outputs
+    # One session for all of it: the magics never made a second.
+    assert after.outputs[0]["text"].split()[1] == "1", after.outputs
+    assert (project / "ran.txt").read_text() == "first\n", "a rejected set ran"
+    assert "tabular-ols" in text_of(catalog), text_of(catalog)
+    assert "Data readiness" in html_of(started) + html_of(stage), html_of(stage)
+    assert "%heartwood allow" in text_of(helped)

@@ -33,6 +33,7 @@ __all__ = [
     "Workspace",
     "open",
     "watch",
+    "workflows",
     "load_ipython_extension",
 ]
 
@@ -74,28 +75,132 @@ def _has_widgets():
     return True
 
 
-def _cell_magic(line, cell):
-    """``%%heartwood [session]``: the cell's text is the task; the output is the live session.
+# The notebook's current session: the one `%%heartwood` and `%heartwood` act on, bound in the
+# notebook as `session` so every hint the rendered session prints (`session.allow()`) runs as
+# printed. Made on first use; `%%heartwood ID` or `%heartwood use ID` switches to another.
+_notebook = {"hw": None, "session": None, "ipython": None}
 
-    Without an argument the task starts a new session; ``%%heartwood last`` (or an id) gives
-    it to an existing one.
-    """
+
+def _current(name=None):
+    if _notebook["hw"] is None:
+        _notebook["hw"] = open()
+    if name:
+        _notebook["session"] = _notebook["hw"].session(name)
+    elif _notebook["session"] is None:
+        _notebook["session"] = _notebook["hw"].session()
+    session = _notebook["session"]
+    if _notebook["ipython"] is not None:
+        _notebook["ipython"].user_ns["session"] = session
+    return session
+
+
+def _follow(session):
+    """Shows the session live until it settles (or stops for a decision)."""
     from IPython.display import display
 
+    if _has_widgets():
+        watch(session)
+        return None
+    session.watch()
+    display(session)
+    return None
+
+
+def _cell_magic(line, cell):
+    """``%%heartwood [session]``: the cell's text goes to the notebook's current session (a task,
+    or guidance while one runs); the output is the live session.
+
+    The first use makes a session; ``%%heartwood last`` (or an id) switches to that one. The
+    session is bound as ``session`` in the notebook, so ``session.allow()`` works as printed.
+    """
     text = cell.strip()
     if not text:
         raise HeartwoodError("the cell is empty: write the task in it")
-    session = open().session(line.strip() or None)
+    session = _current(line.strip() or None)
     try:
         session.run(text, timeout=0.2)
     except TimeoutError:
-        if _has_widgets():
-            watch(session)
-            return
-        session.watch()
-    display(session)
+        pass
+    return _follow(session)
+
+
+_LINE_HELP = """%heartwood status          the current session, as it stands
+%heartwood allow           allow the pending set once, then follow the agent
+%heartwood reject [why]    reject the pending set (the agent reads why)
+%heartwood stage           the workflow stage in front of you: its checks and what comes next
+%heartwood run             run the workflow's current stage, then follow it
+%heartwood evaluate        check the stage's files now
+%heartwood accept          accept the stage that awaits acceptance
+%heartwood workflows       the workflow catalog
+%heartwood start ID QUESTION   start a run of workflow ID in a new session (leave off a
+                           final "?": IPython reads a line ending in ? as a help request)
+%heartwood use ID|last     make another session the current one"""
+
+
+def _line_magic(line):
+    """``%heartwood VERB ...``: act on the notebook's current session (``%heartwood help``)."""
+    from IPython.display import display
+
+    verb, _, rest = line.strip().partition(" ")
+    rest = rest.strip()
+    if verb in ("", "status"):
+        return _current()
+    if verb == "help":
+        print(_LINE_HELP)
+        return None
+    if verb == "use":
+        if not rest:
+            raise HeartwoodError("say which session: %heartwood use last (or an id)")
+        return _current(rest)
+    if verb == "workflows":
+        return workflows()
+    if verb == "start":
+        definition, _, question = rest.partition(" ")
+        if not definition or not question.strip():
+            raise HeartwoodError("say which workflow and the question: %heartwood start tabular-ols Does sleep matter")
+        if _notebook["hw"] is None:
+            _notebook["hw"] = open()
+        _notebook["session"] = _notebook["hw"].start_workflow(definition, question.strip())
+        return _current()
+    session = _current()
+    if verb == "allow":
+        session.allow()
+        return _follow(session)
+    if verb == "reject":
+        session.reject(rest or None)
+        return _follow(session)
+    if verb == "stage":
+        workflow = session.workflow
+        if workflow is None:
+            raise HeartwoodError(
+                "the current session runs no workflow; %heartwood start ID QUESTION starts one"
+            )
+        display(session)
+        return None
+    if verb == "run":
+        try:
+            session.run_stage(timeout=0.2)
+        except TimeoutError:
+            pass
+        return _follow(session)
+    if verb == "evaluate":
+        session.evaluate_stage()
+        return session
+    if verb == "accept":
+        session.accept_stage()
+        return session
+    raise HeartwoodError(f"%heartwood {verb}: not a verb it knows; %heartwood help lists them")
+
+
+def workflows():
+    """The workflow catalog: the definitions this build maintains, their stages and inputs."""
+    if _notebook["hw"] is None:
+        _notebook["hw"] = open()
+    return _notebook["hw"].workflows()
 
 
 def load_ipython_extension(ipython):
-    """``%load_ext heartwood`` registers the ``%%heartwood`` cell magic."""
+    """``%load_ext heartwood`` registers ``%%heartwood`` and the ``%heartwood`` line magics."""
+    _notebook["ipython"] = ipython
     ipython.register_magic_function(_cell_magic, magic_kind="cell", magic_name="heartwood")
+    ipython.register_magic_function(_line_magic, magic_kind="line", magic_name="heartwood")

@@ -1,4 +1,4 @@
-from typing import Optional
+from typing import Any, Dict, List, Optional
 
 from ._native import (
     Heartwood as Heartwood,
@@ -13,4 +13,5 @@ from ._native import (
 )
 
 def watch(session: Session, timeout: Optional[float] = None) -> Session: ...
+def workflows() -> List[Dict[str, Any]]: ...
 def load_ipython_extension(ipython: object) -> None: ...

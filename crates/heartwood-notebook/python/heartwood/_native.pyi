@@ -30,6 +30,8 @@ class Heartwood:
     @property
     def workspace(self) -> Workspace:
         """The project's files, read-only."""
+    def workflows(self) -> List[Dict[str, Any]]:
+        """The workflow catalog: each definition's id, title, inputs and stages."""
     def start_workflow(self, definition: str, question: str, inputs: Optional[Dict[str, str]] = None) -> Session:
         """Starts a research workflow run in a new session; returns the session."""
     def skills(self) -> Dict[str, Any]:
