@@ -29,6 +29,11 @@ pub struct ServeArgs {
     /// The path the proxy serves Heartwood under, e.g. /heartwood/.
     #[arg(long)]
     base_path: Option<String>,
+    /// Draw a new launch capability (links and pages opened with the old one stop working).
+    /// Otherwise the port and capability of the last run in this project are kept, so
+    /// bookmarks and reloads still work.
+    #[arg(long)]
+    new_token: bool,
 }
 
 /// The ingress mode the arguments declare (`None`: none was declared).
@@ -144,6 +149,20 @@ fn proxied_port(prefix: &str) -> Option<u16> {
     segments.get(at + 1)?.parse().ok()
 }
 
+/// Listens on `wanted`, or, when any port will do, on the port the last run used if it is free
+/// (else on one the system picks).
+async fn listen(address: &str, wanted: u16, last: Option<u16>) -> Result<tokio::net::TcpListener> {
+    if wanted == 0
+        && let Some(last) = last
+        && let Ok(listener) = tokio::net::TcpListener::bind((address, last)).await
+    {
+        return Ok(listener);
+    }
+    tokio::net::TcpListener::bind((address, wanted))
+        .await
+        .with_context(|| format!("cannot listen on {address}:{wanted}"))
+}
+
 /// Runs the server until interrupted.
 pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
     let platform = heartwood_gateway::config::ProjectConfig::load(&project)?.platform()?;
@@ -155,16 +174,30 @@ pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
     runtime.block_on(async move {
         // Loopback unless a trusted proxy was declared, which must be able to reach us.
         let address = if matches!(mode, Mode::TrustedProxy { .. }) { "0.0.0.0" } else { "127.0.0.1" };
-        let wanted = listening_port(&args)?;
-        let listener = tokio::net::TcpListener::bind((address, wanted))
-            .await
-            .with_context(|| format!("cannot listen on {address}:{wanted}"))?;
+        let kept = heartwood_gateway::config::user_config_path()
+            .and_then(|config| config.parent().map(|dir| {
+                heartwood_web::launch::path_for(dir, project.root().as_std_path())
+            }));
+        let saved = kept
+            .as_deref()
+            .filter(|_| !args.new_token)
+            .and_then(heartwood_web::launch::load);
+        let listener = listen(address, listening_port(&args)?, saved.as_ref().map(|s| s.port)).await?;
         let port = listener.local_addr()?.port();
         say!("Listening on {address}:{port}.");
-        let capability = Capability::generate()
-            .map_err(|e| anyhow::anyhow!("no randomness for the launch capability: {e}"))?;
+        let capability = match saved {
+            Some(saved) => saved.capability,
+            None => Capability::generate()
+                .map_err(|e| anyhow::anyhow!("no randomness for the launch capability: {e}"))?,
+        };
+        let launch = heartwood_web::launch::Launch { port, capability: capability.clone() };
+        match kept.as_deref().map(|path| heartwood_web::launch::save(path, &launch)) {
+            Some(Ok(())) => {}
+            Some(Err(e)) => eprintln!("heartwood: the port and capability were not kept for the next run ({e}); links will change"),
+            None => eprintln!("heartwood: no configuration folder (set HOME), so the port and capability are not kept for the next run"),
+        }
         say!(
-            "Heartwood serves {} ({}). Open (the link carries this run's capability):\n\n    {}?token={}\n\nPrograms send it as `Authorization: Bearer …`. Ctrl-C stops the server.",
+            "Heartwood serves {} ({}). Open (the link carries the project's capability; it stays the same when serve restarts, and `--new-token` replaces it):\n\n    {}?token={}\n\nEach session has its own address under s/ (bookmark it). Programs send the capability as `Authorization: Bearer …`. Ctrl-C stops the server.",
             project.root(),
             match &mode {
                 Mode::Loopback => "loopback only",

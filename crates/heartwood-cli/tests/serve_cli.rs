@@ -84,3 +84,70 @@ fn behind_jupyter_serve_listens_on_the_port_its_prefix_names_and_says_so() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// A restarted serve keeps the project's port and capability (a bookmark and a reload still
+/// work), kept in a file of the user's only it can read; --new-token replaces the capability.
+/// Every session has its own address under s/, served to a holder of the capability only.
+#[test]
+fn serve_keeps_its_port_and_capability_per_project_and_a_session_has_its_own_address() {
+    let project = tempfile::tempdir().expect("project");
+    let config = tempfile::tempdir().expect("config");
+    let serve = |args: &[&str]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_heartwood"))
+            .arg("serve")
+            .args(args)
+            .current_dir(project.path())
+            .env("HEARTWOOD_CONFIG_HOME", config.path())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let url = BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix("http://127.0.0.1:")
+                    .map(str::to_owned)
+            })
+            .expect("a URL");
+        let (port, rest) = url.split_once('/').expect("port");
+        let token = rest.strip_prefix("?token=").expect("token").to_owned();
+        (child, port.parse::<u16>().expect("port"), token)
+    };
+    let (mut first, port, token) = serve(&[]);
+    let page = get(port, "/s/s20261204-015300-3f9a2c01", Some(&token));
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(page.contains("heartwood-base"), "the page itself");
+    assert!(get(port, "/s/s20261204-015300-3f9a2c01", None).starts_with("HTTP/1.1 401"));
+    first.kill().expect("kill");
+    first.wait().expect("wait");
+
+    let kept: Vec<_> = std::fs::read_dir(config.path().join("serve"))
+        .expect("kept")
+        .flatten()
+        .collect();
+    assert_eq!(kept.len(), 1, "one file for the project");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = kept[0].metadata().expect("meta").permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "the capability is the user's alone");
+    assert!(
+        !project.path().join(".heartwood").exists(),
+        "serving created project state"
+    );
+
+    let (mut second, again, same) = serve(&[]);
+    assert_eq!(
+        (again, same.as_str()),
+        (port, token.as_str()),
+        "restarted with another address"
+    );
+    assert!(get(port, "/api/sessions", Some(&token)).starts_with("HTTP/1.1 200"));
+    second.kill().expect("kill");
+    second.wait().expect("wait");
+
+    let (mut third, _, fresh) = serve(&["--new-token"]);
+    assert_ne!(fresh, token, "--new-token kept the capability");
+    third.kill().expect("kill");
+    third.wait().expect("wait");
+}

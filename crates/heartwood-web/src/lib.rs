@@ -11,6 +11,7 @@
 
 pub mod capability;
 pub mod ingress;
+pub mod launch;
 pub mod listener;
 pub mod minted;
 pub mod server;

@@ -399,7 +399,8 @@ fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) ->
             }
         }
         ("GET", ["api", "sessions", id, "events"]) => events(app, id, since),
-        ("GET", [""]) => page(app.policy.base_path()),
+        // Every session has its own address: the page opens it (a bookmark, a reload).
+        ("GET", [""] | ["s", _]) => page(app.policy.base_path()),
         _ => plain(StatusCode::NOT_FOUND, "not found"),
     }
 }

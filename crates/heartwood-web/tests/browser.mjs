@@ -55,5 +55,10 @@ await scenario({ width: 1280, height: 800 }, screenshot, async (page) => {
   const session = await page.evaluate(() => [...document.querySelectorAll("#sessions button")].map(b => b.dataset.session)[0]);
   const title = await page.textContent("#sessions button strong");
   if (title !== "write ran.txt") throw new Error("the session list shows no title: " + title);
+  // The session has its own address; a reload (or a bookmark) opens it again.
+  if (!page.url().endsWith("/s/" + session)) throw new Error("the session's address is not the page's: " + page.url());
+  await page.reload();
+  await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("Finished"), null, { timeout: patience });
+  step("reloaded at " + page.url() + ": " + await page.textContent("#status"));
   console.log("session: " + session);
 });
