@@ -551,10 +551,13 @@ async fn a_workflow_run_starts_from_the_catalog_screen() {
     .await;
     tmux.type_text("Does sleep duration predict the score?");
     tmux.keys(&["Enter"]);
-    tmux.wait_for("the run's session", |s| {
-        s.contains("Does sleep duration") || s.contains("readiness")
-    })
-    .await;
+    // The session screen, not the catalog (whose stage list names the readiness stage too).
+    let opened = tmux
+        .wait_for("the run's session", |s| {
+            !s.contains("research question") && s.contains("Workflow · tabular-ols")
+        })
+        .await;
+    assert!(opened.contains("Run “Data readiness”"), "{opened}");
     tmux.keys(&["C-q"]);
     let (_, view) = latest_session(project.path());
     let workflow = &view["projection"]["workflow"];
