@@ -430,6 +430,11 @@ fn workspace(app: &Arc<AppState>, what: &str, query: Option<&str>) -> Response {
         "diff" => service
             .diff(&path, DiffLimits::default())
             .map(|d| serde_json::to_value(d).unwrap_or_default()),
+        // One changed file as the workspace view words it: against HEAD, or without Git what
+        // the session's edits of it changed.
+        "change_diff" => service
+            .change_diff(param("session").as_deref(), &path)
+            .map(|text| serde_json::json!({"path": path, "text": text})),
         _ => return plain(StatusCode::NOT_FOUND, "not found"),
     };
     match answer {

@@ -21,11 +21,11 @@ await scenario({ width: 1280, height: 800 }, screenshot, async (page) => {
   step("first set has " + first + " members");
   if (first !== 2) throw new Error("expected a two-member set, saw " + first);
   await page.fill("#reason", "append to notes.txt instead");
-  await page.click("#reject");
   // The next set arrives while the review is out of view (a short window, scrolled to the
-  // top): Allow waits until each member was on screen, and says which are not yet.
+  // top, Reject pressed without scrolling to it): Allow waits until each member was on
+  // screen, and says which are not yet.
   await page.setViewportSize({ width: 1280, height: 160 });
-  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.evaluate(() => { window.scrollTo(0, 0); document.querySelector("#reject").click(); });
   await page.waitForFunction(() => document.querySelector("#review-set").textContent.includes("set") &&
       !document.querySelector("#review").hidden &&
       [...document.querySelectorAll("#review-members li")].some(li => li.textContent.includes("B1")), null, { timeout: patience });
@@ -55,6 +55,15 @@ await scenario({ width: 1280, height: 800 }, screenshot, async (page) => {
   const session = await page.evaluate(() => [...document.querySelectorAll("#sessions button")].map(b => b.dataset.session)[0]);
   const title = await page.textContent("#sessions button strong");
   if (title !== "write ran.txt") throw new Error("the session list shows no title: " + title);
+  // The changed files: without Git, the session's own edits, and the edit as a diff.
+  await page.click("#files-panel summary");
+  await page.waitForSelector("#files button", { timeout: patience });
+  const files = await page.textContent("#files");
+  step("files: " + (await page.textContent("#files-summary")) + " | " + files);
+  if (!files.includes("notes.txt")) throw new Error("the edited file is not listed: " + files);
+  await page.click('#files button[data-path="notes.txt"]');
+  await page.waitForSelector("#file-diff .add", { timeout: patience });
+  step("diff: " + (await page.textContent("#file-diff")).replace(/\s+/g, " ").slice(0, 160));
   // The session has its own address; a reload (or a bookmark) opens it again.
   if (!page.url().endsWith("/s/" + session)) throw new Error("the session's address is not the page's: " + page.url());
   await page.reload();
