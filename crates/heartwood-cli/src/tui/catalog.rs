@@ -9,7 +9,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, ListItem, Paragraph, Wrap};
 
 use super::app::{App, Intent};
 
@@ -104,15 +104,7 @@ pub fn render(frame: &mut Frame<'_>, app: &App, area: Rect, screen: &CatalogScre
     } else {
         " Workflows "
     };
-    let mut state = ListState::default().with_selected(Some(screen.selected));
-    frame.render_stateful_widget(
-        List::new(items)
-            .highlight_symbol("▶ ")
-            .highlight_style(Style::default().add_modifier(Modifier::REVERSED))
-            .block(Block::default().borders(Borders::ALL).title(title)),
-        list_area,
-        &mut state,
-    );
+    super::widgets::list(frame, items, title, screen.selected, list_area);
     let detail = screen
         .entries
         .get(screen.selected)
@@ -139,15 +131,7 @@ pub fn render(frame: &mut Frame<'_>, app: &App, area: Rect, screen: &CatalogScre
         ),
         question_area,
     );
-    if let Some(notice) = &app.notice {
-        frame.render_widget(
-            Paragraph::new(Line::styled(
-                notice.clone(),
-                Style::default().fg(Color::Red),
-            )),
-            notice_area,
-        );
-    }
+    super::widgets::notice(frame, app.notice.as_ref(), notice_area);
     let keys = if screen.question.is_some() {
         "⏎ start the run in a new session · Esc back to the list"
     } else {

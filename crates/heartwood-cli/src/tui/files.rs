@@ -6,9 +6,9 @@ use heartwood_events::SessionId;
 use ratatui::Frame;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Color, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph};
+use ratatui::widgets::{Block, Borders, ListItem, Paragraph};
 
 use super::app::{App, Intent};
 
@@ -78,15 +78,7 @@ pub fn render(frame: &mut Frame<'_>, app: &App, area: Rect, screen: &FilesScreen
     } else {
         format!(" Changed files ({}) ", screen.changes.len())
     };
-    let mut state = ListState::default().with_selected(Some(screen.selected));
-    frame.render_stateful_widget(
-        List::new(items)
-            .highlight_symbol("▶ ")
-            .highlight_style(Style::default().add_modifier(Modifier::REVERSED))
-            .block(Block::default().borders(Borders::ALL).title(title)),
-        list_area,
-        &mut state,
-    );
+    super::widgets::list(frame, items, &title, screen.selected, list_area);
     let height = diff_area.height.saturating_sub(2) as usize;
     let lines: Vec<Line<'_>> = screen
         .diff
@@ -104,15 +96,7 @@ pub fn render(frame: &mut Frame<'_>, app: &App, area: Rect, screen: &FilesScreen
         ),
         diff_area,
     );
-    if let Some(notice) = &app.notice {
-        frame.render_widget(
-            Paragraph::new(Line::styled(
-                notice.clone(),
-                Style::default().fg(Color::Red),
-            )),
-            notice_area,
-        );
-    }
+    super::widgets::notice(frame, app.notice.as_ref(), notice_area);
     frame.render_widget(
         Paragraph::new(Line::styled(
             format!("{} · ↑↓ file · PgUp/PgDn diff · Esc back", screen.summary),
@@ -122,17 +106,12 @@ pub fn render(frame: &mut Frame<'_>, app: &App, area: Rect, screen: &FilesScreen
     );
 }
 
+/// A diff line in its colour; the `# action …` heads of a session's edits are dim.
 fn diff_line(line: &str) -> Line<'static> {
-    let style = if line.starts_with("+++") || line.starts_with("---") || line.starts_with('#') {
+    let style = if line.starts_with('#') {
         Style::default().fg(Color::DarkGray)
-    } else if line.starts_with('+') {
-        Style::default().fg(Color::Green)
-    } else if line.starts_with('-') {
-        Style::default().fg(Color::Red)
-    } else if line.starts_with("@@") {
-        Style::default().fg(Color::Cyan)
     } else {
-        Style::default()
+        super::widgets::diff_style(line)
     };
     Line::styled(line.to_owned(), style)
 }

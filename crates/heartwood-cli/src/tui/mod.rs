@@ -15,6 +15,7 @@ mod seen;
 mod skills;
 mod timeline;
 mod view;
+mod widgets;
 mod workflow;
 
 pub use view::render;

@@ -137,18 +137,7 @@ fn preview_lines(preview: &Preview, width: usize, out: &mut Vec<Line<'static>>) 
                 dim,
             ));
             for line in unified.lines() {
-                let style = if line.starts_with("+++") || line.starts_with("---") {
-                    dim
-                } else if line.starts_with('+') {
-                    Style::default().fg(Color::Green)
-                } else if line.starts_with('-') {
-                    Style::default().fg(Color::Red)
-                } else if line.starts_with("@@") {
-                    Style::default().fg(Color::Cyan)
-                } else {
-                    Style::default()
-                };
-                push_wrapped(out, "", line, width, style);
+                push_wrapped(out, "", line, width, super::widgets::diff_style(line));
             }
             omitted(out, *omitted_lines);
         }

@@ -6,7 +6,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, ListItem, Paragraph, Wrap};
 
 use super::app::App;
 
@@ -26,15 +26,7 @@ pub fn render(
         Constraint::Length(1),
     ])
     .areas(area);
-    if let Some(notice) = &app.notice {
-        frame.render_widget(
-            Paragraph::new(Line::styled(
-                notice.clone(),
-                Style::default().fg(Color::Red),
-            )),
-            notice_area,
-        );
-    }
+    super::widgets::notice(frame, app.notice.as_ref(), notice_area);
     let bold = Style::default().add_modifier(Modifier::BOLD);
     let dim = Style::default().fg(Color::DarkGray);
     match detail {
@@ -52,15 +44,7 @@ pub fn render(
                     ])
                 })
                 .collect();
-            let mut state = ListState::default().with_selected(Some(selected));
-            frame.render_stateful_widget(
-                List::new(items)
-                    .highlight_symbol("▶ ")
-                    .highlight_style(Style::default().add_modifier(Modifier::REVERSED))
-                    .block(Block::default().borders(Borders::ALL).title(" Skills ")),
-                main,
-                &mut state,
-            );
+            super::widgets::list(frame, items, " Skills ", selected, main);
             frame.render_widget(
                 Paragraph::new(Line::styled("↑↓ choose · Enter review · Esc sessions", dim)),
                 keys_area,

@@ -9,7 +9,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, List, ListItem, ListState, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Clear, ListItem, Paragraph, Wrap};
 
 use super::app::{App, ConnectForm, Focus, Screen};
 use super::timeline::visible_lines;
@@ -133,15 +133,7 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
             } else {
                 " Sessions "
             };
-            let mut state = ListState::default().with_selected(Some(*selected));
-            frame.render_stateful_widget(
-                List::new(items)
-                    .highlight_symbol("▶ ")
-                    .highlight_style(Style::default().add_modifier(Modifier::REVERSED))
-                    .block(Block::default().borders(Borders::ALL).title(title)),
-                list_area,
-                &mut state,
-            );
+            super::widgets::list(frame, items, title, *selected, list_area);
             frame.render_widget(
                 Paragraph::new(keys(
                     "↑↓ choose · ⏎ open · n new · w workflows · f files · s skills · ? help · q quit",
