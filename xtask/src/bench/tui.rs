@@ -68,11 +68,12 @@ pub fn run() -> Result<()> {
     runtime.block_on(gateway.close());
     let start = first_frame(&dir)?;
     let ok = |v: f64, limit: f64| if v < limit { "ok" } else { "MISSED" };
+    // Issue 39's goal for the first frame, with the catalog and files screens in the build.
     println!(
-        "{:<44} {:>8.1} ms   target < 100 ms  {}",
+        "{:<44} {:>8.1} ms   target < 50 ms  {}",
         "process start to first frame (4 sessions)",
         start * 1e3,
-        ok(start * 1e3, 100.0)
+        ok(start * 1e3, 50.0)
     );
     println!(
         "{:<44} {:>8.3} ms   target < 10 ms  {}",
