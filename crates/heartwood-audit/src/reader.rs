@@ -151,6 +151,11 @@ impl SessionReader {
         crate::derived::load(&self.paths)
     }
 
+    /// [`SessionReader::derived`], decoded as a `P` (none when it is stale or is not one).
+    pub fn derived_as<P: serde::de::DeserializeOwned>(&self) -> Option<P> {
+        crate::derived::load(&self.paths)
+    }
+
     /// Decodes the session's events in order. Reading stops at the first line that is not a
     /// whole line; each whole line is decoded independently so an unknown kind is reported by
     /// name in its place. Call [`SessionReader::verify`] to establish that they are authentic.

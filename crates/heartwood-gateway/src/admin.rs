@@ -415,10 +415,7 @@ impl SessionAdmin {
     /// matches the journal, else its events replayed (unverified: `verify` is the check).
     fn projection_of(&self, id: &SessionId) -> Option<SessionProjection> {
         let reader = self.store.reader(id).ok()?;
-        if let Some(cached) = reader
-            .derived()
-            .and_then(|v| serde_json::from_value::<SessionProjection>(v).ok())
-        {
+        if let Some(cached) = reader.derived_as::<SessionProjection>() {
             return Some(cached);
         }
         let events: Vec<RecordedEvent> = reader.events().ok()?.into_iter().flatten().collect();

@@ -392,8 +392,7 @@ impl SessionGateway {
             .shared
             .store
             .reader(session)?
-            .derived()
-            .and_then(|v| serde_json::from_value::<SessionProjection>(v).ok());
+            .derived_as::<SessionProjection>();
         match cached {
             Some(projection) => Ok(projection),
             None => self.projection(session),
