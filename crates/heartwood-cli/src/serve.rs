@@ -167,6 +167,16 @@ async fn listen(address: &str, wanted: u16, last: Option<u16>) -> Result<tokio::
 pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
     let platform = heartwood_gateway::config::ProjectConfig::load(&project)?.platform()?;
     let mode = platform_mode(&mut args, &platform)?;
+    // The port and capability the last run kept (read before the runtime starts: a file read).
+    let kept = heartwood_gateway::config::user_config_path().and_then(|config| {
+        config
+            .parent()
+            .map(|dir| heartwood_web::launch::path_for(dir, project.root().as_std_path()))
+    });
+    let saved = kept
+        .as_deref()
+        .filter(|_| !args.new_token)
+        .and_then(heartwood_web::launch::load);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -174,14 +184,6 @@ pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
     runtime.block_on(async move {
         // Loopback unless a trusted proxy was declared, which must be able to reach us.
         let address = if matches!(mode, Mode::TrustedProxy { .. }) { "0.0.0.0" } else { "127.0.0.1" };
-        let kept = heartwood_gateway::config::user_config_path()
-            .and_then(|config| config.parent().map(|dir| {
-                heartwood_web::launch::path_for(dir, project.root().as_std_path())
-            }));
-        let saved = kept
-            .as_deref()
-            .filter(|_| !args.new_token)
-            .and_then(heartwood_web::launch::load);
         let listener = listen(address, listening_port(&args)?, saved.as_ref().map(|s| s.port)).await?;
         let port = listener.local_addr()?.port();
         say!("Listening on {address}:{port}.");
@@ -191,7 +193,15 @@ pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("no randomness for the launch capability: {e}"))?,
         };
         let launch = heartwood_web::launch::Launch { port, capability: capability.clone() };
-        match kept.as_deref().map(|path| heartwood_web::launch::save(path, &launch)) {
+        // A small write and its sync, off the runtime's threads.
+        let saving = kept.clone().map(|path| {
+            tokio::task::spawn_blocking(move || heartwood_web::launch::save(&path, &launch))
+        });
+        let saved_now = match saving {
+            Some(task) => Some(task.await.map_err(std::io::Error::other).and_then(|r| r)),
+            None => None,
+        };
+        match saved_now {
             Some(Ok(())) => {}
             Some(Err(e)) => eprintln!("heartwood: the port and capability were not kept for the next run ({e}); links will change"),
             None => eprintln!("heartwood: no configuration folder (set HOME), so the port and capability are not kept for the next run"),

@@ -256,14 +256,7 @@ fn session_diff(
         if edits.len() == 1 { "" } else { "s" }
     );
     for edit in &edits {
-        say!(
-            "\n# action #{} · {} {} · +{} −{}",
-            edit.action_id,
-            edit.command,
-            edit.path,
-            edit.added,
-            edit.removed
-        );
+        say!("\n{}", edit.heading());
         say_raw!("{}", edit.unified);
     }
     Ok(ExitCode::SUCCESS)

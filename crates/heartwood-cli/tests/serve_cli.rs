@@ -93,35 +93,19 @@ fn serve_keeps_its_port_and_capability_per_project_and_a_session_has_its_own_add
     let project = tempfile::tempdir().expect("project");
     let config = tempfile::tempdir().expect("config");
     let serve = |args: &[&str]| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_heartwood"))
-            .arg("serve")
-            .args(args)
-            .current_dir(project.path())
-            .env("HEARTWOOD_CONFIG_HOME", config.path())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let url = BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-            .find_map(|l| {
-                l.trim()
-                    .strip_prefix("http://127.0.0.1:")
-                    .map(str::to_owned)
-            })
-            .expect("a URL");
-        let (port, rest) = url.split_once('/').expect("port");
-        let token = rest.strip_prefix("?token=").expect("token").to_owned();
-        (child, port.parse::<u16>().expect("port"), token)
+        support::serve_with(
+            project.path(),
+            args,
+            &[("HEARTWOOD_CONFIG_HOME", config.path())],
+        )
     };
-    let (mut first, port, token) = serve(&[]);
+    let first = serve(&[]);
+    let (port, token) = (first.port, first.token.clone());
     let page = get(port, "/s/s20261204-015300-3f9a2c01", Some(&token));
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     assert!(page.contains("heartwood-base"), "the page itself");
     assert!(get(port, "/s/s20261204-015300-3f9a2c01", None).starts_with("HTTP/1.1 401"));
-    first.kill().expect("kill");
-    first.wait().expect("wait");
+    drop(first);
 
     let kept: Vec<_> = std::fs::read_dir(config.path().join("serve"))
         .expect("kept")
@@ -136,18 +120,15 @@ fn serve_keeps_its_port_and_capability_per_project_and_a_session_has_its_own_add
         "serving created project state"
     );
 
-    let (mut second, again, same) = serve(&[]);
+    let second = serve(&[]);
     assert_eq!(
-        (again, same.as_str()),
+        (second.port, second.token.as_str()),
         (port, token.as_str()),
         "restarted with another address"
     );
     assert!(get(port, "/api/sessions", Some(&token)).starts_with("HTTP/1.1 200"));
-    second.kill().expect("kill");
-    second.wait().expect("wait");
+    drop(second);
 
-    let (mut third, _, fresh) = serve(&["--new-token"]);
-    assert_ne!(fresh, token, "--new-token kept the capability");
-    third.kill().expect("kill");
-    third.wait().expect("wait");
+    let third = serve(&["--new-token"]);
+    assert_ne!(third.token, token, "--new-token kept the capability");
 }

@@ -23,6 +23,16 @@ pub struct SessionEdit {
     pub removed: usize,
 }
 
+impl SessionEdit {
+    /// The edit's head line, as every listing of a session's edits starts it.
+    pub fn heading(&self) -> String {
+        format!(
+            "# action #{} · {} {} · +{} −{}",
+            self.action_id, self.command, self.path, self.added, self.removed
+        )
+    }
+}
+
 /// Every completed edit of `projection` (those of `path` alone when one is named).
 pub fn session_edits(projection: &SessionProjection, path: Option<&str>) -> Vec<SessionEdit> {
     projection

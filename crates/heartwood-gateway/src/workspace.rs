@@ -122,12 +122,7 @@ impl WorkspaceService {
             }
             return Ok(edits
                 .iter()
-                .map(|e| {
-                    format!(
-                        "# action #{} · {} · +{} −{}\n{}",
-                        e.action_id, e.command, e.added, e.removed, e.unified
-                    )
-                })
+                .map(|e| format!("{}\n{}", e.heading(), e.unified))
                 .collect::<Vec<_>>()
                 .join("\n"));
         }

@@ -274,15 +274,7 @@ fn apply(
             });
             answered(app, gateway, updates, &id, said);
         }
-        Intent::Open(id) => match gateway.subscribe(&id) {
-            Ok(receiver) => {
-                *updates = Some(receiver);
-                app.screen = Screen::Session { id, snapshot: None };
-                app.scroll = 0;
-                refresh(app, gateway);
-            }
-            Err(e) => app.notice = Some(e.to_string()),
-        },
+        Intent::Open(id) => open(app, gateway, updates, id),
         Intent::NewSession => {
             *updates = None;
             let id = SessionGateway::new_session_id();
@@ -416,6 +408,24 @@ fn apply(
     Ok(true)
 }
 
+/// Opens session `id` and follows it.
+fn open(
+    app: &mut App,
+    gateway: &SessionGateway,
+    updates: &mut Option<broadcast::Receiver<Update>>,
+    id: SessionId,
+) {
+    match gateway.subscribe(&id) {
+        Ok(receiver) => {
+            *updates = Some(receiver);
+            app.screen = Screen::Session { id, snapshot: None };
+            app.scroll = 0;
+            refresh(app, gateway);
+        }
+        Err(e) => app.notice = Some(e.to_string()),
+    }
+}
+
 /// Starts a run of `definition` on `question` in a new session and opens it; a refusal stays
 /// on the catalog screen with its reason.
 fn start_workflow(
@@ -435,15 +445,7 @@ fn start_workflow(
     match tokio::task::block_in_place(|| gateway.submit(command)) {
         Ok(receipt) => match receipt.outcome {
             Outcome::Refused { reason } => app.notice = Some(format!("refused: {reason}")),
-            Outcome::Applied { .. } => match gateway.subscribe(&id) {
-                Ok(receiver) => {
-                    *updates = Some(receiver);
-                    app.screen = Screen::Session { id, snapshot: None };
-                    app.scroll = 0;
-                    refresh(app, gateway);
-                }
-                Err(e) => app.notice = Some(e.to_string()),
-            },
+            Outcome::Applied { .. } => open(app, gateway, updates, id),
         },
         Err(e) => app.notice = Some(e.to_string()),
     }
@@ -468,7 +470,7 @@ fn files_screen(
         .map(|c| (c.kind.mark(), c.path.to_string()))
         .collect();
     let diff = match changes.first() {
-        Some((_, path)) => diff_of(project, session.as_ref(), path),
+        Some((_, path)) => worded(service.change_diff(session.as_ref().map(|s| s.as_str()), path)),
         None => String::new(),
     };
     Ok(files::FilesScreen {
@@ -483,9 +485,15 @@ fn files_screen(
 
 /// One changed file's diff as the gateway words it (or why it cannot be shown).
 fn diff_of(project: &ProjectContext, session: Option<&SessionId>, path: &str) -> String {
-    heartwood_gateway::workspace::WorkspaceService::open(project)
-        .and_then(|service| service.change_diff(session.map(|s| s.as_str()), path))
-        .unwrap_or_else(|e| e.to_string())
+    worded(
+        heartwood_gateway::workspace::WorkspaceService::open(project)
+            .and_then(|service| service.change_diff(session.map(|s| s.as_str()), path)),
+    )
+}
+
+/// A diff, or why it cannot be shown, as the screen's text.
+fn worded(diff: Result<String, heartwood_gateway::GatewayError>) -> String {
+    diff.unwrap_or_else(|e| e.to_string())
 }
 
 /// Reloads the catalog and opens `name` from `source` for review, as the gateway now has it.

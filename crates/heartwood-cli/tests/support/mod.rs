@@ -130,9 +130,16 @@ impl Drop for Served {
 
 /// Starts `heartwood serve` in `project` and reads the URL it prints.
 pub fn serve(project: &Path) -> Served {
+    serve_with(project, &[], &[])
+}
+
+/// [`serve`] with more arguments and environment variables.
+pub fn serve_with(project: &Path, args: &[&str], vars: &[(&str, &Path)]) -> Served {
     use std::io::BufRead;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
-        .args(["serve"])
+        .arg("serve")
+        .args(args)
+        .envs(vars.iter().copied())
         .current_dir(project)
         .stdout(std::process::Stdio::piped())
         .spawn()
