@@ -101,6 +101,14 @@ impl SessionStore {
         Ok(out)
     }
 
+    /// Session `id`'s summary, as [`SessionStore::list`] gives it, or `None` before it exists.
+    pub fn summary(&self, id: &SessionId) -> Result<Option<SessionSummary>, AuditError> {
+        if !self.exists(id) {
+            return Ok(None);
+        }
+        self.summarize(id.clone()).map(Some)
+    }
+
     fn summarize(&self, id: SessionId) -> Result<SessionSummary, AuditError> {
         let paths = self.paths(&id);
         let meta = SessionMeta::read(&paths.meta, &id).map_err(|e| e.to_string());

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{Subcommand, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 use heartwood_gateway::ProjectContext;
 use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig, RoutePrices};
 use heartwood_gateway::presets;
@@ -17,61 +17,7 @@ pub enum ModelCommand {
     /// The route is checked first: the service must accept a connection and, where it lists
     /// its models, list the one chosen. Exit codes: 0 checked and saved, 2 not saved (the check
     /// failed; nothing was written), 3 saved with --save-anyway although the check failed.
-    Connect {
-        /// A common service's settings (see `heartwood model presets`); the options given
-        /// replace the preset's.
-        #[arg(long)]
-        preset: Option<String>,
-        /// How the model is reached (`research`: the platform's own model transport, whose
-        /// base URL and model the platform supplies).
-        #[arg(long, value_enum, required_unless_present = "preset")]
-        category: Option<Category>,
-        /// The service's OpenAI-compatible base URL, e.g. http://localhost:11434/v1.
-        #[arg(long)]
-        base_url: Option<String>,
-        /// The model name the service expects.
-        #[arg(long)]
-        model: Option<String>,
-        /// Price in US dollars per million input tokens (with --price-out), so usage is shown
-        /// in money; presets know the list prices of some models.
-        #[arg(long, requires = "price_out")]
-        price_in: Option<String>,
-        /// Price in US dollars per million output tokens.
-        #[arg(long, requires = "price_in")]
-        price_out: Option<String>,
-        /// For `--category replay`: the recorded exchanges to serve (a session's
-        /// `.heartwood/sessions/ID/backend/exchanges.jsonl`).
-        #[arg(long)]
-        recording: Option<String>,
-        /// The environment variable that holds the API key (the key itself is never stored).
-        #[arg(long)]
-        api_key_env: Option<String>,
-        /// Upper bound on prompt tokens per model call.
-        #[arg(long, default_value_t = 100_000)]
-        max_input_tokens: u64,
-        /// Upper bound on reply tokens per model call.
-        #[arg(long, default_value_t = 4_096)]
-        max_output_tokens: u64,
-        /// Seconds one model call may take, retries included; past it the run stops with an
-        /// error you can resume from.
-        #[arg(long, default_value_t = 300)]
-        timeout_secs: u64,
-        /// The agent engine for the project's new sessions (see `heartwood backend`).
-        #[arg(long, value_enum)]
-        backend: Option<crate::backend::Engine>,
-        /// Save the route even when the service cannot be reached or does not list the model
-        /// (exit code 3).
-        #[arg(long)]
-        save_anyway: bool,
-        /// Save it as your default route (in your user configuration), which every project
-        /// without a route of its own uses, instead of this project's.
-        #[arg(long, conflicts_with = "backend")]
-        user: bool,
-        /// Say only what was checked and saved, not the project's whole status afterwards (for
-        /// scripts, and for batches connecting many projects).
-        #[arg(long)]
-        quiet: bool,
-    },
+    Connect(ConnectArgs),
     /// Sign in with a ChatGPT subscription (device code: open the page shown, type the code).
     /// The tokens are kept in your user configuration folder (mode 0600), never in a project.
     Signin {
@@ -95,6 +41,155 @@ pub enum ModelCommand {
     },
     #[command(flatten)]
     Local(crate::local_models::LocalCommand),
+}
+
+/// `heartwood model connect`'s options: the route, and how it is saved.
+#[derive(Clone, Args)]
+pub struct ConnectArgs {
+    /// A common service's settings (see `heartwood model presets`); the options given
+    /// replace the preset's.
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// How the model is reached (`research`: the platform's own model transport, whose
+    /// base URL and model the platform supplies).
+    #[arg(long, value_enum, required_unless_present = "preset")]
+    pub category: Option<Category>,
+    /// The service's OpenAI-compatible base URL, e.g. http://localhost:11434/v1.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// The model name the service expects.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Price in US dollars per million input tokens (with --price-out), so usage is shown
+    /// in money; presets know the list prices of some models.
+    #[arg(long, requires = "price_out")]
+    pub price_in: Option<String>,
+    /// Price in US dollars per million output tokens.
+    #[arg(long, requires = "price_in")]
+    pub price_out: Option<String>,
+    /// For `--category replay`: the recorded exchanges to serve (a session's
+    /// `.heartwood/sessions/ID/backend/exchanges.jsonl`).
+    #[arg(long)]
+    pub recording: Option<String>,
+    /// The environment variable that holds the API key (the key itself is never stored).
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// Upper bound on prompt tokens per model call.
+    #[arg(long, default_value_t = 100_000)]
+    pub max_input_tokens: u64,
+    /// Upper bound on reply tokens per model call.
+    #[arg(long, default_value_t = 4_096)]
+    pub max_output_tokens: u64,
+    /// Seconds one model call may take, retries included; past it the run stops with an
+    /// error you can resume from.
+    #[arg(long, default_value_t = 300)]
+    pub timeout_secs: u64,
+    /// The agent engine for the project's new sessions (see `heartwood backend`).
+    #[arg(long, value_enum)]
+    pub backend: Option<crate::backend::Engine>,
+    /// Save the route even when the service cannot be reached or does not list the model
+    /// (exit code 3).
+    #[arg(long)]
+    pub save_anyway: bool,
+    /// Save it as your default route (in your user configuration), which every project
+    /// without a route of its own uses, instead of this project's.
+    #[arg(long, conflicts_with = "backend")]
+    pub user: bool,
+    /// Say only what was checked and saved, not the project's whole status afterwards (for
+    /// scripts, and for batches connecting many projects).
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl ConnectArgs {
+    /// The route these options describe (a preset's settings with the options given over
+    /// them), not yet checked or saved.
+    pub fn route(&self, project: &ProjectContext) -> Result<RouteConfig> {
+        let ConnectArgs {
+            model,
+            base_url,
+            api_key_env,
+            recording,
+            ..
+        } = self.clone();
+        let prices = match (&self.price_in, &self.price_out) {
+            (Some(input), Some(output)) => Some(RoutePrices {
+                input_micros_per_mtok: presets::parse_dollars(input).map_err(anyhow::Error::msg)?,
+                output_micros_per_mtok: presets::parse_dollars(output)
+                    .map_err(anyhow::Error::msg)?,
+            }),
+            _ => None,
+        };
+        let mut route = match (&self.preset, self.category.map(RouteCategory::from)) {
+            (Some(id), _) => {
+                let preset = presets::find(id).map_err(anyhow::Error::msg)?;
+                presets::route(
+                    preset,
+                    presets::Choice {
+                        model,
+                        base_url,
+                        api_key_env,
+                        prices,
+                    },
+                )
+            }
+            (None, Some(RouteCategory::Local)) => anyhow::bail!(
+                "a local route serves a model from this project's store: see heartwood model \
+                 list, then heartwood model use NAME (and heartwood model start)"
+            ),
+            (None, Some(RouteCategory::Subscription)) => {
+                let Some(model) = model else {
+                    anyhow::bail!("--model is needed (for example gpt-5-codex)");
+                };
+                RouteConfig {
+                    prices,
+                    ..RouteConfig::subscription(&model)
+                }
+            }
+            (None, Some(RouteCategory::Research)) => {
+                let platform = ProjectConfig::load(project)?.platform()?;
+                let Some(transport) = platform.model_transport else {
+                    anyhow::bail!(
+                        "this platform ({}) offers no model transport of its own; connect \
+                         another category",
+                        platform.platform.as_str()
+                    );
+                };
+                RouteConfig {
+                    category: RouteCategory::Research,
+                    prices,
+                    ..RouteConfig::compatible(
+                        base_url.as_deref().unwrap_or(&transport.base_url),
+                        model.as_deref().unwrap_or(&transport.model),
+                    )
+                }
+            }
+            (None, Some(category)) => {
+                let replay = category == RouteCategory::Replay;
+                let (Some(base_url), Some(model)) = (
+                    base_url.or_else(|| replay.then(|| "replay".to_owned())),
+                    model.or_else(|| replay.then(|| "recorded".to_owned())),
+                ) else {
+                    anyhow::bail!(
+                        "--base-url and --model are needed (or --preset NAME; see heartwood \
+                         model presets)"
+                    );
+                };
+                RouteConfig {
+                    category,
+                    api_key_env,
+                    recording,
+                    prices,
+                    ..RouteConfig::compatible(&base_url, &model)
+                }
+            }
+            (None, None) => anyhow::bail!("give --category or --preset"),
+        };
+        route.max_input_tokens = self.max_input_tokens;
+        route.max_output_tokens = self.max_output_tokens;
+        route.timeout_secs = self.timeout_secs;
+        Ok(route)
+    }
 }
 
 /// Route categories as the command line spells them.
@@ -130,100 +225,15 @@ impl From<Category> for RouteCategory {
 /// Runs one `model` subcommand.
 pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
     match cmd {
-        ModelCommand::Connect {
-            preset,
-            category,
-            base_url,
-            model,
-            price_in,
-            price_out,
-            api_key_env,
-            recording,
-            max_input_tokens,
-            max_output_tokens,
-            timeout_secs,
-            backend,
-            save_anyway,
-            user,
-            quiet,
-        } => {
-            let prices = match (price_in, price_out) {
-                (Some(input), Some(output)) => Some(RoutePrices {
-                    input_micros_per_mtok: presets::parse_dollars(&input)
-                        .map_err(anyhow::Error::msg)?,
-                    output_micros_per_mtok: presets::parse_dollars(&output)
-                        .map_err(anyhow::Error::msg)?,
-                }),
-                _ => None,
-            };
-            let mut route = match (preset, category.map(RouteCategory::from)) {
-                (Some(id), _) => {
-                    let preset = presets::find(&id).map_err(anyhow::Error::msg)?;
-                    presets::route(
-                        preset,
-                        presets::Choice {
-                            model,
-                            base_url,
-                            api_key_env,
-                            prices,
-                        },
-                    )
-                }
-                (None, Some(RouteCategory::Local)) => anyhow::bail!(
-                    "a local route serves a model from this project's store: see heartwood model \
-                     list, then heartwood model use NAME (and heartwood model start)"
-                ),
-                (None, Some(RouteCategory::Subscription)) => {
-                    let Some(model) = model else {
-                        anyhow::bail!("--model is needed (for example gpt-5-codex)");
-                    };
-                    RouteConfig {
-                        prices,
-                        ..RouteConfig::subscription(&model)
-                    }
-                }
-                (None, Some(RouteCategory::Research)) => {
-                    let platform = ProjectConfig::load(project)?.platform()?;
-                    let Some(transport) = platform.model_transport else {
-                        anyhow::bail!(
-                            "this platform ({}) offers no model transport of its own; connect \
-                             another category",
-                            platform.platform.as_str()
-                        );
-                    };
-                    RouteConfig {
-                        category: RouteCategory::Research,
-                        prices,
-                        ..RouteConfig::compatible(
-                            base_url.as_deref().unwrap_or(&transport.base_url),
-                            model.as_deref().unwrap_or(&transport.model),
-                        )
-                    }
-                }
-                (None, Some(category)) => {
-                    let replay = category == RouteCategory::Replay;
-                    let (Some(base_url), Some(model)) = (
-                        base_url.or_else(|| replay.then(|| "replay".to_owned())),
-                        model.or_else(|| replay.then(|| "recorded".to_owned())),
-                    ) else {
-                        anyhow::bail!(
-                            "--base-url and --model are needed (or --preset NAME; see heartwood \
-                             model presets)"
-                        );
-                    };
-                    RouteConfig {
-                        category,
-                        api_key_env,
-                        recording,
-                        prices,
-                        ..RouteConfig::compatible(&base_url, &model)
-                    }
-                }
-                (None, None) => anyhow::bail!("give --category or --preset"),
-            };
-            route.max_input_tokens = max_input_tokens;
-            route.max_output_tokens = max_output_tokens;
-            route.timeout_secs = timeout_secs;
+        ModelCommand::Connect(args) => {
+            let route = args.route(project)?;
+            let ConnectArgs {
+                backend,
+                save_anyway,
+                user,
+                quiet,
+                ..
+            } = args;
             let scope = if user {
                 heartwood_gateway::route_check::Scope::User
             } else {

@@ -210,6 +210,45 @@ async fn a_manifest_with_problems_runs_nothing_and_names_every_one() {
     assert!(!root.path().join("bad.batch").exists(), "nothing ran");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_route_nobody_serves_fails_every_item_saying_why_and_starts_no_session() {
+    let root = tempfile::tempdir().expect("root");
+    // A port nothing listens on: taken and let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let manifest = manifest(
+        root.path(),
+        &format!("http://127.0.0.1:{port}/v1"),
+        2,
+        "always-review",
+        "count",
+    );
+    let out = batch(root.path(), &["run", &manifest.to_string_lossy()]).await;
+    exits(&out, 1);
+    let status = status(root.path(), &manifest).await;
+    for k in 0..2 {
+        let row = row(&status, k);
+        assert_eq!(row["phase"], "failed", "{row}");
+        let detail = row["detail"].as_str().expect("detail");
+        assert!(
+            detail.contains("the route could not be connected") && detail.contains("127.0.0.1"),
+            "{detail}"
+        );
+        let project = root.path().join("study.batch/projects").join(item(k));
+        assert!(
+            !project.join(".heartwood/sessions").exists(),
+            "no session was started in {}",
+            project.display()
+        );
+        assert!(
+            !project.join(".heartwood/config.toml").exists(),
+            "nothing saved"
+        );
+    }
+}
+
 /// A workflow stage's turn: a command that writes its file, then `finish` with the outcome.
 fn stage(command: &str, artifact: &str) -> [Turn; 2] {
     [

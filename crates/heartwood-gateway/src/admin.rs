@@ -411,6 +411,23 @@ impl SessionAdmin {
             .collect())
     }
 
+    /// Session `id` as a listing line with its projection (the same cache-or-replay as
+    /// [`SessionAdmin::listing`]), or `None` when the project holds no such session: what a
+    /// program driving the session from outside reads between its commands.
+    pub fn look(
+        &self,
+        id: &SessionId,
+    ) -> Result<Option<(SessionListing, Option<SessionProjection>)>, GatewayError> {
+        let Some(summary) = self.store.summary(id)? else {
+            return Ok(None);
+        };
+        let projection = self.projection_of(id);
+        Ok(Some((
+            SessionListing::of(&summary, projection.as_ref()),
+            projection,
+        )))
+    }
+
     /// The session's projection for a listing: the cache its last writer left when it still
     /// matches the journal, else its events replayed (unverified: `verify` is the check).
     fn projection_of(&self, id: &SessionId) -> Option<SessionProjection> {

@@ -72,15 +72,49 @@ pub fn connect(
     save_anyway: bool,
     scope: Scope,
 ) -> Result<Connected, GatewayError> {
+    admissible(project, &route, scope)?;
+    let check = check(&route);
+    save(project, route, check, save_anyway, scope)
+}
+
+/// [`connect`] with a check made already: what a batch does, which checks its route once and
+/// then connects every item's project with it.
+pub fn connect_checked(
+    project: &ProjectContext,
+    route: RouteConfig,
+    check: RouteCheck,
+    save_anyway: bool,
+    scope: Scope,
+) -> Result<Connected, GatewayError> {
+    admissible(project, &route, scope)?;
+    save(project, route, check, save_anyway, scope)
+}
+
+/// Refuses a malformed route, and one the project's platform does not allow (whatever the
+/// service would say, so it is not asked).
+fn admissible(
+    project: &ProjectContext,
+    route: &RouteConfig,
+    scope: Scope,
+) -> Result<(), GatewayError> {
     route.validate()?;
-    // A route the platform does not allow is not saved, whatever the service says.
     if scope == Scope::Project {
         let platform = ProjectConfig::load(project)?.platform()?;
-        if let Some(why) = crate::platform::refusal(&platform, &route) {
+        if let Some(why) = crate::platform::refusal(&platform, route) {
             return Err(GatewayError::Config(why));
         }
     }
-    let check = check(&route);
+    Ok(())
+}
+
+/// Saves `route` when `check` passed (or `save_anyway`).
+fn save(
+    project: &ProjectContext,
+    route: RouteConfig,
+    check: RouteCheck,
+    save_anyway: bool,
+    scope: Scope,
+) -> Result<Connected, GatewayError> {
     let refusal = check.refusal(&route.model);
     let saved = refusal.is_none() || save_anyway;
     let mut saved_to = None;

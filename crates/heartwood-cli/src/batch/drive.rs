@@ -4,8 +4,10 @@
 //! An item is an ordinary session in its project, moved on only by the `heartwood` commands a
 //! researcher would type there (each a child process in the item's directory, so the one-door
 //! and current-directory rules hold), with command ids fixed per item so a repeated submission
-//! acts once. What the session says decides the next step; the batch record only remembers
-//! what the batch saw, and that its last worker was cut off.
+//! acts once. Between commands the driver reads the session through the gateway's read-only
+//! listing, in this process (what `heartwood sessions ls` prints, without a process to print
+//! it). What the session says decides the next step; the batch record only remembers what the
+//! batch saw, and that its last worker was cut off.
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -16,8 +18,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use heartwood_events::workflow::{StageStatus, WorkflowView};
-use heartwood_events::{ActionPolicy, CommandName, Lifecycle, SessionProjection};
-use serde::Deserialize;
+use heartwood_events::{ActionPolicy, CommandName, Lifecycle, SessionId, SessionProjection};
+use heartwood_gateway::{ProjectContext, SessionAdmin, SessionListing};
 
 use super::manifest::{Item, Manifest, Source, Work};
 use super::record::{BatchDir, Phase, Record, Worker, now};
@@ -25,33 +27,9 @@ use super::record::{BatchDir, Phase, Record, Worker, now};
 /// More steps than any definition has stages twice over: a loop that does not settle stops.
 const MAX_STEPS: usize = 64;
 
-/// How the session looks from outside, as `heartwood sessions ls --json` lists it.
-#[derive(Debug, Deserialize)]
-struct Listing {
-    id: String,
-    state: Option<Lifecycle>,
-    writer_pid: Option<u32>,
-    #[serde(default)]
-    interrupted: bool,
-    pending: Option<PendingListing>,
-}
-
-#[derive(Debug, Deserialize)]
-struct PendingListing {
-    set_id: String,
-    revision: u64,
-    members: usize,
-}
-
-/// What `heartwood sessions show --json` says of the session.
-#[derive(Debug, Deserialize)]
-struct Shown {
-    projection: Option<SessionProjection>,
-}
-
-/// The session now: its listing and its projection.
+/// The session now: its listing line and its projection.
 struct Look {
-    listing: Listing,
+    listing: SessionListing,
     projection: Option<SessionProjection>,
 }
 
@@ -118,31 +96,27 @@ fn run_item(
     let log_path = dir.log_path(&item.name);
     let mut run = Runner {
         project: &project,
+        admin: admin_of(&project)?,
         log: open_log(&log_path)?,
         log_path,
         session: record.session.clone(),
-        exited_cleanly: false,
     };
     if let Some(route) = &manifest.route
         && !record.route_connected
     {
-        let mut args = vec![
-            "model".to_owned(),
-            "connect".to_owned(),
-            "--quiet".to_owned(),
-        ];
-        args.extend(route.connect_args.iter().cloned());
-        let status = run.logged(&args)?;
-        if !status.success() {
-            return Ok((
-                Phase::Failed,
-                format!(
-                    "the route could not be connected in {} (see {})",
-                    project.display(),
-                    dir.log_path(&item.name).display()
-                ),
-                None,
-            ));
+        match super::route::connect(&route.connect_args, &project)? {
+            Ok(said) => run.note(&said)?,
+            Err(why) => {
+                run.note(&format!("the route was not connected: {why}"))?;
+                return Ok((
+                    Phase::Failed,
+                    format!(
+                        "the route could not be connected in {}: {why}",
+                        project.display()
+                    ),
+                    None,
+                ));
+            }
         }
         record.route_connected = true;
     }
@@ -425,19 +399,26 @@ fn policy_arg(policy: ActionPolicy) -> &'static str {
     }
 }
 
-/// Runs `heartwood` commands in the item's project, their output appended to its log.
+/// Runs `heartwood` commands in the item's project, their output appended to its log, and
+/// reads the item's session between them.
 struct Runner<'a> {
     project: &'a Path,
+    admin: SessionAdmin,
     log: File,
     log_path: std::path::PathBuf,
     session: String,
-    /// The last command that moved the session ended of itself, letting go of it.
-    exited_cleanly: bool,
 }
 
 impl Runner<'_> {
     fn command(&self, args: &[impl AsRef<std::ffi::OsStr>]) -> Result<Command> {
         command_in(self.project, args)
+    }
+
+    /// Writes `line` to the log: what the driver did in this process.
+    fn note(&mut self, line: &str) -> Result<()> {
+        use std::io::Write;
+        writeln!(self.log, "# {line}")?;
+        Ok(())
     }
 
     /// Runs a command with its output in the log.
@@ -462,9 +443,6 @@ impl Runner<'_> {
     /// stopped, and the next look says what that means.
     fn exec(&mut self, args: &[&str]) -> Result<Step> {
         let status = self.logged(args)?;
-        // Finished, waiting or paused: it let go of the session itself. (A failure may be
-        // another process holding it: the next look asks who does.)
-        self.exited_cleanly = matches!(status.code(), Some(0 | 3 | 4));
         if let Some(signal) = status.signal() {
             return Ok(Step::Settle {
                 phase: Phase::Interrupted,
@@ -513,12 +491,7 @@ impl Runner<'_> {
     /// The session as it stands, or `None` before it exists; an append a crash cut is
     /// completed first (`heartwood sessions recover`).
     fn look(&mut self) -> Result<Option<Look>> {
-        if std::mem::take(&mut self.exited_cleanly)
-            && let Some(look) = look_after_exit(self.project, &self.session)?
-        {
-            return Ok(Some(look));
-        }
-        let look = match look_at(self.project, &self.session)? {
+        let look = match look_at(&self.admin, &self.session)? {
             Some(l) if l.listing.interrupted && l.listing.writer_pid.is_none() => l,
             other => return Ok(other),
         };
@@ -534,7 +507,7 @@ impl Runner<'_> {
                 look.listing.id
             );
         }
-        look_at(self.project, &self.session)
+        look_at(&self.admin, &self.session)
     }
 
     /// A shell command that runs `command` in the item's project.
@@ -583,63 +556,30 @@ pub fn heartwood_in(project: &Path, args: &[&str]) -> Result<std::process::Outpu
         .context("cannot run heartwood")
 }
 
-/// Runs `heartwood ARGS` in `project` and returns what it printed, when it succeeded.
-fn read_only(project: &Path, args: &[&str]) -> Result<Option<Vec<u8>>> {
-    let out = heartwood_in(project, args)?;
-    Ok(out.status.success().then_some(out.stdout))
+/// The gateway's read-only view of the sessions of `project`.
+fn admin_of(project: &Path) -> Result<SessionAdmin> {
+    let context = ProjectContext::at(project)
+        .with_context(|| format!("{} cannot be a project", project.display()))?;
+    Ok(SessionAdmin::new(&context))
 }
 
-/// Session `session` of `project` as it stands (read-only), or `None` before it exists.
-fn look_at(project: &Path, session: &str) -> Result<Option<Look>> {
-    let listed = read_only(project, &["sessions", "ls", "--json"])?
-        .with_context(|| format!("`heartwood sessions ls` failed in {}", project.display()))?;
-    let listings: Vec<Listing> = serde_json::from_slice(&listed)
-        .context("`heartwood sessions ls --json` printed something else than sessions")?;
-    let Some(listing) = listings.into_iter().find(|l| l.id == session) else {
-        return Ok(None);
-    };
-    Ok(Some(Look {
+/// Session `session` as it stands (read-only), or `None` before it exists.
+fn look_at(admin: &SessionAdmin, session: &str) -> Result<Option<Look>> {
+    let id =
+        SessionId::parse(session).with_context(|| format!("{session:?} is not a session id"))?;
+    let looked = admin
+        .look(&id)
+        .with_context(|| format!("cannot read session {session}"))?;
+    Ok(looked.map(|(listing, projection)| Look {
         listing,
-        projection: shown(project, session)?,
-    }))
-}
-
-/// The session's projection as `heartwood sessions show --json` replays it (`None` when its
-/// record does not verify or does not exist).
-fn shown(project: &Path, session: &str) -> Result<Option<SessionProjection>> {
-    let Some(out) = read_only(project, &["sessions", "show", session, "--json"])? else {
-        return Ok(None);
-    };
-    Ok(serde_json::from_slice::<Shown>(&out)
-        .with_context(|| {
-            format!("`heartwood sessions show {session} --json` is not a session's record")
-        })?
-        .projection)
-}
-
-/// The session right after a command of ours that held it ended of itself: nobody else can
-/// hold it mid-append, so its projection alone says where it stands.
-fn look_after_exit(project: &Path, session: &str) -> Result<Option<Look>> {
-    Ok(shown(project, session)?.map(|p| Look {
-        listing: Listing {
-            id: session.to_owned(),
-            state: Some(p.lifecycle),
-            writer_pid: None,
-            interrupted: false,
-            pending: p.pending.as_ref().map(|set| PendingListing {
-                set_id: set.set_id.to_string(),
-                revision: set.revision,
-                members: set.members.len(),
-            }),
-        },
-        projection: Some(p),
+        projection,
     }))
 }
 
 /// Whether the item's session still needs a person (a set, a paused run, an acceptance) or
 /// is open elsewhere; `None` when it cannot be read.
 pub fn still_waiting(project: &Path, session: &str) -> Option<bool> {
-    let look = look_at(project, session).ok()??;
+    let look = look_at(&admin_of(project).ok()?, session).ok()??;
     if look.listing.writer_pid.is_some()
         || matches!(
             look.listing.state,

@@ -373,6 +373,9 @@ impl Validator {
                 "name the route's category (or a `preset`)",
             );
         }
+        if let Err(why) = super::route::parse(&connect_args) {
+            self.problem("`route`", why);
+        }
         let concurrency = self
             .integer("route.", table, "concurrency", 1)
             .map_or(DEFAULT_ROUTE_CONCURRENCY, |n| n as usize);
@@ -745,6 +748,23 @@ task = "summarise b"
         };
         assert_eq!(files["data/cohort.csv"], dir.path().join("b.csv"));
         assert_eq!(m.items[0].ask.as_deref(), Some("summarise b"));
+    }
+
+    #[test]
+    fn a_route_is_read_as_model_connect_reads_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::create_dir(dir.path().join("a")).expect("a");
+        let path = write(
+            dir.path(),
+            "b.toml",
+            "task = \"t\"\n[route]\ncategory = \"cloud\"\nmodel = \"m\"\n\
+             [[items]]\nname = \"a\"\nproject = \"a\"\n",
+        );
+        let err = Manifest::load(&path).expect_err("invalid");
+        assert!(
+            err.contains("`route`: invalid value 'cloud' for '--category <CATEGORY>'"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod drive;
 mod local;
 mod manifest;
 mod record;
+mod route;
 mod slurm;
 mod status;
 
