@@ -37,6 +37,7 @@ mod local_models;
 mod model;
 mod render;
 mod replay;
+mod review;
 mod serve;
 mod sessions;
 mod skills;
@@ -90,6 +91,9 @@ enum Command {
     /// Research workflows: the catalog, and a stage's independent checks on the current files.
     #[command(subcommand)]
     Workflow(workflow::WorkflowCommand),
+    /// Parallel review: qualify this project's model route (an operator's step).
+    #[command(subcommand)]
+    Review(review::ReviewCommand),
     /// Serve the browser interface and the gateway's API over HTTP (loopback unless a proxy is declared).
     Serve(serve::ServeArgs),
     /// Try Heartwood without a model: an example study and a recorded session, replayed.
@@ -164,6 +168,7 @@ fn run(project: heartwood_gateway::ProjectContext, command: Command) -> anyhow::
         Command::Demo(args) => demo::run(args),
         Command::Serve(args) => serve::run(project, args),
         Command::Workflow(cmd) => workflow::run(&project, cmd),
+        Command::Review(cmd) => review::run(&project, cmd),
         Command::Replay(args) => replay::run(&project, args),
         Command::Batch(cmd) => batch::run(cmd),
         Command::Completions { .. } => Ok(ExitCode::SUCCESS),

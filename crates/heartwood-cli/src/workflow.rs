@@ -120,6 +120,19 @@ pub enum WorkflowCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Consent to run the waiting review batch's reviewers at once, exactly as previewed
+    /// (offered only where an operator qualified this model route). The batch still runs only
+    /// once you allow its set, and only if the preview still holds then.
+    Parallel {
+        /// The session (default: the latest).
+        #[arg(default_value = "last")]
+        session: String,
+        /// The preview's digest, as shown (default: the one shown now, printed first).
+        preview: Option<String>,
+        /// Print JSON (the run's state afterwards).
+        #[arg(long)]
+        json: bool,
+    },
     /// Correct a verified finding of the latest review: plan it (the destination must be a new
     /// path), then, once the corrected file is written there, recheck it; with `--apply`, bind
     /// the rechecked correction in place of the stage's output (checked and accepted again).
@@ -334,6 +347,35 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
                     fingerprint,
                 },
             )?;
+            status(project, session.as_str(), json)
+        }
+        WorkflowCommand::Parallel {
+            session,
+            preview,
+            json,
+        } => {
+            let (session, workflow) = current(project, &session)?;
+            let control = workflow
+                .control(heartwood_events::CommandName::WorkflowReviewParallel)
+                .with_context(|| {
+                    "no review batch waits to run at once in this session (none was previewed:                      the route is not qualified, or the batch was decided or consented to)"
+                })?;
+            let shown = control.fingerprint.clone().unwrap_or_default();
+            if !json {
+                execution_lines(&workflow);
+            }
+            let preview = preview.unwrap_or(shown);
+            act(
+                project,
+                &session,
+                CommandKind::WorkflowReviewParallel {
+                    revision: control.revision,
+                    preview,
+                },
+            )?;
+            if !json {
+                say!("consented; allow the set to run it: heartwood decide {session} allow");
+            }
             status(project, session.as_str(), json)
         }
         WorkflowCommand::Cancel { session, json } => {
@@ -704,6 +746,7 @@ fn print_acceptance(w: &WorkflowView) {
 /// The latest review as the gateway says it: its findings (verified) apart from the
 /// proposals (the reviewer's claims that no check verified).
 fn review_lines(w: &WorkflowView) {
+    execution_lines(w);
     let Some(review) = w.reviews.last() else {
         return;
     };
@@ -713,6 +756,30 @@ fn review_lines(w: &WorkflowView) {
     }
     for proposal in &review.said.proposals {
         say!("  proposal {proposal}");
+    }
+}
+
+/// How the latest review batch runs, as the gateway says it.
+fn execution_lines(w: &WorkflowView) {
+    let Some(r) = &w.review_execution else {
+        return;
+    };
+    say!("");
+    for line in &r.said {
+        say!("{line}");
+    }
+    if let Some(p) = r.preview.as_ref().filter(|_| !r.consented) {
+        for f in &p.evidence {
+            say!(
+                "  evidence {} sha256 {}…",
+                f.path,
+                &f.sha256[..f.sha256.len().min(12)]
+            );
+        }
+        if let Some(left) = p.model_calls_left {
+            say!("  model calls left in the stage: {left}");
+        }
+        say!("  preview {}", p.digest);
     }
 }
 

@@ -113,6 +113,15 @@ pub enum CommandKind {
         /// The run revision shown.
         revision: u64,
     },
+    /// Consent to run the pending review batch at once, exactly as previewed (the preview's
+    /// digest); the batch still runs only once the set is allowed, and only if the gateway
+    /// finds the preview still true when it dispatches.
+    WorkflowReviewParallel {
+        /// The run revision shown.
+        revision: u64,
+        /// The digest of the preview shown.
+        preview: String,
+    },
     /// Bind a correction of a verified finding (written at a new path, rechecked now) in place
     /// of the current stage's output; the stage is then checked and accepted again as usual.
     WorkflowCorrect {
@@ -208,11 +217,13 @@ pub enum CommandName {
     WorkflowReview,
     /// [`CommandKind::WorkflowCorrect`].
     WorkflowCorrect,
+    /// [`CommandKind::WorkflowReviewParallel`].
+    WorkflowReviewParallel,
 }
 
 impl CommandName {
     /// Every command, in the order interfaces list them.
-    pub const ALL: [CommandName; 16] = [
+    pub const ALL: [CommandName; 17] = [
         CommandName::SubmitTask,
         CommandName::SendGuidance,
         CommandName::Pause,
@@ -229,6 +240,7 @@ impl CommandName {
         CommandName::WorkflowCancel,
         CommandName::WorkflowReview,
         CommandName::WorkflowCorrect,
+        CommandName::WorkflowReviewParallel,
     ];
 
     /// The `type` tag.
@@ -250,6 +262,7 @@ impl CommandName {
             CommandName::WorkflowCancel => "workflow_cancel",
             CommandName::WorkflowReview => "workflow_review",
             CommandName::WorkflowCorrect => "workflow_correct",
+            CommandName::WorkflowReviewParallel => "workflow_review_parallel",
         }
     }
 }
@@ -279,6 +292,7 @@ impl CommandKind {
         CommandName::WorkflowCancel.as_str(),
         CommandName::WorkflowReview.as_str(),
         CommandName::WorkflowCorrect.as_str(),
+        CommandName::WorkflowReviewParallel.as_str(),
     ];
 
     /// This command's kind.
@@ -300,6 +314,7 @@ impl CommandKind {
             CommandKind::WorkflowCancel { .. } => CommandName::WorkflowCancel,
             CommandKind::WorkflowReview { .. } => CommandName::WorkflowReview,
             CommandKind::WorkflowCorrect { .. } => CommandName::WorkflowCorrect,
+            CommandKind::WorkflowReviewParallel { .. } => CommandName::WorkflowReviewParallel,
         }
     }
 

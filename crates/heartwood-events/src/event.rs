@@ -209,6 +209,35 @@ pub enum Event {
         /// The run.
         run_id: String,
     },
+    /// A review's batch was shown: whether it may run at once, and the preview if so.
+    ReviewExecutionPrepared {
+        /// The pending set.
+        set_id: String,
+        /// Its reviewers, in the set's order.
+        reviewers: Vec<crate::review_execution::ReviewChild>,
+        /// Parallel (with its preview) or sequential (with why).
+        offer: crate::review_execution::ReviewOffer,
+    },
+    /// The researcher consented to run a review batch at once, as previewed.
+    ReviewParallelConsented {
+        /// The preview's digest.
+        preview: String,
+    },
+    /// At dispatch, the gateway admitted the consented batch to run at once.
+    ReviewParallelAdmitted {
+        /// The preview's digest.
+        preview: String,
+        /// Children at once.
+        parallelism: u32,
+    },
+    /// At dispatch, the gateway found the consented preview no longer true: the batch runs
+    /// one reviewer after another.
+    ReviewParallelRefused {
+        /// The preview's digest.
+        preview: String,
+        /// What changed.
+        reason: String,
+    },
 }
 
 /// Who wrote a conversation message.
@@ -271,6 +300,10 @@ impl Event {
         "workflow_review_assessed",
         "workflow_correction_bound",
         "workflow_cancelled",
+        "review_execution_prepared",
+        "review_parallel_consented",
+        "review_parallel_admitted",
+        "review_parallel_refused",
     ];
 
     /// This event's `type` tag.
@@ -307,6 +340,10 @@ impl Event {
             Event::WorkflowReviewAssessed(..) => "workflow_review_assessed",
             Event::WorkflowCorrectionBound { .. } => "workflow_correction_bound",
             Event::WorkflowCancelled { .. } => "workflow_cancelled",
+            Event::ReviewExecutionPrepared { .. } => "review_execution_prepared",
+            Event::ReviewParallelConsented { .. } => "review_parallel_consented",
+            Event::ReviewParallelAdmitted { .. } => "review_parallel_admitted",
+            Event::ReviewParallelRefused { .. } => "review_parallel_refused",
         }
     }
 }

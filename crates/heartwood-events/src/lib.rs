@@ -22,6 +22,7 @@ pub mod platform;
 mod projection;
 mod receipt;
 mod review;
+pub mod review_execution;
 pub mod schema;
 mod shell_lines;
 pub mod startup;

@@ -333,6 +333,9 @@ pub struct WorkflowView {
     /// The reviews of the run's stages, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reviews: Vec<ReviewView>,
+    /// How the latest review batch runs: sequential or parallel, why, each reviewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_execution: Option<crate::review_execution::ReviewExecution>,
     /// Whether the run was cancelled.
     pub cancelled: bool,
     /// What can be done now (empty while work is active or a set waits).

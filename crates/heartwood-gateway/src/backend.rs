@@ -149,6 +149,18 @@ pub trait AgentBackend: Send {
     fn send_message(&mut self, text: &str) -> Result<(), BackendError>;
     /// Allows every pending action once.
     fn approve_pending(&mut self) -> Result<(), BackendError>;
+    /// Whether the pending set is an advisory batch this engine can run at once (two or more
+    /// distinct specialist tasks of tool-free roles, none started). An engine that runs every
+    /// set in order says no.
+    fn pending_is_advisory_batch(&self) -> bool {
+        false
+    }
+    /// Allows every pending action once, running an advisory batch up to `at_most` at once;
+    /// any other set, or an engine that cannot, runs in order.
+    fn approve_pending_in_parallel(&mut self, at_most: usize) -> Result<(), BackendError> {
+        let _ = at_most;
+        self.approve_pending()
+    }
     /// Rejects every pending action, with the researcher's reason.
     fn reject_pending(&mut self, reason: &str) -> Result<(), BackendError>;
     /// Runs until the agent finishes, waits for a decision, pauses or stops.

@@ -25,6 +25,7 @@ pub mod markdown;
 pub mod models;
 pub mod native;
 pub mod openhands;
+pub mod parallel_review;
 pub mod platform;
 pub mod presets;
 pub mod preview;

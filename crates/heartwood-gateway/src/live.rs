@@ -357,12 +357,9 @@ impl Core {
             .as_ref()
     }
 
-    /// Files the review previewed whose bytes changed since.
-    pub(crate) fn stale_review(&self) -> Vec<String> {
-        self.review
-            .as_ref()
-            .map(|r| crate::review::stale(self.workspace(), r))
-            .unwrap_or_default()
+    /// The review of the pending set, as last computed.
+    pub(crate) fn review(&self) -> Option<&heartwood_events::Review> {
+        self.review.as_ref()
     }
 
     fn accept(&mut self, recorded: Vec<RecordedEvent>) {

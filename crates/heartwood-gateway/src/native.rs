@@ -54,23 +54,7 @@ impl BackendFactory for NativeBackendFactory {
             // A role whose skills are not all active and verified is not offered: a specialist
             // gets only the verified skills injected into its prompt, and discovers none.
             .filter_map(|s| Some((s, spec.skills.injected(&s.skills).ok()?)))
-            .map(
-                |(s, skills)| heartwood_agent::conversation::SpecialistConfig {
-                    role: s.role.clone(),
-                    description: s.description.clone(),
-                    system_prompt: format!("{}{skills}", s.system_prompt),
-                    max_iterations: s.max_iterations,
-                    max_tokens: s.max_tokens,
-                    result_schema: (structured
-                        && s.result
-                            == heartwood_workflow::specialists::SpecialistResult::ReviewProposals)
-                        .then(
-                            heartwood_events::schema::inline::<
-                                heartwood_events::workflow::ReviewProposals,
-                            >,
-                        ),
-                },
-            )
+            .map(|(s, skills)| specialist_config(s, &skills, structured))
             .collect();
         let conversation = Conversation::open(config).map_err(backend_error)?;
         Ok(Box::new(NativeBackend {
@@ -266,6 +250,16 @@ impl AgentBackend for NativeBackend {
         self.conversation.approve_pending().map_err(backend_error)
     }
 
+    fn pending_is_advisory_batch(&self) -> bool {
+        self.conversation.pending_is_advisory_batch()
+    }
+
+    fn approve_pending_in_parallel(&mut self, at_most: usize) -> Result<(), BackendError> {
+        self.conversation
+            .approve_pending_in_parallel(at_most)
+            .map_err(backend_error)
+    }
+
     fn reject_pending(&mut self, reason: &str) -> Result<(), BackendError> {
         self.conversation
             .reject_pending(reason)
@@ -310,4 +304,33 @@ impl AgentBackend for NativeBackend {
 
 fn backend_error(error: ConversationError) -> BackendError {
     BackendError(error.to_string())
+}
+
+/// The engine's form of a catalog role: its instructions with its injected skills, and, in
+/// workflow conversations, a review role's structured result.
+fn specialist_config(
+    s: &heartwood_workflow::specialists::Specialist,
+    skills: &str,
+    structured: bool,
+) -> heartwood_agent::conversation::SpecialistConfig {
+    heartwood_agent::conversation::SpecialistConfig {
+        role: s.role.clone(),
+        description: s.description.clone(),
+        system_prompt: format!("{}{skills}", s.system_prompt),
+        max_iterations: s.max_iterations,
+        max_tokens: s.max_tokens,
+        result_schema: (structured
+            && s.result == heartwood_workflow::specialists::SpecialistResult::ReviewProposals)
+            .then(heartwood_events::schema::inline::<heartwood_events::workflow::ReviewProposals>),
+    }
+}
+
+/// The review role as a workflow review asks it (structured proposals, no skills), for a
+/// route's qualification run: the same request a review batch makes.
+pub fn reviewer_for_qualification() -> Option<heartwood_agent::conversation::SpecialistConfig> {
+    heartwood_workflow::specialists::registered()
+        .ok()?
+        .iter()
+        .find(|s| s.role == "reviewer")
+        .map(|s| specialist_config(s, "", true))
 }

@@ -190,7 +190,11 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         | Event::WorkflowStageStarted { .. }
         | Event::WorkflowStageEvaluated { .. }
         | Event::WorkflowStageAccepted { .. }
-        | Event::WorkflowCancelled { .. } => {}
+        | Event::WorkflowCancelled { .. }
+        | Event::ReviewExecutionPrepared { .. }
+        | Event::ReviewParallelConsented { .. }
+        | Event::ReviewParallelAdmitted { .. }
+        | Event::ReviewParallelRefused { .. } => {}
         Event::RunInterrupted { reason } => {
             say(
                 p,
@@ -208,6 +212,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
     }
     // A workflow run follows every event: its own, and the turn's actions, usage and time.
     crate::workflow_run::apply(p, recorded);
+    crate::parallel_review::apply(p, recorded);
 }
 
 /// A session's title from the text that started it: its first line, at most 80 characters.
@@ -269,6 +274,7 @@ fn derive(p: &mut SessionProjection) {
     p.suggestions = suggestions(p);
     p.specialists = specialists(p);
     crate::workflow_run::derive(p);
+    crate::parallel_review::derive(p);
 }
 
 /// Each `task` action as the specialist task it started: role, state, answer, usage.

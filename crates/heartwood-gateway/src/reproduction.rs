@@ -284,6 +284,7 @@ mod tests {
                 completed,
             }),
             reviews: Vec::new(),
+            review_execution: None,
             cancelled: false,
             controls: Vec::new(),
         }

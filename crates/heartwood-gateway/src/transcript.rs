@@ -125,7 +125,11 @@ pub fn markdown(session: &str, title: Option<&str>, events: &[RecordedEvent]) ->
             | Event::WorkflowReviewStarted(..)
             | Event::WorkflowReviewAssessed(..)
             | Event::WorkflowCorrectionBound { .. }
-            | Event::WorkflowCancelled { .. } => {
+            | Event::WorkflowCancelled { .. }
+            | Event::ReviewExecutionPrepared { .. }
+            | Event::ReviewParallelConsented { .. }
+            | Event::ReviewParallelAdmitted { .. }
+            | Event::ReviewParallelRefused { .. } => {
                 let _ = writeln!(out);
                 let _ = writeln!(out, "*{}*", line(e));
             }
@@ -353,6 +357,29 @@ pub fn line(e: &RecordedEvent) -> String {
             artifact, from, to, ..
         } => format!("workflow correction bound: {artifact} is now {to} (rechecked; {from} kept)"),
         Event::WorkflowCancelled { .. } => "workflow cancelled".to_owned(),
+        Event::ReviewExecutionPrepared {
+            offer, reviewers, ..
+        } => match offer {
+            heartwood_events::review_execution::ReviewOffer::Parallel { preview } => format!(
+                "review batch of {} previewed to run {} at once (preview {})",
+                reviewers.len(),
+                preview.parallelism,
+                short(&preview.digest, 12)
+            ),
+            heartwood_events::review_execution::ReviewOffer::Sequential { why } => format!(
+                "review batch of {} runs one after another: {why}",
+                reviewers.len()
+            ),
+        },
+        Event::ReviewParallelConsented { preview } => {
+            format!("the researcher consented to preview {}", short(preview, 12))
+        }
+        Event::ReviewParallelAdmitted { parallelism, .. } => {
+            format!("review batch admitted: {parallelism} at once")
+        }
+        Event::ReviewParallelRefused { reason, .. } => {
+            format!("review batch not admitted at once: {reason}")
+        }
     }
 }
 

@@ -22,6 +22,7 @@ use tokio::task::AbortHandle;
 use crate::GatewayError;
 use crate::backend::{AgentBackend, BackendControls, BackendEntry, BackendError, BackendSink};
 use crate::live::{Core, Live};
+use crate::parallel_review::dispatch::{self, ReviewRoute};
 use crate::translate::is_backend_derived;
 
 /// What the worker is asked to do next.
@@ -158,6 +159,7 @@ pub(crate) fn start(
     mut backend: Box<dyn AgentBackend>,
     runtime: Runtime,
     project: crate::ProjectContext,
+    review: Arc<ReviewRoute>,
 ) -> Result<(), GatewayError> {
     let continue_run = match reconcile(core, backend.as_mut()) {
         Ok(continue_run) => continue_run,
@@ -175,7 +177,7 @@ pub(crate) fn start(
 
     let (work, queue) = mpsc::unbounded_channel();
     let controls = backend.controls();
-    let inner = runtime.spawn(serve(backend, queue, Arc::downgrade(live)));
+    let inner = runtime.spawn(serve(backend, queue, Arc::downgrade(live), review));
     let supervised = Arc::downgrade(live);
     let abort = inner.abort_handle();
     let supervisor = async move {
@@ -328,6 +330,7 @@ async fn serve(
     mut backend: Box<dyn AgentBackend>,
     mut queue: mpsc::UnboundedReceiver<Work>,
     live: Weak<Live>,
+    review: Arc<ReviewRoute>,
 ) {
     while let Some(work) = queue.recv().await {
         let prepared = match work {
@@ -340,7 +343,10 @@ async fn serve(
             Work::Decide {
                 decision: Decision::AllowOnce,
                 ..
-            } => backend.approve_pending(),
+            } => match dispatch::admit(&live, &review).await {
+                Some(at_most) => backend.approve_pending_in_parallel(at_most as usize),
+                None => backend.approve_pending(),
+            },
             Work::Decide {
                 decision: Decision::RejectAll,
                 reason,
@@ -350,16 +356,22 @@ async fn serve(
             Ok(()) => backend.run().await.map(|_| ()),
             Err(error) => Err(error),
         };
-        let Some(live) = live.upgrade() else {
+        let Some(session) = live.upgrade() else {
             break;
         };
-        let mut core = live.lock();
-        if let Err(error) = outcome {
-            let reason = format!("the agent stopped: {error}");
-            let _ = core.record(vec![Event::RunInterrupted { reason }]);
+        {
+            let mut core = session.lock();
+            if let Err(error) = outcome {
+                let reason = format!("the agent stopped: {error}");
+                let _ = core.record(vec![Event::RunInterrupted { reason }]);
+            }
+            let _ = publish_pending(&mut core, backend.as_ref());
+            core.settled();
         }
-        let _ = publish_pending(&mut core, backend.as_ref());
-        core.settled();
+        drop(session);
+        // A review's batch, now shown, is offered to run at once where it may.
+        let runs_batches = backend.pending_is_advisory_batch();
+        dispatch::offer(&live, &review, runs_batches).await;
     }
     backend.close().await;
 }

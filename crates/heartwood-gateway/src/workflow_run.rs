@@ -58,6 +58,7 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             used: BudgetUse::default(),
             reproduction: None,
             reviews: Vec::new(),
+            review_execution: None,
             cancelled: false,
             controls: Vec::new(),
         });

@@ -191,6 +191,12 @@ fn workflow(w: &heartwood_events::workflow::WorkflowView, figure: Option<&str>) 
             );
         }
     }
+    // How the review batch runs, in the gateway's words.
+    if let Some(r) = &w.review_execution {
+        for line in &r.said {
+            let _ = write!(out, "<div class=\"muted\">{}</div>", escape(line));
+        }
+    }
     for control in &w.controls {
         let call = match control.command {
             heartwood_events::CommandName::WorkflowRun => "session.run_stage()",
@@ -198,6 +204,9 @@ fn workflow(w: &heartwood_events::workflow::WorkflowView, figure: Option<&str>) 
             heartwood_events::CommandName::WorkflowAccept => "session.accept_stage()",
             heartwood_events::CommandName::WorkflowCancel => "session.cancel_workflow()",
             heartwood_events::CommandName::WorkflowReview => "session.review_stage()",
+            heartwood_events::CommandName::WorkflowReviewParallel => {
+                "session.consent_parallel_review()"
+            }
             _ => continue,
         };
         let _ = write!(

@@ -440,6 +440,25 @@ impl Session {
         .map(drop)
     }
 
+    /// Consents to run the waiting review batch's reviewers at once, exactly as previewed
+    /// (offered only on a route an operator qualified); the batch runs once the set is allowed,
+    /// and only if the preview still holds then.
+    fn consent_parallel_review(&self, py: Python<'_>) -> PyResult<()> {
+        let snapshot = self.snapshot(py)?;
+        let control = snapshot
+            .projection
+            .workflow
+            .as_ref()
+            .and_then(|w| w.control(heartwood_events::CommandName::WorkflowReviewParallel))
+            .ok_or_else(|| {
+                HeartwoodError::new_err(
+                    "no review batch waits to run at once (none was previewed: the route is not \
+                     qualified, or the batch was decided or consented to)",
+                )
+            })?;
+        self.submit(py, control.submit.clone()).map(drop)
+    }
+
     /// Cancels the workflow run.
     fn cancel_workflow(&self, py: Python<'_>) -> PyResult<()> {
         let (revision, _) = self.workflow_revision()?;

@@ -12,6 +12,7 @@ mod config;
 mod event;
 mod handles;
 mod log;
+mod parallel;
 mod policy;
 mod state;
 mod task;
@@ -28,6 +29,7 @@ pub use handles::{GuidanceHandle, InterruptHandle, PauseHandle};
 pub use log::{EventLog, LogError, sync_calls as log_sync_calls};
 pub use policy::ConfirmationPolicy;
 pub use state::ConversationState;
+pub use task::ask_specialist;
 pub use timing::RunTiming;
 pub use view::{extend_view, model_view};
 
@@ -83,6 +85,9 @@ pub struct Conversation {
     restored: usize,
     /// The action whose tool runs now (for progress reports).
     running_action: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// How many specialist tasks of the allowed set may run at once, when the gateway
+    /// admitted it as an advisory batch; taken by the run that executes it.
+    parallel: Option<usize>,
 }
 
 impl Conversation {
@@ -145,6 +150,7 @@ impl Conversation {
             recorder,
             restored,
             running_action: std::sync::Arc::default(),
+            parallel: None,
         };
         conversation.reconcile_after_restart()?;
         Ok(conversation)
@@ -499,6 +505,13 @@ impl Conversation {
 
     /// Runs approved actions in order. Returns a status when the run must stop.
     async fn execute_approved(&mut self) -> Result<Option<ExecutionStatus>, ConversationError> {
+        if let Some(at_most) = self.parallel.take()
+            && let Some(batch) = self.advisory_batch(true)
+        {
+            if let Some(stop) = self.run_batch(batch, at_most).await? {
+                return Ok(Some(stop));
+            }
+        }
         while let Some(action_id) = self
             .state
             .pending

@@ -255,12 +255,13 @@ pub struct App {
 
 /// This interface's function key for each workflow control. The gateway decides which
 /// controls exist now; this only says which key each one has here.
-pub const WORKFLOW_KEYS: [(CommandName, u8); 5] = [
+pub const WORKFLOW_KEYS: [(CommandName, u8); 6] = [
     (CommandName::WorkflowRun, 5),
     (CommandName::WorkflowEvaluate, 6),
     (CommandName::WorkflowAccept, 7),
     (CommandName::WorkflowCancel, 8),
     (CommandName::WorkflowReview, 9),
+    (CommandName::WorkflowReviewParallel, 10),
 ];
 
 /// The function key of a workflow control, in words (`F7`).

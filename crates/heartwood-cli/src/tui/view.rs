@@ -461,7 +461,8 @@ fn key_for(command: heartwood_events::CommandName) -> Option<&'static str> {
         | CommandName::WorkflowAccept
         | CommandName::WorkflowCancel
         | CommandName::WorkflowReview
-        | CommandName::WorkflowCorrect => None,
+        | CommandName::WorkflowCorrect
+        | CommandName::WorkflowReviewParallel => None,
     }
 }
 

@@ -46,6 +46,10 @@ pub(super) fn lines(p: &SessionProjection) -> Vec<Line<'static>> {
             Span::raw(control.label.clone()),
         ]));
     }
+    // How the review batch runs, in the gateway's words.
+    if let Some(r) = &w.review_execution {
+        lines.extend(r.said.iter().map(|l| Line::raw(l.clone())));
+    }
     if let Some(stage) = w.current_stage()
         && !stage.budget.is_empty()
     {

@@ -90,6 +90,8 @@ class Session:
     def accept_stage(self) -> None:
         """Accepts the current stage, bound to the revision and fingerprint last shown."""
     def cancel_workflow(self) -> None: ...
+    def consent_parallel_review(self) -> None:
+        """Consents to run the waiting review batch at once, exactly as previewed (qualified routes only)."""
     def correct_finding(self, to: str, finding: int = 0, apply: bool = False) -> Optional[Dict[str, Any]]:
         """Plans, rechecks (once ``to`` is written) or, with ``apply``, binds a correction of a finding."""
     def review_stage(self, timeout: Optional[float] = None) -> Session:

@@ -1,0 +1,150 @@
+//! The command pipeline behind [`SessionGateway::submit`], in three steps:
+//!
+//! 1. **prepare** ([`prepare`], [`worker_kit`]): before any lock, everything the command needs
+//!    read: a run's input digests, a stage's checks, the evidence a review captures, the
+//!    files an acceptance binds, a correction's recheck, a preview's freshness, the model
+//!    route with its qualification and the skills an agent would start with. Slow work
+//!    (files, `git`, a qualification request) never holds the session.
+//! 2. **decide** ([`session`], [`workflow`]: one module per family, by the rules of
+//!    [`admission`]): under the session's lock, the receipt check, the projection's rules and
+//!    the journal's append, and nothing else that waits on the disk or the network, but
+//!    starting the session's worker where the command needs one and none runs (the engine's
+//!    reconciliation must see the projection it reconciles, so it runs under the lock).
+//! 3. **effects**: after the append, the work the agent is sent (a task, a decision, a pause).
+//!
+//! A session released while a command reached it is opened afresh and the command prepared
+//! again, in a loop (never a call back into `submit`).
+
+mod admission;
+mod prepare;
+mod session;
+mod worker_kit;
+mod workflow;
+
+pub(crate) use admission::content_digest;
+pub(super) use worker_kit::WorkerKit;
+
+use std::sync::{Arc, MutexGuard};
+
+use heartwood_events::{Command, CommandKind, Receipt};
+
+use super::SessionGateway;
+use crate::GatewayError;
+use crate::live::{CommandKey, Core, Live};
+
+/// How one pass through the pipeline ended.
+enum Submitted {
+    /// With this receipt.
+    Answered(Receipt),
+    /// The session was released as the command reached it: the command, to send again.
+    Released(Command),
+}
+
+/// What deciding a command under the lock has at hand.
+pub(super) struct Deciding<'g, 'k> {
+    pub(super) gateway: &'g SessionGateway,
+    pub(super) live: &'g Arc<Live>,
+    pub(super) key: CommandKey<'k>,
+    /// What was read for it before the lock.
+    pub(super) prepared: prepare::Prepared,
+}
+
+impl SessionGateway {
+    /// Submits a command and returns its receipt. A retry with the same command id returns the
+    /// first receipt without acting again; a refusal is a receipt too, with the reason.
+    pub fn submit(&self, command: Command) -> Result<Receipt, GatewayError> {
+        let mut command = command;
+        loop {
+            match self.submit_once(command)? {
+                Submitted::Answered(receipt) => return Ok(receipt),
+                Submitted::Released(again) => command = again,
+            }
+        }
+    }
+
+    fn submit_once(&self, command: Command) -> Result<Submitted, GatewayError> {
+        let opening = match prepare::opening(self, &command) {
+            Ok(opening) => opening,
+            // Not recorded: there is no session to record it in.
+            Err(reason) => {
+                return Ok(Submitted::Answered(Receipt::new(
+                    command.command_id,
+                    command.kind.name(),
+                    heartwood_events::Outcome::Refused { reason },
+                )));
+            }
+        };
+        let registers = matches!(
+            command.kind,
+            CommandKind::SubmitTask { .. } | CommandKind::WorkflowStart { .. }
+        );
+        let live = match self.attach(&command.session, registers) {
+            Ok(live) => live,
+            // Another process serves the session: the command goes to it.
+            Err(e) if e.is_owned_elsewhere() => {
+                return match self.remote(&command.session) {
+                    // A lost connection may have carried the command or not: the caller's
+                    // retry with the same id is answered from its receipt either way.
+                    Some(remote) => remote
+                        .submit(command)
+                        .map(Submitted::Answered)
+                        .map_err(|lost| lost.or_owned(e)),
+                    None => Err(e),
+                };
+            }
+            Err(e) => return Err(e),
+        };
+        let prepared = prepare::prepare(self, &live, &command, opening);
+        let core = live.lock();
+        if core.is_released() {
+            drop(core);
+            return Ok(Submitted::Released(command));
+        }
+        let content = content_digest(&command.kind);
+        let key = CommandKey {
+            id: &command.command_id,
+            name: command.kind.name(),
+            content: &content,
+            actor: command.actor.as_deref(),
+        };
+        let deciding = Deciding {
+            gateway: self,
+            live: &live,
+            key,
+            prepared,
+        };
+        deciding.decide(core, &command).map(Submitted::Answered)
+    }
+}
+
+impl Deciding<'_, '_> {
+    /// Answers a retried id from its receipt, refuses what the projection does not admit, and
+    /// otherwise decides the command by its family.
+    fn decide(
+        self,
+        mut core: MutexGuard<'_, Core>,
+        command: &Command,
+    ) -> Result<Receipt, GatewayError> {
+        if let Some(receipt) = core.writer()?.receipt_for_content(
+            self.key.id,
+            self.key.name,
+            Some(self.key.content),
+        )? {
+            return Ok(receipt.clone());
+        }
+        if let Err(reason) = admission::admissible(core.projection(), &command.kind) {
+            return core.refuse(&self.key, &reason);
+        }
+        match command.kind {
+            CommandKind::WorkflowStart { .. }
+            | CommandKind::WorkflowRun { .. }
+            | CommandKind::WorkflowEvaluate { .. }
+            | CommandKind::WorkflowAccept { .. }
+            | CommandKind::WorkflowReview { .. }
+            | CommandKind::WorkflowCorrect { .. }
+            | CommandKind::WorkflowReviewParallel { .. }
+            | CommandKind::WorkflowCancel { .. } => self.workflow(&mut core, command),
+            _ => self.session(core, command),
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Deciding the session family under the lock: a task, guidance, pause, interrupt, resume, a
+//! decision on the pending set, an export, a rename, closing. Each records its events, then
+//! sends the agent its work.
+
+use std::sync::MutexGuard;
+
+use heartwood_events::{Command, CommandKind, CommandName, Decision, Event, Receipt};
+use serde_json::{Value, json};
+
+use super::Deciding;
+use super::prepare::Prepared;
+use crate::GatewayError;
+use crate::gateway::lock;
+use crate::live::{CommandKey, Core};
+use crate::worker::Work;
+
+impl Deciding<'_, '_> {
+    pub(super) fn session(
+        self,
+        mut core: MutexGuard<'_, Core>,
+        command: &Command,
+    ) -> Result<Receipt, GatewayError> {
+        let Deciding {
+            gateway,
+            live,
+            key,
+            mut prepared,
+        } = self;
+        let key = &key;
+        match &command.kind {
+            CommandKind::SubmitTask { text, policy } => {
+                if let Err(reason) = gateway.ensure_worker(live, &mut core, prepared.take_worker())
+                {
+                    return core.refuse(key, &reason);
+                }
+                // Reconciling may have continued an earlier run.
+                if !core.projection().lifecycle.accepts_task() {
+                    let reason = super::admission::busy(core.projection(), CommandName::SubmitTask);
+                    return core.refuse(key, &reason);
+                }
+                let event = Event::TaskSubmitted {
+                    text: text.clone(),
+                    policy: *policy,
+                    starting_commit: prepared.starting_commit.take(),
+                };
+                if let Some(worker) = core.worker() {
+                    worker.withdraw_pause();
+                }
+                let receipt = core.complete(key, vec![event], Value::Null)?;
+                send(
+                    &core,
+                    Work::Task {
+                        text: text.clone(),
+                        policy: *policy,
+                    },
+                );
+                Ok(receipt)
+            }
+            CommandKind::SendGuidance { text } => {
+                if let Err(reason) = gateway.ensure_worker(live, &mut core, prepared.take_worker())
+                {
+                    return core.refuse(key, &reason);
+                }
+                let event = Event::GuidanceSent { text: text.clone() };
+                let receipt = core.complete(key, vec![event], Value::Null)?;
+                if let Some(worker) = core.worker() {
+                    worker.guide(text);
+                }
+                Ok(receipt)
+            }
+            CommandKind::Pause => {
+                let receipt = core.complete(key, vec![Event::PauseRequested {}], Value::Null)?;
+                core.pause_worker();
+                Ok(receipt)
+            }
+            CommandKind::Interrupt => {
+                let receipt =
+                    core.complete(key, vec![Event::InterruptRequested {}], Value::Null)?;
+                if let Some(worker) = core.worker() {
+                    worker.interrupt();
+                }
+                Ok(receipt)
+            }
+            CommandKind::Resume => {
+                if let Err(reason) = gateway.ensure_worker(live, &mut core, prepared.take_worker())
+                {
+                    return core.refuse(key, &reason);
+                }
+                let receipt = core.complete(key, vec![Event::RunResumed {}], Value::Null)?;
+                send(&core, Work::Run);
+                Ok(receipt)
+            }
+            CommandKind::Decide {
+                set_id,
+                revision,
+                decision,
+                reason,
+            } => {
+                if let Err(why) = gateway.ensure_worker(live, &mut core, prepared.take_worker()) {
+                    return core.refuse(key, &why);
+                }
+                decide_set(
+                    &mut core,
+                    key,
+                    &mut prepared,
+                    (set_id, *revision, *decision, reason),
+                )
+            }
+            CommandKind::Export => {
+                let (bundle, event) = core.writer()?.write_export_bundle()?;
+                let name_of = bundle
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                core.complete(key, vec![event], json!({ "bundle": name_of }))
+            }
+            CommandKind::Rename { title } => {
+                let event = Event::SessionRenamed {
+                    title: crate::reducer::title_of(title),
+                };
+                core.complete(key, vec![event], Value::Null)
+            }
+            CommandKind::Close => {
+                let receipt = core.complete(key, vec![Event::SessionClosed {}], Value::Null)?;
+                let shared = &gateway.shared;
+                if let Some(worker) = core.take_worker() {
+                    lock(&shared.stopping).push(worker.shut_down());
+                }
+                core.release();
+                drop(core);
+                lock(&shared.live).remove(&command.session);
+                Ok(receipt)
+            }
+            // Routed to their own family by `decide`; never here.
+            _ => core.refuse(key, "a workflow command is decided by the workflow family"),
+        }
+    }
+}
+
+/// A decision on the pending set. Allowing a set whose preview no longer matches the files
+/// would approve something nobody saw: the set is shown again (a new revision) and the
+/// decision refused.
+fn decide_set(
+    core: &mut Core,
+    key: &CommandKey<'_>,
+    prepared: &mut Prepared,
+    (set_id, revision, decision, reason): (
+        &heartwood_events::ActionSetId,
+        u64,
+        Decision,
+        &Option<String>,
+    ),
+) -> Result<Receipt, GatewayError> {
+    let stale = std::mem::take(&mut prepared.stale_preview);
+    if decision == Decision::AllowOnce
+        && !stale.is_empty()
+        && let Some(mut set) = core.projection().pending.clone()
+    {
+        set.revision = core.next_seq();
+        let shown_again = set.revision;
+        core.record(vec![Event::ActionSetPending { set }])?;
+        let why = format!(
+            "{} changed since the set was shown, so its preview is stale; the set is shown \
+             again as revision {shown_again}: review it and decide again",
+            stale.join(", ")
+        );
+        return core.refuse(key, &why);
+    }
+    let mut events = Vec::new();
+    // Prepared for the set shown then, which must still be the one decided.
+    if let Some(prepared) = prepared.reproduction.take()
+        && core
+            .projection()
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.members.len() == 1 && p.members[0].action_id == prepared.action_id)
+    {
+        events.push(Event::WorkflowReproductionPrepared(prepared));
+    }
+    events.push(Event::DecisionRecorded {
+        set_id: set_id.clone(),
+        revision,
+        decision,
+        reason: reason.clone(),
+    });
+    let receipt = core.complete(key, events, Value::Null)?;
+    // A set counted at a used-up budget is still decided, and nothing follows it.
+    if crate::workflow_run::used_up(core.projection()).is_some()
+        && let Some(worker) = core.worker()
+    {
+        worker.pause_before_model();
+    }
+    send(
+        core,
+        Work::Decide {
+            decision,
+            reason: reason.clone(),
+        },
+    );
+    Ok(receipt)
+}
+
+/// Sends the session's worker `work`, if it has one.
+pub(super) fn send(core: &Core, work: Work) {
+    if let Some(worker) = core.worker() {
+        worker.send(work);
+    }
+}

@@ -1,0 +1,258 @@
+//! Deciding the workflow family under the lock: start, run a stage, evaluate it, accept it,
+//! review it, bind a correction, cancel. What each judged (checks, drift, captured evidence,
+//! a recheck) was read before the lock; here it is bound to the run as the journal has it, and
+//! refused if the run moved on meanwhile.
+
+use heartwood_events::workflow::{ReviewStarted, WorkflowView};
+use heartwood_events::{ActionPolicy, Command, CommandKind, Event, Receipt};
+use serde_json::Value;
+
+use super::Deciding;
+use super::session::send;
+use crate::GatewayError;
+use crate::live::{CommandKey, Core};
+use crate::worker::Work;
+
+/// Said when a workflow command reaches a session that runs none.
+const NO_RUN: &str = "this session runs no workflow";
+
+impl Deciding<'_, '_> {
+    pub(super) fn workflow(
+        self,
+        core: &mut Core,
+        command: &Command,
+    ) -> Result<Receipt, GatewayError> {
+        let Deciding {
+            gateway,
+            live,
+            key,
+            mut prepared,
+        } = self;
+        let key = &key;
+        if let CommandKind::WorkflowStart { .. } = command.kind {
+            return match prepared.started.take() {
+                Some(Ok(event)) => core.complete(key, vec![event], Value::Null),
+                Some(Err(reason)) => core.refuse(key, &reason),
+                None => core.refuse(key, "the run could not be prepared"),
+            };
+        }
+        let Some(workflow) = core.projection().workflow.clone() else {
+            return core.refuse(key, NO_RUN);
+        };
+        let changed = std::mem::take(&mut prepared.changed_evidence);
+        match &command.kind {
+            CommandKind::WorkflowRun { .. } => {
+                if !changed.is_empty() {
+                    let why = format!(
+                        "changed since the run bound or accepted it: {}; the evidence built on \
+                         it no longer holds. Put each file back as it was (a missing one from \
+                         your copy or Git), or start a new run on the files as they are now",
+                        changed.join(", ")
+                    );
+                    return core.refuse(key, &why);
+                }
+                if let Err(reason) = gateway.ensure_worker(live, core, prepared.take_worker()) {
+                    return core.refuse(key, &reason);
+                }
+                let prompt = match crate::workflow_run::stage_prompt(&workflow) {
+                    Ok(prompt) => prompt,
+                    Err(e) => return core.refuse(key, &e.to_string()),
+                };
+                // The stage is running from the moment its turn is.
+                let started = Event::WorkflowStageStarted {
+                    run_id: workflow.run_id.clone(),
+                    stage: workflow.current.clone().unwrap_or_default(),
+                };
+                dispatch_turn(core, key, prompt, prepared.starting_commit.take(), started)
+            }
+            CommandKind::WorkflowEvaluate { .. } => match prepared.evaluated.take() {
+                Some(Ok(assessment)) => evaluated(core, key, &workflow, assessment),
+                Some(Err(e)) => core.refuse(key, &e.to_string()),
+                None => core.refuse(key, NO_RUN),
+            },
+            CommandKind::WorkflowAccept { fingerprint, .. } => {
+                if !changed.is_empty() {
+                    let why = format!(
+                        "not accepted: the files this stage's checks judged are not the ones in \
+                         the project now: {}. A stage is accepted only on the bytes its checks \
+                         judged: check it again with `heartwood workflow evaluate {}` (or put \
+                         the files back as they were)",
+                        changed.join(", "),
+                        command.session
+                    );
+                    return core.refuse(key, &why);
+                }
+                let event = Event::WorkflowStageAccepted {
+                    run_id: workflow.run_id.clone(),
+                    stage: workflow.current.clone().unwrap_or_default(),
+                    fingerprint: fingerprint.clone(),
+                    by_researcher: true,
+                };
+                core.complete(key, vec![event], Value::Null)
+            }
+            CommandKind::WorkflowReview { .. } => {
+                let evidence = match prepared.captured.take() {
+                    Some(Ok(evidence)) => evidence,
+                    Some(Err(e)) => return core.refuse(key, &e.to_string()),
+                    None => return core.refuse(key, NO_RUN),
+                };
+                if let Err(reason) = gateway.ensure_worker(live, core, prepared.take_worker()) {
+                    return core.refuse(key, &reason);
+                }
+                let started = ReviewStarted {
+                    run_id: workflow.run_id.clone(),
+                    review_id: command.command_id.to_string(),
+                    stage: workflow.current.clone().unwrap_or_default(),
+                    evidence,
+                };
+                let prompt = crate::review_evidence::prompt(&workflow, &started);
+                let started = Event::WorkflowReviewStarted(Box::new(started));
+                dispatch_turn(core, key, prompt, None, started)
+            }
+            CommandKind::WorkflowCorrect {
+                review_id, finding, ..
+            } => match prepared.rechecked.take() {
+                Some(Ok((recheck, seen))) => bind_correction(
+                    core,
+                    key,
+                    &workflow,
+                    (&seen, recheck),
+                    (review_id, *finding),
+                ),
+                Some(Err(e)) => core.refuse(key, &e.to_string()),
+                None => core.refuse(key, NO_RUN),
+            },
+            // Admitted above against the control shown: consent is journaled, nothing runs yet.
+            CommandKind::WorkflowReviewParallel { preview, .. } => {
+                let event = Event::ReviewParallelConsented {
+                    preview: preview.clone(),
+                };
+                core.complete(key, vec![event], Value::Null)
+            }
+            CommandKind::WorkflowCancel { .. } => {
+                let event = Event::WorkflowCancelled {
+                    run_id: workflow.run_id,
+                };
+                core.complete(key, vec![event], Value::Null)
+            }
+            // Routed to their own family by `decide`; never here.
+            _ => core.refuse(key, "a session command is decided by the session family"),
+        }
+    }
+}
+
+/// Records the stage's checks, judged before the lock, when the run is still at that stage;
+/// where the definition asks no acceptance, eligible checks advance the run.
+fn evaluated(
+    core: &mut Core,
+    key: &CommandKey<'_>,
+    workflow: &WorkflowView,
+    assessment: heartwood_events::workflow::AssessmentView,
+) -> Result<Receipt, GatewayError> {
+    if workflow.current.as_deref() != Some(assessment.stage.as_str()) {
+        return core.refuse(key, "the run moved on while its checks ran; look again");
+    }
+    let gated = workflow
+        .current_stage()
+        .is_none_or(|s| s.spec.researcher_gate);
+    let mut events = vec![Event::WorkflowStageEvaluated {
+        run_id: workflow.run_id.clone(),
+        assessment: Box::new(assessment.clone()),
+    }];
+    if assessment.eligible && !gated {
+        events.push(Event::WorkflowStageAccepted {
+            run_id: workflow.run_id.clone(),
+            stage: assessment.stage.clone(),
+            fingerprint: assessment.fingerprint.clone(),
+            by_researcher: false,
+        });
+    }
+    let result = serde_json::to_value(&assessment).unwrap_or_default();
+    core.complete(key, events, result)
+}
+
+/// Binds a correction whose recheck (made before the lock, against the run `seen`) found its
+/// defect not observed, to the current stage's declared output it replaces.
+fn bind_correction(
+    core: &mut Core,
+    key: &CommandKey<'_>,
+    workflow: &WorkflowView,
+    (seen, recheck): (&WorkflowView, crate::correction::Recheck),
+    (review_id, finding): (&str, u32),
+) -> Result<Receipt, GatewayError> {
+    if seen.revision != workflow.revision || recheck.plan.review_id != review_id {
+        return core.refuse(
+            key,
+            "the run moved on while the correction was rechecked; look again",
+        );
+    }
+    if recheck.result != "not_observed" {
+        let why = format!(
+            "the recheck of {} is {}: {}; only a correction whose defect is not observed can be \
+             bound",
+            recheck.plan.destination,
+            recheck.result.replace('_', " "),
+            recheck.reasons.join("; ")
+        );
+        return core.refuse(key, &why);
+    }
+    // Only the current (never yet accepted) stage's declared outputs.
+    let produced = crate::workflow_run::bound_definition(workflow)
+        .ok()
+        .and_then(|d| {
+            d.stages
+                .into_iter()
+                .find(|s| Some(&s.id) == workflow.current.as_ref())
+        })
+        .is_some_and(|s| s.produces.contains(&recheck.plan.artifact));
+    if !produced {
+        let why = format!(
+            "{} is not an output of the current stage, so no correction can replace it (an \
+             accepted stage's outputs stay as accepted)",
+            recheck.plan.original
+        );
+        return core.refuse(key, &why);
+    }
+    let event = Event::WorkflowCorrectionBound {
+        run_id: workflow.run_id.clone(),
+        review_id: review_id.to_owned(),
+        finding,
+        artifact: recheck.plan.artifact.clone(),
+        from: recheck.plan.original.clone(),
+        to: recheck.plan.destination.clone(),
+    };
+    let result = serde_json::to_value(&recheck).unwrap_or_default();
+    core.complete(key, vec![event], result)
+}
+
+/// Records a workflow turn (its task, then `marker`, the event that says what the turn is
+/// for and, being last, names the command for a rebuilt receipt) and dispatches it under
+/// review.
+fn dispatch_turn(
+    core: &mut Core,
+    key: &CommandKey<'_>,
+    prompt: String,
+    starting_commit: Option<String>,
+    marker: Event,
+) -> Result<Receipt, GatewayError> {
+    if let Some(worker) = core.worker() {
+        worker.withdraw_pause();
+    }
+    let events = vec![
+        Event::TaskSubmitted {
+            text: prompt.clone(),
+            policy: ActionPolicy::AlwaysReview,
+            starting_commit,
+        },
+        marker,
+    ];
+    let receipt = core.complete(key, events, Value::Null)?;
+    send(
+        core,
+        Work::Task {
+            text: prompt,
+            policy: ActionPolicy::AlwaysReview,
+        },
+    );
+    Ok(receipt)
+}

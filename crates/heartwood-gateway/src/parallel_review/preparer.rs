@@ -1,0 +1,229 @@
+//! The built-in parallel-review preparer: when a review's batch is shown, the offer (a
+//! preview bound to the route's qualification, the review's captured files and the work
+//! left); when the allowed batch is dispatched, the admission, which finds every part of the
+//! consented preview still true or refuses with what changed.
+//!
+//! File and evidence reads happen here, off the session's lock; the parts that read the
+//! projection are given a copy taken under it and are checked again under it by the caller.
+
+use heartwood_events::review_execution::{ParallelPreview, ReviewChild, ReviewOffer};
+use heartwood_events::workflow::WorkflowView;
+use heartwood_events::{Event, RecordedEvent, SessionProjection};
+
+use super::evidence::{self, RouteIdentity};
+use crate::ProjectContext;
+
+/// The review batch waiting in `p`: its set and reviewers, when the set is made of specialist
+/// tasks proposed after an unassessed review started.
+pub(crate) fn batch_in_review(p: &SessionProjection) -> Option<(String, u64, Vec<ReviewChild>)> {
+    let w = p.workflow.as_ref()?;
+    let review = w.reviews.last().filter(|r| r.assessed.is_none())?;
+    let set = p.pending.as_ref()?;
+    let reviewers = set
+        .members
+        .iter()
+        .map(|m| {
+            let role = p
+                .specialists
+                .iter()
+                .find(|t| t.action_id == m.action_id)
+                .map(|t| t.role.clone())?;
+            let after = p.actions.iter().any(|a| {
+                a.proposal.action_id == m.action_id && a.proposed_seq > review.started_seq
+            });
+            after.then_some(ReviewChild {
+                action_id: m.action_id,
+                role,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    (reviewers.len() >= 2).then(|| (set.set_id.to_string(), set.revision, reviewers))
+}
+
+/// The offer for the batch waiting in `p` (a copy), on `route`: parallel with its preview,
+/// or sequential with why. `None` when no review batch waits.
+pub(crate) fn offer(
+    project: &ProjectContext,
+    route: &RouteIdentity,
+    backend_runs_batches: bool,
+    p: &SessionProjection,
+) -> Option<Event> {
+    let (set_id, set_revision, reviewers) = batch_in_review(p)?;
+    let w = p.workflow.as_ref()?;
+    let offer = match preview(
+        project,
+        route,
+        backend_runs_batches,
+        w,
+        (&set_id, set_revision, &reviewers),
+    ) {
+        Ok(preview) => ReviewOffer::Parallel {
+            preview: Box::new(preview),
+        },
+        Err(why) => ReviewOffer::Sequential { why },
+    };
+    Some(Event::ReviewExecutionPrepared {
+        set_id,
+        reviewers,
+        offer,
+    })
+}
+
+fn preview(
+    project: &ProjectContext,
+    route: &RouteIdentity,
+    backend_runs_batches: bool,
+    w: &WorkflowView,
+    (set_id, set_revision, reviewers): (&str, u64, &[ReviewChild]),
+) -> Result<ParallelPreview, String> {
+    let (qualification, file) =
+        evidence::current(route, project.root().as_std_path()).map_err(|e| e.to_string())?;
+    if !backend_runs_batches {
+        return Err("this agent engine runs reviewers one at a time".to_owned());
+    }
+    let review = w.reviews.last().ok_or("no review is in progress")?;
+    let parallelism = qualification
+        .max_parallelism
+        .min(u32::try_from(reviewers.len()).unwrap_or(u32::MAX));
+    if parallelism < 2 {
+        return Err(format!(
+            "the route is qualified for {} at once",
+            qualification.max_parallelism
+        ));
+    }
+    let mut preview = ParallelPreview {
+        review_id: review.started.review_id.clone(),
+        set_id: set_id.to_owned(),
+        set_revision,
+        reviewers: reviewers.to_vec(),
+        evidence: review.started.evidence.clone(),
+        parallelism,
+        qualification,
+        qualification_file: file.display().to_string(),
+        model_calls_left: model_calls_left(w),
+        digest: String::new(),
+    };
+    preview.digest = digest(&preview);
+    Ok(preview)
+}
+
+/// The digest consent names: of the preview's canonical form, its digest field empty.
+pub(crate) fn digest(preview: &ParallelPreview) -> String {
+    let mut bare = preview.clone();
+    bare.digest = String::new();
+    heartwood_events::to_canonical_bytes(&bare)
+        .map(|bytes| heartwood_audit::Digest::of(&bytes).to_hex())
+        .unwrap_or_default()
+}
+
+/// Model calls the current stage may still make.
+fn model_calls_left(w: &WorkflowView) -> Option<u64> {
+    let line = w
+        .current_stage()?
+        .budget
+        .iter()
+        .find(|l| l.label == "model calls")?;
+    Some(line.limit.saturating_sub(line.used.unwrap_or(0)))
+}
+
+/// The consented preview of the set just allowed in `p`, with the seq of its consent.
+pub(crate) fn consented(
+    p: &SessionProjection,
+    events: &[std::sync::Arc<RecordedEvent>],
+) -> Option<(ParallelPreview, u64)> {
+    let r = p.workflow.as_ref()?.review_execution.as_ref()?;
+    let preview = r
+        .preview
+        .as_ref()
+        .filter(|_| r.consented && r.admitted.is_none())?;
+    let decided = p.last_decision.as_ref()?;
+    if decided.set_id.as_str() != preview.set_id {
+        return None;
+    }
+    let seq = events.iter().rev().find_map(|e| match &e.event {
+        Event::ReviewParallelConsented { preview: d } if *d == preview.digest => Some(e.seq.get()),
+        _ => None,
+    })?;
+    Some((preview.clone(), seq))
+}
+
+/// Off the lock: the qualification still holds for this route, and the review's files are
+/// the bytes previewed.
+pub(crate) fn recheck_files(
+    project: &ProjectContext,
+    route: &RouteIdentity,
+    w: &WorkflowView,
+    preview: &ParallelPreview,
+) -> Result<(), String> {
+    let (now, _) =
+        evidence::current(route, project.root().as_std_path()).map_err(|e| e.to_string())?;
+    if now.record_sha256 != preview.qualification.record_sha256 {
+        return Err("the route was qualified again since the preview".to_owned());
+    }
+    let files = crate::review_evidence::capture(project, w).map_err(|e| e.to_string())?;
+    let changed: Vec<String> = preview
+        .evidence
+        .iter()
+        .filter(|f| {
+            !files
+                .iter()
+                .any(|g| g.path == f.path && g.sha256 == f.sha256)
+        })
+        .map(|f| format!("{} (changed since the preview)", f.path))
+        .collect();
+    if changed.is_empty() {
+        Ok(())
+    } else {
+        Err(changed.join(", "))
+    }
+}
+
+/// Under the lock: nothing paused, interrupted or cancelled the run since consent, the review
+/// is the one previewed and the stage has the work left the batch needs.
+pub(crate) fn recheck_state(
+    p: &SessionProjection,
+    events: &[std::sync::Arc<RecordedEvent>],
+    preview: &ParallelPreview,
+    consent_seq: u64,
+) -> Result<u32, String> {
+    let stopped = events
+        .iter()
+        .filter(|e| e.seq.get() > consent_seq)
+        .find_map(|e| match e.event {
+            Event::PauseRequested {} => Some("the session was paused after consent"),
+            Event::InterruptRequested {} => Some("the session was interrupted after consent"),
+            _ => None,
+        });
+    if let Some(why) = stopped {
+        return Err(why.to_owned());
+    }
+    let w = p
+        .workflow
+        .as_ref()
+        .ok_or("the session has no workflow run")?;
+    if w.cancelled {
+        return Err("the run was cancelled".to_owned());
+    }
+    let review = w.reviews.last().filter(|r| r.assessed.is_none());
+    if review.is_none_or(|r| r.started.review_id != preview.review_id) {
+        return Err("the review previewed is no longer the one in progress".to_owned());
+    }
+    let needed = u64::try_from(preview.reviewers.len()).unwrap_or(u64::MAX);
+    if let Some(left) = model_calls_left(w)
+        && left < needed
+    {
+        return Err(format!(
+            "the stage has {left} model calls left, fewer than the {needed} reviewers need"
+        ));
+    }
+    if let Some(line) = w
+        .current_stage()
+        .and_then(|s| s.budget.iter().find(|l| l.exhausted))
+    {
+        return Err(format!(
+            "the stage's budget is used up ({} {})",
+            line.label, line.text
+        ));
+    }
+    Ok(preview.parallelism)
+}
