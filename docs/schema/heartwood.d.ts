@@ -57,17 +57,17 @@ export type CatalogStage = { budget: Budget; checks: string[]; id: string; produ
 export type CheckView = { check: string; inspected: InspectedFile[]; reasons: string[]; status: string };
 
 /** One request from an interface to a session. */
-export type Command = { actor?: string | null; command_id: CommandId; schema?: number; session: SessionId } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | { type: "export" } | { type: "close" } | { title: string; type: "rename" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" } | { destination: string; finding: number; review_id: string; revision: number; type: "workflow_correct" });
+export type Command = { actor?: string | null; command_id: CommandId; schema?: number; session: SessionId } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | { type: "export" } | { type: "close" } | { title: string; type: "rename" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" } | { preview: string; revision: number; type: "workflow_review_parallel" } | { destination: string; finding: number; review_id: string; revision: number; type: "workflow_correct" });
 
 /** A command id: 1 to 128 letters, digits, '-' or '_'. */
 export type CommandId = string;
 
 /** What a [`Command`] asks for. */
-export type CommandKind = { policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | { type: "export" } | { type: "close" } | { title: string; type: "rename" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" } | { destination: string; finding: number; review_id: string; revision: number; type: "workflow_correct" };
+export type CommandKind = { policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | { type: "export" } | { type: "close" } | { title: string; type: "rename" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" } | { preview: string; revision: number; type: "workflow_review_parallel" } | { destination: string; finding: number; review_id: string; revision: number; type: "workflow_correct" };
 
 /** A command's kind without its content: what a projection lists as available now, and the
  * `type` tag on the wire. */
-export type CommandName = "submit_task" | "send_guidance" | "pause" | "interrupt" | "resume" | "decide" | "export" | "close" | "rename" | "workflow_start" | "workflow_run" | "workflow_evaluate" | "workflow_accept" | "workflow_cancel" | "workflow_review" | "workflow_correct";
+export type CommandName = "submit_task" | "send_guidance" | "pause" | "interrupt" | "resume" | "decide" | "export" | "close" | "rename" | "workflow_start" | "workflow_run" | "workflow_evaluate" | "workflow_accept" | "workflow_cancel" | "workflow_review" | "workflow_correct" | "workflow_review_parallel";
 
 /** One message in the conversation. */
 export type ConversationEntry = { blocks?: Block[]; role: Role; seq: number; speaker?: string; text: string };
@@ -83,6 +83,9 @@ export type Decision = "allow_once" | "reject_all";
 
 /** A recorded decision. */
 export type DecisionView = { decision: Decision; reason?: string | null; revision: number; seq: number; set_id: ActionSetId };
+
+/** How a review batch runs. */
+export type ExecutionMode = "sequential" | "parallel";
 
 /** A defect the gateway observed itself: one per condition and file, keeping every
  * reviewer's claim. */
@@ -119,6 +122,10 @@ export type Outcome = { last_seq?: Seq | null; result?: unknown; status: "applie
 /** The agent's claim about its stage turn. */
 export type OutcomeStatus = "completed" | "blocked";
 
+/** What the researcher consents to, exactly: which reviewers, on which captured files, at
+ * which parallelism, under which qualification until when, with how much work left. */
+export type ParallelPreview = { digest: string; evidence: CapturedFile[]; model_calls_left?: number | null; parallelism: number; qualification: Qualification; qualification_file: string; review_id: string; reviewers: ReviewChild[]; set_id: string; set_revision: number };
+
 /** A session that waits for a decision, and the command that answers it from a shell. */
 export type PendingDecision = { answer: string; session: SessionId; title?: string | null };
 
@@ -143,11 +150,14 @@ export type Preview = { command: string; context: string; input: boolean; kind: 
 /** Usage for one purpose. */
 export type PurposeUsage = { label: string; purpose: string; usage: UsageFigures };
 
+/** An operator's retained evidence that one model route handles review batches at once. */
+export type Qualification = { expires_at: string; max_parallelism: number; qualified_at: string; record_sha256: string; route: string; route_label: string };
+
 /** The recorded outcome of one command. */
 export type Receipt = { actor?: string | null; command_id: CommandId; command_type: string; content_sha256?: string | null; outcome: Outcome; schema: number; time: Timestamp };
 
 /** An event as stored: the event plus its place in the session. */
-export type RecordedEvent = { command?: CommandId | null; origin?: Origin | null; schema: number; seq: Seq; time: Timestamp } & ({ backend: string; type: "session_registered"; workflow?: string | null } | { role: Role; text: string; type: "message" } | { bundle: string; count: number; terminal_hash: string; type: "export_recorded" } | { type: "session_closed" } | { title: string; type: "session_renamed" } | { policy: ActionPolicy; starting_commit?: string | null; text: string; type: "task_submitted" } | { text: string; type: "guidance_sent" } | { type: "pause_requested" } | { type: "interrupt_requested" } | { type: "run_resumed" } | { lifecycle: Lifecycle; type: "lifecycle_changed" } | { action: ActionProposal; type: "action_proposed" } | { action_id: number; changed_path?: string | null; detail?: string | null; exit_code?: number | null; state: ActionState; type: "action_updated"; version: number } | { set: ActionSet; type: "action_set_pending" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decision_recorded" } | { tasks: PlanTask[]; type: "task_plan_updated" } | { purpose: string; type: "usage_recorded"; usage: UsageFigures } | { message: string; type: "error_recorded" } | { forgotten: number; type: "context_condensed" } | { reason: string; type: "run_interrupted" } | WorkflowStart | { run_id: string; stage: string; type: "workflow_stage_started" } | { assessment: AssessmentView; run_id: string; type: "workflow_stage_evaluated" } | { by_researcher: boolean; fingerprint: string; run_id: string; stage: string; type: "workflow_stage_accepted" } | { limit: string; run_id: string; stage: string; type: "workflow_budget_exhausted" } | ReproductionPrepared | ReproductionCompleted | ReviewStarted | ReviewAssessed | { artifact: string; finding: number; from: string; review_id: string; run_id: string; to: string; type: "workflow_correction_bound" } | { run_id: string; type: "workflow_cancelled" });
+export type RecordedEvent = { command?: CommandId | null; origin?: Origin | null; schema: number; seq: Seq; time: Timestamp } & ({ backend: string; type: "session_registered"; workflow?: string | null } | { role: Role; text: string; type: "message" } | { bundle: string; count: number; terminal_hash: string; type: "export_recorded" } | { type: "session_closed" } | { title: string; type: "session_renamed" } | { policy: ActionPolicy; starting_commit?: string | null; text: string; type: "task_submitted" } | { text: string; type: "guidance_sent" } | { type: "pause_requested" } | { type: "interrupt_requested" } | { type: "run_resumed" } | { lifecycle: Lifecycle; type: "lifecycle_changed" } | { action: ActionProposal; type: "action_proposed" } | { action_id: number; changed_path?: string | null; detail?: string | null; exit_code?: number | null; state: ActionState; type: "action_updated"; version: number } | { set: ActionSet; type: "action_set_pending" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decision_recorded" } | { tasks: PlanTask[]; type: "task_plan_updated" } | { purpose: string; type: "usage_recorded"; usage: UsageFigures } | { message: string; type: "error_recorded" } | { forgotten: number; type: "context_condensed" } | { reason: string; type: "run_interrupted" } | WorkflowStart | { run_id: string; stage: string; type: "workflow_stage_started" } | { assessment: AssessmentView; run_id: string; type: "workflow_stage_evaluated" } | { by_researcher: boolean; fingerprint: string; run_id: string; stage: string; type: "workflow_stage_accepted" } | { limit: string; run_id: string; stage: string; type: "workflow_budget_exhausted" } | ReproductionPrepared | ReproductionCompleted | ReviewStarted | ReviewAssessed | { artifact: string; finding: number; from: string; review_id: string; run_id: string; to: string; type: "workflow_correction_bound" } | { run_id: string; type: "workflow_cancelled" } | { offer: ReviewOffer; reviewers: ReviewChild[]; set_id: string; type: "review_execution_prepared" } | { preview: string; type: "review_parallel_consented" } | { parallelism: number; preview: string; type: "review_parallel_admitted" } | { preview: string; reason: string; type: "review_parallel_refused" });
 
 /** The rerun's observation: it ran, and what the destination and the protected files held
  * when its observation arrived. */
@@ -167,8 +177,20 @@ export type Review = { members: MemberReview[]; revision: number; set_id: Action
 /** A review's assessment, made by the gateway once the review settled. */
 export type ReviewAssessed = { findings: Finding[]; proposals: AssessedProposal[]; record_sha256: string; review_id: string; run_id: string };
 
+/** One reviewer of a batch: the parent's action and the catalog role it asks. */
+export type ReviewChild = { action_id: number; role: string };
+
+/** One reviewer's progress in the summary. */
+export type ReviewChildState = { action_id: number; role: string; state: ActionState; tokens?: number | null };
+
 /** The kinds of defect a review may claim; the gateway can observe the first four. */
 export type ReviewCondition = "plan_incompatible" | "python_invalid" | "results_inconsistent" | "artifact_mismatch" | "other";
+
+/** The one review-execution summary: made by the gateway, rendered unchanged everywhere. */
+export type ReviewExecution = { admitted?: number | null; children: ReviewChildState[]; consented: boolean; mode: ExecutionMode; preview?: ParallelPreview | null; reviewers: ReviewChild[]; said: string[]; set_id: string; tokens: number; why: string };
+
+/** Whether a batch is offered to run at once, journaled when the set is shown. */
+export type ReviewOffer = { mode: "parallel"; preview: ParallelPreview } | { mode: "sequential"; why: string };
 
 /** One candidate defect, as the reviewer claims it. */
 export type ReviewProposal = { claim: string; condition: ReviewCondition; path: string };
@@ -280,4 +302,4 @@ export type WorkflowControl = { command: CommandName; fingerprint?: string | nul
 export type WorkflowStart = { bindings: WorkflowBinding[]; definition: string; question: string; question_sha256: string; run_id: string; stages: StageSpec[]; title: string; version: string };
 
 /** The workflow run in a session's projection. */
-export type WorkflowView = { assessment?: AssessmentView | null; bindings: WorkflowBinding[]; cancelled: boolean; controls: WorkflowControl[]; current?: string | null; definition: string; question: string; reproduction?: ReproductionView | null; reviews?: ReviewView[]; revision: number; run_id: string; stages: StageView[]; title: string; turn?: StageTurn | null; used?: BudgetUse; version: string };
+export type WorkflowView = { assessment?: AssessmentView | null; bindings: WorkflowBinding[]; cancelled: boolean; controls: WorkflowControl[]; current?: string | null; definition: string; question: string; reproduction?: ReproductionView | null; review_execution?: ReviewExecution | null; reviews?: ReviewView[]; revision: number; run_id: string; stages: StageView[]; title: string; turn?: StageTurn | null; used?: BudgetUse; version: string };
