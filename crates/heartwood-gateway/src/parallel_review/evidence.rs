@@ -190,3 +190,101 @@ pub fn current(
     let entry = file.entry_for(route, &Timestamp::now())?;
     Ok((entry, path))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(route: &str, expires_at: &str) -> Qualification {
+        Qualification {
+            route: route.to_owned(),
+            route_label: "a route".to_owned(),
+            max_parallelism: 3,
+            qualified_at: "2026-12-01T00:00:00Z".to_owned(),
+            expires_at: expires_at.to_owned(),
+            record_sha256: "0".repeat(64),
+        }
+    }
+
+    fn write(path: &Path, entries: Vec<Qualification>, mode: u32) {
+        let file = EvidenceFile { schema: 1, entries };
+        std::fs::write(path, serde_json::to_vec(&file).expect("json")).expect("write");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    }
+
+    fn route(digest: &str) -> RouteIdentity {
+        RouteIdentity {
+            digest: digest.to_owned(),
+            label: "compatible http://127.0.0.1:1/v1 m (native)".to_owned(),
+        }
+    }
+
+    #[test]
+    fn evidence_counts_only_outside_the_project_writable_by_its_owner_for_this_route_until_it_expires()
+     {
+        let project = tempfile::tempdir().expect("project");
+        let operator = tempfile::tempdir().expect("operator");
+        let now = Timestamp::parse("2026-12-04T12:00:00Z").expect("now");
+        let good = operator.path().join("q.json");
+        write(&good, vec![entry("r1", "2027-01-01T00:00:00Z")], 0o644);
+        let file = read_trusted(&good, project.path()).expect("trusted");
+        assert_eq!(
+            file.entry_for(&route("r1"), &now)
+                .expect("entry")
+                .max_parallelism,
+            3
+        );
+
+        // Another route's evidence says nothing about this one.
+        assert!(matches!(
+            file.entry_for(&route("r2"), &now),
+            Err(EvidenceError::NoEntry(_))
+        ));
+        // Expired evidence no longer counts.
+        let old = operator.path().join("old.json");
+        write(&old, vec![entry("r1", "2026-12-01T00:00:00Z")], 0o600);
+        let file = read_trusted(&old, project.path()).expect("trusted");
+        assert!(matches!(
+            file.entry_for(&route("r1"), &now),
+            Err(EvidenceError::Expired(_))
+        ));
+        // Writable by its group or by everyone: refused whatever it says.
+        for mode in [0o664, 0o646] {
+            write(&good, vec![entry("r1", "2027-01-01T00:00:00Z")], mode);
+            assert!(matches!(
+                read_trusted(&good, project.path()),
+                Err(EvidenceError::WritableByOthers(_))
+            ));
+        }
+        // Inside the project, directly or through a link from outside.
+        let inside = project.path().join("q.json");
+        write(&inside, vec![entry("r1", "2027-01-01T00:00:00Z")], 0o644);
+        assert!(matches!(
+            read_trusted(&inside, project.path()),
+            Err(EvidenceError::InsideProject(_))
+        ));
+        let link = operator.path().join("link.json");
+        std::os::unix::fs::symlink(&inside, &link).expect("link");
+        assert!(matches!(
+            read_trusted(&link, project.path()),
+            Err(EvidenceError::InsideProject(_))
+        ));
+    }
+
+    #[test]
+    fn a_routes_identity_changes_with_its_model_address_and_backend() {
+        let route: RouteConfig = serde_json::from_value(serde_json::json!({
+            "category": "compatible", "base_url": "http://127.0.0.1:9/v1", "model": "m"
+        }))
+        .expect("route");
+        let native = RouteIdentity::of(&route, BackendKind::Native);
+        assert_ne!(native, RouteIdentity::of(&route, BackendKind::OpenHands));
+        let mut other = route.clone();
+        other.model = "m2".to_owned();
+        assert_ne!(
+            native.digest,
+            RouteIdentity::of(&other, BackendKind::Native).digest
+        );
+        assert_eq!(native, RouteIdentity::of(&route, BackendKind::Native));
+    }
+}

@@ -82,7 +82,6 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         }
         _ => {}
     }
-    refresh(p);
 }
 
 fn previewed(r: &ReviewExecution, digest: &str) -> bool {
@@ -155,8 +154,9 @@ fn said(r: &ReviewExecution, children: &[ReviewChildState], tokens: u64) -> Vec<
     lines
 }
 
-/// Offers the consent control while the previewed set waits and no consent was given.
+/// Brings each reviewer's row up to date, and offers the consent control while the previewed set waits and no consent was given.
 pub(crate) fn derive(p: &mut SessionProjection) {
+    refresh(p);
     let Some(control) = consent_control(p) else {
         return;
     };
