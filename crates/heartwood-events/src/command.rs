@@ -388,6 +388,10 @@ mod tests {
                 finding: 0,
                 destination: "analysis/fit_fixed.py".into(),
             },
+            CommandKind::WorkflowReviewParallel {
+                revision: 9,
+                preview: "p".into(),
+            },
         ];
         assert_eq!(kinds.len(), CommandKind::KINDS.len());
         for kind in kinds {

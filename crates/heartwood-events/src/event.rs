@@ -607,6 +607,27 @@ mod tests {
             Event::WorkflowCancelled {
                 run_id: "w-1".into(),
             },
+            Event::ReviewExecutionPrepared {
+                set_id: "set-1".into(),
+                reviewers: vec![crate::review_execution::ReviewChild {
+                    action_id: 4,
+                    role: "reviewer".into(),
+                }],
+                offer: crate::review_execution::ReviewOffer::Sequential {
+                    why: "no evidence".into(),
+                },
+            },
+            Event::ReviewParallelConsented {
+                preview: "d".into(),
+            },
+            Event::ReviewParallelAdmitted {
+                preview: "d".into(),
+                parallelism: 3,
+            },
+            Event::ReviewParallelRefused {
+                preview: "d".into(),
+                reason: "a file changed".into(),
+            },
         ]
     }
 
