@@ -507,10 +507,9 @@ impl Conversation {
     async fn execute_approved(&mut self) -> Result<Option<ExecutionStatus>, ConversationError> {
         if let Some(at_most) = self.parallel.take()
             && let Some(batch) = self.advisory_batch(true)
+            && let Some(stop) = self.run_batch(batch, at_most).await?
         {
-            if let Some(stop) = self.run_batch(batch, at_most).await? {
-                return Ok(Some(stop));
-            }
+            return Ok(Some(stop));
         }
         while let Some(action_id) = self
             .state

@@ -36,7 +36,7 @@ impl Conversation {
     /// The pending actions as children, when they form an advisory batch. `approved` asks
     /// that every one of them was allowed.
     pub(super) fn advisory_batch(&self, approved: bool) -> Option<Vec<ChildTask>> {
-        let ids: Vec<u64> = self.state.pending.iter().copied().collect();
+        let ids: Vec<u64> = self.state.pending.to_vec();
         if ids.len() < 2
             || ids.iter().any(|id| {
                 self.state.started.contains(id) || (approved && !self.state.approved.contains(id))
