@@ -91,8 +91,9 @@ fn main() -> Result<()> {
             "models" => bench::models::run(),
             "sandbox" => bench::sandbox::run(),
             "batch" => bench::batch::run(),
+            "review" => bench::review::run(),
             other => bail!(
-                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, notebook, models, sandbox, batch"
+                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, notebook, models, sandbox, batch, review"
             ),
         },
         Task::Fuzz {

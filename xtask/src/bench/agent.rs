@@ -84,7 +84,7 @@ pub fn child(steps: usize, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn route(server: &ScriptedModelServer) -> ModelRoute {
+pub(crate) fn route(server: &ScriptedModelServer) -> ModelRoute {
     ModelRoute {
         max_retries: 0,
         ..ModelRoute::compatible(&server.base_url(), "scripted")
