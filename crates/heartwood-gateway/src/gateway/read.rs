@@ -1,0 +1,256 @@
+//! The gateway's reads and typed text: what a session's typed text means (and submitting it),
+//! the session rows, snapshots and projections, a run's figure and preview, and updates to
+//! follow.
+
+use super::*;
+
+impl SessionGateway {
+    /// Submits what the text the researcher typed means now (a task, guidance, or guidance and
+    /// resuming; see [`SessionProjection::text_commands`]), read from the session as this
+    /// process serves it, so every interface gives typed text one meaning. The first command
+    /// has `command_id`, later ones `<command_id>-2`, ...; a retry of `command_id` is answered
+    /// from its receipt whatever the session does now. Stops at the first refusal.
+    pub fn say(
+        &self,
+        session: &SessionId,
+        text: &str,
+        policy: ActionPolicy,
+        command_id: heartwood_events::CommandId,
+    ) -> Result<Vec<Receipt>, GatewayError> {
+        self.say_for(session, text, policy, command_id, None)
+    }
+
+    /// [`Self::say`], the commands acting for `actor` (see [`Command::actor`]).
+    pub fn say_for(
+        &self,
+        session: &SessionId,
+        text: &str,
+        policy: ActionPolicy,
+        command_id: heartwood_events::CommandId,
+        actor: Option<&str>,
+    ) -> Result<Vec<Receipt>, GatewayError> {
+        let stamped = |command: Command| match actor {
+            Some(actor) => command.acting_for(actor),
+            None => command,
+        };
+        let kinds = if self.shared.store.exists(session) {
+            let live = match self.attach(session, false) {
+                Ok(live) => live,
+                Err(e) if e.is_owned_elsewhere() => {
+                    return match self.remote(session) {
+                        Some(remote) => remote
+                            .say(text, policy, command_id, actor)
+                            .map_err(|lost| lost.or_owned(e)),
+                        None => Err(e),
+                    };
+                }
+                Err(e) => return Err(e),
+            };
+            let mut core = live.lock();
+            if core.is_released() {
+                drop(core);
+                return self.say_for(session, text, policy, command_id, actor);
+            }
+            // A retry: the text meant what it meant the first time. Submitting that command
+            // again answers from its receipt, or refuses the id if the text changed.
+            let first = core
+                .writer()?
+                .receipt(&command_id)
+                .map(|r| r.command_type == CommandName::SendGuidance.as_str());
+            if let Some(was_guidance) = first {
+                drop(core);
+                let text = text.to_owned();
+                let kind = if was_guidance {
+                    CommandKind::SendGuidance { text }
+                } else {
+                    CommandKind::SubmitTask { text, policy }
+                };
+                return Ok(vec![self.submit(stamped(Command::new(
+                    command_id,
+                    session.clone(),
+                    kind,
+                )))?]);
+            }
+            core.projection().text_commands(text, policy)
+        } else {
+            SessionProjection::empty(session.clone()).text_commands(text, policy)
+        };
+        let mut receipts = Vec::new();
+        for (n, kind) in kinds.into_iter().enumerate() {
+            let id = match n {
+                0 => command_id.clone(),
+                n => heartwood_events::CommandId::parse(&format!("{command_id}-{}", n + 1))
+                    .unwrap_or_else(|_| Self::new_command_id()),
+            };
+            let receipt = self.submit(stamped(Command::new(id, session.clone(), kind)))?;
+            let refused = matches!(receipt.outcome, heartwood_events::Outcome::Refused { .. });
+            receipts.push(receipt);
+            if refused {
+                break;
+            }
+        }
+        Ok(receipts)
+    }
+
+    /// The project's most recently active sessions (at most `limit`) as list rows. A session
+    /// this process serves is read from memory; another from the projection its last writer
+    /// left bound to the journal's end, and only when there is none (or the journal has moved
+    /// on) by verifying and replaying it. So a list that refreshes often stays cheap.
+    pub fn rows(&self, limit: usize) -> Result<Vec<SessionRow>, GatewayError> {
+        let mut rows = Vec::new();
+        for summary in self.sessions()?.into_iter().take(limit) {
+            // Bound first: a guard in the `match` would be held while the session is read.
+            let served = lock(&self.shared.live).get(&summary.id).cloned();
+            if let Some(live) = served {
+                rows.push(live.row(summary.last_activity));
+                continue;
+            }
+            rows.push(match self.cached_projection(&summary.id) {
+                Ok(p) => {
+                    let stopped = crate::admin::stopped_status(&summary, &p);
+                    let mut row = SessionRow::of(&p, summary.last_activity.clone());
+                    if let Some(status) = stopped {
+                        row.status_line = status;
+                    }
+                    row
+                }
+                Err(e) => SessionRow {
+                    session: summary.id,
+                    last_activity: summary.last_activity,
+                    lifecycle: None,
+                    status_line: format!("cannot be read: {e}"),
+                    pending: false,
+                    title: None,
+                },
+            });
+        }
+        Ok(rows)
+    }
+
+    /// The stored session's projection from its cache when that still matches the journal,
+    /// else verified and replayed.
+    fn cached_projection(&self, session: &SessionId) -> Result<SessionProjection, GatewayError> {
+        let cached = self
+            .shared
+            .store
+            .reader(session)?
+            .derived_as::<SessionProjection>();
+        match cached {
+            Some(projection) => Ok(projection),
+            None => self.projection(session),
+        }
+    }
+
+    /// The picture of the model the session's workflow run has just assessed, drawn from the
+    /// files its checks read (see [`crate::figure`]). `Ok(None)` when there is none to draw.
+    /// Reads files: call it off async tasks.
+    pub fn workflow_figure(
+        &self,
+        session: &SessionId,
+    ) -> Result<Option<heartwood_events::workflow::ModelFigure>, GatewayError> {
+        let projection = self.snapshot(session, u64::MAX)?.projection;
+        match &projection.workflow {
+            Some(w) => crate::figure::model_figure(&self.shared.project, w),
+            None => Ok(None),
+        }
+    }
+
+    /// A bounded preview of a file the session's workflow run binds, saying whether it still
+    /// has the bytes the latest checks judged. Reads files: call it off async tasks.
+    pub fn workflow_preview(
+        &self,
+        session: &SessionId,
+        path: &str,
+    ) -> Result<crate::preview::BoundFilePreview, GatewayError> {
+        let projection = self.snapshot(session, u64::MAX)?.projection;
+        let workflow = projection
+            .workflow
+            .ok_or_else(|| GatewayError::Invalid(format!("session {session} runs no workflow")))?;
+        crate::preview::bound_file(&self.shared.project, &workflow, path)
+    }
+
+    /// The events after `since` and the projection, taken together. A session this process is
+    /// not serving is read from disk, verified first, and creates nothing; a valid id with no
+    /// session yet (one an interface just made up for its first task) has the blank snapshot.
+    pub fn snapshot(&self, session: &SessionId, since: u64) -> Result<Snapshot, GatewayError> {
+        let served = lock(&self.shared.live).get(session).cloned();
+        if let Some(live) = served {
+            let core = live.lock();
+            // A failed write stops the session here: what follows would not be recorded.
+            if let Some(writer) = core.writer_ref() {
+                writer.ensure_usable()?;
+            }
+            return Ok(core.snapshot(since));
+        }
+        if !self.shared.store.exists(session) {
+            return Ok(crate::live::blank_snapshot(session.clone()));
+        }
+        // Served by another process: its snapshot is the live one (review, output, streamed
+        // text); the files on disk are the fallback.
+        if let Some(remote) = self.remote(session)
+            && let Ok(snapshot) = remote.snapshot(since)
+        {
+            return Ok(snapshot);
+        }
+        let reader = self.shared.store.reader(session)?;
+        // Verification and decoding read the same files; doing them side by side halves the
+        // wait, and nothing decoded is used unless verification passes.
+        let (verified, events) = std::thread::scope(|scope| {
+            let verifying = scope.spawn(|| reader.verify());
+            let events = reader.events();
+            (verifying.join(), events)
+        });
+        match verified {
+            Ok(result) => result?,
+            Err(_) => {
+                return Err(GatewayError::Unreadable(
+                    "verification failed unexpectedly".into(),
+                ));
+            }
+        };
+        let events = decoded(events?)?;
+        let projection = reducer::replay(session.clone(), &events);
+        // A run is open on disk but nobody serves it: its process ended mid-run. Looking at it
+        // takes it over (serving it reconciles it with its engine, which records how the run
+        // ended or carries it on) rather than showing a run that no longer runs.
+        if !projection.is_settled()
+            && let Ok(live) = self.attach(session, false)
+        {
+            return Ok(live.lock().snapshot(since));
+        }
+        let revision = projection.revision;
+        let from = usize::try_from(since)
+            .unwrap_or(usize::MAX)
+            .min(events.len());
+        let review = projection
+            .pending
+            .as_ref()
+            .map(|set| crate::review::review_in(&self.shared.project, set));
+        Ok(Snapshot {
+            events: events.into_iter().skip(from).map(Arc::new).collect(),
+            projection,
+            revision,
+            durable: revision,
+            transient_revision: 0,
+            streaming: String::new(),
+            output: None,
+            review,
+        })
+    }
+
+    /// The session's projection now.
+    pub fn projection(&self, session: &SessionId) -> Result<SessionProjection, GatewayError> {
+        let since = u64::MAX;
+        Ok(self.snapshot(session, since)?.projection)
+    }
+
+    /// Updates to the session from now on, wherever it is served (here, by another process,
+    /// or by nobody yet); see [`crate::follow`]. Watching is not acting: the session's writer
+    /// lease is not taken. A `lagged` update means "take a snapshot".
+    pub fn subscribe(
+        &self,
+        session: &SessionId,
+    ) -> Result<broadcast::Receiver<Update>, GatewayError> {
+        Ok(crate::follow::subscribe(&self.shared, session))
+    }
+}

@@ -1,0 +1,275 @@
+//! What the run offers now: budget lines, the controls that make sense at this point, and
+//! whether a workflow command is admissible (the same rules for every interface).
+
+use super::*;
+
+/// Refreshes what follows from the rest of the projection: a stage whose turn has ended
+/// awaits evaluation (and has a structured outcome or says why not), each stage's budget
+/// line by line, the run's totals, and the controls offered now (none while work is active
+/// or a set waits).
+pub(crate) fn derive(p: &mut SessionProjection) {
+    // The turn and the budget lines were settled by `apply`, at every event.
+    let ended = work_ended(p);
+    let Some(w) = &mut p.workflow else {
+        return;
+    };
+    w.used = w.stages.iter().fold(BudgetUse::default(), |mut total, s| {
+        total.model_calls += s.used.model_calls;
+        total.tokens = total.tokens.zip(s.used.tokens).map(|(a, b)| a + b);
+        total.actions += s.used.actions;
+        total.seconds += s.used.seconds;
+        total
+    });
+    w.controls = if ended && !w.cancelled {
+        controls(p.session.as_str(), w)
+    } else {
+        Vec::new()
+    };
+    // Said where every interface shows it, the review included.
+    if let Some(limit) = used_up(p)
+        && p.pending.is_some()
+    {
+        p.status_line.push_str(&format!(
+            " The stage's budget is used up ({limit}): this set can still be decided, and then \
+             the agent pauses."
+        ));
+    }
+}
+
+/// Whether the session's work has ended: settled, or paused because the current stage's
+/// budget is used up (nothing may continue such a turn).
+pub(super) fn work_ended(p: &SessionProjection) -> bool {
+    let exhausted = p
+        .workflow
+        .as_ref()
+        .and_then(WorkflowView::current_stage)
+        .and_then(StageView::exhausted)
+        .is_some();
+    match p.lifecycle {
+        Lifecycle::Idle | Lifecycle::Finished | Lifecycle::Failed | Lifecycle::Stuck => true,
+        Lifecycle::Paused => exhausted,
+        _ => false,
+    }
+}
+
+/// A stage's budget, limit by limit, against what its turns used.
+pub(super) fn budget_lines(budget: &Budget, used: &BudgetUse) -> Vec<BudgetLine> {
+    let line = |label: &str, used: Option<u64>, limit: u64| BudgetLine {
+        label: label.to_owned(),
+        used,
+        limit,
+        text: format!(
+            "{} of {limit}",
+            used.map_or_else(|| "unknown".to_owned(), |u| u.to_string())
+        ),
+        exhausted: used.is_some_and(|u| u >= limit),
+        overrun: used.is_some_and(|u| u > limit),
+    };
+    vec![
+        line(
+            "model calls",
+            Some(used.model_calls),
+            u64::from(budget.model_calls),
+        ),
+        line("tokens", used.tokens, budget.tokens),
+        line("actions", Some(used.actions), u64::from(budget.actions)),
+        line("seconds", Some(used.seconds), budget.seconds),
+    ]
+}
+
+/// The limit of the current stage used up during its open turn, unless already recorded: the
+/// gateway records it and pauses the agent.
+pub(crate) fn newly_exhausted(p: &SessionProjection) -> Option<Event> {
+    let w = p.workflow.as_ref()?;
+    let turn = w.turn.as_ref().filter(|t| t.open && !t.exhausted)?;
+    let limit = w.current_stage()?.exhausted()?;
+    Some(Event::WorkflowBudgetExhausted {
+        run_id: w.run_id.clone(),
+        stage: turn.stage.clone(),
+        limit,
+    })
+}
+
+pub(super) fn controls(session: &str, w: &WorkflowView) -> Vec<WorkflowControl> {
+    let Some(stage) = w.current_stage() else {
+        return Vec::new();
+    };
+    let control = |command: CommandName, label: String| {
+        let revision = w.revision;
+        let submit = match command {
+            CommandName::WorkflowRun => CommandKind::WorkflowRun { revision },
+            CommandName::WorkflowEvaluate => CommandKind::WorkflowEvaluate { revision },
+            CommandName::WorkflowReview => CommandKind::WorkflowReview { revision },
+            CommandName::WorkflowAccept => CommandKind::WorkflowAccept {
+                revision,
+                fingerprint: w
+                    .assessment
+                    .as_ref()
+                    .map(|a| a.fingerprint.clone())
+                    .unwrap_or_default(),
+            },
+            _ => CommandKind::WorkflowCancel { revision },
+        };
+        WorkflowControl {
+            command,
+            label,
+            revision,
+            fingerprint: None,
+            shell: format!(
+                "heartwood workflow {} {session}",
+                command.as_str().trim_start_matches("workflow_")
+            ),
+            submit,
+        }
+    };
+    let title = &stage.spec.title;
+    let mut out = Vec::new();
+    // A stage that used up its budget gets no further turn.
+    let run_again = |out: &mut Vec<WorkflowControl>| {
+        if stage.exhausted().is_none() {
+            out.push(control(
+                CommandName::WorkflowRun,
+                format!("Run “{title}” again"),
+            ));
+        }
+    };
+    // A review asks a model too: not once the budget is used up.
+    let review = |out: &mut Vec<WorkflowControl>| {
+        if stage.exhausted().is_none() {
+            out.push(control(
+                CommandName::WorkflowReview,
+                format!("Have “{title}” reviewed"),
+            ));
+        }
+    };
+    match stage.status {
+        StageStatus::Pending => {
+            out.push(control(CommandName::WorkflowRun, format!("Run “{title}”")));
+        }
+        StageStatus::AwaitingEvaluation => {
+            out.push(control(
+                CommandName::WorkflowEvaluate,
+                format!("Check “{title}”"),
+            ));
+            run_again(&mut out);
+            review(&mut out);
+        }
+        StageStatus::AwaitingResearcher => {
+            if let Some(assessment) = &w.assessment {
+                let accept = control(CommandName::WorkflowAccept, format!("Accept “{title}”"));
+                out.push(WorkflowControl {
+                    shell: format!(
+                        "{} --revision {} --fingerprint {}",
+                        accept.shell, w.revision, assessment.fingerprint
+                    ),
+                    fingerprint: Some(assessment.fingerprint.clone()),
+                    ..accept
+                });
+            }
+            out.push(control(
+                CommandName::WorkflowEvaluate,
+                format!("Check “{title}” again"),
+            ));
+            run_again(&mut out);
+            review(&mut out);
+        }
+        StageStatus::Running | StageStatus::Accepted => {}
+    }
+    out.push(control(
+        CommandName::WorkflowCancel,
+        "Cancel the run".into(),
+    ));
+    out
+}
+
+/// The limit of the current stage's budget that is used up, if one is: no model continuation
+/// of the stage is admissible.
+pub(crate) fn used_up(p: &SessionProjection) -> Option<String> {
+    p.workflow.as_ref()?.current_stage()?.exhausted()
+}
+
+/// Whether a workflow command is admissible now; `Err` says why not and what is current.
+pub(crate) fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<(), String> {
+    let (name, revision, fingerprint) = match kind {
+        CommandKind::WorkflowStart { .. } => {
+            return if p.workflow.is_some() {
+                Err("this session already runs a workflow; start another in a new session".into())
+            } else if !p.conversation.is_empty() {
+                Err("a workflow starts only in an unused session; start it in a new one".into())
+            } else {
+                Ok(())
+            };
+        }
+        CommandKind::WorkflowRun { revision } => (CommandName::WorkflowRun, *revision, None),
+        CommandKind::WorkflowEvaluate { revision } => {
+            (CommandName::WorkflowEvaluate, *revision, None)
+        }
+        CommandKind::WorkflowAccept {
+            revision,
+            fingerprint,
+        } => (CommandName::WorkflowAccept, *revision, Some(fingerprint)),
+        CommandKind::WorkflowCancel { revision } => (CommandName::WorkflowCancel, *revision, None),
+        CommandKind::WorkflowReview { revision } => (CommandName::WorkflowReview, *revision, None),
+        // Not a control (it names a file): admissible whenever the run rests on its revision.
+        CommandKind::WorkflowCorrect { revision, .. } => {
+            let Some(w) = &p.workflow else {
+                return Err("this session runs no workflow".into());
+            };
+            if w.cancelled || w.current.is_none() || !p.is_settled() || p.pending.is_some() {
+                return Err(
+                    "a correction is bound only while the run rests at a stage (no work \
+                     active, no set waiting)"
+                        .into(),
+                );
+            }
+            if w.revision != *revision {
+                return Err(format!(
+                    "revision {revision} of the run is stale; it is at revision {}",
+                    w.revision
+                ));
+            }
+            return Ok(());
+        }
+        _ => return Ok(()),
+    };
+    let Some(w) = &p.workflow else {
+        return Err("this session runs no workflow".into());
+    };
+    let Some(control) = w.control(name) else {
+        let stage = w
+            .current_stage()
+            .map(|s| {
+                let used_up = s
+                    .exhausted()
+                    .map(|l| format!(" and its budget is used up ({l})"))
+                    .unwrap_or_default();
+                format!("stage “{}” is {}{used_up}", s.spec.title, s.status.as_str())
+            })
+            .unwrap_or_else(|| "the run has ended".into());
+        return Err(format!(
+            "{} is not possible now: {stage}{}",
+            name.as_str().replace('_', " "),
+            if p.is_settled() && p.pending.is_none() {
+                ""
+            } else {
+                ", and work is active or a set waits for a decision"
+            }
+        ));
+    };
+    if control.revision != revision {
+        return Err(format!(
+            "revision {revision} of the run is stale; it is at revision {}: look again and \
+             decide again",
+            control.revision
+        ));
+    }
+    if let (Some(given), Some(current)) = (fingerprint, &control.fingerprint)
+        && given != current
+    {
+        return Err(format!(
+            "the assessment you accepted ({given}) is not the one shown now ({current}): look \
+             at it again"
+        ));
+    }
+    Ok(())
+}
