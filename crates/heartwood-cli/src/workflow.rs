@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
+use heartwood_events::CommandKind;
 use heartwood_events::workflow::WorkflowView;
 use heartwood_gateway::ProjectContext;
 use heartwood_gateway::workspace::{
@@ -171,34 +172,13 @@ pub enum WorkflowCommand {
 
 /// Runs a workflow command.
 pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCode> {
-    use heartwood_events::CommandKind;
     match command {
         WorkflowCommand::Start {
             definition,
             question,
             inputs,
             session,
-        } => {
-            let mut chosen = std::collections::BTreeMap::new();
-            for input in inputs {
-                let (id, path) = input
-                    .split_once('=')
-                    .with_context(|| format!("--input {input:?} is not ID=PATH"))?;
-                chosen.insert(id.to_owned(), path.to_owned());
-            }
-            let session = match session {
-                Some(id) => heartwood_events::SessionId::parse(&id)?,
-                None => heartwood_gateway::SessionGateway::new_session_id(),
-            };
-            let kind = CommandKind::WorkflowStart {
-                definition,
-                question,
-                inputs: chosen,
-            };
-            act(project, &session, kind)?;
-            say!("session {session}: the run started");
-            status(project, session.as_str(), false)
-        }
+        } => start(project, definition, question, inputs, session),
         WorkflowCommand::Status { session, json } => status(project, &session, json),
         WorkflowCommand::Run { session, json } => {
             let (session, workflow) = current(project, &session)?;
@@ -241,77 +221,7 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
             destination,
             apply,
             json,
-        } => {
-            let (session, workflow) = current(project, &session)?;
-            let written = project.root().join(&destination).exists();
-            if apply {
-                let review_id = workflow
-                    .reviews
-                    .last()
-                    .map(|r| r.started.review_id.clone())
-                    .unwrap_or_default();
-                act(
-                    project,
-                    &session,
-                    CommandKind::WorkflowCorrect {
-                        revision: workflow.revision,
-                        review_id,
-                        finding,
-                        destination,
-                    },
-                )?;
-                return status(project, session.as_str(), json);
-            }
-            if written {
-                let recheck = heartwood_gateway::correction::recheck(
-                    project,
-                    &workflow,
-                    finding as usize,
-                    &destination,
-                )?;
-                if json {
-                    say!("{}", serde_json::to_string_pretty(&recheck)?);
-                } else {
-                    say!(
-                        "recheck of {} ({} in place of {}): {}",
-                        recheck.plan.destination,
-                        recheck.plan.check,
-                        recheck.plan.original,
-                        recheck.result.replace('_', " ")
-                    );
-                    for reason in &recheck.reasons {
-                        say!("  {reason}");
-                    }
-                    if recheck.result == "not_observed" {
-                        say!(
-                            "bind it: heartwood workflow correct {session} --finding {finding} \
-                             --to {} --apply",
-                            recheck.plan.destination
-                        );
-                    }
-                }
-                return Ok(ExitCode::SUCCESS);
-            }
-            let plan = heartwood_gateway::correction::plan(
-                project,
-                &workflow,
-                finding as usize,
-                &destination,
-            )?;
-            if json {
-                say!("{}", serde_json::to_string_pretty(&plan)?);
-            } else {
-                say!(
-                    "write the corrected {} at {} ({} stays as it is), then run this again to \
-                     recheck it with {}",
-                    plan.artifact,
-                    plan.destination,
-                    plan.original,
-                    plan.check
-                );
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } => correct(project, &session, finding, destination, (apply, json)),
         WorkflowCommand::Evaluate { session, json } => {
             let (session, workflow) = current(project, &session)?;
             let revision = workflow.revision;
@@ -353,31 +263,7 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
             session,
             preview,
             json,
-        } => {
-            let (session, workflow) = current(project, &session)?;
-            let control = workflow
-                .control(heartwood_events::CommandName::WorkflowReviewParallel)
-                .with_context(|| {
-                    "no review batch waits to run at once in this session (none was previewed:                      the route is not qualified, or the batch was decided or consented to)"
-                })?;
-            let shown = control.fingerprint.clone().unwrap_or_default();
-            if !json {
-                execution_lines(&workflow);
-            }
-            let preview = preview.unwrap_or(shown);
-            act(
-                project,
-                &session,
-                CommandKind::WorkflowReviewParallel {
-                    revision: control.revision,
-                    preview,
-                },
-            )?;
-            if !json {
-                say!("consented; allow the set to run it: heartwood decide {session} allow");
-            }
-            status(project, session.as_str(), json)
-        }
+        } => parallel(project, &session, preview, json),
         WorkflowCommand::Cancel { session, json } => {
             let (session, workflow) = current(project, &session)?;
             let revision = workflow.revision;
@@ -406,46 +292,7 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
             }
             Ok(ExitCode::SUCCESS)
         }
-        WorkflowCommand::Catalog { json } => {
-            let entries = workflow_catalog()?;
-            if json {
-                say!("{}", serde_json::to_string_pretty(&entries)?);
-                return Ok(ExitCode::SUCCESS);
-            }
-            for e in entries {
-                let support = if e.supported {
-                    "supported".to_owned()
-                } else {
-                    format!(
-                        "not yet checkable: {} not implemented",
-                        e.missing_checks.join(", ")
-                    )
-                };
-                say!(
-                    "{} {} — {}\n  {support}\n  inputs: {}",
-                    e.id,
-                    e.version,
-                    e.title,
-                    e.inputs.join(", ")
-                );
-                for (i, s) in e.stages.iter().enumerate() {
-                    say!(
-                        "  {}. {} ({}): produces {}; checks {}{}",
-                        i + 1,
-                        s.title,
-                        s.id,
-                        s.produces.join(", "),
-                        s.checks.join(", "),
-                        if s.researcher_gate {
-                            "; researcher accepts"
-                        } else {
-                            ""
-                        }
-                    );
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        WorkflowCommand::Catalog { json } => catalog(json),
         WorkflowCommand::Assess {
             definition,
             stage,
@@ -469,42 +316,7 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
             stage,
             save,
             json,
-        } => {
-            let service = WorkspaceService::open(project)?;
-            let results = service.check_stage(&definition, &stage)?;
-            if let Some(path) = &save {
-                std::fs::write(path, serde_json::to_vec_pretty(&results)?)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-            }
-            if json {
-                say!("{}", serde_json::to_string_pretty(&results)?);
-            } else {
-                for r in &results {
-                    let status = serde_json::to_value(r.status)?;
-                    say!("{:<22} {}", r.check, status.as_str().unwrap_or_default());
-                    for reason in &r.reasons {
-                        say!("    {reason}");
-                    }
-                    for file in &r.inspected {
-                        say!(
-                            "    read {} ({} bytes, sha256 {})",
-                            file.path,
-                            file.bytes,
-                            &file.sha256[..16]
-                        );
-                    }
-                }
-            }
-            if !json {
-                print_assessment(&service.assess_checked(&definition, &stage, &results)?);
-            }
-            let all_passed = results.iter().all(|r| r.status == CheckStatus::Passed);
-            Ok(if all_passed {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
-        }
+        } => check(project, &definition, &stage, save.as_deref(), json),
     }
 }
 
@@ -794,4 +606,225 @@ fn failed_turn(w: &WorkflowView) -> Option<String> {
         .find(|s| s.spec.id == turn.stage)
         .map_or(turn.stage.as_str(), |s| s.spec.title.as_str());
     Some(format!("stage “{stage}” failed: {problem}"))
+}
+
+fn start(
+    project: &ProjectContext,
+    definition: String,
+    question: String,
+    inputs: Vec<String>,
+    session: Option<String>,
+) -> Result<ExitCode> {
+    let mut chosen = std::collections::BTreeMap::new();
+    for input in inputs {
+        let (id, path) = input
+            .split_once('=')
+            .with_context(|| format!("--input {input:?} is not ID=PATH"))?;
+        chosen.insert(id.to_owned(), path.to_owned());
+    }
+    let session = match session {
+        Some(id) => heartwood_events::SessionId::parse(&id)?,
+        None => heartwood_gateway::SessionGateway::new_session_id(),
+    };
+    let kind = CommandKind::WorkflowStart {
+        definition,
+        question,
+        inputs: chosen,
+    };
+    act(project, &session, kind)?;
+    say!("session {session}: the run started");
+    status(project, session.as_str(), false)
+}
+
+/// Plans, rechecks or (with `apply`) binds a correction of finding `finding`.
+fn correct(
+    project: &ProjectContext,
+    session: &str,
+    finding: u32,
+    destination: String,
+    (apply, json): (bool, bool),
+) -> Result<ExitCode> {
+    let (session, workflow) = current(project, session)?;
+    let written = project.root().join(&destination).exists();
+    if apply {
+        let review_id = workflow
+            .reviews
+            .last()
+            .map(|r| r.started.review_id.clone())
+            .unwrap_or_default();
+        act(
+            project,
+            &session,
+            CommandKind::WorkflowCorrect {
+                revision: workflow.revision,
+                review_id,
+                finding,
+                destination,
+            },
+        )?;
+        return status(project, session.as_str(), json);
+    }
+    if written {
+        let recheck = heartwood_gateway::correction::recheck(
+            project,
+            &workflow,
+            finding as usize,
+            &destination,
+        )?;
+        if json {
+            say!("{}", serde_json::to_string_pretty(&recheck)?);
+        } else {
+            say!(
+                "recheck of {} ({} in place of {}): {}",
+                recheck.plan.destination,
+                recheck.plan.check,
+                recheck.plan.original,
+                recheck.result.replace('_', " ")
+            );
+            for reason in &recheck.reasons {
+                say!("  {reason}");
+            }
+            if recheck.result == "not_observed" {
+                say!(
+                    "bind it: heartwood workflow correct {session} --finding {finding} \
+                     --to {} --apply",
+                    recheck.plan.destination
+                );
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let plan =
+        heartwood_gateway::correction::plan(project, &workflow, finding as usize, &destination)?;
+    if json {
+        say!("{}", serde_json::to_string_pretty(&plan)?);
+    } else {
+        say!(
+            "write the corrected {} at {} ({} stays as it is), then run this again to \
+             recheck it with {}",
+            plan.artifact,
+            plan.destination,
+            plan.original,
+            plan.check
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Consents to the waiting review batch's preview (the one shown now unless named).
+fn parallel(
+    project: &ProjectContext,
+    session: &str,
+    preview: Option<String>,
+    json: bool,
+) -> Result<ExitCode> {
+    let (session, workflow) = current(project, session)?;
+    let control = workflow
+        .control(heartwood_events::CommandName::WorkflowReviewParallel)
+        .with_context(|| {
+            "no review batch waits to run at once in this session (none was previewed: the route is not qualified, or the batch was decided or consented to)"
+        })?;
+    let shown = control.fingerprint.clone().unwrap_or_default();
+    if !json {
+        execution_lines(&workflow);
+    }
+    let preview = preview.unwrap_or(shown);
+    act(
+        project,
+        &session,
+        CommandKind::WorkflowReviewParallel {
+            revision: control.revision,
+            preview,
+        },
+    )?;
+    if !json {
+        say!("consented; allow the set to run it: heartwood decide {session} allow");
+    }
+    status(project, session.as_str(), json)
+}
+
+/// Prints the workflow catalog.
+fn catalog(json: bool) -> Result<ExitCode> {
+    let entries = workflow_catalog()?;
+    if json {
+        say!("{}", serde_json::to_string_pretty(&entries)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for e in entries {
+        let support = if e.supported {
+            "supported".to_owned()
+        } else {
+            format!(
+                "not yet checkable: {} not implemented",
+                e.missing_checks.join(", ")
+            )
+        };
+        say!(
+            "{} {} — {}\n  {support}\n  inputs: {}",
+            e.id,
+            e.version,
+            e.title,
+            e.inputs.join(", ")
+        );
+        for (i, s) in e.stages.iter().enumerate() {
+            say!(
+                "  {}. {} ({}): produces {}; checks {}{}",
+                i + 1,
+                s.title,
+                s.id,
+                s.produces.join(", "),
+                s.checks.join(", "),
+                if s.researcher_gate {
+                    "; researcher accepts"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs a stage's checks on the files now, saving the results where asked.
+fn check(
+    project: &ProjectContext,
+    definition: &str,
+    stage: &str,
+    save: Option<&std::path::Path>,
+    json: bool,
+) -> Result<ExitCode> {
+    let service = WorkspaceService::open(project)?;
+    let results = service.check_stage(definition, stage)?;
+    if let Some(path) = &save {
+        std::fs::write(path, serde_json::to_vec_pretty(&results)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if json {
+        say!("{}", serde_json::to_string_pretty(&results)?);
+    } else {
+        for r in &results {
+            let status = serde_json::to_value(r.status)?;
+            say!("{:<22} {}", r.check, status.as_str().unwrap_or_default());
+            for reason in &r.reasons {
+                say!("    {reason}");
+            }
+            for file in &r.inspected {
+                say!(
+                    "    read {} ({} bytes, sha256 {})",
+                    file.path,
+                    file.bytes,
+                    &file.sha256[..16]
+                );
+            }
+        }
+    }
+    if !json {
+        print_assessment(&service.assess_checked(definition, stage, &results)?);
+    }
+    let all_passed = results.iter().all(|r| r.status == CheckStatus::Passed);
+    Ok(if all_passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -28,13 +28,13 @@ pub(super) fn skills_usable(
     for (stage, skill) in named {
         if !catalog.skills.iter().any(|s| s.name == skill) {
             return Err(format!(
-                "{} is not supported here: its stage {stage:?} names the skill {skill:?}, which                  no skill source offers (`heartwood skills ls` lists them)",
+                "{} is not supported here: its stage {stage:?} names the skill {skill:?}, which no skill source offers (`heartwood skills ls` lists them)",
                 definition.id
             ));
         }
         if !active.contains(skill) {
             return Err(format!(
-                "{}'s stage {stage:?} uses the skill {skill:?}, which is not active: review it                  with `heartwood skills show {skill}`, approve it and activate it first",
+                "{}'s stage {stage:?} uses the skill {skill:?}, which is not active: review it with `heartwood skills show {skill}`, approve it and activate it first",
                 definition.id
             ));
         }
