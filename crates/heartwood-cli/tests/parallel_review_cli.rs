@@ -252,6 +252,28 @@ async fn without_evidence_the_reviewers_run_one_after_another_and_nothing_offers
     ];
     let (project, server) = project_at_first_stage(Vec::new(), after, None).await;
     let root = project.path();
+    // Evidence is never written into a project, and nothing is asked of the model first.
+    let before = server.remaining_turns();
+    let inside = root.join("qualifications.json");
+    let refused = hw(
+        root,
+        None,
+        &[
+            "review",
+            "qualify",
+            "--evidence",
+            inside.to_str().expect("utf-8"),
+        ],
+    )
+    .await;
+    assert_eq!(code(&refused), 1);
+    assert!(
+        text(&refused.stderr).contains("inside the project"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(!inside.exists());
+    assert_eq!(server.remaining_turns(), before);
     let asked = hw(root, None, &["workflow", "review"]).await;
     assert_eq!(
         code(&asked),
