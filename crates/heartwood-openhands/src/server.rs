@@ -167,12 +167,11 @@ impl Drop for AgentServer {
 
 /// Kills `child`'s process group: the server and the shells its tools started.
 fn kill_group(child: &Child) {
-    if let Some(pid) = child.id() {
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pid}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+    if let Some(group) = child
+        .id()
+        .and_then(|pid| rustix::process::Pid::from_raw(pid.cast_signed()))
+    {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
 }
 
@@ -180,11 +179,9 @@ fn kill_group(child: &Child) {
 /// `conversations`. Best effort: a process that cannot be read is not one of ours to kill.
 pub fn reap(conversations: &Path) {
     for pid in processes_of(conversations) {
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        if let Some(pid) = rustix::process::Pid::from_raw(pid.cast_signed()) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
     }
 }
 

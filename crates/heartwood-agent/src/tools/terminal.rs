@@ -484,14 +484,18 @@ fn kill_group(child: &Child) {
         // The shell leads its own process group, so this reaches every program it started.
         // A confined shell's programs live in their own PID namespace and session: killing
         // the namespace's first process (bubblewrap's child) ends every one of them.
+        // A signal, not a `kill` process: nothing to start, nothing to wait for.
         let children =
             std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pid}")])
-            .args(children.split_whitespace())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        let signal = rustix::process::Signal::KILL;
+        if let Some(group) = rustix::process::Pid::from_raw(pid.cast_signed()) {
+            let _ = rustix::process::kill_process_group(group, signal);
+        }
+        for child in children.split_whitespace().filter_map(|c| c.parse::<i32>().ok()) {
+            if let Some(child) = rustix::process::Pid::from_raw(child) {
+                let _ = rustix::process::kill_process(child, signal);
+            }
+        }
     }
 }
 
