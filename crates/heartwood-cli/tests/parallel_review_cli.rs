@@ -73,11 +73,28 @@ async fn project_at_first_stage(
     after: Vec<Turn>,
     evidence: Option<&Path>,
 ) -> (tempfile::TempDir, ScriptedModelServer) {
+    project_after_thinking(before, 0, after, evidence).await
+}
+
+/// As [`project_at_first_stage`], the stage's turn thinking `thoughts` times before it
+/// reports (each thought is one model call of the stage's budget).
+async fn project_after_thinking(
+    before: Vec<Turn>,
+    thoughts: usize,
+    after: Vec<Turn>,
+    evidence: Option<&Path>,
+) -> (tempfile::TempDir, ScriptedModelServer) {
     let project = tempfile::tempdir().expect("project");
     let root = project.path();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
     support::copy_dir(&fixture, root);
     let mut turns = before;
+    turns.extend((0..thoughts).map(|n| {
+        Turn::calls(&[(
+            "think",
+            json!({"thought": format!("step {n} of the readiness check")}),
+        )])
+    }));
     turns.push(stage_reported(&["reports/readiness.json"]));
     turns.extend(after);
     let server = ScriptedModelServer::start(Script::of(turns))
@@ -342,5 +359,37 @@ async fn a_file_changed_after_consent_refuses_the_admission_and_the_batch_runs_i
         "{why}"
     );
     assert!(!ran_at_once(&journal(root), &reviewer_ids(&w)));
+    verified(root);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_the_stage_cannot_pay_for_is_not_offered_at_once() {
+    let operator = tempfile::tempdir().expect("operator's folder");
+    let evidence = operator.path().join("qualifications.json");
+    let qualification: Vec<Turn> = (0..9).map(|_| reviewer_answer(0)).collect();
+    // Readiness allows 20 model calls: 17 thoughts and the turns' other calls leave 2 (as the
+    // stage's budget line counts them) for 3 reviewers.
+    let (project, _server) =
+        project_after_thinking(qualification, 17, vec![three_reviewers()], Some(&evidence)).await;
+    let root = project.path();
+    let asked = hw(root, Some(&evidence), &["workflow", "review"]).await;
+    assert_eq!(
+        code(&asked),
+        3,
+        "{}{}",
+        text(&asked.stdout),
+        text(&asked.stderr)
+    );
+    let w = status(root, Some(&evidence)).await;
+    let execution = &w["review_execution"];
+    assert!(execution["preview"].is_null(), "{execution:#}");
+    assert!(
+        execution["why"]
+            .as_str()
+            .is_some_and(|why| why.contains("2 model calls left, fewer than the 3 reviewers")),
+        "{execution:#}"
+    );
+    let consent = hw(root, Some(&evidence), &["workflow", "parallel"]).await;
+    assert_eq!(code(&consent), 1, "nothing to consent to");
     verified(root);
 }

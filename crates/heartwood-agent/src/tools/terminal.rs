@@ -491,7 +491,10 @@ fn kill_group(child: &Child) {
         if let Some(group) = rustix::process::Pid::from_raw(pid.cast_signed()) {
             let _ = rustix::process::kill_process_group(group, signal);
         }
-        for child in children.split_whitespace().filter_map(|c| c.parse::<i32>().ok()) {
+        for child in children
+            .split_whitespace()
+            .filter_map(|c| c.parse::<i32>().ok())
+        {
             if let Some(child) = rustix::process::Pid::from_raw(child) {
                 let _ = rustix::process::kill_process(child, signal);
             }

@@ -91,6 +91,8 @@ fn preview(
             qualification.max_parallelism
         ));
     }
+    let model_calls_left = model_calls_left(w);
+    enough_work_left(model_calls_left, reviewers.len())?;
     let mut preview = ParallelPreview {
         review_id: review.started.review_id.clone(),
         set_id: set_id.to_owned(),
@@ -100,7 +102,7 @@ fn preview(
         parallelism,
         qualification,
         qualification_file: file.display().to_string(),
-        model_calls_left: model_calls_left(w),
+        model_calls_left,
         digest: String::new(),
     };
     preview.digest = digest(&preview);
@@ -114,6 +116,18 @@ pub(crate) fn digest(preview: &ParallelPreview) -> String {
     heartwood_events::to_canonical_bytes(&bare)
         .map(|bytes| heartwood_audit::Digest::of(&bytes).to_hex())
         .unwrap_or_default()
+}
+
+/// Each reviewer makes at least one model call: a batch the stage cannot pay for is not run
+/// at once (one after another, the budget stops it where it runs out).
+fn enough_work_left(left: Option<u64>, reviewers: usize) -> Result<(), String> {
+    let needed = u64::try_from(reviewers).unwrap_or(u64::MAX);
+    match left {
+        Some(left) if left < needed => Err(format!(
+            "the stage has {left} model calls left, fewer than the {needed} reviewers need"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Model calls the current stage may still make.
@@ -208,14 +222,7 @@ pub(crate) fn recheck_state(
     if review.is_none_or(|r| r.started.review_id != preview.review_id) {
         return Err("the review previewed is no longer the one in progress".to_owned());
     }
-    let needed = u64::try_from(preview.reviewers.len()).unwrap_or(u64::MAX);
-    if let Some(left) = model_calls_left(w)
-        && left < needed
-    {
-        return Err(format!(
-            "the stage has {left} model calls left, fewer than the {needed} reviewers need"
-        ));
-    }
+    enough_work_left(model_calls_left(w), preview.reviewers.len())?;
     if let Some(line) = w
         .current_stage()
         .and_then(|s| s.budget.iter().find(|l| l.exhausted))
