@@ -234,3 +234,103 @@ pub(crate) fn recheck_state(
     }
     Ok(preview.parallelism)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use heartwood_events::review_execution::Qualification;
+    use heartwood_events::{Seq, SessionId};
+
+    use super::*;
+
+    fn preview() -> ParallelPreview {
+        ParallelPreview {
+            review_id: "c-1".into(),
+            set_id: "set-1".into(),
+            set_revision: 7,
+            reviewers: Vec::new(),
+            evidence: Vec::new(),
+            parallelism: 3,
+            qualification: Qualification {
+                route: "r".into(),
+                route_label: "a route".into(),
+                max_parallelism: 3,
+                qualified_at: "2026-12-01T00:00:00Z".into(),
+                expires_at: "2027-01-01T00:00:00Z".into(),
+                record_sha256: "0".repeat(64),
+            },
+            qualification_file: "/etc/q.json".into(),
+            model_calls_left: None,
+            digest: "d".into(),
+        }
+    }
+
+    fn at(seq: u64, event: Event) -> Arc<RecordedEvent> {
+        Arc::new(RecordedEvent::new(Seq::new(seq).expect("seq"), None, event))
+    }
+
+    #[test]
+    fn a_pause_or_interrupt_after_consent_refuses_the_admission_and_one_before_does_not_count() {
+        let p = SessionProjection::empty(SessionId::parse("s1").expect("id"));
+        let consent = 5;
+        for (stop, said) in [
+            (Event::PauseRequested {}, "paused after consent"),
+            (Event::InterruptRequested {}, "interrupted after consent"),
+        ] {
+            let events = vec![
+                at(4, Event::PauseRequested {}),
+                at(
+                    consent,
+                    Event::ReviewParallelConsented {
+                        preview: "d".into(),
+                    },
+                ),
+                at(6, stop),
+            ];
+            let refused = recheck_state(&p, &events, &preview(), consent).expect_err("refused");
+            assert!(refused.contains(said), "{refused}");
+        }
+        // Only the stop before consent: what is refused next is that there is no run.
+        let events = vec![
+            at(4, Event::PauseRequested {}),
+            at(
+                consent,
+                Event::ReviewParallelConsented {
+                    preview: "d".into(),
+                },
+            ),
+        ];
+        let refused = recheck_state(&p, &events, &preview(), consent).expect_err("no run");
+        assert!(refused.contains("no workflow run"), "{refused}");
+    }
+
+    #[test]
+    fn a_preview_digest_covers_every_part_of_it() {
+        let base = preview();
+        let d = digest(&base);
+        assert_eq!(
+            d,
+            digest(&ParallelPreview {
+                digest: "other".into(),
+                ..base.clone()
+            })
+        );
+        for changed in [
+            ParallelPreview {
+                parallelism: 2,
+                ..base.clone()
+            },
+            ParallelPreview {
+                set_revision: 8,
+                ..base.clone()
+            },
+            ParallelPreview {
+                model_calls_left: Some(9),
+                ..base.clone()
+            },
+        ] {
+            assert_ne!(d, digest(&changed));
+        }
+    }
+}
