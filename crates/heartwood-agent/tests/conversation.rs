@@ -794,3 +794,49 @@ async fn an_interrupt_stops_every_running_child_of_a_batch() {
     );
     conversation.close().await;
 }
+
+#[tokio::test]
+async fn a_mixed_set_or_one_asking_the_same_twice_is_no_batch_and_runs_in_order() {
+    let same = (
+        "task",
+        json!({"subagent_type": "planner", "description": "plan", "prompt": "plan it"}),
+    );
+    let mixed = Turn::calls(&[same.clone(), ("think", json!({"thought": "and note it"}))]);
+    for proposed in [mixed, Turn::calls(&[same.clone(), same.clone()])] {
+        let f = Fixture::new(Script::of(vec![
+            proposed,
+            Turn::text("part one"),
+            Turn::text("part two"),
+            Turn::text("planned"),
+        ]))
+        .await;
+        let mut config = f.config(ConfirmationPolicy::AlwaysConfirm);
+        config.specialists = vec![planner()];
+        let mut conversation = Conversation::open(config).expect("open");
+        conversation.send_message("Plan.").expect("message");
+        conversation.run().await.expect("run");
+        assert!(!conversation.pending_is_advisory_batch());
+        conversation.approve_pending_in_parallel(3).expect("allow");
+        assert_eq!(
+            conversation.run().await.expect("run"),
+            ExecutionStatus::Finished
+        );
+        // In order: each action completed before the next one started.
+        let order: Vec<(u64, bool)> = conversation
+            .events()
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Started { action_id } => Some((*action_id, true)),
+                EventKind::Observation { action_id, .. } => Some((*action_id, false)),
+                _ => None,
+            })
+            .collect();
+        for pair in order.chunks(2) {
+            assert!(
+                pair.len() == 2 && pair[0].1 && !pair[1].1 && pair[0].0 == pair[1].0,
+                "{order:?}"
+            );
+        }
+        conversation.close().await;
+    }
+}

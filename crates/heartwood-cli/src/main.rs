@@ -35,6 +35,7 @@ mod exec;
 mod json_stream;
 mod local_models;
 mod model;
+mod notebook;
 mod render;
 mod replay;
 mod review;
@@ -91,6 +92,9 @@ enum Command {
     /// Research workflows: the catalog, and a stage's independent checks on the current files.
     #[command(subcommand)]
     Workflow(workflow::WorkflowCommand),
+    /// The notebook module: build it from this checkout into a Python environment.
+    #[command(subcommand)]
+    Notebook(notebook::NotebookCommand),
     /// Parallel review: qualify this project's model route (an operator's step).
     #[command(subcommand)]
     Review(review::ReviewCommand),
@@ -171,6 +175,7 @@ fn run(project: heartwood_gateway::ProjectContext, command: Command) -> anyhow::
         Command::Review(cmd) => review::run(&project, cmd),
         Command::Replay(args) => replay::run(&project, args),
         Command::Batch(cmd) => batch::run(cmd),
+        Command::Notebook(cmd) => notebook::run(cmd),
         Command::Completions { .. } => Ok(ExitCode::SUCCESS),
     }
 }

@@ -72,19 +72,17 @@ fn the_notebook_modules_pytest_suite_passes() {
         venv.join("bin").display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    // Installed by the documented command (a debug build: the suite needs no optimisation).
     run(
-        "building the notebook module (maturin develop)",
-        Command::new(venv.join("bin/maturin"))
-            .args([
-                "develop",
-                "-q",
-                "--manifest-path",
-                "crates/heartwood-notebook/Cargo.toml",
-            ])
+        "installing the notebook module (heartwood notebook install)",
+        Command::new(&cli)
+            .args(["notebook", "install", "--debug", "--python"])
+            .arg(venv.join("bin/python"))
+            .arg("--target-dir")
+            .arg(&target)
             .current_dir(&workspace)
             .env("VIRTUAL_ENV", &venv)
-            .env("PATH", &path)
-            .env("CARGO_TARGET_DIR", &target),
+            .env("PATH", &path),
     );
     run(
         "pytest crates/heartwood-notebook/tests",
