@@ -69,21 +69,39 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             Some(e.to_string()),
         ),
     };
-    let plan = |phase, explanation: String, next_action: String, route: Option<RouteSummary>| {
-        StartupPlan {
-            phase,
-            explanation,
-            next_action,
-            route,
-            platform: platform.clone(),
-            sandbox: sandbox_summary(),
-            sessions: sessions.len(),
-            pending_decisions: pending_decisions.clone(),
-            stopped_sessions: stopped_sessions.clone(),
-        }
-    };
+    let (phase, explanation, next_action, route) =
+        verdict(project, &sessions, platform_error, config, &platform);
+    Ok(StartupPlan {
+        phase,
+        explanation,
+        next_action,
+        route,
+        platform,
+        sandbox: sandbox_summary(),
+        sessions: sessions.len(),
+        pending_decisions,
+        stopped_sessions,
+    })
+}
+
+/// What connecting a route takes, as typed.
+const CONNECT: &str =
+    "heartwood model connect --category compatible --base-url URL --model NAME [--api-key-env VAR]";
+
+/// What the plan says: the phase, why, what to do next, and the route when one is stored.
+type Verdict = (Phase, String, String, Option<RouteSummary>);
+
+/// The first thing in the way, in the order a researcher meets them: a session to recover, a
+/// folder that is no project, the platform, the route (stored, usable, reachable), the engine.
+fn verdict(
+    project: &ProjectContext,
+    sessions: &[heartwood_audit::SessionSummary],
+    platform_error: Option<String>,
+    config: Result<ProjectConfig, GatewayError>,
+    platform: &crate::platform::PlatformSummary,
+) -> Verdict {
     if let Some(s) = sessions.iter().find(|s| s.interrupted) {
-        return Ok(plan(
+        return (
             Phase::RecoveryRequired,
             format!(
                 "session {} has an append that a crash interrupted; it cannot be used until it is completed",
@@ -91,35 +109,35 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             ),
             format!("heartwood sessions recover {}", s.id),
             None,
-        ));
+        );
     }
     if let Some(reason) = not_a_project(project) {
-        return Ok(plan(
+        return (
             Phase::ProjectReview,
             format!("{reason}; Heartwood gives the agent the whole folder it runs in"),
             "cd into the project's own folder and run heartwood there".to_owned(),
             None,
-        ));
+        );
     }
-    let connect = "heartwood model connect --category compatible --base-url URL --model NAME [--api-key-env VAR]".to_owned();
+    let connect = CONNECT.to_owned();
     if let Some(why) = platform_error {
-        return Ok(plan(
+        return (
             Phase::ProjectReview,
             why,
             "fix the platform deployment file (or unset HEARTWOOD_PLATFORM_FILE) and run \
              heartwood again"
                 .to_owned(),
             None,
-        ));
+        );
     }
     let config = match config {
         Ok(config) => config,
-        Err(e) => return Ok(plan(Phase::ModelRequired, e.to_string(), connect, None)),
+        Err(e) => return (Phase::ModelRequired, e.to_string(), connect, None),
     };
     let engine = config.backend;
     let Some(route) = config.model else {
         if let Some(transport) = platform.model_transport.as_ref().filter(|t| t.required) {
-            return Ok(plan(
+            return (
                 Phase::ConnectionRequired,
                 format!(
                     "this platform ({}) requires its own model transport ({} at {}), and no \
@@ -130,32 +148,59 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
                 ),
                 "heartwood model connect --category research".to_owned(),
                 None,
-            ));
+            );
         }
-        return Ok(plan(
+        return (
             Phase::ModelRequired,
             "no model is connected to this project yet".to_owned(),
             connect,
             None,
-        ));
+        );
     };
-    let mut summary = summarize(&route, &platform);
+    let mut summary = summarize(&route, platform);
     summary.inherited_from.clone_from(&config.route_from_user);
+    if let Some(blocked) = unusable(&route, platform, &summary)
+        .or_else(|| unreachable(project, &route, engine, &summary))
+    {
+        return blocked;
+    }
+    let inherited = config
+        .route_from_user
+        .as_deref()
+        .map(|path| format!(" (your default route, from {path})"))
+        .unwrap_or_default();
+    (
+        Phase::Ready,
+        format!(
+            "model {} at {} is reachable{inherited}; new sessions run on the {} engine",
+            route.model,
+            route.display_url(),
+            engine.name()
+        ),
+        "run heartwood to open the terminal interface, or heartwood exec \"task\"".to_owned(),
+        Some(summary),
+    )
+}
+
+/// Why the stored route cannot be used here as it stands: invalid, refused by the platform,
+/// a key or a sign-in missing.
+fn unusable(
+    route: &RouteConfig,
+    platform: &crate::platform::PlatformSummary,
+    summary: &RouteSummary,
+) -> Option<Verdict> {
+    let summary = summary.clone();
+    let connect = CONNECT.to_owned();
     if let Err(e) = route.validate() {
         let explanation = format!("the stored model route cannot be used: {e}");
-        return Ok(plan(
-            Phase::ModelRequired,
-            explanation,
-            connect,
-            Some(summary),
-        ));
+        return Some((Phase::ModelRequired, explanation, connect, Some(summary)));
     }
-    if let Some(why) = crate::platform::refusal(&platform, &route) {
+    if let Some(why) = crate::platform::refusal(platform, route) {
         let transport_required = platform
             .model_transport
             .as_ref()
             .is_some_and(|t| t.required);
-        return Ok(plan(
+        return Some((
             if transport_required {
                 Phase::ConnectionRequired
             } else {
@@ -175,24 +220,37 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
         .as_ref()
         .filter(|env| std::env::var(env).map_or(true, |v| v.is_empty()));
     if let Some(env) = unset_key {
-        return Ok(plan(
+        return Some((
             Phase::CredentialRequired,
             format!("the model route reads its API key from {env}, which is not set in this shell"),
             format!("export {env}=<your key> and run heartwood again"),
             Some(summary),
         ));
     }
-    if let Some(why) = crate::subscription::not_signed_in(&route) {
-        return Ok(plan(
+    if let Some(why) = crate::subscription::not_signed_in(route) {
+        return Some((
             Phase::CredentialRequired,
             why,
             "heartwood model signin".to_owned(),
             Some(summary),
         ));
     }
+    None
+}
+
+/// Why the route cannot be reached now: a missing recording, a local model not ready, a
+/// service that does not answer, or an engine not installed.
+fn unreachable(
+    project: &ProjectContext,
+    route: &RouteConfig,
+    engine: crate::config::BackendKind,
+    summary: &RouteSummary,
+) -> Option<Verdict> {
+    let summary = summary.clone();
+    let connect = CONNECT.to_owned();
     if let Some(recording) = route.recording_path(project.root()) {
-        return Ok(if recording.is_file() {
-            plan(
+        return Some(if recording.is_file() {
+            (
                 Phase::Ready,
                 format!(
                     "the agent replays the recorded model replies in {}",
@@ -203,7 +261,7 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
                 Some(summary),
             )
         } else {
-            plan(
+            (
                 Phase::ModelRequired,
                 format!(
                     "the replay recording {} does not exist",
@@ -215,14 +273,14 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
         });
     }
     if route.category == crate::config::RouteCategory::Local
-        && let Some((stored, why, next)) = crate::models::not_ready(project, &route)
+        && let Some((stored, why, next)) = crate::models::not_ready(project, route)
     {
         let phase = if stored {
             Phase::ComputeRequired
         } else {
             Phase::ModelRequired
         };
-        return Ok(plan(phase, why, next, Some(summary)));
+        return Some((phase, why, next, Some(summary)));
     }
     // A local route's runtime was just asked for its models; connecting again proves nothing.
     let reached = if route.category == crate::config::RouteCategory::Local {
@@ -231,7 +289,7 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
         probe(&route.base_url)
     };
     if let Err(why) = reached {
-        return Ok(plan(
+        return Some((
             Phase::ConnectionRequired,
             format!(
                 "the model service at {} cannot be reached ({why})",
@@ -245,29 +303,14 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
     if engine == crate::config::BackendKind::OpenHands
         && let Err(why) = crate::openhands::installation()
     {
-        return Ok(plan(
+        return Some((
             Phase::ComputeRequired,
             format!("this project's sessions run on OpenHands, which is not ready: {why}"),
             "heartwood backend install openhands (or heartwood backend use native)".to_owned(),
             Some(summary),
         ));
     }
-    let inherited = config
-        .route_from_user
-        .as_deref()
-        .map(|path| format!(" (your default route, from {path})"))
-        .unwrap_or_default();
-    Ok(plan(
-        Phase::Ready,
-        format!(
-            "model {} at {} is reachable{inherited}; new sessions run on the {} engine",
-            route.model,
-            route.display_url(),
-            engine.name()
-        ),
-        "run heartwood to open the terminal interface, or heartwood exec \"task\"".to_owned(),
-        Some(summary),
-    ))
+    None
 }
 
 fn summarize(route: &RouteConfig, platform: &crate::platform::PlatformSummary) -> RouteSummary {
