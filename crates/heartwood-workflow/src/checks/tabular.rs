@@ -281,79 +281,12 @@ pub struct GroupSlope {
 /// on the training partition, the held-out predictions and errors, the training-mean comparator
 /// and the leave-one-group-out slopes, and compares each with the report.
 pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
-    let Some((split, table, dictionary)) = checked_split(files, result) else {
+    let Some((report, split, table, dictionary)) = model_inputs(files, result) else {
         return;
     };
-    if result.status != crate::check::Status::Passed {
-        result.fail("the split is not valid, so the model cannot be checked against it");
+    let Some((train, held_out)) = partitioned(&report, &split, &table, &dictionary, result) else {
         return;
-    }
-    let report: OlsReport = match files.get(3).map(|b| strict_json(b)) {
-        Some(Ok(r)) => r,
-        Some(Err(e)) => return result.fail(format!("the results file is not a model report: {e}")),
-        None => return result.fail("the check needs the results file"),
     };
-    let plan: super::AnalysisPlan = match files.get(4).map(|b| strict_json(b)) {
-        Some(Ok(p)) => p,
-        Some(Err(e)) => return result.fail(format!("the analysis plan is not valid: {e}")),
-        None => {
-            return result.fail(
-                "the check needs the analysis plan: a model is checked against the plan that \
-                 declared it",
-            );
-        }
-    };
-    // The plan must fit the dictionary, and the report must be the plan's model.
-    super::reports::plan_fits_dictionary(&plan, &dictionary, result);
-    if report.outcome != plan.outcome {
-        result.fail(format!(
-            "the report's outcome {:?} is not the plan's {:?}",
-            report.outcome, plan.outcome
-        ));
-    }
-    if report.predictor != plan.predictor {
-        result.fail(format!(
-            "the report fits predictor {:?}; the plan declared {:?}",
-            report.predictor, plan.predictor
-        ));
-    }
-    if !dictionary.predictors.contains(&report.predictor) {
-        result.fail(format!(
-            "{:?} is not a permitted predictor",
-            report.predictor
-        ));
-        return;
-    }
-    let (Some(x), Some(y), Some(k), Some(g)) = (
-        table.column(&report.predictor),
-        table.column(&dictionary.outcome),
-        table.column(&dictionary.primary_key),
-        table.column(&dictionary.group),
-    ) else {
-        return result.fail("the table lacks the predictor, outcome, key or group column");
-    };
-    let mut train = Vec::new();
-    let mut held_out = BTreeMap::new();
-    for row in &table.rows {
-        let (Some(xv), Some(yv)) = (number(&row[x]), number(&row[y])) else {
-            result.fail(format!(
-                "key {:?}: predictor or outcome is not a number",
-                &row[k]
-            ));
-            return;
-        };
-        match split.partition.get(&row[k]).map(String::as_str) {
-            Some("train") => train.push((xv, yv, row[g].to_owned())),
-            Some(_) => {
-                held_out.insert(row[k].to_owned(), (xv, yv));
-            }
-            None => {}
-        }
-    }
-    if held_out.is_empty() {
-        // The split check says why; an error over zero rows is not a figure.
-        return result.fail("no row is held out, so there is no held-out error to check");
-    }
     let points: Vec<(f64, f64)> = train.iter().map(|(x, y, _)| (*x, *y)).collect();
     let Some(line) = fit(&points) else {
         result.mark_unverified(
@@ -397,64 +330,8 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
         line.magnitude_at(line.mean_x.0),
     );
 
-    let mut reported: HashMap<&str, f64> = HashMap::new();
-    for p in &report.held_out_predictions {
-        if reported.insert(p.key.as_str(), p.predicted).is_some() {
-            result.fail(format!(
-                "the report predicts key {:?} twice; each held-out row has one prediction",
-                p.key
-            ));
-        }
-        if !held_out.contains_key(&p.key) {
-            result.fail(format!(
-                "the report predicts key {:?}, which is not a held-out row",
-                p.key
-            ));
-        }
-    }
-    let mut errors = Vec::with_capacity(held_out.len());
-    let mut comparator = Vec::with_capacity(held_out.len());
-    let mut magnitude: f64 = 0.0;
-    for (key, (xv, yv)) in &held_out {
-        let predicted = line.predict(*xv);
-        let terms = line.magnitude_at(*xv) + yv.abs();
-        magnitude = magnitude.max(terms);
-        match reported.get(key.as_str()) {
-            Some(r) => compare_within(
-                result,
-                &format!("prediction for {key}"),
-                *r,
-                predicted,
-                scale,
-                terms,
-            ),
-            None => result.fail(format!(
-                "the report has no prediction for held-out key {key:?}"
-            )),
-        }
-        errors.push(line.residual(*xv, *yv));
-        comparator.push(line.dy(*yv));
-    }
-    let rmse = root_mean_square(errors.into_iter());
-    let comparator_rmse = root_mean_square(comparator.into_iter());
+    let (rmse, comparator_rmse) = check_held_out(&report, &held_out, &line, scale, result);
     let held_out_spread = super::spread(held_out.values().map(|&(_, y)| y));
-    compare_within(
-        result,
-        "held-out RMSE",
-        report.held_out_rmse,
-        rmse,
-        rmse.max(scale),
-        magnitude,
-    );
-    compare_within(
-        result,
-        "training-mean comparator RMSE",
-        report.mean_comparator_rmse,
-        comparator_rmse,
-        comparator_rmse.max(scale),
-        magnitude,
-    );
-
     let groups: BTreeSet<&str> = train.iter().map(|t| t.2.as_str()).collect();
     // Every reported entry names exactly one training group, once: a fabricated or repeated
     // entry fails whatever its slope.
@@ -496,6 +373,193 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
         ));
         return;
     }
+    figures["leave_one_group_out"] =
+        leave_one_group_out(&train, &groups, &reported_logo, slope_scale, result);
+    result.figures = figures;
+}
+
+/// The report and the plan it must be the model of, the split, table and dictionary; `None`
+/// once the result says why the model cannot be checked.
+fn model_inputs(
+    files: Files<'_>,
+    result: &mut CheckResult,
+) -> Option<(OlsReport, Split, Arc<Table>, Dictionary)> {
+    let (split, table, dictionary) = checked_split(files, result)?;
+    if result.status != crate::check::Status::Passed {
+        result.fail("the split is not valid, so the model cannot be checked against it");
+        return None;
+    }
+    let report: OlsReport = match files.get(3).map(|b| strict_json(b)) {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => {
+            result.fail(format!("the results file is not a model report: {e}"));
+            return None;
+        }
+        None => {
+            result.fail("the check needs the results file");
+            return None;
+        }
+    };
+    let plan: super::AnalysisPlan = match files.get(4).map(|b| strict_json(b)) {
+        Some(Ok(p)) => p,
+        Some(Err(e)) => {
+            result.fail(format!("the analysis plan is not valid: {e}"));
+            return None;
+        }
+        None => {
+            result.fail(
+                "the check needs the analysis plan: a model is checked against the plan that \
+                 declared it",
+            );
+            return None;
+        }
+    };
+    // The plan must fit the dictionary, and the report must be the plan's model.
+    super::reports::plan_fits_dictionary(&plan, &dictionary, result);
+    if report.outcome != plan.outcome {
+        result.fail(format!(
+            "the report's outcome {:?} is not the plan's {:?}",
+            report.outcome, plan.outcome
+        ));
+    }
+    if report.predictor != plan.predictor {
+        result.fail(format!(
+            "the report fits predictor {:?}; the plan declared {:?}",
+            report.predictor, plan.predictor
+        ));
+    }
+    if !dictionary.predictors.contains(&report.predictor) {
+        result.fail(format!(
+            "{:?} is not a permitted predictor",
+            report.predictor
+        ));
+        return None;
+    }
+    Some((report, split, table, dictionary))
+}
+
+/// Training rows (predictor, outcome, group) and held-out rows by key (predictor, outcome).
+type Partitions = (Vec<(f64, f64, String)>, BTreeMap<String, (f64, f64)>);
+
+/// The table's rows as the split assigns them; `None` once the result says why not.
+fn partitioned(
+    report: &OlsReport,
+    split: &Split,
+    table: &Table,
+    dictionary: &Dictionary,
+    result: &mut CheckResult,
+) -> Option<Partitions> {
+    let (Some(x), Some(y), Some(k), Some(g)) = (
+        table.column(&report.predictor),
+        table.column(&dictionary.outcome),
+        table.column(&dictionary.primary_key),
+        table.column(&dictionary.group),
+    ) else {
+        result.fail("the table lacks the predictor, outcome, key or group column");
+        return None;
+    };
+    let mut train = Vec::new();
+    let mut held_out = BTreeMap::new();
+    for row in &table.rows {
+        let (Some(xv), Some(yv)) = (number(&row[x]), number(&row[y])) else {
+            result.fail(format!(
+                "key {:?}: predictor or outcome is not a number",
+                &row[k]
+            ));
+            return None;
+        };
+        match split.partition.get(&row[k]).map(String::as_str) {
+            Some("train") => train.push((xv, yv, row[g].to_owned())),
+            Some(_) => {
+                held_out.insert(row[k].to_owned(), (xv, yv));
+            }
+            None => {}
+        }
+    }
+    if held_out.is_empty() {
+        // The split check says why; an error over zero rows is not a figure.
+        result.fail("no row is held out, so there is no held-out error to check");
+        return None;
+    }
+    Some((train, held_out))
+}
+
+/// Compares every held-out prediction, the held-out RMSE and the training-mean comparator's
+/// RMSE with the report; returns the two RMSEs recomputed.
+fn check_held_out(
+    report: &OlsReport,
+    held_out: &BTreeMap<String, (f64, f64)>,
+    line: &super::Line,
+    scale: f64,
+    result: &mut CheckResult,
+) -> (f64, f64) {
+    let mut reported: HashMap<&str, f64> = HashMap::new();
+    for p in &report.held_out_predictions {
+        if reported.insert(p.key.as_str(), p.predicted).is_some() {
+            result.fail(format!(
+                "the report predicts key {:?} twice; each held-out row has one prediction",
+                p.key
+            ));
+        }
+        if !held_out.contains_key(&p.key) {
+            result.fail(format!(
+                "the report predicts key {:?}, which is not a held-out row",
+                p.key
+            ));
+        }
+    }
+    let mut errors = Vec::with_capacity(held_out.len());
+    let mut comparator = Vec::with_capacity(held_out.len());
+    let mut magnitude: f64 = 0.0;
+    for (key, (xv, yv)) in held_out {
+        let predicted = line.predict(*xv);
+        let terms = line.magnitude_at(*xv) + yv.abs();
+        magnitude = magnitude.max(terms);
+        match reported.get(key.as_str()) {
+            Some(r) => compare_within(
+                result,
+                &format!("prediction for {key}"),
+                *r,
+                predicted,
+                scale,
+                terms,
+            ),
+            None => result.fail(format!(
+                "the report has no prediction for held-out key {key:?}"
+            )),
+        }
+        errors.push(line.residual(*xv, *yv));
+        comparator.push(line.dy(*yv));
+    }
+    let rmse = root_mean_square(errors.into_iter());
+    let comparator_rmse = root_mean_square(comparator.into_iter());
+    compare_within(
+        result,
+        "held-out RMSE",
+        report.held_out_rmse,
+        rmse,
+        rmse.max(scale),
+        magnitude,
+    );
+    compare_within(
+        result,
+        "training-mean comparator RMSE",
+        report.mean_comparator_rmse,
+        comparator_rmse,
+        comparator_rmse.max(scale),
+        magnitude,
+    );
+    (rmse, comparator_rmse)
+}
+
+/// The slope without each training group, compared with the report's; the figures' entries.
+fn leave_one_group_out(
+    train: &[(f64, f64, String)],
+    groups: &BTreeSet<&str>,
+    reported_logo: &HashMap<&str, f64>,
+    slope_scale: impl Fn(f64) -> f64,
+    result: &mut CheckResult,
+) -> serde_json::Value {
     // Groups by index, so leaving one out compares integers, not names.
     let names: Vec<&str> = groups.iter().copied().collect();
     let ids: Vec<usize> = train
@@ -537,8 +601,7 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
             )),
         }
     }
-    figures["leave_one_group_out"] = serde_json::Value::Array(logo);
-    result.figures = figures;
+    serde_json::Value::Array(logo)
 }
 
 /// `1 − (error / spread)²`: the share of the spread's square an error leaves unexplained.
