@@ -201,6 +201,73 @@ async fn flow(prefix: Option<&str>, screenshot_name: &str, openhands: bool) {
     assert_eq!(projection.actions.len(), 5);
 }
 
+/// The core loop at 390, 800 and 1440 px: nothing wider than the window, the decision on screen
+/// without scrolling from 800 px up, no serious accessibility violation (axe-core, light and
+/// dark), the keys the terminal interface uses, and a screenshot at each width
+/// (`target/page-<width>.png`, the pictures in docs/).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_fits_every_width_and_passes_an_accessibility_check() {
+    let Some(node_path) = node_path() else {
+        return;
+    };
+    let project = tempfile::tempdir().expect("project");
+    let mut turns = Vec::new();
+    for width in [390, 800, 1440] {
+        turns.push(Turn::calls(&[
+            (
+                "terminal",
+                json!({ "command": format!("echo {width} >> ran.txt") }),
+            ),
+            (
+                "file_editor",
+                json!({
+                    "command": "create", "path": format!("notes/width-{width}.md"),
+                    "file_text": "# A note with a long unbroken line\n\nsha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n",
+                    "summary": "write a note whose line is longer than a phone is wide"
+                }),
+            ),
+        ]));
+        turns.push(Turn::calls(&[(
+            "finish",
+            json!({"message": format!("Wrote ran.txt at {width} px.")}),
+        )]));
+    }
+    let model = ScriptedModelServer::start(Script::of(turns))
+        .await
+        .expect("model");
+    support::connect_model(project.path(), &model.base_url());
+    let capability = Capability::generate().expect("capability");
+    let secret = capability.reveal().to_owned();
+    let (addr, _state) = support::serve(project.path(), Mode::Loopback, capability).await;
+    let url = format!("http://127.0.0.1:{}/?token={secret}", addr.port());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/layout.mjs");
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
+    std::fs::create_dir_all(&shots).expect("target");
+    let stdout = chromium(&node_path, &script, &[&url, &shots], "20000").await;
+    for width in [390, 800, 1440] {
+        assert!(
+            stdout.contains(&format!(
+                "{width} px: scrolls sideways false, wider than the window: []"
+            )),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("{width} px: axe serious or critical (dark): 0")),
+            "{stdout}"
+        );
+        assert!(shots.join(format!("page-{width}.png")).exists());
+    }
+    assert!(
+        stdout.contains("800 px: the set's first preview, Allow and Reject are on screen"),
+        "{stdout}"
+    );
+    let ran = std::fs::read_to_string(project.path().join("ran.txt")).expect("ran");
+    assert_eq!(
+        ran, "390\n800\n1440\n",
+        "each width's set ran once, allowed by keyboard"
+    );
+}
+
 /// One stage's scripted turn: a command that writes its files, then `finish` with the
 /// structured outcome.
 fn stage_turns(command: &str, artifacts: &[&str]) -> [Turn; 2] {
@@ -290,6 +357,10 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
         "{stdout}"
     );
     assert!(stdout.contains("split accepted by its checks"), "{stdout}");
+    assert!(
+        stdout.contains("the set and its decision are on screen at 1280×800"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("findings: review of model: 0 findings (verified"),
         "{stdout}"

@@ -5,7 +5,7 @@
 import { allowSet, scenario, step } from "./chromium.mjs";
 
 const [url, question, screenshot] = process.argv.slice(2);
-await scenario({ width: 1400, height: 1000 }, screenshot, async (page) => {
+await scenario({ width: 1280, height: 800 }, screenshot, async (page) => {
   const stageStatus = (id) => page.getAttribute(`#wf-stages li[data-stage="${id}"]`, "class");
   const waitStage = (id, status) => page.waitForFunction(([id, status]) =>
     (document.querySelector(`#wf-stages li[data-stage="${id}"]`)?.className || "").includes(status), [id, status], { timeout: 20000 });
@@ -23,6 +23,17 @@ await scenario({ width: 1400, height: 1000 }, screenshot, async (page) => {
   for (const stage of ["readiness", "plan", "split", "model"]) {
     await page.click('#wf-controls button[data-command="workflow_run"]');
     await page.waitForSelector("#review:not([hidden]) #review-members .preview", { timeout: 20000 });
+    if (stage === "readiness") {
+      // Above the stage's long prompt and the run's panel, the set and its decision are on
+      // screen at 1280×800 without scrolling.
+      await page.evaluate(() => window.scrollTo(0, 0));
+      const offScreen = await page.evaluate(() => ["#review-members .preview", "#allow", "#reject"].filter(s => {
+        const r = document.querySelector(s).getBoundingClientRect();
+        return !(r.top >= 0 && r.bottom <= window.innerHeight && r.left >= 0 && r.right <= window.innerWidth);
+      }));
+      if (offScreen.length) throw new Error("off screen at 1280×800 without scrolling: " + offScreen.join(", "));
+      step("the set and its decision are on screen at 1280×800");
+    }
     await allowSet(page);
     await page.waitForSelector('#wf-controls button[data-command="workflow_evaluate"]', { timeout: 20000 });
     step(stage + ": turn says " + await page.textContent("#wf-turn"));
