@@ -225,61 +225,7 @@ impl From<Category> for RouteCategory {
 /// Runs one `model` subcommand.
 pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
     match cmd {
-        ModelCommand::Connect(args) => {
-            let route = args.route(project)?;
-            let ConnectArgs {
-                backend,
-                save_anyway,
-                user,
-                quiet,
-                ..
-            } = args;
-            let scope = if user {
-                heartwood_gateway::route_check::Scope::User
-            } else {
-                heartwood_gateway::route_check::Scope::Project
-            };
-            let connected =
-                heartwood_gateway::route_check::connect(project, route, save_anyway, scope)?;
-            if let Some(models) = &connected.check.models {
-                say!(
-                    "the service lists {} model(s): {}",
-                    models.len(),
-                    models.join(", ")
-                );
-            }
-            if let Some(note) = &connected.check.listing_note {
-                say!("note: {note}");
-            }
-            if !connected.saved {
-                eprintln!(
-                    "heartwood: not saved: {}; fix the route, or add --save-anyway to save it as \
-                     it is",
-                    connected.refusal.as_deref().unwrap_or("the check failed")
-                );
-                return Ok(ExitCode::from(2));
-            }
-            if let Some(engine) = backend {
-                ProjectConfig::set_backend(project, engine.into())?;
-            }
-            if let Some(path) = &connected.saved_to {
-                say!("saved to {path}");
-            }
-            match (&connected.refusal, quiet) {
-                (Some(why), true) => say!("saved anyway: {why}"),
-                (None, true) => say!("connected"),
-                (Some(why), false) => say!("saved anyway: {why}; the project's status is now:"),
-                (None, false) => say!("connected; the project's status is now:"),
-            }
-            if !quiet {
-                crate::status::print_plan(&heartwood_gateway::startup::plan(project)?);
-            }
-            Ok(if connected.refusal.is_some() {
-                ExitCode::from(3)
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
+        ModelCommand::Connect(args) => connect(project, args),
         ModelCommand::Signin { json } => sign_in(json),
         ModelCommand::Local(cmd) => crate::local_models::run(project, cmd),
         ModelCommand::Signout => {
@@ -290,95 +236,156 @@ pub fn run(project: &ProjectContext, cmd: ModelCommand) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        ModelCommand::Presets { json } => {
-            if json {
-                say!("{}", serde_json::to_string_pretty(presets::PRESETS)?);
-                return Ok(ExitCode::SUCCESS);
-            }
-            for p in presets::PRESETS {
-                let prices = if p.free {
-                    "free per token".to_owned()
-                } else if p.prices.is_empty() {
-                    "no prices known".to_owned()
-                } else {
-                    format!(
-                        "list prices of {} models ({})",
-                        p.prices.len(),
-                        presets::PRICES_AS_OF
-                    )
-                };
-                say!(
-                    "{:<11} {:<34} {:<32} key {:<20} model {} ({prices})",
-                    p.id,
-                    p.name,
-                    p.base_url,
-                    p.api_key_env.unwrap_or("(none)"),
-                    p.model
-                );
-            }
-            say!(
-                "\nheartwood model connect --preset NAME [--model M] [--price-in D --price-out D]"
-            );
-            Ok(ExitCode::SUCCESS)
+        ModelCommand::Presets { json } => list_presets(json),
+        ModelCommand::Show { json } => show(project, json),
+    }
+}
+
+/// `model connect`: checks the route, saves it when the check passes (or when told to anyway)
+/// and shows where the project now stands.
+fn connect(project: &ProjectContext, args: ConnectArgs) -> Result<ExitCode> {
+    let route = args.route(project)?;
+    let ConnectArgs {
+        backend,
+        save_anyway,
+        user,
+        quiet,
+        ..
+    } = args;
+    let scope = if user {
+        heartwood_gateway::route_check::Scope::User
+    } else {
+        heartwood_gateway::route_check::Scope::Project
+    };
+    let connected = heartwood_gateway::route_check::connect(project, route, save_anyway, scope)?;
+    if let Some(models) = &connected.check.models {
+        say!(
+            "the service lists {} model(s): {}",
+            models.len(),
+            models.join(", ")
+        );
+    }
+    if let Some(note) = &connected.check.listing_note {
+        say!("note: {note}");
+    }
+    if !connected.saved {
+        eprintln!(
+            "heartwood: not saved: {}; fix the route, or add --save-anyway to save it as \
+             it is",
+            connected.refusal.as_deref().unwrap_or("the check failed")
+        );
+        return Ok(ExitCode::from(2));
+    }
+    if let Some(engine) = backend {
+        ProjectConfig::set_backend(project, engine.into())?;
+    }
+    if let Some(path) = &connected.saved_to {
+        say!("saved to {path}");
+    }
+    match (&connected.refusal, quiet) {
+        (Some(why), true) => say!("saved anyway: {why}"),
+        (None, true) => say!("connected"),
+        (Some(why), false) => say!("saved anyway: {why}; the project's status is now:"),
+        (None, false) => say!("connected; the project's status is now:"),
+    }
+    if !quiet {
+        crate::status::print_plan(&heartwood_gateway::startup::plan(project)?);
+    }
+    Ok(if connected.refusal.is_some() {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `model presets`: the common services, their key variables and list prices.
+fn list_presets(json: bool) -> Result<ExitCode> {
+    if json {
+        say!("{}", serde_json::to_string_pretty(presets::PRESETS)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for p in presets::PRESETS {
+        let prices = if p.free {
+            "free per token".to_owned()
+        } else if p.prices.is_empty() {
+            "no prices known".to_owned()
+        } else {
+            format!(
+                "list prices of {} models ({})",
+                p.prices.len(),
+                presets::PRICES_AS_OF
+            )
+        };
+        say!(
+            "{:<11} {:<34} {:<32} key {:<20} model {} ({prices})",
+            p.id,
+            p.name,
+            p.base_url,
+            p.api_key_env.unwrap_or("(none)"),
+            p.model
+        );
+    }
+    say!("\nheartwood model connect --preset NAME [--model M] [--price-in D --price-out D]");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `model show`: the connected route, with where its credentials stand and what that allows.
+fn show(project: &ProjectContext, json: bool) -> Result<ExitCode> {
+    let config = ProjectConfig::load(project)?;
+    match (config.model.clone(), json) {
+        (None, true) => say!("null"),
+        (None, false) => {
+            say!("no model is connected; run heartwood model connect --help")
         }
-        ModelCommand::Show { json } => {
-            let config = ProjectConfig::load(project)?;
-            match (config.model.clone(), json) {
-                (None, true) => say!("null"),
-                (None, false) => {
-                    say!("no model is connected; run heartwood model connect --help")
-                }
-                (Some(mut route), true) => {
-                    // Shown, not stored: credentials in the URL stay in the config file.
-                    route.base_url = route.display_url();
-                    say!("{}", serde_json::to_string_pretty(&route)?)
-                }
-                (Some(route), false) => {
-                    if let Some(path) = &config.route_from_user {
-                        say!("from              your default route in {path}");
-                    }
-                    say!("category          {}", route.category.as_str());
-                    say!("base URL          {}", route.display_url());
-                    say!("model             {}", route.model);
-                    say!(
-                        "API key from      {}",
-                        route.api_key_env.as_deref().unwrap_or("(none)")
-                    );
-                    say!("input budget      {} tokens", route.max_input_tokens);
-                    say!("output budget     {} tokens", route.max_output_tokens);
-                    say!("call timeout      {} s", route.timeout_secs);
-                    let platform = config.platform()?;
-                    let boundary = heartwood_gateway::platform::boundary(&platform, &route);
-                    let automation = heartwood_gateway::platform::automation(
-                        boundary,
-                        heartwood_gateway::platform::credential_name(&route).as_deref(),
-                    );
-                    say!("credentials       {}", boundary.as_str());
-                    say!(
-                        "automation        {}: {}",
-                        if automation.allowed {
-                            "low-risk allowed"
-                        } else {
-                            "off"
-                        },
-                        automation.reason
-                    );
-                    say!(
-                        "prices            {}",
-                        route.prices.map_or(
-                            "not set (usage cost is shown as unknown)".to_owned(),
-                            |p| format!(
-                                "${} in, ${} out per million tokens",
-                                dollars(p.input_micros_per_mtok),
-                                dollars(p.output_micros_per_mtok)
-                            )
-                        )
-                    );
-                }
+        (Some(mut route), true) => {
+            // Shown, not stored: credentials in the URL stay in the config file.
+            route.base_url = route.display_url();
+            say!("{}", serde_json::to_string_pretty(&route)?)
+        }
+        (Some(route), false) => {
+            if let Some(path) = &config.route_from_user {
+                say!("from              your default route in {path}");
             }
-            Ok(ExitCode::SUCCESS)
+            say!("category          {}", route.category.as_str());
+            say!("base URL          {}", route.display_url());
+            say!("model             {}", route.model);
+            say!(
+                "API key from      {}",
+                route.api_key_env.as_deref().unwrap_or("(none)")
+            );
+            say!("input budget      {} tokens", route.max_input_tokens);
+            say!("output budget     {} tokens", route.max_output_tokens);
+            say!("call timeout      {} s", route.timeout_secs);
+            let platform = config.platform()?;
+            let boundary = heartwood_gateway::platform::boundary(&platform, &route);
+            let automation = heartwood_gateway::platform::automation(
+                boundary,
+                heartwood_gateway::platform::credential_name(&route).as_deref(),
+            );
+            say!("credentials       {}", boundary.as_str());
+            say!(
+                "automation        {}: {}",
+                if automation.allowed {
+                    "low-risk allowed"
+                } else {
+                    "off"
+                },
+                automation.reason
+            );
+            say!(
+                "prices            {}",
+                route.prices.map_or(
+                    "not set (usage cost is shown as unknown)".to_owned(),
+                    |p| format!(
+                        "${} in, ${} out per million tokens",
+                        dollars(p.input_micros_per_mtok),
+                        dollars(p.output_micros_per_mtok)
+                    )
+                )
+            );
         }
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Micro-dollars as dollars, without trailing zeros past the cents.

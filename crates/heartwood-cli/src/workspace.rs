@@ -75,121 +75,14 @@ pub fn run(project: &ProjectContext, command: WorkspaceCommand) -> Result<ExitCo
             max_entries,
             depth,
             json,
-        } => {
-            let limits = TreeLimits {
-                max_entries,
-                max_depth: depth,
-            };
-            let tree = service.tree(path.as_deref().unwrap_or(""), limits)?;
-            if json {
-                return print_json(&tree);
-            }
-            for entry in &tree.entries {
-                let depth = entry.path.components().count() - tree.root.components().count();
-                let name = entry.path.components().last().unwrap_or_default();
-                let indent = "  ".repeat(depth.saturating_sub(1));
-                match (entry.kind, entry.size) {
-                    (EntryKind::Dir, _) => say!("{indent}{name}/"),
-                    (EntryKind::File, Some(size)) => say!("{indent}{name}  ({size} B)"),
-                    (EntryKind::File, None) => say!("{indent}{name}"),
-                    (EntryKind::Symlink, _) => {
-                        say!("{indent}{name}  (symbolic link, not followed)")
-                    }
-                    (EntryKind::Special, _) => say!("{indent}{name}  (special file, not read)"),
-                }
-            }
-            say!(
-                "\n{} entries (limits: {} entries, depth {}){}{}{}",
-                tree.entries.len(),
-                tree.limits.max_entries,
-                tree.limits.max_depth,
-                if tree.truncated {
-                    "; more entries not shown"
-                } else {
-                    ""
-                },
-                if tree.depth_limited > 0 {
-                    format!(
-                        "; {} directories deeper than the limit not listed",
-                        tree.depth_limited
-                    )
-                } else {
-                    String::new()
-                },
-                if tree.unsupported_names > 0 {
-                    format!(
-                        "; {} name(s) not shown: not UTF-8, or holding a control character or a \
-                         backslash",
-                        tree.unsupported_names
-                    )
-                } else {
-                    String::new()
-                },
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        } => tree(&service, path.as_deref(), max_entries, depth, json),
         WorkspaceCommand::Show {
             path,
             from,
             lines,
             json,
-        } => {
-            let limits = TextLimits {
-                max_lines: lines,
-                ..TextLimits::default()
-            };
-            let file = service.text(&path, from, limits)?;
-            if json {
-                return print_json(&file);
-            }
-            if file.status == TextStatus::Binary {
-                say!(
-                    "{} is binary ({} bytes); it is not shown",
-                    file.path,
-                    file.size
-                );
-                return Ok(ExitCode::SUCCESS);
-            }
-            say_raw!("{}", file.content);
-            if file.truncated {
-                eprintln!(
-                    "[lines {}–{} shown; the file goes on (limits: {} lines, {} bytes); use --from]",
-                    file.first_line,
-                    file.first_line + file.lines.saturating_sub(1),
-                    file.limits.max_lines,
-                    file.limits.max_bytes
-                );
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        WorkspaceCommand::Changes { session, json } => {
-            let report = service.changes(session.as_deref(), ChangeLimits::default())?;
-            if json {
-                return print_json(&report);
-            }
-            say!("{}:", report.summary);
-            for change in &report.changes.changes {
-                let mark = change.kind.mark();
-                match &change.from {
-                    Some(from) => say!("{mark} {from} -> {}", change.path),
-                    None => say!("{mark} {}", change.path),
-                }
-            }
-            if report.changes.truncated {
-                say!(
-                    "(more changes not shown; limit {} paths)",
-                    report.changes.limits.max_paths
-                );
-            }
-            if report.changes.excluded > 0 {
-                say!(
-                    "({} changed path(s) not shown: inside .heartwood/, outside the project, or \
-                     with a name that is not UTF-8 or holds a control character)",
-                    report.changes.excluded
-                );
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } => show(&service, &path, from, lines, json),
+        WorkspaceCommand::Changes { session, json } => changes(&service, session.as_deref(), json),
         WorkspaceCommand::Diff {
             path,
             session: Some(session),
@@ -199,39 +92,170 @@ pub fn run(project: &ProjectContext, command: WorkspaceCommand) -> Result<ExitCo
             path: Some(path),
             session: None,
             json,
-        } => {
-            let diff = service.diff(&path, DiffLimits::default())?;
-            if json {
-                return print_json(&diff);
-            }
-            match diff.status {
-                DiffStatus::Changed => {
-                    say_raw!("{}", diff.unified);
-                    if diff.truncated {
-                        eprintln!("[diff cut at {} lines]", diff.limits.max_lines);
-                    }
-                }
-                DiffStatus::Unchanged => say!("{} is unchanged since HEAD", diff.path),
-                DiffStatus::Binary => say!("{} is binary; no line diff", diff.path),
-                DiffStatus::TooLarge => say!(
-                    "{} is larger than {} bytes; no line diff",
-                    diff.path,
-                    diff.limits.max_bytes
-                ),
-                DiffStatus::NotGit => say!(
-                    "not a Git project: there is no committed version of {} to compare with; \
-                     `heartwood workspace diff --session` shows what a session's edits changed",
-                    diff.path
-                ),
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } => diff(&service, &path, json),
         WorkspaceCommand::Diff {
             path: None,
             session: None,
             ..
         } => anyhow::bail!("name a file, or give --session to see a session's edits"),
     }
+}
+
+/// `workspace tree`: the project's files as an indented list, within the limits given.
+fn tree(
+    service: &WorkspaceService,
+    path: Option<&str>,
+    max_entries: usize,
+    depth: usize,
+    json: bool,
+) -> Result<ExitCode> {
+    let limits = TreeLimits {
+        max_entries,
+        max_depth: depth,
+    };
+    let tree = service.tree(path.unwrap_or(""), limits)?;
+    if json {
+        return print_json(&tree);
+    }
+    for entry in &tree.entries {
+        let depth = entry.path.components().count() - tree.root.components().count();
+        let name = entry.path.components().last().unwrap_or_default();
+        let indent = "  ".repeat(depth.saturating_sub(1));
+        match (entry.kind, entry.size) {
+            (EntryKind::Dir, _) => say!("{indent}{name}/"),
+            (EntryKind::File, Some(size)) => say!("{indent}{name}  ({size} B)"),
+            (EntryKind::File, None) => say!("{indent}{name}"),
+            (EntryKind::Symlink, _) => {
+                say!("{indent}{name}  (symbolic link, not followed)")
+            }
+            (EntryKind::Special, _) => say!("{indent}{name}  (special file, not read)"),
+        }
+    }
+    say!(
+        "\n{} entries (limits: {} entries, depth {}){}{}{}",
+        tree.entries.len(),
+        tree.limits.max_entries,
+        tree.limits.max_depth,
+        if tree.truncated {
+            "; more entries not shown"
+        } else {
+            ""
+        },
+        if tree.depth_limited > 0 {
+            format!(
+                "; {} directories deeper than the limit not listed",
+                tree.depth_limited
+            )
+        } else {
+            String::new()
+        },
+        if tree.unsupported_names > 0 {
+            format!(
+                "; {} name(s) not shown: not UTF-8, or holding a control character or a \
+                 backslash",
+                tree.unsupported_names
+            )
+        } else {
+            String::new()
+        },
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `workspace show`: a text file's lines from `from`, bounded.
+fn show(
+    service: &WorkspaceService,
+    path: &str,
+    from: usize,
+    lines: usize,
+    json: bool,
+) -> Result<ExitCode> {
+    let limits = TextLimits {
+        max_lines: lines,
+        ..TextLimits::default()
+    };
+    let file = service.text(path, from, limits)?;
+    if json {
+        return print_json(&file);
+    }
+    if file.status == TextStatus::Binary {
+        say!(
+            "{} is binary ({} bytes); it is not shown",
+            file.path,
+            file.size
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    say_raw!("{}", file.content);
+    if file.truncated {
+        eprintln!(
+            "[lines {}–{} shown; the file goes on (limits: {} lines, {} bytes); use --from]",
+            file.first_line,
+            file.first_line + file.lines.saturating_sub(1),
+            file.limits.max_lines,
+            file.limits.max_bytes
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `workspace changes`: what changed since the last commit (or in a session without Git).
+fn changes(service: &WorkspaceService, session: Option<&str>, json: bool) -> Result<ExitCode> {
+    let report = service.changes(session, ChangeLimits::default())?;
+    if json {
+        return print_json(&report);
+    }
+    say!("{}:", report.summary);
+    for change in &report.changes.changes {
+        let mark = change.kind.mark();
+        match &change.from {
+            Some(from) => say!("{mark} {from} -> {}", change.path),
+            None => say!("{mark} {}", change.path),
+        }
+    }
+    if report.changes.truncated {
+        say!(
+            "(more changes not shown; limit {} paths)",
+            report.changes.limits.max_paths
+        );
+    }
+    if report.changes.excluded > 0 {
+        say!(
+            "({} changed path(s) not shown: inside .heartwood/, outside the project, or \
+             with a name that is not UTF-8 or holds a control character)",
+            report.changes.excluded
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `workspace diff PATH`: one file against its committed version.
+fn diff(service: &WorkspaceService, path: &str, json: bool) -> Result<ExitCode> {
+    let diff = service.diff(path, DiffLimits::default())?;
+    if json {
+        return print_json(&diff);
+    }
+    match diff.status {
+        DiffStatus::Changed => {
+            say_raw!("{}", diff.unified);
+            if diff.truncated {
+                eprintln!("[diff cut at {} lines]", diff.limits.max_lines);
+            }
+        }
+        DiffStatus::Unchanged => say!("{} is unchanged since HEAD", diff.path),
+        DiffStatus::Binary => say!("{} is binary; no line diff", diff.path),
+        DiffStatus::TooLarge => say!(
+            "{} is larger than {} bytes; no line diff",
+            diff.path,
+            diff.limits.max_bytes
+        ),
+        DiffStatus::NotGit => say!(
+            "not a Git project: there is no committed version of {} to compare with; \
+             `heartwood workspace diff --session` shows what a session's edits changed",
+            diff.path
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints what a session's file edits changed, edit by edit.

@@ -266,6 +266,47 @@ pub fn detect(surroundings: &Surroundings, project_mounts: &[MountDeclaration]) 
     if let Some(declared) = declared.and_then(|d| d.route_categories.clone()) {
         categories = declared;
     }
+    let ingress = ingress_offers(kind, declared, jupyter_base);
+    let mut credential_boundaries = vec![
+        CredentialBoundary::CredentialFree,
+        CredentialBoundary::ApplicationScrubbed,
+    ];
+    if transport.is_some() {
+        credential_boundaries.push(CredentialBoundary::PlatformIsolated);
+    }
+    let data_mounts = data_mounts(deployment, project_mounts);
+    let mut allow = tool_env_allow;
+    allow.extend(
+        declared
+            .map(|d| d.tool_env_allow.clone())
+            .unwrap_or_default(),
+    );
+    let mut summary = PlatformSummary {
+        platform: kind,
+        detected_by,
+        route_categories: categories.iter().map(|c| c.as_str().to_owned()).collect(),
+        local_compute,
+        model_transport: transport,
+        ingress,
+        credential_boundaries,
+        data_mounts,
+        tool_env_allow: allow,
+        default_policy: declared
+            .and_then(|d| d.default_policy)
+            .unwrap_or(ActionPolicy::AlwaysReview),
+        headline: String::new(),
+    };
+    summary.headline = summary.describe();
+    summary
+}
+
+/// How the page may be reached on a platform of `kind`: its adapter's offers (`jupyter_base`
+/// is where its Jupyter proxy serves, when it has one) with the deployment's declarations.
+fn ingress_offers(
+    kind: PlatformKind,
+    declared: Option<&Deployment>,
+    jupyter_base: Option<String>,
+) -> Vec<IngressOffer> {
     let jupyter_base = declared
         .and_then(|d| d.jupyter_base_path.as_deref())
         .map(slashed)
@@ -288,7 +329,7 @@ pub fn detect(surroundings: &Surroundings, project_mounts: &[MountDeclaration]) 
             ..
         }
     );
-    let ingress: Vec<IngressOffer> = match kind {
+    match kind {
         // On Terra the browser reaches a runtime only through Leonardo's proxy: loopback would
         // serve nobody, and nothing else may expose the runtime.
         PlatformKind::Terra => vec![jupyter],
@@ -317,16 +358,18 @@ pub fn detect(surroundings: &Surroundings, project_mounts: &[MountDeclaration]) 
                 vec![IngressOffer::Loopback, jupyter, proxy]
             }
         }
-    };
-    let mut credential_boundaries = vec![
-        CredentialBoundary::CredentialFree,
-        CredentialBoundary::ApplicationScrubbed,
-    ];
-    if transport.is_some() {
-        credential_boundaries.push(CredentialBoundary::PlatformIsolated);
     }
+}
+
+/// The data mounts the deployment and the project declare, each with who declared it and
+/// whether it is there.
+fn data_mounts(
+    deployment: Option<&(String, Deployment)>,
+    project_mounts: &[MountDeclaration],
+) -> Vec<DataMount> {
     let deployment_name = deployment.map_or(String::new(), |(p, _)| p.clone());
-    let data_mounts = declared
+    let declared = deployment.map(|(_, d)| d);
+    declared
         .map(|d| d.data_mounts.as_slice())
         .unwrap_or_default()
         .iter()
@@ -339,30 +382,7 @@ pub fn detect(surroundings: &Surroundings, project_mounts: &[MountDeclaration]) 
             declared_by: by.to_owned(),
             present: Path::new(&m.path).is_absolute() && Path::new(&m.path).is_dir(),
         })
-        .collect();
-    let mut allow = tool_env_allow;
-    allow.extend(
-        declared
-            .map(|d| d.tool_env_allow.clone())
-            .unwrap_or_default(),
-    );
-    let mut summary = PlatformSummary {
-        platform: kind,
-        detected_by,
-        route_categories: categories.iter().map(|c| c.as_str().to_owned()).collect(),
-        local_compute,
-        model_transport: transport,
-        ingress,
-        credential_boundaries,
-        data_mounts,
-        tool_env_allow: allow,
-        default_policy: declared
-            .and_then(|d| d.default_policy)
-            .unwrap_or(ActionPolicy::AlwaysReview),
-        headline: String::new(),
-    };
-    summary.headline = summary.describe();
-    summary
+        .collect()
 }
 
 /// `/path/` from `path`, `/path` or `path/`.

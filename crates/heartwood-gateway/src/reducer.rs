@@ -76,27 +76,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
                 p.pending = None;
             }
         }
-        Event::ActionProposed { action } => {
-            let view = ActionView {
-                headline: crate::review::headline(&action.tool, &action.arguments),
-                proposal: action.clone(),
-                proposed_seq: seq,
-                version: 1,
-                state: ActionState::Proposed,
-                detail: None,
-                exit_code: None,
-                changed_path: None,
-                started_at: None,
-            };
-            // Ids only grow, so pushing keeps the list sorted; the search covers odd logs.
-            match p
-                .actions
-                .binary_search_by_key(&action.action_id, |a| a.proposal.action_id)
-            {
-                Ok(i) => p.actions[i] = view,
-                Err(i) => p.actions.insert(i, view),
-            }
-        }
+        Event::ActionProposed { action } => action_proposed(p, action, seq),
         Event::ActionUpdated {
             action_id,
             version,
@@ -109,17 +89,14 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
                 .actions
                 .binary_search_by_key(action_id, |a| a.proposal.action_id)
             {
-                let action = &mut p.actions[i];
-                action.version = *version;
-                if *state == ActionState::Running && action.state != ActionState::Running {
-                    action.started_at = Some(recorded.time.clone());
-                }
-                action.state = *state;
-                action.detail.clone_from(detail);
-                action.exit_code = *exit_code;
-                if changed_path.is_some() {
-                    action.changed_path.clone_from(changed_path);
-                }
+                let update = ActionUpdate {
+                    version: *version,
+                    state: *state,
+                    detail,
+                    exit_code: *exit_code,
+                    changed_path,
+                };
+                action_updated(&mut p.actions[i], update, recorded);
             }
         }
         Event::ActionSetPending { set } => {
@@ -144,23 +121,7 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
             p.lifecycle = Lifecycle::Running;
         }
         Event::TaskPlanUpdated { tasks } => p.task_plan.clone_from(tasks),
-        Event::UsageRecorded { purpose, usage } => {
-            p.usage.total.add(usage);
-            match p
-                .usage
-                .by_purpose
-                .iter_mut()
-                .find(|u| &u.purpose == purpose)
-            {
-                Some(line) => line.usage.add(usage),
-                None => p.usage.by_purpose.push(PurposeUsage {
-                    purpose: purpose.clone(),
-                    label: purpose_label(purpose),
-                    usage: *usage,
-                }),
-            }
-            p.usage.summary = usage_summary(&p.usage.total);
-        }
+        Event::UsageRecorded { purpose, usage } => usage_recorded(p, purpose, usage),
         Event::ErrorRecorded { message } => {
             // In the conversation too, so the failure stays in the history where it happened.
             say(p, seq, Role::System, &format!("The run failed: {message}"));
@@ -213,6 +174,75 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
     // A workflow run follows every event: its own, and the turn's actions, usage and time.
     crate::workflow_run::apply(p, recorded);
     crate::parallel_review::apply(p, recorded);
+}
+
+/// A proposed action joins the list, kept in id order.
+fn action_proposed(p: &mut SessionProjection, action: &heartwood_events::ActionProposal, seq: u64) {
+    let view = ActionView {
+        headline: crate::review::headline(&action.tool, &action.arguments),
+        proposal: action.clone(),
+        proposed_seq: seq,
+        version: 1,
+        state: ActionState::Proposed,
+        detail: None,
+        exit_code: None,
+        changed_path: None,
+        started_at: None,
+    };
+    // Ids only grow, so pushing keeps the list sorted; the search covers odd logs.
+    match p
+        .actions
+        .binary_search_by_key(&action.action_id, |a| a.proposal.action_id)
+    {
+        Ok(i) => p.actions[i] = view,
+        Err(i) => p.actions.insert(i, view),
+    }
+}
+
+/// What an `ActionUpdated` event says about one action.
+struct ActionUpdate<'a> {
+    version: u32,
+    state: ActionState,
+    detail: &'a Option<String>,
+    exit_code: Option<i64>,
+    changed_path: &'a Option<String>,
+}
+
+/// An action moves on: its state, what it printed, and the file it changed (kept once known).
+fn action_updated(action: &mut ActionView, update: ActionUpdate<'_>, recorded: &RecordedEvent) {
+    action.version = update.version;
+    if update.state == ActionState::Running && action.state != ActionState::Running {
+        action.started_at = Some(recorded.time.clone());
+    }
+    action.state = update.state;
+    action.detail.clone_from(update.detail);
+    action.exit_code = update.exit_code;
+    if update.changed_path.is_some() {
+        action.changed_path.clone_from(update.changed_path);
+    }
+}
+
+/// Model usage adds to the total and to its purpose's line, and the summary follows.
+fn usage_recorded(
+    p: &mut SessionProjection,
+    purpose: &str,
+    usage: &heartwood_events::UsageFigures,
+) {
+    p.usage.total.add(usage);
+    match p
+        .usage
+        .by_purpose
+        .iter_mut()
+        .find(|u| u.purpose == purpose)
+    {
+        Some(line) => line.usage.add(usage),
+        None => p.usage.by_purpose.push(PurposeUsage {
+            purpose: purpose.to_owned(),
+            label: purpose_label(purpose),
+            usage: *usage,
+        }),
+    }
+    p.usage.summary = usage_summary(&p.usage.total);
 }
 
 /// A session's title from the text that started it: its first line, at most 80 characters.

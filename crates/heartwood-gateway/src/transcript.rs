@@ -286,6 +286,14 @@ pub fn line(e: &RecordedEvent) -> String {
             format!("older history summarized for the model ({forgotten} events)")
         }
         Event::RunInterrupted { reason } => format!("run interrupted: {reason}"),
+        // A workflow run's events, and its review batches.
+        event => workflow_line(event),
+    }
+}
+
+/// One line for a workflow run's event (and a review batch's); any other event by its kind.
+fn workflow_line(event: &Event) -> String {
+    match event {
         Event::WorkflowStarted(start) => format!(
             "workflow {} {} started: {}",
             start.definition,
@@ -380,6 +388,7 @@ pub fn line(e: &RecordedEvent) -> String {
         Event::ReviewParallelRefused { reason, .. } => {
             format!("review batch not admitted at once: {reason}")
         }
+        other => other.kind().replace('_', " "),
     }
 }
 

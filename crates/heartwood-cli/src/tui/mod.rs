@@ -327,43 +327,8 @@ fn apply(
             model,
             api_key_env,
         } => {
-            // Checked before it is saved: a wrong port or model name stays in the form, with
-            // the reason and the models the service lists.
-            let route = match preset.map(heartwood_gateway::presets::find) {
-                Some(Ok(preset)) => heartwood_gateway::presets::route(
-                    preset,
-                    heartwood_gateway::presets::Choice {
-                        model: Some(model),
-                        base_url: Some(base_url),
-                        // An emptied key field means the service takes none.
-                        api_key_env: Some(api_key_env.clone().unwrap_or_default()),
-                        prices: None,
-                    },
-                ),
-                _ => RouteConfig {
-                    api_key_env,
-                    ..RouteConfig::compatible(&base_url, &model)
-                },
-            };
-            let route = RouteConfig {
-                api_key_env: route.api_key_env.filter(|v| !v.is_empty()),
-                ..route
-            };
-            // A subscription is signed in first: the code and page are shown, and the loop
-            // polls the gateway until the sign-in is done, then connects.
-            if route.category == heartwood_gateway::config::RouteCategory::Subscription
-                && heartwood_gateway::subscription::not_signed_in(&route).is_some()
-            {
-                match tokio::task::block_in_place(|| gateway.start_sign_in()) {
-                    Ok(pending) => {
-                        app.notice = Some(sign_in_notice(&pending));
-                        app.after_sign_in = Some(route);
-                    }
-                    Err(e) => app.notice = Some(e.to_string()),
-                }
-                return Ok(true);
-            }
-            connect(app, route, gateway, project)?;
+            let route = form_route(preset, base_url, model, api_key_env);
+            connect_or_sign_in(app, route, gateway, project)?;
         }
         Intent::Recheck => app.screen = first_screen(gateway, project)?,
         Intent::Skills => {
@@ -386,26 +351,93 @@ fn apply(
             name,
             source,
             digest,
-        } => {
-            let skills = SkillsService::open(project);
-            let decided = tokio::task::block_in_place(|| match decision {
-                SkillDecision::Approve => match &digest {
-                    Some(digest) => skills.approve(&name, Some(&source), digest).map(|_| ()),
-                    None => Err(heartwood_gateway::GatewayError::Invalid(
-                        "the skill cannot be read, so there is no tree to approve".into(),
-                    )),
-                },
-                SkillDecision::Activate => skills.activate(&name, Some(&source)).map(|_| ()),
-                SkillDecision::Deactivate => skills.deactivate(&name).map(|_| ()),
-            });
-            let refused = decided.err().map(|e| e.to_string());
-            show_skill(app, project, &name, &source);
-            if refused.is_some() {
-                app.notice = refused;
-            }
-        }
+        } => decide_skill(app, project, decision, &name, &source, digest.as_deref()),
     }
     Ok(true)
+}
+
+/// The route the connect form describes: a preset's with the form's choices, or a compatible
+/// service's.
+fn form_route(
+    preset: Option<&'static str>,
+    base_url: String,
+    model: String,
+    api_key_env: Option<String>,
+) -> RouteConfig {
+    // Checked before it is saved: a wrong port or model name stays in the form, with
+    // the reason and the models the service lists.
+    let route = match preset.map(heartwood_gateway::presets::find) {
+        Some(Ok(preset)) => heartwood_gateway::presets::route(
+            preset,
+            heartwood_gateway::presets::Choice {
+                model: Some(model),
+                base_url: Some(base_url),
+                // An emptied key field means the service takes none.
+                api_key_env: Some(api_key_env.clone().unwrap_or_default()),
+                prices: None,
+            },
+        ),
+        _ => RouteConfig {
+            api_key_env,
+            ..RouteConfig::compatible(&base_url, &model)
+        },
+    };
+    RouteConfig {
+        api_key_env: route.api_key_env.filter(|v| !v.is_empty()),
+        ..route
+    }
+}
+
+/// Connects `route`, or for a subscription not signed in yet, shows the sign-in code first (the
+/// loop polls the gateway until it is done, then connects).
+fn connect_or_sign_in(
+    app: &mut App,
+    route: RouteConfig,
+    gateway: &SessionGateway,
+    project: &ProjectContext,
+) -> Result<()> {
+    // A subscription is signed in first: the code and page are shown, and the loop
+    // polls the gateway until the sign-in is done, then connects.
+    if route.category == heartwood_gateway::config::RouteCategory::Subscription
+        && heartwood_gateway::subscription::not_signed_in(&route).is_some()
+    {
+        match tokio::task::block_in_place(|| gateway.start_sign_in()) {
+            Ok(pending) => {
+                app.notice = Some(sign_in_notice(&pending));
+                app.after_sign_in = Some(route);
+            }
+            Err(e) => app.notice = Some(e.to_string()),
+        }
+        return Ok(());
+    }
+    connect(app, route, gateway, project)
+}
+
+/// Approves, activates or deactivates a skill, then shows it again (with the refusal, if any).
+fn decide_skill(
+    app: &mut App,
+    project: &ProjectContext,
+    decision: SkillDecision,
+    name: &str,
+    source: &str,
+    digest: Option<&str>,
+) {
+    let skills = SkillsService::open(project);
+    let decided = tokio::task::block_in_place(|| match decision {
+        SkillDecision::Approve => match digest {
+            Some(digest) => skills.approve(name, Some(source), digest).map(|_| ()),
+            None => Err(heartwood_gateway::GatewayError::Invalid(
+                "the skill cannot be read, so there is no tree to approve".into(),
+            )),
+        },
+        SkillDecision::Activate => skills.activate(name, Some(source)).map(|_| ()),
+        SkillDecision::Deactivate => skills.deactivate(name).map(|_| ()),
+    });
+    let refused = decided.err().map(|e| e.to_string());
+    show_skill(app, project, name, source);
+    if refused.is_some() {
+        app.notice = refused;
+    }
 }
 
 /// Opens session `id` and follows it.

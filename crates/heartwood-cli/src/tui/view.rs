@@ -11,7 +11,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, ListItem, Paragraph, Wrap};
 
-use super::app::{App, ConnectForm, Focus, Screen};
+use super::app::{App, ConnectForm, Focus, Screen, SessionRow};
 use super::timeline::visible_lines;
 
 /// Draws the whole screen.
@@ -19,128 +19,9 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
     let area = frame.area();
     match &app.screen {
         Screen::Startup { plan, form, models } => {
-            let mut lines = vec![
-                Line::styled(
-                    format!("Heartwood · {}", phase_title(plan.phase)),
-                    Style::default().add_modifier(Modifier::BOLD),
-                ),
-                Line::default(),
-                Line::raw(plan.explanation.clone()),
-                Line::styled(
-                    plan.platform.headline.clone(),
-                    Style::default().fg(Color::DarkGray),
-                ),
-            ];
-            // A machine that cannot confine commands says so first thing.
-            if !plan.sandbox.enforcing && !plan.sandbox.detail.is_empty() {
-                lines.push(Line::styled(
-                    plan.sandbox.detail.clone(),
-                    Style::default().fg(Color::Red),
-                ));
-            }
-            lines.extend([
-                Line::default(),
-                Line::styled(
-                    format!("Next: {}", plan.next_action),
-                    Style::default().fg(Color::Yellow),
-                ),
-                Line::default(),
-            ]);
-            if let Some(models) = models {
-                lines.extend(local_models(models));
-            }
-            if plan.phase == Phase::ModelRequired {
-                lines.push(Line::raw(
-                    "Connect a model service: pick a preset with ← → or type your own \
-                     (an OpenAI-compatible base URL).",
-                ));
-                let preset = form
-                    .preset
-                    .map_or("none: your own service".to_owned(), |i| {
-                        let p = &heartwood_gateway::presets::PRESETS[i];
-                        format!("◂ {} ▸", p.name)
-                    });
-                let values = [&preset, &form.base_url, &form.model, &form.api_key_env];
-                for (i, (label, value)) in ConnectForm::ROWS.iter().zip(values).enumerate() {
-                    let cursor = if form.field == i && i > 0 { "▏" } else { "" };
-                    let style = if form.field == i {
-                        Style::default().fg(Color::Cyan)
-                    } else {
-                        Style::default()
-                    };
-                    lines.push(Line::styled(format!("  {label:<9} {value}{cursor}"), style));
-                }
-                lines.push(Line::styled(
-                    "  The key itself is never stored: name the variable that holds it, and \
-                     set it in this shell.",
-                    Style::default().fg(Color::DarkGray),
-                ));
-                lines.push(Line::default());
-                if let Some(notice) = &app.notice {
-                    // A sign-in waiting for approval is a step, not an error.
-                    let color = if app.after_sign_in.is_some() {
-                        Color::Yellow
-                    } else {
-                        Color::Red
-                    };
-                    lines.push(Line::styled(notice.clone(), Style::default().fg(color)));
-                }
-                lines.push(keys(
-                    "Tab/↑↓ next field · ← → preset · Enter check and connect · Esc quit",
-                ));
-            } else {
-                lines.push(keys("Enter or r check again · q quit"));
-            }
-            frame.render_widget(
-                Paragraph::new(lines)
-                    .wrap(Wrap { trim: false })
-                    .block(Block::default().borders(Borders::ALL).title(" Heartwood ")),
-                area,
-            );
+            startup(frame, app, area, plan, form, models.as_deref());
         }
-        Screen::Sessions { rows, selected } => {
-            let [list_area, keys_area] =
-                Layout::vertical([Constraint::Min(3), Constraint::Length(1)]).areas(area);
-            let items: Vec<ListItem<'_>> = rows
-                .iter()
-                .map(|r| {
-                    let mark = if r.pending {
-                        "● decision pending  "
-                    } else {
-                        ""
-                    };
-                    let title = r.title.as_deref().unwrap_or("(no task yet)");
-                    ListItem::new(vec![
-                        Line::from(vec![
-                            Span::styled(
-                                format!("{title} "),
-                                Style::default().add_modifier(Modifier::BOLD),
-                            ),
-                            Span::styled(mark, Style::default().fg(Color::Yellow)),
-                        ]),
-                        Line::from(vec![
-                            Span::styled(
-                                format!("  {}  {}  ", r.id, r.when),
-                                Style::default().fg(Color::DarkGray),
-                            ),
-                            Span::raw(r.status.clone()),
-                        ]),
-                    ])
-                })
-                .collect();
-            let title = if rows.is_empty() {
-                " Sessions: none yet; press n to start one "
-            } else {
-                " Sessions "
-            };
-            super::widgets::list(frame, items, title, *selected, list_area);
-            frame.render_widget(
-                Paragraph::new(keys(
-                    "↑↓ choose · ⏎ open · n new · w workflows · f files · s skills · ? help · q quit",
-                )),
-                keys_area,
-            );
-        }
+        Screen::Sessions { rows, selected } => sessions(frame, area, rows, *selected),
         Screen::Workflows(screen) => super::catalog::render(frame, app, area, screen),
         Screen::Files(screen) => super::files::render(frame, app, area, screen),
         Screen::Skills {
@@ -172,6 +53,141 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
     if app.help {
         help(frame, area);
     }
+}
+
+/// The startup screen: where the project stands, what to do next, and the connect form when a
+/// model is needed.
+fn startup(
+    frame: &mut Frame<'_>,
+    app: &App,
+    area: Rect,
+    plan: &heartwood_gateway::startup::StartupPlan,
+    form: &ConnectForm,
+    models: Option<&heartwood_gateway::models::LocalModelsView>,
+) {
+    let mut lines = vec![
+        Line::styled(
+            format!("Heartwood · {}", phase_title(plan.phase)),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+        Line::default(),
+        Line::raw(plan.explanation.clone()),
+        Line::styled(
+            plan.platform.headline.clone(),
+            Style::default().fg(Color::DarkGray),
+        ),
+    ];
+    // A machine that cannot confine commands says so first thing.
+    if !plan.sandbox.enforcing && !plan.sandbox.detail.is_empty() {
+        lines.push(Line::styled(
+            plan.sandbox.detail.clone(),
+            Style::default().fg(Color::Red),
+        ));
+    }
+    lines.extend([
+        Line::default(),
+        Line::styled(
+            format!("Next: {}", plan.next_action),
+            Style::default().fg(Color::Yellow),
+        ),
+        Line::default(),
+    ]);
+    if let Some(models) = models {
+        lines.extend(local_models(models));
+    }
+    if plan.phase == Phase::ModelRequired {
+        lines.push(Line::raw(
+            "Connect a model service: pick a preset with ← → or type your own \
+             (an OpenAI-compatible base URL).",
+        ));
+        let preset = form
+            .preset
+            .map_or("none: your own service".to_owned(), |i| {
+                let p = &heartwood_gateway::presets::PRESETS[i];
+                format!("◂ {} ▸", p.name)
+            });
+        let values = [&preset, &form.base_url, &form.model, &form.api_key_env];
+        for (i, (label, value)) in ConnectForm::ROWS.iter().zip(values).enumerate() {
+            let cursor = if form.field == i && i > 0 { "▏" } else { "" };
+            let style = if form.field == i {
+                Style::default().fg(Color::Cyan)
+            } else {
+                Style::default()
+            };
+            lines.push(Line::styled(format!("  {label:<9} {value}{cursor}"), style));
+        }
+        lines.push(Line::styled(
+            "  The key itself is never stored: name the variable that holds it, and \
+             set it in this shell.",
+            Style::default().fg(Color::DarkGray),
+        ));
+        lines.push(Line::default());
+        if let Some(notice) = &app.notice {
+            // A sign-in waiting for approval is a step, not an error.
+            let color = if app.after_sign_in.is_some() {
+                Color::Yellow
+            } else {
+                Color::Red
+            };
+            lines.push(Line::styled(notice.clone(), Style::default().fg(color)));
+        }
+        lines.push(keys(
+            "Tab/↑↓ next field · ← → preset · Enter check and connect · Esc quit",
+        ));
+    } else {
+        lines.push(keys("Enter or r check again · q quit"));
+    }
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(Block::default().borders(Borders::ALL).title(" Heartwood ")),
+        area,
+    );
+}
+
+/// The session list, newest first, with the sessions that wait for a decision marked.
+fn sessions(frame: &mut Frame<'_>, area: Rect, rows: &[SessionRow], selected: usize) {
+    let [list_area, keys_area] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(1)]).areas(area);
+    let items: Vec<ListItem<'_>> = rows
+        .iter()
+        .map(|r| {
+            let mark = if r.pending {
+                "● decision pending  "
+            } else {
+                ""
+            };
+            let title = r.title.as_deref().unwrap_or("(no task yet)");
+            ListItem::new(vec![
+                Line::from(vec![
+                    Span::styled(
+                        format!("{title} "),
+                        Style::default().add_modifier(Modifier::BOLD),
+                    ),
+                    Span::styled(mark, Style::default().fg(Color::Yellow)),
+                ]),
+                Line::from(vec![
+                    Span::styled(
+                        format!("  {}  {}  ", r.id, r.when),
+                        Style::default().fg(Color::DarkGray),
+                    ),
+                    Span::raw(r.status.clone()),
+                ]),
+            ])
+        })
+        .collect();
+    let title = if rows.is_empty() {
+        " Sessions: none yet; press n to start one "
+    } else {
+        " Sessions "
+    };
+    super::widgets::list(frame, items, title, selected, list_area);
+    frame.render_widget(
+        Paragraph::new(keys(
+            "↑↓ choose · ⏎ open · n new · w workflows · f files · s skills · ? help · q quit",
+        )),
+        keys_area,
+    );
 }
 
 fn session(frame: &mut Frame<'_>, app: &App, area: Rect, snapshot: &heartwood_events::Snapshot) {

@@ -9,39 +9,7 @@ use super::*;
 pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
     let seq = recorded.seq.get();
     if let Event::WorkflowStarted(start) = &recorded.event {
-        // The run is what the session is about: the question names it in every list.
-        if p.title.is_none() {
-            p.title = Some(crate::reducer::title_of(&start.question));
-        }
-        let stages = &start.stages;
-        p.workflow = Some(WorkflowView {
-            run_id: start.run_id.clone(),
-            definition: start.definition.clone(),
-            version: start.version.clone(),
-            title: start.title.clone(),
-            question: start.question.clone(),
-            revision: seq,
-            bindings: start.bindings.clone(),
-            stages: stages
-                .iter()
-                .map(|spec| StageView {
-                    spec: spec.clone(),
-                    status: StageStatus::Pending,
-                    used: BudgetUse::default(),
-                    budget: Vec::new(),
-                    accepted_evidence: Vec::new(),
-                })
-                .collect(),
-            current: stages.first().map(|s| s.id.clone()),
-            assessment: None,
-            turn: None,
-            used: BudgetUse::default(),
-            reproduction: None,
-            reviews: Vec::new(),
-            review_execution: None,
-            cancelled: false,
-            controls: Vec::new(),
-        });
+        started(p, start, seq);
         settle_turn(p);
         return;
     }
@@ -49,25 +17,7 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         return;
     };
     match &recorded.event {
-        Event::WorkflowStageStarted { stage, .. } => {
-            w.revision = seq;
-            w.assessment = None;
-            let base_seconds = w
-                .stages
-                .iter()
-                .find(|s| &s.spec.id == stage)
-                .map_or(0, |s| s.used.seconds);
-            w.turn = Some(StageTurn {
-                stage: stage.clone(),
-                started_at: recorded.time.clone(),
-                base_seconds,
-                open: true,
-                exhausted: false,
-                outcome: None,
-                problem: None,
-            });
-            set_status(w, stage, StageStatus::Running);
-        }
+        Event::WorkflowStageStarted { stage, .. } => stage_started(w, stage, recorded),
         Event::WorkflowStageEvaluated { assessment, .. } => {
             w.revision = seq;
             let status = if assessment.eligible {
@@ -80,26 +30,7 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         }
         Event::WorkflowStageAccepted { stage, .. } => {
             w.revision = seq;
-            let mut evidence: Vec<InspectedFile> = w
-                .assessment
-                .take()
-                .filter(|a| &a.stage == stage)
-                .map(|a| a.checks.into_iter().flat_map(|c| c.inspected).collect())
-                .unwrap_or_default();
-            evidence.sort_by(|a, b| a.path.cmp(&b.path));
-            evidence.dedup_by(|a, b| a.path == b.path);
-            if let Some(s) = w.stages.iter_mut().find(|s| &s.spec.id == stage) {
-                s.accepted_evidence = evidence;
-            }
-            w.turn = None;
-            set_status(w, stage, StageStatus::Accepted);
-            let next = w
-                .stages
-                .iter()
-                .position(|s| &s.spec.id == stage)
-                .and_then(|i| w.stages.get(i + 1))
-                .map(|s| s.spec.id.clone());
-            w.current = next;
+            stage_accepted(w, stage);
         }
         Event::WorkflowCancelled { .. } => {
             w.revision = seq;
@@ -167,53 +98,149 @@ pub(crate) fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         }
         // The rest counts only while a stage's turn is on.
         event => {
-            // A review's model work counts against its stage too (its time does not: the
-            // stage's clock is its turns').
-            let reviewing = w
-                .reviews
-                .last()
-                .filter(|r| r.assessed.is_none())
-                .map(|r| r.started.stage.clone());
-            let Some(turn) = w.turn.as_ref().filter(|t| t.open) else {
-                if let Some(stage) = reviewing {
-                    count_work(w, &stage, event);
-                }
+            if !turn_work(w, &p.actions, recorded, event) {
                 return;
-            };
-            let stage = turn.stage.clone();
-            let elapsed = turn
-                .started_at
-                .millis_until(&recorded.time)
-                .map_or(0, |ms| u64::try_from(ms / 1000).unwrap_or(0));
-            let seconds = turn.base_seconds + elapsed;
-            count_work(w, &stage, event);
-            // The turn's `finish`, once it ran, carries its outcome.
-            if let Event::ActionUpdated {
-                action_id,
-                state: ActionState::Completed,
-                ..
-            } = event
-                && let Some(finish) = p
-                    .actions
-                    .iter()
-                    .find(|a| a.proposal.action_id == *action_id)
-                    .filter(|a| a.proposal.tool == "finish")
-            {
-                let reported = outcome_of(&finish.proposal.arguments, w, &stage);
-                if let Some(turn) = &mut w.turn {
-                    (turn.problem, turn.outcome) = match reported {
-                        Ok(outcome) => (blocked(&outcome), Some(outcome)),
-                        Err(problem) => (Some(problem), None),
-                    };
-                }
             }
-            // Time runs from the dispatch to the latest event of the turn, review included.
-            use_budget(w, &stage, |u| u.seconds = seconds);
         }
     }
     // Settled at the event that ends the turn, live and in a replay alike (a replay derives
     // only once, at its end): a later turn's events must find this one closed.
     settle_turn(p);
+}
+
+/// The run as it starts: every stage pending, the first one current.
+fn started(p: &mut SessionProjection, start: &heartwood_events::workflow::WorkflowStart, seq: u64) {
+    // The run is what the session is about: the question names it in every list.
+    if p.title.is_none() {
+        p.title = Some(crate::reducer::title_of(&start.question));
+    }
+    let stages = &start.stages;
+    p.workflow = Some(WorkflowView {
+        run_id: start.run_id.clone(),
+        definition: start.definition.clone(),
+        version: start.version.clone(),
+        title: start.title.clone(),
+        question: start.question.clone(),
+        revision: seq,
+        bindings: start.bindings.clone(),
+        stages: stages
+            .iter()
+            .map(|spec| StageView {
+                spec: spec.clone(),
+                status: StageStatus::Pending,
+                used: BudgetUse::default(),
+                budget: Vec::new(),
+                accepted_evidence: Vec::new(),
+            })
+            .collect(),
+        current: stages.first().map(|s| s.id.clone()),
+        assessment: None,
+        turn: None,
+        used: BudgetUse::default(),
+        reproduction: None,
+        reviews: Vec::new(),
+        review_execution: None,
+        cancelled: false,
+        controls: Vec::new(),
+    });
+}
+
+/// A stage's turn begins: its clock continues from the stage's earlier turns.
+fn stage_started(w: &mut WorkflowView, stage: &str, recorded: &RecordedEvent) {
+    let seq = recorded.seq.get();
+    w.revision = seq;
+    w.assessment = None;
+    let base_seconds = w
+        .stages
+        .iter()
+        .find(|s| s.spec.id == stage)
+        .map_or(0, |s| s.used.seconds);
+    w.turn = Some(StageTurn {
+        stage: stage.to_owned(),
+        started_at: recorded.time.clone(),
+        base_seconds,
+        open: true,
+        exhausted: false,
+        outcome: None,
+        problem: None,
+    });
+    set_status(w, stage, StageStatus::Running);
+}
+
+/// A stage is accepted on the evidence its latest checks inspected; the next one is current.
+fn stage_accepted(w: &mut WorkflowView, stage: &str) {
+    let mut evidence: Vec<InspectedFile> = w
+        .assessment
+        .take()
+        .filter(|a| a.stage == stage)
+        .map(|a| a.checks.into_iter().flat_map(|c| c.inspected).collect())
+        .unwrap_or_default();
+    evidence.sort_by(|a, b| a.path.cmp(&b.path));
+    evidence.dedup_by(|a, b| a.path == b.path);
+    if let Some(s) = w.stages.iter_mut().find(|s| s.spec.id == stage) {
+        s.accepted_evidence = evidence;
+    }
+    w.turn = None;
+    set_status(w, stage, StageStatus::Accepted);
+    let next = w
+        .stages
+        .iter()
+        .position(|s| s.spec.id == stage)
+        .and_then(|i| w.stages.get(i + 1))
+        .map(|s| s.spec.id.clone());
+    w.current = next;
+}
+
+/// What an event does to the open stage turn (or the review in progress): its work counts
+/// against the stage, and the turn's `finish` carries its outcome. `false` when no turn is open.
+fn turn_work(
+    w: &mut WorkflowView,
+    actions: &[heartwood_events::ActionView],
+    recorded: &RecordedEvent,
+    event: &Event,
+) -> bool {
+    // A review's model work counts against its stage too (its time does not: the
+    // stage's clock is its turns').
+    let reviewing = w
+        .reviews
+        .last()
+        .filter(|r| r.assessed.is_none())
+        .map(|r| r.started.stage.clone());
+    let Some(turn) = w.turn.as_ref().filter(|t| t.open) else {
+        if let Some(stage) = reviewing {
+            count_work(w, &stage, event);
+        }
+        return false;
+    };
+    let stage = turn.stage.clone();
+    let elapsed = turn
+        .started_at
+        .millis_until(&recorded.time)
+        .map_or(0, |ms| u64::try_from(ms / 1000).unwrap_or(0));
+    let seconds = turn.base_seconds + elapsed;
+    count_work(w, &stage, event);
+    // The turn's `finish`, once it ran, carries its outcome.
+    if let Event::ActionUpdated {
+        action_id,
+        state: ActionState::Completed,
+        ..
+    } = event
+        && let Some(finish) = actions
+            .iter()
+            .find(|a| a.proposal.action_id == *action_id)
+            .filter(|a| a.proposal.tool == "finish")
+    {
+        let reported = outcome_of(&finish.proposal.arguments, w, &stage);
+        if let Some(turn) = &mut w.turn {
+            (turn.problem, turn.outcome) = match reported {
+                Ok(outcome) => (blocked(&outcome), Some(outcome)),
+                Err(problem) => (Some(problem), None),
+            };
+        }
+    }
+    // Time runs from the dispatch to the latest event of the turn, review included.
+    use_budget(w, &stage, |u| u.seconds = seconds);
+    true
 }
 
 /// A review in the words every interface shows: verified findings apart from the proposals
