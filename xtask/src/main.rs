@@ -23,7 +23,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
-    /// Format check, clippy with warnings denied, and the whole test suite.
+    /// What CI runs, exactly: `.ci/run` (installs what the suites need, then the format and
+    /// lint gates, the whole test suite and the reliability smoke runs).
     Ci,
     /// Regenerate the JSON Schemas in docs/schema/ from the Rust types.
     Schema,
@@ -131,17 +132,17 @@ fn cargo(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// CI's checks have one definition, `.ci/run` (what it installs, the gates, the suites and the
+/// reliability smoke runs): this runs it, so `cargo xtask ci` and CI cannot drift apart.
 fn ci() -> Result<()> {
-    cargo(&["fmt", "--all", "--", "--check"])?;
-    cargo(&[
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ])?;
-    cargo(&["test", "--workspace"])
+    let script = workspace_root().join(".ci/run");
+    let status = Command::new(&script)
+        .status()
+        .with_context(|| format!("running {}", script.display()))?;
+    if !status.success() {
+        bail!("{} failed ({status})", script.display());
+    }
+    Ok(())
 }
 
 fn schema() -> Result<()> {

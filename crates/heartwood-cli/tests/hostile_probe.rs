@@ -366,7 +366,12 @@ fn fill(dir: &Path, leave: u64) -> std::path::PathBuf {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_full_disk_fails_decide_with_the_error_and_recover_completes_once_space_returns() {
     let Some(disk) = SmallDisk::mount(2 * 1024 * 1024) else {
-        eprintln!("skipped: mounting a tmpfs needs root");
+        // A root-only test: CI runs as root, so there a failed mount is a failure, not a skip.
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true and a 2 MiB tmpfs could not be mounted (this test needs root)"
+        );
+        eprintln!("skipped: this test needs root (it mounts a 2 MiB tmpfs to fill)");
         return;
     };
     let project = disk.path().join("project");
