@@ -36,7 +36,7 @@ enum Task {
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
         /// Which benchmark: `journal`, `agent`, `backends`, `gateway`, `workspace`, `tui`, `workflow`, `web`, `sandbox`, `batch`,
-        /// `web-load` or `notebook`.
+        /// `web-load`, `page` (first paint in Chromium) or `notebook`.
         name: String,
     },
     /// Build the libFuzzer targets in fuzz/ (nightly toolchain) and fuzz each for a while,
@@ -88,13 +88,14 @@ fn main() -> Result<()> {
             "workflow" => bench::workflow::run(),
             "web" => bench::web::run(),
             "web-load" => bench::web_load::run(),
+            "page" => bench::page::run(),
             "notebook" => bench::notebook::run(),
             "models" => bench::models::run(),
             "sandbox" => bench::sandbox::run(),
             "batch" => bench::batch::run(),
             "review" => bench::review::run(),
             other => bail!(
-                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, notebook, models, sandbox, batch, review"
+                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, page, notebook, models, sandbox, batch, review"
             ),
         },
         Task::Fuzz {

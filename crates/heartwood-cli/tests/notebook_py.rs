@@ -1,7 +1,7 @@
 //! The notebook module's own suite (pytest, in `crates/heartwood-notebook/tests`), run from
 //! `cargo test`: the extension built with maturin into the test virtualenv, the scripted model
-//! server built as a process, and pytest driving the real gateway, a real kernel and real
-//! files. `.ci/run` makes the virtualenv (maturin, pytest, ipykernel, nbclient); without it, a
+//! server built as a process, a model hub on loopback with a trusted catalog, and pytest
+//! driving the real gateway, a real kernel and real files. `.ci/run` makes the virtualenv (maturin, pytest, ipykernel, nbclient); without it, a
 //! developer machine skips this test and says so.
 //!
 //! Both builds use a target directory of their own (`<target>/notebook`): the outer `cargo
@@ -84,6 +84,10 @@ fn the_notebook_modules_pytest_suite_passes() {
             .env("VIRTUAL_ENV", &venv)
             .env("PATH", &path),
     );
+    // Local models come from a hub on loopback, through a trusted catalog naming it.
+    let hub = heartwood_testkit::hub::HubServer::start();
+    let work = tempfile::tempdir().expect("work");
+    let catalog = heartwood_testkit::hub::tiny_catalog(&hub, &work.path().join("models.toml"));
     run(
         "pytest crates/heartwood-notebook/tests",
         Command::new(venv.join("bin/python"))
@@ -98,6 +102,8 @@ fn the_notebook_modules_pytest_suite_passes() {
             .current_dir(&workspace)
             .env("PATH", &path)
             .env("HEARTWOOD_BIN", &cli)
+            .env("HF_ENDPOINT", hub.endpoint())
+            .env("HEARTWOOD_MODEL_CATALOG", &catalog)
             .env(
                 "HEARTWOOD_SCRIPTED_MODEL",
                 target.join("debug/heartwood-scripted-model"),

@@ -22,6 +22,7 @@ mod follow;
 mod gateway;
 mod live;
 pub mod markdown;
+pub mod model_catalog;
 pub mod models;
 pub mod native;
 pub mod openhands;

@@ -171,7 +171,7 @@ impl Review {
     }
 
     /// Refuses unless `accepted` is this manifest's SHA-256 and the model fits.
-    fn decided(&self, accepted: Option<&str>) -> Result<(), ModelError> {
+    pub(crate) fn decided(&self, accepted: Option<&str>) -> Result<(), ModelError> {
         if let Some(why) = &self.does_not_fit {
             return Err(ModelError::Invalid(why.clone()));
         }
@@ -331,7 +331,8 @@ impl ModelDesk {
         Ok(Review::of(manifest, validated))
     }
 
-    /// Downloads a reviewed hub or catalog manifest, once its license is accepted.
+    /// Downloads a reviewed hub or catalog manifest, once its license is accepted. Returns when
+    /// it is published; [`crate::model_catalog::start_download`] returns at once instead.
     pub fn download(
         &self,
         review: &Review,
@@ -341,15 +342,25 @@ impl ModelDesk {
         let transfer = self
             .transfers
             .begin(TransferKind::Download, &review.manifest.name);
-        let manifest = Catalog::load()?
-            .rehydrate(&review.manifest)
-            .unwrap_or_else(|| review.manifest.clone());
-        let result = Hub::from_env().and_then(|hub| {
-            hub.download(
+        self.download_as(review, &transfer)
+    }
+
+    /// Downloads a reviewed (and decided) manifest as `transfer`, which ends done or failed.
+    pub(crate) fn download_as(
+        &self,
+        review: &Review,
+        transfer: &Transfer,
+    ) -> Result<ModelListing, GatewayError> {
+        // Whatever fails, the transfer ends with it: a download is never left "running".
+        let result = Catalog::load().and_then(|catalog| {
+            let manifest = catalog
+                .rehydrate(&review.manifest)
+                .unwrap_or_else(|| review.manifest.clone());
+            Hub::from_env()?.download(
                 &self.store,
                 &manifest,
                 provenance(WayIn::Download, review),
-                &transfer,
+                transfer,
             )
         });
         transfer.finish(&result, |m| format!("published {}", m.manifest.name));

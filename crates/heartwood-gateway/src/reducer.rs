@@ -229,12 +229,7 @@ fn usage_recorded(
     usage: &heartwood_events::UsageFigures,
 ) {
     p.usage.total.add(usage);
-    match p
-        .usage
-        .by_purpose
-        .iter_mut()
-        .find(|u| u.purpose == purpose)
-    {
+    match p.usage.by_purpose.iter_mut().find(|u| u.purpose == purpose) {
         Some(line) => line.usage.add(usage),
         None => p.usage.by_purpose.push(PurposeUsage {
             purpose: purpose.to_owned(),

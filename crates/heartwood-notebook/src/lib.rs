@@ -195,6 +195,70 @@ impl Heartwood {
         convert::to_python(py, &view)
     }
 
+    /// The deployment's trusted model catalog: ``entries`` (each with ``id``, ``label``,
+    /// ``license``, ``does_not_fit`` and ``stored``), its ``source``, and a ``note`` saying what
+    /// to do when there is none.
+    fn model_catalog(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let project = self.project.clone();
+        let view = py
+            .detach(move || heartwood_gateway::model_catalog::catalog(&project))
+            .map_err(failed)?;
+        convert::to_python(py, &view)
+    }
+
+    /// Downloads trusted catalog entry ``id``. Without ``accept_license`` it returns the review
+    /// (the exact manifest and its ``manifest_sha256``) and writes nothing; with that SHA-256
+    /// the gateway downloads it, its progress shown as it moves, and it returns the model's
+    /// listing. A kernel interrupt cancels the download: nothing is published.
+    #[pyo3(signature = (id, accept_license=None))]
+    fn download_model(
+        &self,
+        py: Python<'_>,
+        id: String,
+        accept_license: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
+        let project = self.project.clone();
+        let Some(sha) = accept_license else {
+            let desk = heartwood_gateway::models::ModelDesk::new(&project);
+            let review = py
+                .detach(move || desk.review_catalog(&id, None))
+                .map_err(failed)?;
+            return convert::to_python(py, &review);
+        };
+        let started = py
+            .detach(|| heartwood_gateway::model_catalog::start_download(&project, &id, &sha))
+            .map_err(failed)?;
+        let show = py.import("heartwood")?.getattr("_show_transfer")?;
+        let last = loop {
+            let line = started.progress();
+            show.call1((convert::to_python(py, &line)?,))?;
+            if !line.running {
+                break line;
+            }
+            py.detach(|| std::thread::sleep(std::time::Duration::from_millis(250)));
+            if let Err(interrupted) = py.check_signals() {
+                started.cancel();
+                return Err(interrupted);
+            }
+        };
+        match last.view.state {
+            heartwood_gateway::models::TransferState::Done(_) => {
+                let desk = heartwood_gateway::models::ModelDesk::new(&project);
+                let name = started.name.clone();
+                let listing = py
+                    .detach(move || desk.list())
+                    .map_err(failed)?
+                    .into_iter()
+                    .find(|m| m.name == name)
+                    .ok_or_else(|| {
+                        failed(format!("{} was downloaded but is not listed", started.name))
+                    })?;
+                convert::to_python(py, &listing)
+            }
+            _ => Err(failed(last.label)),
+        }
+    }
+
     /// Imports local model files (one a ``.gguf``). Without ``accept_license`` it returns the
     /// review (the exact manifest and its ``manifest_sha256``) and writes nothing; with that
     /// SHA-256 it imports them and returns the model's listing.

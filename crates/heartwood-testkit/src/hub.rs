@@ -258,3 +258,31 @@ async fn file(
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// Publishes a tiny GGUF-named model (150,000 bytes, Apache-2.0) on `hub` and writes a trusted
+/// catalog at `path` with two entries for it: `tiny` (1 GiB to run) and `huge` (1 PiB, which no
+/// machine here fits). The catalog's file is returned, for `HEARTWOOD_MODEL_CATALOG`.
+pub fn tiny_catalog(hub: &HubServer, path: &std::path::Path) -> std::path::PathBuf {
+    let weights: Vec<u8> = (0..150_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let commit = hub.publish(
+        "heartwood-tests/tiny-GGUF",
+        "main",
+        "apache-2.0",
+        &[("tiny.gguf", &weights)],
+    );
+    let sha256: String = Sha256::digest(&weights)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let entry = |id: &str, memory: u64| {
+        format!(
+            "[[model]]\nid = \"{id}\"\nsummary = \"a tiny test model\"\n\
+             repository = \"heartwood-tests/tiny-GGUF\"\nrevision = \"{commit}\"\n\
+             license = \"apache-2.0\"\nmodel_file = \"tiny.gguf\"\ncontext_length = 512\n\
+             memory_bytes = {memory}\n\
+             files = [{{ path = \"tiny.gguf\", size = 150000, sha256 = \"{sha256}\" }}]\n"
+        )
+    };
+    std::fs::write(path, entry("tiny", 1 << 30) + &entry("huge", 1 << 50)).expect("catalog");
+    path.to_path_buf()
+}

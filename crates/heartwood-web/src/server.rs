@@ -330,6 +330,15 @@ fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) ->
                 Err(e) => failure(&e),
             }
         }
+        ("GET", ["api", "models", "catalog"]) => {
+            match heartwood_gateway::model_catalog::catalog(&app.project) {
+                Ok(view) => json_response(StatusCode::OK, &view),
+                Err(e) => failure(&e),
+            }
+        }
+        ("POST", ["api", "models", step @ ("review" | "download")]) => {
+            catalog_download(app, step, &body)
+        }
         ("GET", ["api", "workflows"]) => match heartwood_gateway::workspace::workflow_catalog() {
             Ok(catalog) => json_response(StatusCode::OK, &catalog),
             Err(e) => failure(&e),
@@ -402,6 +411,49 @@ fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) ->
         // Every session has its own address: the page opens it (a bookmark, a reload).
         ("GET", [""] | ["s", _]) => page(app.policy.base_path()),
         _ => plain(StatusCode::NOT_FOUND, "not found"),
+    }
+}
+
+/// A download from the trusted catalog: `review` (`{"catalog"}`) answers with the exact
+/// manifest and its SHA-256; `download` (`{"catalog", "accept_license"}`) starts it once that
+/// SHA-256 is the one accepted, and answers at once (`202`): its progress is in `api/models`.
+fn catalog_download(app: &Arc<AppState>, step: &str, body: &[u8]) -> Response {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Asked {
+        catalog: String,
+        #[serde(default)]
+        accept_license: Option<String>,
+    }
+    let asked: Asked = match serde_json::from_slice(body) {
+        Ok(asked) => asked,
+        Err(e) => {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                &format!("not a catalog request: {e}"),
+            );
+        }
+    };
+    let desk = heartwood_gateway::models::ModelDesk::new(&app.project);
+    match (step, asked.accept_license) {
+        ("review", _) => match desk.review_catalog(&asked.catalog, None) {
+            Ok(review) => json_response(StatusCode::OK, &review),
+            Err(e) => failure(&e),
+        },
+        (_, Some(sha)) => {
+            match heartwood_gateway::model_catalog::start_download(
+                &app.project,
+                &asked.catalog,
+                &sha,
+            ) {
+                Ok(started) => json_response(StatusCode::ACCEPTED, &started),
+                Err(e) => failure(&e),
+            }
+        }
+        (_, None) => plain(
+            StatusCode::BAD_REQUEST,
+            "accept_license is required: review the entry and accept its manifest's SHA-256",
+        ),
     }
 }
 

@@ -58,49 +58,10 @@ async fn the_same_flow_works_with_the_openhands_engine() {
     flow(None, "browser-test-openhands.png", true).await;
 }
 
-/// The `node_modules` holding playwright-core, or `None` (outside CI) to skip.
-fn node_path() -> Option<String> {
-    let node_path = std::env::var("HEARTWOOD_NODE_PATH").unwrap_or_default();
-    if Path::new(&node_path).join("playwright-core").is_dir() {
-        return Some(node_path);
-    }
-    // CI always has it (.ci/run installs it); a developer machine may not.
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "HEARTWOOD_NODE_PATH must name a node_modules with playwright-core"
-    );
-    eprintln!("skipped: no playwright-core; run .ci/run once, or set HEARTWOOD_NODE_PATH");
-    None
-}
-
-/// Runs a Chromium scenario script with `args`; its standard output, once it succeeded.
-async fn chromium(
-    node_path: &str,
-    script: &Path,
-    args: &[&dyn AsRef<std::ffi::OsStr>],
-    patience_ms: &str,
-) -> String {
-    let out = tokio::process::Command::new("node")
-        .arg(script)
-        .args(args.iter().map(|a| a.as_ref()))
-        .env("NODE_PATH", node_path)
-        .env("PATIENCE_MS", patience_ms)
-        .output()
-        .await
-        .expect("node");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
-
 /// The whole flow, at the root or under a Jupyter server proxy prefix, on the native engine or
 /// on OpenHands.
 async fn flow(prefix: Option<&str>, screenshot_name: &str, openhands: bool) {
-    let Some(node_path) = node_path() else {
+    let Some(node_path) = support::node_path() else {
         return;
     };
     let project = tempfile::tempdir().expect("project");
@@ -162,7 +123,7 @@ async fn flow(prefix: Option<&str>, screenshot_name: &str, openhands: bool) {
     let screenshot = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../target")
         .join(screenshot_name);
-    let stdout = chromium(
+    let stdout = support::chromium(
         &node_path,
         &script,
         &[&url, &screenshot],
@@ -207,7 +168,7 @@ async fn flow(prefix: Option<&str>, screenshot_name: &str, openhands: bool) {
 /// (`target/page-<width>.png`, the pictures in docs/).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_fits_every_width_and_passes_an_accessibility_check() {
-    let Some(node_path) = node_path() else {
+    let Some(node_path) = support::node_path() else {
         return;
     };
     let project = tempfile::tempdir().expect("project");
@@ -243,7 +204,7 @@ async fn the_page_fits_every_width_and_passes_an_accessibility_check() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/layout.mjs");
     let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
     std::fs::create_dir_all(&shots).expect("target");
-    let stdout = chromium(&node_path, &script, &[&url, &shots], "20000").await;
+    let stdout = support::chromium(&node_path, &script, &[&url, &shots], "20000").await;
     for width in [390, 800, 1440] {
         assert!(
             stdout.contains(&format!(
@@ -284,7 +245,7 @@ fn stage_turns(command: &str, artifacts: &[&str]) -> [Turn; 2] {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
-    let Some(node_path) = node_path() else {
+    let Some(node_path) = support::node_path() else {
         return;
     };
     let project = tempfile::tempdir().expect("project");
@@ -343,7 +304,7 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workflow.mjs");
     let screenshot =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-workflow.png");
-    let stdout = chromium(
+    let stdout = support::chromium(
         &node_path,
         &script,
         &[&url, &"Does sleep predict the test score?", &screenshot],
@@ -384,7 +345,7 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
 /// approves the exact tree shown and activates it; the gateway then hands it to the agent.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_reviews_approves_and_activates_a_skill() {
-    let Some(node_path) = node_path() else {
+    let Some(node_path) = support::node_path() else {
         return;
     };
     let project = tempfile::tempdir().expect("project");
@@ -406,7 +367,7 @@ async fn the_page_reviews_approves_and_activates_a_skill() {
     let url = format!("http://127.0.0.1:{}/?token={secret}", addr.port());
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/skills.mjs");
     let screenshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-skills.png");
-    let stdout = chromium(&node_path, &script, &[&url, &screenshot], "20000").await;
+    let stdout = support::chromium(&node_path, &script, &[&url, &screenshot], "20000").await;
     assert!(stdout.contains("scripts/units.py"), "{stdout}");
     assert!(stdout.contains("(unreviewed)"), "{stdout}");
     let digest = added.digest.expect("digest");
@@ -423,7 +384,7 @@ async fn the_page_reviews_approves_and_activates_a_skill() {
 /// a transfer's progress as it moves (polled from the views every process writes), then its end.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_shows_local_models_and_a_transfer_moving() {
-    let Some(node_path) = node_path() else {
+    let Some(node_path) = support::node_path() else {
         return;
     };
     let project = tempfile::tempdir().expect("project");
@@ -465,7 +426,7 @@ async fn the_page_shows_local_models_and_a_transfer_moving() {
             moving.succeed("published tiny".to_owned());
         })
     };
-    let stdout = chromium(&node_path, &script, &[&url, &screenshot, &seen], "20000").await;
+    let stdout = support::chromium(&node_path, &script, &[&url, &screenshot, &seen], "20000").await;
     finisher.await.expect("finisher");
     assert!(
         stdout.contains("model: tiny · unvalidated") && stdout.contains("license mit"),
@@ -490,7 +451,7 @@ async fn the_page_shows_local_models_and_a_transfer_moving() {
 async fn the_page_signs_in_with_a_chatgpt_subscription() {
     const TEST: &str = "the_page_signs_in_with_a_chatgpt_subscription";
     if std::env::var_os("HEARTWOOD_TEST_CHILD").is_some() {
-        let Some(node_path) = node_path() else {
+        let Some(node_path) = support::node_path() else {
             return;
         };
         let project = tempfile::tempdir().expect("project");
@@ -501,7 +462,7 @@ async fn the_page_signs_in_with_a_chatgpt_subscription() {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/signin.mjs");
         let screenshot =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-signin.png");
-        let stdout = chromium(&node_path, &script, &[&url, &screenshot], "20000").await;
+        let stdout = support::chromium(&node_path, &script, &[&url, &screenshot], "20000").await;
         let config = std::env::var("HEARTWOOD_CONFIG_HOME").expect("config home");
         assert!(
             stdout.contains(&format!("code: {}", heartwood_testkit::chatgpt::USER_CODE)),
@@ -518,7 +479,7 @@ async fn the_page_signs_in_with_a_chatgpt_subscription() {
         assert!(Path::new(&config).join("chatgpt.json").is_file());
         return;
     }
-    if node_path().is_none() {
+    if support::node_path().is_none() {
         return;
     }
     let server = ScriptedModelServer::start(Script::of(Vec::new()))

@@ -8,6 +8,7 @@ pub mod gateway;
 pub mod journal;
 pub mod models;
 pub mod notebook;
+pub mod page;
 pub mod review;
 pub mod sandbox;
 pub mod tui;

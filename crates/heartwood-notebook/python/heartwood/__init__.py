@@ -67,6 +67,39 @@ def watch(session, timeout=None):
             pass
 
 
+# A download's progress, by transfer id: the notebook display it updates in place, or the last
+# line printed outside a notebook.
+_transfers = {}
+
+
+def _show_transfer(line):
+    """Shows a model transfer's progress (the gateway's line for it): in a notebook an HTML
+    progress bar updated in place, elsewhere one printed line each time it changes."""
+    import html as _html
+
+    key = line["id"]
+    try:
+        from IPython import get_ipython
+        from IPython.display import HTML, display
+
+        in_notebook = get_ipython() is not None and hasattr(get_ipython(), "kernel")
+    except ImportError:
+        in_notebook = False
+    if not in_notebook:
+        if _transfers.get(key) != line["label"]:
+            _transfers[key] = line["label"]
+            print(line["label"], flush=True)
+        return
+    fraction = line.get("fraction")
+    bar = "" if fraction is None else f'<progress max="1" value="{fraction:.3f}" style="width:20em"></progress> '
+    shown = HTML(f'<div class="heartwood-transfer">{bar}{_html.escape(line["label"])}</div>')
+    handle = _transfers.get(key)
+    if handle is None:
+        _transfers[key] = display(shown, display_id=True)
+    else:
+        handle.update(shown)
+
+
 def _has_widgets():
     try:
         import ipywidgets  # noqa: F401

@@ -40,6 +40,13 @@ class Heartwood:
     def models(self) -> Dict[str, Any]:
         """The project's local models: ``models`` (each with ``label`` and ``validation``),
         ``runtime`` and recent ``transfers`` (``label``, ``fraction``, ``running``)."""
+    def model_catalog(self) -> Dict[str, Any]:
+        """The deployment's trusted model catalog: ``entries`` (``id``, ``label``, ``license``,
+        ``does_not_fit``, ``stored``), ``source``, and a ``note`` when there is none."""
+    def download_model(self, id: str, accept_license: Optional[str] = None) -> Dict[str, Any]:
+        """Downloads catalog entry ``id``: the review (``manifest``, ``manifest_sha256``) without
+        ``accept_license``; with that SHA-256, the download with its progress shown, then the
+        model's listing. A kernel interrupt cancels it (nothing is published)."""
     def import_model(self, paths: List[str], license: str, accept_license: Optional[str] = None, name: Optional[str] = None, context: Optional[int] = None, chat_format: Optional[str] = None) -> Dict[str, Any]:
         """Imports local model files: the review (``manifest``, ``manifest_sha256``) without
         ``accept_license``; with that SHA-256, the imported model's listing."""

@@ -50,3 +50,42 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The `node_modules` holding playwright-core, or `None` (outside CI) to skip.
+pub fn node_path() -> Option<String> {
+    let node_path = std::env::var("HEARTWOOD_NODE_PATH").unwrap_or_default();
+    if Path::new(&node_path).join("playwright-core").is_dir() {
+        return Some(node_path);
+    }
+    // CI always has it (.ci/run installs it); a developer machine may not.
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "HEARTWOOD_NODE_PATH must name a node_modules with playwright-core"
+    );
+    eprintln!("skipped: no playwright-core; run .ci/run once, or set HEARTWOOD_NODE_PATH");
+    None
+}
+
+/// Runs a Chromium scenario script with `args`; its standard output, once it succeeded.
+pub async fn chromium(
+    node_path: &str,
+    script: &Path,
+    args: &[&dyn AsRef<std::ffi::OsStr>],
+    patience_ms: &str,
+) -> String {
+    let out = tokio::process::Command::new("node")
+        .arg(script)
+        .args(args.iter().map(|a| a.as_ref()))
+        .env("NODE_PATH", node_path)
+        .env("PATIENCE_MS", patience_ms)
+        .output()
+        .await
+        .expect("node");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}

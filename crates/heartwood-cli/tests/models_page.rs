@@ -1,0 +1,85 @@
+//! Local models from the page: `heartwood serve` against a model hub on loopback and a trusted
+//! catalog, driven in headless Chromium. The catalog's entries (one too large for this machine,
+//! not offered), a review of the exact manifest, a download refused for a licence decision on
+//! another manifest, the accepted one downloaded by the gateway with its progress in the one
+//! transfer record, which a reload reads back; then the model is stored, validated, byte for
+//! byte.
+//!
+//! It needs Debian's `chromium` and `playwright-core` from npm (`.ci/run` installs both; set
+//! `HEARTWOOD_NODE_PATH` to the `node_modules` holding it).
+
+mod support;
+
+use std::path::Path;
+
+use heartwood_testkit::hub::{HubServer, tiny_catalog};
+
+#[test]
+fn the_page_downloads_a_catalog_model_after_its_licence_is_accepted() {
+    let node_path = std::env::var("HEARTWOOD_NODE_PATH").unwrap_or_default();
+    if !Path::new(&node_path).join("playwright-core").is_dir() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "HEARTWOOD_NODE_PATH must name a node_modules with playwright-core"
+        );
+        eprintln!("skipped: no playwright-core; run .ci/run once, or set HEARTWOOD_NODE_PATH");
+        return;
+    }
+    let hub = HubServer::start();
+    let work = tempfile::tempdir().expect("work");
+    let catalog = tiny_catalog(&hub, &work.path().join("models.toml"));
+    let endpoint = hub.endpoint();
+    let project = tempfile::tempdir().expect("project");
+    let served = support::serve_with(
+        project.path(),
+        &[],
+        &[
+            ("HF_ENDPOINT", Path::new(&endpoint)),
+            ("HEARTWOOD_MODEL_CATALOG", &catalog),
+        ],
+    );
+    let url = format!("http://127.0.0.1:{}/?token={}", served.port, served.token);
+    let web_tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../heartwood-web/tests");
+    let screenshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-catalog.png");
+    let out = std::process::Command::new("node")
+        .arg(web_tests.join("catalog.mjs"))
+        .arg(&url)
+        .arg(&screenshot)
+        .env("NODE_PATH", &node_path)
+        .output()
+        .expect("node");
+    let stdout = support::text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        support::text(&out.stderr)
+    );
+    assert!(
+        stdout.contains("tiny: tiny: a tiny test model · apache-2.0"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("does not fit this machine"), "{stdout}");
+    assert!(stdout.contains("license: apache-2.0"), "{stdout}");
+    assert!(stdout.contains("refused: 4"), "{stdout}");
+    assert!(
+        stdout.contains("the license decision was for manifest 0000"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("stored: tiny"), "{stdout}");
+    assert!(
+        stdout.contains("download tiny: done (published tiny)"),
+        "{stdout}"
+    );
+    drop(served);
+
+    // The gateway stored it, validated (an exact catalog entry), byte for byte.
+    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["model", "list", "--json"])
+        .env("HEARTWOOD_MODEL_CATALOG", &catalog)
+        .current_dir(project.path())
+        .output()
+        .expect("model list");
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("json");
+    assert_eq!(listed[0]["name"], "tiny", "{listed}");
+    assert_eq!(listed[0]["validation"], "validated", "{listed}");
+}

@@ -1,0 +1,71 @@
+"""Local models from Python and from a notebook in a real kernel: the deployment's trusted
+catalog, the review of an entry's exact manifest, a download refused for a licence decision on
+another manifest, and the accepted one downloaded from the model hub on loopback with its
+progress shown (printed here, a progress bar updated in place in the notebook).
+
+The Rust test `notebook_py.rs` starts the hub and writes the catalog (`HF_ENDPOINT`,
+`HEARTWOOD_MODEL_CATALOG`)."""
+
+import os
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+import heartwood
+
+
+def _catalog():
+    if not os.environ.get("HEARTWOOD_MODEL_CATALOG") or not os.environ.get("HF_ENDPOINT"):
+        pytest.fail("HF_ENDPOINT and HEARTWOOD_MODEL_CATALOG must be set (notebook_py.rs sets them)")
+
+
+def test_a_catalog_model_is_reviewed_refused_then_downloaded_with_progress(project, capsys):
+    _catalog()
+    hw = heartwood.open(project)
+    catalog = hw.model_catalog()
+    ids = {e["id"]: e for e in catalog["entries"]}
+    assert ids["huge"]["does_not_fit"], ids["huge"]
+    assert "does not fit this machine" in ids["huge"]["label"]
+    assert ids["tiny"]["license"] == "apache-2.0"
+
+    review = hw.download_model("tiny")
+    assert review["manifest"]["license"] == "apache-2.0"
+    assert review["validation"] == "validated"
+    assert hw.models()["models"] == [], "a review wrote nothing"
+    with pytest.raises(heartwood.HeartwoodError, match="license decision was for manifest"):
+        hw.download_model("tiny", accept_license="0" * 64)
+    assert hw.models()["transfers"] == [], "a refused decision started nothing"
+
+    listing = hw.download_model("tiny", accept_license=review["manifest_sha256"])
+    assert listing["name"] == "tiny" and listing["validation"] == "validated", listing
+    printed = capsys.readouterr().out
+    assert "download tiny: done (published tiny)" in printed, printed
+    assert [e["stored"] for e in hw.model_catalog()["entries"] if e["id"] == "tiny"] == [True]
+    hw.close()
+
+
+def test_a_notebook_shows_the_download_as_a_progress_bar(project):
+    _catalog()
+    cells = [
+        "import heartwood\nhw = heartwood.open()\nreview = hw.download_model('tiny')\n"
+        "print(review['manifest_sha256'])",
+        "listing = hw.download_model('tiny', accept_license=review['manifest_sha256'])\n"
+        "print(listing['validation'])",
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(
+        notebook,
+        timeout=120,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(project)}},
+    ).execute()
+    _, downloaded = notebook.cells
+    shown = "".join(
+        o.get("data", {}).get("text/html", "")
+        for o in downloaded.outputs
+        if o.get("output_type") in ("display_data", "update_display_data")
+    )
+    assert "<progress" in shown and "download tiny" in shown, downloaded.outputs
+    printed = "".join(o.get("text", "") for o in downloaded.outputs if o.get("output_type") == "stream")
+    assert "validated" in printed, downloaded.outputs
