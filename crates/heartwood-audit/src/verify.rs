@@ -273,47 +273,10 @@ fn check_chain(
                 DamageKind::Modification
             },
         };
-        let (sha256, head, len, events_done) = match (ev, au) {
-            (EventLine::End, Line::End) => break,
-            (EventLine::TooLong, _) => {
-                return Err(damaged(damage(
-                    EVENTS_FILE,
-                    "line exceeds the size limit",
-                    false,
-                )));
-            }
-            (_, Line::TooLong) => {
-                return Err(damaged(damage(
-                    AUDIT_FILE,
-                    "line exceeds the size limit",
-                    false,
-                )));
-            }
-            (EventLine::End, _) => {
-                let what = "audit record has no event (events.jsonl ends before it)";
-                return Err(damaged(damage(AUDIT_FILE, what, false)));
-            }
-            (EventLine::Unterminated, au) => {
-                let what = "event line is incomplete (no newline at the end of the file)";
-                return Err(damaged(damage(EVENTS_FILE, what, au == Line::End)));
-            }
-            (EventLine::Whole { last, .. }, Line::End) => {
-                let what = "event has no audit record (audit.jsonl ends before it)";
-                return Err(damaged(damage(AUDIT_FILE, what, last)));
-            }
-            (EventLine::Whole { last, .. }, Line::Unterminated) => {
-                let what = "audit record is incomplete (no newline at the end of the file)";
-                return Err(damaged(damage(AUDIT_FILE, what, last)));
-            }
-            (
-                EventLine::Whole {
-                    sha256,
-                    head,
-                    len,
-                    last,
-                },
-                Line::Complete,
-            ) => (sha256, head, len, last),
+        let (sha256, head, len, events_done) = match paired(ev, au) {
+            Paired::Both(pair) => pair,
+            Paired::End => break,
+            Paired::Damaged(file, what, torn) => return Err(damaged(damage(file, what, torn))),
         };
         let (seq, kind, time, command) = head.map_err(|e| {
             damaged(damage(
@@ -333,34 +296,7 @@ fn check_chain(
                 return Err(damaged(damage(AUDIT_FILE, what, false)));
             }
         };
-        let mismatch = if seq != k {
-            Some((
-                EVENTS_FILE,
-                format!("event has seq {seq} where {k} belongs"),
-            ))
-        } else if record.seq != k {
-            Some((
-                AUDIT_FILE,
-                format!("record has seq {} where {k} belongs", record.seq),
-            ))
-        } else if record.event_hex != sha256 {
-            Some((
-                EVENTS_FILE,
-                "event bytes do not match the hash in its audit record".into(),
-            ))
-        } else if record.kind != kind {
-            Some((
-                AUDIT_FILE,
-                format!("record type {:?} differs from the event's", record.kind),
-            ))
-        } else if record.time != time {
-            Some((
-                AUDIT_FILE,
-                format!("record time {:?} differs from the event's", record.time),
-            ))
-        } else {
-            None
-        };
+        let mismatch = mismatch(k, seq, &sha256, kind, time, &record);
         if let Some((file, what)) = mismatch {
             return Err(damaged(damage(file, &what, false)));
         }
@@ -399,6 +335,96 @@ fn check_chain(
         last_time,
     };
     Ok((verified, commands))
+}
+
+/// An event line and its audit record, read side by side.
+enum Paired {
+    /// Both whole: the event's digest, head, length, and whether it was the file's last line.
+    Both(([u8; 64], Result<Head, String>, u64, bool)),
+    /// Both files ended together.
+    End,
+    /// The file at fault, what is wrong, and whether it looks like a torn tail.
+    Damaged(&'static str, &'static str, bool),
+}
+
+/// Pairs the next event line with the next audit record; any other combination is damage.
+fn paired(ev: EventLine, au: Line) -> Paired {
+    match (ev, au) {
+        (EventLine::End, Line::End) => Paired::End,
+        (EventLine::TooLong, _) => {
+            Paired::Damaged(EVENTS_FILE, "line exceeds the size limit", false)
+        }
+        (_, Line::TooLong) => Paired::Damaged(AUDIT_FILE, "line exceeds the size limit", false),
+        (EventLine::End, _) => Paired::Damaged(
+            AUDIT_FILE,
+            "audit record has no event (events.jsonl ends before it)",
+            false,
+        ),
+        (EventLine::Unterminated, au) => Paired::Damaged(
+            EVENTS_FILE,
+            "event line is incomplete (no newline at the end of the file)",
+            au == Line::End,
+        ),
+        (EventLine::Whole { last, .. }, Line::End) => Paired::Damaged(
+            AUDIT_FILE,
+            "event has no audit record (audit.jsonl ends before it)",
+            last,
+        ),
+        (EventLine::Whole { last, .. }, Line::Unterminated) => Paired::Damaged(
+            AUDIT_FILE,
+            "audit record is incomplete (no newline at the end of the file)",
+            last,
+        ),
+        (
+            EventLine::Whole {
+                sha256,
+                head,
+                len,
+                last,
+            },
+            Line::Complete,
+        ) => Paired::Both((sha256, head, len, last)),
+    }
+}
+
+/// Where the `k`th event and its linked record disagree (sequence, digest, type, time), if
+/// anywhere: the file at fault and what differs.
+fn mismatch(
+    k: u64,
+    seq: u64,
+    sha256: &[u8; 64],
+    kind: &str,
+    time: &str,
+    record: &crate::record::Linked<'_>,
+) -> Option<(&'static str, String)> {
+    if seq != k {
+        Some((
+            EVENTS_FILE,
+            format!("event has seq {seq} where {k} belongs"),
+        ))
+    } else if record.seq != k {
+        Some((
+            AUDIT_FILE,
+            format!("record has seq {} where {k} belongs", record.seq),
+        ))
+    } else if record.event_hex != *sha256 {
+        Some((
+            EVENTS_FILE,
+            "event bytes do not match the hash in its audit record".into(),
+        ))
+    } else if record.kind != kind {
+        Some((
+            AUDIT_FILE,
+            format!("record type {:?} differs from the event's", record.kind),
+        ))
+    } else if record.time != time {
+        Some((
+            AUDIT_FILE,
+            format!("record time {:?} differs from the event's", record.time),
+        ))
+    } else {
+        None
+    }
 }
 
 fn open_or_empty(path: &Path) -> Result<BufReader<Box<dyn io::Read + Send>>, AuditError> {

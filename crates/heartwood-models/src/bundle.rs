@@ -391,8 +391,24 @@ pub fn inspect(path: &Path) -> Result<Inspected, ModelError> {
             "its central directory has bytes past its last entry",
         ));
     }
-    // Each local header must agree with the central one, and data ranges must not overlap or
-    // run into the directory.
+    check_local_headers(&mut file, path, &mut entries, cd_offset)?;
+    let manifest = checked_manifest(&mut file, path, &entries)?;
+    Ok(Inspected {
+        manifest_sha256: manifest.digest(),
+        manifest,
+        entries,
+        path: path.to_path_buf(),
+    })
+}
+
+/// Each local header must agree with the central one, and data ranges must not overlap or run
+/// into the directory (at `cd_offset`); fills in where each entry's data starts.
+fn check_local_headers(
+    file: &mut File,
+    path: &Path,
+    entries: &mut [Entry],
+    cd_offset: u64,
+) -> Result<(), ModelError> {
     let mut order: Vec<usize> = (0..entries.len()).collect();
     order.sort_by_key(|&i| entries[i].header_offset);
     let mut next_free = 0u64;
@@ -401,7 +417,7 @@ pub fn inspect(path: &Path) -> Result<Inspected, ModelError> {
         if entry.header_offset < next_free {
             return Err(refused(&format!("{:?} overlaps another entry", entry.name)));
         }
-        let fixed = read_at(&mut file, path, entry.header_offset, LOCAL_LEN)?;
+        let fixed = read_at(file, path, entry.header_offset, LOCAL_LEN)?;
         let mut f = Fields::new(&fixed);
         if f.u32()? != LOCAL_SIG {
             return Err(refused(&format!("{:?} has no local header", entry.name)));
@@ -411,7 +427,7 @@ pub fn inspect(path: &Path) -> Result<Inspected, ModelError> {
         let (small_comp, small_size, name_len, extra_len) =
             (f.u32()?, f.u32()?, f.u16()?, f.u16()?);
         let rest = read_at(
-            &mut file,
+            file,
             path,
             entry.header_offset + LOCAL_LEN,
             u64::from(name_len) + u64::from(extra_len),
@@ -442,11 +458,21 @@ pub fn inspect(path: &Path) -> Result<Inspected, ModelError> {
                 ))
             })?;
     }
+    Ok(())
+}
+
+/// The bundle's manifest (its first entry, canonical, matching its CRC-32), checked against the
+/// payload entries that follow it: the same files, in order, with the same sizes.
+fn checked_manifest(
+    file: &mut File,
+    path: &Path,
+    entries: &[Entry],
+) -> Result<Manifest, ModelError> {
     let first = &entries[0];
     if first.name != MANIFEST_ENTRY || first.size > MAX_MANIFEST {
         return Err(refused(&format!("its first entry is not {MANIFEST_ENTRY}")));
     }
-    let manifest_bytes = read_at(&mut file, path, first.data_offset, first.size)?;
+    let manifest_bytes = read_at(file, path, first.data_offset, first.size)?;
     if crc32fast::hash(&manifest_bytes) != first.crc {
         return Err(ModelError::Integrity(format!(
             "{MANIFEST_ENTRY} does not match its CRC-32"
@@ -464,26 +490,21 @@ pub fn inspect(path: &Path) -> Result<Inspected, ModelError> {
             manifest.files.len()
         )));
     }
-    for (entry, file) in payload.iter().zip(&manifest.files) {
-        if entry.name.strip_prefix(FILES_PREFIX) != Some(file.path.as_str()) {
+    for (entry, listed) in payload.iter().zip(&manifest.files) {
+        if entry.name.strip_prefix(FILES_PREFIX) != Some(listed.path.as_str()) {
             return Err(refused(&format!(
                 "entry {:?} is not {FILES_PREFIX}{}, the manifest's next file",
-                entry.name, file.path
+                entry.name, listed.path
             )));
         }
-        if entry.size != file.size {
+        if entry.size != listed.size {
             return Err(refused(&format!(
                 "{} is {} bytes in the archive; its manifest says {} (a size lie)",
-                file.path, entry.size, file.size
+                listed.path, entry.size, listed.size
             )));
         }
     }
-    Ok(Inspected {
-        manifest_sha256: manifest.digest(),
-        manifest,
-        entries,
-        path: path.to_path_buf(),
-    })
+    Ok(manifest)
 }
 
 fn central_entry(f: &mut Fields<'_>) -> Result<Entry, ModelError> {
