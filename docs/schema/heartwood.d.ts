@@ -53,8 +53,11 @@ export type CatalogEntry = { id: string; inputs: string[]; missing_checks: strin
 /** One stage of a catalog entry. */
 export type CatalogStage = { budget: Budget; checks: string[]; id: string; produces: string[]; researcher_gate: boolean; title: string };
 
+/** A check's answer. */
+export type CheckStatus = "passed" | "failed" | "unverified";
+
 /** One check's result, as evaluated by the gateway (never reported by the model). */
-export type CheckView = { check: string; inspected: InspectedFile[]; reasons: string[]; status: string };
+export type CheckView = { check: string; inspected: InspectedFile[]; reasons: string[]; status: CheckStatus };
 
 /** One request from an interface to a session. */
 export type Command = { actor?: string | null; command_id: CommandId; schema?: number; session: SessionId } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | { type: "export" } | { type: "close" } | { title: string; type: "rename" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" } | { preview: string; revision: number; type: "workflow_review_parallel" } | { destination: string; finding: number; review_id: string; revision: number; type: "workflow_correct" });
@@ -89,7 +92,7 @@ export type ExecutionMode = "sequential" | "parallel";
 
 /** A defect the gateway observed itself: one per condition and file, keeping every
  * reviewer's claim. */
-export type Finding = { check: string; claims: unknown[][]; condition: ReviewCondition; observed: string[]; path: string; severity: string };
+export type Finding = { check: string; claims: unknown[][]; condition: ReviewCondition; observed: string[]; path: string; severity: Severity };
 
 /** How `heartwood serve` may be reached here. */
 export type IngressOffer = { mode: "loopback" } | { base_path?: string | null; external_host?: string | null; mode: "jupyter_proxy" } | { base_path?: string | null; mode: "trusted_proxy"; origin?: string | null; proxies?: string[] };
@@ -233,6 +236,9 @@ export type SessionProjection = { actions: ActionView[]; activity: string; avail
 
 /** One row of a session list, the same in every interface. */
 export type SessionRow = { last_activity?: Timestamp | null; lifecycle?: Lifecycle | null; pending: boolean; session: SessionId; status_line: string; title?: string | null };
+
+/** How serious a finding is; set by the check that observed it, never by the model. */
+export type Severity = "defect";
 
 /** Events since a revision and the projection, taken together. */
 export type Snapshot = { durable?: number; events: RecordedEvent[]; output?: ToolOutput | null; projection: SessionProjection; review?: Review | null; revision: number; streaming: string; transient_revision: number };

@@ -179,13 +179,50 @@ pub struct InspectedFile {
     pub sha256: Option<String>,
 }
 
+/// A check's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    /// Every rule held.
+    Passed,
+    /// A rule was broken; the reasons say which.
+    Failed,
+    /// The check could not decide (a limit, a missing file, an unsupported case).
+    Unverified,
+}
+
+impl CheckStatus {
+    /// The answer as the record spells it: `passed`, `failed` or `unverified`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckStatus::Passed => "passed",
+            CheckStatus::Failed => "failed",
+            CheckStatus::Unverified => "unverified",
+        }
+    }
+}
+
+impl std::fmt::Display for CheckStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How serious a finding is; set by the check that observed it, never by the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// The stage's files are wrong in a way a check observed.
+    Defect,
+}
+
 /// One check's result, as evaluated by the gateway (never reported by the model).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CheckView {
     /// The check id.
     pub check: String,
-    /// `passed`, `failed` or `unverified`.
-    pub status: String,
+    /// The check's answer.
+    pub status: CheckStatus,
     /// Why it failed or could not decide.
     pub reasons: Vec<String>,
     /// The files it read, by digest.
@@ -542,8 +579,8 @@ pub struct Finding {
     pub path: String,
     /// The check that observed it.
     pub check: String,
-    /// Severity, from the check (never from the model): `defect`.
-    pub severity: String,
+    /// Severity, from the check (never from the model).
+    pub severity: Severity,
     /// What the check observed.
     pub observed: Vec<String>,
     /// Each reviewer's claim that led to it: (task action, claim).

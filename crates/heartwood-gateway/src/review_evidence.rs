@@ -144,7 +144,7 @@ pub(crate) fn assess(
                 check: check_for(a.proposal.condition)
                     .unwrap_or_default()
                     .to_owned(),
-                severity: "defect".into(),
+                severity: heartwood_events::workflow::Severity::Defect,
                 observed: a.reasons.clone(),
                 claims: Vec::new(),
             })

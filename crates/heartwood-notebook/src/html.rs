@@ -182,7 +182,7 @@ fn workflow(w: &heartwood_events::workflow::WorkflowView, figure: Option<&str>) 
                 out,
                 "<div style=\"{MUTED}\">{} — {}{}</div>",
                 escape(&check.check),
-                escape(&check.status),
+                escape(check.status.as_str()),
                 check
                     .reasons
                     .first()

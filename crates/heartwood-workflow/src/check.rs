@@ -33,17 +33,8 @@ pub const MAX_GROUPS: usize = 128;
 /// Most bytes of one file a check reads.
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
-/// A check's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// Every rule held.
-    Passed,
-    /// A rule was broken; the reasons say which.
-    Failed,
-    /// The check could not decide (a limit, a missing file, an unsupported case).
-    Unverified,
-}
+/// A check's answer: the one type the record, the gateway's projection and the checks share.
+pub use heartwood_events::workflow::CheckStatus as Status;
 
 /// One check's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -148,7 +148,7 @@ fn stage_transition() -> Result<f64> {
             .iter()
             .map(|check| CheckView {
                 check: (*check).into(),
-                status: "passed".into(),
+                status: heartwood_events::workflow::CheckStatus::Passed,
                 reasons: Vec::new(),
                 inspected: (0..5)
                     .map(|i| InspectedFile {

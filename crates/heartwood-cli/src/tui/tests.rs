@@ -749,7 +749,7 @@ fn reviewed_events() -> Vec<Event> {
                 condition: ReviewCondition::PythonInvalid,
                 path: "analysis/fit.py".into(),
                 check: "python_syntax".into(),
-                severity: "defect".into(),
+                severity: heartwood_events::workflow::Severity::Defect,
                 observed: vec!["line 1: invalid syntax".into()],
                 claims: vec![(9, "fit.py does not parse".into())],
             }],
@@ -766,8 +766,8 @@ fn reviewed_events() -> Vec<Event> {
 fn workflow_events(state: &str) -> Vec<Event> {
     use heartwood_events::catalog::Budget;
     use heartwood_events::workflow::{
-        AssessmentView, BindingRole, CheckView, InspectedFile, StageSpec, WorkflowBinding,
-        WorkflowStart,
+        AssessmentView, BindingRole, CheckStatus, CheckView, InspectedFile, StageSpec,
+        WorkflowBinding, WorkflowStart,
     };
     let stage = |id: &str, title: &str, actions: u32| StageSpec {
         id: id.into(),
@@ -873,9 +873,9 @@ fn workflow_events(state: &str) -> Vec<Event> {
         ]);
     }
     events.push(lifecycle(Lifecycle::Finished));
-    let check = |status: &str, reasons: Vec<String>| CheckView {
+    let check = |status: CheckStatus, reasons: Vec<String>| CheckView {
         check: "univariate_ols".into(),
-        status: status.into(),
+        status,
         reasons,
         inspected: vec![InspectedFile {
             path: "outputs/model.json".into(),
@@ -890,7 +890,7 @@ fn workflow_events(state: &str) -> Vec<Event> {
                 fingerprint: "f".repeat(64),
                 eligible: true,
                 problems: Vec::new(),
-                checks: vec![check("passed", Vec::new())],
+                checks: vec![check(CheckStatus::Passed, Vec::new())],
             }
         } else {
             let reason = "slope: reported 9.1, recomputed 7.045".to_owned();
@@ -904,7 +904,7 @@ fn workflow_events(state: &str) -> Vec<Event> {
                      outcome, so it reports nothing the run can use; run the stage again"
                         .into(),
                 ],
-                checks: vec![check("failed", vec![reason])],
+                checks: vec![check(CheckStatus::Failed, vec![reason])],
             }
         }),
     });

@@ -350,10 +350,7 @@ pub(crate) fn evaluate(
             .iter()
             .map(|r| CheckView {
                 check: r.check.clone(),
-                status: serde_json::to_value(r.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
+                status: r.status,
                 reasons: r.reasons.clone(),
                 inspected: r
                     .inspected
