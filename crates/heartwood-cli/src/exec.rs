@@ -403,12 +403,9 @@ async fn follow_in(
                 } else {
                     interrupted = true;
                     eprintln!("heartwood: stopping the running action and pausing (Ctrl-C again to stop the agent entirely)");
-                    let kind = if snapshot.projection.allows(heartwood_events::CommandName::Interrupt) {
-                        CommandKind::Interrupt
-                    } else {
-                        CommandKind::Pause
-                    };
-                    gateway.submit(Command::new(SessionGateway::new_command_id(), session.clone(), kind))?;
+                    if let Some(kind) = snapshot.projection.stop_command() {
+                        gateway.submit(Command::new(SessionGateway::new_command_id(), session.clone(), kind))?;
+                    }
                 }
             }
         }

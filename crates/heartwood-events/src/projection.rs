@@ -304,4 +304,35 @@ impl SessionProjection {
     pub fn allows(&self, command: crate::CommandName) -> bool {
         self.available_commands.contains(&command)
     }
+
+    /// What a researcher's "stop" (Ctrl-C in `exec`, a kernel interrupt in the notebook) sends
+    /// now: an interrupt when one is taken (it kills the running action and pauses), else a
+    /// pause at the next step; `None` when the run cannot be stopped.
+    pub fn stop_command(&self) -> Option<crate::CommandKind> {
+        use crate::{CommandKind, CommandName};
+        if self.allows(CommandName::Interrupt) {
+            Some(CommandKind::Interrupt)
+        } else if self.allows(CommandName::Pause) {
+            Some(CommandKind::Pause)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CommandKind, CommandName};
+
+    #[test]
+    fn stop_interrupts_when_it_can_else_pauses_else_sends_nothing() {
+        let mut p = SessionProjection::empty(crate::SessionId::parse("s-1").expect("id"));
+        p.available_commands = vec![CommandName::Pause, CommandName::Interrupt];
+        assert_eq!(p.stop_command(), Some(CommandKind::Interrupt));
+        p.available_commands = vec![CommandName::Pause];
+        assert_eq!(p.stop_command(), Some(CommandKind::Pause));
+        p.available_commands = vec![CommandName::SubmitTask];
+        assert_eq!(p.stop_command(), None);
+    }
 }

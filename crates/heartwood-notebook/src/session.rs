@@ -97,15 +97,9 @@ impl Session {
             }
             if let Err(interrupted) = py.check_signals() {
                 // As `exec` does on Ctrl-C: stop the running action and pause.
-                let kind = if snapshot
-                    .projection
-                    .allows(heartwood_events::CommandName::Interrupt)
-                {
-                    CommandKind::Interrupt
-                } else {
-                    CommandKind::Pause
-                };
-                let _ = self.submit(py, kind);
+                if let Some(kind) = snapshot.projection.stop_command() {
+                    let _ = self.submit(py, kind);
+                }
                 return Err(interrupted);
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
