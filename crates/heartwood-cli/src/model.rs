@@ -105,13 +105,6 @@ impl ConnectArgs {
     /// The route these options describe (a preset's settings with the options given over
     /// them), not yet checked or saved.
     pub fn route(&self, project: &ProjectContext) -> Result<RouteConfig> {
-        let ConnectArgs {
-            model,
-            base_url,
-            api_key_env,
-            recording,
-            ..
-        } = self.clone();
         let prices = match (&self.price_in, &self.price_out) {
             (Some(input), Some(output)) => Some(RoutePrices {
                 input_micros_per_mtok: presets::parse_dollars(input).map_err(anyhow::Error::msg)?,
@@ -120,71 +113,16 @@ impl ConnectArgs {
             }),
             _ => None,
         };
-        let mut route = match (&self.preset, self.category.map(RouteCategory::from)) {
-            (Some(id), _) => {
-                let preset = presets::find(id).map_err(anyhow::Error::msg)?;
-                presets::route(
-                    preset,
-                    presets::Choice {
-                        model,
-                        base_url,
-                        api_key_env,
-                        prices,
-                    },
-                )
-            }
-            (None, Some(RouteCategory::Local)) => anyhow::bail!(
-                "a local route serves a model from this project's store: see heartwood model \
-                 list, then heartwood model use NAME (and heartwood model start)"
-            ),
-            (None, Some(RouteCategory::Subscription)) => {
-                let Some(model) = model else {
-                    anyhow::bail!("--model is needed (for example gpt-5-codex)");
-                };
-                RouteConfig {
-                    prices,
-                    ..RouteConfig::subscription(&model)
-                }
-            }
-            (None, Some(RouteCategory::Research)) => {
-                let platform = ProjectConfig::load(project)?.platform()?;
-                let Some(transport) = platform.model_transport else {
-                    anyhow::bail!(
-                        "this platform ({}) offers no model transport of its own; connect \
-                         another category",
-                        platform.platform.as_str()
-                    );
-                };
-                RouteConfig {
-                    category: RouteCategory::Research,
-                    prices,
-                    ..RouteConfig::compatible(
-                        base_url.as_deref().unwrap_or(&transport.base_url),
-                        model.as_deref().unwrap_or(&transport.model),
-                    )
-                }
-            }
-            (None, Some(category)) => {
-                let replay = category == RouteCategory::Replay;
-                let (Some(base_url), Some(model)) = (
-                    base_url.or_else(|| replay.then(|| "replay".to_owned())),
-                    model.or_else(|| replay.then(|| "recorded".to_owned())),
-                ) else {
-                    anyhow::bail!(
-                        "--base-url and --model are needed (or --preset NAME; see heartwood \
-                         model presets)"
-                    );
-                };
-                RouteConfig {
-                    category,
-                    api_key_env,
-                    recording,
-                    prices,
-                    ..RouteConfig::compatible(&base_url, &model)
-                }
-            }
-            (None, None) => anyhow::bail!("give --category or --preset"),
+        let asked = heartwood_gateway::route_request::RouteRequest {
+            preset: self.preset.clone(),
+            category: self.category.map(RouteCategory::from),
+            base_url: self.base_url.clone(),
+            model: self.model.clone(),
+            api_key_env: self.api_key_env.clone(),
+            recording: self.recording.clone(),
+            prices,
         };
+        let mut route = heartwood_gateway::route_request::route_for(project, asked)?;
         route.max_input_tokens = self.max_input_tokens;
         route.max_output_tokens = self.max_output_tokens;
         route.timeout_secs = self.timeout_secs;

@@ -37,6 +37,7 @@ mod reproduction;
 pub mod review;
 mod review_evidence;
 pub mod route_check;
+pub mod route_request;
 pub mod session_diff;
 pub mod skills;
 pub mod startup;

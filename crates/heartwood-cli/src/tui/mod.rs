@@ -326,10 +326,10 @@ fn apply(
             base_url,
             model,
             api_key_env,
-        } => {
-            let route = form_route(preset, base_url, model, api_key_env);
-            connect_or_sign_in(app, route, gateway, project)?;
-        }
+        } => match form_route(project, preset, base_url, model, api_key_env) {
+            Ok(route) => connect_or_sign_in(app, route, gateway, project)?,
+            Err(e) => app.notice = Some(e.to_string()),
+        },
         Intent::Recheck => app.screen = first_screen(gateway, project)?,
         Intent::Skills => {
             *updates = None;
@@ -357,35 +357,28 @@ fn apply(
 }
 
 /// The route the connect form describes: a preset's with the form's choices, or a compatible
-/// service's.
+/// service's (the gateway's rule, the same as `model connect`'s).
 fn form_route(
+    project: &ProjectContext,
     preset: Option<&'static str>,
     base_url: String,
     model: String,
     api_key_env: Option<String>,
-) -> RouteConfig {
-    // Checked before it is saved: a wrong port or model name stays in the form, with
-    // the reason and the models the service lists.
-    let route = match preset.map(heartwood_gateway::presets::find) {
-        Some(Ok(preset)) => heartwood_gateway::presets::route(
-            preset,
-            heartwood_gateway::presets::Choice {
-                model: Some(model),
-                base_url: Some(base_url),
-                // An emptied key field means the service takes none.
-                api_key_env: Some(api_key_env.clone().unwrap_or_default()),
-                prices: None,
-            },
-        ),
-        _ => RouteConfig {
-            api_key_env,
-            ..RouteConfig::compatible(&base_url, &model)
-        },
+) -> Result<RouteConfig, heartwood_gateway::GatewayError> {
+    // Checked before it is saved: a wrong port or model name stays in the form, with the
+    // reason and the models the service lists.
+    let asked = heartwood_gateway::route_request::RouteRequest {
+        preset: preset.map(str::to_owned),
+        category: preset
+            .is_none()
+            .then_some(heartwood_gateway::config::RouteCategory::Compatible),
+        base_url: Some(base_url),
+        model: Some(model),
+        // An emptied key field means the service takes none.
+        api_key_env: Some(api_key_env.unwrap_or_default()),
+        ..Default::default()
     };
-    RouteConfig {
-        api_key_env: route.api_key_env.filter(|v| !v.is_empty()),
-        ..route
-    }
+    heartwood_gateway::route_request::route_for(project, asked)
 }
 
 /// Connects `route`, or for a subscription not signed in yet, shows the sign-in code first (the
