@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use heartwood_events::{
     ActionPolicy, ActionSetId, Command, CommandId, CommandKind, Decision, Lifecycle, Outcome,
@@ -241,12 +241,7 @@ fn follow(
     json: bool,
     act: impl FnOnce(&SessionGateway) -> Result<Vec<Receipt>>,
 ) -> Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
+    heartwood_cli::runtime::block_on(heartwood_cli::runtime::Workers::Two, async move {
         let gateway = SessionGateway::new(project.clone());
         wait_for_owner(&gateway, &session).await?;
         let result = match act(&gateway) {
@@ -262,7 +257,7 @@ fn follow(
             }
         }
         Ok(ExitCode::from(code))
-    })
+    })?
 }
 
 /// The project's changed files as the workspace view lists them (Git's changes, or without Git

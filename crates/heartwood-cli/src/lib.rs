@@ -3,4 +3,5 @@
 //!
 //! Like the binary, it reaches sessions only through `heartwood-gateway`.
 
+pub mod runtime;
 pub mod tui;

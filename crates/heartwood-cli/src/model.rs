@@ -336,10 +336,7 @@ fn dollars(micros: u64) -> String {
 /// The device-code sign-in: shows the code and the page, polls until approved or expired.
 fn sign_in(json: bool) -> Result<ExitCode> {
     use heartwood_gateway::subscription::{Progress, SignIn};
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
+    heartwood_cli::runtime::block_on(heartwood_cli::runtime::Workers::Two, async {
         let sign_in = SignIn::start().await?;
         let pending = sign_in.pending();
         if json {
@@ -377,5 +374,5 @@ fn sign_in(json: bool) -> Result<ExitCode> {
                 }
             }
         }
-    })
+    })?
 }

@@ -59,18 +59,18 @@ pub fn run(project: &ProjectContext, command: ReviewCommand) -> Result<ExitCode>
         max_parallelism: max,
         valid_for: Duration::from_secs(u64::from(days) * 86_400),
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
     let mut progress = |line: &str| eprintln!("{line}");
-    let report = runtime.block_on(qualify::run(
-        project.root().as_std_path(),
-        &route,
-        config.backend,
-        reviewer,
-        &options,
-        &mut progress,
-    ))?;
+    let report = heartwood_cli::runtime::block_on(
+        heartwood_cli::runtime::Workers::Two,
+        qualify::run(
+            project.root().as_std_path(),
+            &route,
+            config.backend,
+            reviewer,
+            &options,
+            &mut progress,
+        ),
+    )??;
     say!(
         "qualified {} for {} reviewers at once until {}",
         report.entry.route_label,

@@ -177,14 +177,19 @@ pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
         .as_deref()
         .filter(|_| !args.new_token)
         .and_then(heartwood_web::launch::load);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
+    heartwood_cli::runtime::block_on(heartwood_cli::runtime::Workers::PerCore, async move {
         // Loopback unless a trusted proxy was declared, which must be able to reach us.
-        let address = if matches!(mode, Mode::TrustedProxy { .. }) { "0.0.0.0" } else { "127.0.0.1" };
-        let listener = listen(address, listening_port(&args)?, saved.as_ref().map(|s| s.port)).await?;
+        let address = if matches!(mode, Mode::TrustedProxy { .. }) {
+            "0.0.0.0"
+        } else {
+            "127.0.0.1"
+        };
+        let listener = listen(
+            address,
+            listening_port(&args)?,
+            saved.as_ref().map(|s| s.port),
+        )
+        .await?;
         let port = listener.local_addr()?.port();
         say!("Listening on {address}:{port}.");
         let capability = match saved {
@@ -192,7 +197,10 @@ pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
             None => Capability::generate()
                 .map_err(|e| anyhow::anyhow!("no randomness for the launch capability: {e}"))?,
         };
-        let launch = heartwood_web::launch::Launch { port, capability: capability.clone() };
+        let launch = heartwood_web::launch::Launch {
+            port,
+            capability: capability.clone(),
+        };
         // A small write and its sync, off the runtime's threads.
         let saving = kept.clone().map(|path| {
             tokio::task::spawn_blocking(move || heartwood_web::launch::save(&path, &launch))
@@ -203,8 +211,12 @@ pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
         };
         match saved_now {
             Some(Ok(())) => {}
-            Some(Err(e)) => eprintln!("heartwood: the port and capability were not kept for the next run ({e}); links will change"),
-            None => eprintln!("heartwood: no configuration folder (set HOME), so the port and capability are not kept for the next run"),
+            Some(Err(e)) => eprintln!(
+                "heartwood: the port and capability were not kept for the next run ({e}); links will change"
+            ),
+            None => eprintln!(
+                "heartwood: no configuration folder (set HOME), so the port and capability are not kept for the next run"
+            ),
         }
         say!(
             "Heartwood serves {} ({}). Open (the link carries the project's capability; it stays the same when serve restarts, and `--new-token` replaces it):\n\n    {}?token={}\n\nEach session has its own address under s/ (bookmark it). Programs send the capability as `Authorization: Bearer …`. Ctrl-C stops the server.",
@@ -216,8 +228,13 @@ pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
             },
             match &mode {
                 Mode::Loopback => format!("http://127.0.0.1:{port}/"),
-                Mode::JupyterProxy { base_path, external_host } => format!("https://{external_host}{base_path}"),
-                Mode::TrustedProxy { origin, base_path, .. } => format!("{origin}{base_path}"),
+                Mode::JupyterProxy {
+                    base_path,
+                    external_host,
+                } => format!("https://{external_host}{base_path}"),
+                Mode::TrustedProxy {
+                    origin, base_path, ..
+                } => format!("{origin}{base_path}"),
             },
             capability.reveal()
         );
@@ -231,7 +248,10 @@ pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
         let release = async move {
             loop {
                 tokio::time::sleep(heartwood_gateway::IDLE_RELEASE).await;
-                releasing.gateway.release_idle(heartwood_gateway::IDLE_RELEASE).await;
+                releasing
+                    .gateway
+                    .release_idle(heartwood_gateway::IDLE_RELEASE)
+                    .await;
             }
         };
         tokio::select! {
@@ -241,7 +261,7 @@ pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
         }
         state.gateway.close().await;
         Ok(ExitCode::SUCCESS)
-    })
+    })?
 }
 
 #[cfg(test)]

@@ -386,8 +386,7 @@ pub(crate) fn act(
         kind,
     );
     let receipt = gateway.submit(command);
-    let runtime = tokio::runtime::Builder::new_current_thread().build()?;
-    runtime.block_on(gateway.close());
+    heartwood_cli::runtime::block_on(heartwood_cli::runtime::Workers::Two, gateway.close())?;
     match receipt?.outcome {
         heartwood_events::Outcome::Applied { .. } => Ok(()),
         heartwood_events::Outcome::Refused { reason } => anyhow::bail!("refused: {reason}"),

@@ -58,11 +58,7 @@ pub fn run_with_input(project: ProjectContext, input: Option<String>) -> Result<
              see `heartwood --help` for the commands that work without one"
         );
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    runtime.block_on(async move {
+    crate::runtime::block_on(crate::runtime::Workers::Two, async move {
         let gateway = SessionGateway::new(project.clone());
         let first = match input {
             Some(text) => {
@@ -94,7 +90,7 @@ pub fn run_with_input(project: ProjectContext, input: Option<String>) -> Result<
             }
         }
         result.map(|_| ExitCode::SUCCESS)
-    })
+    })?
 }
 
 enum Input {
