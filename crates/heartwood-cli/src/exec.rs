@@ -125,7 +125,7 @@ pub fn exec(project: ProjectContext, args: ExecArgs) -> Result<ExitCode> {
     // What the text means (a task, or guidance and resuming a paused one) is the gateway's
     // rule, the same as in the terminal and browser interfaces.
     follow(project, session.clone(), args.json, move |gateway| {
-        Ok(gateway.say(&session, &task, policy, id)?)
+        Ok(gateway.say(&session, &task, policy, id.clone())?)
     })
 }
 
@@ -174,7 +174,8 @@ pub fn decide(project: ProjectContext, args: DecideArgs) -> Result<ExitCode> {
     };
     let id = command_id(args.command_id)?;
     follow(project, session.clone(), args.json, move |gateway| {
-        Ok(vec![gateway.submit(Command::new(id, session, kind))?])
+        let command = Command::new(id.clone(), session.clone(), kind.clone());
+        Ok(vec![gateway.submit(command)?])
     })
 }
 
@@ -222,7 +223,8 @@ pub fn follow_command(
 ) -> Result<ExitCode> {
     let id = SessionGateway::new_command_id();
     follow(project.clone(), session.clone(), json, move |gateway| {
-        Ok(vec![gateway.submit(Command::new(id, session, kind))?])
+        let command = Command::new(id.clone(), session.clone(), kind.clone());
+        Ok(vec![gateway.submit(command)?])
     })
 }
 
@@ -239,15 +241,17 @@ fn follow(
     project: ProjectContext,
     session: SessionId,
     json: bool,
-    act: impl FnOnce(&SessionGateway) -> Result<Vec<Receipt>>,
+    act: impl Fn(&SessionGateway) -> Result<Vec<Receipt>>,
 ) -> Result<ExitCode> {
     heartwood_cli::runtime::block_on(heartwood_cli::runtime::Workers::Two, async move {
         let gateway = SessionGateway::new(project.clone());
-        wait_for_owner(&gateway, &session).await?;
-        let result = match act(&gateway) {
+        let result = match act_when_free(&gateway, &session, act).await {
             Ok(receipts) => follow_in(&gateway, session.clone(), receipts, json).await,
             Err(e) => Err(e),
         };
+        if result.is_err() {
+            outlive_hosted_run(&gateway, &session).await;
+        }
         gateway.close().await;
         let (settled, code) = result?;
         if json {
@@ -283,30 +287,67 @@ async fn files_changed(project: ProjectContext, session: SessionId) -> Vec<Strin
     .unwrap_or_default()
 }
 
+/// A command that failed here may still leave this process serving a run another process
+/// started (it took the session first, and the other's command came to it): closing now would
+/// pause that run, so the process stays until the run stops. Ctrl-C leaves at once (and
+/// pauses it).
+async fn outlive_hosted_run(gateway: &SessionGateway, session: &SessionId) {
+    let running = |g: &SessionGateway| {
+        g.serves_here(session) && g.projection(session).is_ok_and(|p| !p.is_settled())
+    };
+    if !running(gateway) {
+        return;
+    }
+    eprintln!(
+        "heartwood: this process serves the run another command started in session {session}; \
+         it stays until that run stops (Ctrl-C leaves now and pauses it)"
+    );
+    tokio::select! {
+        _ = gateway.settled(session, HOSTED_RUN_WAIT) => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+/// The longest a process stays for a run it serves for another process.
+const HOSTED_RUN_WAIT: Duration = Duration::from_secs(24 * 3600);
+
 /// How long a command waits for another Heartwood process to let go of the session (an `exec`
 /// printing its pending set, a `decide` started a moment earlier) before it gives up.
 const OWNER_WAIT: Duration = Duration::from_secs(30);
 
-/// Makes sure `session` is served (here, or by another process whose channel answers), so the
-/// lifecycle a command plan reads is where the agent really stands: serving it reconciles it
-/// with its engine. Waits only while another process holds it without serving a channel.
-/// A session that does not exist yet is fine.
-async fn wait_for_owner(gateway: &SessionGateway, session: &SessionId) -> Result<()> {
+/// Acts on `session` with `act` once it is served (here, or by another process whose channel
+/// answers), so the lifecycle a command plan reads is where the agent really stands: serving
+/// it reconciles it with its engine. While another process holds it without answering (one
+/// that is finishing refuses what it is sent), waits and tries again, up to [`OWNER_WAIT`]:
+/// `act`'s command ids are fixed before the first try, so a retry never acts twice. A session
+/// that does not exist yet is fine.
+async fn act_when_free(
+    gateway: &SessionGateway,
+    session: &SessionId,
+    act: impl Fn(&SessionGateway) -> Result<Vec<Receipt>>,
+) -> Result<Vec<Receipt>> {
+    let owned_elsewhere = |e: &anyhow::Error| {
+        e.downcast_ref::<heartwood_gateway::GatewayError>()
+            .is_some_and(heartwood_gateway::GatewayError::is_owned_elsewhere)
+    };
     let started = Instant::now();
     let mut told = false;
     loop {
-        match gateway.serve(session) {
-            Err(e) if e.is_owned_elsewhere() => {
-                if started.elapsed() >= OWNER_WAIT {
-                    return Err(e.into());
-                }
+        // Free when this process can serve it, or its owner answers for it; an owner that is
+        // finishing may still refuse the command itself, which is waited out the same way.
+        let tried = match gateway.serve(session) {
+            Err(e) if e.is_owned_elsewhere() => Err(e.into()),
+            _ => act(gateway),
+        };
+        match tried {
+            Err(e) if owned_elsewhere(&e) && started.elapsed() < OWNER_WAIT => {
                 if !told {
                     eprintln!("heartwood: {e}; waiting up to {} s", OWNER_WAIT.as_secs());
                     told = true;
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            _ => return Ok(()),
+            other => return other,
         }
     }
 }

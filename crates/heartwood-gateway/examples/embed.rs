@@ -11,9 +11,7 @@
 use std::time::Duration;
 
 use heartwood_gateway::config::{ProjectConfig, RouteConfig};
-use heartwood_gateway::events::{
-    ActionPolicy, Command, CommandKind, Decision, Lifecycle, Outcome, SessionId, SessionProjection,
-};
+use heartwood_gateway::events::{ActionPolicy, Command, CommandKind, Decision, Outcome};
 use heartwood_gateway::{ProjectContext, SessionAdmin, SessionGateway};
 
 #[tokio::main]
@@ -45,7 +43,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut decided = false;
     let finished = loop {
-        let p = settled(&gateway, &session).await?;
+        // Until the agent stops: finished, failed, paused, or waiting on a published set.
+        let p = gateway
+            .settled(&session, Duration::from_secs(600))
+            .await?
+            .projection;
         match (&p.pending, decided) {
             (Some(set), false) => {
                 println!("set {} (revision {}) proposes:", set.set_id, set.revision);
@@ -78,19 +80,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         verified.terminal_hash.to_hex()
     );
     Ok(())
-}
-
-/// Waits until the agent stops (finished, failed, paused, or waiting on a published set).
-async fn settled(
-    gateway: &SessionGateway,
-    session: &SessionId,
-) -> Result<SessionProjection, Box<dyn std::error::Error>> {
-    loop {
-        let p = gateway.projection(session)?;
-        let waiting = p.lifecycle == Lifecycle::WaitingForDecision && p.pending.is_none();
-        if p.lifecycle != Lifecycle::Running && !waiting {
-            return Ok(p);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }

@@ -27,6 +27,7 @@ use heartwood_events::{Snapshot, Update};
 
 mod command;
 mod read;
+mod settle;
 
 pub(crate) use command::content_digest;
 
@@ -260,6 +261,12 @@ impl SessionGateway {
     /// Whether the project holds session `id` on disk.
     pub fn exists(&self, id: &SessionId) -> bool {
         self.shared.store.exists(id)
+    }
+
+    /// Whether this process serves `session` (holds its lease and runs its agent here), so
+    /// closing this gateway would pause a run of it that is going.
+    pub fn serves_here(&self, session: &SessionId) -> bool {
+        lock(&self.shared.live).contains_key(session)
     }
 
     /// The project's sessions, most recently active first.

@@ -87,10 +87,16 @@ impl Session {
             Some(secs) => Some(Instant::now() + Duration::from_secs_f64(secs)),
             None => None,
         };
-        let (gateway, id) = (Arc::clone(&self.gateway), self.id.clone());
-        let mut updates = gateway.subscribe(&id).map_err(failed)?;
+        let runtime = crate::runtime()?;
         loop {
-            let snapshot = self.snapshot(py)?;
+            // The gateway's wait, a step at a time so an interrupt is seen between steps.
+            let step = deadline.map_or(WAIT_STEP, |d| {
+                d.saturating_duration_since(Instant::now()).min(WAIT_STEP)
+            });
+            let (gateway, id) = (Arc::clone(&self.gateway), self.id.clone());
+            let snapshot = py
+                .detach(move || runtime.block_on(gateway.settled(&id, step)))
+                .map_err(failed)?;
             if snapshot.projection.is_settled() {
                 self.show(&snapshot);
                 return Ok(snapshot);
@@ -109,17 +115,6 @@ impl Session {
                     self.id, snapshot.projection.activity
                 )));
             }
-            // Woken by any update, or after a step to look for an interrupt.
-            py.detach(|| {
-                let started = Instant::now();
-                while started.elapsed() < WAIT_STEP {
-                    match updates.try_recv() {
-                        Ok(_) => return,
-                        Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => return,
-                        Err(_) => std::thread::sleep(Duration::from_millis(10)),
-                    }
-                }
-            });
         }
     }
 

@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -15,15 +15,13 @@ use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use heartwood_events::{
-    Change, Command, CommandId, Lifecycle, Outcome, Receipt, SessionId, Suspended, Update,
-};
+use heartwood_events::{Change, SessionId, Suspended, Update};
 use heartwood_gateway::skills::SkillsService;
 use heartwood_gateway::{ProjectContext, SessionGateway};
-use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::capability::COOKIE;
+use crate::commands::{self, Routed};
 use crate::ingress::{Admitted, IngressPolicy};
 
 /// Most bytes of a request body.
@@ -57,7 +55,7 @@ impl AppState {
 
     /// Session `id` from a request path, if the API serves it: minted here or on disk.
     /// Anything else is 400 (not an id) or 404 (an id nobody registered).
-    fn known(&self, id: &str) -> Result<SessionId, (StatusCode, String)> {
+    pub(crate) fn known(&self, id: &str) -> Result<SessionId, (StatusCode, String)> {
         let Ok(id) = SessionId::parse(id) else {
             return Err((StatusCode::BAD_REQUEST, "not a session id".into()));
         };
@@ -146,9 +144,14 @@ async fn entry(
     };
     // The gateway's calls block (journal appends with fsync, verification, `git`): they run on
     // the blocking pool, never on the runtime's workers.
-    tokio::task::spawn_blocking(move || route(&app, &method, &admitted, body))
-        .await
-        .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"))
+    // A command that waits for its run to settle waits here, on the runtime, woken by the
+    // session's updates: not on the blocking pool, where a long run would hold a thread.
+    let routing = Arc::clone(&app);
+    match tokio::task::spawn_blocking(move || route(&routing, &method, &admitted, body)).await {
+        Ok(Routed::Now(response)) => response,
+        Ok(Routed::Settle(settling)) => commands::settled_answer(&app, settling).await,
+        Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"),
+    }
 }
 
 /// Most bytes of an oversized body read and discarded before its `413` is sent.
@@ -296,7 +299,21 @@ fn feed(
     Ok(receiver)
 }
 
-fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) -> Response {
+fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) -> Routed {
+    let parts: Vec<&str> = admitted.route.trim_matches('/').split('/').collect();
+    match (method, parts.as_slice()) {
+        ("POST", ["api", "sessions", id, "commands"]) => {
+            commands::submit(app, id, &body, admitted.actor, commands::waits(admitted))
+        }
+        ("POST", ["api", "sessions", id, "say"]) => {
+            commands::say(app, id, &body, admitted.actor, commands::waits(admitted))
+        }
+        _ => Routed::Now(respond(app, method, admitted, body)),
+    }
+}
+
+/// The answer to every request but a command's or typed text's.
+fn respond(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) -> Response {
     let parts: Vec<&str> = admitted.route.trim_matches('/').split('/').collect();
     let since = since_of(admitted);
     match (method, parts.as_slice()) {
@@ -362,9 +379,7 @@ fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) ->
             match app.gateway.snapshot(&id, since) {
                 Ok(snapshot) => {
                     // A run stopped for a decision is not an error: 202 with the pending set.
-                    let waiting = snapshot.projection.lifecycle == Lifecycle::WaitingForDecision
-                        && snapshot.projection.pending.is_some();
-                    let status = if waiting {
+                    let status = if Suspended::of(&snapshot.projection).is_some() {
                         StatusCode::ACCEPTED
                     } else {
                         StatusCode::OK
@@ -373,12 +388,6 @@ fn route(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) ->
                 }
                 Err(e) => failure(&e),
             }
-        }
-        ("POST", ["api", "sessions", id, "commands"]) => {
-            submit(app, id, &body, admitted.actor, waits(admitted))
-        }
-        ("POST", ["api", "sessions", id, "say"]) => {
-            say(app, id, &body, admitted.actor, waits(admitted))
         }
         ("GET", ["api", "workspace", what]) => workspace(app, what, admitted.query.as_deref()),
         ("GET", ["api", "skills"]) => match SkillsService::open(&app.project).catalog() {
@@ -568,138 +577,6 @@ fn figure(app: &Arc<AppState>, id: &str) -> Response {
     }
 }
 
-/// Submits a command (`{"command_id"?, "type", ...}`) to session `id`; the session comes from the
-/// path and the actor from the capability, never from the body.
-fn submit(app: &Arc<AppState>, id: &str, body: &[u8], actor: &str, wait: bool) -> Response {
-    let session = match app.known(id) {
-        Ok(id) => id,
-        Err((status, why)) => return plain(status, &why),
-    };
-    let mut value: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("not JSON: {e}")),
-    };
-    // The session comes from the path, never the body; a missing command id is minted here.
-    // Everything else is read by the one command decoder, which refuses a newer format or an
-    // unknown kind by name instead of reading it as this build's.
-    let Some(object) = value.as_object_mut() else {
-        return plain(
-            StatusCode::BAD_REQUEST,
-            "not a command: expected a JSON object",
-        );
-    };
-    object.insert("session".into(), Value::String(session.to_string()));
-    if !object.contains_key("command_id") {
-        let minted = SessionGateway::new_command_id();
-        object.insert("command_id".into(), Value::String(minted.to_string()));
-    }
-    let command = match Command::decode(value.to_string().as_bytes()) {
-        Ok(command) => command,
-        Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("not a command: {e}")),
-    };
-    match app.gateway.submit(command.acting_for(actor)) {
-        Ok(receipt) => match receipt.outcome {
-            Outcome::Refused { .. } => json_response(StatusCode::CONFLICT, &receipt),
-            Outcome::Applied { .. } if wait => {
-                settled_answer(app, &session, vec![receipt.clone()], &receipt)
-            }
-            Outcome::Applied { .. } => json_response(StatusCode::OK, &receipt),
-        },
-        Err(e) => failure(&e),
-    }
-}
-
-/// The longest a command waits for its run to settle (`?wait=settled`) before it answers with
-/// its receipt anyway; the event stream keeps following the run.
-const SETTLE_WAIT: Duration = Duration::from_secs(600);
-
-/// How often a waiting command looks at the session again.
-const SETTLE_POLL: Duration = Duration::from_millis(100);
-
-/// Waits (on the blocking pool) until session `session` settles, then answers: 202 with the
-/// typed [`Suspended`] set when the run stopped for a decision, else 200 with `answer` (the
-/// command's receipt, or the receipts of typed text).
-fn settled_answer(
-    app: &Arc<AppState>,
-    session: &SessionId,
-    receipts: Vec<Receipt>,
-    answer: &impl serde::Serialize,
-) -> Response {
-    let started = Instant::now();
-    loop {
-        let snapshot = match app.gateway.snapshot(session, u64::MAX) {
-            Ok(snapshot) => snapshot,
-            Err(e) => return failure(&e),
-        };
-        if snapshot.projection.is_settled() || started.elapsed() >= SETTLE_WAIT {
-            return match Suspended::of(&snapshot.projection) {
-                Some(suspended) => json_response(
-                    StatusCode::ACCEPTED,
-                    &Suspended {
-                        receipts,
-                        ..suspended
-                    },
-                ),
-                None => json_response(StatusCode::OK, answer),
-            };
-        }
-        std::thread::sleep(SETTLE_POLL);
-    }
-}
-
-/// Whether the request asked to wait for its run to settle (`?wait=settled`).
-fn waits(admitted: &Admitted) -> bool {
-    admitted
-        .query
-        .as_deref()
-        .is_some_and(|q| q.split('&').any(|p| p == "wait=settled"))
-}
-
-/// Typed text, which the gateway turns into a task, guidance, or guidance and resuming, as the
-/// session stands (`{"text": …, "command_id"?: …}`). Answers the receipts; `409` when the last
-/// was a refusal.
-fn say(app: &Arc<AppState>, id: &str, body: &[u8], actor: &str, wait: bool) -> Response {
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Say {
-        text: String,
-        #[serde(default)]
-        command_id: Option<String>,
-    }
-    let session = match app.known(id) {
-        Ok(id) => id,
-        Err((status, why)) => return plain(status, &why),
-    };
-    let said: Say = match serde_json::from_slice(body) {
-        Ok(s) => s,
-        Err(e) => return plain(StatusCode::BAD_REQUEST, &format!("not typed text: {e}")),
-    };
-    let command_id = match said.command_id.as_deref().map(CommandId::parse) {
-        Some(Ok(c)) => c,
-        Some(Err(e)) => return plain(StatusCode::BAD_REQUEST, &e.to_string()),
-        None => SessionGateway::new_command_id(),
-    };
-    let policy = Default::default();
-    match app
-        .gateway
-        .say_for(&session, &said.text, policy, command_id, Some(actor))
-    {
-        Ok(receipts) => {
-            let refused = receipts
-                .last()
-                .is_some_and(|r| matches!(r.outcome, Outcome::Refused { .. }));
-            if refused {
-                json_response(StatusCode::CONFLICT, &receipts)
-            } else if wait {
-                settled_answer(app, &session, receipts.clone(), &receipts)
-            } else {
-                json_response(StatusCode::OK, &receipts)
-            }
-        }
-        Err(e) => failure(&e),
-    }
-}
-
 /// The HTTP status for a gateway failure, by its kind (never by its message).
 fn status_of(e: &heartwood_gateway::GatewayError) -> StatusCode {
     use heartwood_gateway::ErrorKind;
@@ -714,7 +591,7 @@ fn status_of(e: &heartwood_gateway::GatewayError) -> StatusCode {
 }
 
 /// A gateway failure as a plain-text answer with the status of its kind.
-fn failure(e: &heartwood_gateway::GatewayError) -> Response {
+pub(crate) fn failure(e: &heartwood_gateway::GatewayError) -> Response {
     plain(status_of(e), &e.to_string())
 }
 
@@ -753,7 +630,7 @@ fn page(base: &str) -> Response {
         .into_response()
 }
 
-fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response {
+pub(crate) fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response {
     match serde_json::to_vec(value) {
         Ok(bytes) => (
             status,
@@ -765,6 +642,6 @@ fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response 
     }
 }
 
-fn plain(status: StatusCode, text: &str) -> Response {
+pub(crate) fn plain(status: StatusCode, text: &str) -> Response {
     (status, format!("{text}\n")).into_response()
 }
