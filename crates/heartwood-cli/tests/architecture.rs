@@ -1,6 +1,7 @@
-//! The frontends (the terminal, the browser's server, the notebook module) reach sessions only
-//! through the gateway: their build dependencies and their source never name the journal,
-//! workspace, agent or workflow crates.
+//! The shape of the code, checked: the frontends (the terminal, the browser's server, the
+//! notebook module) reach sessions only through the gateway (their build dependencies and
+//! their source never name the journal, workspace, agent or workflow crates), no source file
+//! is over 800 lines, and no product function over 150.
 
 use std::path::Path;
 
@@ -64,4 +65,127 @@ fn frontend_sources_never_name_the_crates_behind_the_gateway() {
         }
         assert!(checked >= 4, "only {checked} files were checked in {dir}");
     }
+}
+
+/// Every file under `dir` (recursively), skipping build output and installed packages.
+fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a readable folder") {
+            let path = entry.expect("entry").path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if path.is_dir() {
+                if !matches!(name, "target" | "node_modules" | "__pycache__")
+                    && !name.starts_with('.')
+                {
+                    pending.push(path);
+                }
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// The workspace's own source: Rust, the page's HTML, CSS and JavaScript, and Python.
+fn workspace_sources() -> Vec<std::path::PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut sources: Vec<_> = ["crates", "xtask"]
+        .iter()
+        .flat_map(|dir| files_under(&root.join(dir)))
+        .filter(|path| {
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            matches!(ext, "rs" | "js" | "mjs" | "css" | "html" | "py")
+        })
+        .collect();
+    sources.sort();
+    sources
+}
+
+#[test]
+fn no_source_file_is_over_800_lines() {
+    let sources = workspace_sources();
+    assert!(sources.len() > 200, "only {} sources found", sources.len());
+    let long: Vec<String> = sources
+        .iter()
+        .filter_map(|path| {
+            let lines = std::fs::read_to_string(path).expect("read").lines().count();
+            (lines > 800).then(|| format!("{} ({lines} lines)", path.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "split these by what they own: {long:#?}");
+}
+
+/// The length of every function in `text` whose body rustfmt laid out (opening line through
+/// the closing brace at the function's own indentation), with its first line.
+fn function_lengths(text: &str) -> Vec<(usize, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut lengths = Vec::new();
+    for (start, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        let signature = ["fn ", "pub fn ", "async fn ", "pub async fn ", "const fn "]
+            .iter()
+            .any(|p| code.starts_with(p))
+            || (code.starts_with("pub(")
+                && (code.contains(") fn ") || code.contains(") async fn ")));
+        if !signature {
+            continue;
+        }
+        let indent = &line[..line.len() - code.len()];
+        let Some(open) = (start..lines.len()).find(|&i| {
+            let l = lines[i].trim_end();
+            l.ends_with('{') || l.ends_with(';')
+        }) else {
+            continue;
+        };
+        if lines[open].trim_end().ends_with(';') {
+            continue;
+        }
+        let closing = format!("{indent}}}");
+        if let Some(end) = (open + 1..lines.len()).find(|&i| lines[i] == closing) {
+            lengths.push((end - start + 1, code.to_owned()));
+        }
+    }
+    lengths
+}
+
+#[test]
+fn no_product_function_is_over_150_lines() {
+    let product = workspace_sources().into_iter().filter(|path| {
+        let text = path.to_string_lossy();
+        text.ends_with(".rs")
+            && text.contains("/src/")
+            && !text.contains("/tests/")
+            && !text.ends_with("/tests.rs")
+    });
+    let mut long = Vec::new();
+    let mut measured = 0;
+    for path in product {
+        for (length, first) in function_lengths(&std::fs::read_to_string(&path).expect("read")) {
+            measured += 1;
+            if length > 150 {
+                long.push(format!("{}: {first} ({length} lines)", path.display()));
+            }
+        }
+    }
+    assert!(measured > 1000, "only {measured} functions were measured");
+    assert!(
+        long.is_empty(),
+        "split these into steps of their own: {long:#?}"
+    );
+}
+
+#[test]
+fn a_function_is_measured_from_its_signature_to_its_closing_brace() {
+    let text = "fn short() {\n    one();\n}\n\n    pub(crate) async fn nested(\n        a: u8,\n    ) -> u8 {\n        a\n    }\nfn declared();\n";
+    let lengths = function_lengths(text);
+    assert_eq!(
+        lengths,
+        vec![
+            (3, "fn short() {".to_owned()),
+            (5, "pub(crate) async fn nested(".to_owned())
+        ]
+    );
 }

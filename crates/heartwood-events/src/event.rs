@@ -444,8 +444,9 @@ impl Versioned for Envelope {
 mod tests {
     use super::*;
 
+    /// One of each event kind.
     fn samples() -> Vec<Event> {
-        vec![
+        let mut events = vec![
             Event::SessionRegistered {
                 backend: "native".into(),
                 workflow: None,
@@ -513,6 +514,14 @@ mod tests {
             },
             Event::ContextCondensed { forgotten: 4 },
             Event::RunInterrupted { reason: "r".into() },
+        ];
+        events.extend(workflow_samples());
+        events
+    }
+
+    /// One of each workflow and review event.
+    fn workflow_samples() -> Vec<Event> {
+        vec![
             Event::WorkflowStarted(Box::new(crate::workflow::WorkflowStart {
                 run_id: "w-1".into(),
                 definition: "tabular-ols".into(),

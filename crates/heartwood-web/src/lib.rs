@@ -15,6 +15,7 @@ pub mod ingress;
 pub mod launch;
 pub mod listener;
 pub mod minted;
+mod page;
 pub mod server;
 
 use std::sync::Arc;

@@ -418,7 +418,7 @@ fn respond(app: &Arc<AppState>, method: &str, admitted: &Admitted, body: Bytes) 
         }
         ("GET", ["api", "sessions", id, "events"]) => events(app, id, since),
         // Every session has its own address: the page opens it (a bookmark, a reload).
-        ("GET", [""] | ["s", _]) => page(app.policy.base_path()),
+        ("GET", [""] | ["s", _]) => crate::page::page(app.policy.base_path()),
         _ => plain(StatusCode::NOT_FOUND, "not found"),
     }
 }
@@ -607,26 +607,6 @@ fn events(app: &Arc<AppState>, id: &str, since: u64) -> Response {
     });
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
-        .into_response()
-}
-
-/// The page, embedded in the binary; the only thing written into it is the (non-secret) base
-/// path, which the policy has already checked.
-fn page(base: &str) -> Response {
-    const PAGE: &str = include_str!("../assets/index.html");
-    let html = PAGE.replace("%%HEARTWOOD_BASE%%", base);
-    (
-        StatusCode::OK,
-        [
-            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-store"),
-            (
-                header::CONTENT_SECURITY_POLICY,
-                "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'",
-            ),
-        ],
-        html,
-    )
         .into_response()
 }
 
