@@ -107,9 +107,8 @@ impl ConnectArgs {
     pub fn route(&self, project: &ProjectContext) -> Result<RouteConfig> {
         let prices = match (&self.price_in, &self.price_out) {
             (Some(input), Some(output)) => Some(RoutePrices {
-                input_micros_per_mtok: presets::parse_dollars(input).map_err(anyhow::Error::msg)?,
-                output_micros_per_mtok: presets::parse_dollars(output)
-                    .map_err(anyhow::Error::msg)?,
+                input_micros_per_mtok: presets::parse_dollars(input)?,
+                output_micros_per_mtok: presets::parse_dollars(output)?,
             }),
             _ => None,
         };

@@ -154,12 +154,12 @@ pub const PRESETS: &[Preset] = &[
 ];
 
 /// The preset named `id`; the error lists the names.
-pub fn find(id: &str) -> Result<&'static Preset, String> {
+pub fn find(id: &str) -> Result<&'static Preset, crate::GatewayError> {
     PRESETS.iter().find(|p| p.id == id).ok_or_else(|| {
-        format!(
+        crate::GatewayError::Invalid(format!(
             "no preset is called {id:?}; the presets are {}",
             PRESETS.iter().map(|p| p.id).collect::<Vec<_>>().join(", ")
-        )
+        ))
     })
 }
 
@@ -205,8 +205,12 @@ pub fn route(preset: &Preset, choice: Choice) -> RouteConfig {
 
 /// Dollars per million tokens as written by people (`0.15`, `2`, `10.50`) in micro-dollars,
 /// exactly (no floating point).
-pub fn parse_dollars(text: &str) -> Result<u64, String> {
-    let bad = || format!("{text:?} is not a price in dollars per million tokens (e.g. 0.15)");
+pub fn parse_dollars(text: &str) -> Result<u64, crate::GatewayError> {
+    let bad = || {
+        crate::GatewayError::Invalid(format!(
+            "{text:?} is not a price in dollars per million tokens (e.g. 0.15)"
+        ))
+    };
     let text = text.trim().trim_start_matches('$');
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
     if whole.is_empty() && fraction.is_empty()
@@ -269,16 +273,17 @@ mod tests {
         assert!(
             find("acme")
                 .expect_err("unknown")
+                .to_string()
                 .contains("openai, openrouter")
         );
     }
 
     #[test]
     fn prices_are_read_exactly() {
-        assert_eq!(parse_dollars("0.15"), Ok(150_000));
-        assert_eq!(parse_dollars("$2"), Ok(2_000_000));
-        assert_eq!(parse_dollars("10.5"), Ok(10_500_000));
-        assert_eq!(parse_dollars(".000001"), Ok(1));
+        assert_eq!(parse_dollars("0.15").ok(), Some(150_000));
+        assert_eq!(parse_dollars("$2").ok(), Some(2_000_000));
+        assert_eq!(parse_dollars("10.5").ok(), Some(10_500_000));
+        assert_eq!(parse_dollars(".000001").ok(), Some(1));
         for bad in ["", ".", "-1", "1e3", "0.0000001", "abc"] {
             assert!(parse_dollars(bad).is_err(), "{bad:?} accepted");
         }

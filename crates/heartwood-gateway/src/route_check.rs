@@ -202,7 +202,7 @@ fn list_models(route: &RouteConfig) -> Result<Option<Vec<String>>, String> {
 /// with nothing of the project in it. A well-formed reply qualifies the transport (its content
 /// is not judged: the request shows the transport answers as a model service, authorized
 /// without anything of Heartwood's).
-pub fn qualify(route: &RouteConfig) -> Result<(), String> {
+pub(crate) fn qualify(route: &RouteConfig) -> Result<(), String> {
     use heartwood_agent::model::ChatMessage;
     let mut model_route = route.model_route(std::path::Path::new("."));
     model_route.replay = None;

@@ -34,7 +34,7 @@ pub fn route_for(
     let (model, base_url, prices) = (given(asked.model), given(asked.base_url), asked.prices);
     let route = match (&asked.preset, asked.category) {
         (Some(id), _) => {
-            let preset = presets::find(id).map_err(GatewayError::Invalid)?;
+            let preset = presets::find(id)?;
             presets::route(
                 preset,
                 presets::Choice {

@@ -116,17 +116,18 @@ impl SkillsService {
     /// What reaches the agent now: revalidated from disk and source metadata, active, approved
     /// at the exact tree, unrevoked. Errors are reasons for the researcher: an agent does not
     /// start on skills that cannot be verified.
-    pub fn for_agent(&self) -> Result<AgentSkills, String> {
+    pub fn for_agent(&self) -> Result<AgentSkills, GatewayError> {
         let catalog = self.load().map_err(|e| {
-            format!("the project's skills cannot be verified ({e}); see `heartwood skills ls`")
+            GatewayError::Invalid(format!(
+                "the project's skills cannot be verified ({e}); see `heartwood skills ls`"
+            ))
         })?;
         let mut skills = Vec::new();
         for mut skill in catalog.active {
             // The agent's paths are compared as real paths.
-            skill.dir = skill
-                .dir
-                .canonicalize()
-                .map_err(|e| format!("the skill {} cannot be read: {e}", skill.name))?;
+            skill.dir = skill.dir.canonicalize().map_err(|e| {
+                GatewayError::Io(format!("the skill {} cannot be read: {e}", skill.name))
+            })?;
             skills.push(skill);
         }
         Ok(AgentSkills(skills))
@@ -158,13 +159,15 @@ impl AgentSkills {
 
     /// The whole instructions of each of `names`, to inject into a specialist's prompt; `Err`
     /// names the first that is not active and verified (the role is then not offered).
-    pub fn injected(&self, names: &[String]) -> Result<String, String> {
+    pub fn injected(&self, names: &[String]) -> Result<String, GatewayError> {
         let mut text = String::new();
         for name in names {
             let skill = self.0.iter().find(|s| &s.name == name).ok_or_else(|| {
-                format!("the skill {name:?} is not active, approved and verified")
+                GatewayError::Invalid(format!(
+                    "the skill {name:?} is not active, approved and verified"
+                ))
             })?;
-            text.push_str(&prompt::injected(skill).map_err(|e| e.to_string())?);
+            text.push_str(&prompt::injected(skill).map_err(skill_error)?);
         }
         Ok(text)
     }

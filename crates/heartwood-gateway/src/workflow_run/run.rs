@@ -24,7 +24,7 @@ pub(super) fn skills_usable(
     }
     let service = crate::skills::SkillsService::open(project);
     let catalog = service.catalog().map_err(|e| e.to_string())?;
-    let active = service.for_agent()?;
+    let active = service.for_agent().map_err(|e| e.to_string())?;
     for (stage, skill) in named {
         if !catalog.skills.iter().any(|s| s.name == skill) {
             return Err(format!(

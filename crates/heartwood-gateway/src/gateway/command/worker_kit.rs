@@ -146,7 +146,9 @@ impl SessionGateway {
     /// Revalidated on every start: only active, verified, unrevoked skills reach the agent,
     /// and an agent does not start on skills that cannot be verified.
     fn agent_skills(&self) -> Result<crate::skills::AgentSkills, String> {
-        crate::skills::SkillsService::open(&self.shared.project).for_agent()
+        crate::skills::SkillsService::open(&self.shared.project)
+            .for_agent()
+            .map_err(|e| e.to_string())
     }
 
     /// The connected model route, or why the agent cannot use it under `policy` now (on this
