@@ -1,7 +1,22 @@
+// @ts-check
 "use strict";
-// Renders the gateway's projection and submits typed commands; keeps no reducer.
-const base = document.querySelector('meta[name="heartwood-base"]').content;
+// Renders the gateway's projection and submits typed commands; keeps no reducer. The types are
+// the gateway's, generated from its JSON Schemas (`cargo xtask schema`); `tsc` checks this file
+// against them (crates/heartwood-web/tests/types.rs).
+/** @typedef {import("../../../docs/schema/heartwood").SessionProjection} SessionProjection */
+/** @typedef {import("../../../docs/schema/heartwood").Review} Review */
+/** @typedef {import("../../../docs/schema/heartwood").ToolOutput} ToolOutput */
+/** @typedef {import("../../../docs/schema/heartwood").WorkflowView} WorkflowView */
+/** @typedef {import("../../../docs/schema/heartwood").Snapshot} Snapshot */
+/** @typedef {import("../../../docs/schema/heartwood").ActionSet} ActionSet */
+/** @typedef {import("../../../docs/schema/heartwood").StartupPlan} StartupPlan */
+/** @typedef {import("../../../docs/schema/heartwood").SessionRow} SessionRow */
+/** @typedef {import("../../../docs/schema/heartwood").CatalogEntry} CatalogEntry */
+/** @typedef {import("../../../docs/schema/heartwood").Preview} Preview */
+/** @typedef {import("../../../docs/schema/heartwood").Block} Block */
+const base = /** @type {HTMLMetaElement} */ (document.querySelector('meta[name="heartwood-base"]')).content;
 const api = (path) => base + "api/" + path;
+/** One of the page's elements by id; the page knows which kind each id is. @type {(id: string) => any} */
 const $ = (id) => document.getElementById(id);
 let session = null, source = null, projection = null, refreshing = false, again = false, latest = null;
 // A running action shows how long it has run: draw again each second while one runs.
@@ -10,7 +25,9 @@ setInterval(() => {
 }, 1000);
 
 // Every request: a network failure (the server stopped) is an answer with status 0 and words
-// that say what to do, never an unhandled rejection.
+// that say what to do, never an unhandled rejection. The answer's JSON is typed where it is
+// used: each route answers its own type.
+/** @returns {Promise<{status: number, data: any}>} */
 async function call(path, body) {
   const init = body === undefined ? {} : {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)};
   let response;
@@ -25,9 +42,10 @@ function el(tag, text, cls) { const e = document.createElement(tag); if (text !=
 async function loadStartup() {
   const {status: code, data} = await call("status");
   if (code !== 200) { $("startup").textContent = String(data); return; }
-  const automation = data.route ? " Low-risk automation " + (data.route.low_risk_automation.allowed ? "allowed: " : "off: ") + data.route.low_risk_automation.reason + "." : "";
+  /** @type {StartupPlan} */ const plan = data;
+  const automation = plan.route ? " Low-risk automation " + (plan.route.low_risk_automation.allowed ? "allowed: " : "off: ") + plan.route.low_risk_automation.reason + "." : "";
   const sentence = (t) => /[.!?]$/.test(t) ? t : t + ".";
-  $("startup").textContent = (data.phase === "ready" ? "" : sentence(data.explanation) + " Next: " + sentence(data.next_action) + " ") + data.platform.headline + "." + automation;
+  $("startup").textContent = (plan.phase === "ready" ? "" : sentence(plan.explanation) + " Next: " + sentence(plan.next_action) + " ") + plan.platform.headline + "." + automation;
 }
 // ChatGPT sign-in: the gateway holds the device code's handle; the page shows the code and the
 // page to open, and polls the gateway until the sign-in is done.
@@ -55,8 +73,9 @@ async function loadSessions() {
   const {status, data} = await call("sessions");
   const list = $("sessions"); list.replaceChildren();
   if (status !== 200) { list.append(el("p", String(data), "empty")); return; }
-  if (!data.length) list.append(el("p", "No sessions in this project yet. New session starts one; so does a workflow run.", "empty"));
-  for (const s of data) {
+  /** @type {SessionRow[]} */ const rows = data;
+  if (!rows.length) list.append(el("p", "No sessions in this project yet. New session starts one; so does a workflow run.", "empty"));
+  for (const s of rows) {
     const b = el("button");
     b.dataset.session = s.session;
     if (s.session === session) b.setAttribute("aria-current", "true");
@@ -65,7 +84,7 @@ async function loadSessions() {
   }
 }
 function markCurrent() {
-  for (const b of document.querySelectorAll("#sessions button")) {
+  for (const b of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("#sessions button"))) {
     if (b.dataset.session === session) b.setAttribute("aria-current", "true"); else b.removeAttribute("aria-current");
   }
 }
@@ -85,7 +104,8 @@ async function refresh() {
   refreshing = true;
   try {
     const {status, data} = await call("sessions/" + session + "/snapshot?since=18446744073709551615");
-    if (status === 200 || status === 202) { latest = data; render(data.projection, data.streaming, data.review, data.output); }
+    /** @type {Snapshot} */ const snapshot = data;
+    if (status === 200 || status === 202) { latest = snapshot; render(snapshot.projection, snapshot.streaming, snapshot.review, snapshot.output); }
     else render(null, "", null, null);
   } finally {
     refreshing = false;
@@ -103,6 +123,7 @@ function inlines(parent, spans) {
   }
   return parent;
 }
+/** @param {Block[]} blocks */
 function markdown(blocks) {
   const box = el("div", undefined, "md");
   for (const b of blocks) {
@@ -123,6 +144,7 @@ function markdown(blocks) {
   return box;
 }
 // Draws one member's preview exactly as the gateway computed it (text only, never markup).
+/** @param {Preview} pv */
 function preview(pv) {
   const box = el("div", undefined, "preview");
   const line = (text, cls) => box.append(el("span", text + "\n", cls));
@@ -155,6 +177,12 @@ function preview(pv) {
   return box;
 }
 let listedLifecycle = null;
+/**
+ * @param {SessionProjection | null} p
+ * @param {string} streaming
+ * @param {Review | null} reviewed
+ * @param {ToolOutput | null} output
+ */
 function render(p, streaming, reviewed, output) {
   projection = p;
   // The list's rows carry each session's status: refresh them when this one's changes.
@@ -230,6 +258,7 @@ function render(p, streaming, reviewed, output) {
 }
 // The workflow run, as the projection states it; its controls are submitted unchanged.
 let armedControl = null, figureFor = null, previewPath = null, previewAt = null;
+/** @param {WorkflowView | null} w */
 function renderWorkflow(w) {
   const box = $("workflow");
   box.hidden = !w;
@@ -355,6 +384,7 @@ $("resume").onclick = () => command({type: "resume"});
 // Which members of each set (by set and revision) have been on screen to their end.
 const seenMembers = new Map();
 const seenKey = (set) => set.set_id + "@" + set.revision;
+/** @param {ActionSet} set */
 function unseenOf(set) {
   const seen = seenMembers.get(seenKey(set)) || new Set();
   const review = latest && latest.review, reviewedNow = review && review.revision === set.revision;
@@ -363,7 +393,8 @@ function unseenOf(set) {
 const endObserver = new IntersectionObserver((entries) => {
   for (const e of entries) {
     if (!e.isIntersecting) continue;
-    const key = e.target.dataset.key, id = Number(e.target.dataset.action);
+    const end = /** @type {HTMLElement} */ (e.target);
+    const key = end.dataset.key, id = Number(end.dataset.action);
     if (!seenMembers.has(key)) seenMembers.set(key, new Set());
     seenMembers.get(key).add(id);
     endObserver.unobserve(e.target);
@@ -372,6 +403,7 @@ const endObserver = new IntersectionObserver((entries) => {
   }
 });
 // Allow is enabled only when the gateway takes a decision and every member was on screen.
+/** @param {ActionSet | null} set */
 function showUnseen(set) {
   const unseen = set ? unseenOf(set) : [];
   $("allow").disabled = !(projection && projection.available_commands.includes("decide")) || unseen.length > 0;
@@ -383,7 +415,8 @@ $("reject").onclick = () => { const s = projection.pending; const reason = $("re
 async function loadWorkflows() {
   const {status, data} = await call("workflows");
   const select = $("workflow-definition"); select.replaceChildren();
-  for (const d of (status === 200 ? data : []).filter(d => d.supported)) {
+  /** @type {CatalogEntry[]} */ const catalog = status === 200 ? data : [];
+  for (const d of catalog.filter(d => d.supported)) {
     const option = el("option", d.title); option.value = d.id; select.append(option);
   }
 }
