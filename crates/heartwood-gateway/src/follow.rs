@@ -61,7 +61,9 @@ fn relay(
     feed: &broadcast::Sender<Update>,
     mut next: Option<broadcast::Receiver<Update>>,
 ) {
-    let mut seen_len = None;
+    // The journal's length at the last look while nobody served the session (`None`: no look
+    // yet since a source went away; `Some(None)`: there was no session then).
+    let mut seen_len: Option<Option<u64>> = None;
     loop {
         if let Some(mut updates) = next.take() {
             seen_len = None;
@@ -94,14 +96,20 @@ fn relay(
             }
         }
         next = source(&shared, session);
-        if next.is_none() {
+        if next.is_some() {
+            // A source found now may have sent updates before it was subscribed to (a session
+            // first served here between two looks runs its first steps at once): subscribed
+            // first, then told to take a snapshot, a subscriber misses nothing.
+            let _ = feed.send(lagged());
+        } else {
             // Nobody serves it: what changes it is a process that writes and lets go between
-            // two looks (a quick `heartwood decide`), which the journal's length shows.
+            // two looks (a quick `heartwood decide`), which the journal's length shows, the
+            // session's first write included.
             let len = shared.journal_len(session);
-            if seen_len.is_some() && len != seen_len {
+            if seen_len.is_some_and(|seen| seen != len) {
                 let _ = feed.send(lagged());
             }
-            seen_len = len;
+            seen_len = Some(len);
         }
     }
 }
