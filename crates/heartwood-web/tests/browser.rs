@@ -14,6 +14,11 @@ use heartwood_testkit::{Script, ScriptedModelServer, Turn};
 use heartwood_web::{Capability, Mode};
 use serde_json::json;
 
+/// How long one step of a browser scenario may take. Generous: in CI these scenarios run side
+/// by side with each other and with an OpenHands server starting, on two cores, and a step
+/// that took 20 s there once was slow, not stuck.
+const PATIENCE_MS: &str = "60000";
+
 fn set_of(a: &str, b: &str) -> Turn {
     Turn::calls(&[
         (
@@ -127,7 +132,7 @@ async fn flow(prefix: Option<&str>, screenshot_name: &str, openhands: bool) {
         &node_path,
         &script,
         &[&url, &screenshot],
-        if openhands { "240000" } else { "20000" },
+        if openhands { "240000" } else { PATIENCE_MS },
     )
     .await;
     assert!(screenshot.exists(), "no screenshot");
@@ -204,7 +209,7 @@ async fn the_page_fits_every_width_and_passes_an_accessibility_check() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/layout.mjs");
     let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
     std::fs::create_dir_all(&shots).expect("target");
-    let stdout = support::chromium(&node_path, &script, &[&url, &shots], "20000").await;
+    let stdout = support::chromium(&node_path, &script, &[&url, &shots], PATIENCE_MS).await;
     for width in [390, 800, 1440] {
         assert!(
             stdout.contains(&format!(
@@ -308,7 +313,7 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
         &node_path,
         &script,
         &[&url, &"Does sleep predict the test score?", &screenshot],
-        "20000",
+        PATIENCE_MS,
     )
     .await;
     assert!(screenshot.exists(), "no screenshot");
@@ -367,7 +372,7 @@ async fn the_page_reviews_approves_and_activates_a_skill() {
     let url = format!("http://127.0.0.1:{}/?token={secret}", addr.port());
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/skills.mjs");
     let screenshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-skills.png");
-    let stdout = support::chromium(&node_path, &script, &[&url, &screenshot], "20000").await;
+    let stdout = support::chromium(&node_path, &script, &[&url, &screenshot], PATIENCE_MS).await;
     assert!(stdout.contains("scripts/units.py"), "{stdout}");
     assert!(stdout.contains("(unreviewed)"), "{stdout}");
     let digest = added.digest.expect("digest");
@@ -426,7 +431,13 @@ async fn the_page_shows_local_models_and_a_transfer_moving() {
             moving.succeed("published tiny".to_owned());
         })
     };
-    let stdout = support::chromium(&node_path, &script, &[&url, &screenshot, &seen], "20000").await;
+    let stdout = support::chromium(
+        &node_path,
+        &script,
+        &[&url, &screenshot, &seen],
+        PATIENCE_MS,
+    )
+    .await;
     finisher.await.expect("finisher");
     assert!(
         stdout.contains("model: tiny · unvalidated") && stdout.contains("license mit"),
@@ -462,7 +473,8 @@ async fn the_page_signs_in_with_a_chatgpt_subscription() {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/signin.mjs");
         let screenshot =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-signin.png");
-        let stdout = support::chromium(&node_path, &script, &[&url, &screenshot], "20000").await;
+        let stdout =
+            support::chromium(&node_path, &script, &[&url, &screenshot], PATIENCE_MS).await;
         let config = std::env::var("HEARTWOOD_CONFIG_HOME").expect("config home");
         assert!(
             stdout.contains(&format!("code: {}", heartwood_testkit::chatgpt::USER_CODE)),
