@@ -363,11 +363,17 @@ async function command(body, path = "commands") {
   if (!source || source.readyState === EventSource.CLOSED) { openSession(session); loadSessions(); } else refresh();
 }
 $("signin").onclick = signIn;
-$("new-session").onclick = async () => {
-  const {data} = await call("sessions", {});
-  session = data.session; projection = null;
-  if (source) { source.close(); source = null; }
-  latest = null; render(null, "", null, null); $("text").focus();
+// The session being minted: a task sent before its id arrives waits for it instead of being
+// dropped (Send pressed right after New session, on a slow machine).
+let minting = null;
+$("new-session").onclick = () => {
+  minting = (async () => {
+    const {data} = await call("sessions", {});
+    session = data.session; projection = null;
+    if (source) { source.close(); source = null; }
+    latest = null; render(null, "", null, null); $("text").focus();
+  })();
+  return minting;
 };
 // Enter sends, Shift+Enter starts a new line, as in the terminal interface's message line.
 $("text").addEventListener("keydown", (e) => {
@@ -378,8 +384,10 @@ $("reason").addEventListener("keydown", (e) => {
   if (e.key === "Enter") { e.preventDefault(); if (!$("reject").disabled) $("reject").click(); }
   else if (e.key === "Escape") { $("reason").value = ""; $("reason").blur(); }
 });
-$("composer").onsubmit = (e) => {
-  e.preventDefault(); const text = $("text").value.trim(); if (!text || !session) return;
+$("composer").onsubmit = async (e) => {
+  e.preventDefault();
+  if (minting) { await minting; minting = null; }
+  const text = $("text").value.trim(); if (!text || !session) return;
   // What the text means now (task, guidance, or guidance and resuming) is the gateway's rule.
   $("text").value = ""; command({text}, "say");
 };

@@ -19,6 +19,9 @@ use serde_json::json;
 /// that took 20 s there once was slow, not stuck.
 const PATIENCE_MS: &str = "60000";
 
+/// The browser scenarios run side by side, except the OpenHands one, which runs alone.
+static HEAVY: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
 fn set_of(a: &str, b: &str) -> Turn {
     Turn::calls(&[
         (
@@ -34,11 +37,13 @@ fn set_of(a: &str, b: &str) -> Turn {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_runs_a_task_with_a_rejection_and_an_approval_in_chromium() {
+    let _beside_others = HEAVY.read().await;
     flow(None, "browser-test.png", false).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_same_flow_works_behind_a_jupyter_proxy_prefix() {
+    let _beside_others = HEAVY.read().await;
     flow(
         Some("/user/alice/proxy/8765/"),
         "browser-test-jupyter.png",
@@ -52,6 +57,8 @@ async fn the_same_flow_works_behind_a_jupyter_proxy_prefix() {
 /// `HEARTWOOD_REQUIRE_OPENHANDS` is set (as CI does).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_same_flow_works_with_the_openhands_engine() {
+    // Its agent server's start takes both cores for a while: no other scenario runs then.
+    let _alone = HEAVY.write().await;
     if let Err(why) = heartwood_gateway::openhands::installation() {
         assert!(
             std::env::var_os("HEARTWOOD_REQUIRE_OPENHANDS").is_none(),
@@ -173,6 +180,7 @@ async fn flow(prefix: Option<&str>, screenshot_name: &str, openhands: bool) {
 /// (`target/page-<width>.png`, the pictures in docs/).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_fits_every_width_and_passes_an_accessibility_check() {
+    let _beside_others = HEAVY.read().await;
     let Some(node_path) = support::node_path() else {
         return;
     };
@@ -250,6 +258,7 @@ fn stage_turns(command: &str, artifacts: &[&str]) -> [Turn; 2] {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
+    let _beside_others = HEAVY.read().await;
     let Some(node_path) = support::node_path() else {
         return;
     };
@@ -350,6 +359,7 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
 /// approves the exact tree shown and activates it; the gateway then hands it to the agent.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_reviews_approves_and_activates_a_skill() {
+    let _beside_others = HEAVY.read().await;
     let Some(node_path) = support::node_path() else {
         return;
     };
@@ -389,6 +399,7 @@ async fn the_page_reviews_approves_and_activates_a_skill() {
 /// a transfer's progress as it moves (polled from the views every process writes), then its end.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_shows_local_models_and_a_transfer_moving() {
+    let _beside_others = HEAVY.read().await;
     let Some(node_path) = support::node_path() else {
         return;
     };
@@ -460,6 +471,7 @@ async fn the_page_shows_local_models_and_a_transfer_moving() {
 /// test's.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_page_signs_in_with_a_chatgpt_subscription() {
+    let _beside_others = HEAVY.read().await;
     const TEST: &str = "the_page_signs_in_with_a_chatgpt_subscription";
     if std::env::var_os("HEARTWOOD_TEST_CHILD").is_some() {
         let Some(node_path) = support::node_path() else {
