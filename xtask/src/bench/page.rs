@@ -6,12 +6,9 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use heartwood_events::{Event, Role, SessionId};
-use heartwood_gateway::ProjectContext;
-use heartwood_web::{AppState, Capability, IngressPolicy, Mode};
 
 const RUNS: usize = 15;
 const TARGET_MS: f64 = 1000.0;
@@ -23,23 +20,8 @@ pub fn run() -> Result<()> {
     if !Path::new(&node_path).join("playwright-core").is_dir() {
         bail!("no playwright-core in {node_path}: run .ci/run once, or set HEARTWOOD_NODE_PATH");
     }
-    let dir = crate::workspace_root().join("target/bench-page");
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)?;
-    }
-    std::fs::create_dir_all(&dir)?;
-    let runtime = tokio::runtime::Runtime::new()?;
-    let _guard = runtime.enter();
-    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
-    let addr = listener.local_addr()?;
-    let capability = Capability::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let secret = capability.reveal().to_owned();
-    let project = ProjectContext::at(&dir).expect("a UTF-8 project path");
-    let state = Arc::new(AppState::new(
-        project,
-        IngressPolicy::new(Mode::Loopback, addr.port(), capability),
-    ));
-    runtime.spawn(heartwood_web::serve(listener, Arc::clone(&state)));
+    let served = super::web::Served::start("bench-page")?;
+    let (addr, secret, state) = (served.addr, &served.secret, &served.state);
     // The session list is part of what the page draws first.
     for i in 0..20 {
         let id = SessionId::parse(&format!("bench-page-{i}"))?;

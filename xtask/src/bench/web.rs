@@ -15,23 +15,12 @@ const CLIENTS: usize = 50;
 const EVENTS: u64 = 200;
 
 pub fn run() -> Result<()> {
-    let dir = crate::workspace_root().join("target/bench-web");
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)?;
-    }
-    std::fs::create_dir_all(&dir)?;
-    let runtime = tokio::runtime::Runtime::new()?;
-    let _guard = runtime.enter();
-    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
-    let addr = listener.local_addr()?;
-    let capability = Capability::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let secret = capability.reveal().to_owned();
-    let project = ProjectContext::at(&dir).expect("a UTF-8 project path");
-    let state = Arc::new(AppState::new(
-        project,
-        IngressPolicy::new(Mode::Loopback, addr.port(), capability),
-    ));
-    runtime.spawn(heartwood_web::serve(listener, Arc::clone(&state)));
+    let served = Served::start("bench-web")?;
+    let (addr, secret, state) = (
+        served.addr,
+        served.secret.clone(),
+        Arc::clone(&served.state),
+    );
     let id = SessionId::parse("bench-web")?;
     state
         .gateway
@@ -119,4 +108,40 @@ pub fn run() -> Result<()> {
         if p99 < 20.0 { "ok" } else { "MISSED" }
     );
     Ok(())
+}
+
+/// The real server on a loopback port, serving a fresh project under `target/<name>`, and the
+/// capability to send it. The runtime serves while this lives.
+pub(super) struct Served {
+    pub addr: std::net::SocketAddr,
+    pub secret: String,
+    pub state: Arc<AppState>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl Served {
+    pub fn start(name: &str) -> Result<Served> {
+        let dir = crate::workspace_root().join("target").join(name);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        std::fs::create_dir_all(&dir)?;
+        let runtime = tokio::runtime::Runtime::new()?;
+        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
+        let addr = listener.local_addr()?;
+        let capability = Capability::generate().map_err(|e| anyhow::anyhow!("{e}"))?;
+        let secret = capability.reveal().to_owned();
+        let project = ProjectContext::at(&dir).expect("a UTF-8 project path");
+        let state = Arc::new(AppState::new(
+            project,
+            IngressPolicy::new(Mode::Loopback, addr.port(), capability),
+        ));
+        runtime.spawn(heartwood_web::serve(listener, Arc::clone(&state)));
+        Ok(Served {
+            addr,
+            secret,
+            state,
+            _runtime: runtime,
+        })
+    }
 }
