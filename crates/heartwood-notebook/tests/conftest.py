@@ -89,3 +89,18 @@ def terminal(*commands):
 def finish(message):
     """A model turn that finishes with `message`."""
     return {"tool_calls": [{"name": "finish", "arguments": {"message": message}}]}
+
+
+def run_notebook(cells, project):
+    """Runs `cells` in a real Jupyter kernel started in `project`; the executed cells."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(
+        notebook,
+        timeout=120,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(project)}},
+    ).execute()
+    return notebook.cells

@@ -6,10 +6,7 @@ events. The rendered pending set is kept (HEARTWOOD_NOTEBOOK_HTML) for the READM
 import json
 import os
 
-import nbformat
-from nbclient import NotebookClient
-
-from conftest import finish, heartwood_cli, terminal
+from conftest import finish, heartwood_cli, run_notebook, terminal
 
 
 def html_of(cell):
@@ -39,14 +36,7 @@ def test_a_notebook_runs_a_task_renders_the_set_and_decides_it(project, model):
         "%%heartwood last\nsay hello",
         "print(s.verify()['events'])\nprint(s.id)",
     ]
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    NotebookClient(
-        notebook,
-        timeout=120,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(project)}},
-    ).execute()
-    run, pending, decided, _, magic, verified = notebook.cells
+    run, pending, decided, _, magic, verified = run_notebook(cells, project)
 
     assert "Waiting for your decision" in html_of(run)
     shown = html_of(pending)
@@ -105,14 +95,7 @@ def test_the_magics_act_on_the_notebooks_session_and_every_hint_runs_as_printed(
         "%heartwood stage",
         "%heartwood help",
     ]
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    NotebookClient(
-        notebook,
-        timeout=120,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(project)}},
-    ).execute()
-    _, first, allowed, second, status, rejected, after, catalog, started, stage, helped = notebook.cells
+    _, first, allowed, second, status, rejected, after, catalog, started, stage, helped = run_notebook(cells, project)
 
     shown = html_of(first)
     assert "echo first &gt;&gt; ran.txt" in shown, shown

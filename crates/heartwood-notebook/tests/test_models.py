@@ -8,11 +8,10 @@ The Rust test `notebook_py.rs` starts the hub and writes the catalog (`HF_ENDPOI
 
 import os
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 import heartwood
+from conftest import run_notebook
 
 
 def _catalog():
@@ -53,14 +52,7 @@ def test_a_notebook_shows_the_download_as_a_progress_bar(project):
         "listing = hw.download_model('tiny', accept_license=review['manifest_sha256'])\n"
         "print(listing['validation'])",
     ]
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    NotebookClient(
-        notebook,
-        timeout=120,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(project)}},
-    ).execute()
-    _, downloaded = notebook.cells
+    _, downloaded = run_notebook(cells, project)
     shown = "".join(
         o.get("data", {}).get("text/html", "")
         for o in downloaded.outputs
