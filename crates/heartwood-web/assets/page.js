@@ -23,11 +23,6 @@ let session = null, source = null, projection = null, refreshing = false, again 
 setInterval(() => {
   if (latest && latest.projection.actions.some(a => a.state === "running")) render(latest.projection, latest.streaming, latest.review, latest.output);
 }, 1000);
-// The stream can go quiet without closing (a proxy that buffers, an update lost on a loaded
-// machine): while the agent works, the page reads the session again every few seconds anyway.
-setInterval(() => {
-  if (session && latest && latest.projection.lifecycle === "running") refresh();
-}, 3000);
 
 // Every request: a network failure (the server stopped) is an answer with status 0 and words
 // that say what to do, never an unhandled rejection. The answer's JSON is typed where it is
