@@ -1,18 +1,24 @@
-//! The recovery intent: `journal.json` describes an append before any of its bytes reach the
-//! event, audit or receipt files, so a crash at any point can be completed exactly once.
+//! The write-ahead intents: `journal.json` describes each append before any of its bytes reach
+//! the event, audit or receipt files, so a crash at any point can be completed exactly once.
 //!
-//! The file is created once per session and then only overwritten in place: it holds only
-//! whitespace when no append is in flight. Keeping it (instead of creating and deleting it per
-//! append) saves a directory fsync per append, and overwriting without changing its length
-//! (the intent is padded with spaces to the file's size) lets `fdatasync` skip the metadata
-//! commit, so the intent costs about one data-block write.
+//! An append is durable once its intent is: the intent is written after the ones still pending
+//! and `fdatasync`ed (the append's one sync), then the data files are appended to without a
+//! sync of their own. Every [`SYNC_EVERY`] appends (and when the writer closes) the data files
+//! are synced together and the intents blanked with spaces, so a step of the agent costs one
+//! sync and the data files' syncs are shared by many appends.
 //!
-//! Order per append: write the intent and `fdatasync` it; append to the data files; `fdatasync`
-//! each; blank the intent with spaces. A crash mid-way through writing the intent leaves text
-//! that does not parse as an intent, and no data byte has been written yet at that point. The intent records each file's length before the
-//! append and the exact bytes to add, so completion is: check that whatever follows the old
-//! length is a prefix of those bytes (anything else is damage and is refused), then write the
-//! rest.
+//! The file is created once per session and then only overwritten in place (the blanking does
+//! not shorten it), which saves a directory fsync per append and, once the file has reached its
+//! working size, lets `fdatasync` skip the metadata commit. Each intent records each file's
+//! length before its append and the exact bytes to add, so completion is: check that whatever
+//! follows the first pending intent's lengths is a prefix of the pending bytes (anything else
+//! is damage and is refused), then write the rest.
+//!
+//! What a crash can leave: intents whose bytes are all in the data files (a process that died,
+//! the page cache kept), intents whose bytes were lost with the page cache (power loss: they
+//! are written again), and a last intent cut short while it was written (its data was never
+//! appended: it is dropped). The blanking is not synced: if it is lost, the intents it covered
+//! come back, and their bytes are already in place.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -21,9 +27,17 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::IoContext;
-use crate::{AuditError, durable};
+use crate::{AuditError, SessionPaths, durable};
 
-/// One append in flight.
+/// Appends whose data files are synced together; a larger number saves syncs, a smaller one
+/// keeps `journal.json` and the replay after a power loss short.
+pub(crate) const SYNC_EVERY: usize = 32;
+
+/// Pending intents past this many bytes have the data files synced early (a few large appends,
+/// a pasted data file say, should not make a long journal).
+const SYNC_PAST_BYTES: usize = 1 << 20;
+
+/// One append whose data files may not be synced yet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Intent {
     pub first_seq: u64,
@@ -40,15 +54,69 @@ pub(crate) struct Intent {
     pub receipts: String,
 }
 
+impl Intent {
+    /// Each data file with its length before this append and the bytes the append adds.
+    pub fn targets<'a>(&'a self, paths: &'a SessionPaths) -> [Target<'a>; 3] {
+        [
+            Target {
+                path: &paths.events,
+                file: crate::layout::EVENTS_FILE,
+                len_before: self.events_len,
+                bytes: self.events.as_bytes(),
+            },
+            Target {
+                path: &paths.audit,
+                file: crate::layout::AUDIT_FILE,
+                len_before: self.audit_len,
+                bytes: self.audit.as_bytes(),
+            },
+            Target {
+                path: &paths.receipts,
+                file: crate::layout::RECEIPTS_FILE,
+                len_before: self.receipts_len,
+                bytes: self.receipts.as_bytes(),
+            },
+        ]
+    }
+}
+
+/// One data file's part of an append.
+pub(crate) struct Target<'a> {
+    pub path: &'a Path,
+    pub file: &'static str,
+    pub len_before: u64,
+    pub bytes: &'a [u8],
+}
+
 /// What a read of `journal.json` found.
 #[derive(Debug)]
 pub(crate) enum Pending {
-    /// No append in flight.
+    /// No append is pending.
     None,
-    /// An append was in flight.
-    Intent(Intent),
-    /// The intent itself was cut short: a crash while writing it, before any data was appended.
+    /// Appends whose data files were not synced, oldest first; a last intent cut short while
+    /// it was written (its data was never appended) is left out.
+    Intents(Vec<Intent>),
+    /// Text that is not a run of intents: a crash while the file was being blanked or written,
+    /// after the data it described was synced or before any of it was appended.
     Unreadable,
+}
+
+impl Pending {
+    /// The pending appends the data files do not hold yet: an append in flight in a live
+    /// writer, or one a crash cut short. Intents whose bytes are all in place wait only for
+    /// their sync, and readers may read past them.
+    pub fn in_flight(&self, paths: &SessionPaths) -> Option<(u64, u64)> {
+        let Pending::Intents(intents) = self else {
+            return None;
+        };
+        let last = intents.last()?;
+        let short = last.targets(paths).iter().any(|t| {
+            !t.bytes.is_empty()
+                && std::fs::metadata(t.path)
+                    .map_or(true, |m| m.len() < t.len_before + t.bytes.len() as u64)
+        });
+        short.then(|| (intents[0].first_seq, last.last_seq))
+    }
 }
 
 /// Reads `journal.json` without creating or changing it.
@@ -58,21 +126,40 @@ pub(crate) fn read_pending(path: &Path) -> Result<Pending, AuditError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Pending::None),
         Err(e) => return Err(e).ctx("read", path),
     };
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Pending::None);
+    Ok(parse(&bytes))
+}
+
+fn parse(bytes: &[u8]) -> Pending {
+    let lines: Vec<&[u8]> = bytes
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
+        .collect();
+    if lines.is_empty() {
+        return Pending::None;
     }
-    Ok(match serde_json::from_slice(&bytes) {
-        Ok(intent) => Pending::Intent(intent),
-        Err(_) => Pending::Unreadable,
-    })
+    let mut intents = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        match serde_json::from_slice::<Intent>(line) {
+            Ok(intent) => intents.push(intent),
+            // The last intent was being written when the crash came: nothing of its append
+            // reached the data files, since they are written only after it is synced.
+            Err(_) if i + 1 == lines.len() && i > 0 => break,
+            Err(_) => return Pending::Unreadable,
+        }
+    }
+    Pending::Intents(intents)
 }
 
 /// The writer's handle on `journal.json`.
 pub(crate) struct IntentFile {
     file: File,
     path: PathBuf,
+    /// Where the next intent is written: the end of the pending ones.
+    used: usize,
     /// How many leading bytes may hold non-space text.
     dirty: usize,
+    /// Intents written since the last blanking.
+    pending: usize,
 }
 
 impl IntentFile {
@@ -86,55 +173,78 @@ impl IntentFile {
             IntentFile {
                 file,
                 path: path.to_owned(),
+                used: 0,
                 dirty: len,
+                pending: 0,
             },
             !existed,
         ))
     }
 
-    /// Makes `intent` durable before any data byte is written.
+    /// Makes `intent` durable, after the pending ones, before any of its data byte is written.
     pub fn record(&mut self, intent: &Intent) -> Result<(), AuditError> {
         let mut bytes = serde_json::to_vec(intent).map_err(|e| AuditError::BadFile {
             path: self.path.clone(),
             detail: e.to_string(),
         })?;
-        let text_len = bytes.len();
-        if text_len < self.dirty {
-            bytes.resize(self.dirty, b' ');
-        }
-        crate::durable::write_at(&self.file, &bytes, 0).ctx("write", &self.path)?;
-        self.dirty = text_len;
+        bytes.push(b'\n');
+        crate::durable::write_at(&self.file, &bytes, self.used as u64).ctx("write", &self.path)?;
+        self.used += bytes.len();
+        self.dirty = self.dirty.max(self.used);
+        self.pending += 1;
         crate::durable::sync_data(&self.file).ctx("sync", &self.path)
     }
 
-    /// Marks the append complete. Not synced: if this is lost in a crash, the next open finds
-    /// every byte already in place and only clears the intent again.
+    /// Whether the data files should be synced now, so the pending intents can be blanked.
+    pub fn wants_sync(&self) -> bool {
+        self.pending >= SYNC_EVERY || self.used >= SYNC_PAST_BYTES
+    }
+
+    /// Whether any intent waits for the data files' sync.
+    pub fn has_pending(&self) -> bool {
+        self.pending > 0
+    }
+
+    /// Blanks the intents once the data files they describe are synced. Not synced itself: if
+    /// this is lost in a crash, the next open finds every byte already in place and only
+    /// blanks them again.
     pub fn clear(&mut self) -> Result<(), AuditError> {
         if self.dirty > 0 {
             crate::durable::write_at(&self.file, &vec![b' '; self.dirty], 0)
                 .ctx("clear", &self.path)?;
-            self.dirty = 0;
         }
+        self.dirty = 0;
+        self.used = 0;
+        self.pending = 0;
         Ok(())
     }
 
-    /// Clears the intent durably (used after recovery, before new appends build on it).
+    /// Clears the intents durably (used after recovery, before new appends build on it).
     pub fn clear_durably(&mut self) -> Result<(), AuditError> {
         self.clear()?;
         crate::durable::sync_data(&self.file).ctx("sync", &self.path)
     }
 }
 
+/// What completing one file found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Completion {
+    /// Every byte was in place already.
+    InPlace,
+    /// Some bytes were missing and were written.
+    Written,
+}
+
 /// Brings `path` to exactly `len_before` bytes followed by `expected`, if what follows
-/// `len_before` now is a prefix of `expected`. Returns a description of the mismatch otherwise,
-/// leaving the file untouched so the evidence is kept.
+/// `len_before` now is a prefix of `expected`, and syncs it. Returns a description of the
+/// mismatch otherwise, leaving the file untouched so the evidence is kept.
 pub(crate) fn complete_file(
     path: &Path,
     len_before: u64,
     expected: &[u8],
-) -> Result<Result<(), String>, AuditError> {
+) -> Result<Result<Completion, String>, AuditError> {
     if expected.is_empty() {
-        return Ok(Ok(()));
+        return Ok(Ok(Completion::InPlace));
     }
     let file = durable::open_read_write(path)?;
     let len = file.metadata().ctx("inspect", path)?.len();
@@ -155,11 +265,14 @@ pub(crate) fn complete_file(
     if !expected.starts_with(&tail) {
         return Ok(Err("its last bytes are not the interrupted append's".into()));
     }
-    if tail.len() < expected.len() {
+    let completion = if tail.len() < expected.len() {
         // Appending at the end: `len` is exactly where the intended bytes resume.
         file.write_all_at(&expected[tail.len()..], len)
             .ctx("write", path)?;
-    }
+        Completion::Written
+    } else {
+        Completion::InPlace
+    };
     crate::durable::sync_data(&file).ctx("sync", path)?;
-    Ok(Ok(()))
+    Ok(Ok(completion))
 }

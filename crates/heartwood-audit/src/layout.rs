@@ -25,7 +25,7 @@ pub struct SessionPaths {
     pub events: PathBuf,
     /// `audit.jsonl`: one hash-chained audit record per event.
     pub audit: PathBuf,
-    /// `journal.json`: the recovery intent; non-empty only while an append is in flight.
+    /// `journal.json`: the write-ahead intents of the appends whose data files are not synced yet.
     pub journal: PathBuf,
     /// `receipts.jsonl`: command outcomes, for idempotent retries.
     pub receipts: PathBuf,

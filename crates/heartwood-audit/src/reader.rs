@@ -3,7 +3,7 @@
 use heartwood_events::{DecodeError, Receipt, RecordedEvent, SessionId};
 
 use crate::error::IoContext;
-use crate::intent::{Pending, read_pending};
+use crate::intent::read_pending;
 use crate::line::{Line, read_line};
 use crate::verify::{Tree, verify_session};
 use crate::{
@@ -76,11 +76,11 @@ impl SessionReader {
         let mut tries = 0;
         loop {
             let before = self.append_state();
-            let outcome = match read_pending(&self.paths.journal)? {
-                Pending::Intent(intent) => Err(AuditError::Interrupted {
+            let outcome = match read_pending(&self.paths.journal)?.in_flight(&self.paths) {
+                Some((first_seq, last_seq)) => Err(AuditError::Interrupted {
                     id: self.id.clone(),
-                    first_seq: intent.first_seq,
-                    last_seq: intent.last_seq,
+                    first_seq,
+                    last_seq,
                 }),
                 _ => {
                     if let Some(leaves) = leaves.as_deref_mut() {

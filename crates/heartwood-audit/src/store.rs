@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use heartwood_events::{RecordedEvent, SessionId, Timestamp};
 
 use crate::error::IoContext;
-use crate::intent::{Pending, read_pending};
+use crate::intent::read_pending;
 use crate::layout::{SESSIONS_DIR, STATE_DIR};
 use crate::lease::WriterLease;
 use crate::{
@@ -117,7 +117,7 @@ impl SessionStore {
             .and_then(|m| m.modified())
             .ok()
             .and_then(Timestamp::from_system_time);
-        let interrupted = matches!(read_pending(&paths.journal), Ok(Pending::Intent(_)));
+        let interrupted = read_pending(&paths.journal).is_ok_and(|p| p.in_flight(&paths).is_some());
         let writer = WriterInfo::read(&paths.writer).filter(WriterInfo::looks_alive);
         Ok(SessionSummary {
             id,

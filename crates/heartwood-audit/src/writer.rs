@@ -17,7 +17,7 @@ use heartwood_events::{
 use serde_json::Value;
 
 use crate::error::IoContext;
-use crate::intent::{Intent, IntentFile, Pending, complete_file, read_pending};
+use crate::intent::{Completion, Intent, IntentFile, Pending, complete_file, read_pending};
 use crate::merkle::RootBuilder;
 use crate::record::AuditRecord;
 use crate::verify::{Tree, verify_session};
@@ -418,8 +418,26 @@ impl SessionWriter {
         }
     }
 
-    /// Closes the writer and releases the lease.
+    /// Closes the writer and releases the lease (syncing the data files first: see `Drop`).
     pub fn close(self) {}
+
+    /// Syncs the data files now and blanks the intents that covered them, reporting a failure
+    /// (which stops the writer, as any failed write does). Appends are durable without this;
+    /// it is for a caller that wants the data files themselves synced at a point of its choice.
+    pub fn sync(&mut self) -> Result<(), AuditError> {
+        self.ensure_usable()?;
+        self.sync_data_files().inspect_err(|e| {
+            self.failed = Some(e.to_string());
+            self.lease.mark_unclean();
+        })
+    }
+
+    /// Fault injection for tests: drops the writer as a crashed process would, syncing nothing.
+    #[cfg(feature = "test-faults")]
+    #[doc(hidden)]
+    pub fn crash(mut self) {
+        self.failed = Some("crashed (simulated)".into());
+    }
 
     /// `Err` with the first failure once a write has failed: the writer refuses to continue.
     pub fn ensure_usable(&self) -> Result<(), AuditError> {
@@ -599,9 +617,13 @@ impl SessionWriter {
     #[doc(hidden)]
     pub fn crash_after_intent(mut self, events: Vec<Event>) -> Result<(), AuditError> {
         let prepared = self.prepare(None, events, None)?;
-        self.intent.record(&prepared.intent)
+        let recorded = self.intent.record(&prepared.intent);
+        self.crash();
+        recorded
     }
 
+    /// Records the intent (the append's one sync), then appends to the data files; syncs
+    /// them together only every [`crate::intent::SYNC_EVERY`] appends.
     fn write_durably(&mut self, intent: &Intent) -> Result<(), AuditError> {
         self.intent.record(intent)?;
         let files = [
@@ -613,17 +635,38 @@ impl SessionWriter {
                 &intent.receipts,
             ),
         ];
-        let mut touched = Vec::with_capacity(3);
         for (file, path, bytes) in files {
             if !bytes.is_empty() {
                 durable::append(file, bytes.as_bytes()).ctx("append to", path)?;
-                touched.push((file, path));
             }
         }
-        for (file, path) in touched {
+        if self.intent.wants_sync() {
+            self.sync_data_files()?;
+        }
+        Ok(())
+    }
+
+    /// Syncs the data files, after which the intents describing them are not needed.
+    fn sync_data_files(&mut self) -> Result<(), AuditError> {
+        for (file, path) in [
+            (&self.events, &self.paths.events),
+            (&self.audit, &self.paths.audit),
+            (&self.receipts_file, &self.paths.receipts),
+        ] {
             durable::sync_data(file).ctx("sync", path)?;
         }
         self.intent.clear()
+    }
+}
+
+impl Drop for SessionWriter {
+    /// A writer that closes syncs what its intents still cover and blanks them, so a session
+    /// nobody writes holds an empty `journal.json`. A writer that failed leaves them for the
+    /// next open to complete.
+    fn drop(&mut self) {
+        if self.failed.is_none() && self.intent.has_pending() {
+            let _ = self.sync_data_files();
+        }
     }
 }
 
@@ -700,46 +743,46 @@ pub(crate) fn recover(
             intent_file.clear_durably()?;
             Ok(Recovery::DiscardedPartialIntent)
         }
-        Pending::Intent(intent) => {
-            let targets = [
-                (
-                    &paths.events,
-                    crate::layout::EVENTS_FILE,
-                    intent.events_len,
-                    &intent.events,
-                ),
-                (
-                    &paths.audit,
-                    crate::layout::AUDIT_FILE,
-                    intent.audit_len,
-                    &intent.audit,
-                ),
-                (
-                    &paths.receipts,
-                    crate::layout::RECEIPTS_FILE,
-                    intent.receipts_len,
-                    &intent.receipts,
-                ),
-            ];
-            for (path, file, len_before, bytes) in targets {
-                if let Err(what) = complete_file(path, len_before, bytes.as_bytes())? {
-                    return Err(AuditError::Damaged {
-                        id: id.clone(),
-                        damage: Damage {
-                            file,
-                            line: intent.first_seq,
-                            what: format!(
-                                "an interrupted append cannot be completed: the file {what}"
-                            ),
-                            kind: DamageKind::Modification,
-                        },
-                    });
+        Pending::Intents(intents) => {
+            let (Some(first), Some(last)) = (intents.first(), intents.last()) else {
+                intent_file.clear_durably()?;
+                return Ok(Recovery::Clean);
+            };
+            let mut written = false;
+            for (i, target) in first.targets(paths).into_iter().enumerate() {
+                // The pending appends follow each other: the first one's length, then all of
+                // their bytes in order.
+                let expected: Vec<u8> = intents
+                    .iter()
+                    .flat_map(|intent| intent.targets(paths)[i].bytes.iter().copied())
+                    .collect();
+                match complete_file(target.path, target.len_before, &expected)? {
+                    Ok(completion) => written |= completion == Completion::Written,
+                    Err(what) => {
+                        return Err(AuditError::Damaged {
+                            id: id.clone(),
+                            damage: Damage {
+                                file: target.file,
+                                line: first.first_seq,
+                                what: format!(
+                                    "an interrupted append cannot be completed: the file {what}"
+                                ),
+                                kind: DamageKind::Modification,
+                            },
+                        });
+                    }
                 }
             }
             intent_file.clear_durably()?;
-            Ok(Recovery::CompletedAppend {
-                first_seq: intent.first_seq,
-                last_seq: intent.last_seq,
+            // Intents whose bytes were all in place waited only for their sync: nothing was
+            // interrupted.
+            Ok(if written {
+                Recovery::CompletedAppend {
+                    first_seq: first.first_seq,
+                    last_seq: last.last_seq,
+                }
+            } else {
+                Recovery::Clean
             })
         }
     }

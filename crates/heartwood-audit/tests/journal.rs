@@ -345,6 +345,132 @@ fn an_interrupted_append_is_reported_by_readers_and_completed_by_the_next_writer
     );
 }
 
+/// The data files' lengths at their last sync, as the first pending intent records them.
+fn synced_lengths(journal: &std::path::Path) -> [u64; 3] {
+    let text = std::fs::read_to_string(journal).expect("journal");
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .expect("a pending intent");
+    let intent: serde_json::Value = serde_json::from_str(first).expect("an intent");
+    ["events_len", "audit_len", "receipts_len"].map(|k| intent[k].as_u64().expect(k))
+}
+
+#[test]
+fn acknowledged_appends_survive_the_loss_of_every_unsynced_data_byte() {
+    let (_dir, store, sid) = project_with_session(5);
+    let (mut writer, _) = store.open_writer(&sid).expect("open");
+    let command = CommandId::parse("c-late").expect("id");
+    for i in 0..3 {
+        writer
+            .append(None, vec![message(format!("unsynced {i}"))])
+            .expect("append");
+    }
+    writer
+        .complete_command(
+            &command,
+            "submit_task",
+            vec![message("with a receipt")],
+            json!(1),
+        )
+        .expect("command");
+    let paths = writer.paths().clone();
+    // A reader sees every acknowledged event while the data files wait for their sync.
+    let reader = store.reader(&sid).expect("reader");
+    assert_eq!(reader.verify().expect("readable while pending").count, 9);
+    writer.crash();
+
+    // Power loss: the page cache is gone, so the data files are as they were at their last
+    // sync; only the synced intents remember the four appends.
+    let lengths = synced_lengths(&paths.journal);
+    for (path, len) in [&paths.events, &paths.audit, &paths.receipts]
+        .into_iter()
+        .zip(lengths)
+    {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_len(len))
+            .expect("truncate");
+    }
+    assert!(
+        matches!(
+            reader.verify(),
+            Err(AuditError::Interrupted {
+                first_seq: 6,
+                last_seq: 9,
+                ..
+            })
+        ),
+        "a reader must not read past appends a crash cut short"
+    );
+
+    let (writer, recovery) = store.open_writer(&sid).expect("recover");
+    assert_eq!(
+        recovery,
+        Recovery::CompletedAppend {
+            first_seq: 6,
+            last_seq: 9
+        }
+    );
+    assert_eq!(writer.count(), 9);
+    assert_eq!(
+        writer.receipt(&command).map(|r| r.command_type.as_str()),
+        Some("submit_task"),
+        "the receipt was restored with its events"
+    );
+    writer.close();
+    assert!(
+        std::fs::read(&paths.journal)
+            .expect("journal")
+            .iter()
+            .all(u8::is_ascii_whitespace),
+        "a closed writer leaves no intent behind"
+    );
+    let (writer, recovery) = store.open_writer(&sid).expect("reopen");
+    assert_eq!((recovery, writer.count()), (Recovery::Clean, 9));
+    writer.close();
+    assert_eq!(
+        store
+            .reader(&sid)
+            .expect("reader")
+            .verify()
+            .expect("intact")
+            .count,
+        9
+    );
+}
+
+#[test]
+fn an_intent_cut_short_after_pending_ones_is_dropped_and_they_are_kept() {
+    let (_dir, store, sid) = project_with_session(5);
+    let (mut writer, _) = store.open_writer(&sid).expect("open");
+    writer
+        .append(None, vec![message("pending")])
+        .expect("append");
+    let paths = writer.paths().clone();
+    writer.crash();
+    // The crash came while the next intent was being written: half a line, no data.
+    let mut journal = std::fs::read(&paths.journal).expect("journal");
+    let end = journal
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .expect("an intent")
+        + 1;
+    journal.truncate(end);
+    journal.extend_from_slice(b"\n{\"first_seq\":7,\"last_seq\":7,\"events_len\":");
+    std::fs::write(&paths.journal, &journal).expect("write");
+    store
+        .reader(&sid)
+        .expect("reader")
+        .verify()
+        .expect("the torn intent appended nothing");
+
+    let (writer, recovery) = store.open_writer(&sid).expect("recover");
+    assert_eq!((recovery, writer.count()), (Recovery::Clean, 6));
+    writer.close();
+}
+
 #[test]
 fn a_damaged_session_refuses_a_writer_and_names_the_line() {
     let (_dir, store, sid) = project_with_session(8);

@@ -1,5 +1,6 @@
-//! Injected storage faults at every write point of a paired append and of an export: a full
-//! disk, an I/O error, a short write and a failed fsync. Each fails the operation with an
+//! Injected storage faults at every write point of an append, of the sync of the data files
+//! that follows every few appends, and of an export: a full disk, an I/O error, a short write
+//! and a failed fsync. Each fails the operation with an
 //! error that names the file and the cause; nothing acknowledged before is lost; the session
 //! reopens (completing or discarding the interrupted append, never leaving it half) and
 //! verifies; and the next append after the fault works. The number of points covered is
@@ -46,8 +47,10 @@ fn messages(store: &SessionStore) -> Vec<Event> {
         .collect()
 }
 
-/// What a command's append writes: events, audit lines and a receipt.
-fn append_with_command(writer: &mut heartwood_audit::SessionWriter) -> Result<(), String> {
+/// What a command's append writes (events, audit lines and a receipt), then the sync of the
+/// data files that every few appends and a closing writer make. `Ok(false)` when the append
+/// was acknowledged and the sync failed.
+fn append_with_command(writer: &mut heartwood_audit::SessionWriter) -> Result<bool, String> {
     let command = CommandId::parse("c-pending").expect("id");
     writer
         .complete_command(
@@ -56,8 +59,8 @@ fn append_with_command(writer: &mut heartwood_audit::SessionWriter) -> Result<()
             vec![message("pending")],
             serde_json::Value::Null,
         )
-        .map(drop)
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    Ok(writer.sync().is_ok())
 }
 
 #[test]
@@ -69,7 +72,10 @@ fn every_write_point_of_an_append_fails_cleanly_and_loses_nothing_acknowledged()
     append_with_command(&mut writer).expect("a clean append");
     let points = faults::points_seen();
     writer.close();
-    assert!(points >= 7, "an append passes {points} write points");
+    assert!(
+        points >= 9,
+        "an append and a sync pass {points} write points"
+    );
 
     let mut covered = 0;
     for fault in FAULTS {
@@ -79,16 +85,24 @@ fn every_write_point_of_an_append_fails_cleanly_and_loses_nothing_acknowledged()
             let (mut writer, _) = store.open_writer(&id("s1")).expect("open");
             faults::reset();
             faults::inject(at, fault);
-            let failed = append_with_command(&mut writer);
+            let outcome = append_with_command(&mut writer);
             faults::reset();
-            let why = failed.expect_err(&format!("{fault:?} at point {at} went unnoticed"));
-            assert!(
-                why.contains("sessions/s1/"),
-                "{fault:?} at {at}: the error names no file: {why}"
-            );
-            if fault == StorageFault::NoSpace {
-                assert!(why.contains("No space left"), "{why}");
-            }
+            let acknowledged = match outcome {
+                Ok(synced) => {
+                    assert!(!synced, "{fault:?} at point {at} went unnoticed");
+                    true
+                }
+                Err(why) => {
+                    assert!(
+                        why.contains("sessions/s1/"),
+                        "{fault:?} at {at}: the error names no file: {why}"
+                    );
+                    if fault == StorageFault::NoSpace {
+                        assert!(why.contains("No space left"), "{why}");
+                    }
+                    false
+                }
+            };
             // The writer that failed refuses to go on; a new one (a new process) reopens.
             assert!(writer.append(None, vec![message("refused")]).is_err());
             writer.close();
@@ -103,7 +117,10 @@ fn every_write_point_of_an_append_fails_cleanly_and_loses_nothing_acknowledged()
             );
             // The interrupted append is either whole or absent, never half ({recovery:?}).
             match after.len() - before.len() {
-                0 => {}
+                0 => assert!(
+                    !acknowledged,
+                    "{fault:?} at {at}: an acknowledged append was lost"
+                ),
                 1 => assert_eq!(after[before.len()], message("pending")),
                 n => panic!("{fault:?} at {at}: {n} events appeared"),
             }
