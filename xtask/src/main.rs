@@ -107,6 +107,7 @@ fn main() -> Result<()> {
         Task::BenchChild { step, arg } => match step.strip_prefix("agent-") {
             Some(steps) => bench::agent::child(steps.parse()?, &arg),
             None if step == "gateway-memory" => bench::gateway::child(&arg),
+            None if step == "gateway-steps" => bench::gateway::steps_child(&arg),
             None if step == "workspace-memory" => bench::workspace::child(&arg),
             None => bench::journal::child(&step, &arg),
         },

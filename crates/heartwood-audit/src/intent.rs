@@ -20,6 +20,7 @@
 //! appended: it is dropped). The blanking is not synced: if it is lost, the intents it covered
 //! come back, and their bytes are already in place.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -52,40 +53,111 @@ pub(crate) struct Intent {
     /// Exact bytes to append to `receipts.jsonl` (empty when the append carries no receipt).
     #[serde(default)]
     pub receipts: String,
+    /// The backend's own log lines this append makes durable with it (the backend wrote them
+    /// already; they are written again only if a crash lost them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<BackendBytes>,
+}
+
+/// Bytes of a log in the session's `backend/` directory, written by the backend before its
+/// durability point and made durable by the journal's intent instead of a sync of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackendBytes {
+    /// The log's file name in `backend/` (a plain name: no directory part).
+    pub file: String,
+    /// The log's length before these bytes.
+    pub len: u64,
+    /// Whole lines (the backend's logs are UTF-8 JSON lines).
+    pub bytes: String,
+}
+
+impl BackendBytes {
+    /// Where the log is, if its name is a plain file name (a name that could leave
+    /// `backend/` names damage, never a path to write to).
+    pub(crate) fn path(&self, paths: &SessionPaths) -> Option<PathBuf> {
+        let plain = !self.file.is_empty()
+            && !self.file.contains('/')
+            && self.file != "."
+            && self.file != "..";
+        plain.then(|| paths.backend.join(&self.file))
+    }
 }
 
 impl Intent {
-    /// Each data file with its length before this append and the bytes the append adds.
-    pub fn targets<'a>(&'a self, paths: &'a SessionPaths) -> [Target<'a>; 3] {
-        [
+    /// Each data file with its length before this append and the bytes the append adds: the
+    /// journal's three files, then the backend's log (an empty part when the append carries
+    /// none). `Err` names a backend log outside `backend/`.
+    pub fn targets<'a>(&'a self, paths: &'a SessionPaths) -> Result<[Target<'a>; 4], String> {
+        let backend = match &self.backend {
+            None => None,
+            Some(b) => Some((
+                b.path(paths)
+                    .ok_or_else(|| format!("names a backend log outside backend/: {:?}", b.file))?,
+                b,
+            )),
+        };
+        Ok([
+            Target::journal(
+                &paths.events,
+                crate::layout::EVENTS_FILE,
+                self.events_len,
+                &self.events,
+            ),
+            Target::journal(
+                &paths.audit,
+                crate::layout::AUDIT_FILE,
+                self.audit_len,
+                &self.audit,
+            ),
+            Target::journal(
+                &paths.receipts,
+                crate::layout::RECEIPTS_FILE,
+                self.receipts_len,
+                &self.receipts,
+            ),
             Target {
-                path: &paths.events,
-                file: crate::layout::EVENTS_FILE,
-                len_before: self.events_len,
-                bytes: self.events.as_bytes(),
+                path: backend.as_ref().map(|(path, _)| Cow::Owned(path.clone())),
+                file: "backend log",
+                len_before: backend.as_ref().map_or(0, |(_, b)| b.len),
+                bytes: backend.map_or(&[][..], |(_, b)| b.bytes.as_bytes()),
+                may_run_on: true,
             },
-            Target {
-                path: &paths.audit,
-                file: crate::layout::AUDIT_FILE,
-                len_before: self.audit_len,
-                bytes: self.audit.as_bytes(),
-            },
-            Target {
-                path: &paths.receipts,
-                file: crate::layout::RECEIPTS_FILE,
-                len_before: self.receipts_len,
-                bytes: self.receipts.as_bytes(),
-            },
-        ]
+        ])
     }
 }
 
 /// One data file's part of an append.
 pub(crate) struct Target<'a> {
-    pub path: &'a Path,
+    /// `None` for a backend part the append does not carry.
+    pub path: Option<Cow<'a, Path>>,
     pub file: &'static str,
     pub len_before: u64,
     pub bytes: &'a [u8],
+    /// The file may hold bytes past this part that no intent covers yet (a backend writes its
+    /// log before its durability point); the journal's files never do.
+    pub may_run_on: bool,
+}
+
+impl<'a> Target<'a> {
+    fn journal(path: &'a Path, file: &'static str, len_before: u64, bytes: &'a str) -> Self {
+        Target {
+            path: Some(Cow::Borrowed(path)),
+            file,
+            len_before,
+            bytes: bytes.as_bytes(),
+            may_run_on: false,
+        }
+    }
+
+    /// Whether the file lacks some of this part's bytes.
+    fn is_short(&self) -> bool {
+        match &self.path {
+            Some(path) if !self.bytes.is_empty() => std::fs::metadata(path).map_or(true, |m| {
+                m.len() < self.len_before + self.bytes.len() as u64
+            }),
+            _ => false,
+        }
+    }
 }
 
 /// What a read of `journal.json` found.
@@ -110,11 +182,9 @@ impl Pending {
             return None;
         };
         let last = intents.last()?;
-        let short = last.targets(paths).iter().any(|t| {
-            !t.bytes.is_empty()
-                && std::fs::metadata(t.path)
-                    .map_or(true, |m| m.len() < t.len_before + t.bytes.len() as u64)
-        });
+        let short = last
+            .targets(paths)
+            .map_or(true, |targets| targets.iter().any(Target::is_short));
         short.then(|| (intents[0].first_seq, last.last_seq))
     }
 }
@@ -235,13 +305,15 @@ pub(crate) enum Completion {
     Written,
 }
 
-/// Brings `path` to exactly `len_before` bytes followed by `expected`, if what follows
-/// `len_before` now is a prefix of `expected`, and syncs it. Returns a description of the
+/// Brings `path` to exactly `len_before` bytes followed by `expected` (and, when it
+/// `may_run_on`, whatever follows them), if what follows `len_before` now is a prefix of
+/// `expected`, and syncs it. Returns a description of the
 /// mismatch otherwise, leaving the file untouched so the evidence is kept.
 pub(crate) fn complete_file(
     path: &Path,
     len_before: u64,
     expected: &[u8],
+    may_run_on: bool,
 ) -> Result<Result<Completion, String>, AuditError> {
     if expected.is_empty() {
         return Ok(Ok(Completion::InPlace));
@@ -253,7 +325,10 @@ pub(crate) fn complete_file(
             "is {len} bytes, shorter than the {len_before} it had before the append"
         )));
     }
-    let tail_len = len - len_before;
+    let mut tail_len = len - len_before;
+    if may_run_on {
+        tail_len = tail_len.min(expected.len() as u64);
+    }
     if tail_len > expected.len() as u64 {
         return Ok(Err(
             "holds more bytes than the interrupted append would have written".into(),
@@ -266,7 +341,8 @@ pub(crate) fn complete_file(
         return Ok(Err("its last bytes are not the interrupted append's".into()));
     }
     let completion = if tail.len() < expected.len() {
-        // Appending at the end: `len` is exactly where the intended bytes resume.
+        // Appending at the end: `len` is exactly where the intended bytes resume (a file that
+        // may run on is this short only when it ends inside them).
         file.write_all_at(&expected[tail.len()..], len)
             .ctx("write", path)?;
         Completion::Written

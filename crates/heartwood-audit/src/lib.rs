@@ -38,6 +38,7 @@ pub use digest::Digest;
 pub use durable::sync_calls;
 pub use error::{AuditError, Damage, DamageKind};
 pub use export::EXPORTS_DIR;
+pub use intent::BackendBytes;
 pub use layout::{RECEIPTS_FILE, SessionPaths};
 pub use lease::WriterInfo;
 pub use meta::SessionMeta;

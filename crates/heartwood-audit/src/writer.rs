@@ -17,7 +17,9 @@ use heartwood_events::{
 use serde_json::Value;
 
 use crate::error::IoContext;
-use crate::intent::{Completion, Intent, IntentFile, Pending, complete_file, read_pending};
+use crate::intent::{
+    BackendBytes, Completion, Intent, IntentFile, Pending, Target, complete_file, read_pending,
+};
 use crate::merkle::RootBuilder;
 use crate::record::AuditRecord;
 use crate::verify::{Tree, verify_session};
@@ -81,6 +83,8 @@ pub struct SessionWriter {
     receipts_file: File,
     chain: Chain,
     receipts: HashMap<CommandId, Receipt>,
+    /// Backend logs that pending intents made durable, synced with the data files.
+    backend_logs: std::collections::BTreeSet<std::path::PathBuf>,
     failed: Option<String>,
     // Declared last so it is released after the files above are closed.
     lease: WriterLease,
@@ -158,6 +162,7 @@ impl SessionWriter {
             receipts_file,
             chain,
             receipts,
+            backend_logs: Default::default(),
             failed: None,
             lease,
         };
@@ -466,11 +471,35 @@ impl SessionWriter {
     /// were durable), as one durable unit. They must continue the chain: the first is numbered
     /// [`SessionWriter::count`] + 1.
     pub fn append_numbered(&mut self, events: Vec<RecordedEvent>) -> Result<(), AuditError> {
-        if events.is_empty() {
+        self.append_numbered_with(events, None)
+    }
+
+    /// [`SessionWriter::append_numbered`], making `backend`'s bytes durable in the same intent:
+    /// the backend wrote them to its log in `backend/` already and does not sync that log
+    /// itself, so a step costs one sync. A crash that lost them has them written again when
+    /// the session is next opened for writing, before the backend reads its log.
+    pub fn append_numbered_with(
+        &mut self,
+        events: Vec<RecordedEvent>,
+        backend: Option<BackendBytes>,
+    ) -> Result<(), AuditError> {
+        let backend = backend.filter(|b| !b.bytes.is_empty());
+        if events.is_empty() && backend.is_none() {
             return Ok(());
         }
         self.ensure_usable()?;
-        let prepared = self.prepare_recorded(events, None)?;
+        let mut prepared = self.prepare_recorded(events, None)?;
+        if let Some(bytes) = backend {
+            let path = bytes.path(&self.paths).ok_or_else(|| AuditError::BadFile {
+                path: self.paths.backend.clone(),
+                detail: format!(
+                    "{:?} is not a file name in the backend directory",
+                    bytes.file
+                ),
+            })?;
+            self.backend_logs.insert(path);
+            prepared.intent.backend = Some(bytes);
+        }
         self.commit_prepared(prepared, None).map(|_| ())
     }
 
@@ -601,6 +630,7 @@ impl SessionWriter {
             events: text(event_bytes),
             audit: text(audit_bytes),
             receipts: text(receipt_bytes),
+            backend: None,
         };
         Ok(Prepared {
             recorded,
@@ -654,6 +684,10 @@ impl SessionWriter {
             (&self.receipts_file, &self.paths.receipts),
         ] {
             durable::sync_data(file).ctx("sync", path)?;
+        }
+        for path in std::mem::take(&mut self.backend_logs) {
+            let file = File::open(&path).ctx("open", &path)?;
+            durable::sync_data(&file).ctx("sync", &path)?;
         }
         self.intent.clear()
     }
@@ -748,29 +782,44 @@ pub(crate) fn recover(
                 intent_file.clear_durably()?;
                 return Ok(Recovery::Clean);
             };
+            let damaged = |file: &'static str, what: String| AuditError::Damaged {
+                id: id.clone(),
+                damage: Damage {
+                    file,
+                    line: first.first_seq,
+                    what: format!("an interrupted append cannot be completed: the file {what}"),
+                    kind: DamageKind::Modification,
+                },
+            };
+            let targets = intents
+                .iter()
+                .map(|intent| intent.targets(paths))
+                .collect::<Result<Vec<_>, String>>()
+                .map_err(|what| damaged("journal.json", what))?;
             let mut written = false;
-            for (i, target) in first.targets(paths).into_iter().enumerate() {
+            for i in 0..4 {
                 // The pending appends follow each other: the first one's length, then all of
                 // their bytes in order.
-                let expected: Vec<u8> = intents
+                let parts: Vec<&Target<'_>> = targets
                     .iter()
-                    .flat_map(|intent| intent.targets(paths)[i].bytes.iter().copied())
+                    .map(|t| &t[i])
+                    .filter(|t| t.path.is_some())
                     .collect();
-                match complete_file(target.path, target.len_before, &expected)? {
+                let Some(head) = parts.first() else { continue };
+                let Some(path) = head.path.as_deref() else {
+                    continue;
+                };
+                if parts.iter().any(|t| t.path.as_deref() != Some(path)) {
+                    return Err(damaged(
+                        head.file,
+                        "is named differently by two intents".into(),
+                    ));
+                }
+                let expected: Vec<u8> =
+                    parts.iter().flat_map(|t| t.bytes.iter().copied()).collect();
+                match complete_file(path, head.len_before, &expected, head.may_run_on)? {
                     Ok(completion) => written |= completion == Completion::Written,
-                    Err(what) => {
-                        return Err(AuditError::Damaged {
-                            id: id.clone(),
-                            damage: Damage {
-                                file: target.file,
-                                line: first.first_seq,
-                                what: format!(
-                                    "an interrupted append cannot be completed: the file {what}"
-                                ),
-                                kind: DamageKind::Modification,
-                            },
-                        });
-                    }
+                    Err(what) => return Err(damaged(head.file, what)),
                 }
             }
             intent_file.clear_durably()?;

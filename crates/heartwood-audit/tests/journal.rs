@@ -4,7 +4,7 @@
 
 mod support;
 
-use heartwood_audit::{AuditError, Checkpoint, DamageKind, Recovery, SessionStore};
+use heartwood_audit::{AuditError, BackendBytes, Checkpoint, DamageKind, Recovery, SessionStore};
 use heartwood_events::{CommandId, Event, Outcome};
 use serde_json::json;
 use support::{id, message, project_with_session, tree};
@@ -469,6 +469,105 @@ fn an_intent_cut_short_after_pending_ones_is_dropped_and_they_are_kept() {
     let (writer, recovery) = store.open_writer(&sid).expect("recover");
     assert_eq!((recovery, writer.count()), (Recovery::Clean, 6));
     writer.close();
+}
+
+/// Writes `line` to the backend's log as a backend does (before its durability point) and
+/// returns the bytes the journal is to make durable.
+fn backend_line(paths: &heartwood_audit::SessionPaths, line: &str) -> BackendBytes {
+    use std::io::Write;
+    std::fs::create_dir_all(&paths.backend).expect("backend dir");
+    let path = paths.backend.join("events.jsonl");
+    let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .expect("open");
+    file.write_all(line.as_bytes()).expect("write");
+    BackendBytes {
+        file: "events.jsonl".into(),
+        len,
+        bytes: line.into(),
+    }
+}
+
+#[test]
+fn a_backend_log_made_durable_by_the_journal_is_restored_after_a_power_loss() {
+    let (_dir, store, sid) = project_with_session(5);
+    let (mut writer, _) = store.open_writer(&sid).expect("open");
+    let paths = writer.paths().clone();
+    let log = paths.backend.join("events.jsonl");
+    for step in 1..=3u64 {
+        let bytes = backend_line(&paths, &format!("{{\"id\":{step}}}\n"));
+        let event = heartwood_events::RecordedEvent::new(
+            heartwood_events::Seq::new(5 + step).expect("seq"),
+            None,
+            message(format!("step {step}")),
+        );
+        writer
+            .append_numbered_with(vec![event], Some(bytes))
+            .expect("append");
+    }
+    // The backend went on writing after its last durability point; nothing covers that line.
+    backend_line(&paths, "{\"id\":4}\n");
+    let whole = std::fs::read(&log).expect("log");
+    writer.crash();
+
+    // A process crash keeps the page cache: the log is left exactly as the backend wrote it,
+    // the line past the last durability point included.
+    let (writer, recovery) = store.open_writer(&sid).expect("reopen");
+    assert_eq!((recovery, writer.count()), (Recovery::Clean, 8));
+    assert_eq!(std::fs::read(&log).expect("log"), whole);
+    drop(writer);
+
+    // A power loss took the log's line written since the last sync: the journal writes it back.
+    let (mut writer, _) = store.open_writer(&sid).expect("reopen");
+    let bytes = backend_line(&paths, "{\"id\":5}\n");
+    let synced = bytes.len;
+    writer
+        .append_numbered_with(Vec::new(), Some(bytes))
+        .expect("an append of backend bytes alone");
+    let before = std::fs::read(&log).expect("log");
+    writer.crash();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&log)
+        .and_then(|f| f.set_len(synced))
+        .expect("truncate");
+    assert!(
+        store.reader(&sid).expect("reader").verify().is_err(),
+        "the lost log is in flight"
+    );
+    let (writer, recovery) = store.open_writer(&sid).expect("recover");
+    assert_eq!(writer.count(), 8);
+    assert!(
+        matches!(recovery, Recovery::CompletedAppend { .. }),
+        "{recovery:?}"
+    );
+    assert_eq!(std::fs::read(&log).expect("log"), before);
+    writer.close();
+}
+
+#[test]
+fn a_backend_log_name_that_leaves_the_backend_directory_is_refused() {
+    let (_dir, store, sid) = project_with_session(2);
+    let (mut writer, _) = store.open_writer(&sid).expect("open");
+    let bytes = BackendBytes {
+        file: "../events.jsonl".into(),
+        len: 0,
+        bytes: "{}\n".into(),
+    };
+    assert!(
+        writer
+            .append_numbered_with(Vec::new(), Some(bytes))
+            .is_err()
+    );
+    writer.close();
+    store
+        .reader(&sid)
+        .expect("reader")
+        .verify()
+        .expect("nothing was written");
 }
 
 #[test]

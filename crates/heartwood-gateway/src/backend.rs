@@ -76,10 +76,12 @@ pub trait BackendSink: Send + Sync {
     /// An entry was appended to the backend's log. Its events are numbered and shown now and
     /// made durable at the next [`BackendSink::durable`].
     fn entry(&self, entry: BackendEntry);
-    /// The backend's log is durable up to here (a durability point: an action is about to
-    /// start, a set about to wait, a call about to return); the journal catches up in one
-    /// append.
-    fn durable(&self);
+    /// A durability point (an action is about to start, a set about to wait, a call about to
+    /// return): the journal catches up in one append. `log` is what the backend's own log
+    /// gained since the last point when the backend leaves its durability to the journal (one
+    /// sync a step, not two); `None` when the log is durable already. `Err` says why nothing
+    /// is durable, and the backend must stop before acting.
+    fn durable(&self, log: Option<heartwood_audit::BackendBytes>) -> Result<(), String>;
     /// Streamed model text, shown and never recorded.
     fn token(&self, text: &str);
     /// Complete lines a running action printed, shown and never recorded (its record keeps

@@ -277,11 +277,19 @@ impl Core {
 
     /// Makes the staged events durable as one append (one group commit).
     pub(crate) fn flush(&mut self) -> Result<(), GatewayError> {
-        if self.staged.is_empty() {
+        self.flush_with(None)
+    }
+
+    /// [`Core::flush`], making the backend's new log bytes durable in the same append.
+    pub(crate) fn flush_with(
+        &mut self,
+        backend: Option<heartwood_audit::BackendBytes>,
+    ) -> Result<(), GatewayError> {
+        if self.staged.is_empty() && backend.is_none() {
             return Ok(());
         }
         let staged = std::mem::take(&mut self.staged);
-        self.writer()?.append_numbered(staged)?;
+        self.writer()?.append_numbered_with(staged, backend)?;
         Ok(())
     }
 

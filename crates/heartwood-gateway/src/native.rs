@@ -227,7 +227,16 @@ impl AgentBackend for NativeBackend {
             });
         });
         let durable_to = Arc::clone(&sink);
-        self.conversation.on_durable(move || durable_to.durable());
+        // The engine's log is made durable by the journal's intent, with the step's events.
+        self.conversation.durable_by_host(move |tail| {
+            let bytes = String::from_utf8(tail.bytes)
+                .map_err(|_| "the engine's log holds bytes that are not UTF-8".to_owned())?;
+            durable_to.durable(Some(heartwood_audit::BackendBytes {
+                file: tail.file.to_owned(),
+                len: tail.offset,
+                bytes,
+            }))
+        });
         let output_to = Arc::clone(&sink);
         self.conversation
             .on_output(move |action_id, text| output_to.output(action_id, text));

@@ -301,14 +301,15 @@ impl BackendSink for SessionSink {
 
     /// One group commit per durability point: the journal is never ahead of the backend's own
     /// log, and a step costs one journal append instead of one per event.
-    fn durable(&self) {
+    fn durable(&self, log: Option<heartwood_audit::BackendBytes>) -> Result<(), String> {
         let Some(live) = self.live.upgrade() else {
-            return;
+            return Err("the session is no longer served".into());
         };
         let mut core = live.lock();
-        if core.flush().is_err() {
+        core.flush_with(log).map_err(|e| {
             core.pause_worker();
-        }
+            e.to_string()
+        })
     }
 
     fn token(&self, text: &str) {

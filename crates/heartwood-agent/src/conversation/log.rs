@@ -43,6 +43,21 @@ pub fn sync_calls() -> u64 {
     SYNCS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// The log's bytes appended since its last durability point, for a host that makes them
+/// durable in its own write-ahead record instead of syncing the log (one sync a step, not two).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogTail {
+    /// The log's file name in the conversation's directory.
+    pub file: &'static str,
+    /// The file's length before these bytes.
+    pub offset: u64,
+    /// Whole lines, as written.
+    pub bytes: Vec<u8>,
+}
+
+/// The log's file name in the conversation's directory.
+pub const LOG_FILE: &str = "events.jsonl";
+
 /// The append-only log and its events in memory.
 pub struct EventLog {
     path: PathBuf,
@@ -50,6 +65,8 @@ pub struct EventLog {
     events: Vec<AgentEvent>,
     /// SHA-256 of each event's line as stored (without its newline), in order.
     digests: Vec<[u8; 32]>,
+    /// The file's length at its last durability point, and the bytes written since.
+    unsynced: (u64, Vec<u8>),
 }
 
 fn digest(line: &[u8]) -> [u8; 32] {
@@ -66,7 +83,7 @@ impl EventLog {
             move |source| LogError::Io { path, source }
         };
         crate::private::create_dir(dir).map_err(io(dir))?;
-        let path = dir.join("events.jsonl");
+        let path = dir.join(LOG_FILE);
         let mut events = Vec::new();
         let mut digests = Vec::new();
         let mut good_len = 0u64;
@@ -101,6 +118,7 @@ impl EventLog {
             file,
             events,
             digests,
+            unsynced: (good_len, Vec::new()),
         })
     }
 
@@ -110,7 +128,21 @@ impl EventLog {
         self.file.sync_data().map_err(|source| LogError::Io {
             path: self.path.clone(),
             source,
-        })
+        })?;
+        self.take_tail();
+        Ok(())
+    }
+
+    /// The bytes appended since the last durability point, which the caller makes durable
+    /// (or, if it cannot, stops: the log is then not durable past the previous point).
+    pub fn take_tail(&mut self) -> LogTail {
+        let (offset, bytes) = std::mem::take(&mut self.unsynced);
+        self.unsynced.0 = offset + bytes.len() as u64;
+        LogTail {
+            file: LOG_FILE,
+            offset,
+            bytes,
+        }
     }
 
     /// Every event, in order.
@@ -151,6 +183,7 @@ impl EventLog {
         // Not synced here: the conversation syncs where a crash would change what happens
         // next (see the module documentation).
         self.file.write_all(&line).map_err(io)?;
+        self.unsynced.1.extend_from_slice(&line);
         self.events.push(event);
         self.digests.push(line_digest);
         Ok(self.events.last().expect("just pushed"))

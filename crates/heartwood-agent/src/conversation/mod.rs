@@ -26,7 +26,7 @@ pub use condenser::{CondenserConfig, estimated_tokens};
 pub use config::{ConversationConfig, SpecialistConfig};
 pub use event::{AgentEvent, ApprovedBy, EventKind, ExecutionStatus, Speaker};
 pub use handles::{GuidanceHandle, InterruptHandle, PauseHandle};
-pub use log::{EventLog, LogError, sync_calls as log_sync_calls};
+pub use log::{EventLog, LOG_FILE, LogError, LogTail, sync_calls as log_sync_calls};
 pub use policy::ConfirmationPolicy;
 pub use state::ConversationState;
 pub use task::ask_specialist;
@@ -54,6 +54,9 @@ pub enum ConversationError {
     /// The model client could not be built.
     #[error(transparent)]
     Model(#[from] ModelError),
+    /// The host that makes the log durable could not.
+    #[error("the conversation could not be made durable: {0}")]
+    NotDurable(String),
     /// There is no pending action set to decide.
     #[error("there is no pending action set to decide; the conversation is {0:?}")]
     NothingPending(ExecutionStatus),
@@ -61,7 +64,14 @@ pub enum ConversationError {
 
 type EventCallback = Box<dyn FnMut(&AgentEvent, &str) + Send>;
 type TokenCallback = Box<dyn FnMut(&str) + Send>;
-type DurableCallback = Box<dyn FnMut() + Send>;
+/// Who makes the log durable at a durability point.
+enum Durability {
+    /// The log syncs itself, then tells the caller (if it asked).
+    Own(Option<Box<dyn FnMut() + Send>>),
+    /// The caller writes the log's new bytes into its own write-ahead record; `Err` says why
+    /// it could not, and the run stops.
+    Host(Box<dyn FnMut(LogTail) -> Result<(), String> + Send>),
+}
 
 /// One agent conversation.
 pub struct Conversation {
@@ -74,7 +84,7 @@ pub struct Conversation {
     guidance: GuidanceHandle,
     on_event: Option<EventCallback>,
     on_token: Option<TokenCallback>,
-    on_durable: Option<DurableCallback>,
+    durability: Durability,
     timing: RunTiming,
     tool_specs: Vec<crate::model::ToolSpec>,
     /// The model's view as last sent, and how many events it covers.
@@ -143,7 +153,7 @@ impl Conversation {
             guidance: GuidanceHandle::default(),
             on_event: None,
             on_token: None,
-            on_durable: None,
+            durability: Durability::Own(None),
             timing: RunTiming::default(),
             tool_specs,
             view: (Vec::new(), 0),
@@ -166,7 +176,19 @@ impl Conversation {
     /// run stops, and before a public call returns. A caller that keeps its own record of the
     /// events writes it durably here, so its record is never ahead of this log.
     pub fn on_durable(&mut self, f: impl FnMut() + Send + 'static) {
-        self.on_durable = Some(Box::new(f));
+        self.durability = Durability::Own(Some(Box::new(f)));
+    }
+
+    /// Like [`Conversation::on_durable`], but the log does not sync itself: `f` receives the
+    /// bytes appended since the last point and must make them durable (in its own write-ahead
+    /// record, with its own events, so a step costs one sync). After a crash the caller must
+    /// complete the log from that record before the conversation is opened again. `Err` stops
+    /// the run with the reason.
+    pub fn durable_by_host(
+        &mut self,
+        f: impl FnMut(LogTail) -> Result<(), String> + Send + 'static,
+    ) {
+        self.durability = Durability::Host(Box::new(f));
     }
 
     /// Calls `f` with each complete line a running command prints, with the action it belongs
@@ -734,11 +756,16 @@ impl Conversation {
 
     /// Makes every event so far durable, then tells [`Conversation::on_durable`].
     fn sync(&mut self) -> Result<(), ConversationError> {
-        self.log.sync()?;
-        if let Some(f) = self.on_durable.as_mut() {
-            f();
+        match &mut self.durability {
+            Durability::Own(then) => {
+                self.log.sync()?;
+                if let Some(f) = then.as_mut() {
+                    f();
+                }
+                Ok(())
+            }
+            Durability::Host(f) => f(self.log.take_tail()).map_err(ConversationError::NotDurable),
         }
-        Ok(())
     }
 
     fn record(&mut self, kind: EventKind) -> Result<u64, ConversationError> {

@@ -155,6 +155,62 @@ async fn a_task_runs_a_command_edits_a_file_and_finishes() {
 }
 
 #[tokio::test]
+async fn a_host_that_keeps_the_log_durable_receives_every_byte_once_in_order() {
+    let f = Fixture::new(Script::fixture("run-and-edit")).await;
+    let mut conversation = f.open(ConfirmationPolicy::NeverConfirm);
+    let tails = Arc::new(Mutex::new(Vec::new()));
+    let sink = tails.clone();
+    conversation.durable_by_host(move |tail| {
+        sink.lock().expect("lock").push(tail);
+        Ok(())
+    });
+    conversation
+        .send_message("Check that data/cohort.csv is ready.")
+        .expect("message");
+    assert_eq!(
+        conversation.run().await.expect("run"),
+        ExecutionStatus::Finished
+    );
+    let tails = tails.lock().expect("lock").clone();
+    // A durability point before each tool and one at the end: the host saw them all.
+    assert!(tails.len() >= 3, "{} durability points", tails.len());
+    let log = std::fs::read(f.state.path().join("conv").join(tails[0].file)).expect("log");
+    let mut offset = tails[0].offset;
+    let mut joined = log[..offset as usize].to_vec();
+    for tail in &tails {
+        assert_eq!(tail.offset, offset, "the tails follow each other");
+        offset += tail.bytes.len() as u64;
+        joined.extend_from_slice(&tail.bytes);
+    }
+    assert_eq!(joined, log, "the host saw every byte of the log, once");
+}
+
+#[tokio::test]
+async fn a_host_that_cannot_keep_the_log_durable_stops_the_run_before_a_tool() {
+    let f = Fixture::new(Script::fixture("run-and-edit")).await;
+    let mut conversation = f.open(ConfirmationPolicy::NeverConfirm);
+    // The message is durable; the disk fills before the first tool.
+    let mut points = 0;
+    conversation.durable_by_host(move |_| {
+        points += 1;
+        if points == 1 {
+            Ok(())
+        } else {
+            Err("the disk is full".into())
+        }
+    });
+    conversation
+        .send_message("Check that data/cohort.csv is ready.")
+        .expect("message");
+    let error = conversation
+        .run()
+        .await
+        .expect_err("a run that cannot be durable");
+    assert!(error.to_string().contains("the disk is full"), "{error}");
+    assert_eq!(f.file("reports/readiness.md"), None, "no tool ran");
+}
+
+#[tokio::test]
 async fn a_two_call_batch_waits_whole_and_both_rejections_reach_the_model() {
     let f = Fixture::new(Script::of(vec![
         batch_of_two(),

@@ -197,7 +197,9 @@ impl OpenHandsBackend {
                 for entry in entries {
                     sink.entry(entry);
                 }
-                sink.durable();
+                // The server wrote each event file itself; a journal that failed has paused
+                // the run already.
+                let _ = sink.durable(None);
             }
             Some(_) => {}
             None => self.untaken = entries,
