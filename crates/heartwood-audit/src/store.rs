@@ -136,7 +136,7 @@ impl SessionStore {
         id: &SessionId,
         describe: &dyn Fn(&RecordedEvent) -> Option<RebuiltReceipt>,
     ) -> Result<ReceiptRepair, AuditError> {
-        crate::receipts::repair(id, &self.paths(id), describe)
+        crate::receipt_repair::repair(id, &self.paths(id), describe)
     }
 
     /// Cuts session `id`'s torn tail, an incomplete last append no intent can complete, keeping

@@ -40,7 +40,7 @@ pub(crate) fn cut_torn_tail(
 ) -> Result<Option<TornTailCut>, AuditError> {
     let _lease = WriterLease::acquire(id, paths)?;
     let (mut intent, _) = IntentFile::open(&paths.journal)?;
-    crate::writer::recover(id, paths, &mut intent)?;
+    crate::recovery::recover(id, paths, &mut intent)?;
     let damage = match verify_session(id, paths, None, Tree::Skip) {
         Ok(_) => return Ok(None),
         Err(AuditError::Damaged { damage, .. })

@@ -17,15 +17,14 @@ use heartwood_events::{
 use serde_json::Value;
 
 use crate::error::IoContext;
-use crate::intent::{
-    BackendBytes, Completion, Intent, IntentFile, Pending, Target, complete_file, read_pending,
-};
+use crate::intent::{BackendBytes, Intent, IntentFile};
 use crate::merkle::RootBuilder;
 use crate::record::AuditRecord;
+use crate::recovery::recover;
 use crate::verify::{Tree, verify_session};
 use crate::{
-    AuditError, Checkpoint, Damage, DamageKind, Digest, MAX_LINE_BYTES, SessionMeta, SessionPaths,
-    Verified, durable, export, lease::WriterLease, receipts,
+    AuditError, Checkpoint, Digest, MAX_LINE_BYTES, SessionMeta, SessionPaths, Verified, durable,
+    export, lease::WriterLease, receipts,
 };
 
 /// What opening a writer had to do before the session was usable.
@@ -760,79 +759,4 @@ fn create_registered_dir(
 
 fn new_receipt(command_id: &CommandId, command_type: &str, outcome: Outcome) -> Receipt {
     Receipt::new(command_id.clone(), command_type, outcome)
-}
-
-/// Completes or discards whatever the recovery intent describes.
-pub(crate) fn recover(
-    id: &SessionId,
-    paths: &SessionPaths,
-    intent_file: &mut IntentFile,
-) -> Result<Recovery, AuditError> {
-    match read_pending(&paths.journal)? {
-        Pending::None => Ok(Recovery::Clean),
-        Pending::Unreadable => {
-            // A torn intent means the crash came before any data byte was written, so the data
-            // files must verify as they are; if they do not, the damage is reported as usual.
-            verify_session(id, paths, None, Tree::Skip)?;
-            intent_file.clear_durably()?;
-            Ok(Recovery::DiscardedPartialIntent)
-        }
-        Pending::Intents(intents) => {
-            let (Some(first), Some(last)) = (intents.first(), intents.last()) else {
-                intent_file.clear_durably()?;
-                return Ok(Recovery::Clean);
-            };
-            let damaged = |file: &'static str, what: String| AuditError::Damaged {
-                id: id.clone(),
-                damage: Damage {
-                    file,
-                    line: first.first_seq,
-                    what: format!("an interrupted append cannot be completed: the file {what}"),
-                    kind: DamageKind::Modification,
-                },
-            };
-            let targets = intents
-                .iter()
-                .map(|intent| intent.targets(paths))
-                .collect::<Result<Vec<_>, String>>()
-                .map_err(|what| damaged("journal.json", what))?;
-            let mut written = false;
-            for i in 0..4 {
-                // The pending appends follow each other: the first one's length, then all of
-                // their bytes in order.
-                let parts: Vec<&Target<'_>> = targets
-                    .iter()
-                    .map(|t| &t[i])
-                    .filter(|t| t.path.is_some())
-                    .collect();
-                let Some(head) = parts.first() else { continue };
-                let Some(path) = head.path.as_deref() else {
-                    continue;
-                };
-                if parts.iter().any(|t| t.path.as_deref() != Some(path)) {
-                    return Err(damaged(
-                        head.file,
-                        "is named differently by two intents".into(),
-                    ));
-                }
-                let expected: Vec<u8> =
-                    parts.iter().flat_map(|t| t.bytes.iter().copied()).collect();
-                match complete_file(path, head.len_before, &expected, head.may_run_on)? {
-                    Ok(completion) => written |= completion == Completion::Written,
-                    Err(what) => return Err(damaged(head.file, what)),
-                }
-            }
-            intent_file.clear_durably()?;
-            // Intents whose bytes were all in place waited only for their sync: nothing was
-            // interrupted.
-            Ok(if written {
-                Recovery::CompletedAppend {
-                    first_seq: first.first_seq,
-                    last_seq: last.last_seq,
-                }
-            } else {
-                Recovery::Clean
-            })
-        }
-    }
 }

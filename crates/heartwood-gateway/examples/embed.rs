@@ -29,9 +29,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let gateway = SessionGateway::new(project.clone());
     let session = SessionGateway::new_session_id();
-    let submit = |kind| {
+    // Commands go through the async API: their file reads and journal appends never block
+    // this program's runtime.
+    let submit = async |kind| {
         let command = Command::new(SessionGateway::new_command_id(), session.clone(), kind);
-        match gateway.submit(command)?.outcome {
+        match gateway.submit_async(command).await?.outcome {
             Outcome::Refused { reason } => Err(reason.into()),
             Outcome::Applied { .. } => Ok::<_, Box<dyn std::error::Error>>(()),
         }
@@ -39,7 +41,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     submit(CommandKind::SubmitTask {
         text: "Count the lines of data.csv and write the count to count.txt.".into(),
         policy: ActionPolicy::AlwaysReview,
-    })?;
+    })
+    .await?;
 
     let mut decided = false;
     let finished = loop {
@@ -62,7 +65,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     revision: set.revision,
                     decision: Decision::AllowOnce,
                     reason: None,
-                })?;
+                })
+                .await?;
                 decided = true;
             }
             // A second set: this example decides only one; leave it for a person.

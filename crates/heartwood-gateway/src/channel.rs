@@ -24,7 +24,6 @@ use heartwood_events::{ActionPolicy, Command, CommandId, Receipt, SessionId, Sna
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
-use crate::gateway::{SessionGateway, Shared};
 use crate::{ErrorKind, GatewayError};
 
 /// The longest socket path the OS accepts (`sun_path`, less its terminating NUL). A session
@@ -165,12 +164,34 @@ impl Drop for ChannelServer {
     }
 }
 
+/// What the channel's peers ask of the process that serves the session: the gateway's own
+/// methods, behind a trait so this transport does not depend on the gateway that uses it.
+pub(crate) trait Served: Send + Sync + 'static {
+    /// [`crate::SessionGateway::submit`].
+    fn submit(self: Arc<Self>, command: Command) -> Result<Receipt, GatewayError>;
+    /// [`crate::SessionGateway::say_for`].
+    fn say_for(
+        self: Arc<Self>,
+        session: &SessionId,
+        text: &str,
+        policy: ActionPolicy,
+        command_id: CommandId,
+        actor: Option<&str>,
+    ) -> Result<Vec<Receipt>, GatewayError>;
+    /// [`crate::SessionGateway::snapshot`].
+    fn snapshot(self: Arc<Self>, session: &SessionId, since: u64)
+    -> Result<Snapshot, GatewayError>;
+    /// The live updates of `session` while this process serves it (never a relayed feed, so
+    /// two processes cannot echo each other).
+    fn served_updates(&self, session: &SessionId) -> Option<broadcast::Receiver<Update>>;
+}
+
 /// Serves `session`'s channel at `path` (or the private address derived from it) for the
 /// gateway behind `shared`. `None` when it cannot be bound (other processes are then told the
 /// session is owned, as before).
 pub(crate) fn serve(
     path: &Path,
-    shared: Weak<Shared>,
+    shared: Weak<dyn Served>,
     session: SessionId,
 ) -> Option<ChannelServer> {
     let address = Address::of(path).ok()?;
@@ -206,17 +227,16 @@ fn same_user(stream: &UnixStream) -> bool {
 }
 
 /// Answers one peer's requests until it hangs up.
-fn answer(stream: UnixStream, shared: &Weak<Shared>, session: &SessionId) {
+fn answer(stream: UnixStream, shared: &Weak<dyn Served>, session: &SessionId) {
     let Ok(reading) = stream.try_clone() else {
         return;
     };
     let mut writer = stream;
     for line in BufReader::new(reading).lines() {
         let Ok(line) = line else { return };
-        let Some(shared) = shared.upgrade() else {
+        let Some(gateway) = shared.upgrade() else {
             return;
         };
-        let gateway = SessionGateway::from_shared(shared);
         let written = match serde_json::from_str::<Request>(&line) {
             Err(e) => send::<()>(
                 &mut writer,
@@ -229,7 +249,9 @@ fn answer(stream: UnixStream, shared: &Weak<Shared>, session: &SessionId) {
                     command.session
                 ))),
             ),
-            Ok(Request::Submit { command }) => send(&mut writer, gateway.submit(command)),
+            Ok(Request::Submit { command }) => {
+                send(&mut writer, Arc::clone(&gateway).submit(command))
+            }
             Ok(Request::Say {
                 text,
                 policy,
@@ -237,17 +259,18 @@ fn answer(stream: UnixStream, shared: &Weak<Shared>, session: &SessionId) {
                 actor,
             }) => send(
                 &mut writer,
-                gateway.say_for(session, &text, policy, command_id, actor.as_deref()),
+                Arc::clone(&gateway).say_for(session, &text, policy, command_id, actor.as_deref()),
             ),
-            Ok(Request::Snapshot { since }) => send(&mut writer, gateway.snapshot(session, since)),
+            Ok(Request::Snapshot { since }) => {
+                send(&mut writer, Arc::clone(&gateway).snapshot(session, since))
+            }
             Ok(Request::Subscribe {}) => {
                 let subscribed = gateway.served_updates(session);
                 drop(gateway);
                 match subscribed {
                     Some(updates) => stream_updates(&mut writer, updates),
                     None => {
-                        let _ =
-                            send::<()>(&mut writer, Err(GatewayError::Closed(session.to_string())));
+                        let _ = send::<()>(&mut writer, Err(GatewayError::Closed(session.clone())));
                     }
                 }
                 return;

@@ -100,6 +100,16 @@ fn default_timeout() -> u64 {
 /// The longest a route may allow one model call to take: a day.
 pub const MAX_TIMEOUT_SECS: u64 = 86_400;
 
+/// The port of a local route's base URL (`http://127.0.0.1:PORT/v1`).
+pub fn local_port(base_url: &str) -> Option<u16> {
+    base_url
+        .strip_prefix("http://127.0.0.1:")?
+        .strip_suffix("/v1")?
+        .parse()
+        .ok()
+        .filter(|&p| p != 0)
+}
+
 impl RouteConfig {
     /// Checks a route before it is stored; the error says what to change.
     pub fn validate(&self) -> Result<(), GatewayError> {
@@ -107,7 +117,7 @@ impl RouteConfig {
         if self.category == RouteCategory::Local {
             heartwood_models::manifest::check_name(&self.model)
                 .map_err(|e| GatewayError::Config(e.to_string()))?;
-            if self.api_key_env.is_some() || crate::models::local_port(&self.base_url).is_none() {
+            if self.api_key_env.is_some() || local_port(&self.base_url).is_none() {
                 return bad(format!(
                     "a local route serves a stored model on this machine (base URL \
                      http://127.0.0.1:PORT/v1, no API key), not {:?}; connect it with \
@@ -193,16 +203,7 @@ impl RouteConfig {
         RouteConfig::of(RouteCategory::Compatible, base_url, model)
     }
 
-    /// A ChatGPT subscription route for `model`, at the configured Responses endpoint.
-    pub fn subscription(model: &str) -> Self {
-        RouteConfig::of(
-            RouteCategory::Subscription,
-            &crate::subscription::base_url(),
-            model,
-        )
-    }
-
-    fn of(category: RouteCategory, base_url: &str, model: &str) -> Self {
+    pub(crate) fn of(category: RouteCategory, base_url: &str, model: &str) -> Self {
         RouteConfig {
             category,
             base_url: base_url.trim_end_matches('/').to_owned(),
@@ -234,29 +235,6 @@ impl RouteConfig {
     /// The recording a replay route serves, resolved against the project folder.
     pub fn recording_path(&self, project: impl AsRef<Path>) -> Option<PathBuf> {
         self.recording.as_ref().map(|r| project.as_ref().join(r))
-    }
-
-    /// The engine's route for this configuration, in `project`.
-    pub fn model_route(&self, project: &Path) -> heartwood_agent::model::ModelRoute {
-        let mut route = heartwood_agent::model::ModelRoute::compatible(&self.base_url, &self.model);
-        route.replay = self.recording_path(project);
-        route.api_key_env.clone_from(&self.api_key_env);
-        route.max_input_tokens = self.max_input_tokens;
-        route.max_output_tokens = self.max_output_tokens;
-        route.total_timeout = std::time::Duration::from_secs(self.timeout_secs);
-        if self.category == RouteCategory::Subscription {
-            route.subscription = crate::subscription::store().ok().map(|store| {
-                heartwood_agent::model::Subscription {
-                    endpoints: crate::subscription::endpoints(),
-                    store,
-                }
-            });
-        }
-        route.prices = self.prices.map(|p| heartwood_agent::model::Prices {
-            prompt_micros_per_mtok: p.input_micros_per_mtok,
-            completion_micros_per_mtok: p.output_micros_per_mtok,
-        });
-        route
     }
 
     /// The base URL as it may be shown or logged: a user name, password or query string in it
@@ -342,11 +320,25 @@ pub struct ProjectConfig {
     /// Paths outside the project the agent may read (and write, when declared writable),
     /// besides those the platform declares.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub data_mounts: Vec<crate::platform::MountDeclaration>,
+    pub data_mounts: Vec<MountDeclaration>,
     /// When the project sets no route of its own and `model` is the user's default route: the
     /// file it came from. Never written.
     #[serde(skip)]
     pub route_from_user: Option<String>,
+}
+
+/// A data mount as a deployment file or a project declares it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MountDeclaration {
+    /// The absolute path.
+    pub path: String,
+    /// The agent's file editor may write inside it (default: read-only).
+    #[serde(default)]
+    pub writable: bool,
+    /// What it holds.
+    #[serde(default)]
+    pub purpose: String,
 }
 
 /// The user's configuration file (`$HEARTWOOD_CONFIG_HOME/config.toml`, else
@@ -362,25 +354,6 @@ pub fn user_config_path() -> Option<std::path::PathBuf> {
         .or_else(|| dir("XDG_CONFIG_HOME").map(|d| d.join("heartwood")))
         .or_else(|| dir("HOME").map(|h| h.join(".config/heartwood")))
         .map(|d| d.join("config.toml"))
-}
-
-impl ProjectConfig {
-    /// The environment the agent's terminal tool starts with in this project on `platform`:
-    /// the standard list, the platform's variables and the project's own.
-    pub fn tool_env(
-        &self,
-        platform: &crate::platform::PlatformSummary,
-    ) -> heartwood_agent::tools::ToolEnvironment {
-        heartwood_agent::tools::ToolEnvironment::default()
-            .allowing(platform.tool_env_allow.clone())
-            .allowing(self.tool_env_allow.clone())
-    }
-
-    /// The platform this project runs on, with the project's data mounts.
-    pub fn platform(&self) -> Result<crate::platform::PlatformSummary, GatewayError> {
-        let surroundings = crate::platform::Surroundings::of_this_process()?;
-        Ok(crate::platform::detect(&surroundings, &self.data_mounts))
-    }
 }
 
 /// An agent engine.

@@ -8,9 +8,9 @@ use heartwood_events::IdError;
 /// Why a gateway operation failed. Every message says what to do next.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
-    /// The current directory could not be read.
-    #[error("cannot use the current directory as a project: {0}")]
-    NoProject(String),
+    /// The folder cannot be used as a project.
+    #[error(transparent)]
+    NoProject(#[from] ProjectUnusable),
     /// An id did not parse.
     #[error(transparent)]
     BadId(#[from] IdError),
@@ -22,7 +22,7 @@ pub enum GatewayError {
     Config(String),
     /// The session was closed in this process; submit a new task to reopen it.
     #[error("session {0} is closed; give it a new task to reopen it")]
-    Closed(String),
+    Closed(heartwood_events::SessionId),
     /// The agent engine could not be started or driven.
     #[error("the agent could not run: {0}")]
     Backend(String),
@@ -30,8 +30,8 @@ pub enum GatewayError {
     #[error("{0}")]
     Unreadable(String),
     /// A project file could not be shown.
-    #[error("{0}")]
-    Workspace(String),
+    #[error(transparent)]
+    Workspace(#[from] heartwood_workspace::WorkspaceError),
     /// The request cannot be carried out as asked (the message says why and what instead).
     #[error("{0}")]
     Invalid(String),
@@ -49,6 +49,21 @@ pub enum GatewayError {
         /// Its message there.
         message: String,
     },
+}
+
+/// Why a folder cannot be used as a project.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectUnusable {
+    /// The current directory could not be read.
+    #[error("cannot use the current directory as a project: {0}")]
+    CurrentDir(#[source] std::io::Error),
+    /// Its path is not text.
+    #[error(
+        "the folder {} has a name that is not valid UTF-8; Heartwood shows and records project \
+         paths as text, so move the project to a folder whose path is",
+        .0.display()
+    )]
+    NotUtf8(std::path::PathBuf),
 }
 
 /// What kind of failure a [`GatewayError`] is, for an interface that must answer in its own

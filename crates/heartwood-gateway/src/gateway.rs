@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use heartwood_audit::{SessionStore, SessionSummary};
 use heartwood_events::{
-    ActionPolicy, Command, CommandKind, CommandName, Event, Receipt, SessionId, SessionProjection,
-    SessionRow,
+    ActionPolicy, Command, CommandId, CommandKind, CommandName, Event, Receipt, SessionId,
+    SessionProjection, SessionRow,
 };
 use tokio::sync::broadcast;
 
@@ -21,7 +21,7 @@ use crate::config::{BackendKind, ProjectConfig};
 use crate::live::Live;
 use crate::native::NativeBackendFactory;
 use crate::openhands::OpenHandsBackendFactory;
-use crate::worker::{Stopping, WorkerLink};
+use crate::worker_link::{Stopping, WorkerLink};
 use crate::{GatewayError, ProjectContext, reducer};
 use heartwood_events::{Snapshot, Update};
 
@@ -120,6 +120,35 @@ pub(crate) struct Shared {
     qualified: Mutex<std::collections::HashSet<(String, String)>>,
     /// A ChatGPT sign-in an interface started.
     sign_in: crate::subscription::SignInDesk,
+}
+
+impl crate::channel::Served for Shared {
+    fn submit(self: Arc<Self>, command: Command) -> Result<Receipt, GatewayError> {
+        SessionGateway::from_shared(self).submit(command)
+    }
+
+    fn say_for(
+        self: Arc<Self>,
+        session: &SessionId,
+        text: &str,
+        policy: ActionPolicy,
+        command_id: CommandId,
+        actor: Option<&str>,
+    ) -> Result<Vec<Receipt>, GatewayError> {
+        SessionGateway::from_shared(self).say_for(session, text, policy, command_id, actor)
+    }
+
+    fn snapshot(
+        self: Arc<Self>,
+        session: &SessionId,
+        since: u64,
+    ) -> Result<Snapshot, GatewayError> {
+        SessionGateway::from_shared(self).snapshot(session, since)
+    }
+
+    fn served_updates(&self, session: &SessionId) -> Option<broadcast::Receiver<Update>> {
+        Shared::served_updates(self, session)
+    }
 }
 
 impl Shared {
@@ -404,15 +433,6 @@ impl SessionGateway {
         self.shared.remote(session)
     }
 
-    /// The live updates of `session` if this process serves it (what its command channel
-    /// streams to other processes: never a relayed feed, so two processes cannot echo).
-    pub(crate) fn served_updates(
-        &self,
-        session: &SessionId,
-    ) -> Option<broadcast::Receiver<Update>> {
-        self.shared.served_updates(session)
-    }
-
     /// The live session, opening it (and taking its lease) if this process does not serve it.
     ///
     /// The map of live sessions is never held while a session is opened (verified, replayed,
@@ -439,9 +459,10 @@ impl SessionGateway {
         let events = decoded(self.shared.store.reader(session)?.events()?)?;
         let channel_path = writer.paths().channel.clone();
         let opened = Live::new(writer, events, self.shared.project.root());
+        let served: Arc<dyn crate::channel::Served> = self.shared.clone();
         opened.lock().set_channel(crate::channel::serve(
             &channel_path,
-            Arc::downgrade(&self.shared),
+            Arc::downgrade(&served),
             session.clone(),
         ));
         // The journal says a run was on, or that a set was about to be published, but nobody

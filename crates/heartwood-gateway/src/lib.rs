@@ -16,6 +16,7 @@ pub mod backend;
 mod channel;
 pub mod config;
 pub mod correction;
+mod engine_route;
 mod error;
 mod figure;
 mod follow;
@@ -26,6 +27,7 @@ pub mod model_catalog;
 pub mod models;
 pub mod native;
 pub mod openhands;
+mod own_runtime;
 pub mod parallel_review;
 pub mod platform;
 pub mod presets;
@@ -45,6 +47,7 @@ pub mod subscription;
 pub mod transcript;
 pub mod translate;
 mod worker;
+mod worker_link;
 mod workflow_run;
 pub mod workspace;
 
@@ -52,7 +55,7 @@ pub use admin::{
     EventLine, ExportReport, IntegrityReport, PendingListing, RecoverReport, SessionAdmin,
     SessionListing, SessionReport, SessionView,
 };
-pub use error::{ErrorKind, GatewayError};
+pub use error::{ErrorKind, GatewayError, ProjectUnusable};
 pub use gateway::{IDLE_RELEASE, SessionGateway};
 pub use heartwood_audit::{
     Checkpoint, CheckpointReport, Damage, DamageKind, ReceiptRepair, Recovery, SessionMeta,

@@ -21,7 +21,7 @@ use tokio::sync::broadcast;
 
 use crate::GatewayError;
 use crate::reducer;
-use crate::worker::WorkerLink;
+use crate::worker_link::WorkerLink;
 
 /// How many updates a slow subscriber may fall behind before it is told it lagged (and should
 /// take a snapshot).
@@ -233,7 +233,7 @@ impl Core {
         let id = self.projection.session.clone();
         self.writer
             .as_mut()
-            .ok_or_else(|| GatewayError::Closed(id.to_string()))
+            .ok_or_else(|| GatewayError::Closed(id.clone()))
     }
 
     /// Appends events (no command) durably now, after anything staged, and applies and

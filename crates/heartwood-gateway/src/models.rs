@@ -626,15 +626,7 @@ pub(crate) fn not_ready(
     ))
 }
 
-/// The port of a local route's base URL (`http://127.0.0.1:PORT/v1`).
-pub fn local_port(base_url: &str) -> Option<u16> {
-    base_url
-        .strip_prefix("http://127.0.0.1:")?
-        .strip_suffix("/v1")?
-        .parse()
-        .ok()
-        .filter(|&p| p != 0)
-}
+pub use crate::config::local_port;
 
 fn local_route(project: &ProjectContext) -> Option<RouteConfig> {
     ProjectConfig::load(project)

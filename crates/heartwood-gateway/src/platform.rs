@@ -49,19 +49,7 @@ const TERRA_VARIABLES: [&str; 7] = [
 /// The variable a JupyterHub single-user server sets to its URL prefix (`/user/alice/`).
 const JUPYTERHUB_PREFIX: &str = "JUPYTERHUB_SERVICE_PREFIX";
 
-/// A data mount as a deployment file or a project declares it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct MountDeclaration {
-    /// The absolute path.
-    pub path: String,
-    /// The agent's file editor may write inside it (default: read-only).
-    #[serde(default)]
-    pub writable: bool,
-    /// What it holds.
-    #[serde(default)]
-    pub purpose: String,
-}
+pub use crate::config::MountDeclaration;
 
 /// A trusted reverse proxy, as a deployment file declares it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -542,6 +530,22 @@ pub fn outside_directories(
             ),
         })
         .collect()
+}
+
+impl crate::config::ProjectConfig {
+    /// The environment the agent's terminal tool starts with in this project on `platform`:
+    /// the standard list, the platform's variables and the project's own.
+    pub fn tool_env(&self, platform: &PlatformSummary) -> heartwood_agent::tools::ToolEnvironment {
+        heartwood_agent::tools::ToolEnvironment::default()
+            .allowing(platform.tool_env_allow.clone())
+            .allowing(self.tool_env_allow.clone())
+    }
+
+    /// The platform this project runs on, with the project's data mounts.
+    pub fn platform(&self) -> Result<PlatformSummary, GatewayError> {
+        let surroundings = Surroundings::of_this_process()?;
+        Ok(detect(&surroundings, &self.data_mounts))
+    }
 }
 
 #[cfg(test)]

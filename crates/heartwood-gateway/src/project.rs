@@ -9,7 +9,7 @@ use std::path::Path;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-use crate::GatewayError;
+use crate::{GatewayError, ProjectUnusable};
 
 /// The project a Heartwood process serves.
 #[derive(Debug, Clone)]
@@ -26,7 +26,7 @@ impl ProjectContext {
     /// and never crosses into another filesystem. A new project is still created only in the
     /// current directory. Creates nothing.
     pub fn current() -> Result<Self, GatewayError> {
-        let cwd = std::env::current_dir().map_err(|e| GatewayError::NoProject(e.to_string()))?;
+        let cwd = std::env::current_dir().map_err(ProjectUnusable::CurrentDir)?;
         let here = Self::utf8(&cwd)?;
         match nearest_project_above(&cwd) {
             Some(root) => {
@@ -60,13 +60,7 @@ impl ProjectContext {
     }
 
     fn utf8(root: &Path) -> Result<Self, GatewayError> {
-        let root = Utf8PathBuf::from_path_buf(root.to_owned()).map_err(|path| {
-            GatewayError::NoProject(format!(
-                "the folder {} has a name that is not valid UTF-8; Heartwood shows and records \
-                 project paths as text, so move the project to a folder whose path is",
-                path.display()
-            ))
-        })?;
+        let root = Utf8PathBuf::from_path_buf(root.to_owned()).map_err(ProjectUnusable::NotUtf8)?;
         Ok(ProjectContext { root, below: None })
     }
 

@@ -195,7 +195,7 @@ fn list_models(route: &RouteConfig) -> Result<Option<Vec<String>>, String> {
     model_route.idle_timeout = LISTING_TIMEOUT;
     let client =
         heartwood_agent::model::ModelClient::new(model_route).map_err(|e| e.to_string())?;
-    on_own_runtime(client.list_models())
+    crate::own_runtime::on_own_runtime(client.list_models())
 }
 
 /// Sends the platform transport's qualification request: one short synthetic chat completion
@@ -222,32 +222,14 @@ pub(crate) fn qualify(route: &RouteConfig) -> Result<(), String> {
             content: "Reply with the single word: ready".into(),
         },
     ];
-    on_own_runtime(async { client.complete(&messages, &[], &mut |_| {}).await })?;
+    crate::own_runtime::on_own_runtime(async {
+        client.complete(&messages, &[], &mut |_| {}).await
+    })?;
     Ok(())
 }
 
 /// How long a qualification request may take.
 const QUALIFICATION_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Runs `future` to completion on a runtime of its own, on a thread of its own: the caller may
-/// be inside a runtime (where blocking on another would panic) or on a blocking thread.
-pub(crate) fn on_own_runtime<T: Send, E: std::fmt::Display>(
-    future: impl std::future::Future<Output = Result<T, E>> + Send,
-) -> Result<T, String> {
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| e.to_string())?
-                    .block_on(future)
-                    .map_err(|e| e.to_string())
-            })
-            .join()
-            .map_err(|_| "the request panicked".to_owned())?
-    })
-}
 
 fn list(models: &[String]) -> String {
     const SHOWN: usize = 20;

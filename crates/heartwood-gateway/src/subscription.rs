@@ -201,7 +201,7 @@ impl SignInDesk {
     /// Starts a sign-in (blocking: the service is asked on a runtime of its own).
     pub(crate) fn start(&self) -> Result<Pending, GatewayError> {
         let sign_in =
-            crate::route_check::on_own_runtime(SignIn::start()).map_err(GatewayError::Config)?;
+            crate::own_runtime::on_own_runtime(SignIn::start()).map_err(GatewayError::Config)?;
         let pending = sign_in.pending();
         *self.slot() = Some(std::sync::Arc::new(sign_in));
         Ok(pending)
@@ -220,7 +220,7 @@ impl SignInDesk {
             ));
         };
         let progress =
-            crate::route_check::on_own_runtime(sign_in.poll()).map_err(GatewayError::Config)?;
+            crate::own_runtime::on_own_runtime(sign_in.poll()).map_err(GatewayError::Config)?;
         if !matches!(progress, Progress::Waiting { .. }) {
             let mut slot = self.slot();
             if slot

@@ -39,7 +39,7 @@ impl WorkspaceService {
     /// The workspace of `project`. Creates nothing.
     pub fn open(project: &ProjectContext) -> Result<Self, GatewayError> {
         Ok(WorkspaceService {
-            workspace: Workspace::open(project.root()).map_err(workspace_error)?,
+            workspace: Workspace::open(project.root()).map_err(GatewayError::Workspace)?,
             admin: SessionAdmin::new(project),
         })
     }
@@ -54,7 +54,7 @@ impl WorkspaceService {
         let start = start_path(path)?;
         self.workspace
             .tree(&start, limits)
-            .map_err(|e| workspace_error(e.into()))
+            .map_err(|e| GatewayError::Workspace(e.into()))
     }
 
     /// A UTF-8 text file from line `first_line` on.
@@ -64,10 +64,10 @@ impl WorkspaceService {
         first_line: usize,
         limits: TextLimits,
     ) -> Result<TextFile, GatewayError> {
-        let path = ProjectPath::parse_file(path).map_err(|e| workspace_error(e.into()))?;
+        let path = ProjectPath::parse_file(path).map_err(|e| GatewayError::Workspace(e.into()))?;
         self.workspace
             .text(&path, first_line, limits)
-            .map_err(|e| workspace_error(e.into()))
+            .map_err(|e| GatewayError::Workspace(e.into()))
     }
 
     /// The changed paths; without Git, those written by `session`'s file edits (the most
@@ -81,7 +81,7 @@ impl WorkspaceService {
             let changes = self
                 .workspace
                 .changes(&[], limits)
-                .map_err(workspace_error)?;
+                .map_err(GatewayError::Workspace)?;
             return Ok(ChangeReport {
                 changes,
                 session: None,
@@ -99,7 +99,7 @@ impl WorkspaceService {
         let changes = self
             .workspace
             .changes(&edits, limits)
-            .map_err(workspace_error)?;
+            .map_err(GatewayError::Workspace)?;
         let summary = match &session {
             Some(id) => format!("not a Git project: files written by session {id}'s file edits"),
             None => "not a Git project, and no session has edited files yet".to_owned(),
@@ -144,8 +144,10 @@ impl WorkspaceService {
 
     /// The diff of one file against `HEAD`.
     pub fn diff(&self, path: &str, limits: DiffLimits) -> Result<FileDiff, GatewayError> {
-        let path = ProjectPath::parse_file(path).map_err(|e| workspace_error(e.into()))?;
-        self.workspace.diff(&path, limits).map_err(workspace_error)
+        let path = ProjectPath::parse_file(path).map_err(|e| GatewayError::Workspace(e.into()))?;
+        self.workspace
+            .diff(&path, limits)
+            .map_err(GatewayError::Workspace)
     }
 
     /// Binds files (and text) to their digests now.
@@ -158,10 +160,10 @@ impl WorkspaceService {
             .iter()
             .map(|p| ProjectPath::parse(p))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| workspace_error(e.into()))?;
+            .map_err(|e| GatewayError::Workspace(e.into()))?;
         self.workspace
             .snapshot(&paths, text)
-            .map_err(|e| workspace_error(e.into()))
+            .map_err(|e| GatewayError::Workspace(e.into()))
     }
 
     /// How each file of a snapshot stands now.
@@ -189,7 +191,7 @@ impl WorkspaceService {
         path: Option<&str>,
     ) -> Result<(SessionId, Vec<crate::session_diff::SessionEdit>), GatewayError> {
         let path = path
-            .map(|p| ProjectPath::parse_file(p).map_err(|e| workspace_error(e.into())))
+            .map(|p| ProjectPath::parse_file(p).map_err(|e| GatewayError::Workspace(e.into())))
             .transpose()?;
         let (id, projection) = self.verified(session)?;
         let edits =
@@ -219,11 +221,7 @@ fn start_path(path: &str) -> Result<ProjectPath, GatewayError> {
     if path.is_empty() || path == "." {
         return Ok(ProjectPath::root());
     }
-    ProjectPath::parse(path).map_err(|e| workspace_error(e.into()))
-}
-
-fn workspace_error(e: WorkspaceError) -> GatewayError {
-    GatewayError::Workspace(e.to_string())
+    ProjectPath::parse(path).map_err(|e| GatewayError::Workspace(e.into()))
 }
 
 impl WorkspaceService {
@@ -249,32 +247,6 @@ impl WorkspaceService {
 }
 
 impl WorkspaceService {
-    /// Runs `stage`'s checks as `definition` locates its files (a run's binding map) and
-    /// assesses them.
-    /// `judge` adds what the gateway observed itself (a reproduction's rerun) before the
-    /// assessment is made.
-    pub(crate) fn check_and_assess(
-        &self,
-        definition: &heartwood_workflow::Definition,
-        stage: &str,
-        judge: impl FnOnce(&mut [heartwood_workflow::CheckResult]),
-    ) -> Result<(Vec<heartwood_workflow::CheckResult>, Assessment), GatewayError> {
-        let missing = || GatewayError::Config(format!("{} has no stage {stage:?}", definition.id));
-        let mut results =
-            heartwood_workflow::evaluate::check_stage(&self.workspace, definition, stage)
-                .ok_or_else(missing)?;
-        judge(&mut results);
-        let assessment = heartwood_workflow::gate::assess_against(
-            &self.workspace,
-            definition,
-            stage,
-            &results,
-            &results,
-        )
-        .ok_or_else(missing)?;
-        Ok((results, assessment))
-    }
-
     /// The bytes and digests of the files `check` reads, as `definition` locates them.
     #[allow(clippy::type_complexity)]
     pub(crate) fn check_files(
@@ -324,21 +296,7 @@ impl WorkspaceService {
     }
 }
 
-/// The maintained definition `id`, or why there is none.
-pub(crate) fn maintained(id: &str) -> Result<heartwood_workflow::Definition, GatewayError> {
-    heartwood_workflow::catalog::definition(id)
-        .map_err(|e| GatewayError::Config(e.to_string()))?
-        .ok_or_else(|| {
-            GatewayError::Config(format!(
-                "no workflow definition {id:?}; `heartwood workflow catalog` lists them"
-            ))
-        })
-}
-
-/// The workflow catalog (read-only; creates nothing).
-pub fn workflow_catalog() -> Result<Vec<heartwood_events::catalog::CatalogEntry>, GatewayError> {
-    heartwood_workflow::catalog::catalog().map_err(|e| GatewayError::Config(e.to_string()))
-}
-
+use crate::workflow_run::maintained;
+pub use crate::workflow_run::workflow_catalog;
 pub use heartwood_workflow::gate::Assessment;
 pub use heartwood_workflow::{CheckResult, Status as CheckStatus};

@@ -15,6 +15,7 @@ mod error;
 pub mod hub;
 pub mod manifest;
 pub mod planner;
+mod private;
 pub mod runtime;
 pub mod store;
 pub mod transfer;

@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::ModelError;
 use crate::error::IoContext;
-use crate::store::{ModelStore, StoredModel, write_synced};
+use crate::private::write_synced;
+use crate::store::{ModelStore, StoredModel};
 
 /// The pinned runtime package (built from source by pip: PyPI carries no wheel for it).
 pub const PACKAGE: &str = "llama-cpp-python[server]==0.3.36";
@@ -185,7 +186,7 @@ pub fn start(
              (heartwood model use {name})"
         )));
     }
-    crate::store::private_dirs(store.root())?;
+    crate::private::private_dirs(store.root())?;
     let log = store.root().join(LOG);
     let log_file = std::fs::OpenOptions::new()
         .create(true)

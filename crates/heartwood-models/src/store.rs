@@ -5,7 +5,6 @@
 //! model and verifies it again instead of trusting it.
 
 use std::fs;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -14,6 +13,7 @@ use crate::ModelError;
 use crate::digest::verify_file;
 use crate::error::IoContext;
 use crate::manifest::{Manifest, check_name};
+use crate::private::{private_dirs, write_synced};
 use crate::transfer::Transfer;
 
 const RECORD: &str = "model.json";
@@ -328,25 +328,6 @@ impl ModelStore {
     }
 }
 
-/// Makes `dir` and its missing parents, readable by the user only.
-pub(crate) fn private_dirs(dir: &Path) -> Result<(), ModelError> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .ctx("create", dir)
-}
-
-/// Writes `bytes` to `path` (mode 0600) and syncs it.
-pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
-    use std::io::Write;
-    let mut file = fs::File::create(path).ctx("create", path)?;
-    file.set_permissions(fs::Permissions::from_mode(0o600))
-        .ctx("restrict", path)?;
-    file.write_all(bytes).ctx("write", path)?;
-    file.sync_all().ctx("sync", path)
-}
-
 /// Refuses anything under `files` that the manifest does not list, and any link.
 fn check_no_extra_files(files: &Path, manifest: &Manifest) -> Result<(), ModelError> {
     let mut pending = vec![(files.to_path_buf(), String::new())];
@@ -371,6 +352,8 @@ fn check_no_extra_files(files: &Path, manifest: &Manifest) -> Result<(), ModelEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
     use crate::digest::describe_file;
     use crate::manifest::{FORMAT, ModelSource, Resources, RuntimeSettings};
     use crate::transfer::TransferKind;

@@ -238,7 +238,7 @@ impl Transfers {
         let mut list = lock(&self.list);
         let id = list.len() as u64 + 1;
         let persist = dir.and_then(|dir| {
-            crate::store::private_dirs(dir).ok()?;
+            crate::private::private_dirs(dir).ok()?;
             let path = dir.join(format!("{}-{id}.json", std::process::id()));
             Some((path, Mutex::new(None)))
         });

@@ -22,10 +22,11 @@ mod view;
 use std::path::PathBuf;
 use std::time::Instant;
 
+pub use crate::tools::InterruptHandle;
 pub use condenser::{CondenserConfig, estimated_tokens};
 pub use config::{ConversationConfig, SpecialistConfig};
 pub use event::{AgentEvent, ApprovedBy, EventKind, ExecutionStatus, Speaker};
-pub use handles::{GuidanceHandle, InterruptHandle, PauseHandle};
+pub use handles::{GuidanceHandle, PauseHandle};
 pub use log::{EventLog, LOG_FILE, LogError, LogTail, sync_calls as log_sync_calls};
 pub use policy::ConfirmationPolicy;
 pub use state::ConversationState;

@@ -6,24 +6,9 @@ use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 
 use super::error::{AttemptError, classify_status, scrub};
-use super::stream::{Assembler, Step};
+use super::stream::{Assembler, MAX_REPLY_BYTES, ModelReply, Step, bounded};
 use super::wire::{ChatCompletion, ChatRequest};
-use super::{ChatMessage, ModelError, ModelRoute, ToolCall, ToolSpec, Usage};
-
-/// The model's reply to one request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelReply {
-    /// The provider's response id; every action from this reply shares it.
-    pub response_id: String,
-    /// Assistant text, if any.
-    pub content: Option<String>,
-    /// Tool calls, in order.
-    pub tool_calls: Vec<ToolCall>,
-    /// Tokens and cost of this call.
-    pub usage: Usage,
-    /// Why the model stopped, as reported.
-    pub finish_reason: Option<String>,
-}
+use super::{ChatMessage, ModelError, ModelRoute, ToolSpec, Usage};
 
 /// A client for one model route.
 #[derive(Debug, Clone)]
@@ -367,43 +352,13 @@ impl ModelClient {
     }
 }
 
-/// The most bytes of text and tool-call arguments one reply may carry.
-pub const MAX_REPLY_BYTES: usize = 8 * 1024 * 1024;
-
 /// The most bytes one reply may take on the wire (its framing included).
 const MAX_WIRE_BYTES: usize = 2 * MAX_REPLY_BYTES;
-
-/// The most tool calls one reply may propose: each is an action the researcher reviews.
-pub const MAX_TOOL_CALLS: usize = 128;
 
 fn too_large_wire() -> ModelError {
     ModelError::TooLarge {
         detail: format!("over {MAX_WIRE_BYTES} bytes on the wire"),
     }
-}
-
-/// A reply within the limits, or why not.
-pub(super) fn bounded(reply: ModelReply) -> Result<ModelReply, ModelError> {
-    let size = reply.content.as_ref().map_or(0, String::len)
-        + reply
-            .tool_calls
-            .iter()
-            .map(|c| c.id.len() + c.function.name.len() + c.function.arguments.len())
-            .sum::<usize>();
-    if size > MAX_REPLY_BYTES {
-        return Err(ModelError::TooLarge {
-            detail: format!("over {MAX_REPLY_BYTES} bytes of text and tool-call arguments"),
-        });
-    }
-    if reply.tool_calls.len() > MAX_TOOL_CALLS {
-        return Err(ModelError::TooLarge {
-            detail: format!(
-                "{} tool calls in one reply; at most {MAX_TOOL_CALLS} are read",
-                reply.tool_calls.len()
-            ),
-        });
-    }
-    Ok(reply)
 }
 
 fn parse_completion(bytes: &[u8], prices: Option<super::Prices>) -> Result<ModelReply, ModelError> {

@@ -12,9 +12,10 @@ mod wire;
 
 pub mod replay;
 
-pub use client::{MAX_REPLY_BYTES, MAX_TOOL_CALLS, ModelClient, ModelReply};
+pub use client::ModelClient;
 pub use error::ModelError;
 pub use route::{ModelRoute, Prices, Subscription};
 #[doc(hidden)]
 pub use stream::decode_event_stream;
+pub use stream::{MAX_REPLY_BYTES, MAX_TOOL_CALLS, ModelReply};
 pub use wire::{ChatMessage, FunctionCall, FunctionSpec, ToolCall, ToolSpec, Usage};

@@ -4,9 +4,23 @@
 use eventsource_stream::Eventsource;
 use futures_util::{FutureExt, StreamExt};
 
-use super::client::MAX_REPLY_BYTES;
 use super::wire::{ChatChunk, ToolCall};
-use super::{ModelError, ModelReply, Usage};
+use super::{ModelError, Usage};
+
+/// The model's reply to one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelReply {
+    /// The provider's response id; every action from this reply shares it.
+    pub response_id: String,
+    /// Assistant text, if any.
+    pub content: Option<String>,
+    /// Tool calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Tokens and cost of this call.
+    pub usage: Usage,
+    /// Why the model stopped, as reported.
+    pub finish_reason: Option<String>,
+}
 
 /// What one server-sent event meant for the reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +138,7 @@ impl Assembler {
 
     /// Adds a whole tool call.
     pub(crate) fn push_call(&mut self, id: &str, name: &str, arguments: &str) {
-        if self.calls.len() <= super::client::MAX_TOOL_CALLS {
+        if self.calls.len() <= MAX_TOOL_CALLS {
             self.calls.push(PartialCall {
                 id: id.to_owned(),
                 name: name.to_owned(),
@@ -219,7 +233,37 @@ pub fn decode_event_stream(chunks: &[&[u8]]) -> Result<ModelReply, ModelError> {
             detail: "the connection closed before the reply's end marker".to_owned(),
         });
     }
-    super::client::bounded(assembler.finish(None))
+    bounded(assembler.finish(None))
+}
+
+/// The most bytes of text and tool-call arguments one reply may carry.
+pub const MAX_REPLY_BYTES: usize = 8 * 1024 * 1024;
+
+/// The most tool calls one reply may propose: each is an action the researcher reviews.
+pub const MAX_TOOL_CALLS: usize = 128;
+
+/// A reply within the limits, or why not.
+pub(super) fn bounded(reply: ModelReply) -> Result<ModelReply, ModelError> {
+    let size = reply.content.as_ref().map_or(0, String::len)
+        + reply
+            .tool_calls
+            .iter()
+            .map(|c| c.id.len() + c.function.name.len() + c.function.arguments.len())
+            .sum::<usize>();
+    if size > MAX_REPLY_BYTES {
+        return Err(ModelError::TooLarge {
+            detail: format!("over {MAX_REPLY_BYTES} bytes of text and tool-call arguments"),
+        });
+    }
+    if reply.tool_calls.len() > MAX_TOOL_CALLS {
+        return Err(ModelError::TooLarge {
+            detail: format!(
+                "{} tool calls in one reply; at most {MAX_TOOL_CALLS} are read",
+                reply.tool_calls.len()
+            ),
+        });
+    }
+    Ok(reply)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 mod editor;
 mod environment;
+mod interrupt;
 mod paths;
 mod risk;
 pub mod sandbox;
@@ -18,6 +19,7 @@ use serde_json::Value;
 
 pub use editor::{EditorArgs, EditorCommand, FileEditor, insert_after, replace_once};
 pub use environment::{STANDARD_ALLOW, ToolEnvironment};
+pub use interrupt::InterruptHandle;
 pub use paths::{OutsideDirectory, ProjectPaths};
 pub use risk::{Risk, risk};
 pub use sandbox::{SandboxLevel, SandboxSupport};
@@ -254,7 +256,7 @@ impl Toolbox {
     }
 
     /// The handle that interrupts the running command.
-    pub fn interrupt_handle(&self) -> crate::conversation::InterruptHandle {
+    pub fn interrupt_handle(&self) -> InterruptHandle {
         self.terminal.interrupt_handle()
     }
 

@@ -101,7 +101,7 @@ pub struct Terminal {
     counter: u64,
     env: super::ToolEnvironment,
     /// The researcher's "stop now", looked at every [`INTERRUPT_POLL`] while a command runs.
-    interrupt: crate::conversation::InterruptHandle,
+    interrupt: super::InterruptHandle,
     /// Where complete lines of a running command's output go as they arrive (progress; the
     /// observation still carries the output).
     progress: Option<OutputSink>,
@@ -219,7 +219,7 @@ impl Terminal {
             shell: None,
             counter: 0,
             env,
-            interrupt: crate::conversation::InterruptHandle::default(),
+            interrupt: super::InterruptHandle::default(),
             progress: None,
         }
     }
@@ -241,7 +241,7 @@ impl Terminal {
     }
 
     /// The handle that stops the running command (and its process group) now.
-    pub fn interrupt_handle(&self) -> crate::conversation::InterruptHandle {
+    pub fn interrupt_handle(&self) -> super::InterruptHandle {
         self.interrupt.clone()
     }
 

@@ -9,10 +9,13 @@
 //! Every transition is a durable event; the projection's `workflow` is derived from them here
 //! and nowhere else, with the controls that make sense now.
 
+mod catalog;
 mod controls;
 mod fold;
 mod run;
 
+pub use catalog::workflow_catalog;
+pub(crate) use catalog::{check_and_assess, maintained, open_workspace};
 pub(crate) use controls::*;
 pub(crate) use fold::*;
 pub(crate) use run::*;
@@ -28,5 +31,4 @@ use heartwood_events::{
     ActionState, CommandKind, CommandName, Event, Lifecycle, RecordedEvent, SessionProjection,
 };
 
-use crate::workspace::WorkspaceService;
 use crate::{GatewayError, ProjectContext};

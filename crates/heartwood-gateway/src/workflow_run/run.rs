@@ -54,7 +54,7 @@ pub(crate) fn start(
     if question.trim().is_empty() {
         return Err("the research question is empty; say what the run should answer".into());
     }
-    let found = crate::workspace::maintained(definition).map_err(|e| e.to_string())?;
+    let found = maintained(definition).map_err(|e| e.to_string())?;
     skills_usable(project, &found)?;
     for id in chosen.keys() {
         if !found.inputs.iter().any(|i| &i.id == id) {
@@ -73,9 +73,13 @@ pub(crate) fn start(
             (i.id.clone(), path)
         })
         .collect();
-    let service = WorkspaceService::open(project).map_err(|e| e.to_string())?;
-    let paths: Vec<String> = inputs.iter().map(|(_, p)| p.clone()).collect();
-    let snapshot = service
+    let workspace = open_workspace(project).map_err(|e| e.to_string())?;
+    let paths = inputs
+        .iter()
+        .map(|(_, p)| heartwood_workspace::ProjectPath::parse(p))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("the inputs cannot be bound: {e}"))?;
+    let snapshot = workspace
         .snapshot(&paths, Some(question))
         .map_err(|e| format!("the inputs cannot be bound: {e}"))?;
     let mut bindings: Vec<WorkflowBinding> = inputs
@@ -202,7 +206,7 @@ pub(crate) fn stage_prompt(w: &WorkflowView) -> Result<String, GatewayError> {
     let stage = w
         .current_stage()
         .ok_or_else(|| GatewayError::Config("the run has no current stage".into()))?;
-    let definition = crate::workspace::maintained(&w.definition)?;
+    let definition = maintained(&w.definition)?;
     let spec = definition
         .stages
         .iter()
@@ -274,7 +278,7 @@ pub(crate) fn stage_prompt(w: &WorkflowView) -> Result<String, GatewayError> {
 pub(crate) fn bound_definition(
     w: &WorkflowView,
 ) -> Result<heartwood_workflow::Definition, GatewayError> {
-    let mut definition = crate::workspace::maintained(&w.definition)?;
+    let mut definition = maintained(&w.definition)?;
     for binding in &w.bindings {
         let path = match binding.role {
             BindingRole::Input => definition
@@ -325,8 +329,8 @@ pub(crate) fn evaluate(
         .spec
         .id
         .clone();
-    let service = WorkspaceService::open(project)?;
-    let (results, assessment) = service.check_and_assess(&bound_definition(w)?, &stage, |r| {
+    let workspace = open_workspace(project)?;
+    let (results, assessment) = check_and_assess(&workspace, &bound_definition(w)?, &stage, |r| {
         crate::reproduction::judge(project, w, r);
     })?;
     let mut problems = assessment.problems;
@@ -370,7 +374,7 @@ mod skill_reference_tests {
     use super::*;
 
     fn definition_naming(skill: &str) -> heartwood_workflow::Definition {
-        let mut definition = crate::workspace::maintained("tabular-ols").expect("maintained");
+        let mut definition = maintained("tabular-ols").expect("maintained");
         definition.stages[0].skills = vec![skill.to_owned()];
         definition
     }

@@ -62,6 +62,17 @@ impl SessionGateway {
         }
     }
 
+    /// [`SessionGateway::submit`] for async callers (an embedding program, a server's
+    /// handler): the command's preparation (file reads, checks, route qualification) and its
+    /// journal append run on the runtime's blocking pool, so the caller's runtime never waits
+    /// on a disk or a model.
+    pub async fn submit_async(&self, command: Command) -> Result<Receipt, GatewayError> {
+        let gateway = SessionGateway::from_shared(Arc::clone(&self.shared));
+        tokio::task::spawn_blocking(move || gateway.submit(command))
+            .await
+            .map_err(|e| GatewayError::Backend(format!("the command's thread failed: {e}")))?
+    }
+
     fn submit_once(&self, command: Command) -> Result<Submitted, GatewayError> {
         let opening = match prepare::opening(self, &command) {
             Ok(opening) => opening,

@@ -12,7 +12,7 @@ use super::prepare::Prepared;
 use crate::GatewayError;
 use crate::gateway::lock;
 use crate::live::{CommandKey, Core};
-use crate::worker::Work;
+use crate::worker_link::Work;
 
 impl Deciding<'_, '_> {
     pub(super) fn session(

@@ -11,7 +11,7 @@ use super::Deciding;
 use super::session::send;
 use crate::GatewayError;
 use crate::live::{CommandKey, Core};
-use crate::worker::Work;
+use crate::worker_link::Work;
 
 /// Said when a workflow command reaches a session that runs none.
 const NO_RUN: &str = "this session runs no workflow";

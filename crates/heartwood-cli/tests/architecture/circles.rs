@@ -1,0 +1,191 @@
+//! Circles of modules inside a crate: two files that use each other are a pair that belongs
+//! together, but a circle through three or more files means none of them can be understood,
+//! tested or moved without the others (the gateway's services once went round through seven).
+//!
+//! A module uses another when its source names it by a `crate::` or `super::` path (a `use`
+//! or a qualified name, comments left out); the longest module the path names counts. This
+//! reads source as text, so it can miss a use (a glob re-export) but does not invent one.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Each module of the crate whose sources are under `src`, by path (`""` for the crate root),
+/// with its file.
+fn modules(src: &Path) -> BTreeMap<String, std::path::PathBuf> {
+    super::files_under(src)
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "rs"))
+        .filter_map(|file| {
+            let relative = file.strip_prefix(src).ok()?.with_extension("");
+            let mut parts: Vec<String> = relative
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            if matches!(
+                parts.last().map(String::as_str),
+                Some("mod" | "lib" | "main")
+            ) {
+                parts.pop();
+            }
+            // Binaries under src/bin are crates of their own.
+            (parts.first().map(String::as_str) != Some("bin")).then(|| (parts.join("::"), file))
+        })
+        .collect()
+}
+
+/// The `crate::`/`super::` paths `text` names, resolved against `module`, as path segments.
+fn named_paths(module: &str, text: &str) -> Vec<Vec<String>> {
+    let code: String = text
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut found = Vec::new();
+    let parent: Vec<String> = module
+        .split("::")
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let parent = &parent[..parent.len().saturating_sub(1)];
+    for (prefix, base) in [("crate::", &[][..]), ("super::", parent)] {
+        for (at, _) in code.match_indices(prefix) {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let rest = &code[at + prefix.len()..];
+            let heads: Vec<&str> = match rest.strip_prefix('{') {
+                // `use crate::{a::X, b}`: each item of the group, to its first brace.
+                Some(group) => group
+                    .split(['}', ';'])
+                    .next()
+                    .unwrap_or("")
+                    .split(',')
+                    .map(|item| item.split("::{").next().unwrap_or("").trim())
+                    .collect(),
+                None => vec![rest],
+            };
+            for head in heads {
+                let path: String = head
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                    .collect();
+                let mut segments: Vec<String> = base.to_vec();
+                segments.extend(
+                    path.split("::")
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned),
+                );
+                found.push(segments);
+            }
+        }
+    }
+    found
+}
+
+/// Which modules each module uses (itself and the crate root left out).
+fn uses(modules: &BTreeMap<String, std::path::PathBuf>) -> BTreeMap<&str, BTreeSet<&str>> {
+    let mut graph = BTreeMap::new();
+    for (module, file) in modules {
+        let text = std::fs::read_to_string(file).expect("a readable source file");
+        let mut used = BTreeSet::new();
+        for path in named_paths(module, &text) {
+            let longest = (1..=path.len())
+                .rev()
+                .map(|n| path[..n].join("::"))
+                .find_map(|candidate| modules.get_key_value(&candidate).map(|(k, _)| k.as_str()));
+            if let Some(target) = longest.filter(|t| *t != module) {
+                used.insert(target);
+            }
+        }
+        graph.insert(module.as_str(), used);
+    }
+    graph
+}
+
+/// A circle of three or more modules in `graph`, if there is one.
+fn long_circle<'a>(graph: &BTreeMap<&'a str, BTreeSet<&'a str>>) -> Option<Vec<&'a str>> {
+    fn walk<'a>(graph: &BTreeMap<&'a str, BTreeSet<&'a str>>, path: &mut Vec<&'a str>) -> bool {
+        let (start, here) = (path[0], *path.last().expect("a start"));
+        for &next in graph.get(here).into_iter().flatten() {
+            if next == start && path.len() >= 3 {
+                return true;
+            }
+            // Each circle is found from its least member, so only greater ones are walked.
+            if next > start && !path.contains(&next) {
+                path.push(next);
+                if walk(graph, path) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    graph.keys().find_map(|&start| {
+        let mut path = vec![start];
+        walk(graph, &mut path).then_some(path)
+    })
+}
+
+#[test]
+fn no_circle_of_modules_passes_through_more_than_two_files() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&crates).expect("the crates folder") {
+        let src = entry.expect("entry").path().join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let modules = modules(&src);
+        checked += modules.len();
+        if let Some(circle) = long_circle(&uses(&modules)) {
+            panic!(
+                "{}: the modules {} use each other in a circle; move what they share into one of \
+                 them or a module of its own",
+                src.display(),
+                circle.join(" → ")
+            );
+        }
+    }
+    assert!(checked > 100, "only {checked} modules were read");
+}
+
+#[test]
+fn a_circle_through_three_modules_is_found_and_pairs_are_not() {
+    let graph = |edges: &[(&'static str, &'static str)]| {
+        let mut graph: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for &(from, to) in edges {
+            graph.entry(from).or_default().insert(to);
+            graph.entry(to).or_default();
+        }
+        graph
+    };
+    let pairs = graph(&[
+        ("app", "files"),
+        ("files", "app"),
+        ("app", "catalog"),
+        ("catalog", "app"),
+    ]);
+    assert_eq!(long_circle(&pairs), None);
+    let three = graph(&[
+        ("config", "platform"),
+        ("platform", "subscription"),
+        ("subscription", "config"),
+    ]);
+    assert_eq!(
+        long_circle(&three),
+        Some(vec!["config", "platform", "subscription"])
+    );
+    assert_eq!(
+        named_paths(
+            "tui::files",
+            "use super::app::{App, Intent};\n// crate::ignored\nlet x = crate::{a::B, c};"
+        ),
+        vec![
+            vec!["a".to_owned(), "B".to_owned()],
+            vec!["c".to_owned()],
+            vec!["tui".to_owned(), "app".to_owned()],
+        ]
+    );
+}
