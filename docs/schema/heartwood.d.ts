@@ -34,6 +34,9 @@ export type BindingRole = "input" | "artifact";
 /** One block of a message. */
 export type Block = { block: "heading"; level: number; spans: Inline[] } | { block: "paragraph"; spans: Inline[] } | { block: "list"; items: Inline[][]; start?: number | null } | { block: "code"; language?: string | null; text: string } | { block: "quote"; spans: Inline[] } | { block: "rule" };
 
+/** One bound file, as far as the bounds allow, with its digest now and the one judged. */
+export type BoundFilePreview = { binding: string; evidence: FileEvidence; judged_sha256?: string | null; sha256: string; text: TextFile };
+
 /** Work limits of one stage. */
 export type Budget = { actions: number; model_calls: number; seconds: number; tokens: number };
 
@@ -47,11 +50,35 @@ export type BudgetUse = { actions: number; model_calls: number; seconds: number;
 /** A file a review captured before dispatch: its bytes by digest and count. */
 export type CapturedFile = { bytes: number; path: string; sha256: string };
 
+/** A catalog entry to download, with the license accepted. */
+export type CatalogDownload = { accept_license: string; catalog: string };
+
 /** One catalog entry. */
 export type CatalogEntry = { id: string; inputs: string[]; missing_checks: string[]; stages: CatalogStage[]; supported: boolean; title: string; version: string };
 
+/** One catalog entry as interfaces list it. */
+export type CatalogLine = { does_not_fit?: string | null; download_bytes: number; id: string; label: string; license: string; memory_bytes: number; source: string; stored: boolean; summary: string };
+
+/** A catalog entry to review. */
+export type CatalogReview = { catalog: string };
+
 /** One stage of a catalog entry. */
 export type CatalogStage = { budget: Budget; checks: string[]; id: string; produces: string[]; researcher_gate: boolean; title: string };
+
+/** One changed file's diff, in words and lines. */
+export type ChangeDiff = { path: string; text: string };
+
+/** How a path changed. */
+export type ChangeKind = "modified" | "added" | "deleted" | "renamed" | "type_changed" | "unmerged" | "untracked" | "edited";
+
+/** Bounds for [`Workspace::changes`]. */
+export type ChangeLimits = { max_paths: number };
+
+/** Changed paths, with the session they were attributed to when the project is not in Git. */
+export type ChangeReport = { changes: WorkspaceChange[]; excluded: number; limits: ChangeLimits; session?: string | null; source: ChangeSource; summary: string; truncated: boolean };
+
+/** Where a change list comes from. */
+export type ChangeSource = "git" | "session_edits";
 
 /** A check's answer. */
 export type CheckStatus = "passed" | "failed" | "unverified";
@@ -72,6 +99,12 @@ export type CommandKind = { policy?: ActionPolicy; text: string; type: "submit_t
  * `type` tag on the wire. */
 export type CommandName = "submit_task" | "send_guidance" | "pause" | "interrupt" | "resume" | "decide" | "export" | "close" | "rename" | "workflow_start" | "workflow_run" | "workflow_evaluate" | "workflow_accept" | "workflow_cancel" | "workflow_review" | "workflow_correct" | "workflow_review_parallel";
 
+/** A command as the API takes it: the session comes from the path and the actor from the
+ * capability, never from the body; a missing command id is minted. Described, not decoded:
+ * the body goes to the one command decoder ([`Command::decode`]), which names a newer format
+ * or an unknown kind instead of reading it as this build's. */
+export type CommandRequest = { command_id?: CommandId | null; schema?: number | null } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | { type: "export" } | { type: "close" } | { title: string; type: "rename" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" } | { preview: string; revision: number; type: "workflow_review_parallel" } | { destination: string; finding: number; review_id: string; revision: number; type: "workflow_correct" });
+
 /** One message in the conversation. */
 export type ConversationEntry = { blocks?: Block[]; role: Role; seq: number; speaker?: string; text: string };
 
@@ -87,12 +120,42 @@ export type Decision = "allow_once" | "reject_all";
 /** A recorded decision. */
 export type DecisionView = { decision: Decision; reason?: string | null; revision: number; seq: number; set_id: ActionSetId };
 
+/** Bounds for [`Workspace::diff`]. */
+export type DiffLimits = { max_bytes: number; max_lines: number };
+
+/** What a diff request found. */
+export type DiffStatus = "changed" | "unchanged" | "binary" | "too_large" | "not_git";
+
+/** What sits at a path, seen without following links. */
+export type EntryKind = "file" | "dir" | "symlink" | "special";
+
 /** How a review batch runs. */
 export type ExecutionMode = "sequential" | "parallel";
+
+/** A file by its project-relative path. */
+export type FileAt = { path: string };
+
+/** One file's diff. */
+export type FileDiff = { limits: DiffLimits; new_size?: number | null; old_size?: number | null; path: ProjectPath; status: DiffStatus; truncated: boolean; unified: string };
+
+/** One payload file. */
+export type FileEntry = { path: string; sha256: string; size: number };
+
+/** What the latest checks say of a bound file's bytes now. */
+export type FileEvidence = "judged" | "changed" | "not_judged";
+
+/** One entry of a skill's tree. */
+export type FileView = { directory: boolean; executable: boolean; path: string; size: number };
 
 /** A defect the gateway observed itself: one per condition and file, keeping every
  * reviewer's claim. */
 export type Finding = { check: string; claims: unknown[][]; condition: ReviewCondition; observed: string[]; path: string; severity: Severity };
+
+/** That the server takes requests. */
+export type Health = { ok: boolean };
+
+/** Every route of `heartwood serve`, below its base path, by method and path: its query parameters, JSON body and answer. Every route needs the launch capability; a failure is answered in plain text with a status by its kind. */
+export type HttpApi = { "GET /": { answer: string }; "GET /api/health": { answer: Health }; "GET /api/models": { answer: LocalModelsView }; "GET /api/models/catalog": { answer: ModelCatalogView }; "GET /api/sessions": { answer: SessionRow[] }; "GET /api/sessions/{session}/events": { answer: Update; query?: Since }; "GET /api/sessions/{session}/snapshot": { answer: Snapshot; query?: Since }; "GET /api/sessions/{session}/workflow/figure.svg": { answer: string }; "GET /api/sessions/{session}/workflow/preview": { answer: BoundFilePreview; query?: FileAt }; "GET /api/sessions/{session}/ws": { answer: Update; query?: Since }; "GET /api/signin": { answer: SignInStatus }; "GET /api/skills": { answer: SkillCatalogView }; "GET /api/skills/show": { answer: SkillDetail; query?: SkillName }; "GET /api/status": { answer: StartupPlan }; "GET /api/workflows": { answer: CatalogEntry[] }; "GET /api/workspace/change_diff": { answer: ChangeDiff; query?: Place }; "GET /api/workspace/changes": { answer: ChangeReport; query?: Place }; "GET /api/workspace/diff": { answer: FileDiff; query?: Place }; "GET /api/workspace/file": { answer: TextFile; query?: Place }; "GET /api/workspace/tree": { answer: Tree; query?: Place }; "GET /s/{session}": { answer: string }; "POST /api/models/download": { answer: StartedDownload; body: CatalogDownload }; "POST /api/models/review": { answer: ModelReview; body: CatalogReview }; "POST /api/sessions": { answer: NewSession }; "POST /api/sessions/{session}/commands": { answer: Receipt; body: CommandRequest; query?: Wait }; "POST /api/sessions/{session}/say": { answer: Receipt[]; body: Said; query?: Wait }; "POST /api/signin": { answer: SignInPending }; "POST /api/signin/poll": { answer: SignInProgress }; "POST /api/skills/{decision}": { answer: SkillView; body: SkillDecision } };
 
 /** How `heartwood serve` may be reached here. */
 export type IngressOffer = { mode: "loopback" } | { base_path?: string | null; external_host?: string | null; mode: "jupyter_proxy" } | { base_path?: string | null; mode: "trusted_proxy"; origin?: string | null; proxies?: string[] };
@@ -106,8 +169,27 @@ export type InspectedFile = { path: string; sha256?: string | null };
 /** Where a session's agent stands. */
 export type Lifecycle = "idle" | "running" | "paused" | "waiting_for_decision" | "finished" | "failed" | "stuck";
 
+/** The project's local models as every interface shows them: the models, the runtime, and
+ * the transfers of every process (newest first). */
+export type LocalModelsView = { models: ModelListing[]; runtime?: string | null; transfers: TransferLine[] };
+
+/** One model's exact payload and how to run it. */
+export type Manifest = { files: FileEntry[]; format: number; license: string; name: string; resources: Resources; runtime: RuntimeSettings; source: ModelSource };
+
 /** One member of a reviewed set. */
 export type MemberReview = { action_id: number; headline: string; predicted_risk?: string | null; preview: Preview; risk: RiskLevel; sandbox?: SandboxLevel | null; tool: string };
+
+/** The deployment's catalog: its entries, and where it came from (or how to install one). */
+export type ModelCatalogView = { entries: CatalogLine[]; note?: string | null; source?: string | null };
+
+/** A stored model as every interface lists it. */
+export type ModelListing = { label: string; license: string; manifest_sha256: string; memory_bytes: number; name: string; payload_bytes: number; running: boolean; selected: boolean; source: string; validation: Validation; way_in: WayIn };
+
+/** What the researcher reviews before deciding: the exact manifest and whether it fits. */
+export type ModelReview = { does_not_fit?: string | null; manifest: Manifest; manifest_sha256: string; validation: Validation };
+
+/** Where a payload came from. */
+export type ModelSource = { id: string; kind: "catalog"; repository: string; revision: string } | { kind: "hub"; repository: string; revision: string } | { kind: "files" };
 
 /** The platform's own model transport. */
 export type ModelTransport = { base_url: string; model: string; required: boolean };
@@ -135,6 +217,9 @@ export type PendingDecision = { answer: string; session: SessionId; title?: stri
 /** Where the project stands, in the order the planner checks. */
 export type Phase = "recovery_required" | "project_review" | "model_required" | "credential_required" | "connection_required" | "compute_required" | "ready";
 
+/** Where in the workspace. */
+export type Place = { path?: string; session?: string | null };
+
 /** Where one step of the task plan stands. */
 export type PlanStatus = "todo" | "in_progress" | "done";
 
@@ -150,6 +235,9 @@ export type PlatformSummary = { credential_boundaries: CredentialBoundary[]; dat
 /** Exactly what one action would do, computed without running it. */
 export type Preview = { command: string; context: string; input: boolean; kind: "command"; reset: boolean; timeout_secs?: number | null; working_directory: string } | { content: string; kind: "create"; lines: number; omitted_lines: number; path: string } | { added: number; kind: "diff"; omitted_lines: number; path: string; removed: number; sha256: string; unified: string } | { kind: "read"; path: string; range?: number[] | null } | { kind: "plan"; tasks: PlanTask[] } | { kind: "note"; text: string } | { kind: "would_fail"; reason: string };
 
+/** A normalized, project-relative path (`data/cohort.csv`), or the project itself (empty). */
+export type ProjectPath = string;
+
 /** Usage for one purpose. */
 export type PurposeUsage = { label: string; purpose: string; usage: UsageFigures };
 
@@ -160,7 +248,7 @@ export type Qualification = { expires_at: string; max_parallelism: number; quali
 export type Receipt = { actor?: string | null; command_id: CommandId; command_type: string; content_sha256?: string | null; outcome: Outcome; schema: number; time: Timestamp };
 
 /** An event as stored: the event plus its place in the session. */
-export type RecordedEvent = { command?: CommandId | null; origin?: Origin | null; schema: number; seq: Seq; time: Timestamp } & ({ backend: string; type: "session_registered"; workflow?: string | null } | { role: Role; text: string; type: "message" } | { bundle: string; count: number; terminal_hash: string; type: "export_recorded" } | { type: "session_closed" } | { title: string; type: "session_renamed" } | { policy: ActionPolicy; starting_commit?: string | null; text: string; type: "task_submitted" } | { text: string; type: "guidance_sent" } | { type: "pause_requested" } | { type: "interrupt_requested" } | { type: "run_resumed" } | { lifecycle: Lifecycle; type: "lifecycle_changed" } | { action: ActionProposal; type: "action_proposed" } | { action_id: number; changed_path?: string | null; detail?: string | null; exit_code?: number | null; state: ActionState; type: "action_updated"; version: number } | { set: ActionSet; type: "action_set_pending" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decision_recorded" } | { tasks: PlanTask[]; type: "task_plan_updated" } | { purpose: string; type: "usage_recorded"; usage: UsageFigures } | { message: string; type: "error_recorded" } | { forgotten: number; type: "context_condensed" } | { reason: string; type: "run_interrupted" } | WorkflowStart | { run_id: string; stage: string; type: "workflow_stage_started" } | { assessment: AssessmentView; run_id: string; type: "workflow_stage_evaluated" } | { by_researcher: boolean; fingerprint: string; run_id: string; stage: string; type: "workflow_stage_accepted" } | { limit: string; run_id: string; stage: string; type: "workflow_budget_exhausted" } | ReproductionPrepared | ReproductionCompleted | ReviewStarted | ReviewAssessed | { artifact: string; finding: number; from: string; review_id: string; run_id: string; to: string; type: "workflow_correction_bound" } | { run_id: string; type: "workflow_cancelled" } | { offer: ReviewOffer; reviewers: ReviewChild[]; set_id: string; type: "review_execution_prepared" } | { preview: string; type: "review_parallel_consented" } | { parallelism: number; preview: string; type: "review_parallel_admitted" } | { preview: string; reason: string; type: "review_parallel_refused" });
+export type RecordedEvent = { command?: CommandId | null; origin?: Origin | null; schema: number; seq: Seq; time: Timestamp } & ({ backend: string; type: "session_registered"; workflow?: string | null } | { role: Role; text: string; type: "message" } | { bundle: string; count: number; terminal_hash: string; type: "export_recorded" } | { type: "session_closed" } | { title: string; type: "session_renamed" } | { policy: ActionPolicy; starting_commit?: string | null; text: string; type: "task_submitted" } | { text: string; type: "guidance_sent" } | { type: "pause_requested" } | { type: "interrupt_requested" } | { type: "run_resumed" } | { lifecycle: Lifecycle; type: "lifecycle_changed" } | { action: ActionProposal; type: "action_proposed" } | { action_id: number; changed_path?: string | null; detail?: string | null; exit_code?: number | null; state: ActionState; type: "action_updated"; version: number } | { set: ActionSet; type: "action_set_pending" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decision_recorded" } | { tasks: PlanTask[]; type: "task_plan_updated" } | { purpose: string; type: "usage_recorded"; usage: UsageFigures } | { message: string; type: "error_recorded" } | { forgotten: number; type: "context_condensed" } | { reason: string; type: "run_interrupted" } | WorkflowStart & { type: "workflow_started" } | { run_id: string; stage: string; type: "workflow_stage_started" } | { assessment: AssessmentView; run_id: string; type: "workflow_stage_evaluated" } | { by_researcher: boolean; fingerprint: string; run_id: string; stage: string; type: "workflow_stage_accepted" } | { limit: string; run_id: string; stage: string; type: "workflow_budget_exhausted" } | ReproductionPrepared & { type: "workflow_reproduction_prepared" } | ReproductionCompleted & { type: "workflow_reproduction_completed" } | ReviewStarted & { type: "workflow_review_started" } | ReviewAssessed & { type: "workflow_review_assessed" } | { artifact: string; finding: number; from: string; review_id: string; run_id: string; to: string; type: "workflow_correction_bound" } | { run_id: string; type: "workflow_cancelled" } | { offer: ReviewOffer; reviewers: ReviewChild[]; set_id: string; type: "review_execution_prepared" } | { preview: string; type: "review_parallel_consented" } | { parallelism: number; preview: string; type: "review_parallel_admitted" } | { preview: string; reason: string; type: "review_parallel_refused" });
 
 /** The rerun's observation: it ran, and what the destination and the protected files held
  * when its observation arrived. */
@@ -173,6 +261,9 @@ export type ReproductionPrepared = { action_id: number; destination: string; pro
 
 /** A reproduction stage's rerun, as the projection carries it. */
 export type ReproductionView = { completed?: ReproductionCompleted | null; prepared: ReproductionPrepared };
+
+/** What running the model needs. */
+export type Resources = { memory_bytes: number };
 
 /** The review of the pending set at one revision. */
 export type Review = { members: MemberReview[]; revision: number; set_id: ActionSetId };
@@ -219,6 +310,12 @@ export type RoutePrices = { input_micros_per_mtok: number; output_micros_per_mto
 /** The configured route, as the plan shows it (never the credential itself). */
 export type RouteSummary = { api_key_env?: string | null; base_url: string; category: string; credential_boundary: CredentialBoundary; inherited_from?: string | null; low_risk_automation: AutomationAllowance; model: string; prices?: RoutePrices | null };
 
+/** How the runtime loads the model. */
+export type RuntimeSettings = { chat_format?: string | null; context_length: number; model_file: string };
+
+/** Typed text. */
+export type Said = { command_id?: CommandId | null; text: string };
+
 /** How a tool process is confined. */
 export type SandboxLevel = "read_only" | "project_write" | "unsandboxed";
 
@@ -237,11 +334,50 @@ export type SessionProjection = { actions: ActionView[]; activity: string; avail
 /** One row of a session list, the same in every interface. */
 export type SessionRow = { last_activity?: Timestamp | null; lifecycle?: Lifecycle | null; pending: boolean; session: SessionId; status_line: string; title?: string | null };
 
+/** The one thing a request may wait for. */
+export type Settled = "settled";
+
 /** How serious a finding is; set by the check that observed it, never by the model. */
 export type Severity = "defect";
 
+/** What an interface shows while the person signs in. */
+export type SignInPending = { expires_in_secs: number; user_code: string; verification_url: string };
+
+/** How a poll went. */
+export type SignInProgress = { retry_in_secs: number; state: "waiting" } | SignedIn & { state: "signed_in" } | { state: "expired" };
+
+/** The sign-in as every interface shows it: who is signed in, and the sign-in in progress. */
+export type SignInStatus = { pending?: SignInPending | null; signed_in?: SignedIn | null };
+
+/** Who is signed in, for interfaces (no token). */
+export type SignedIn = { email?: string | null; expires_at: number; plan?: string | null };
+
+/** The events a reader has: it is sent those after. */
+export type Since = { since?: number };
+
+/** The catalog, as every interface shows it. */
+export type SkillCatalogView = { skills: SkillView[]; sources: SourceView[] };
+
+/** A decision on one skill. */
+export type SkillDecision = { digest?: string | null; name: string; source?: string | null };
+
+/** A skill in detail: its view and its `SKILL.md`, as the researcher reviews it. */
+export type SkillDetail = { skill_md: string; view: SkillView };
+
+/** A skill by name, and the source offering it when more than one does. */
+export type SkillName = { name: string; source?: string | null };
+
+/** One skill in the catalog. */
+export type SkillView = { active: boolean; approved: boolean; description: string; digest?: string | null; files: FileView[]; name: string; problem?: string | null; review: string; reviewed: boolean; revoked?: string | null; source: string; source_kind: SourceKind; status: string };
+
 /** Events since a revision and the projection, taken together. */
 export type Snapshot = { durable?: number; events: RecordedEvent[]; output?: ToolOutput | null; projection: SessionProjection; review?: Review | null; revision: number; streaming: string; transient_revision: number };
+
+/** What kind of source offers a skill. */
+export type SourceKind = "bundled" | "signed" | "local";
+
+/** One source. */
+export type SourceView = { id: string; kind: SourceKind; status: string; verified: boolean };
 
 /** One specialist task: the parent's `task` action, what the child answered, what it used. */
 export type SpecialistTaskView = { action_id: number; answer?: string | null; description: string; proposals?: ReviewProposal[] | null; role: string; state: ActionState; usage: UsageFigures };
@@ -264,6 +400,9 @@ export type StageTurn = { base_seconds?: number; exhausted?: boolean; open: bool
 /** One stage in the projection. */
 export type StageView = { accepted_evidence?: InspectedFile[]; budget?: Budget | null; budget_lines?: BudgetLine[]; id: string; researcher_gate: boolean; status: StageStatus; title: string; used?: BudgetUse };
 
+/** A download started in the background. */
+export type StartedDownload = { manifest_sha256: string; name: string; transfer: number };
+
 /** The startup plan. */
 export type StartupPlan = { explanation: string; next_action: string; pending_decisions?: PendingDecision[]; phase: Phase; platform: PlatformSummary; route?: RouteSummary | null; sandbox?: SandboxSummary; sessions: number; stopped_sessions?: PendingDecision[] };
 
@@ -275,14 +414,38 @@ export type Suggestion = { command?: CommandName | null; shell?: string | null; 
  * command that waited for its run to settle, and an update of the event stream. */
 export type Suspended = { members: ActionProposal[]; receipts?: Receipt[]; revision: number; session: SessionId; set_id: ActionSetId };
 
+/** A text file, or the reason it is not shown. */
+export type TextFile = { content: string; first_line: number; limits: TextLimits; lines: number; path: ProjectPath; size: number; status: TextStatus; truncated: boolean };
+
+/** Bounds for [`Workspace::text`]. */
+export type TextLimits = { max_bytes: number; max_lines: number };
+
+/** What a text request found. */
+export type TextStatus = "text" | "binary";
+
 /** RFC 3339 time; Heartwood writes UTC with millisecond precision. */
 export type Timestamp = string;
 
 /** What a running action has printed so far. */
 export type ToolOutput = { action_id: number; text: string };
 
+/** What a transfer does. */
+export type TransferKind = "download" | "import" | "export" | "verify";
+
+/** A transfer with the line and fraction every interface shows. */
+export type TransferLine = { bytes_done: number; bytes_per_second: number; bytes_total: number; eta_seconds?: number | null; fraction?: number | null; id: number; kind: TransferKind; label: string; running: boolean; subject: string; warnings: string[] } & ({ state: "running" } | { detail: string; state: "done" } | { detail: string; state: "failed" } | { state: "cancelled" });
+
+/** A bounded listing. */
+export type Tree = { depth_limited: number; entries: TreeEntry[]; limits: TreeLimits; root: ProjectPath; truncated: boolean; unsupported_names: number };
+
+/** One entry of a tree. */
+export type TreeEntry = { kind: EntryKind; path: ProjectPath; size?: number | null };
+
+/** Bounds for [`Workspace::tree`]. */
+export type TreeLimits = { max_depth: number; max_entries: number };
+
 /** One update to a session, in order. */
-export type Update = { revision: number; transient_revision: number } & ({ event: RecordedEvent; update: "event" } | { text: string; update: "token" } | { action_id: number; text: string; update: "output" } | { lifecycle: Lifecycle; update: "execution_settled" } | Suspended | { update: "lagged" });
+export type Update = { revision: number; transient_revision: number } & ({ event: RecordedEvent; update: "event" } | { text: string; update: "token" } | { action_id: number; text: string; update: "output" } | { lifecycle: Lifecycle; update: "execution_settled" } | Suspended & { update: "suspended" } | { update: "lagged" });
 
 /** Token counts and cost (integers, so they stay canonical JSON). */
 export type UsageFigures = { cache_read_tokens: number; calls: number; completion_tokens: number; cost_micros: number; priced_calls?: number; prompt_tokens: number; reasoning_tokens: number };
@@ -290,8 +453,17 @@ export type UsageFigures = { cache_read_tokens: number; calls: number; completio
 /** Usage in total and per purpose. */
 export type UsageView = { by_purpose: PurposeUsage[]; summary?: string; total: UsageFigures };
 
+/** Whether a model is an exact entry of the trusted catalog, as every interface shows it. */
+export type Validation = "validated" | "unvalidated";
+
 /** What the gateway concluded about one proposal. */
 export type Verdict = "verified" | "not_observed" | "unverified";
+
+/** Whether to answer at once or after the run settles. */
+export type Wait = { wait?: Settled | null };
+
+/** How a model entered the store. */
+export type WayIn = "download" | "import" | "bundle";
 
 /** One location the run binds: an input the researcher chose (with its digest when the run
  * started) or an artifact a stage will write. The one source of paths for stage prompts,
@@ -309,3 +481,6 @@ export type WorkflowStart = { bindings: WorkflowBinding[]; definition: string; q
 
 /** The workflow run in a session's projection. */
 export type WorkflowView = { assessment?: AssessmentView | null; bindings: WorkflowBinding[]; cancelled: boolean; controls: WorkflowControl[]; current?: string | null; definition: string; question: string; reproduction?: ReproductionView | null; review_execution?: ReviewExecution | null; reviews?: ReviewView[]; revision: number; run_id: string; stages: StageView[]; title: string; turn?: StageTurn | null; used?: BudgetUse; version: string };
+
+/** One changed path. */
+export type WorkspaceChange = { from?: ProjectPath | null; kind: ChangeKind; path: ProjectPath };

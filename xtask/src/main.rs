@@ -150,7 +150,7 @@ fn ci() -> Result<()> {
 fn schema() -> Result<()> {
     let dir = workspace_root().join("docs/schema");
     std::fs::create_dir_all(&dir)?;
-    let schemas = heartwood_events::schema::generated()
+    let schemas = heartwood_web::schema::generated()
         .into_iter()
         .chain(heartwood_workflow::definition::schema());
     for (name, text) in schemas {
@@ -159,7 +159,7 @@ fn schema() -> Result<()> {
         println!("wrote {}", path.display());
     }
     let path = dir.join("heartwood.d.ts");
-    std::fs::write(&path, heartwood_events::schema::typescript())
+    std::fs::write(&path, heartwood_web::schema::typescript())
         .with_context(|| format!("writing {}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(())

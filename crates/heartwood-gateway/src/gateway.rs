@@ -247,6 +247,14 @@ impl SessionGateway {
         self.shared.sign_in.pending()
     }
 
+    /// Who is signed in and the sign-in in progress (reads the sign-in file: blocks).
+    pub fn sign_in_status(&self) -> Result<crate::subscription::SignInStatus, GatewayError> {
+        Ok(crate::subscription::SignInStatus {
+            signed_in: crate::subscription::status()?,
+            pending: self.sign_in_pending(),
+        })
+    }
+
     /// Polls the sign-in in progress (at most once per the service's interval; blocks while
     /// the service is asked).
     pub fn poll_sign_in(&self) -> Result<crate::subscription::Progress, GatewayError> {

@@ -12,7 +12,7 @@ use crate::models::{ModelDesk, Review, Transfer, TransferKind, TransferLine, hum
 use crate::{GatewayError, ProjectContext};
 
 /// One catalog entry as interfaces list it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CatalogLine {
     /// The entry's id (what a download names).
     pub id: String,
@@ -35,7 +35,8 @@ pub struct CatalogLine {
 }
 
 /// The deployment's catalog: its entries, and where it came from (or how to install one).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "ModelCatalogView")]
 pub struct CatalogView {
     /// The catalog file, when there is one.
     pub source: Option<String>,
@@ -46,7 +47,7 @@ pub struct CatalogView {
 }
 
 /// A download started in the background.
-#[derive(Clone, Serialize)]
+#[derive(Clone, Serialize, schemars::JsonSchema)]
 pub struct StartedDownload {
     /// The model's store name.
     pub name: String,

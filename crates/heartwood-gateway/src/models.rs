@@ -17,6 +17,7 @@ use heartwood_models::hub::Hub;
 use heartwood_models::manifest::{Manifest, ModelSource};
 use heartwood_models::planner::{Machine, check_fits};
 use heartwood_models::runtime::{self, RuntimeInstall};
+pub use heartwood_models::store::Validation;
 use heartwood_models::store::{ModelStore, Provenance, WayIn};
 use heartwood_models::{FileEntry, ModelError};
 use serde::Serialize;
@@ -34,7 +35,7 @@ use crate::{GatewayError, ProjectContext};
 const READY_WITHIN: Duration = Duration::from_secs(180);
 
 /// A stored model as every interface lists it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ModelListing {
     /// Store name (what the `local` route names).
     pub name: String,
@@ -42,8 +43,8 @@ pub struct ModelListing {
     pub source: String,
     /// How it came in (`download`, `import`, `bundle`).
     pub way_in: WayIn,
-    /// `validated` (an exact entry of the trusted catalog) or `unvalidated`.
-    pub validation: &'static str,
+    /// Whether it is an exact entry of the trusted catalog.
+    pub validation: Validation,
     /// Its license.
     pub license: String,
     /// Payload size.
@@ -62,7 +63,7 @@ pub struct ModelListing {
 
 /// The project's local models as every interface shows them: the models, the runtime, and
 /// the transfers of every process (newest first).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LocalModelsView {
     /// Every stored model.
     pub models: Vec<ModelListing>,
@@ -73,7 +74,7 @@ pub struct LocalModelsView {
 }
 
 /// A transfer with the line and fraction every interface shows.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TransferLine {
     /// Its figures and state.
     #[serde(flatten)]
@@ -137,14 +138,15 @@ impl TransferLine {
 }
 
 /// What the researcher reviews before deciding: the exact manifest and whether it fits.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "ModelReview")]
 pub struct Review {
     /// The manifest, exactly as it would be stored.
     pub manifest: Manifest,
     /// Its SHA-256: what `--accept-license` must repeat.
     pub manifest_sha256: String,
-    /// `validated` when it is an exact catalog entry, else `unvalidated`.
-    pub validation: &'static str,
+    /// Whether it is an exact catalog entry.
+    pub validation: Validation,
     /// Why it cannot run here, when the resource planner refuses it.
     pub does_not_fit: Option<String>,
 }
@@ -160,11 +162,7 @@ impl Review {
         .map(|e| e.to_string());
         Review {
             manifest_sha256: manifest.digest(),
-            validation: if validated {
-                "validated"
-            } else {
-                "unvalidated"
-            },
+            validation: Validation::of(validated),
             manifest,
             does_not_fit,
         }
@@ -265,7 +263,7 @@ impl ModelDesk {
                 let label = format!(
                     "{} · {} · {} · needs {} · {} · license {}{}",
                     m.manifest.name,
-                    m.validation_label(),
+                    m.validation(),
                     human_bytes(m.manifest.payload_bytes()),
                     human_bytes(m.manifest.resources.memory_bytes),
                     m.manifest.source.describe(),
@@ -283,7 +281,7 @@ impl ModelDesk {
                     name: m.manifest.name.clone(),
                     source: m.manifest.source.describe(),
                     way_in: m.provenance.way_in,
-                    validation: m.validation_label(),
+                    validation: m.validation(),
                     license: m.manifest.license.clone(),
                     payload_bytes: m.manifest.payload_bytes(),
                     memory_bytes: m.manifest.resources.memory_bytes,
@@ -645,7 +643,7 @@ fn free_port() -> Result<u16, GatewayError> {
 fn provenance(way_in: WayIn, review: &Review) -> Provenance {
     Provenance::now(
         way_in,
-        review.validation == "validated",
+        review.validation == Validation::Validated,
         &review.manifest_sha256,
     )
 }

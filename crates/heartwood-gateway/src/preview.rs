@@ -9,7 +9,7 @@ use crate::workspace::{TextFile, TextLimits, WorkspaceService};
 use crate::{GatewayError, ProjectContext};
 
 /// One bound file, as far as the bounds allow, with its digest now and the one judged.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct BoundFilePreview {
     /// The binding's id (`table`, `model`, ...).
     pub binding: String,
@@ -19,9 +19,20 @@ pub struct BoundFilePreview {
     pub sha256: String,
     /// SHA-256 of the bytes the latest checks read, when they read this file.
     pub judged_sha256: Option<String>,
-    /// `judged` (the checks read these bytes), `changed` (the file changed since) or
-    /// `not_judged` (the latest checks did not read it).
-    pub evidence: &'static str,
+    /// What the latest checks say of the bytes shown.
+    pub evidence: FileEvidence,
+}
+
+/// What the latest checks say of a bound file's bytes now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FileEvidence {
+    /// The checks read exactly these bytes.
+    Judged,
+    /// The file changed since the checks read it.
+    Changed,
+    /// The latest checks did not read it.
+    NotJudged,
 }
 
 /// The preview of the file the run binds at `path`; refused for any other path.
@@ -57,9 +68,9 @@ pub(crate) fn bound_file(
             .and_then(|f| f.sha256.clone())
     });
     let evidence = match &judged_sha256 {
-        Some(judged) if *judged == sha256 => "judged",
-        Some(_) => "changed",
-        None => "not_judged",
+        Some(judged) if *judged == sha256 => FileEvidence::Judged,
+        Some(_) => FileEvidence::Changed,
+        None => FileEvidence::NotJudged,
     };
     Ok(BoundFilePreview {
         binding: binding.id.clone(),

@@ -88,7 +88,8 @@ fn model_error(e: heartwood_agent::model::ModelError) -> GatewayError {
 }
 
 /// What an interface shows while the person signs in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "SignInPending")]
 pub struct Pending {
     /// The code to type.
     pub user_code: String,
@@ -98,8 +99,18 @@ pub struct Pending {
     pub expires_in_secs: u64,
 }
 
+/// The sign-in as every interface shows it: who is signed in, and the sign-in in progress.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct SignInStatus {
+    /// Who is signed in, when someone is.
+    pub signed_in: Option<SignedIn>,
+    /// The code to type, while a sign-in is in progress.
+    pub pending: Option<Pending>,
+}
+
 /// How a poll went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "SignInProgress")]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Progress {
     /// Not approved yet: poll again after `retry_in_secs`.

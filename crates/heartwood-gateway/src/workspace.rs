@@ -24,7 +24,7 @@ pub struct WorkspaceService {
 }
 
 /// Changed paths, with the session they were attributed to when the project is not in Git.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ChangeReport {
     /// The changes.
     #[serde(flatten)]

@@ -17,7 +17,7 @@ const MAX_PATH: usize = 255;
 const MAX_FILES: usize = 256;
 
 /// One model's exact payload and how to run it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// [`FORMAT`].
@@ -38,7 +38,7 @@ pub struct Manifest {
 }
 
 /// Where a payload came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ModelSource {
     /// An entry of the trusted catalog (`id`), pinned to a repository's exact revision.
@@ -82,7 +82,7 @@ fn short(revision: &str) -> &str {
 }
 
 /// One payload file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileEntry {
     /// Relative path with `/` separators.
@@ -94,7 +94,7 @@ pub struct FileEntry {
 }
 
 /// How the runtime loads the model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RuntimeSettings {
     /// The GGUF file the runtime loads (one of `files`).
@@ -107,7 +107,7 @@ pub struct RuntimeSettings {
 }
 
 /// What running the model needs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Resources {
     /// Memory (RAM, or GPU memory where the runtime offloads) in bytes.

@@ -20,7 +20,7 @@ const RECORD: &str = "model.json";
 const STAGING: &str = ".staging";
 
 /// How a model entered the store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WayIn {
     /// Downloaded from a model hub (a catalog entry or an inspected repository).
@@ -89,13 +89,39 @@ impl StoredModel {
         self.file(&self.manifest.runtime.model_file)
     }
 
-    /// `validated` or `unvalidated`, as every interface shows it.
-    pub fn validation_label(&self) -> &'static str {
-        if self.provenance.validated {
-            "validated"
+    /// Whether it is an exact entry of the trusted catalog.
+    pub fn validation(&self) -> Validation {
+        Validation::of(self.provenance.validated)
+    }
+}
+
+/// Whether a model is an exact entry of the trusted catalog, as every interface shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Validation {
+    /// An exact entry of the trusted catalog.
+    Validated,
+    /// Anything else (an import, a bundle, an entry that differs).
+    Unvalidated,
+}
+
+impl Validation {
+    /// `Validated` when `validated`.
+    pub fn of(validated: bool) -> Self {
+        if validated {
+            Validation::Validated
         } else {
-            "unvalidated"
+            Validation::Unvalidated
         }
+    }
+}
+
+impl std::fmt::Display for Validation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Validation::Validated => "validated",
+            Validation::Unvalidated => "unvalidated",
+        })
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// What a transfer does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TransferKind {
     /// Fetching files from a model hub.
@@ -26,7 +26,7 @@ pub enum TransferKind {
 }
 
 /// Where a transfer is in its life.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "state", content = "detail", rename_all = "snake_case")]
 pub enum TransferState {
     /// Moving bytes.
@@ -40,7 +40,7 @@ pub enum TransferState {
 }
 
 /// A transfer as every interface shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TransferView {
     /// The manager's id for it.
     pub id: u64,

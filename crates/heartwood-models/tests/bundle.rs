@@ -85,7 +85,7 @@ fn two_exports_are_byte_identical_and_a_standard_reader_agrees() {
         .expect("get")
         .expect("imported");
     assert_eq!(copy.manifest, model.manifest);
-    assert_eq!(copy.validation_label(), "unvalidated");
+    assert_eq!(copy.validation().to_string(), "unvalidated");
     assert_eq!(
         std::fs::read(copy.file("a.gguf")).expect("read"),
         std::fs::read(model.file("a.gguf")).expect("read")

@@ -27,7 +27,7 @@ use crate::tree::{EntryKind, Limits, TreeDigest, parse_digest};
 pub const BUNDLED_SOURCE: &str = "bundled";
 
 /// What kind of source offers a skill.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SourceKind {
     /// Shipped with Heartwood.
@@ -55,7 +55,8 @@ impl SourceKind {
 }
 
 /// The catalog, as every interface shows it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "SkillCatalogView")]
 pub struct CatalogView {
     /// Every skill offered, and every active one that is no longer offered.
     pub skills: Vec<SkillView>,
@@ -64,7 +65,7 @@ pub struct CatalogView {
 }
 
 /// One skill in the catalog.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SkillView {
     /// Its name.
     pub name: String,
@@ -95,7 +96,7 @@ pub struct SkillView {
 }
 
 /// One entry of a skill's tree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileView {
     /// Path inside the skill.
     pub path: String,
@@ -108,7 +109,7 @@ pub struct FileView {
 }
 
 /// One source.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SourceView {
     /// Its id.
     pub id: String,
@@ -134,7 +135,7 @@ pub struct ActiveSkill {
 }
 
 /// A skill in detail: its view and its `SKILL.md`, as the researcher reviews it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SkillDetail {
     /// The catalog entry.
     pub view: SkillView,

@@ -14,6 +14,8 @@
 /** @typedef {import("../../../docs/schema/heartwood").CatalogEntry} CatalogEntry */
 /** @typedef {import("../../../docs/schema/heartwood").Preview} Preview */
 /** @typedef {import("../../../docs/schema/heartwood").Block} Block */
+/** @typedef {import("../../../docs/schema/heartwood").HttpApi} HttpApi */
+/** What route `R` answers, from the server's own route table. @template {keyof HttpApi} R @typedef {HttpApi[R]["answer"]} Answer */
 const base = /** @type {HTMLMetaElement} */ (document.querySelector('meta[name="heartwood-base"]')).content;
 const api = (path) => base + "api/" + path;
 /** One of the page's elements by id; the page knows which kind each id is. @type {(id: string) => any} */
@@ -50,20 +52,23 @@ async function loadStartup() {
 // ChatGPT sign-in: the gateway holds the device code's handle; the page shows the code and the
 // page to open, and polls the gateway until the sign-in is done.
 async function loadSignIn() {
-  const {status, data} = await call("signin");
+  const {status, data: raw} = await call("signin");
   if (status !== 200) return;
+  /** @type {Answer<"GET /api/signin">} */ const data = raw;
   if (data.signed_in) $("signin-status").textContent = "Signed in" + (data.signed_in.email ? " as " + data.signed_in.email : "") + ".";
 }
 async function signIn() {
-  const {status, data} = await call("signin", {});
-  if (status !== 200) { $("signin-status").textContent = String(data); return; }
+  const {status, data: raw} = await call("signin", {});
+  if (status !== 200) { $("signin-status").textContent = String(raw); return; }
+  /** @type {Answer<"POST /api/signin">} */ const data = raw;
   const link = el("a", data.verification_url); link.href = data.verification_url; link.target = "_blank"; link.rel = "noopener";
   $("signin-status").replaceChildren("Open ", link, " and enter the code ", el("strong", data.user_code, "user-code"), " (it expires in " + Math.round(data.expires_in_secs / 60) + " minutes). Waiting for your approval…");
   setTimeout(pollSignIn, 1000);
 }
 async function pollSignIn() {
-  const {status, data} = await call("signin/poll", {});
-  if (status !== 200) { $("signin-status").textContent = String(data); return; }
+  const {status, data: raw} = await call("signin/poll", {});
+  if (status !== 200) { $("signin-status").textContent = String(raw); return; }
+  /** @type {Answer<"POST /api/signin/poll">} */ const data = raw;
   if (data.state === "waiting") { setTimeout(pollSignIn, data.retry_in_secs * 1000); return; }
   if (data.state === "expired") { $("signin-status").textContent = "The code expired before it was approved; sign in again."; return; }
   $("signin-status").textContent = "Signed in" + (data.email ? " as " + data.email : "") + ".";
@@ -341,10 +346,11 @@ function renderWorkflow(w) {
   if (previewPath && previewAt !== w.revision) { previewAt = w.revision; loadPreview(previewPath); }
 }
 async function loadPreview(path) {
-  const {status, data} = await call("sessions/" + session + "/workflow/preview?path=" + encodeURIComponent(path));
+  const {status, data: raw} = await call("sessions/" + session + "/workflow/preview?path=" + encodeURIComponent(path));
+  /** @type {Answer<"GET /api/sessions/{session}/workflow/preview">} */ const data = raw;
   const head = $("wf-preview-head"), pre = $("wf-preview");
   head.replaceChildren();
-  if (status !== 200) { head.textContent = String(data); pre.hidden = true; return; }
+  if (status !== 200) { head.textContent = String(raw); pre.hidden = true; return; }
   const words = {judged: "the bytes the latest checks judged", changed: "changed since the latest checks: check the stage again", not_judged: "not read by the latest checks"};
   head.append(el("strong", data.text.path + " "), el("span", words[data.evidence], "evidence " + data.evidence));
   pre.hidden = false;
@@ -442,9 +448,10 @@ $("workflow-form").onsubmit = async (e) => {
 };
 // Skills: the gateway's catalog as it stands; a decision names the exact tree shown.
 async function loadSkills() {
-  const {status, data} = await call("skills");
+  const {status, data: raw} = await call("skills");
+  /** @type {Answer<"GET /api/skills">} */ const data = raw;
   const list = $("skills"); list.replaceChildren();
-  if (status !== 200) { list.append(el("p", String(data), "muted")); return; }
+  if (status !== 200) { list.append(el("p", String(raw), "muted")); return; }
   for (const s of data.skills) {
     const b = el("button");
     b.dataset.skill = s.name;
@@ -454,9 +461,10 @@ async function loadSkills() {
 }
 let shownSkill = null;
 async function showSkill(name, skillSource) {
-  const {status, data} = await call("skills/show?name=" + encodeURIComponent(name) + "&source=" + encodeURIComponent(skillSource));
+  const {status, data: raw} = await call("skills/show?name=" + encodeURIComponent(name) + "&source=" + encodeURIComponent(skillSource));
+  /** @type {Answer<"GET /api/skills/show">} */ const data = raw;
   $("skill-detail").hidden = false;
-  if (status !== 200) { $("skill-notice").textContent = String(data); return; }
+  if (status !== 200) { $("skill-notice").textContent = String(raw); return; }
   const v = data.view; shownSkill = v;
   $("skill-name").textContent = v.name;
   $("skill-status").textContent = v.status;
@@ -483,10 +491,11 @@ $("skill-deactivate").onclick = () => decideSkill("deactivate");
 // while a transfer moves.
 let wasMoving = false;
 async function loadModels() {
-  const {status, data} = await call("models");
+  const {status, data: raw} = await call("models");
+  /** @type {Answer<"GET /api/models">} */ const data = raw;
   const list = $("models"); list.replaceChildren();
   const transfers = $("transfers"); transfers.replaceChildren();
-  if (status !== 200) { list.append(el("li", String(data), "muted")); return; }
+  if (status !== 200) { list.append(el("li", String(raw), "muted")); return; }
   $("models-runtime").textContent = data.runtime || "no local model runtime is running";
   if (!data.models.length) list.append(el("li", "no local models (heartwood model download or import)", "muted"));
   for (const m of data.models) { const li = el("li", m.label); li.dataset.model = m.name; li.dataset.validation = m.validation; list.append(li); }
@@ -505,9 +514,10 @@ async function loadModels() {
 // reload reads back).
 let reviewedModel = null;
 async function loadCatalog() {
-  const {status, data} = await call("models/catalog");
+  const {status, data: raw} = await call("models/catalog");
+  /** @type {Answer<"GET /api/models/catalog">} */ const data = raw;
   const list = $("model-catalog"); list.replaceChildren();
-  if (status !== 200) { list.append(el("li", String(data), "muted")); return; }
+  if (status !== 200) { list.append(el("li", String(raw), "muted")); return; }
   if (data.note) list.append(el("li", data.note, "muted"));
   for (const entry of data.entries) {
     const li = el("li", entry.label); li.dataset.catalog = entry.id;
@@ -518,8 +528,9 @@ async function loadCatalog() {
   }
 }
 async function reviewModel(id) {
-  const {status, data} = await call("models/review", {catalog: id});
-  $("model-notice").textContent = status === 200 ? "" : String(data);
+  const {status, data: raw} = await call("models/review", {catalog: id});
+  /** @type {Answer<"POST /api/models/review">} */ const data = raw;
+  $("model-notice").textContent = status === 200 ? "" : String(raw);
   if (status !== 200) { $("model-review").hidden = true; return; }
   reviewedModel = {id, sha: data.manifest_sha256};
   const m = data.manifest;
@@ -544,9 +555,10 @@ $("models-panel").addEventListener("toggle", () => { if ($("models-panel").open)
 // Changed files: the gateway's workspace view (Git's changes, or without Git the open
 // session's own edits), and one file's diff as the gateway words it.
 async function loadFiles() {
-  const {status, data} = await call("workspace/changes" + (session ? "?session=" + encodeURIComponent(session) : ""));
+  const {status, data: raw} = await call("workspace/changes" + (session ? "?session=" + encodeURIComponent(session) : ""));
+  /** @type {Answer<"GET /api/workspace/changes">} */ const data = raw;
   const list = $("files"); list.replaceChildren();
-  if (status !== 200) { $("files-summary").textContent = String(data); return; }
+  if (status !== 200) { $("files-summary").textContent = String(raw); return; }
   $("files-summary").textContent = data.summary;
   if (!data.changes.length) list.append(el("li", "nothing changed yet", "muted"));
   for (const c of data.changes) {
@@ -556,9 +568,10 @@ async function loadFiles() {
 }
 async function showDiff(path) {
   const q = "?path=" + encodeURIComponent(path) + (session ? "&session=" + encodeURIComponent(session) : "");
-  const {status, data} = await call("workspace/change_diff" + q);
+  const {status, data: raw} = await call("workspace/change_diff" + q);
+  /** @type {Answer<"GET /api/workspace/change_diff">} */ const data = raw;
   const pre = $("file-diff"); pre.hidden = false; pre.replaceChildren();
-  if (status !== 200) { pre.textContent = String(data); return; }
+  if (status !== 200) { pre.textContent = String(raw); return; }
   for (const line of data.text.split("\n")) {
     const span = el("span", line || " ", line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : "");
     span.style.display = "block"; pre.append(span);

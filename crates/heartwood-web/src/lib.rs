@@ -2,20 +2,23 @@
 //!
 //! This crate owns the ingress policy ([`ingress`]: which peers, hosts, origins, paths and
 //! headers are served, and the launch [`capability`] every request must carry), the session ids it [`minted`], the accept
-//! loop's connection limits ([`listener`]), and the HTTP adapter over the session gateway's
-//! API ([`server`]; commands and typed text in `commands`). It keeps no session state and no
+//! loop's connection limits ([`listener`]), the HTTP adapter over the session gateway's API
+//! ([`server`] frames every request; [`api`] declares every route once, typed, and serves it),
+//! and the published description of that API ([`schema`]). It keeps no session state and no
 //! reducer: every answer comes from the gateway.
 //!
 //! It must never serve a request the policy refused, log or embed the capability, or take the
 //! acting identity from a request body.
 
+pub mod api;
+mod body;
 pub mod capability;
-mod commands;
 pub mod ingress;
 pub mod launch;
 pub mod listener;
 pub mod minted;
 mod page;
+pub mod schema;
 pub mod server;
 
 use std::sync::Arc;

@@ -63,32 +63,31 @@ fn the_pages_script_agrees_with_the_gateways_types() {
 }
 
 /// The check is not vacuous: the same script reading a field the projection does not have
-/// (`status_lines` for `status_line`) is refused, by name.
+/// (`status_lines` for `status_line`), or one an HTTP route's answer does not have (`sumary` in
+/// `GET /api/workspace/changes`'s `ChangeReport`), is refused, by name.
 #[test]
-fn a_field_the_projection_lacks_is_refused() {
+fn a_field_the_types_lack_is_refused() {
     let Some(tsc) = tsc() else { return };
-    let copy = tempfile::tempdir().expect("temp");
     let script = std::fs::read_to_string(root().join("crates/heartwood-web/assets/page.js"))
         .expect("page.js");
-    assert!(
-        script.contains("p.status_line :"),
-        "the line this test edits moved"
-    );
-    let assets = copy.path().join("crates/heartwood-web/assets");
-    let schema = copy.path().join("docs/schema");
-    std::fs::create_dir_all(&assets).expect("assets");
-    std::fs::create_dir_all(&schema).expect("schema");
-    std::fs::write(
-        assets.join("page.js"),
-        script.replacen("p.status_line :", "p.status_lines :", 1),
-    )
-    .expect("write");
-    std::fs::copy(
-        root().join("docs/schema/heartwood.d.ts"),
-        schema.join("heartwood.d.ts"),
-    )
-    .expect("copy");
-    let (passed, said) = check(&tsc, &assets.join("page.js"));
-    assert!(!passed, "a misspelt field passed:\n{said}");
-    assert!(said.contains("status_lines"), "{said}");
+    for (field, edited, misspelt) in [
+        ("p.status_line :", "p.status_lines :", "status_lines"),
+        ("data.summary;", "data.sumary;", "sumary"),
+    ] {
+        assert!(script.contains(field), "the line this test edits moved");
+        let copy = tempfile::tempdir().expect("temp");
+        let assets = copy.path().join("crates/heartwood-web/assets");
+        let schema = copy.path().join("docs/schema");
+        std::fs::create_dir_all(&assets).expect("assets");
+        std::fs::create_dir_all(&schema).expect("schema");
+        std::fs::write(assets.join("page.js"), script.replacen(field, edited, 1)).expect("write");
+        std::fs::copy(
+            root().join("docs/schema/heartwood.d.ts"),
+            schema.join("heartwood.d.ts"),
+        )
+        .expect("copy");
+        let (passed, said) = check(&tsc, &assets.join("page.js"));
+        assert!(!passed, "a misspelt field ({edited}) passed:\n{said}");
+        assert!(said.contains(misspelt), "{said}");
+    }
 }

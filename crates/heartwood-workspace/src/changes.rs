@@ -8,7 +8,7 @@ use crate::git::Git;
 use crate::{ProjectPath, Workspace, WorkspaceError};
 
 /// Bounds for [`Workspace::changes`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ChangeLimits {
     /// Most paths returned.
     pub max_paths: usize,
@@ -21,7 +21,7 @@ impl Default for ChangeLimits {
 }
 
 /// Where a change list comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeSource {
     /// `git status` against `HEAD`.
@@ -31,7 +31,7 @@ pub enum ChangeSource {
 }
 
 /// How a path changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeKind {
     /// Different from `HEAD`.
@@ -69,7 +69,8 @@ impl ChangeKind {
 }
 
 /// One changed path.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "WorkspaceChange")]
 pub struct Change {
     /// The path.
     pub path: ProjectPath,
@@ -81,7 +82,7 @@ pub struct Change {
 }
 
 /// The changed paths.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Changes {
     /// Where the list comes from.
     pub source: ChangeSource,

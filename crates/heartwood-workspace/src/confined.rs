@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::ProjectPath;
 
 /// What sits at a path, seen without following links.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EntryKind {
     /// A regular file.

@@ -8,7 +8,7 @@ use crate::text::as_text;
 use crate::{ProjectPath, Workspace, WorkspaceError};
 
 /// Bounds for [`Workspace::diff`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DiffLimits {
     /// Most bytes read from each side.
     pub max_bytes: u64,
@@ -26,7 +26,7 @@ impl Default for DiffLimits {
 }
 
 /// What a diff request found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DiffStatus {
     /// `unified` holds the diff.
@@ -42,7 +42,7 @@ pub enum DiffStatus {
 }
 
 /// One file's diff.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct FileDiff {
     /// The file.
     pub path: ProjectPath,

@@ -48,7 +48,7 @@ pub enum PathError {
 }
 
 /// A normalized, project-relative path (`data/cohort.csv`), or the project itself (empty).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct ProjectPath(String);
 

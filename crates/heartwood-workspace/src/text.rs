@@ -6,7 +6,7 @@ use crate::confined::{AccessError, read_bounded};
 use crate::{ProjectPath, Workspace};
 
 /// Bounds for [`Workspace::text`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TextLimits {
     /// Most bytes read from the file.
     pub max_bytes: u64,
@@ -24,7 +24,7 @@ impl Default for TextLimits {
 }
 
 /// What a text request found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TextStatus {
     /// Text; `content` holds the requested lines.
@@ -34,7 +34,7 @@ pub enum TextStatus {
 }
 
 /// A text file, or the reason it is not shown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TextFile {
     /// The file.
     pub path: ProjectPath,

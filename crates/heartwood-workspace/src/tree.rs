@@ -10,7 +10,7 @@ use crate::path::EXCLUDED;
 use crate::{ProjectPath, Workspace};
 
 /// Bounds for [`Workspace::tree`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TreeLimits {
     /// Most entries returned.
     pub max_entries: usize,
@@ -28,7 +28,7 @@ impl Default for TreeLimits {
 }
 
 /// One entry of a tree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct TreeEntry {
     /// Project-relative path.
     pub path: ProjectPath,
@@ -40,7 +40,7 @@ pub struct TreeEntry {
 }
 
 /// A bounded listing.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Tree {
     /// Where the listing starts.
     pub root: ProjectPath,

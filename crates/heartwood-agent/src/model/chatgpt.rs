@@ -65,7 +65,7 @@ struct Tokens {
 }
 
 /// Who is signed in, for interfaces (no token).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct SignedIn {
     /// The account's email, when the service said.
     pub email: Option<String>,

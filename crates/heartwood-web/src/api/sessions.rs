@@ -1,0 +1,193 @@
+//! The session routes: the list, a new id, a snapshot, a workflow run's bound files and its
+//! model's picture; and [`Session`], the path's session checked to be one the API serves.
+//! Commands, typed text and the live updates have their own modules.
+
+use std::sync::Arc;
+
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use heartwood_events::{NewSession, SessionId, SessionRow, Snapshot, Suspended, Update};
+use heartwood_gateway::GatewayError;
+use heartwood_gateway::preview::BoundFilePreview;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{Answer, Route, act, answers, of, read};
+use crate::server::{AppState, blocking, failure, json_response, plain};
+
+/// The most sessions the list returns (most recently active first).
+const LISTED_SESSIONS: usize = 200;
+
+pub(super) fn routes() -> Vec<Route> {
+    vec![
+        read(
+            "/api/sessions",
+            "The project's sessions, most recently active first.",
+            answers::<Vec<SessionRow>>(),
+        )
+        .served_by(|| get(list)),
+        act(
+            "/api/sessions",
+            "A new session id (nothing exists on disk until its first command).",
+            answers::<NewSession>(),
+        )
+        .served_by(|| post(mint)),
+        read(
+            "/api/sessions/{session}/snapshot",
+            "The session's projection and its events after `since`; 202 while it waits for \
+             a decision.",
+            answers::<Snapshot>(),
+        )
+        .query(of::<Since>())
+        .served_by(|| get(snapshot)),
+        read(
+            "/api/sessions/{session}/events",
+            "Server-sent events: the events after `since`, then every update as it happens.",
+            answers::<Update>(),
+        )
+        .query(of::<Since>())
+        .served_by(|| get(super::stream::events)),
+        read(
+            "/api/sessions/{session}/ws",
+            "The same updates as the event stream, over a WebSocket.",
+            answers::<Update>(),
+        )
+        .query(of::<Since>())
+        .served_by(|| get(super::stream::websocket)),
+        read(
+            "/api/sessions/{session}/workflow/preview",
+            "A file the workflow run binds, as far as the bounds allow, with its evidence.",
+            answers::<BoundFilePreview>(),
+        )
+        .query(of::<FileAt>())
+        .served_by(|| get(preview)),
+        read(
+            "/api/sessions/{session}/workflow/figure.svg",
+            "The picture of the model the run has just judged; 404 before one, 409 when its \
+             files changed since.",
+            Answer::Media("image/svg+xml"),
+        )
+        .served_by(|| get(figure)),
+    ]
+    .into_iter()
+    .chain(super::commands::routes())
+    .collect()
+}
+
+/// The events a reader has: it is sent those after.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct Since {
+    /// The last event sequence number the reader has (0 for none).
+    #[serde(default)]
+    pub since: u64,
+}
+
+/// A file by its project-relative path.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FileAt {
+    /// The path, relative to the project (`data/cohort.csv`).
+    pub path: String,
+}
+
+/// The session a path names, when the API serves it: minted by this server or on disk.
+/// Anything else is answered 400 (not an id) or 404 (an id nobody registered), so a caller can
+/// never create a session under an id of its choosing.
+pub(crate) struct Session(pub SessionId);
+
+impl FromRequestParts<Arc<AppState>> for Session {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        app: &Arc<AppState>,
+    ) -> Result<Self, Self::Rejection> {
+        let Path(id) = Path::<String>::from_request_parts(parts, app)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let app = Arc::clone(app);
+        // Whether it is on disk is a file system question: asked off the runtime's workers.
+        match tokio::task::spawn_blocking(move || app.known(&id)).await {
+            Ok(Ok(id)) => Ok(Session(id)),
+            Ok(Err((status, why))) => Err(plain(status, &why)),
+            Err(_) => Err(plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the request failed",
+            )),
+        }
+    }
+}
+
+async fn list(State(app): State<Arc<AppState>>) -> Response {
+    blocking(move || match app.gateway.rows(LISTED_SESSIONS) {
+        Ok(rows) => json_response(StatusCode::OK, &rows),
+        Err(e) => failure(&e),
+    })
+    .await
+}
+
+/// The server mints the id; callers cannot choose one.
+async fn mint(State(app): State<Arc<AppState>>) -> Response {
+    json_response(
+        StatusCode::CREATED,
+        &NewSession {
+            session: app.minted.mint(),
+        },
+    )
+}
+
+async fn snapshot(
+    State(app): State<Arc<AppState>>,
+    Session(id): Session,
+    Query(Since { since }): Query<Since>,
+) -> Response {
+    blocking(move || match app.gateway.snapshot(&id, since) {
+        Ok(snapshot) => {
+            // A run stopped for a decision is not an error: 202 with the pending set.
+            let status = if Suspended::of(&snapshot.projection).is_some() {
+                StatusCode::ACCEPTED
+            } else {
+                StatusCode::OK
+            };
+            json_response(status, &snapshot)
+        }
+        Err(e) => failure(&e),
+    })
+    .await
+}
+
+async fn preview(
+    State(app): State<Arc<AppState>>,
+    Session(id): Session,
+    Query(FileAt { path }): Query<FileAt>,
+) -> Response {
+    blocking(move || match app.gateway.workflow_preview(&id, &path) {
+        Ok(preview) => json_response(StatusCode::OK, &preview),
+        Err(e) => failure(&e),
+    })
+    .await
+}
+
+/// The picture, as SVG (shown with `<img>`, so nothing in it runs).
+async fn figure(State(app): State<Arc<AppState>>, Session(id): Session) -> Response {
+    blocking(move || match app.gateway.workflow_figure(&id) {
+        Ok(Some(figure)) => (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, "image/svg+xml"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            figure.svg,
+        )
+            .into_response(),
+        Ok(None) => plain(
+            StatusCode::NOT_FOUND,
+            "there is no model to draw yet: no model stage has been checked",
+        ),
+        Err(GatewayError::Invalid(why)) => plain(StatusCode::CONFLICT, &why),
+        Err(e) => failure(&e),
+    })
+    .await
+}
