@@ -469,12 +469,12 @@ fn correct(
                 recheck.plan.destination,
                 recheck.plan.check,
                 recheck.plan.original,
-                recheck.result.replace('_', " ")
+                recheck.result
             );
             for reason in &recheck.reasons {
                 say!("  {reason}");
             }
-            if recheck.result == "not_observed" {
+            if recheck.result == heartwood_gateway::correction::RecheckResult::NotObserved {
                 say!(
                     "bind it: heartwood workflow correct {session} --finding {finding} \
                      --to {} --apply",

@@ -38,12 +38,34 @@ pub struct CorrectionPlan {
 pub struct Recheck {
     /// The plan rechecked.
     pub plan: CorrectionPlan,
-    /// `not_observed`, `observed` or `unverified`.
-    pub result: &'static str,
+    /// What the check found in the corrected files.
+    pub result: RecheckResult,
     /// The check's reasons.
     pub reasons: Vec<String>,
     /// The files it read, by digest (the new file among them).
     pub inspected: Vec<CapturedFile>,
+}
+
+/// What a correction's recheck found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecheckResult {
+    /// The finding's defect is not observed: the correction may be bound.
+    NotObserved,
+    /// The defect is still observed.
+    Observed,
+    /// The check could not stand on the files it read.
+    Unverified,
+}
+
+impl std::fmt::Display for RecheckResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RecheckResult::NotObserved => "not observed",
+            RecheckResult::Observed => "observed",
+            RecheckResult::Unverified => "unverified",
+        })
+    }
 }
 
 /// Plans the correction of finding `index` of the run's latest review to `destination`,
@@ -192,7 +214,7 @@ pub fn recheck(
         if !review.started.evidence.contains(d) {
             return Ok(Recheck {
                 plan,
-                result: "unverified",
+                result: RecheckResult::Unverified,
                 reasons: vec![format!(
                     "{} is not the file the review captured, so the recheck cannot stand on it",
                     d.path
@@ -203,9 +225,9 @@ pub fn recheck(
     }
     let result = heartwood_workflow::evaluate::run_on(&plan.check, &files, digests);
     let verdict = match result.status {
-        Status::Passed => "not_observed",
-        Status::Failed => "observed",
-        Status::Unverified => "unverified",
+        Status::Passed => RecheckResult::NotObserved,
+        Status::Failed => RecheckResult::Observed,
+        Status::Unverified => RecheckResult::Unverified,
     };
     Ok(Recheck {
         plan,

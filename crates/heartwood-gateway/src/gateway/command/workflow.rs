@@ -186,12 +186,12 @@ fn bind_correction(
             "the run moved on while the correction was rechecked; look again",
         );
     }
-    if recheck.result != "not_observed" {
+    if recheck.result != crate::correction::RecheckResult::NotObserved {
         let why = format!(
             "the recheck of {} is {}: {}; only a correction whose defect is not observed can be \
              bound",
             recheck.plan.destination,
-            recheck.result.replace('_', " "),
+            recheck.result,
             recheck.reasons.join("; ")
         );
         return core.refuse(key, &why);
