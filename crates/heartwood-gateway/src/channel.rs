@@ -24,6 +24,7 @@ use heartwood_events::{ActionPolicy, Command, CommandId, Receipt, SessionId, Sna
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
+use crate::error::ChannelError;
 use crate::{ErrorKind, GatewayError};
 
 /// The longest socket path the OS accepts (`sun_path`, less its terminating NUL). A session
@@ -334,7 +335,7 @@ impl Client {
     }
 
     fn call<T: for<'de> Deserialize<'de>>(&mut self, request: &Request) -> Result<T, GatewayError> {
-        let mut line = serde_json::to_vec(request).map_err(|e| GatewayError::Io(e.to_string()))?;
+        let mut line = serde_json::to_vec(request).map_err(ChannelError::Encode)?;
         line.push(b'\n');
         self.stream.write_all(&line).map_err(lost)?;
         self.next()
@@ -348,9 +349,7 @@ impl Client {
         match serde_json::from_str::<Answer<T>>(&answer) {
             Ok(Answer::Ok(value)) => Ok(value),
             Ok(Answer::Error { kind, message }) => Err(GatewayError::Forwarded { kind, message }),
-            Err(e) => Err(GatewayError::Io(format!(
-                "the process serving the session answered something unreadable: {e}"
-            ))),
+            Err(e) => Err(ChannelError::Unreadable(e).into()),
         }
     }
 
@@ -383,8 +382,7 @@ impl Client {
 
     /// The session's updates from the serving process, relayed by a thread of their own.
     pub(crate) fn subscribe(mut self) -> Result<broadcast::Receiver<Update>, GatewayError> {
-        let request = serde_json::to_vec(&Request::Subscribe {})
-            .map_err(|e| GatewayError::Io(e.to_string()))?;
+        let request = serde_json::to_vec(&Request::Subscribe {}).map_err(ChannelError::Encode)?;
         self.stream
             .write_all(&[request.as_slice(), b"\n"].concat())
             .map_err(lost)?;
@@ -400,15 +398,13 @@ impl Client {
                     }
                 }
             })
-            .map_err(|e| GatewayError::Io(format!("cannot follow the session: {e}")))?;
+            .map_err(ChannelError::Follow)?;
         Ok(receiver)
     }
 }
 
 fn lost(e: std::io::Error) -> GatewayError {
-    GatewayError::Io(format!(
-        "the connection to the process serving the session was lost ({e}); try again"
-    ))
+    ChannelError::Lost(e).into()
 }
 
 #[cfg(test)]

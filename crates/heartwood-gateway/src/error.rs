@@ -36,8 +36,20 @@ pub enum GatewayError {
     #[error("{0}")]
     Invalid(String),
     /// Reading or writing a file outside the session failed.
-    #[error("{0}")]
-    Io(String),
+    #[error("{doing}: {source}")]
+    Io {
+        /// What was being done, in words (`cannot create /tmp/replay`).
+        doing: String,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Reaching the process that serves the session failed.
+    #[error(transparent)]
+    Channel(#[from] ChannelError),
+    /// The project's skills could not be read or were refused.
+    #[error(transparent)]
+    Skills(#[from] heartwood_skills::SkillError),
     /// A local model operation did not complete (nothing was published).
     #[error(transparent)]
     Models(#[from] heartwood_models::ModelError),
@@ -49,6 +61,23 @@ pub enum GatewayError {
         /// Its message there.
         message: String,
     },
+}
+
+/// Why a request to the process serving a session failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelError {
+    /// The connection broke or timed out.
+    #[error("the connection to the process serving the session was lost ({0}); try again")]
+    Lost(#[source] std::io::Error),
+    /// Its answer was not one this build reads.
+    #[error("the process serving the session answered something unreadable: {0}")]
+    Unreadable(#[source] serde_json::Error),
+    /// The request could not be written as JSON.
+    #[error("the request could not be encoded for the process serving the session: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// No thread could be started to relay the session's updates.
+    #[error("cannot follow the session: {0}")]
+    Follow(#[source] std::io::Error),
 }
 
 /// Why a folder cannot be used as a project.
@@ -99,7 +128,7 @@ impl GatewayError {
     /// is.
     pub(crate) fn or_owned(self, owned: GatewayError) -> GatewayError {
         match self {
-            GatewayError::Io(_) => owned,
+            GatewayError::Channel(_) => owned,
             other => other,
         }
     }
@@ -110,7 +139,9 @@ impl GatewayError {
             GatewayError::BadId(_) | GatewayError::Workspace(_) | GatewayError::Invalid(_) => {
                 ErrorKind::Invalid
             }
-            GatewayError::Io(_) => ErrorKind::Io,
+            GatewayError::Io { .. } | GatewayError::Channel(_) => ErrorKind::Io,
+            GatewayError::Skills(heartwood_skills::SkillError::Read { .. }) => ErrorKind::Io,
+            GatewayError::Skills(_) => ErrorKind::Invalid,
             GatewayError::Forwarded { kind, .. } => *kind,
             GatewayError::NoProject(_) | GatewayError::Config(_) | GatewayError::Closed(_) => {
                 ErrorKind::Unavailable

@@ -166,7 +166,10 @@ pub fn start_download(
                 "could not start the download: {e}"
             )));
             transfer.finish(&failed, |()| String::new());
-            GatewayError::Io(format!("could not start the download: {e}"))
+            GatewayError::Io {
+                doing: "could not start the download".into(),
+                source: e,
+            }
         })?;
     Ok(started)
 }

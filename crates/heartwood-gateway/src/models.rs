@@ -637,7 +637,10 @@ fn free_port() -> Result<u16, GatewayError> {
     std::net::TcpListener::bind(("127.0.0.1", 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(|e| GatewayError::Io(format!("no free loopback port: {e}")))
+        .map_err(|source| GatewayError::Io {
+            doing: "no free loopback port".into(),
+            source,
+        })
 }
 
 fn provenance(way_in: WayIn, review: &Review) -> Provenance {

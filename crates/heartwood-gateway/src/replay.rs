@@ -99,8 +99,10 @@ pub fn write_starting_files(
     }
     let workspace = heartwood_workspace::Workspace::open(project.root())
         .map_err(|e| GatewayError::Unreadable(e.to_string()))?;
-    std::fs::create_dir_all(dir)
-        .map_err(|e| GatewayError::Io(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir).map_err(|source| GatewayError::Io {
+        doing: format!("cannot create {}", dir.display()),
+        source,
+    })?;
     workspace.export_commit(commit, dir).map_err(|e| {
         let _ = std::fs::remove_dir_all(dir);
         GatewayError::Unreadable(format!(

@@ -51,7 +51,10 @@ impl SkillsService {
         if self.has_state {
             return read(&self.store, self.load()?);
         }
-        let temporary = tempfile::tempdir().map_err(|e| GatewayError::Io(e.to_string()))?;
+        let temporary = tempfile::tempdir().map_err(|source| GatewayError::Io {
+            doing: "cannot make a temporary store to check the skills in".into(),
+            source,
+        })?;
         let store = Store::new(temporary.path().join("skills"));
         let catalog = catalog::load(&store, &self.limits).map_err(skill_error)?;
         read(&store, catalog)
@@ -125,9 +128,13 @@ impl SkillsService {
         let mut skills = Vec::new();
         for mut skill in catalog.active {
             // The agent's paths are compared as real paths.
-            skill.dir = skill.dir.canonicalize().map_err(|e| {
-                GatewayError::Io(format!("the skill {} cannot be read: {e}", skill.name))
-            })?;
+            skill.dir = skill
+                .dir
+                .canonicalize()
+                .map_err(|source| GatewayError::Io {
+                    doing: format!("the skill {} cannot be read", skill.name),
+                    source,
+                })?;
             skills.push(skill);
         }
         Ok(AgentSkills(skills))
@@ -179,8 +186,5 @@ impl AgentSkills {
 }
 
 fn skill_error(e: SkillError) -> GatewayError {
-    match e {
-        SkillError::Read { .. } => GatewayError::Io(e.to_string()),
-        SkillError::Refused(_) | SkillError::Invalid(_) => GatewayError::Invalid(e.to_string()),
-    }
+    GatewayError::Skills(e)
 }
