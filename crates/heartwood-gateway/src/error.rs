@@ -25,7 +25,7 @@ pub enum GatewayError {
     Closed(heartwood_events::SessionId),
     /// The agent engine could not be started or driven.
     #[error("the agent could not run: {0}")]
-    Backend(String),
+    Backend(#[from] BackendFailure),
     /// A stored event could not be read by this build.
     #[error("{0}")]
     Unreadable(String),
@@ -61,6 +61,48 @@ pub enum GatewayError {
         /// Its message there.
         message: String,
     },
+}
+
+/// Why the agent engine could not be started or driven.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendFailure {
+    /// A thread or runtime the agent runs on could not be started.
+    #[error("cannot start the agent's {what}: {source}")]
+    Start {
+        /// `thread` or `runtime`.
+        what: &'static str,
+        /// What the system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The thread a command ran on ended without answering.
+    #[error("the command's thread failed: {0}")]
+    Joined(#[source] tokio::task::JoinError),
+    /// The OpenHands agent server could not be found, installed or driven.
+    #[error(transparent)]
+    OpenHands(#[from] heartwood_openhands::OpenHandsError),
+    /// No Python new enough to install the OpenHands agent server.
+    #[error(
+        "no Python 3.12 or newer on PATH; install one (e.g. `apt-get install python3.12 \
+         python3.12-venv`) or pass --python PATH"
+    )]
+    NoPython,
+    /// The engine's own log disagrees with the session's record, so it cannot continue.
+    #[error(
+        "the agent's own log ({log}) does not match the session's record: {detail}. The \
+         session's record may still verify (`heartwood sessions verify`), but the agent cannot \
+         continue from a log that disagrees with it; export the session if you need it, and \
+         give the task again in a new session"
+    )]
+    LogMismatch {
+        /// Where the engine's log is.
+        log: String,
+        /// Where they differ.
+        detail: String,
+    },
+    /// The engine failed, in its own words.
+    #[error("{0}")]
+    Engine(String),
 }
 
 /// Why a request to the process serving a session failed.

@@ -55,7 +55,7 @@ pub use admin::{
     EventLine, ExportReport, IntegrityReport, PendingListing, RecoverReport, SessionAdmin,
     SessionListing, SessionReport, SessionView,
 };
-pub use error::{ChannelError, ErrorKind, GatewayError, ProjectUnusable};
+pub use error::{BackendFailure, ChannelError, ErrorKind, GatewayError, ProjectUnusable};
 pub use gateway::{IDLE_RELEASE, SessionGateway};
 pub use heartwood_audit::{
     Checkpoint, CheckpointReport, Damage, DamageKind, ReceiptRepair, Recovery, SessionMeta,

@@ -19,6 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::GatewayError;
 use crate::backend::{AgentBackend, BackendEntry, BackendError, BackendSink};
+use crate::error::BackendFailure;
 use crate::live::{Core, Live};
 use crate::parallel_review::dispatch::{self, ReviewRoute};
 use crate::translate::is_backend_derived;
@@ -39,7 +40,12 @@ pub(crate) fn runtime() -> Result<Runtime, GatewayError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| GatewayError::Backend(format!("cannot start the agent's runtime: {e}")))
+        .map_err(|source| {
+            GatewayError::Backend(BackendFailure::Start {
+                what: "runtime",
+                source,
+            })
+        })
 }
 
 /// Reconciles the session's backend with the journal, and starts its worker on `runtime`,
@@ -109,7 +115,12 @@ pub(crate) fn start(
             drop(runtime);
             let _ = done.send(());
         })
-        .map_err(|e| GatewayError::Backend(format!("cannot start the agent's thread: {e}")))?;
+        .map_err(|source| {
+            GatewayError::Backend(BackendFailure::Start {
+                what: "thread",
+                source,
+            })
+        })?;
     let link = WorkerLink::new(work, controls, abort, stopped);
     if continue_run {
         link.send(Work::Run);
@@ -363,13 +374,10 @@ fn check_backend_log(
     restored: &[BackendEntry],
 ) -> Result<(), GatewayError> {
     let mismatch = |detail: String| {
-        GatewayError::Backend(format!(
-            "the agent's own log ({}) does not match the session's record: {detail}. The \
-             session's record may still verify (`heartwood sessions verify`), but the agent \
-             cannot continue from a log that disagrees with it; export the session if you need \
-             it, and give the task again in a new session",
-            backend.log_location()
-        ))
+        GatewayError::Backend(BackendFailure::LogMismatch {
+            log: backend.log_location(),
+            detail,
+        })
     };
     let inputs = researcher_inputs(core);
     for (n, text) in backend.received_inputs().iter().enumerate() {
@@ -483,5 +491,5 @@ fn publish_pending(core: &mut Core, backend: &dyn AgentBackend) -> Result<(), Ga
 }
 
 fn backend_error(error: BackendError) -> GatewayError {
-    GatewayError::Backend(error.0)
+    GatewayError::Backend(BackendFailure::Engine(error.0))
 }

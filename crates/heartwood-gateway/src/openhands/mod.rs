@@ -27,6 +27,7 @@ use crate::backend::{
     AgentBackend, BackendControls, BackendEntry, BackendError, BackendFactory, BackendFuture,
     BackendSink, BackendSpec, PendingActions, RunStop,
 };
+use crate::error::BackendFailure;
 use crate::translate::proposal_of;
 
 mod log;
@@ -533,21 +534,17 @@ fn oh_error(error: OpenHandsError) -> BackendError {
 pub fn installation() -> Result<std::path::PathBuf, GatewayError> {
     Installation::find()
         .map(|found| found.venv().to_path_buf())
-        .map_err(|e| GatewayError::Backend(e.to_string()))
+        .map_err(|e| GatewayError::Backend(e.into()))
 }
 
 /// Installs the pinned OpenHands agent server into this user's cache (or
 /// `HEARTWOOD_OPENHANDS_VENV`) with `python`, or the first Python 3.12+ on `PATH`; pip's
 /// progress goes to this process's output. Returns where it is.
 pub fn install(python: Option<std::path::PathBuf>) -> Result<std::path::PathBuf, GatewayError> {
-    let python = python.or_else(Installation::find_python).ok_or_else(|| {
-        GatewayError::Backend(
-            "no Python 3.12 or newer on PATH; install one (e.g. `apt-get install python3.12 \
-             python3.12-venv`) or pass --python PATH"
-                .into(),
-        )
-    })?;
+    let python = python
+        .or_else(Installation::find_python)
+        .ok_or(GatewayError::Backend(BackendFailure::NoPython))?;
     Installation::install(&Installation::default_location(), &python)
         .map(|done| done.venv().to_path_buf())
-        .map_err(|e| GatewayError::Backend(e.to_string()))
+        .map_err(|e| GatewayError::Backend(e.into()))
 }

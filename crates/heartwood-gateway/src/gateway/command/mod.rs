@@ -30,6 +30,7 @@ use heartwood_events::{Command, CommandKind, Receipt};
 
 use super::SessionGateway;
 use crate::GatewayError;
+use crate::error::BackendFailure;
 use crate::live::{CommandKey, Core, Live};
 
 /// How one pass through the pipeline ended.
@@ -70,7 +71,7 @@ impl SessionGateway {
         let gateway = SessionGateway::from_shared(Arc::clone(&self.shared));
         tokio::task::spawn_blocking(move || gateway.submit(command))
             .await
-            .map_err(|e| GatewayError::Backend(format!("the command's thread failed: {e}")))?
+            .map_err(|e| GatewayError::Backend(BackendFailure::Joined(e)))?
     }
 
     fn submit_once(&self, command: Command) -> Result<Submitted, GatewayError> {
