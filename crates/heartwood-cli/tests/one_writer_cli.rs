@@ -80,14 +80,16 @@ async fn after_the_owner_is_killed_the_next_process_takes_the_session_over() {
     );
     // The rows the terminal interface and the page list say it stopped too (reading them
     // serves the session, which records the cut-off run as interrupted).
-    let root = project.path().to_owned();
-    let rows = tokio::task::spawn_blocking(move || {
-        let project = heartwood_gateway::ProjectContext::at(&root).expect("project");
-        heartwood_gateway::SessionGateway::new(project).rows(10)
-    })
-    .await
-    .expect("rows")
-    .expect("rows");
+    let project_context = heartwood_gateway::ProjectContext::at(project.path()).expect("project");
+    let gateway = std::sync::Arc::new(heartwood_gateway::SessionGateway::new(project_context));
+    let reading = std::sync::Arc::clone(&gateway);
+    let rows = tokio::task::spawn_blocking(move || reading.rows(10))
+        .await
+        .expect("rows")
+        .expect("rows");
+    // Closed, not merely dropped: a dropped gateway releases what it serves once its workers
+    // have stopped, a moment later, and the next process would rightly wait for that.
+    gateway.close().await;
     // (A kill that cut an append short leaves recovery to do first, and the row says so.)
     let status = &rows[0].status_line;
     assert!(
