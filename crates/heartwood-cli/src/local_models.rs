@@ -321,7 +321,7 @@ fn print_done(listing: &heartwood_gateway::models::ModelListing, json: bool) -> 
 /// (indicatif hides the bar when standard error is not a terminal).
 fn with_progress<T: Send>(
     desk: &ModelDesk,
-    work: impl FnOnce() -> Result<T, heartwood_gateway::GatewayError> + Send,
+    work: impl FnOnce() -> Result<T, heartwood_gateway::ProjectError> + Send,
 ) -> Result<T> {
     let bar = indicatif::ProgressBar::new(0);
     bar.set_style(

@@ -1,16 +1,20 @@
 //! [`GatewayError`]: why a gateway operation failed, in words that say what to do next, and
-//! its [`ErrorKind`], so an interface can answer in its own terms (an HTTP status, an exit
-//! code) without reading the message.
+//! its [`ErrorKind`] (heartwood-project's, shared by every error an interface sees), so an
+//! interface can answer in its own terms (an HTTP status, an exit code) without reading the
+//! message.
 
 use heartwood_audit::AuditError;
 use heartwood_events::IdError;
+pub use heartwood_project::ErrorKind;
+use heartwood_project::ProjectError;
 
 /// Why a gateway operation failed. Every message says what to do next.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
-    /// The folder cannot be used as a project.
+    /// A project service (configuration, platform, sign-in, route check, local models, skills)
+    /// failed.
     #[error(transparent)]
-    NoProject(#[from] ProjectUnusable),
+    Project(#[from] ProjectError),
     /// An id did not parse.
     #[error(transparent)]
     BadId(#[from] IdError),
@@ -47,12 +51,6 @@ pub enum GatewayError {
     /// Reaching the process that serves the session failed.
     #[error(transparent)]
     Channel(#[from] ChannelError),
-    /// The project's skills could not be read or were refused.
-    #[error(transparent)]
-    Skills(#[from] heartwood_skills::SkillError),
-    /// A local model operation did not complete (nothing was published).
-    #[error(transparent)]
-    Models(#[from] heartwood_models::ModelError),
     /// The process serving the session refused or failed the request, for this reason.
     #[error("{message}")]
     Forwarded {
@@ -122,42 +120,6 @@ pub enum ChannelError {
     Follow(#[source] std::io::Error),
 }
 
-/// Why a folder cannot be used as a project.
-#[derive(Debug, thiserror::Error)]
-pub enum ProjectUnusable {
-    /// The current directory could not be read.
-    #[error("cannot use the current directory as a project: {0}")]
-    CurrentDir(#[source] std::io::Error),
-    /// Its path is not text.
-    #[error(
-        "the folder {} has a name that is not valid UTF-8; Heartwood shows and records project \
-         paths as text, so move the project to a folder whose path is",
-        .0.display()
-    )]
-    NotUtf8(std::path::PathBuf),
-}
-
-/// What kind of failure a [`GatewayError`] is, for an interface that must answer in its own
-/// terms (an HTTP status, an exit code) without reading the message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorKind {
-    /// No such session.
-    NotFound,
-    /// Another process holds the session; trying again later may succeed.
-    Owned,
-    /// The request itself is wrong (an id, a path, a reused command id).
-    Invalid,
-    /// The session's files are damaged or need recovery; nothing was done.
-    Damaged,
-    /// The project is not set up for this (no model route, a closed session).
-    Unavailable,
-    /// Reading or writing failed (a full disk, say).
-    Io,
-    /// The agent could not be started or driven.
-    Backend,
-}
-
 impl GatewayError {
     /// Whether another process holds the session (so waiting a moment and trying again may
     /// succeed, when that process is finishing a short command).
@@ -182,24 +144,11 @@ impl GatewayError {
                 ErrorKind::Invalid
             }
             GatewayError::Io { .. } | GatewayError::Channel(_) => ErrorKind::Io,
-            GatewayError::Skills(heartwood_skills::SkillError::Read { .. }) => ErrorKind::Io,
-            GatewayError::Skills(_) => ErrorKind::Invalid,
+            GatewayError::Project(e) => e.kind(),
             GatewayError::Forwarded { kind, .. } => *kind,
-            GatewayError::NoProject(_) | GatewayError::Config(_) | GatewayError::Closed(_) => {
-                ErrorKind::Unavailable
-            }
+            GatewayError::Config(_) | GatewayError::Closed(_) => ErrorKind::Unavailable,
             GatewayError::Backend(_) => ErrorKind::Backend,
             GatewayError::Unreadable(_) => ErrorKind::Damaged,
-            GatewayError::Models(e) => match e {
-                heartwood_models::ModelError::Io { .. } => ErrorKind::Io,
-                heartwood_models::ModelError::Integrity(_) => ErrorKind::Damaged,
-                heartwood_models::ModelError::Hub(_) | heartwood_models::ModelError::Runtime(_) => {
-                    ErrorKind::Unavailable
-                }
-                heartwood_models::ModelError::Refused(_)
-                | heartwood_models::ModelError::Invalid(_)
-                | heartwood_models::ModelError::Cancelled => ErrorKind::Invalid,
-            },
             GatewayError::Journal(e) => match e {
                 AuditError::NoSession { .. } => ErrorKind::NotFound,
                 AuditError::Owned { .. } => ErrorKind::Owned,

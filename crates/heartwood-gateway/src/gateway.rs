@@ -239,7 +239,7 @@ impl SessionGateway {
 
     /// Starts a ChatGPT sign-in: the code and page to show. Blocks while the service is asked.
     pub fn start_sign_in(&self) -> Result<crate::subscription::Pending, GatewayError> {
-        self.shared.sign_in.start()
+        Ok(self.shared.sign_in.start()?)
     }
 
     /// The sign-in in progress, if any (what to show; never its handle).
@@ -258,7 +258,7 @@ impl SessionGateway {
     /// Polls the sign-in in progress (at most once per the service's interval; blocks while
     /// the service is asked).
     pub fn poll_sign_in(&self) -> Result<crate::subscription::Progress, GatewayError> {
-        self.shared.sign_in.poll()
+        Ok(self.shared.sign_in.poll()?)
     }
 
     /// A handle on the same gateway, for a session's command channel.

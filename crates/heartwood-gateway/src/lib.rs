@@ -3,10 +3,14 @@
 //!
 //! It owns [`SessionGateway`] (typed commands in, one projection out, the agent on a supervised
 //! worker per active session), the agent-[`backend`] port and its [`native`] implementation,
-//! the one [`reducer`], the [`translate`]ion of the native engine's events into durable events, the [`ProjectContext`] (which project the process serves), the project's
-//! [`config`] (the model route, written under a project-scoped lock), the read-only [`startup`]
-//! planner, the [`route_check`] before a route is saved, the read-only [`workspace`] service, the project's Agent [`skills`], session [`replay`], the Markdown [`transcript`], and [`SessionAdmin`], the administrative view of the project's sessions: list,
-//! show, verify, checkpoint, export, recover, remove.
+//! the one [`reducer`], the [`translate`]ion of the native engine's events into durable
+//! events, the read-only [`workspace`] service, session [`replay`], the Markdown
+//! [`transcript`], and [`SessionAdmin`], the administrative view of the project's sessions:
+//! list, show, verify, checkpoint, export, recover, remove.
+//!
+//! The project's services (which project, its configuration, platform, sign-in, route checks,
+//! the startup planner, local models, skills) are heartwood-project's, below this crate; they
+//! are re-exported here so that interfaces keep one door.
 //!
 //! It must never let an interface choose another project's directory, and it must never expose
 //! the journal's writer to an interface.
@@ -14,36 +18,24 @@
 mod admin;
 pub mod backend;
 mod channel;
-pub mod config;
 pub mod correction;
-mod engine_route;
 mod error;
 mod figure;
 mod follow;
 mod gateway;
 mod live;
 pub mod markdown;
-pub mod model_catalog;
-pub mod models;
 pub mod native;
 pub mod openhands;
-mod own_runtime;
 pub mod parallel_review;
-pub mod platform;
-pub mod presets;
 pub mod preview;
-mod project;
 pub mod reducer;
 pub mod replay;
 mod reproduction;
 pub mod review;
 mod review_evidence;
-pub mod route_check;
-pub mod route_request;
 pub mod session_diff;
-pub mod skills;
 pub mod startup;
-pub mod subscription;
 pub mod transcript;
 pub mod translate;
 mod worker;
@@ -55,7 +47,9 @@ pub use admin::{
     EventLine, ExportReport, IntegrityReport, PendingListing, RecoverReport, SessionAdmin,
     SessionListing, SessionReport, SessionView,
 };
-pub use error::{BackendFailure, ChannelError, ErrorKind, GatewayError, ProjectUnusable};
+pub use error::{BackendFailure, ChannelError, GatewayError};
+// The project's services live below the sessions, in heartwood-project; interfaces reach
+// them through this door like everything else.
 pub use gateway::{IDLE_RELEASE, SessionGateway};
 pub use heartwood_audit::{
     Checkpoint, CheckpointReport, Damage, DamageKind, ReceiptRepair, Recovery, SessionMeta,
@@ -63,8 +57,11 @@ pub use heartwood_audit::{
 };
 pub use heartwood_events as events;
 pub use heartwood_events::{Change, Snapshot, Update};
+pub use heartwood_project::{
+    ErrorKind, ProjectContext, ProjectError, ProjectUnusable, config, model_catalog, models,
+    platform, presets, route_check, route_request, skills, subscription,
+};
 pub use live::blank_snapshot;
 pub use native::NATIVE_BACKEND;
 pub use openhands::OPENHANDS_BACKEND;
-pub use project::ProjectContext;
 pub use workspace::WorkspaceService;

@@ -21,8 +21,7 @@ use crate::backend::{
 };
 use crate::translate::{Translator, proposal_of};
 
-/// The backend name recorded for sessions the native engine serves.
-pub const NATIVE_BACKEND: &str = "native";
+pub use heartwood_project::config::NATIVE_BACKEND;
 
 /// Opens native-engine conversations.
 #[derive(Debug, Default, Clone, Copy)]

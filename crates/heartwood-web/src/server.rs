@@ -177,9 +177,10 @@ pub(crate) fn status_of(e: &heartwood_gateway::GatewayError) -> StatusCode {
     }
 }
 
-/// A gateway failure as a plain-text answer with the status of its kind.
-pub(crate) fn failure(e: &heartwood_gateway::GatewayError) -> Response {
-    plain(status_of(e), &e.to_string())
+/// A gateway (or project service) failure as a plain-text answer with the status of its kind.
+pub(crate) fn failure(e: impl Into<heartwood_gateway::GatewayError>) -> Response {
+    let e = e.into();
+    plain(status_of(&e), &e.to_string())
 }
 
 pub(crate) fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response {

@@ -374,7 +374,7 @@ fn form_route(
         api_key_env: Some(api_key_env.unwrap_or_default()),
         ..Default::default()
     };
-    heartwood_gateway::route_request::route_for(project, asked)
+    Ok(heartwood_gateway::route_request::route_for(project, asked)?)
 }
 
 /// Connects `route`, or for a subscription not signed in yet, shows the sign-in code first (the
@@ -415,7 +415,7 @@ fn decide_skill(
     let decided = tokio::task::block_in_place(|| match decision {
         SkillDecision::Approve => match digest {
             Some(digest) => skills.approve(name, Some(source), digest).map(|_| ()),
-            None => Err(heartwood_gateway::GatewayError::Invalid(
+            None => Err(heartwood_gateway::ProjectError::Invalid(
                 "the skill cannot be read, so there is no tree to approve".into(),
             )),
         },

@@ -1,6 +1,8 @@
 //! The shape of the code, checked: the frontends (the terminal, the browser's server, the
 //! notebook module) reach sessions only through the gateway (their build dependencies and
-//! their source never name the journal, workspace, agent or workflow crates), no source file
+//! their source never name the journal, workspace, agent, workflow or project crates), the
+//! project's services sit below the sessions (heartwood-project never depends on the gateway
+//! or the journal), no source file
 //! is over 800 lines, no product function over 150, and no circle of modules inside a crate
 //! passes through more than two files.
 
@@ -8,7 +10,8 @@ use std::path::Path;
 
 mod circles;
 
-const FORBIDDEN: [&str; 7] = [
+const FORBIDDEN: [&str; 8] = [
+    "heartwood-project",
     "heartwood-audit",
     "heartwood-workspace",
     "heartwood-agent",
@@ -28,11 +31,7 @@ fn frontend(dir: &str) -> std::path::PathBuf {
 #[test]
 fn frontends_depend_on_the_gateway_not_on_what_is_behind_it() {
     for dir in FRONTENDS {
-        let manifest = std::fs::read_to_string(frontend(dir).join("Cargo.toml")).expect("read");
-        let dependencies = manifest
-            .split("\n[")
-            .find(|section| section.starts_with("dependencies]"))
-            .expect("a [dependencies] section");
+        let dependencies = dependencies_of(dir);
         assert!(
             dependencies.contains("heartwood-gateway"),
             "{dir} should use the gateway"
@@ -60,6 +59,31 @@ fn frontend_sources_never_name_the_crates_behind_the_gateway() {
         let checked = sources.len();
         assert!(checked >= 4, "only {checked} files were checked in {dir}");
     }
+}
+
+/// The `[dependencies]` section of a crate's manifest, from this crate's folder.
+fn dependencies_of(dir: &str) -> String {
+    let manifest = std::fs::read_to_string(frontend(dir).join("Cargo.toml")).expect("read");
+    manifest
+        .split("\n[")
+        .find(|section| section.starts_with("dependencies]"))
+        .expect("a [dependencies] section")
+        .to_owned()
+}
+
+#[test]
+fn the_project_services_never_reach_up_into_sessions() {
+    let dependencies = dependencies_of("../heartwood-project");
+    for above in ["heartwood-gateway", "heartwood-audit", "heartwood-workflow"] {
+        assert!(
+            !dependencies.contains(above),
+            "heartwood-project depends on {above}: the gateway tells it what it needs of sessions"
+        );
+    }
+    assert!(
+        dependencies_of("../heartwood-gateway").contains("heartwood-project"),
+        "the gateway serves the project's services"
+    );
 }
 
 /// Every file under `dir` (recursively), skipping build output and installed packages.

@@ -36,8 +36,7 @@ use log::{CUT_OFF, Log};
 
 pub use heartwood_openhands::server::processes_of;
 
-/// The backend name recorded for sessions OpenHands serves.
-pub const OPENHANDS_BACKEND: &str = "openhands";
+pub use heartwood_project::config::OPENHANDS_BACKEND;
 
 /// The most agent steps one run may take.
 const MAX_ITERATIONS: u32 = 500;

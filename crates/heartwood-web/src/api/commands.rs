@@ -145,7 +145,7 @@ async fn submit(
                     settle_if(&wait, session, vec![receipt], answer)
                 }
             },
-            Err(e) => Routed::Now(failure(&e)),
+            Err(e) => Routed::Now(failure(e)),
         }
     })
     .await;
@@ -181,7 +181,7 @@ async fn say(
                     settle_if(&wait, session, receipts, answer)
                 }
             }
-            Err(e) => Routed::Now(failure(&e)),
+            Err(e) => Routed::Now(failure(e)),
         }
     })
     .await;
@@ -224,6 +224,6 @@ async fn settled_answer(app: &AppState, settling: Settling) -> Response {
             ),
             None => settling.otherwise,
         },
-        Err(e) => failure(&e),
+        Err(e) => failure(e),
     }
 }

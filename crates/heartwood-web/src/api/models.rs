@@ -70,7 +70,7 @@ pub struct CatalogDownload {
 async fn view(State(app): State<Arc<AppState>>) -> Response {
     blocking(move || match ModelDesk::new(&app.project).view() {
         Ok(view) => json_response(StatusCode::OK, &view),
-        Err(e) => failure(&e),
+        Err(e) => failure(e),
     })
     .await
 }
@@ -79,7 +79,7 @@ async fn catalog(State(app): State<Arc<AppState>>) -> Response {
     blocking(
         move || match heartwood_gateway::model_catalog::catalog(&app.project) {
             Ok(view) => json_response(StatusCode::OK, &view),
-            Err(e) => failure(&e),
+            Err(e) => failure(e),
         },
     )
     .await
@@ -92,7 +92,7 @@ async fn review(
     blocking(
         move || match ModelDesk::new(&app.project).review_catalog(&asked.catalog, None) {
             Ok(review) => json_response(StatusCode::OK, &review),
-            Err(e) => failure(&e),
+            Err(e) => failure(e),
         },
     )
     .await
@@ -120,7 +120,7 @@ async fn download(
             &asked.accept_license,
         ) {
             Ok(started) => json_response(StatusCode::ACCEPTED, &started),
-            Err(e) => failure(&e),
+            Err(e) => failure(e),
         }
     })
     .await

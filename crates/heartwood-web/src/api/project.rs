@@ -80,7 +80,7 @@ async fn status(State(app): State<Arc<AppState>>) -> Response {
     blocking(
         move || match heartwood_gateway::startup::plan(&app.project) {
             Ok(plan) => json_response(StatusCode::OK, &plan),
-            Err(e) => failure(&e),
+            Err(e) => failure(e),
         },
     )
     .await
@@ -89,7 +89,7 @@ async fn status(State(app): State<Arc<AppState>>) -> Response {
 async fn workflows() -> Response {
     blocking(|| match heartwood_gateway::workspace::workflow_catalog() {
         Ok(catalog) => json_response(StatusCode::OK, &catalog),
-        Err(e) => failure(&e),
+        Err(e) => failure(e),
     })
     .await
 }

@@ -123,7 +123,7 @@ impl FromRequestParts<Arc<AppState>> for Session {
 async fn list(State(app): State<Arc<AppState>>) -> Response {
     blocking(move || match app.gateway.rows(LISTED_SESSIONS) {
         Ok(rows) => json_response(StatusCode::OK, &rows),
-        Err(e) => failure(&e),
+        Err(e) => failure(e),
     })
     .await
 }
@@ -153,7 +153,7 @@ async fn snapshot(
             };
             json_response(status, &snapshot)
         }
-        Err(e) => failure(&e),
+        Err(e) => failure(e),
     })
     .await
 }
@@ -165,7 +165,7 @@ async fn preview(
 ) -> Response {
     blocking(move || match app.gateway.workflow_preview(&id, &path) {
         Ok(preview) => json_response(StatusCode::OK, &preview),
-        Err(e) => failure(&e),
+        Err(e) => failure(e),
     })
     .await
 }
@@ -187,7 +187,7 @@ async fn figure(State(app): State<Arc<AppState>>, Session(id): Session) -> Respo
             "there is no model to draw yet: no model stage has been checked",
         ),
         Err(GatewayError::Invalid(why)) => plain(StatusCode::CONFLICT, &why),
-        Err(e) => failure(&e),
+        Err(e) => failure(e),
     })
     .await
 }

@@ -70,7 +70,7 @@ pub struct SkillDecision {
 async fn catalog(State(app): State<Arc<AppState>>) -> Response {
     blocking(move || match SkillsService::open(&app.project).catalog() {
         Ok(catalog) => json_response(StatusCode::OK, &catalog),
-        Err(e) => failure(&e),
+        Err(e) => failure(e),
     })
     .await
 }
@@ -82,7 +82,7 @@ async fn show(
     blocking(
         move || match SkillsService::open(&app.project).show(&name, source.as_deref()) {
             Ok(detail) => json_response(StatusCode::OK, &detail),
-            Err(e) => failure(&e),
+            Err(e) => failure(e),
         },
     )
     .await
@@ -120,7 +120,7 @@ async fn decide(
         };
         match answer {
             Ok(view) => json_response(StatusCode::OK, &view),
-            Err(e) => failure(&e),
+            Err(e) => failure(e),
         }
     })
     .await

@@ -15,7 +15,7 @@ use heartwood_skills::store::Store;
 use heartwood_skills::tree::Limits;
 use heartwood_skills::{SkillError, prompt};
 
-use crate::{GatewayError, ProjectContext};
+use crate::{ProjectContext, ProjectError};
 
 /// The skills of one project.
 #[derive(Debug, Clone)]
@@ -38,7 +38,7 @@ impl SkillsService {
         }
     }
 
-    fn load(&self) -> Result<Catalog, GatewayError> {
+    fn load(&self) -> Result<Catalog, ProjectError> {
         catalog::load(&self.store, &self.limits).map_err(skill_error)
     }
 
@@ -46,12 +46,12 @@ impl SkillsService {
     /// `.heartwood/` yet (only bundled skills, none approved).
     fn reading<T>(
         &self,
-        read: impl FnOnce(&Store, Catalog) -> Result<T, GatewayError>,
-    ) -> Result<T, GatewayError> {
+        read: impl FnOnce(&Store, Catalog) -> Result<T, ProjectError>,
+    ) -> Result<T, ProjectError> {
         if self.has_state {
             return read(&self.store, self.load()?);
         }
-        let temporary = tempfile::tempdir().map_err(|source| GatewayError::Io {
+        let temporary = tempfile::tempdir().map_err(|source| ProjectError::Io {
             doing: "cannot make a temporary store to check the skills in".into(),
             source,
         })?;
@@ -61,12 +61,12 @@ impl SkillsService {
     }
 
     /// The catalog, revalidated.
-    pub fn catalog(&self) -> Result<CatalogView, GatewayError> {
+    pub fn catalog(&self) -> Result<CatalogView, ProjectError> {
         self.reading(|_, catalog| Ok(catalog.view))
     }
 
     /// One skill in detail (its files and `SKILL.md`), as the researcher reviews it.
-    pub fn show(&self, name: &str, source: Option<&str>) -> Result<SkillDetail, GatewayError> {
+    pub fn show(&self, name: &str, source: Option<&str>) -> Result<SkillDetail, ProjectError> {
         self.reading(|store, catalog| catalog.show(store, name, source).map_err(skill_error))
     }
 
@@ -76,22 +76,22 @@ impl SkillsService {
         name: &str,
         source: Option<&str>,
         digest: &str,
-    ) -> Result<SkillView, GatewayError> {
+    ) -> Result<SkillView, ProjectError> {
         catalog::approve(&self.store, name, source, digest, &self.limits).map_err(skill_error)
     }
 
     /// Makes an approved skill active.
-    pub fn activate(&self, name: &str, source: Option<&str>) -> Result<SkillView, GatewayError> {
+    pub fn activate(&self, name: &str, source: Option<&str>) -> Result<SkillView, ProjectError> {
         catalog::activate(&self.store, name, source, &self.limits).map_err(skill_error)
     }
 
     /// Stops a skill reaching the agent; returns whether it was active.
-    pub fn deactivate(&self, name: &str) -> Result<bool, GatewayError> {
+    pub fn deactivate(&self, name: &str) -> Result<bool, ProjectError> {
         catalog::deactivate(&self.store, name).map_err(skill_error)
     }
 
     /// Adds a local skill directory (always unreviewed).
-    pub fn add_local(&self, dir: &std::path::Path) -> Result<SkillView, GatewayError> {
+    pub fn add_local(&self, dir: &std::path::Path) -> Result<SkillView, ProjectError> {
         catalog::add_local(&self.store, dir, &self.limits).map_err(skill_error)
     }
 
@@ -101,27 +101,27 @@ impl SkillsService {
         name: &str,
         root: &[u8],
         urls: SourceUrls,
-    ) -> Result<Vec<SkillView>, GatewayError> {
+    ) -> Result<Vec<SkillView>, ProjectError> {
         catalog::add_signed(&self.store, name, root, urls, &self.limits).map_err(skill_error)
     }
 
     /// Removes a local directory or signed source (`local:<path>`, `signed:<name>`); returns
     /// whether it was there.
-    pub fn remove_source(&self, id: &str) -> Result<bool, GatewayError> {
+    pub fn remove_source(&self, id: &str) -> Result<bool, ProjectError> {
         catalog::remove_source(&self.store, id).map_err(skill_error)
     }
 
     /// Fetches and verifies every signed source; each source's outcome.
-    pub fn refresh(&self) -> Result<Vec<SourceRefresh>, GatewayError> {
+    pub fn refresh(&self) -> Result<Vec<SourceRefresh>, ProjectError> {
         catalog::refresh(&self.store, &self.limits).map_err(skill_error)
     }
 
     /// What reaches the agent now: revalidated from disk and source metadata, active, approved
     /// at the exact tree, unrevoked. Errors are reasons for the researcher: an agent does not
     /// start on skills that cannot be verified.
-    pub fn for_agent(&self) -> Result<AgentSkills, GatewayError> {
+    pub fn for_agent(&self) -> Result<AgentSkills, ProjectError> {
         let catalog = self.load().map_err(|e| {
-            GatewayError::Invalid(format!(
+            ProjectError::Invalid(format!(
                 "the project's skills cannot be verified ({e}); see `heartwood skills ls`"
             ))
         })?;
@@ -131,7 +131,7 @@ impl SkillsService {
             skill.dir = skill
                 .dir
                 .canonicalize()
-                .map_err(|source| GatewayError::Io {
+                .map_err(|source| ProjectError::Io {
                     doing: format!("the skill {} cannot be read", skill.name),
                     source,
                 })?;
@@ -166,11 +166,11 @@ impl AgentSkills {
 
     /// The whole instructions of each of `names`, to inject into a specialist's prompt; `Err`
     /// names the first that is not active and verified (the role is then not offered).
-    pub fn injected(&self, names: &[String]) -> Result<String, GatewayError> {
+    pub fn injected(&self, names: &[String]) -> Result<String, ProjectError> {
         let mut text = String::new();
         for name in names {
             let skill = self.0.iter().find(|s| &s.name == name).ok_or_else(|| {
-                GatewayError::Invalid(format!(
+                ProjectError::Invalid(format!(
                     "the skill {name:?} is not active, approved and verified"
                 ))
             })?;
@@ -185,6 +185,6 @@ impl AgentSkills {
     }
 }
 
-fn skill_error(e: SkillError) -> GatewayError {
-    GatewayError::Skills(e)
+fn skill_error(e: SkillError) -> ProjectError {
+    ProjectError::Skills(e)
 }

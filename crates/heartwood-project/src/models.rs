@@ -29,7 +29,7 @@ pub use heartwood_models::transfer::{
 };
 
 use crate::config::{ProjectConfig, RouteCategory, RouteConfig};
-use crate::{GatewayError, ProjectContext};
+use crate::{ProjectContext, ProjectError};
 
 /// How long a starting runtime may take to load its model and answer.
 const READY_WITHIN: Duration = Duration::from_secs(180);
@@ -223,7 +223,7 @@ impl ModelDesk {
     }
 
     /// The models, runtime and transfers, as every interface shows them. Reads only.
-    pub fn view(&self) -> Result<LocalModelsView, GatewayError> {
+    pub fn view(&self) -> Result<LocalModelsView, ProjectError> {
         let runtime = self
             .running()
             .map(|r| format!("{} is served at {} (pid {})", r.model, r.base_url(), r.pid));
@@ -246,7 +246,7 @@ impl ModelDesk {
     }
 
     /// Every stored model.
-    pub fn list(&self) -> Result<Vec<ModelListing>, GatewayError> {
+    pub fn list(&self) -> Result<Vec<ModelListing>, ProjectError> {
         let route = local_route(&self.project);
         let running = runtime::status(&self.store);
         Ok(self
@@ -292,10 +292,10 @@ impl ModelDesk {
     }
 
     /// The review of trusted catalog entry `id`.
-    pub fn review_catalog(&self, id: &str, name: Option<&str>) -> Result<Review, GatewayError> {
+    pub fn review_catalog(&self, id: &str, name: Option<&str>) -> Result<Review, ProjectError> {
         let catalog = Catalog::load()?;
         let entry = catalog.entry(id).ok_or_else(|| {
-            GatewayError::Invalid(format!(
+            ProjectError::Invalid(format!(
                 "the model catalog has no entry {id:?}{}",
                 match &catalog.source {
                     Some(path) => format!(" ({})", path.display()),
@@ -317,7 +317,7 @@ impl ModelDesk {
         files: &[String],
         name: Option<&str>,
         context_length: Option<u32>,
-    ) -> Result<Review, GatewayError> {
+    ) -> Result<Review, ProjectError> {
         let resolved = Hub::from_env()?.resolve(repository, revision)?;
         let name = name.map_or_else(
             || heartwood_models::manifest::name_from(repository),
@@ -335,7 +335,7 @@ impl ModelDesk {
         &self,
         review: &Review,
         accepted: Option<&str>,
-    ) -> Result<ModelListing, GatewayError> {
+    ) -> Result<ModelListing, ProjectError> {
         review.decided(accepted)?;
         let transfer = self
             .transfers
@@ -348,7 +348,7 @@ impl ModelDesk {
         &self,
         review: &Review,
         transfer: &Transfer,
-    ) -> Result<ModelListing, GatewayError> {
+    ) -> Result<ModelListing, ProjectError> {
         // Whatever fails, the transfer ends with it: a download is never left "running".
         let result = Catalog::load().and_then(|catalog| {
             let manifest = catalog
@@ -370,7 +370,7 @@ impl ModelDesk {
         &self,
         paths: &[PathBuf],
         options: &FileImport,
-    ) -> Result<Review, GatewayError> {
+    ) -> Result<Review, ProjectError> {
         let transfer = self
             .transfers
             .begin_unwritten(TransferKind::Verify, "local files");
@@ -388,7 +388,7 @@ impl ModelDesk {
         paths: &[PathBuf],
         options: &FileImport,
         accepted: Option<&str>,
-    ) -> Result<ModelListing, GatewayError> {
+    ) -> Result<ModelListing, ProjectError> {
         if accepted.is_none() {
             let review = self.review_files(paths, options)?;
             return Err(review
@@ -437,7 +437,7 @@ impl ModelDesk {
 
     /// The review of a bundle: its structure, names and sizes are checked; its payload is
     /// checked on import.
-    pub fn review_bundle(&self, path: &Path) -> Result<Review, GatewayError> {
+    pub fn review_bundle(&self, path: &Path) -> Result<Review, ProjectError> {
         let inspected = bundle::inspect(path)?;
         let validated = Catalog::load()?.rehydrate(&inspected.manifest).is_some();
         Ok(Review::of(inspected.manifest, validated))
@@ -450,7 +450,7 @@ impl ModelDesk {
         &self,
         path: &Path,
         accepted: Option<&str>,
-    ) -> Result<ModelListing, GatewayError> {
+    ) -> Result<ModelListing, ProjectError> {
         let inspected = bundle::inspect(path)?;
         let catalog = Catalog::load()?;
         let rehydrated = catalog.rehydrate(&inspected.manifest);
@@ -475,7 +475,7 @@ impl ModelDesk {
     }
 
     /// Verifies stored model `name` and writes it as a reproducible bundle at `out`.
-    pub fn export(&self, name: &str, out: &Path) -> Result<bundle::Exported, GatewayError> {
+    pub fn export(&self, name: &str, out: &Path) -> Result<bundle::Exported, ProjectError> {
         let model = self.stored(name)?;
         let transfer = self.transfers.begin(TransferKind::Export, name);
         let result = bundle::export(&model, out, &transfer);
@@ -484,7 +484,7 @@ impl ModelDesk {
     }
 
     /// Re-reads every byte of stored model `name` against its manifest.
-    pub fn verify(&self, name: &str) -> Result<(), GatewayError> {
+    pub fn verify(&self, name: &str) -> Result<(), ProjectError> {
         let model = self.stored(name)?;
         let transfer = self.transfers.begin(TransferKind::Verify, name);
         let result = self.store.verify(&model, &transfer);
@@ -493,7 +493,7 @@ impl ModelDesk {
     }
 
     /// Deletes stored model `name` (stopping the runtime first if it serves it).
-    pub fn remove(&self, name: &str) -> Result<bool, GatewayError> {
+    pub fn remove(&self, name: &str) -> Result<bool, ProjectError> {
         if runtime::status(&self.store).is_some_and(|r| r.model == name) {
             runtime::stop(&self.store)?;
         }
@@ -502,7 +502,7 @@ impl ModelDesk {
 
     /// Makes stored model `name` the project's `local` route, on `port` (a free loopback port
     /// when not given). The runtime is not started.
-    pub fn select(&self, name: &str, port: Option<u16>) -> Result<RouteConfig, GatewayError> {
+    pub fn select(&self, name: &str, port: Option<u16>) -> Result<RouteConfig, ProjectError> {
         let model = self.stored(name)?;
         let port = match port {
             Some(port) => port,
@@ -523,9 +523,9 @@ impl ModelDesk {
     }
 
     /// Starts the runtime for the project's `local` route and waits until it answers.
-    pub fn start(&self) -> Result<RuntimeState, GatewayError> {
+    pub fn start(&self) -> Result<RuntimeState, ProjectError> {
         let route = local_route(&self.project).ok_or_else(|| {
-            GatewayError::Invalid(
+            ProjectError::Invalid(
                 "the project's model route is not a local model; choose one with heartwood \
                  model use NAME"
                     .into(),
@@ -549,7 +549,7 @@ impl ModelDesk {
     }
 
     /// Stops the project's runtime; false when none ran.
-    pub fn stop(&self) -> Result<bool, GatewayError> {
+    pub fn stop(&self) -> Result<bool, ProjectError> {
         Ok(runtime::stop(&self.store)?)
     }
 
@@ -558,24 +558,24 @@ impl ModelDesk {
         runtime::status(&self.store)
     }
 
-    fn stored(&self, name: &str) -> Result<heartwood_models::StoredModel, GatewayError> {
+    fn stored(&self, name: &str) -> Result<heartwood_models::StoredModel, ProjectError> {
         self.store.get(name)?.ok_or_else(|| {
-            GatewayError::Invalid(format!(
+            ProjectError::Invalid(format!(
                 "no model named {name} is in this project (see heartwood model list)"
             ))
         })
     }
 
-    fn listing(&self, name: &str) -> Result<ModelListing, GatewayError> {
+    fn listing(&self, name: &str) -> Result<ModelListing, ProjectError> {
         self.list()?
             .into_iter()
             .find(|m| m.name == name)
-            .ok_or_else(|| GatewayError::Invalid(format!("model {name} vanished after publishing")))
+            .ok_or_else(|| ProjectError::Invalid(format!("model {name} vanished after publishing")))
     }
 }
 
 /// Installs the local model runtime with `python` (else `python3`).
-pub fn install_runtime(python: Option<PathBuf>) -> Result<PathBuf, GatewayError> {
+pub fn install_runtime(python: Option<PathBuf>) -> Result<PathBuf, ProjectError> {
     let python = python.unwrap_or_else(|| PathBuf::from("python3"));
     RuntimeInstall::install(&python)?;
     Ok(RuntimeInstall::default_location())
@@ -633,11 +633,11 @@ fn local_route(project: &ProjectContext) -> Option<RouteConfig> {
         .filter(|r| r.category == RouteCategory::Local)
 }
 
-fn free_port() -> Result<u16, GatewayError> {
+fn free_port() -> Result<u16, ProjectError> {
     std::net::TcpListener::bind(("127.0.0.1", 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(|source| GatewayError::Io {
+        .map_err(|source| ProjectError::Io {
             doing: "no free loopback port".into(),
             source,
         })

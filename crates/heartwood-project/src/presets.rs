@@ -154,9 +154,9 @@ pub const PRESETS: &[Preset] = &[
 ];
 
 /// The preset named `id`; the error lists the names.
-pub fn find(id: &str) -> Result<&'static Preset, crate::GatewayError> {
+pub fn find(id: &str) -> Result<&'static Preset, crate::ProjectError> {
     PRESETS.iter().find(|p| p.id == id).ok_or_else(|| {
-        crate::GatewayError::Invalid(format!(
+        crate::ProjectError::Invalid(format!(
             "no preset is called {id:?}; the presets are {}",
             PRESETS.iter().map(|p| p.id).collect::<Vec<_>>().join(", ")
         ))
@@ -205,9 +205,9 @@ pub fn route(preset: &Preset, choice: Choice) -> RouteConfig {
 
 /// Dollars per million tokens as written by people (`0.15`, `2`, `10.50`) in micro-dollars,
 /// exactly (no floating point).
-pub fn parse_dollars(text: &str) -> Result<u64, crate::GatewayError> {
+pub fn parse_dollars(text: &str) -> Result<u64, crate::ProjectError> {
     let bad = || {
-        crate::GatewayError::Invalid(format!(
+        crate::ProjectError::Invalid(format!(
             "{text:?} is not a price in dollars per million tokens (e.g. 0.15)"
         ))
     };

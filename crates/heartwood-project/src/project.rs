@@ -9,7 +9,7 @@ use std::path::Path;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-use crate::{GatewayError, ProjectUnusable};
+use crate::{ProjectError, ProjectUnusable};
 
 /// The project a Heartwood process serves.
 #[derive(Debug, Clone)]
@@ -25,7 +25,7 @@ impl ProjectContext {
     /// git finds its work tree; the search stops below the home folder and the filesystem root,
     /// and never crosses into another filesystem. A new project is still created only in the
     /// current directory. Creates nothing.
-    pub fn current() -> Result<Self, GatewayError> {
+    pub fn current() -> Result<Self, ProjectError> {
         let cwd = std::env::current_dir().map_err(ProjectUnusable::CurrentDir)?;
         let here = Self::utf8(&cwd)?;
         match nearest_project_above(&cwd) {
@@ -48,18 +48,18 @@ impl ProjectContext {
     /// changed into the project (interfaces use [`ProjectContext::current`]).
     ///
     /// ```
-    /// # fn main() -> Result<(), heartwood_gateway::GatewayError> {
+    /// # fn main() -> Result<(), heartwood_project::ProjectError> {
     /// let folder = std::env::temp_dir();
-    /// let project = heartwood_gateway::ProjectContext::at(&folder)?;
+    /// let project = heartwood_project::ProjectContext::at(&folder)?;
     /// assert!(project.state_dir().ends_with(".heartwood"));
     /// # Ok(())
     /// # }
     /// ```
-    pub fn at(root: impl AsRef<Path>) -> Result<Self, GatewayError> {
+    pub fn at(root: impl AsRef<Path>) -> Result<Self, ProjectError> {
         Self::utf8(root.as_ref())
     }
 
-    fn utf8(root: &Path) -> Result<Self, GatewayError> {
+    fn utf8(root: &Path) -> Result<Self, ProjectError> {
         let root = Utf8PathBuf::from_path_buf(root.to_owned()).map_err(ProjectUnusable::NotUtf8)?;
         Ok(ProjectContext { root, below: None })
     }

@@ -3,7 +3,7 @@
 //! terminal interface's connect form both ask here, so a route means the same whichever asked.
 
 use crate::config::{ProjectConfig, RouteCategory, RouteConfig, RoutePrices};
-use crate::{GatewayError, ProjectContext, presets};
+use crate::{ProjectContext, ProjectError, presets};
 
 /// What the researcher asked for. Empty strings count as not given.
 #[derive(Debug, Clone, Default)]
@@ -29,7 +29,7 @@ pub struct RouteRequest {
 pub fn route_for(
     project: &ProjectContext,
     asked: RouteRequest,
-) -> Result<RouteConfig, GatewayError> {
+) -> Result<RouteConfig, ProjectError> {
     let given = |v: Option<String>| v.filter(|v| !v.trim().is_empty());
     let (model, base_url, prices) = (given(asked.model), given(asked.base_url), asked.prices);
     let route = match (&asked.preset, asked.category) {
@@ -46,7 +46,7 @@ pub fn route_for(
             )
         }
         (None, Some(RouteCategory::Local)) => {
-            return Err(GatewayError::Invalid(
+            return Err(ProjectError::Invalid(
                 "a local route serves a model from this project's store: see heartwood model \
                  list, then heartwood model use NAME (and heartwood model start)"
                     .into(),
@@ -54,7 +54,7 @@ pub fn route_for(
         }
         (None, Some(RouteCategory::Subscription)) => {
             let Some(model) = model else {
-                return Err(GatewayError::Invalid(
+                return Err(ProjectError::Invalid(
                     "a model is needed (--model; for example gpt-5-codex)".into(),
                 ));
             };
@@ -66,7 +66,7 @@ pub fn route_for(
         (None, Some(RouteCategory::Research)) => {
             let platform = ProjectConfig::load(project)?.platform()?;
             let Some(transport) = platform.model_transport else {
-                return Err(GatewayError::Invalid(format!(
+                return Err(ProjectError::Invalid(format!(
                     "this platform ({}) offers no model transport of its own; connect another \
                      category",
                     platform.platform.as_str()
@@ -87,7 +87,7 @@ pub fn route_for(
                 base_url.or_else(|| replay.then(|| "replay".to_owned())),
                 model.or_else(|| replay.then(|| "recorded".to_owned())),
             ) else {
-                return Err(GatewayError::Invalid(
+                return Err(ProjectError::Invalid(
                     "a base URL and a model are needed (--base-url and --model), or a preset \
                      (--preset NAME; see heartwood model presets)"
                         .into(),
@@ -101,7 +101,7 @@ pub fn route_for(
                 ..RouteConfig::compatible(&base_url, &model)
             }
         }
-        (None, None) => return Err(GatewayError::Invalid("give --category or --preset".into())),
+        (None, None) => return Err(ProjectError::Invalid("give --category or --preset".into())),
     };
     // An emptied key field means the service takes none.
     Ok(RouteConfig {

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::GatewayError;
+use crate::ProjectError;
 use crate::config::{RouteCategory, RouteConfig};
 use heartwood_events::ActionPolicy;
 
@@ -119,7 +119,7 @@ impl Surroundings {
     /// This process's environment and deployment file. A deployment file that exists and
     /// cannot be read or parsed is an error: guessing past it could give the agent a mount or
     /// a model the operators did not declare.
-    pub fn of_this_process() -> Result<Self, GatewayError> {
+    pub fn of_this_process() -> Result<Self, ProjectError> {
         let variables = TERRA_VARIABLES
             .iter()
             .chain(&[JUPYTERHUB_PREFIX])
@@ -133,9 +133,10 @@ impl Surroundings {
             Ok(text) => Some((path.clone(), parse_deployment(&path, &text)?)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => {
-                return Err(GatewayError::Config(format!(
-                    "cannot read the platform deployment file {path}: {e}"
-                )));
+                return Err(ProjectError::io(
+                    format!("cannot read the platform deployment file {path}"),
+                    e,
+                ));
             }
         };
         Ok(Surroundings {
@@ -165,11 +166,11 @@ impl Surroundings {
 }
 
 /// Parses a deployment file's text; the error names the file and the problem.
-pub fn parse_deployment(path: &str, text: &str) -> Result<Deployment, GatewayError> {
-    toml::from_str(text).map_err(|e| {
-        GatewayError::Config(format!(
-            "the platform deployment file {path} is not valid: {e}"
-        ))
+pub fn parse_deployment(path: &str, text: &str) -> Result<Deployment, ProjectError> {
+    toml::from_str(text).map_err(|source| ProjectError::Malformed {
+        file: format!("the platform deployment file {path}"),
+        source: Box::new(source),
+        fix: "correct it, or set HEARTWOOD_PLATFORM_FILE to another",
     })
 }
 
@@ -542,7 +543,7 @@ impl crate::config::ProjectConfig {
     }
 
     /// The platform this project runs on, with the project's data mounts.
-    pub fn platform(&self) -> Result<PlatformSummary, GatewayError> {
+    pub fn platform(&self) -> Result<PlatformSummary, ProjectError> {
         let surroundings = Surroundings::of_this_process()?;
         Ok(detect(&surroundings, &self.data_mounts))
     }

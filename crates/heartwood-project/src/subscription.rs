@@ -12,7 +12,7 @@ pub use heartwood_agent::model::chatgpt::SignedIn;
 use heartwood_agent::model::chatgpt::{self, DeviceCode, Endpoints, TokenStore};
 use serde::Serialize;
 
-use crate::GatewayError;
+use crate::ProjectError;
 
 /// OpenAI's accounts service.
 const DEFAULT_ISSUER: &str = "https://auth.openai.com";
@@ -47,27 +47,23 @@ pub fn base_url() -> String {
 }
 
 /// The tokens' file.
-pub fn store() -> Result<TokenStore, GatewayError> {
+pub fn store() -> Result<TokenStore, ProjectError> {
     let dir = crate::config::user_config_path()
         .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
-        .ok_or_else(|| {
-            GatewayError::Config(
-                "no user configuration folder for the sign-in (set HOME, XDG_CONFIG_HOME or \
-                 HEARTWOOD_CONFIG_HOME)"
-                    .into(),
-            )
+        .ok_or(ProjectError::NoConfigHome {
+            purpose: " for the sign-in",
         })?;
     Ok(TokenStore::at(dir.join("chatgpt.json")))
 }
 
 /// Who is signed in, if anyone.
-pub fn status() -> Result<Option<SignedIn>, GatewayError> {
-    store()?.signed_in().map_err(model_error)
+pub fn status() -> Result<Option<SignedIn>, ProjectError> {
+    store()?.signed_in().map_err(ProjectError::from)
 }
 
 /// Forgets the sign-in; `false` when there was none.
-pub fn sign_out() -> Result<bool, GatewayError> {
-    store()?.sign_out().map_err(model_error)
+pub fn sign_out() -> Result<bool, ProjectError> {
+    store()?.sign_out().map_err(ProjectError::from)
 }
 
 /// Why a subscription route cannot be used now (nobody signed in, or the sign-in file cannot be
@@ -81,10 +77,6 @@ pub fn not_signed_in(route: &crate::config::RouteConfig) -> Option<String> {
         Ok(None) => Some("the route is a ChatGPT subscription and nobody is signed in".into()),
         Err(e) => Some(e.to_string()),
     }
-}
-
-fn model_error(e: heartwood_agent::model::ModelError) -> GatewayError {
-    GatewayError::Config(e.to_string())
 }
 
 /// What an interface shows while the person signs in.
@@ -135,11 +127,9 @@ pub struct SignIn {
 
 impl SignIn {
     /// Asks the service for a device code.
-    pub async fn start() -> Result<SignIn, GatewayError> {
+    pub async fn start() -> Result<SignIn, ProjectError> {
         let endpoints = endpoints();
-        let code = chatgpt::request_device_code(&endpoints)
-            .await
-            .map_err(model_error)?;
+        let code = chatgpt::request_device_code(&endpoints).await?;
         Ok(SignIn {
             code,
             endpoints,
@@ -166,7 +156,7 @@ impl SignIn {
 
     /// Polls once; on approval the tokens are stored and the sign-in is done. Asked again
     /// within the interval, it answers "waiting" without asking the service.
-    pub async fn poll(&self) -> Result<Progress, GatewayError> {
+    pub async fn poll(&self) -> Result<Progress, ProjectError> {
         if self.started.elapsed() > CODE_LIFETIME {
             return Ok(Progress::Expired);
         }
@@ -185,10 +175,7 @@ impl SignIn {
             *last = Some(Instant::now());
         }
         let store = store()?;
-        match chatgpt::poll_device_code(&self.endpoints, &self.code, &store)
-            .await
-            .map_err(model_error)?
-        {
+        match chatgpt::poll_device_code(&self.endpoints, &self.code, &store).await? {
             Some(signed_in) => Ok(Progress::SignedIn(signed_in)),
             None => Ok(Progress::Waiting {
                 retry_in_secs: self.code.interval.as_secs(),
@@ -200,7 +187,7 @@ impl SignIn {
 /// The sign-in an interface started, kept in the gateway's memory (the pending handle never
 /// leaves it): one at a time per gateway; a new start replaces it.
 #[derive(Default)]
-pub(crate) struct SignInDesk(std::sync::Mutex<Option<std::sync::Arc<SignIn>>>);
+pub struct SignInDesk(std::sync::Mutex<Option<std::sync::Arc<SignIn>>>);
 
 impl SignInDesk {
     fn slot(&self) -> std::sync::MutexGuard<'_, Option<std::sync::Arc<SignIn>>> {
@@ -210,28 +197,26 @@ impl SignInDesk {
     }
 
     /// Starts a sign-in (blocking: the service is asked on a runtime of its own).
-    pub(crate) fn start(&self) -> Result<Pending, GatewayError> {
-        let sign_in =
-            crate::own_runtime::on_own_runtime(SignIn::start()).map_err(GatewayError::Config)?;
+    pub fn start(&self) -> Result<Pending, ProjectError> {
+        let sign_in = crate::own_runtime::on_own_runtime(SignIn::start())?;
         let pending = sign_in.pending();
         *self.slot() = Some(std::sync::Arc::new(sign_in));
         Ok(pending)
     }
 
     /// The sign-in in progress, if any.
-    pub(crate) fn pending(&self) -> Option<Pending> {
+    pub fn pending(&self) -> Option<Pending> {
         self.slot().as_ref().map(|s| s.pending())
     }
 
     /// Polls the sign-in in progress (blocking); a finished or expired one is let go.
-    pub(crate) fn poll(&self) -> Result<Progress, GatewayError> {
+    pub fn poll(&self) -> Result<Progress, ProjectError> {
         let Some(sign_in) = self.slot().clone() else {
-            return Err(GatewayError::Config(
+            return Err(ProjectError::Config(
                 "no sign-in is in progress; start one".into(),
             ));
         };
-        let progress =
-            crate::own_runtime::on_own_runtime(sign_in.poll()).map_err(GatewayError::Config)?;
+        let progress = crate::own_runtime::on_own_runtime(sign_in.poll())?;
         if !matches!(progress, Progress::Waiting { .. }) {
             let mut slot = self.slot();
             if slot

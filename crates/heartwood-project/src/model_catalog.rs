@@ -9,7 +9,7 @@ use heartwood_models::planner::{Machine, check_fits};
 use serde::Serialize;
 
 use crate::models::{ModelDesk, Review, Transfer, TransferKind, TransferLine, human_bytes};
-use crate::{GatewayError, ProjectContext};
+use crate::{ProjectContext, ProjectError};
 
 /// One catalog entry as interfaces list it.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -72,7 +72,7 @@ impl StartedDownload {
 }
 
 /// The catalog as `project`'s interfaces list it. Reads only.
-pub fn catalog(project: &ProjectContext) -> Result<CatalogView, GatewayError> {
+pub fn catalog(project: &ProjectContext) -> Result<CatalogView, ProjectError> {
     let catalog = Catalog::load()?;
     let stored: Vec<String> = ModelDesk::new(project)
         .list()?
@@ -141,7 +141,7 @@ pub fn start_download(
     project: &ProjectContext,
     id: &str,
     accepted: &str,
-) -> Result<StartedDownload, GatewayError> {
+) -> Result<StartedDownload, ProjectError> {
     let desk = ModelDesk::new(project);
     let review: Review = desk.review_catalog(id, None)?;
     review.decided(Some(accepted))?;
@@ -166,7 +166,7 @@ pub fn start_download(
                 "could not start the download: {e}"
             )));
             transfer.finish(&failed, |()| String::new());
-            GatewayError::Io {
+            ProjectError::Io {
                 doing: "could not start the download".into(),
                 source: e,
             }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::config::{ProjectConfig, RouteCategory, RouteConfig};
-use crate::{GatewayError, ProjectContext};
+use crate::{ProjectContext, ProjectError};
 
 /// How long the model listing may take (a service that accepts connections and says nothing is
 /// reported, not waited on).
@@ -71,7 +71,7 @@ pub fn connect(
     route: RouteConfig,
     save_anyway: bool,
     scope: Scope,
-) -> Result<Connected, GatewayError> {
+) -> Result<Connected, ProjectError> {
     admissible(project, &route, scope)?;
     let check = check(&route);
     save(project, route, check, save_anyway, scope)
@@ -85,7 +85,7 @@ pub fn connect_checked(
     check: RouteCheck,
     save_anyway: bool,
     scope: Scope,
-) -> Result<Connected, GatewayError> {
+) -> Result<Connected, ProjectError> {
     admissible(project, &route, scope)?;
     save(project, route, check, save_anyway, scope)
 }
@@ -96,12 +96,12 @@ fn admissible(
     project: &ProjectContext,
     route: &RouteConfig,
     scope: Scope,
-) -> Result<(), GatewayError> {
+) -> Result<(), ProjectError> {
     route.validate()?;
     if scope == Scope::Project {
         let platform = ProjectConfig::load(project)?.platform()?;
         if let Some(why) = crate::platform::refusal(&platform, route) {
-            return Err(GatewayError::Config(why));
+            return Err(ProjectError::Config(why));
         }
     }
     Ok(())
@@ -114,7 +114,7 @@ fn save(
     check: RouteCheck,
     save_anyway: bool,
     scope: Scope,
-) -> Result<Connected, GatewayError> {
+) -> Result<Connected, ProjectError> {
     let refusal = check.refusal(&route.model);
     let saved = refusal.is_none() || save_anyway;
     let mut saved_to = None;
@@ -195,14 +195,14 @@ fn list_models(route: &RouteConfig) -> Result<Option<Vec<String>>, String> {
     model_route.idle_timeout = LISTING_TIMEOUT;
     let client =
         heartwood_agent::model::ModelClient::new(model_route).map_err(|e| e.to_string())?;
-    crate::own_runtime::on_own_runtime(client.list_models())
+    crate::own_runtime::on_own_runtime(client.list_models()).map_err(|e| e.to_string())
 }
 
 /// Sends the platform transport's qualification request: one short synthetic chat completion
 /// with nothing of the project in it. A well-formed reply qualifies the transport (its content
 /// is not judged: the request shows the transport answers as a model service, authorized
 /// without anything of Heartwood's).
-pub(crate) fn qualify(route: &RouteConfig) -> Result<(), String> {
+pub fn qualify(route: &RouteConfig) -> Result<(), ProjectError> {
     use heartwood_agent::model::ChatMessage;
     let mut model_route = route.model_route(std::path::Path::new("."));
     model_route.replay = None;
@@ -212,8 +212,7 @@ pub(crate) fn qualify(route: &RouteConfig) -> Result<(), String> {
     model_route.total_timeout = QUALIFICATION_TIMEOUT;
     model_route.connect_timeout = QUALIFICATION_TIMEOUT;
     model_route.idle_timeout = QUALIFICATION_TIMEOUT;
-    let client =
-        heartwood_agent::model::ModelClient::new(model_route).map_err(|e| e.to_string())?;
+    let client = heartwood_agent::model::ModelClient::new(model_route)?;
     let messages = [
         ChatMessage::System {
             content: "This is a connectivity check from Heartwood; no task follows.".into(),

@@ -9,7 +9,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{GatewayError, ProjectContext};
+use crate::{ProjectContext, ProjectError};
 
 /// How Heartwood reaches the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,11 +112,11 @@ pub fn local_port(base_url: &str) -> Option<u16> {
 
 impl RouteConfig {
     /// Checks a route before it is stored; the error says what to change.
-    pub fn validate(&self) -> Result<(), GatewayError> {
-        let bad = |m: String| Err(GatewayError::Config(m));
+    pub fn validate(&self) -> Result<(), ProjectError> {
+        let bad = |m: String| Err(ProjectError::Config(m));
         if self.category == RouteCategory::Local {
             heartwood_models::manifest::check_name(&self.model)
-                .map_err(|e| GatewayError::Config(e.to_string()))?;
+                .map_err(|e| ProjectError::Config(e.to_string()))?;
             if self.api_key_env.is_some() || local_port(&self.base_url).is_none() {
                 return bad(format!(
                     "a local route serves a stored model on this machine (base URL \
@@ -280,21 +280,19 @@ pub fn install_recording(
     project: &ProjectContext,
     name: &str,
     bytes: &[u8],
-) -> Result<String, GatewayError> {
+) -> Result<String, ProjectError> {
     let plain = !name.is_empty()
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         && !name.starts_with('.');
     if !plain {
-        return Err(GatewayError::Config(format!(
+        return Err(ProjectError::Config(format!(
             "{name:?} is not a plain file name for a recording"
         )));
     }
     let dir = project.state_dir().join("recordings");
-    let io = |what: &str, path: &Utf8Path, e: std::io::Error| {
-        GatewayError::Config(format!("cannot {what} {path}: {e}"))
-    };
+    let io = |what: &str, path: &Utf8Path, e| ProjectError::io(format!("cannot {what} {path}"), e);
     std::fs::create_dir_all(&dir).map_err(|e| io("create", &dir, e))?;
     let path = dir.join(name);
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
@@ -367,12 +365,17 @@ pub enum BackendKind {
     OpenHands,
 }
 
+/// The native engine's name, as sessions record it.
+pub const NATIVE_BACKEND: &str = "native";
+/// The OpenHands engine's name, as sessions record it.
+pub const OPENHANDS_BACKEND: &str = "openhands";
+
 impl BackendKind {
     /// Its name, as sessions record it.
     pub fn name(self) -> &'static str {
         match self {
-            BackendKind::Native => crate::NATIVE_BACKEND,
-            BackendKind::OpenHands => crate::OPENHANDS_BACKEND,
+            BackendKind::Native => NATIVE_BACKEND,
+            BackendKind::OpenHands => OPENHANDS_BACKEND,
         }
     }
 
@@ -391,7 +394,7 @@ impl BackendKind {
 impl ProjectConfig {
     /// The configuration in force: `.heartwood/config.toml`, with the user's default route
     /// (see [`user_config_path`]) when the project sets none; no file, no route.
-    pub fn load(project: &ProjectContext) -> Result<Self, GatewayError> {
+    pub fn load(project: &ProjectContext) -> Result<Self, ProjectError> {
         let mut config = ProjectConfig::load_file(&config_path(project))?;
         if config.model.is_none()
             && let Some(user) = user_config_path()
@@ -407,43 +410,36 @@ impl ProjectConfig {
     }
 
     /// One configuration file as written (a missing file is the default).
-    fn load_file(path: &Utf8Path) -> Result<Self, GatewayError> {
+    fn load_file(path: &Utf8Path) -> Result<Self, ProjectError> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(ProjectConfig::default());
             }
             Err(e) => {
-                return Err(GatewayError::Config(format!("cannot read {}: {e}", path)));
+                return Err(ProjectError::io(format!("cannot read {path}"), e));
             }
         };
-        toml::from_str(&text).map_err(|e| {
-            GatewayError::Config(format!(
-                "{} is not valid ({e}); fix it or connect the model again",
-                path
-            ))
+        toml::from_str(&text).map_err(|source| ProjectError::Malformed {
+            file: path.to_string(),
+            source: Box::new(source),
+            fix: "fix it or connect the model again",
         })
     }
 
     /// Validates and stores `route` as the project's model route, under the project lock.
-    pub fn set_route(project: &ProjectContext, route: RouteConfig) -> Result<Self, GatewayError> {
+    pub fn set_route(project: &ProjectContext, route: RouteConfig) -> Result<Self, ProjectError> {
         route.validate()?;
         ProjectConfig::update(project, |config| config.model = Some(route))
     }
 
     /// Validates and stores `route` as the user's default route (every project without a
     /// route of its own uses it), replacing the user's file atomically.
-    pub fn set_user_route(route: RouteConfig) -> Result<Utf8PathBuf, GatewayError> {
+    pub fn set_user_route(route: RouteConfig) -> Result<Utf8PathBuf, ProjectError> {
         route.validate()?;
         let path = user_config_path()
             .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
-            .ok_or_else(|| {
-                GatewayError::Config(
-                    "no user configuration folder (set HOME, XDG_CONFIG_HOME or \
-                     HEARTWOOD_CONFIG_HOME)"
-                        .into(),
-                )
-            })?;
+            .ok_or(ProjectError::NoConfigHome { purpose: "" })?;
         let dir = path.parent().map(Utf8Path::to_owned).unwrap_or_default();
         write_config(&dir, &path, |config| config.model = Some(route))?;
         Ok(path)
@@ -453,7 +449,7 @@ impl ProjectConfig {
     pub fn set_backend(
         project: &ProjectContext,
         backend: BackendKind,
-    ) -> Result<Self, GatewayError> {
+    ) -> Result<Self, ProjectError> {
         ProjectConfig::update(project, |config| config.backend = backend)
     }
 
@@ -462,7 +458,7 @@ impl ProjectConfig {
     fn update(
         project: &ProjectContext,
         change: impl FnOnce(&mut ProjectConfig),
-    ) -> Result<Self, GatewayError> {
+    ) -> Result<Self, ProjectError> {
         write_config(&project.state_dir(), &config_path(project), change)
     }
 }
@@ -475,10 +471,8 @@ fn write_config(
     dir: &Utf8Path,
     path: &Utf8Path,
     change: impl FnOnce(&mut ProjectConfig),
-) -> Result<ProjectConfig, GatewayError> {
-    let io = |what: &str, path: &Utf8Path, e: std::io::Error| {
-        GatewayError::Config(format!("cannot {what} {path}: {e}"))
-    };
+) -> Result<ProjectConfig, ProjectError> {
+    let io = |what: &str, path: &Utf8Path, e| ProjectError::io(format!("cannot {what} {path}"), e);
     std::fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
     let lock_path = dir.join("config.lock");
     let lock_file = std::fs::OpenOptions::new()
@@ -491,7 +485,7 @@ fn write_config(
     let _guard = lock.write().map_err(|e| io("lock", &lock_path, e))?;
     let mut config = ProjectConfig::load_file(path)?;
     change(&mut config);
-    let text = toml::to_string_pretty(&config).map_err(|e| GatewayError::Config(e.to_string()))?;
+    let text = toml::to_string_pretty(&config)?;
     let tmp = dir.join(format!(".config.toml.{}.tmp", std::process::id()));
     let mut file = std::fs::File::create(&tmp).map_err(|e| io("create", &tmp, e))?;
     file.write_all(text.as_bytes())
