@@ -478,7 +478,7 @@ fn sleep_template(root: &std::path::Path, stashed: &[&str]) {
     std::fs::create_dir(&template).expect("template");
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/projects/sleep-study");
-    support::copy_dir(&fixture, &template);
+    heartwood_testkit::copy_dir(&fixture, &template);
     std::fs::create_dir(template.join("stash")).expect("stash");
     for path in stashed {
         let name = path.rsplit('/').next().expect("name");

@@ -87,7 +87,7 @@ async fn project_after_thinking(
     let project = tempfile::tempdir().expect("project");
     let root = project.path();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
-    support::copy_dir(&fixture, root);
+    heartwood_testkit::copy_dir(&fixture, root);
     let mut turns = before;
     turns.extend((0..thoughts).map(|n| {
         Turn::calls(&[(

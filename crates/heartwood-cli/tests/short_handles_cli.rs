@@ -16,7 +16,7 @@ async fn a_stage_is_decided_and_accepted_with_no_ids_typed() {
     let project = tempfile::tempdir().expect("project");
     let root = project.path();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
-    support::copy_dir(&fixture, root);
+    heartwood_testkit::copy_dir(&fixture, root);
     std::fs::rename(
         root.join("reports/readiness.json"),
         root.join("readiness.json"),

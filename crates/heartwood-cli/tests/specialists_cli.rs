@@ -102,7 +102,7 @@ async fn a_planning_specialist_answers_from_only_what_it_was_given() {
 async fn a_review_in_a_workflow_answers_with_proposals_or_fails() {
     let project = tempfile::tempdir().expect("project");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
-    support::copy_dir(&fixture, project.path());
+    heartwood_testkit::copy_dir(&fixture, project.path());
     let review = |prompt: &str| {
         Turn::calls(&[(
             "task",

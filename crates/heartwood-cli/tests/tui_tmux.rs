@@ -526,7 +526,7 @@ async fn allow_is_refused_until_every_member_was_on_screen_at_80x24_and_not_at_2
 async fn a_workflow_run_starts_from_the_catalog_screen() {
     let project = tempfile::tempdir().expect("project");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
-    support::copy_dir(&fixture, project.path());
+    heartwood_testkit::copy_dir(&fixture, project.path());
     let server = ScriptedModelServer::start(Script::of(vec![finish("done")]))
         .await
         .expect("server");

@@ -11,7 +11,7 @@ use support::{heartwood, text};
 fn the_example_project_checks_and_a_planted_leak_fails() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
-    support::copy_dir(&fixture, dir.path());
+    heartwood_testkit::copy_dir(&fixture, dir.path());
 
     let catalog = heartwood(dir.path(), &["workflow", "catalog", "--json"]);
     let entries: Value = serde_json::from_slice(&catalog.stdout).expect("json");

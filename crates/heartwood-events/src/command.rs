@@ -243,6 +243,11 @@ impl CommandName {
         CommandName::WorkflowReviewParallel,
     ];
 
+    /// The command whose `type` tag is `tag`, if this build knows it.
+    pub fn from_tag(tag: &str) -> Option<CommandName> {
+        CommandName::ALL.into_iter().find(|c| c.as_str() == tag)
+    }
+
     /// The `type` tag.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -345,6 +350,18 @@ mod tests {
             serde_json::from_value::<Command>(value).expect("parse"),
             cmd
         );
+    }
+
+    #[test]
+    fn a_receipts_type_tag_names_its_command_and_an_unknown_one_none() {
+        for name in CommandName::ALL {
+            let tag = serde_json::to_value(name).expect("serialize");
+            assert_eq!(tag, name.as_str(), "the serde tag is the wire tag");
+            assert_eq!(CommandName::from_tag(name.as_str()), Some(name));
+        }
+        // What recovery writes for a command its events do not name, and a journal test's own.
+        assert_eq!(CommandName::from_tag("unknown"), None);
+        assert_eq!(CommandName::from_tag("Submit_Task"), None);
     }
 
     #[test]

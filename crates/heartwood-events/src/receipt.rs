@@ -31,6 +31,13 @@ pub struct Receipt {
 }
 
 impl Receipt {
+    /// The command this answers, when this build knows its type (a receipt remade by
+    /// recovery for a command its events do not name says `unknown`). The journal keeps the
+    /// type as the name it was given: it records commands, it does not interpret them.
+    pub fn command(&self) -> Option<crate::CommandName> {
+        crate::CommandName::from_tag(&self.command_type)
+    }
+
     /// The receipt of `command_id` (a `command_type` command) with `outcome`, stamped now, in
     /// this build's format.
     pub fn new(command_id: CommandId, command_type: &str, outcome: Outcome) -> Self {

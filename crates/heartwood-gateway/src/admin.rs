@@ -467,11 +467,7 @@ impl SessionAdmin {
         let id = self.resolve(id)?;
         let reader = self.store.reader(&id)?;
         reader.verify()?;
-        let events = reader
-            .events()?
-            .into_iter()
-            .collect::<Result<Vec<RecordedEvent>, DecodeError>>()
-            .map_err(|e| GatewayError::Unreadable(format!("session {id}: {e}")))?;
+        let events = crate::gateway::decoded(reader.events()?)?;
         let projection = crate::reducer::replay(id.clone(), events.iter());
         Ok(crate::transcript::markdown(
             id.as_str(),
@@ -546,10 +542,10 @@ impl SessionAdmin {
         match std::fs::read(&path) {
             Ok(bytes) => Ok(Some(bytes)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(GatewayError::Unreadable(format!(
-                "cannot read {}: {e}",
-                path.display()
-            ))),
+            Err(source) => Err(GatewayError::Io {
+                doing: format!("cannot read {}", path.display()),
+                source,
+            }),
         }
     }
 

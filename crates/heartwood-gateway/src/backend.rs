@@ -20,10 +20,53 @@ use crate::config::RouteConfig;
 /// A boxed future, so the port stays object-safe.
 pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// Why a backend could not do what it was asked; the text says what to do next.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct BackendError(pub String);
+/// Why a backend could not do what it was asked; every message says what to do next.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// This engine cannot serve the session as it is configured.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// The model route names a variable for its API key that is not set.
+    #[error("the model route reads its API key from ${0}, which is not set")]
+    KeyNotSet(String),
+    /// The engine's server process stopped; the next command starts it again.
+    #[error(
+        "the OpenHands agent server stopped unexpectedly (its log: {log}); the next command \
+         starts it again"
+    )]
+    ServerStopped {
+        /// Where its log is.
+        log: String,
+    },
+    /// The engine failed, in its own terms.
+    #[error(transparent)]
+    Engine(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// What an engine cannot do (yet), and what to use instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Unsupported {
+    /// A ChatGPT subscription route needs Heartwood's own sign-in and the Responses API.
+    #[error(
+        "a ChatGPT subscription route speaks the Responses API with Heartwood's sign-in, which \
+         OpenHands' model client does not; use the native engine (`heartwood backend use \
+         native`) or another route"
+    )]
+    SubscriptionRoute,
+    /// A replay route serves the native engine's recorded exchanges.
+    #[error(
+        "a replay route serves recorded exchanges of the native engine; OpenHands cannot \
+         replay them. Connect a live model route for this project"
+    )]
+    ReplayRoute,
+}
+
+impl BackendError {
+    /// The engine's own error.
+    pub fn engine(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        BackendError::Engine(Box::new(error))
+    }
+}
 
 /// One entry of the backend's own log, translated: the Heartwood events it stands for (often
 /// one, sometimes none or several) and the entry they came from.

@@ -164,10 +164,11 @@ fn stale(service: &WorkspaceService, review: &ReviewView) -> Result<(), GatewayE
             .ok()
             .and_then(|s| s.files.into_iter().next());
         if now.is_none_or(|d| d.sha256 != f.sha256) {
-            return Err(GatewayError::Invalid(format!(
-                "the review is stale: {} changed since it was captured; review the stage again",
-                f.path
-            )));
+            return Err(GatewayError::Drifted {
+                what: f.path.clone(),
+                since: "the review captured it",
+                consequence: "the review is stale; review the stage again",
+            });
         }
     }
     Ok(())

@@ -21,9 +21,9 @@ pub enum GatewayError {
     /// The session journal refused the operation.
     #[error(transparent)]
     Journal(#[from] AuditError),
-    /// The project configuration is missing, invalid, or could not be written.
-    #[error("{0}")]
-    Config(String),
+    /// A workflow definition or stage this needs is not there.
+    #[error(transparent)]
+    Workflow(#[from] WorkflowUnavailable),
     /// The session was closed in this process; submit a new task to reopen it.
     #[error("session {0} is closed; give it a new task to reopen it")]
     Closed(heartwood_events::SessionId),
@@ -31,8 +31,43 @@ pub enum GatewayError {
     #[error("the agent could not run: {0}")]
     Backend(#[from] BackendFailure),
     /// A stored event could not be read by this build.
-    #[error("{0}")]
-    Unreadable(String),
+    #[error("event {event} of the session cannot be read by this build: {source}")]
+    Undecodable {
+        /// Its place in the session, from 1.
+        event: usize,
+        /// Why.
+        #[source]
+        source: heartwood_events::DecodeError,
+    },
+    /// The session's record does not verify, so it cannot be used for this.
+    #[error("session {id} does not verify, so {consequence}; run `heartwood sessions verify {id}`")]
+    Unverified {
+        /// The session.
+        id: heartwood_events::SessionId,
+        /// What that rules out, as a clause (`it cannot be replayed`).
+        consequence: &'static str,
+    },
+    /// Files that were judged changed since, so what was asked would misrepresent the judgement.
+    #[error("{what} changed since {since}, so {consequence}")]
+    Drifted {
+        /// What changed (a path, or the files of something).
+        what: String,
+        /// Since when, as a clause (`its checks ran`).
+        since: &'static str,
+        /// What that means and what to do, as a clause.
+        consequence: &'static str,
+    },
+    /// A replay's starting files could not be written.
+    #[error("could not write the files of commit {commit} into {}: {source}", dir.display())]
+    ReplayFiles {
+        /// The commit the original session started from.
+        commit: String,
+        /// Where they were to go (removed again).
+        dir: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: heartwood_workspace::WorkspaceError,
+    },
     /// A project file could not be shown.
     #[error(transparent)]
     Workspace(#[from] heartwood_workspace::WorkspaceError),
@@ -59,6 +94,44 @@ pub enum GatewayError {
         /// Its message there.
         message: String,
     },
+}
+
+/// Why a workflow definition or stage could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkflowUnavailable {
+    /// The maintained definitions did not load (a build defect).
+    #[error("the workflow catalog cannot be read: {0}")]
+    Catalog(#[from] heartwood_workflow::DefinitionError),
+    /// No maintained definition has this id.
+    #[error("no workflow definition {id:?}; `heartwood workflow catalog` lists them")]
+    NoDefinition {
+        /// The id asked for.
+        id: String,
+    },
+    /// The definition has no stage with this id.
+    #[error("{definition} has no stage {stage:?}; its stages are {}", stages.join(", "))]
+    NoStage {
+        /// The definition.
+        definition: String,
+        /// The stage asked for.
+        stage: String,
+        /// The stages it has.
+        stages: Vec<String>,
+    },
+    /// The run has finished (or not begun) its stages.
+    #[error("the run has no current stage")]
+    NoCurrentStage,
+}
+
+impl WorkflowUnavailable {
+    /// `definition` has no stage `stage`.
+    pub(crate) fn no_stage(definition: &heartwood_workflow::Definition, stage: &str) -> Self {
+        WorkflowUnavailable::NoStage {
+            definition: definition.id.clone(),
+            stage: stage.to_owned(),
+            stages: definition.stages.iter().map(|s| s.id.clone()).collect(),
+        }
+    }
 }
 
 /// Why the agent engine could not be started or driven.
@@ -98,9 +171,9 @@ pub enum BackendFailure {
         /// Where they differ.
         detail: String,
     },
-    /// The engine failed, in its own words.
-    #[error("{0}")]
-    Engine(String),
+    /// The engine refused or failed.
+    #[error(transparent)]
+    Engine(#[from] crate::backend::BackendError),
 }
 
 /// Why a request to the process serving a session failed.
@@ -146,9 +219,13 @@ impl GatewayError {
             GatewayError::Io { .. } | GatewayError::Channel(_) => ErrorKind::Io,
             GatewayError::Project(e) => e.kind(),
             GatewayError::Forwarded { kind, .. } => *kind,
-            GatewayError::Config(_) | GatewayError::Closed(_) => ErrorKind::Unavailable,
+            GatewayError::Workflow(_) | GatewayError::Closed(_) => ErrorKind::Unavailable,
+            GatewayError::ReplayFiles { .. } => ErrorKind::Io,
+            GatewayError::Drifted { .. } => ErrorKind::Stale,
             GatewayError::Backend(_) => ErrorKind::Backend,
-            GatewayError::Unreadable(_) => ErrorKind::Damaged,
+            GatewayError::Undecodable { .. } | GatewayError::Unverified { .. } => {
+                ErrorKind::Damaged
+            }
             GatewayError::Journal(e) => match e {
                 AuditError::NoSession { .. } => ErrorKind::NotFound,
                 AuditError::Owned { .. } => ErrorKind::Owned,

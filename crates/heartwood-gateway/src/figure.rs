@@ -56,11 +56,12 @@ pub(crate) fn model_figure(
         })
         .collect();
     if !inspected.iter().all(|file| judged.contains(file)) {
-        return Err(GatewayError::Invalid(
-            "the model's files changed since its checks ran, so a picture of them would not \
-             show what was judged; evaluate the stage again"
-                .into(),
-        ));
+        return Err(GatewayError::Drifted {
+            what: "the model's files".into(),
+            since: "its checks ran",
+            consequence: "a picture of them would not show what was judged; evaluate the stage \
+                          again",
+        });
     }
     let xs = series
         .train

@@ -507,15 +507,16 @@ impl SessionGateway {
     }
 }
 
-fn decoded(
+pub(crate) fn decoded(
     events: Vec<Result<heartwood_events::RecordedEvent, heartwood_events::DecodeError>>,
 ) -> Result<Vec<heartwood_events::RecordedEvent>, GatewayError> {
     events
         .into_iter()
         .enumerate()
         .map(|(i, e)| {
-            e.map_err(|error| {
-                GatewayError::Unreadable(format!("event {} cannot be read: {error}", i + 1))
+            e.map_err(|source| GatewayError::Undecodable {
+                event: i + 1,
+                source,
             })
         })
         .collect()

@@ -263,9 +263,7 @@ impl Core {
         self.writer()?.ensure_usable()?;
         let mut recorded = Vec::with_capacity(events.len());
         for event in events {
-            let seq = heartwood_events::Seq::new(self.next_seq()).map_err(|e| {
-                GatewayError::Unreadable(format!("the session is too long to continue: {e}"))
-            })?;
+            let seq = heartwood_events::Seq::new(self.next_seq())?;
             let mut event = RecordedEvent::new(seq, None, event);
             event.origin.clone_from(&origin);
             self.staged.push(event.clone());

@@ -311,7 +311,7 @@ impl AgentBackend for NativeBackend {
 }
 
 fn backend_error(error: ConversationError) -> BackendError {
-    BackendError(error.to_string())
+    BackendError::engine(error)
 }
 
 /// The engine's form of a catalog role: its instructions with its injected skills, and, in

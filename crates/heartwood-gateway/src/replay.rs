@@ -31,10 +31,10 @@ impl SessionAdmin {
     pub fn replay_source(&self, id: &str) -> Result<ReplaySource, GatewayError> {
         let view = self.show(id)?;
         let Some(original) = view.projection else {
-            return Err(GatewayError::Unreadable(format!(
-                "session {id} does not verify, so it cannot be replayed; run `heartwood \
-                 sessions verify {id}`"
-            )));
+            return Err(GatewayError::Unverified {
+                id: view.meta.id.clone(),
+                consequence: "it cannot be replayed",
+            });
         };
         let Some((task, policy, starting_commit)) =
             view.events.iter().flatten().find_map(|e| match &e.event {
@@ -97,18 +97,18 @@ pub fn write_starting_files(
             dir.display()
         )));
     }
-    let workspace = heartwood_workspace::Workspace::open(project.root())
-        .map_err(|e| GatewayError::Unreadable(e.to_string()))?;
+    let workspace = heartwood_workspace::Workspace::open(project.root())?;
     std::fs::create_dir_all(dir).map_err(|source| GatewayError::Io {
         doing: format!("cannot create {}", dir.display()),
         source,
     })?;
-    workspace.export_commit(commit, dir).map_err(|e| {
+    workspace.export_commit(commit, dir).map_err(|source| {
         let _ = std::fs::remove_dir_all(dir);
-        GatewayError::Unreadable(format!(
-            "could not write the files of commit {commit} into {}: {e}",
-            dir.display()
-        ))
+        GatewayError::ReplayFiles {
+            commit: commit.to_owned(),
+            dir: dir.to_owned(),
+            source,
+        }
     })
 }
 

@@ -32,13 +32,13 @@ pub(crate) fn capture(
     let stage = w
         .current
         .as_deref()
-        .ok_or_else(|| GatewayError::Invalid("the run has no current stage".into()))?;
+        .ok_or(crate::error::WorkflowUnavailable::NoCurrentStage)?;
     let definition = crate::workflow_run::bound_definition(w)?;
     let spec = definition
         .stages
         .iter()
         .find(|s| s.id == stage)
-        .ok_or_else(|| GatewayError::Invalid(format!("no stage {stage:?}")))?;
+        .ok_or_else(|| crate::error::WorkflowUnavailable::no_stage(&definition, stage))?;
     let mut paths: Vec<String> = spec
         .consumes
         .iter()

@@ -3,7 +3,7 @@
 //! stopped), which only the gateway reads.
 
 pub use heartwood_project::startup::{
-    PendingDecision, Phase, RouteSummary, SessionsSeen, StartupPlan, probe,
+    PendingDecision, Phase, RouteSummary, SessionsSeen, StartupPlan, Unreachable, probe,
 };
 
 use crate::{GatewayError, ProjectContext, SessionAdmin};

@@ -491,5 +491,5 @@ fn publish_pending(core: &mut Core, backend: &dyn AgentBackend) -> Result<(), Ga
 }
 
 fn backend_error(error: BackendError) -> GatewayError {
-    GatewayError::Backend(BackendFailure::Engine(error.0))
+    GatewayError::Backend(BackendFailure::Engine(error))
 }

@@ -14,6 +14,7 @@ pub use heartwood_workspace::{
 };
 use serde::Serialize;
 
+use crate::error::WorkflowUnavailable;
 use crate::{GatewayError, ProjectContext, SessionAdmin};
 
 /// Read-only access to the project's files.
@@ -208,10 +209,10 @@ impl WorkspaceService {
         let view = self.admin.show(named)?;
         let id = view.meta.id.clone();
         let Some(projection) = view.projection else {
-            return Err(GatewayError::Unreadable(format!(
-                "session {id} cannot be verified, so its file edits are not evidence; run \
-                 `heartwood sessions verify {id}`"
-            )));
+            return Err(GatewayError::Unverified {
+                id,
+                consequence: "its file edits are not evidence",
+            });
         };
         Ok((id, projection))
     }
@@ -233,16 +234,8 @@ impl WorkspaceService {
         stage: &str,
     ) -> Result<Vec<heartwood_workflow::CheckResult>, GatewayError> {
         let definition = maintained(definition)?;
-        heartwood_workflow::evaluate::check_stage(&self.workspace, &definition, stage).ok_or_else(
-            || {
-                let stages: Vec<&str> = definition.stages.iter().map(|s| s.id.as_str()).collect();
-                GatewayError::Config(format!(
-                    "{} has no stage {stage:?}; its stages are {}",
-                    definition.id,
-                    stages.join(", ")
-                ))
-            },
-        )
+        heartwood_workflow::evaluate::check_stage(&self.workspace, &definition, stage)
+            .ok_or_else(|| WorkflowUnavailable::no_stage(&definition, stage).into())
     }
 }
 
@@ -279,7 +272,7 @@ impl WorkspaceService {
     ) -> Result<heartwood_workflow::gate::Assessment, GatewayError> {
         let found = maintained(definition)?;
         heartwood_workflow::gate::assess(&self.workspace, &found, stage, results)
-            .ok_or_else(|| GatewayError::Config(format!("{definition} has no stage {stage:?}")))
+            .ok_or_else(|| WorkflowUnavailable::no_stage(&found, stage).into())
     }
 
     /// Assesses results [`WorkspaceService::check_stage`] has just computed, without running
@@ -292,7 +285,7 @@ impl WorkspaceService {
     ) -> Result<heartwood_workflow::gate::Assessment, GatewayError> {
         let found = maintained(definition)?;
         heartwood_workflow::gate::assess_against(&self.workspace, &found, stage, results, results)
-            .ok_or_else(|| GatewayError::Config(format!("{definition} has no stage {stage:?}")))
+            .ok_or_else(|| WorkflowUnavailable::no_stage(&found, stage).into())
     }
 }
 

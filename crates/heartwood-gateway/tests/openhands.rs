@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use heartwood_events::workflow::OutcomeStatus;
 use heartwood_events::{
     ActionPolicy, ActionState, Command, CommandId, CommandKind, Decision, Lifecycle, Outcome,
     Receipt, SessionId, SessionProjection,
@@ -422,6 +423,66 @@ async fn stop_now_pauses_and_the_cut_off_command_is_never_run_again() {
         ActionState::Failed,
         "{:#?}",
         done.actions
+    );
+    f.gateway.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workflow_stage_runs_on_openhands_and_its_finish_reports_the_structured_outcome() {
+    if !installed() {
+        return;
+    }
+    let f = Fixture::new(Script::of(vec![Turn::calls(&[(
+        "finish",
+        json!({"message": "the readiness report is written", "outcome": {
+            "status": "completed",
+            "artifacts": ["reports/readiness.json"],
+            "notes": "counts from the table"
+        }}),
+    )])]))
+    .await;
+    heartwood_testkit::copy_dir(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/projects/sleep-study"),
+        f.project.path(),
+    );
+    applied(&f.submit_to(
+        &f.gateway,
+        CommandKind::WorkflowStart {
+            definition: "tabular-ols".into(),
+            question: "Does sleep predict the score?".into(),
+            inputs: Default::default(),
+        },
+    ));
+    let started = f.gateway.projection(&f.session).expect("projection");
+    let revision = started.workflow.expect("a workflow run").revision;
+    applied(&f.submit_to(&f.gateway, CommandKind::WorkflowRun { revision }));
+    let done = f.settled().await;
+    assert_eq!(done.lifecycle, Lifecycle::Finished, "{done:#?}");
+    let turn = done
+        .workflow
+        .and_then(|w| w.turn)
+        .expect("the stage's turn");
+    assert_eq!(turn.problem, None, "{turn:#?}");
+    let reported = turn.outcome.expect("the outcome its finish carried");
+    assert_eq!(reported.status, OutcomeStatus::Completed);
+    assert_eq!(reported.artifacts, ["reports/readiness.json"]);
+    assert_eq!(reported.notes, "counts from the table");
+
+    // The model was offered a finish tool that takes the outcome, with its schema.
+    let asked = f.model.requests();
+    let finish = asked[0]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["function"]["name"] == "finish")
+        .cloned()
+        .expect("a finish tool");
+    let outcome = &finish["function"]["parameters"]["properties"]["outcome"];
+    assert!(
+        outcome["properties"]["status"].is_object()
+            && outcome["properties"]["artifacts"].is_object(),
+        "{finish:#}"
     );
     f.gateway.close().await;
 }

@@ -62,6 +62,10 @@ pub struct ConversationSpec {
     /// The route's prices in US dollars per input and output token, so the server's cost
     /// figures are the route's (LiteLLM prices a model it does not know at zero).
     pub cost_per_token: Option<(f64, f64)>,
+    /// The JSON Schema of a structured `outcome` the agent's `finish` must carry (a workflow
+    /// stage's), if any: the server's finish tool then takes it beside its message, validates
+    /// it, and keeps it in the call's arguments.
+    pub finish_outcome: Option<Value>,
 }
 
 /// A conversation as the server reports it (the parts Heartwood reads).
@@ -192,6 +196,19 @@ impl Client {
             "stuck_detection": true,
             "autotitle": false,
         });
+        if let Some(outcome) = &spec.finish_outcome {
+            // The finish tool named in the agent's tools, with the outcome as its response
+            // schema; the default one would then be a second tool of the same name.
+            body["agent"]["include_default_tools"] = json!(["ThinkTool"]);
+            if let Some(tools) = body["agent"]["tools"].as_array_mut() {
+                tools.push(json!({"name": "finish", "params": {"response_schema": {
+                    "type": "object",
+                    "properties": {"outcome": outcome},
+                    "required": ["outcome"],
+                    "additionalProperties": false,
+                }}}));
+            }
+        }
         if let Some(suffix) = spec
             .system_suffix
             .as_deref()

@@ -66,6 +66,7 @@ async fn a_set_waits_whole_a_rejection_reaches_the_model_and_an_allowed_action_r
             max_iterations: 20,
             system_suffix: Some("## Skills\n- check-units: SUFFIX-MARK-7".into()),
             cost_per_token: None,
+            finish_outcome: None,
         })
         .await
         .expect("a conversation");

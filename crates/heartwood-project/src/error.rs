@@ -92,6 +92,8 @@ pub enum ErrorKind {
     Io,
     /// The agent could not be started or driven.
     Backend,
+    /// What was judged has changed since: judge it again before this can be done.
+    Stale,
 }
 
 impl ProjectError {

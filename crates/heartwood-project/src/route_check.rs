@@ -145,7 +145,7 @@ pub fn check(route: &RouteConfig) -> RouteCheck {
     }
     if let Err(why) = crate::startup::probe(&route.base_url) {
         return RouteCheck {
-            unreachable: Some(why),
+            unreachable: Some(why.to_string()),
             models: None,
             listing_note: None,
         };

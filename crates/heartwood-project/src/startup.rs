@@ -336,12 +336,44 @@ fn not_a_project(project: &ProjectContext) -> Option<String> {
     same.then(|| "this is your home folder".to_owned())
 }
 
+/// Why a model service could not be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreachable {
+    /// The URL names no scheme Heartwood connects with.
+    #[error("the base URL has no http:// or https:// scheme")]
+    NoScheme,
+    /// The host name did not resolve.
+    #[error("cannot resolve {target}: {source}")]
+    Resolve {
+        /// `host:port`.
+        target: String,
+        /// What the resolver said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The host name resolved to no address.
+    #[error("{target} has no address")]
+    NoAddress {
+        /// `host:port`.
+        target: String,
+    },
+    /// No address accepted a connection; the last one tried, and why.
+    #[error("{address}: {source}")]
+    Refused {
+        /// The address tried last.
+        address: std::net::SocketAddr,
+        /// What the connection attempt said.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Opens (and closes) a TCP connection to the URL's host and port. Sends nothing.
-pub fn probe(base_url: &str) -> Result<(), String> {
+pub fn probe(base_url: &str) -> Result<(), Unreachable> {
     let (default_port, rest) = match base_url.split_once("://") {
         Some(("https", rest)) => (443, rest),
         Some(("http", rest)) => (80, rest),
-        _ => return Err("the base URL has no http:// or https:// scheme".to_owned()),
+        _ => return Err(Unreachable::NoScheme),
     };
     let authority = rest.split('/').next().unwrap_or("");
     let authority = authority
@@ -356,15 +388,15 @@ pub fn probe(base_url: &str) -> Result<(), String> {
     } else {
         format!("{authority}:{default_port}")
     };
-    let addresses: Vec<_> = target
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {target}: {e}"))?
-        .collect();
-    let mut last = format!("{target} has no address");
+    let addresses: Vec<_> = match target.to_socket_addrs() {
+        Ok(addresses) => addresses.collect(),
+        Err(source) => return Err(Unreachable::Resolve { target, source }),
+    };
+    let mut last = Unreachable::NoAddress { target };
     for address in addresses {
         match TcpStream::connect_timeout(&address, PROBE_TIMEOUT) {
             Ok(_) => return Ok(()),
-            Err(e) => last = format!("{address}: {e}"),
+            Err(source) => last = Unreachable::Refused { address, source },
         }
     }
     Err(last)

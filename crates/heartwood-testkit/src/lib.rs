@@ -20,6 +20,20 @@ pub mod sessions;
 pub use script::{Fault, Script, ScriptedCall, ScriptedUsage, Turn};
 pub use server::{ScriptedModelServer, event_stream_body};
 
+/// Copies the folder `from` into `to`, recursively (a fixture project into a scratch one).
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    for entry in std::fs::read_dir(from).expect("read") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            std::fs::create_dir_all(&target).expect("mkdir");
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
 /// Every regular file under `dir`, at any depth (for tests that search what was written).
 pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();

@@ -174,6 +174,7 @@ pub(crate) fn status_of(e: &heartwood_gateway::GatewayError) -> StatusCode {
         ErrorKind::Damaged => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorKind::Io => StatusCode::SERVICE_UNAVAILABLE,
         ErrorKind::Backend => StatusCode::BAD_GATEWAY,
+        ErrorKind::Stale => StatusCode::CONFLICT,
     }
 }
 

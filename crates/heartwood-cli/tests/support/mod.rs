@@ -181,20 +181,6 @@ pub fn http(port: u16, method: &str, path: &str, auth: Option<&str>, body: Optio
     response
 }
 
-/// Copies the folder `from` into `to`, recursively (fixtures into a scratch project).
-pub fn copy_dir(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).expect("read") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            std::fs::create_dir_all(&target).expect("mkdir");
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 /// Puts `project`'s new sessions on the OpenHands engine, if it is installed. Without it, says
 /// the test was skipped and returns false, unless `HEARTWOOD_REQUIRE_OPENHANDS` is set (as CI
 /// does), where that is a failure.

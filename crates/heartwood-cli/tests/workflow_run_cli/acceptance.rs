@@ -7,7 +7,7 @@ async fn a_whole_run_is_accepted_through_its_reviewed_reproduction() {
     let project = tempfile::tempdir().expect("project");
     let root = project.path();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
-    support::copy_dir(&fixture, root);
+    heartwood_testkit::copy_dir(&fixture, root);
     // Every artifact moves aside: each stage's scripted turn writes it back.
     let artifacts = [
         "reports/readiness.json",

@@ -50,7 +50,7 @@ fn stage_status(w: &Value, stage: &str) -> String {
 async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
     let project = tempfile::tempdir().expect("project");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
-    support::copy_dir(&fixture, project.path());
+    heartwood_testkit::copy_dir(&fixture, project.path());
     let good = std::fs::read(project.path().join("reports/readiness.json")).expect("report");
     std::fs::remove_file(project.path().join("reports/readiness.json")).expect("rm");
     let keep = project.path().join("good-readiness.json");
@@ -279,7 +279,7 @@ fn a_run_that_cannot_bind_its_inputs_creates_no_session() {
 async fn a_stage_that_uses_up_its_budget_gets_no_further_model_continuation() {
     let project = tempfile::tempdir().expect("project");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
-    support::copy_dir(&fixture, project.path());
+    heartwood_testkit::copy_dir(&fixture, project.path());
     // The readiness stage allows 30 actions: one reply proposes exactly 30. The provider
     // reports no token usage, so tokens stay unknown rather than 0.
     let thirty: Vec<(&str, Value)> = (0..30)
@@ -435,7 +435,7 @@ async fn a_stage_turn_that_reports_nothing_or_blocked_fails_the_run_command() {
     let project = tempfile::tempdir().expect("project");
     let root = project.path();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
-    support::copy_dir(&fixture, root);
+    heartwood_testkit::copy_dir(&fixture, root);
     let blocked = Turn::calls(&[(
         "finish",
         json!({"message": "cannot", "outcome": {

@@ -7,7 +7,7 @@ async fn a_review_proposal_becomes_a_finding_only_when_a_check_observes_it() {
     let project = tempfile::tempdir().expect("project");
     let root = project.path();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
-    support::copy_dir(&fixture, root);
+    heartwood_testkit::copy_dir(&fixture, root);
     // The earlier stages' files are in place: each turn only reports them.
     let reported = |artifacts: &[&str]| stage_turns("true", artifacts)[1].clone();
     let review = Turn::calls(&[(

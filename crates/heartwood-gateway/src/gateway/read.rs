@@ -56,7 +56,7 @@ impl SessionGateway {
             let first = core
                 .writer()?
                 .receipt(&command_id)
-                .map(|r| r.command_type == CommandName::SendGuidance.as_str());
+                .map(|r| r.command() == Some(CommandName::SendGuidance));
             if let Some(was_guidance) = first {
                 drop(core);
                 let text = text.to_owned();
@@ -200,14 +200,8 @@ impl SessionGateway {
             let events = reader.events();
             (verifying.join(), events)
         });
-        match verified {
-            Ok(result) => result?,
-            Err(_) => {
-                return Err(GatewayError::Unreadable(
-                    "verification failed unexpectedly".into(),
-                ));
-            }
-        };
+        // A panic while verifying is a defect: it is this caller's panic, not an answer.
+        verified.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
         let events = decoded(events?)?;
         let projection = reducer::replay(session.clone(), &events);
         // A run is open on disk but nobody serves it: its process ended mid-run. Looking at it

@@ -54,11 +54,14 @@ impl SessionGateway {
             shared: Arc::clone(&self.shared),
         };
         let id = session.clone();
-        tokio::task::spawn_blocking(move || gateway.snapshot(&id, u64::MAX))
-            .await
-            .map_err(|_| {
-                GatewayError::Unreadable("reading the session failed unexpectedly".into())
-            })?
+        match tokio::task::spawn_blocking(move || gateway.snapshot(&id, u64::MAX)).await {
+            Ok(snapshot) => snapshot,
+            // A panic while reading is a defect: it is this caller's panic, not an answer.
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(_) => Err(GatewayError::Closed(session.clone())),
+            },
+        }
     }
 }
 

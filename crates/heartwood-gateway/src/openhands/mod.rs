@@ -25,7 +25,7 @@ use heartwood_openhands::{
 use crate::GatewayError;
 use crate::backend::{
     AgentBackend, BackendControls, BackendEntry, BackendError, BackendFactory, BackendFuture,
-    BackendSink, BackendSpec, PendingActions, RunStop,
+    BackendSink, BackendSpec, PendingActions, RunStop, Unsupported,
 };
 use crate::error::BackendFailure;
 use crate::translate::proposal_of;
@@ -61,28 +61,11 @@ impl BackendFactory for OpenHandsBackendFactory {
     }
 
     fn open(&self, spec: BackendSpec) -> Result<Box<dyn AgentBackend>, BackendError> {
-        if spec.finish_outcome.is_some() {
-            return Err(BackendError(
-                "workflow stages run on the native engine: OpenHands' finish tool carries no \
-                 structured outcome for the stage's checks. Start the workflow in a project \
-                 whose backend is `native` (`heartwood model connect … --backend native`)"
-                    .into(),
-            ));
-        }
         if spec.route.category == crate::config::RouteCategory::Subscription {
-            return Err(BackendError(
-                "a ChatGPT subscription route speaks the Responses API with Heartwood's \
-                 sign-in, which OpenHands' model client does not; use the native engine \
-                 (`heartwood backend use native`) or another route"
-                    .into(),
-            ));
+            return Err(Unsupported::SubscriptionRoute.into());
         }
         if spec.route.recording.is_some() {
-            return Err(BackendError(
-                "a replay route serves recorded exchanges of the native engine; OpenHands \
-                 cannot replay them. Connect a live model route for this project"
-                    .into(),
-            ));
+            return Err(Unsupported::ReplayRoute.into());
         }
         let installation = Installation::find().map_err(oh_error)?;
         let store = ConversationStore::new(spec.state_dir.join("conversations").as_std_path());
@@ -218,11 +201,7 @@ impl OpenHandsBackend {
         // The model library reads the key from its conventional variable; the key is passed
         // by environment only, never written to the conversation's settings.
         let key = match &self.spec.route.api_key_env {
-            Some(var) => std::env::var(var).map_err(|_| {
-                BackendError(format!(
-                    "the model route reads its API key from ${var}, which is not set"
-                ))
-            })?,
+            Some(var) => std::env::var(var).map_err(|_| BackendError::KeyNotSet(var.clone()))?,
             None => "credential-free".to_owned(),
         };
         // The server gets the tools' allowlisted environment (never the route's own variable)
@@ -273,6 +252,9 @@ impl OpenHandsBackend {
                         p.output_micros_per_mtok as f64 / 1e12,
                     )
                 }),
+                // A workflow stage's turn reports its outcome through `finish`, as on the
+                // native engine; the stage's checks still judge the files themselves.
+                finish_outcome: self.spec.finish_outcome.clone(),
             })
             .await
             .map_err(oh_error)?;
@@ -317,10 +299,9 @@ impl OpenHandsBackend {
     fn server_died(&mut self) -> BackendError {
         self.server = None;
         let log = self.spec.state_dir.join("agent-server.log");
-        BackendError(format!(
-            "the OpenHands agent server stopped unexpectedly (its log: {log}); the next \
-             command starts it again"
-        ))
+        BackendError::ServerStopped {
+            log: log.to_string(),
+        }
     }
 
     async fn run_inner(&mut self) -> Result<RunStop, BackendError> {
@@ -526,7 +507,7 @@ impl AgentBackend for OpenHandsBackend {
 }
 
 fn oh_error(error: OpenHandsError) -> BackendError {
-    BackendError(error.to_string())
+    BackendError::engine(error)
 }
 
 /// Where OpenHands is installed for this user, or why it cannot be used (with what to run).

@@ -5,21 +5,18 @@
 use heartwood_workspace::Workspace;
 
 use crate::GatewayError;
+use crate::error::WorkflowUnavailable;
 
 /// The maintained definition `id`, or why there is none.
 pub(crate) fn maintained(id: &str) -> Result<heartwood_workflow::Definition, GatewayError> {
     heartwood_workflow::catalog::definition(id)
-        .map_err(|e| GatewayError::Config(e.to_string()))?
-        .ok_or_else(|| {
-            GatewayError::Config(format!(
-                "no workflow definition {id:?}; `heartwood workflow catalog` lists them"
-            ))
-        })
+        .map_err(WorkflowUnavailable::Catalog)?
+        .ok_or_else(|| WorkflowUnavailable::NoDefinition { id: id.to_owned() }.into())
 }
 
 /// The workflow catalog (read-only; creates nothing).
 pub fn workflow_catalog() -> Result<Vec<heartwood_events::catalog::CatalogEntry>, GatewayError> {
-    heartwood_workflow::catalog::catalog().map_err(|e| GatewayError::Config(e.to_string()))
+    Ok(heartwood_workflow::catalog::catalog().map_err(WorkflowUnavailable::Catalog)?)
 }
 
 /// Runs `stage`'s checks as `definition` locates its files (a run's binding map) and assesses
@@ -37,7 +34,7 @@ pub(crate) fn check_and_assess(
     ),
     GatewayError,
 > {
-    let missing = || GatewayError::Config(format!("{} has no stage {stage:?}", definition.id));
+    let missing = || WorkflowUnavailable::no_stage(definition, stage);
     let mut results = heartwood_workflow::evaluate::check_stage(workspace, definition, stage)
         .ok_or_else(missing)?;
     judge(&mut results);

@@ -31,4 +31,5 @@ use heartwood_events::{
     ActionState, CommandKind, CommandName, Event, Lifecycle, RecordedEvent, SessionProjection,
 };
 
+use crate::error::WorkflowUnavailable;
 use crate::{GatewayError, ProjectContext};

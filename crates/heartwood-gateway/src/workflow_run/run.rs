@@ -205,13 +205,13 @@ pub(super) fn drifted(
 pub(crate) fn stage_prompt(w: &WorkflowView) -> Result<String, GatewayError> {
     let stage = w
         .current_stage()
-        .ok_or_else(|| GatewayError::Config("the run has no current stage".into()))?;
+        .ok_or(WorkflowUnavailable::NoCurrentStage)?;
     let definition = maintained(&w.definition)?;
     let spec = definition
         .stages
         .iter()
         .find(|s| s.id == stage.spec.id)
-        .ok_or_else(|| GatewayError::Config(format!("no stage {:?}", stage.spec.id)))?;
+        .ok_or_else(|| WorkflowUnavailable::no_stage(&definition, &stage.spec.id))?;
     let path_of = |id: &str| {
         w.bindings
             .iter()
@@ -325,7 +325,7 @@ pub(crate) fn evaluate(
 ) -> Result<AssessmentView, GatewayError> {
     let stage = w
         .current_stage()
-        .ok_or_else(|| GatewayError::Config("the run has no current stage".into()))?
+        .ok_or(WorkflowUnavailable::NoCurrentStage)?
         .spec
         .id
         .clone();

@@ -430,18 +430,7 @@ fn rewrite_journal(
 }
 
 fn copy_example_project(to: &std::path::Path) {
-    fn copy(from: &std::path::Path, to: &std::path::Path) {
-        for entry in std::fs::read_dir(from).expect("read").flatten() {
-            let target = to.join(entry.file_name());
-            if entry.file_type().expect("type").is_dir() {
-                std::fs::create_dir_all(&target).expect("mkdir");
-                copy(&entry.path(), &target);
-            } else {
-                std::fs::copy(entry.path(), &target).expect("copy");
-            }
-        }
-    }
-    copy(
+    heartwood_testkit::copy_dir(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../fixtures/projects/sleep-study"),
         to,

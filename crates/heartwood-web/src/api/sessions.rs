@@ -10,7 +10,6 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use heartwood_events::{NewSession, SessionId, SessionRow, Snapshot, Suspended, Update};
-use heartwood_gateway::GatewayError;
 use heartwood_gateway::preview::BoundFilePreview;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -186,7 +185,6 @@ async fn figure(State(app): State<Arc<AppState>>, Session(id): Session) -> Respo
             StatusCode::NOT_FOUND,
             "there is no model to draw yet: no model stage has been checked",
         ),
-        Err(GatewayError::Invalid(why)) => plain(StatusCode::CONFLICT, &why),
         Err(e) => failure(e),
     })
     .await

@@ -129,7 +129,7 @@ impl SessionGateway {
             Err(e) => {
                 // The caller may be on an async task, where dropping a runtime would panic.
                 runtime.shutdown_background();
-                return Err(e.0);
+                return Err(e.to_string());
             }
         };
         worker::start(
