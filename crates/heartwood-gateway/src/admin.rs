@@ -7,6 +7,7 @@ use heartwood_audit::{
 };
 use heartwood_events::{DecodeError, RecordedEvent, SessionId, SessionProjection};
 
+use crate::error::SessionRefusal;
 use crate::{GatewayError, ProjectContext};
 
 /// What [`SessionAdmin::recover`] did.
@@ -367,9 +368,11 @@ impl SessionAdmin {
         }
         let sessions = self.store.list()?;
         if text == "last" {
-            return sessions.into_iter().next().map(|s| s.id).ok_or_else(|| {
-                GatewayError::Invalid("this project has no sessions yet".to_owned())
-            });
+            return sessions
+                .into_iter()
+                .next()
+                .map(|s| s.id)
+                .ok_or(SessionRefusal::NoSessions.into());
         }
         if let Some(exact) = sessions.iter().find(|s| s.id.as_str() == text) {
             return Ok(exact.id.clone());
@@ -392,13 +395,11 @@ impl SessionAdmin {
             [] => Err(GatewayError::Journal(AuditError::NoSession {
                 id: SessionId::parse(text)?,
             })),
-            many => Err(GatewayError::Invalid(format!(
-                "{text:?} could mean any of {}; give more of the id",
-                many.iter()
-                    .map(|id| id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))),
+            many => Err(SessionRefusal::Ambiguous {
+                text: text.to_owned(),
+                matches: many.iter().map(|id| (*id).clone()).collect(),
+            }
+            .into()),
         }
     }
 

@@ -239,16 +239,14 @@ fn answer(stream: UnixStream, shared: &Weak<dyn Served>, session: &SessionId) {
             return;
         };
         let written = match serde_json::from_str::<Request>(&line) {
-            Err(e) => send::<()>(
-                &mut writer,
-                Err(GatewayError::Invalid(format!("not a channel request: {e}"))),
-            ),
+            Err(e) => send::<()>(&mut writer, Err(ChannelError::Malformed(e).into())),
             Ok(Request::Submit { command }) if &command.session != session => send::<()>(
                 &mut writer,
-                Err(GatewayError::Invalid(format!(
-                    "this channel serves session {session}, not {}",
-                    command.session
-                ))),
+                Err(ChannelError::OtherSession {
+                    serves: session.clone(),
+                    asked: command.session,
+                }
+                .into()),
             ),
             Ok(Request::Submit { command }) => {
                 send(&mut writer, Arc::clone(&gateway).submit(command))

@@ -47,6 +47,10 @@ pub enum GatewayError {
         /// What that rules out, as a clause (`it cannot be replayed`).
         consequence: &'static str,
     },
+    /// The session asked about cannot answer this (none by that name, or it lacks what is
+    /// asked of it).
+    #[error(transparent)]
+    Session(#[from] SessionRefusal),
     /// Files that were judged changed since, so what was asked would misrepresent the judgement.
     #[error("{what} changed since {since}, so {consequence}")]
     Drifted {
@@ -94,6 +98,50 @@ pub enum GatewayError {
         /// Its message there.
         message: String,
     },
+}
+
+/// Why a request about a session cannot be answered: which session was meant is unclear, or it
+/// lacks what the request needs.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionRefusal {
+    /// `last` was asked for and there are none.
+    #[error("this project has no sessions yet")]
+    NoSessions,
+    /// The start of an id that several sessions share.
+    #[error("{text:?} could mean any of {}; give more of the id", joined(matches))]
+    Ambiguous {
+        /// What was typed.
+        text: String,
+        /// The sessions it could mean.
+        matches: Vec<heartwood_events::SessionId>,
+    },
+    /// The session runs no workflow.
+    #[error("session {0} runs no workflow")]
+    NoWorkflow(heartwood_events::SessionId),
+    /// The file is not one the session's workflow run binds.
+    #[error("{path:?} is not a file this workflow run binds; its files are {}", bound.join(", "))]
+    NotBound {
+        /// The path asked about.
+        path: String,
+        /// The paths the run binds.
+        bound: Vec<String>,
+    },
+    /// The session was never given a task, so there is nothing to replay.
+    #[error("session {0} was never given a task")]
+    NoTask(heartwood_events::SessionId),
+    /// The session's engine recorded no model replies, so there is nothing to replay.
+    #[error("session {0} has no recorded model replies to replay")]
+    NoRecording(heartwood_events::SessionId),
+    /// A folder to be made already exists.
+    #[error("{} already exists; remove it, or pass another folder with --into", .0.display())]
+    Exists(std::path::PathBuf),
+}
+
+fn joined(ids: &[heartwood_events::SessionId]) -> String {
+    ids.iter()
+        .map(heartwood_events::SessionId::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Why a workflow definition or stage could not be used.
@@ -188,6 +236,17 @@ pub enum ChannelError {
     /// The request could not be written as JSON.
     #[error("the request could not be encoded for the process serving the session: {0}")]
     Encode(#[source] serde_json::Error),
+    /// What the process serving the session was sent is not a channel request.
+    #[error("not a channel request: {0}")]
+    Malformed(#[source] serde_json::Error),
+    /// A command for another session reached this session's channel.
+    #[error("this channel serves session {serves}, not {asked}")]
+    OtherSession {
+        /// The session the channel serves.
+        serves: heartwood_events::SessionId,
+        /// The session the command named.
+        asked: heartwood_events::SessionId,
+    },
     /// No thread could be started to relay the session's updates.
     #[error("cannot follow the session: {0}")]
     Follow(#[source] std::io::Error),
@@ -216,7 +275,12 @@ impl GatewayError {
             GatewayError::BadId(_) | GatewayError::Workspace(_) | GatewayError::Invalid(_) => {
                 ErrorKind::Invalid
             }
+            GatewayError::Channel(
+                ChannelError::Malformed(_) | ChannelError::OtherSession { .. },
+            ) => ErrorKind::Invalid,
             GatewayError::Io { .. } | GatewayError::Channel(_) => ErrorKind::Io,
+            GatewayError::Session(SessionRefusal::NoSessions) => ErrorKind::NotFound,
+            GatewayError::Session(_) => ErrorKind::Invalid,
             GatewayError::Project(e) => e.kind(),
             GatewayError::Forwarded { kind, .. } => *kind,
             GatewayError::Workflow(_) | GatewayError::Closed(_) => ErrorKind::Unavailable,

@@ -42,14 +42,11 @@ pub(crate) fn bound_file(
     path: &str,
 ) -> Result<BoundFilePreview, GatewayError> {
     let Some(binding) = w.bindings.iter().find(|b| b.path == path) else {
-        return Err(GatewayError::Invalid(format!(
-            "{path:?} is not a file this workflow run binds; its files are {}",
-            w.bindings
-                .iter()
-                .map(|b| b.path.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
+        return Err(crate::error::SessionRefusal::NotBound {
+            path: path.to_owned(),
+            bound: w.bindings.iter().map(|b| b.path.clone()).collect(),
+        }
+        .into());
     };
     let service = WorkspaceService::open(project)?;
     let text = service.text(path, 1, TextLimits::default())?;

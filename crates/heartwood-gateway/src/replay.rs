@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use heartwood_events::{ActionPolicy, ActionView, Event, SessionProjection};
 use serde::Serialize;
 
+use crate::error::SessionRefusal;
 use crate::{GatewayError, ProjectContext, SessionAdmin};
 
 /// What a replay of one session starts from.
@@ -46,9 +47,7 @@ impl SessionAdmin {
                 _ => None,
             })
         else {
-            return Err(GatewayError::Invalid(format!(
-                "session {id} was never given a task"
-            )));
+            return Err(SessionRefusal::NoTask(view.meta.id.clone()).into());
         };
         let tasks = view
             .events
@@ -59,11 +58,9 @@ impl SessionAdmin {
                 _ => None,
             })
             .collect();
-        let recording = self.recording(id)?.ok_or_else(|| {
-            GatewayError::Invalid(format!(
-                "session {id} has no recorded model replies to replay"
-            ))
-        })?;
+        let recording = self
+            .recording(id)?
+            .ok_or_else(|| SessionRefusal::NoRecording(view.meta.id.clone()))?;
         Ok(ReplaySource {
             original,
             task,
@@ -92,10 +89,7 @@ pub fn write_starting_files(
     dir: &Path,
 ) -> Result<(), GatewayError> {
     if dir.exists() {
-        return Err(GatewayError::Invalid(format!(
-            "{} already exists; remove it, or pass another folder with --into",
-            dir.display()
-        )));
+        return Err(SessionRefusal::Exists(dir.to_owned()).into());
     }
     let workspace = heartwood_workspace::Workspace::open(project.root())?;
     std::fs::create_dir_all(dir).map_err(|source| GatewayError::Io {

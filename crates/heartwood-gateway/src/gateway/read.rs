@@ -165,7 +165,7 @@ impl SessionGateway {
         let projection = self.snapshot(session, u64::MAX)?.projection;
         let workflow = projection
             .workflow
-            .ok_or_else(|| GatewayError::Invalid(format!("session {session} runs no workflow")))?;
+            .ok_or_else(|| crate::error::SessionRefusal::NoWorkflow(session.clone()))?;
         crate::preview::bound_file(&self.shared.project, &workflow, path)
     }
 
