@@ -13,6 +13,7 @@ use heartwood_events::workflow::{CapturedFile, ReviewView, WorkflowView};
 use heartwood_workflow::Status;
 use serde::Serialize;
 
+use crate::error::CorrectionRefusal;
 use crate::workspace::WorkspaceService;
 use crate::{GatewayError, ProjectContext};
 
@@ -88,18 +89,18 @@ fn planned(
     destination: &str,
     written: bool,
 ) -> Result<CorrectionPlan, GatewayError> {
-    let refuse = |why: String| Err(GatewayError::Invalid(why));
+    let refuse = |why: CorrectionRefusal| Err(GatewayError::Correction(why));
     let Some(review) = w.reviews.last() else {
-        return refuse("the run has no review to correct".into());
+        return refuse(CorrectionRefusal::NoReview);
     };
     let Some(assessed) = &review.assessed else {
-        return refuse("the latest review is not assessed yet".into());
+        return refuse(CorrectionRefusal::NotAssessed);
     };
     let Some(finding) = assessed.findings.get(index) else {
-        return refuse(format!(
-            "the latest review has {} findings; there is no finding {index}",
-            assessed.findings.len()
-        ));
+        return refuse(CorrectionRefusal::NoFinding {
+            index,
+            count: assessed.findings.len(),
+        });
     };
     let service = WorkspaceService::open(project)?;
     stale(&service, review)?;
@@ -113,13 +114,17 @@ fn planned(
         .flat_map(|c| &c.covers)
         .find(|a| definition.path_of(a) == Some(finding.path.as_str()));
     let Some(artifact) = covered else {
-        return refuse(format!(
-            "{} covers no output at {}, so nothing there can be corrected",
-            finding.check, finding.path
-        ));
+        return refuse(CorrectionRefusal::CoversNothing {
+            check: finding.check.clone(),
+            path: finding.path.clone(),
+        });
     };
-    let path = heartwood_workspace::ProjectPath::parse(destination)
-        .map_err(|e| GatewayError::Invalid(format!("{destination:?}: {e}")))?;
+    let path = heartwood_workspace::ProjectPath::parse(destination).map_err(|source| {
+        CorrectionRefusal::BadPath {
+            destination: destination.to_owned(),
+            source,
+        }
+    })?;
     let destination = path.as_str().to_owned();
     if review
         .started
@@ -128,23 +133,16 @@ fn planned(
         .any(|f| f.path == destination)
         || w.bindings.iter().any(|b| b.path == destination)
     {
-        return refuse(format!(
-            "{destination} is a file the review captured or the run binds; a correction goes to \
-             a new path and every reviewed file is kept"
-        ));
+        return refuse(CorrectionRefusal::Reviewed(destination));
     }
     let exists = service
         .snapshot(std::slice::from_ref(&destination), None)
         .is_ok();
     if exists && !written {
-        return refuse(format!(
-            "{destination} exists already; a correction goes to a new path"
-        ));
+        return refuse(CorrectionRefusal::Exists(destination));
     }
     if !exists && written {
-        return refuse(format!(
-            "{destination} cannot be read: write the correction there first"
-        ));
+        return refuse(CorrectionRefusal::NotWritten(destination));
     }
     Ok(CorrectionPlan {
         review_id: review.started.review_id.clone(),
@@ -197,7 +195,7 @@ pub fn recheck(
         .iter()
         .flat_map(|s| &s.checks)
         .find(|c| c.check == plan.check && c.covers.contains(&plan.artifact))
-        .ok_or_else(|| GatewayError::Invalid(format!("no {} check", plan.check)))?;
+        .ok_or_else(|| CorrectionRefusal::NoCheck(plan.check.clone()))?;
     let service = WorkspaceService::open(project)?;
     let (files, digests) = service
         .check_files(&definition, check)

@@ -51,6 +51,9 @@ pub enum GatewayError {
     /// asked of it).
     #[error(transparent)]
     Session(#[from] SessionRefusal),
+    /// A correction of the latest review's finding is refused.
+    #[error(transparent)]
+    Correction(#[from] CorrectionRefusal),
     /// Files that were judged changed since, so what was asked would misrepresent the judgement.
     #[error("{what} changed since {since}, so {consequence}")]
     Drifted {
@@ -142,6 +145,57 @@ fn joined(ids: &[heartwood_events::SessionId]) -> String {
         .map(heartwood_events::SessionId::as_str)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Why a correction of a review's finding cannot be planned or rechecked.
+#[derive(Debug, thiserror::Error)]
+pub enum CorrectionRefusal {
+    /// The run has not been reviewed.
+    #[error("the run has no review to correct")]
+    NoReview,
+    /// The latest review is still running.
+    #[error("the latest review is not assessed yet")]
+    NotAssessed,
+    /// There is no finding with that number.
+    #[error("the latest review has {count} findings; there is no finding {index}")]
+    NoFinding {
+        /// The number asked for.
+        index: usize,
+        /// How many findings there are.
+        count: usize,
+    },
+    /// The finding's check covers no output at the finding's path.
+    #[error("{check} covers no output at {path}, so nothing there can be corrected")]
+    CoversNothing {
+        /// The check.
+        check: String,
+        /// The finding's path.
+        path: String,
+    },
+    /// The destination is not a project path.
+    #[error("{destination:?}: {source}")]
+    BadPath {
+        /// The destination given.
+        destination: String,
+        /// Why it is no project path.
+        #[source]
+        source: heartwood_workspace::PathError,
+    },
+    /// The destination is a file the review captured or the run binds.
+    #[error(
+        "{0} is a file the review captured or the run binds; a correction goes to a new path \
+         and every reviewed file is kept"
+    )]
+    Reviewed(String),
+    /// A plan's destination exists already.
+    #[error("{0} exists already; a correction goes to a new path")]
+    Exists(String),
+    /// A recheck's destination cannot be read.
+    #[error("{0} cannot be read: write the correction there first")]
+    NotWritten(String),
+    /// The definition has no such check over the artifact.
+    #[error("no {0} check")]
+    NoCheck(String),
 }
 
 /// Why a workflow definition or stage could not be used.
@@ -280,7 +334,7 @@ impl GatewayError {
             ) => ErrorKind::Invalid,
             GatewayError::Io { .. } | GatewayError::Channel(_) => ErrorKind::Io,
             GatewayError::Session(SessionRefusal::NoSessions) => ErrorKind::NotFound,
-            GatewayError::Session(_) => ErrorKind::Invalid,
+            GatewayError::Session(_) | GatewayError::Correction(_) => ErrorKind::Invalid,
             GatewayError::Project(e) => e.kind(),
             GatewayError::Forwarded { kind, .. } => *kind,
             GatewayError::Workflow(_) | GatewayError::Closed(_) => ErrorKind::Unavailable,

@@ -47,7 +47,10 @@ pub use admin::{
     EventLine, ExportReport, IntegrityReport, PendingListing, RecoverReport, SessionAdmin,
     SessionListing, SessionReport, SessionView,
 };
-pub use error::{BackendFailure, ChannelError, GatewayError, SessionRefusal, WorkflowUnavailable};
+pub use error::{
+    BackendFailure, ChannelError, CorrectionRefusal, GatewayError, SessionRefusal,
+    WorkflowUnavailable,
+};
 // The project's services live below the sessions, in heartwood-project; interfaces reach
 // them through this door like everything else.
 pub use gateway::{IDLE_RELEASE, SessionGateway};
