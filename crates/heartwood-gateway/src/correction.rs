@@ -197,9 +197,7 @@ pub fn recheck(
         .find(|c| c.check == plan.check && c.covers.contains(&plan.artifact))
         .ok_or_else(|| CorrectionRefusal::NoCheck(plan.check.clone()))?;
     let service = WorkspaceService::open(project)?;
-    let (files, digests) = service
-        .check_files(&definition, check)
-        .map_err(GatewayError::Invalid)?;
+    let (files, digests) = service.check_files(&definition, check)?;
     let inspected: Vec<CapturedFile> = digests
         .iter()
         .map(|d| CapturedFile {

@@ -78,9 +78,12 @@ pub enum GatewayError {
     /// A project file could not be shown.
     #[error(transparent)]
     Workspace(#[from] heartwood_workspace::WorkspaceError),
-    /// The request cannot be carried out as asked (the message says why and what instead).
-    #[error("{0}")]
-    Invalid(String),
+    /// The files a check reads could not be read, or hold no model to draw.
+    #[error(transparent)]
+    Evidence(#[from] heartwood_workflow::evaluate::ReadError),
+    /// The model's picture could not be drawn (the plotting library's words).
+    #[error("the picture could not be drawn: {0}")]
+    Drawing(String),
     /// Reading or writing a file outside the session failed.
     #[error("{doing}: {source}")]
     Io {
@@ -326,9 +329,10 @@ impl GatewayError {
     /// What kind of failure this is.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            GatewayError::BadId(_) | GatewayError::Workspace(_) | GatewayError::Invalid(_) => {
+            GatewayError::BadId(_) | GatewayError::Workspace(_) | GatewayError::Evidence(_) => {
                 ErrorKind::Invalid
             }
+            GatewayError::Drawing(_) => ErrorKind::Backend,
             GatewayError::Channel(
                 ChannelError::Malformed(_) | ChannelError::OtherSession { .. },
             ) => ErrorKind::Invalid,

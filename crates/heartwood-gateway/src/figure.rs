@@ -47,7 +47,7 @@ pub(crate) fn model_figure(
     let Some(read) = service.model_series(&definition, &stage) else {
         return Ok(None);
     };
-    let (series, digests) = read.map_err(GatewayError::Invalid)?;
+    let (series, digests) = read?;
     let inspected: Vec<InspectedFile> = digests
         .iter()
         .map(|d| InspectedFile {
@@ -110,7 +110,7 @@ pub(crate) fn model_figure(
     ]));
     figure.x_range = [x0, x1];
     figure.y_range = [y0, y1];
-    figure.svg = svg(&figure).map_err(|e| GatewayError::Invalid(format!("the picture: {e}")))?;
+    figure.svg = svg(&figure).map_err(GatewayError::Drawing)?;
     Ok(Some(figure))
 }
 

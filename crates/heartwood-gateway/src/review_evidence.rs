@@ -209,7 +209,7 @@ fn observe(
     };
     let (files, digests) = match service.check_files(&definition, check) {
         Ok(read) => read,
-        Err(why) => return unverified(why),
+        Err(why) => return unverified(why.to_string()),
     };
     // Only the bytes the review captured count.
     for d in &digests {

@@ -246,7 +246,7 @@ impl WorkspaceService {
         &self,
         definition: &heartwood_workflow::Definition,
         check: &heartwood_workflow::definition::CheckUse,
-    ) -> Result<(Vec<Vec<u8>>, Vec<FileDigest>), String> {
+    ) -> Result<(Vec<Vec<u8>>, Vec<FileDigest>), heartwood_workflow::evaluate::ReadError> {
         heartwood_workflow::evaluate::read_files(&self.workspace, definition, check)
     }
 
@@ -257,7 +257,12 @@ impl WorkspaceService {
         &self,
         definition: &heartwood_workflow::Definition,
         stage: &str,
-    ) -> Option<Result<(heartwood_workflow::checks::OlsSeries, Vec<FileDigest>), String>> {
+    ) -> Option<
+        Result<
+            (heartwood_workflow::checks::OlsSeries, Vec<FileDigest>),
+            heartwood_workflow::evaluate::ReadError,
+        >,
+    > {
         heartwood_workflow::evaluate::model_series(&self.workspace, definition, stage)
     }
 

@@ -9,7 +9,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ProjectContext, ProjectError};
+use crate::{ProjectContext, ProjectError, RouteRefusal};
 
 /// How Heartwood reaches the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,87 +112,55 @@ pub fn local_port(base_url: &str) -> Option<u16> {
 
 impl RouteConfig {
     /// Checks a route before it is stored; the error says what to change.
-    pub fn validate(&self) -> Result<(), ProjectError> {
-        let bad = |m: String| Err(ProjectError::Config(m));
-        if self.category == RouteCategory::Local {
-            heartwood_models::manifest::check_name(&self.model)
-                .map_err(|e| ProjectError::Config(e.to_string()))?;
-            if self.api_key_env.is_some() || local_port(&self.base_url).is_none() {
-                return bad(format!(
-                    "a local route serves a stored model on this machine (base URL \
-                     http://127.0.0.1:PORT/v1, no API key), not {:?}; connect it with \
-                     heartwood model use NAME",
-                    self.base_url
-                ));
+    pub fn validate(&self) -> Result<(), RouteRefusal> {
+        use RouteCategory::{Hosted, Local, Replay, Research, Subscription};
+        let keyed = self.api_key_env.is_some();
+        if self.category == Local {
+            heartwood_models::manifest::check_name(&self.model).map_err(RouteRefusal::LocalName)?;
+            if keyed || local_port(&self.base_url).is_none() {
+                return Err(RouteRefusal::LocalNotLoopback(self.base_url.clone()));
             }
         }
-        if self.category == RouteCategory::Research && self.api_key_env.is_some() {
-            return bad(
-                "a research route is the platform's own model transport, authorized outside \
-                 Heartwood; it takes no API key"
-                    .into(),
-            );
+        if matches!(self.category, Research | Replay | Subscription) && keyed {
+            return Err(RouteRefusal::TakesNoKey(self.category));
         }
-        if self.category == RouteCategory::Replay {
-            return match &self.recording {
-                None => {
-                    bad("a replay route needs --recording naming the recorded exchanges".into())
-                }
-                Some(_) if self.api_key_env.is_some() => {
-                    bad("a replay route calls no service and takes no API key".into())
-                }
-                Some(_) => Ok(()),
-            };
-        }
-        if self.recording.is_some() {
-            return bad("--recording belongs to replay routes only".into());
-        }
-        if self.category == RouteCategory::Subscription && self.api_key_env.is_some() {
-            return bad(
-                "a subscription route signs in with `heartwood model signin`; it takes no API key"
-                    .into(),
-            );
+        match (self.category == Replay, self.recording.is_some()) {
+            (true, true) => return Ok(()),
+            (true, false) => return Err(RouteRefusal::ReplayNeedsRecording),
+            (false, true) => return Err(RouteRefusal::RecordingOutsideReplay),
+            (false, false) => {}
         }
         if !(self.base_url.starts_with("http://") || self.base_url.starts_with("https://")) {
-            return bad(format!(
-                "base URL {:?} must start with http:// or https://",
-                self.base_url
-            ));
+            return Err(RouteRefusal::NotHttp(self.base_url.clone()));
         }
         if self.model.trim().is_empty() {
-            return bad("the model name is empty".into());
+            return Err(RouteRefusal::EmptyModel);
         }
         if let Some(env) = &self.api_key_env {
             let valid = !env.is_empty()
                 && env.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 && !env.starts_with(|c: char| c.is_ascii_digit());
             if !valid {
-                return bad(format!(
-                    "{env:?} is not an environment variable name (use letters, digits and _)"
-                ));
+                return Err(RouteRefusal::NotAVariable(env.clone()));
             }
         }
-        if self.category == RouteCategory::Hosted && self.api_key_env.is_none() {
-            return bad(
-                "a hosted route needs --api-key-env naming the variable that holds the key".into(),
-            );
+        if self.category == Hosted && !keyed {
+            return Err(RouteRefusal::HostedNeedsKey);
         }
         if self.timeout_secs == 0 || self.timeout_secs > MAX_TIMEOUT_SECS {
-            return bad(format!(
-                "a model call timeout of {} s is out of range; use 1 to {MAX_TIMEOUT_SECS} seconds",
-                self.timeout_secs
-            ));
+            return Err(RouteRefusal::Timeout {
+                secs: self.timeout_secs,
+                max: MAX_TIMEOUT_SECS,
+            });
         }
         if self.max_output_tokens == 0 {
-            return bad("the output token budget must be positive".into());
+            return Err(RouteRefusal::NoOutputBudget);
         }
         if self.max_input_tokens < MIN_INPUT_TOKENS {
-            return bad(format!(
-                "an input budget of {} tokens cannot hold the agent's instructions and tools; \
-                 use at least {MIN_INPUT_TOKENS} (the default is {})",
-                self.max_input_tokens,
-                default_input()
-            ));
+            return Err(RouteRefusal::InputBudget {
+                tokens: self.max_input_tokens,
+                default: default_input(),
+            });
         }
         Ok(())
     }
@@ -287,9 +255,7 @@ pub fn install_recording(
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         && !name.starts_with('.');
     if !plain {
-        return Err(ProjectError::Config(format!(
-            "{name:?} is not a plain file name for a recording"
-        )));
+        return Err(ProjectError::NotAFileName(name.to_owned()));
     }
     let dir = project.state_dir().join("recordings");
     let io = |what: &str, path: &Utf8Path, e| ProjectError::io(format!("cannot {what} {path}"), e);
@@ -596,6 +562,29 @@ mod tests {
                 "timeout",
             ),
             (route(RouteCategory::Local), "heartwood model use"),
+            (
+                RouteConfig {
+                    api_key_env: Some("KEY".into()),
+                    ..route(RouteCategory::Research)
+                },
+                "platform's own model transport",
+            ),
+            (route(RouteCategory::Replay), "needs --recording"),
+            (
+                RouteConfig {
+                    recording: Some("exchanges.jsonl".into()),
+                    ..route(RouteCategory::Compatible)
+                },
+                "replay routes only",
+            ),
+            (
+                RouteConfig {
+                    recording: Some("exchanges.jsonl".into()),
+                    api_key_env: Some("KEY".into()),
+                    ..route(RouteCategory::Replay)
+                },
+                "calls no service",
+            ),
         ];
         for (bad, expected) in cases {
             let err = ProjectConfig::set_route(&project, bad).expect_err("accepted");

@@ -9,10 +9,6 @@ pub enum ProjectError {
     /// The folder cannot be used as a project.
     #[error(transparent)]
     NoProject(#[from] ProjectUnusable),
-    /// The project's configuration refuses this (a route the platform does not allow, say);
-    /// the message says why and what instead.
-    #[error("{0}")]
-    Config(String),
     /// A configuration file is not valid TOML of the expected shape.
     #[error("{file} is not valid ({source}); {fix}")]
     Malformed {
@@ -35,9 +31,21 @@ pub enum ProjectError {
         /// What it was wanted for, as a phrase (` for the sign-in`), or empty.
         purpose: &'static str,
     },
-    /// The request cannot be carried out as asked (the message says why and what instead).
-    #[error("{0}")]
-    Invalid(String),
+    /// The model route is malformed, incomplete, or not allowed here.
+    #[error(transparent)]
+    Route(#[from] crate::RouteRefusal),
+    /// What the request names is not there.
+    #[error(transparent)]
+    Absent(#[from] Absent),
+    /// A price that is not one.
+    #[error("{0:?} is not a price in dollars per million tokens (e.g. 0.15)")]
+    NotAPrice(String),
+    /// A recording's name that is not a plain file name.
+    #[error("{0:?} is not a plain file name for a recording")]
+    NotAFileName(String),
+    /// The project's skills cannot be verified, so no agent starts on them.
+    #[error("the project's skills cannot be verified ({0}); see `heartwood skills ls`")]
+    SkillsUnverified(#[source] heartwood_skills::SkillError),
     /// Reading or writing a file failed.
     #[error("{doing}: {source}")]
     Io {
@@ -56,6 +64,47 @@ pub enum ProjectError {
     /// A local model operation did not complete (nothing was published).
     #[error(transparent)]
     Models(#[from] heartwood_models::ModelError),
+}
+
+/// What a request names that is not there.
+#[derive(Debug, thiserror::Error)]
+pub enum Absent {
+    /// No preset has this name.
+    #[error("no preset is called {id:?}; the presets are {}", known.join(", "))]
+    Preset {
+        /// The name asked for.
+        id: String,
+        /// The presets there are.
+        known: Vec<&'static str>,
+    },
+    /// The trusted model catalog has no such entry.
+    #[error("the model catalog has no entry {id:?}{}", match catalog {
+        Some(path) => format!(" ({})", path.display()),
+        None => " (no catalog is installed: set HEARTWOOD_MODEL_CATALOG)".to_owned(),
+    })]
+    CatalogEntry {
+        /// The entry asked for.
+        id: String,
+        /// The catalog read, if one is installed.
+        catalog: Option<std::path::PathBuf>,
+    },
+    /// No stored model has this name.
+    #[error("no model named {0} is in this project (see heartwood model list)")]
+    Model(String),
+    /// A model just published is not listed (the store changed underneath).
+    #[error("model {0} vanished after publishing")]
+    Vanished(String),
+    /// The project's route is not a local model.
+    #[error(
+        "the project's model route is not a local model; choose one with heartwood model use NAME"
+    )]
+    LocalRoute,
+    /// A skill a role needs is not active, approved and verified.
+    #[error("the skill {0:?} is not active, approved and verified")]
+    Skill(String),
+    /// No sign-in was started.
+    #[error("no sign-in is in progress; start one")]
+    SignIn,
 }
 
 /// Why a folder cannot be used as a project.
@@ -110,11 +159,16 @@ impl ProjectError {
         use heartwood_models::ModelError;
         match self {
             ProjectError::NoProject(_)
-            | ProjectError::Config(_)
+            | ProjectError::Absent(Absent::SignIn | Absent::LocalRoute)
             | ProjectError::Malformed { .. }
             | ProjectError::NoConfigHome { .. }
             | ProjectError::ModelService(_) => ErrorKind::Unavailable,
-            ProjectError::Invalid(_) | ProjectError::Encode(_) => ErrorKind::Invalid,
+            ProjectError::Absent(_)
+            | ProjectError::NotAPrice(_)
+            | ProjectError::NotAFileName(_)
+            | ProjectError::Encode(_)
+            | ProjectError::Route(_)
+            | ProjectError::SkillsUnverified(_) => ErrorKind::Invalid,
             ProjectError::Io { .. } => ErrorKind::Io,
             ProjectError::Skills(heartwood_skills::SkillError::Read { .. }) => ErrorKind::Io,
             ProjectError::Skills(_) => ErrorKind::Invalid,

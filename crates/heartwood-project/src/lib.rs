@@ -18,10 +18,12 @@ pub mod platform;
 pub mod presets;
 mod project;
 pub mod route_check;
+mod route_refusal;
 pub mod route_request;
 pub mod skills;
 pub mod startup;
 pub mod subscription;
 
-pub use error::{ErrorKind, ProjectError, ProjectUnusable};
+pub use error::{Absent, ErrorKind, ProjectError, ProjectUnusable};
 pub use project::ProjectContext;
+pub use route_refusal::{PlatformRefusal, RouteRefusal};

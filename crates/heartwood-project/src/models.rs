@@ -294,15 +294,12 @@ impl ModelDesk {
     /// The review of trusted catalog entry `id`.
     pub fn review_catalog(&self, id: &str, name: Option<&str>) -> Result<Review, ProjectError> {
         let catalog = Catalog::load()?;
-        let entry = catalog.entry(id).ok_or_else(|| {
-            ProjectError::Invalid(format!(
-                "the model catalog has no entry {id:?}{}",
-                match &catalog.source {
-                    Some(path) => format!(" ({})", path.display()),
-                    None => " (no catalog is installed: set HEARTWOOD_MODEL_CATALOG)".to_owned(),
-                }
-            ))
-        })?;
+        let entry = catalog
+            .entry(id)
+            .ok_or_else(|| crate::Absent::CatalogEntry {
+                id: id.to_owned(),
+                catalog: catalog.source.clone(),
+            })?;
         let name = name.map_or_else(|| heartwood_models::manifest::name_from(id), str::to_owned);
         heartwood_models::manifest::check_name(&name)?;
         Ok(Review::of(entry.manifest(&name), true))
@@ -524,13 +521,7 @@ impl ModelDesk {
 
     /// Starts the runtime for the project's `local` route and waits until it answers.
     pub fn start(&self) -> Result<RuntimeState, ProjectError> {
-        let route = local_route(&self.project).ok_or_else(|| {
-            ProjectError::Invalid(
-                "the project's model route is not a local model; choose one with heartwood \
-                 model use NAME"
-                    .into(),
-            )
-        })?;
+        let route = local_route(&self.project).ok_or(crate::Absent::LocalRoute)?;
         let model = self.stored(&route.model)?;
         check_fits(
             &route.model,
@@ -559,18 +550,17 @@ impl ModelDesk {
     }
 
     fn stored(&self, name: &str) -> Result<heartwood_models::StoredModel, ProjectError> {
-        self.store.get(name)?.ok_or_else(|| {
-            ProjectError::Invalid(format!(
-                "no model named {name} is in this project (see heartwood model list)"
-            ))
-        })
+        Ok(self
+            .store
+            .get(name)?
+            .ok_or_else(|| crate::Absent::Model(name.to_owned()))?)
     }
 
     fn listing(&self, name: &str) -> Result<ModelListing, ProjectError> {
         self.list()?
             .into_iter()
             .find(|m| m.name == name)
-            .ok_or_else(|| ProjectError::Invalid(format!("model {name} vanished after publishing")))
+            .ok_or_else(|| crate::Absent::Vanished(name.to_owned()).into())
     }
 }
 

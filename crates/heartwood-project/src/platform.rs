@@ -21,8 +21,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::ProjectError;
 use crate::config::{RouteCategory, RouteConfig};
+use crate::{PlatformRefusal, ProjectError};
 use heartwood_events::ActionPolicy;
 
 pub use heartwood_events::platform::{
@@ -412,48 +412,41 @@ pub fn boundary(platform: &PlatformSummary, route: &RouteConfig) -> CredentialBo
 
 /// Why `route` cannot be used on this platform (a stale combination: a route saved elsewhere,
 /// or before the platform's operators changed what it offers), with the next step.
-pub fn refusal(platform: &PlatformSummary, route: &RouteConfig) -> Option<String> {
-    let name = platform.platform.as_str();
+pub fn refusal(platform: &PlatformSummary, route: &RouteConfig) -> Option<PlatformRefusal> {
+    let name = || platform.platform.as_str().to_owned();
     if !platform
         .route_categories
         .iter()
         .any(|c| c == route.category.as_str())
     {
-        return Some(format!(
-            "{} routes are not allowed on this platform ({name}; it allows {}); connect one of \
-             those with `heartwood model connect`",
-            route.category.as_str(),
-            platform.route_categories.join(", ")
-        ));
+        return Some(PlatformRefusal::Category {
+            category: route.category.as_str().to_owned(),
+            platform: name(),
+            allowed: platform.route_categories.clone(),
+        });
     }
     let transport = platform.model_transport.as_ref();
     if route.category == RouteCategory::Research {
         let Some(transport) = transport else {
-            return Some(format!(
-                "the route uses a platform model transport, and this platform ({name}) offers \
-                 none; connect another route with `heartwood model connect`"
-            ));
+            return Some(PlatformRefusal::NoTransport(name()));
         };
         if route.base_url.trim_end_matches('/') != transport.base_url
             || route.model != transport.model
         {
-            return Some(format!(
-                "the route names a platform transport ({} {}) that is not this platform's ({} \
-                 {}); connect it again with `heartwood model connect --category research`",
-                route.display_url(),
-                route.model,
-                transport.base_url,
-                transport.model
-            ));
+            return Some(PlatformRefusal::OtherTransport {
+                route_url: route.display_url(),
+                route_model: route.model.clone(),
+                url: transport.base_url.clone(),
+                model: transport.model.clone(),
+            });
         }
     } else if let Some(transport) = transport.filter(|t| t.required)
         && route.category != RouteCategory::Replay
     {
-        return Some(format!(
-            "this platform ({name}) requires its own model transport at {}; connect it with \
-             `heartwood model connect --category research`",
-            transport.base_url
-        ));
+        return Some(PlatformRefusal::TransportRequired {
+            platform: name(),
+            url: transport.base_url.clone(),
+        });
     }
     None
 }
@@ -655,12 +648,14 @@ purpose = "cohort extract"
         assert!(
             refusal(&p, &hosted)
                 .expect("refused")
+                .to_string()
                 .contains("not allowed")
         );
         let compatible = RouteConfig::compatible("http://localhost:8000/v1", "m");
         assert!(
             refusal(&p, &compatible)
                 .expect("refused")
+                .to_string()
                 .contains("requires its own model transport")
         );
         let research = RouteConfig {
@@ -676,6 +671,7 @@ purpose = "cohort extract"
         assert!(
             refusal(&elsewhere, &research)
                 .expect("stale")
+                .to_string()
                 .contains("not allowed"),
             "a research route saved on Carina is refused where no transport exists"
         );

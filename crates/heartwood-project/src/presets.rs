@@ -156,10 +156,11 @@ pub const PRESETS: &[Preset] = &[
 /// The preset named `id`; the error lists the names.
 pub fn find(id: &str) -> Result<&'static Preset, crate::ProjectError> {
     PRESETS.iter().find(|p| p.id == id).ok_or_else(|| {
-        crate::ProjectError::Invalid(format!(
-            "no preset is called {id:?}; the presets are {}",
-            PRESETS.iter().map(|p| p.id).collect::<Vec<_>>().join(", ")
-        ))
+        crate::Absent::Preset {
+            id: id.to_owned(),
+            known: PRESETS.iter().map(|p| p.id).collect(),
+        }
+        .into()
     })
 }
 
@@ -206,11 +207,7 @@ pub fn route(preset: &Preset, choice: Choice) -> RouteConfig {
 /// Dollars per million tokens as written by people (`0.15`, `2`, `10.50`) in micro-dollars,
 /// exactly (no floating point).
 pub fn parse_dollars(text: &str) -> Result<u64, crate::ProjectError> {
-    let bad = || {
-        crate::ProjectError::Invalid(format!(
-            "{text:?} is not a price in dollars per million tokens (e.g. 0.15)"
-        ))
-    };
+    let bad = || crate::ProjectError::NotAPrice(text.to_owned());
     let text = text.trim().trim_start_matches('$');
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
     if whole.is_empty() && fraction.is_empty()

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::config::{ProjectConfig, RouteCategory, RouteConfig};
-use crate::{ProjectContext, ProjectError};
+use crate::{ProjectContext, ProjectError, RouteRefusal};
 
 /// How long the model listing may take (a service that accepts connections and says nothing is
 /// reported, not waited on).
@@ -101,7 +101,7 @@ fn admissible(
     if scope == Scope::Project {
         let platform = ProjectConfig::load(project)?.platform()?;
         if let Some(why) = crate::platform::refusal(&platform, route) {
-            return Err(ProjectError::Config(why));
+            return Err(RouteRefusal::Platform(why).into());
         }
     }
     Ok(())

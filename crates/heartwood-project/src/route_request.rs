@@ -3,7 +3,7 @@
 //! terminal interface's connect form both ask here, so a route means the same whichever asked.
 
 use crate::config::{ProjectConfig, RouteCategory, RouteConfig, RoutePrices};
-use crate::{ProjectContext, ProjectError, presets};
+use crate::{ProjectContext, ProjectError, RouteRefusal, presets};
 
 /// What the researcher asked for. Empty strings count as not given.
 #[derive(Debug, Clone, Default)]
@@ -46,17 +46,11 @@ pub fn route_for(
             )
         }
         (None, Some(RouteCategory::Local)) => {
-            return Err(ProjectError::Invalid(
-                "a local route serves a model from this project's store: see heartwood model \
-                 list, then heartwood model use NAME (and heartwood model start)"
-                    .into(),
-            ));
+            return Err(RouteRefusal::LocalNeedsStore.into());
         }
         (None, Some(RouteCategory::Subscription)) => {
             let Some(model) = model else {
-                return Err(ProjectError::Invalid(
-                    "a model is needed (--model; for example gpt-5-codex)".into(),
-                ));
+                return Err(RouteRefusal::SubscriptionNeedsModel.into());
             };
             RouteConfig {
                 prices,
@@ -66,11 +60,10 @@ pub fn route_for(
         (None, Some(RouteCategory::Research)) => {
             let platform = ProjectConfig::load(project)?.platform()?;
             let Some(transport) = platform.model_transport else {
-                return Err(ProjectError::Invalid(format!(
-                    "this platform ({}) offers no model transport of its own; connect another \
-                     category",
-                    platform.platform.as_str()
-                )));
+                return Err(RouteRefusal::NoPlatformTransport(
+                    platform.platform.as_str().to_owned(),
+                )
+                .into());
             };
             RouteConfig {
                 category: RouteCategory::Research,
@@ -87,11 +80,7 @@ pub fn route_for(
                 base_url.or_else(|| replay.then(|| "replay".to_owned())),
                 model.or_else(|| replay.then(|| "recorded".to_owned())),
             ) else {
-                return Err(ProjectError::Invalid(
-                    "a base URL and a model are needed (--base-url and --model), or a preset \
-                     (--preset NAME; see heartwood model presets)"
-                        .into(),
-                ));
+                return Err(RouteRefusal::NeedsUrlAndModel.into());
             };
             RouteConfig {
                 category,
@@ -101,7 +90,7 @@ pub fn route_for(
                 ..RouteConfig::compatible(&base_url, &model)
             }
         }
-        (None, None) => return Err(ProjectError::Invalid("give --category or --preset".into())),
+        (None, None) => return Err(RouteRefusal::NeedsCategory.into()),
     };
     // An emptied key field means the service takes none.
     Ok(RouteConfig {

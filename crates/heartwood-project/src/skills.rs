@@ -120,11 +120,8 @@ impl SkillsService {
     /// at the exact tree, unrevoked. Errors are reasons for the researcher: an agent does not
     /// start on skills that cannot be verified.
     pub fn for_agent(&self) -> Result<AgentSkills, ProjectError> {
-        let catalog = self.load().map_err(|e| {
-            ProjectError::Invalid(format!(
-                "the project's skills cannot be verified ({e}); see `heartwood skills ls`"
-            ))
-        })?;
+        let catalog =
+            catalog::load(&self.store, &self.limits).map_err(ProjectError::SkillsUnverified)?;
         let mut skills = Vec::new();
         for mut skill in catalog.active {
             // The agent's paths are compared as real paths.
@@ -169,11 +166,11 @@ impl AgentSkills {
     pub fn injected(&self, names: &[String]) -> Result<String, ProjectError> {
         let mut text = String::new();
         for name in names {
-            let skill = self.0.iter().find(|s| &s.name == name).ok_or_else(|| {
-                ProjectError::Invalid(format!(
-                    "the skill {name:?} is not active, approved and verified"
-                ))
-            })?;
+            let skill = self
+                .0
+                .iter()
+                .find(|s| &s.name == name)
+                .ok_or_else(|| crate::Absent::Skill(name.clone()))?;
             text.push_str(&prompt::injected(skill).map_err(skill_error)?);
         }
         Ok(text)

@@ -212,9 +212,7 @@ impl SignInDesk {
     /// Polls the sign-in in progress (blocking); a finished or expired one is let go.
     pub fn poll(&self) -> Result<Progress, ProjectError> {
         let Some(sign_in) = self.slot().clone() else {
-            return Err(ProjectError::Config(
-                "no sign-in is in progress; start one".into(),
-            ));
+            return Err(crate::Absent::SignIn.into());
         };
         let progress = crate::own_runtime::on_own_runtime(sign_in.poll())?;
         if !matches!(progress, Progress::Waiting { .. }) {

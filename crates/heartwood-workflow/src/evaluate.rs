@@ -35,29 +35,59 @@ pub fn check_stage(
     }))
 }
 
+/// Why the files a check reads could not be read, or its model's picture not drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The check reads an id the definition does not locate.
+    #[error("{0:?} is not an input or artifact of the definition")]
+    NotLocated(String),
+    /// The definition locates it at a path that is no project path.
+    #[error("{path}: {source}")]
+    BadPath {
+        /// The path.
+        path: String,
+        /// Why it is none.
+        #[source]
+        source: heartwood_workspace::PathError,
+    },
+    /// The file could not be read as evidence.
+    #[error("{path}: {source}")]
+    Unreadable {
+        /// The path.
+        path: String,
+        /// Why.
+        #[source]
+        source: EvidenceError,
+    },
+    /// The files hold no model to draw; the check's reason.
+    #[error("{0}")]
+    NoPicture(String),
+}
+
 /// The bytes of the files a check reads (whole, within the limits), with their digests, in
 /// the check's order; `Err` says which file could not be read and why.
 pub fn read_files(
     workspace: &Workspace,
     definition: &Definition,
     check: &CheckUse,
-) -> Result<(Vec<Vec<u8>>, Vec<heartwood_workspace::FileDigest>), String> {
+) -> Result<(Vec<Vec<u8>>, Vec<heartwood_workspace::FileDigest>), ReadError> {
     let mut files = Vec::new();
     let mut digests = Vec::new();
     for id in &check.reads {
         let Some(path) = definition.path_of(id) else {
-            return Err(format!(
-                "{id:?} is not an input or artifact of the definition"
-            ));
+            return Err(ReadError::NotLocated(id.clone()));
         };
-        let (bytes, digest) = ProjectPath::parse(path)
-            .map_err(|e| e.to_string())
-            .and_then(|p| {
-                workspace
-                    .read_evidence(&p, MAX_FILE_BYTES)
-                    .map_err(|e: EvidenceError| e.to_string())
-            })
-            .map_err(|reason| format!("{path}: {reason}"))?;
+        let parsed = ProjectPath::parse(path).map_err(|source| ReadError::BadPath {
+            path: path.to_owned(),
+            source,
+        })?;
+        let (bytes, digest) =
+            workspace
+                .read_evidence(&parsed, MAX_FILE_BYTES)
+                .map_err(|source| ReadError::Unreadable {
+                    path: path.to_owned(),
+                    source,
+                })?;
         digests.push(digest);
         files.push(bytes);
     }
@@ -71,12 +101,14 @@ pub fn model_series(
     workspace: &Workspace,
     definition: &Definition,
     stage: &str,
-) -> Option<Result<(checks::OlsSeries, Vec<heartwood_workspace::FileDigest>), String>> {
+) -> Option<Result<(checks::OlsSeries, Vec<heartwood_workspace::FileDigest>), ReadError>> {
     let stage = definition.stages.iter().find(|s| s.id == stage)?;
     let check = stage.checks.iter().find(|c| c.check == "univariate_ols")?;
     Some(
         read_files(workspace, definition, check).and_then(|(files, digests)| {
-            checks::ols_series(&files).map(|series| (series, digests))
+            checks::ols_series(&files)
+                .map(|series| (series, digests))
+                .map_err(ReadError::NoPicture)
         }),
     )
 }
@@ -94,7 +126,7 @@ pub fn run(workspace: &Workspace, definition: &Definition, check: &CheckUse) -> 
     match read_files(workspace, definition, check) {
         Ok((files, digests)) => run_on(&check.check, &files, digests),
         Err(reason) => {
-            result.mark_unverified(reason);
+            result.mark_unverified(reason.to_string());
             result
         }
     }

@@ -412,17 +412,18 @@ fn decide_skill(
     digest: Option<&str>,
 ) {
     let skills = SkillsService::open(project);
-    let decided = tokio::task::block_in_place(|| match decision {
-        SkillDecision::Approve => match digest {
-            Some(digest) => skills.approve(name, Some(source), digest).map(|_| ()),
-            None => Err(heartwood_gateway::ProjectError::Invalid(
-                "the skill cannot be read, so there is no tree to approve".into(),
-            )),
-        },
-        SkillDecision::Activate => skills.activate(name, Some(source)).map(|_| ()),
-        SkillDecision::Deactivate => skills.deactivate(name).map(|_| ()),
+    let decided = tokio::task::block_in_place(|| match (decision, digest) {
+        (SkillDecision::Approve, Some(digest)) => {
+            skills.approve(name, Some(source), digest).map(|_| None)
+        }
+        // Nothing is asked of the gateway: there is no tree to approve.
+        (SkillDecision::Approve, None) => Ok(Some(
+            "the skill cannot be read, so there is no tree to approve".to_owned(),
+        )),
+        (SkillDecision::Activate, _) => skills.activate(name, Some(source)).map(|_| None),
+        (SkillDecision::Deactivate, _) => skills.deactivate(name).map(|_| None),
     });
-    let refused = decided.err().map(|e| e.to_string());
+    let refused = decided.unwrap_or_else(|e| Some(e.to_string()));
     show_skill(app, project, name, source);
     if refused.is_some() {
         app.notice = refused;
