@@ -335,10 +335,12 @@ async fn act_when_free(
     loop {
         // Free when this process can serve it, or its owner answers for it; an owner that is
         // finishing may still refuse the command itself, which is waited out the same way.
-        let tried = match gateway.serve(session) {
+        // Serving a session and submitting to it read and sync files: off the runtime's
+        // workers, which keep following the run meanwhile.
+        let tried = tokio::task::block_in_place(|| match gateway.serve(session) {
             Err(e) if e.is_owned_elsewhere() => Err(e.into()),
             _ => act(gateway),
-        };
+        });
         match tried {
             Err(e) if owned_elsewhere(&e) && started.elapsed() < OWNER_WAIT => {
                 if !told {
