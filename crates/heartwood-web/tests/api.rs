@@ -353,7 +353,7 @@ async fn a_workflow_runs_bound_files_preview_with_their_evidence_and_nothing_els
     let project = tempfile::tempdir().expect("project");
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/projects/sleep-study");
-    support::copy_dir(&fixture, project.path());
+    heartwood_testkit::copy_dir(&fixture, project.path());
     support::connect_model(project.path(), &model.base_url());
     let (addr, _state) = support::serve(
         project.path(),

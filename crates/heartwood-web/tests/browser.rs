@@ -265,7 +265,7 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
     let project = tempfile::tempdir().expect("project");
     let root = project.path();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
-    support::copy_dir(&fixture, root);
+    heartwood_testkit::copy_dir(&fixture, root);
     // The artifacts move aside; each stage's scripted turn writes its own back.
     std::fs::create_dir(root.join("stash")).expect("stash");
     for path in [

@@ -37,20 +37,6 @@ pub async fn serve(
     (addr, state)
 }
 
-/// Copies the directory tree `from` into `to`.
-pub fn copy_dir(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).expect("read") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            std::fs::create_dir_all(&target).expect("mkdir");
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 /// The `node_modules` holding playwright-core, or `None` (outside CI) to skip.
 pub fn node_path() -> Option<String> {
     let node_path = std::env::var("HEARTWOOD_NODE_PATH").unwrap_or_default();
