@@ -436,3 +436,21 @@ fn copy_example_project(to: &std::path::Path) {
         to,
     );
 }
+
+#[test]
+fn last_in_a_project_without_sessions_is_not_found_and_says_so() {
+    let folder = tempfile::tempdir().expect("project");
+    let context = ProjectContext::at(folder.path()).expect("a UTF-8 project path");
+    let admin = heartwood_gateway::SessionAdmin::new(&context);
+    let err = admin.show("last").expect_err("there is no last session");
+    assert_eq!(err.kind(), heartwood_gateway::ErrorKind::NotFound, "{err}");
+    assert_eq!(err.to_string(), "this project has no sessions yet");
+    // A start of an id that names nothing is not found either; an empty folder made nothing.
+    let unknown = admin.show("s2026").expect_err("no such session");
+    assert_eq!(
+        unknown.kind(),
+        heartwood_gateway::ErrorKind::NotFound,
+        "{unknown}"
+    );
+    assert!(!folder.path().join(".heartwood").exists());
+}
