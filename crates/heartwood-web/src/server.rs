@@ -178,6 +178,22 @@ pub(crate) fn status_of(e: &heartwood_gateway::GatewayError) -> StatusCode {
     }
 }
 
+/// `work`'s value as JSON (200), or its failure with the status of its kind; worked out on the
+/// blocking pool, as every handler that reads files does.
+pub(crate) async fn blocking_json<T, E>(
+    work: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Response
+where
+    T: serde::Serialize,
+    E: Into<heartwood_gateway::GatewayError>,
+{
+    blocking(move || match work() {
+        Ok(value) => json_response(StatusCode::OK, &value),
+        Err(e) => failure(e),
+    })
+    .await
+}
+
 /// A gateway (or project service) failure as a plain-text answer with the status of its kind.
 pub(crate) fn failure(e: impl Into<heartwood_gateway::GatewayError>) -> Response {
     let e = e.into();

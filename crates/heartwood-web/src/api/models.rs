@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use super::{Route, act, answers, of, read};
 use crate::body::JsonBody;
-use crate::server::{AppState, blocking, failure, json_response, plain};
+use crate::server::{AppState, blocking, blocking_json, failure, json_response, plain};
 
 pub(super) fn routes() -> Vec<Route> {
     vec![
@@ -68,34 +68,18 @@ pub struct CatalogDownload {
 }
 
 async fn view(State(app): State<Arc<AppState>>) -> Response {
-    blocking(move || match ModelDesk::new(&app.project).view() {
-        Ok(view) => json_response(StatusCode::OK, &view),
-        Err(e) => failure(e),
-    })
-    .await
+    blocking_json(move || ModelDesk::new(&app.project).view()).await
 }
 
 async fn catalog(State(app): State<Arc<AppState>>) -> Response {
-    blocking(
-        move || match heartwood_gateway::model_catalog::catalog(&app.project) {
-            Ok(view) => json_response(StatusCode::OK, &view),
-            Err(e) => failure(e),
-        },
-    )
-    .await
+    blocking_json(move || heartwood_gateway::model_catalog::catalog(&app.project)).await
 }
 
 async fn review(
     State(app): State<Arc<AppState>>,
     JsonBody(asked): JsonBody<CatalogReview>,
 ) -> Response {
-    blocking(
-        move || match ModelDesk::new(&app.project).review_catalog(&asked.catalog, None) {
-            Ok(review) => json_response(StatusCode::OK, &review),
-            Err(e) => failure(e),
-        },
-    )
-    .await
+    blocking_json(move || ModelDesk::new(&app.project).review_catalog(&asked.catalog, None)).await
 }
 
 async fn download(

@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{Answer, Route, act, answers, read};
-use crate::server::{AppState, blocking, failure, json_response, plain};
+use crate::server::{AppState, blocking, blocking_json, json_response, plain};
 
 /// That the server takes requests.
 #[derive(Serialize, JsonSchema)]
@@ -77,21 +77,11 @@ async fn health() -> Response {
 }
 
 async fn status(State(app): State<Arc<AppState>>) -> Response {
-    blocking(
-        move || match heartwood_gateway::startup::plan(&app.project) {
-            Ok(plan) => json_response(StatusCode::OK, &plan),
-            Err(e) => failure(e),
-        },
-    )
-    .await
+    blocking_json(move || heartwood_gateway::startup::plan(&app.project)).await
 }
 
 async fn workflows() -> Response {
-    blocking(|| match heartwood_gateway::workspace::workflow_catalog() {
-        Ok(catalog) => json_response(StatusCode::OK, &catalog),
-        Err(e) => failure(e),
-    })
-    .await
+    blocking_json(heartwood_gateway::workspace::workflow_catalog).await
 }
 
 async fn sign_in_status(State(app): State<Arc<AppState>>) -> Response {

@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Answer, Route, act, answers, of, read};
-use crate::server::{AppState, blocking, failure, json_response, plain};
+use crate::server::{AppState, blocking, blocking_json, failure, json_response, plain};
 
 /// The most sessions the list returns (most recently active first).
 const LISTED_SESSIONS: usize = 200;
@@ -120,11 +120,7 @@ impl FromRequestParts<Arc<AppState>> for Session {
 }
 
 async fn list(State(app): State<Arc<AppState>>) -> Response {
-    blocking(move || match app.gateway.rows(LISTED_SESSIONS) {
-        Ok(rows) => json_response(StatusCode::OK, &rows),
-        Err(e) => failure(e),
-    })
-    .await
+    blocking_json(move || app.gateway.rows(LISTED_SESSIONS)).await
 }
 
 /// The server mints the id; callers cannot choose one.
@@ -162,11 +158,7 @@ async fn preview(
     Session(id): Session,
     Query(FileAt { path }): Query<FileAt>,
 ) -> Response {
-    blocking(move || match app.gateway.workflow_preview(&id, &path) {
-        Ok(preview) => json_response(StatusCode::OK, &preview),
-        Err(e) => failure(e),
-    })
-    .await
+    blocking_json(move || app.gateway.workflow_preview(&id, &path)).await
 }
 
 /// The picture, as SVG (shown with `<img>`, so nothing in it runs).

@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use super::{Route, act, answers, of, read};
 use crate::body::JsonBody;
-use crate::server::{AppState, blocking, failure, json_response, plain};
+use crate::server::{AppState, blocking, blocking_json, failure, json_response, plain};
 
 pub(super) fn routes() -> Vec<Route> {
     vec![
@@ -68,24 +68,14 @@ pub struct SkillDecision {
 }
 
 async fn catalog(State(app): State<Arc<AppState>>) -> Response {
-    blocking(move || match SkillsService::open(&app.project).catalog() {
-        Ok(catalog) => json_response(StatusCode::OK, &catalog),
-        Err(e) => failure(e),
-    })
-    .await
+    blocking_json(move || SkillsService::open(&app.project).catalog()).await
 }
 
 async fn show(
     State(app): State<Arc<AppState>>,
     Query(SkillName { name, source }): Query<SkillName>,
 ) -> Response {
-    blocking(
-        move || match SkillsService::open(&app.project).show(&name, source.as_deref()) {
-            Ok(detail) => json_response(StatusCode::OK, &detail),
-            Err(e) => failure(e),
-        },
-    )
-    .await
+    blocking_json(move || SkillsService::open(&app.project).show(&name, source.as_deref())).await
 }
 
 /// What is decided.
