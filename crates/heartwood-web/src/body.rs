@@ -10,7 +10,7 @@ use axum::response::Response;
 use serde::de::DeserializeOwned;
 use std::time::Duration;
 
-use crate::server::plain;
+use crate::answer::plain;
 
 /// Most bytes of a request body.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;

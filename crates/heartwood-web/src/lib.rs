@@ -10,6 +10,7 @@
 //! It must never serve a request the policy refused, log or embed the capability, or take the
 //! acting identity from a request body.
 
+mod answer;
 pub mod api;
 mod body;
 pub mod capability;

@@ -1,14 +1,13 @@
-//! The HTTP server's frame: the state every route shares, the ingress policy run on every
-//! request before routing, and the answers' common forms (JSON, plain text, a gateway failure
-//! by its kind). The routes themselves are in [`crate::api`]; they only adapt HTTP to the
-//! gateway, which keeps every rule.
+//! The HTTP server's frame: the state every route shares and the ingress policy run on every
+//! request before routing. The routes themselves are in [`crate::api`], answering in the
+//! forms of [`crate::answer`]; they only adapt HTTP to the gateway, which keeps every rule.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Router;
-use axum::body::Body;
+
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::middleware;
@@ -16,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use heartwood_events::SessionId;
 use heartwood_gateway::{ProjectContext, SessionGateway};
 
+use crate::answer::plain;
 use crate::capability::COOKIE;
 use crate::ingress::IngressPolicy;
 
@@ -154,64 +154,4 @@ fn exchange(app: &AppState) -> Response {
         headers.insert(header::SET_COOKIE, cookie);
     }
     response
-}
-
-/// `work`'s answer, worked out on the blocking pool: the gateway's calls block (journal appends
-/// with fsync, verification, `git`, file reads) and never run on the runtime's workers.
-pub(crate) async fn blocking(work: impl FnOnce() -> Response + Send + 'static) -> Response {
-    tokio::task::spawn_blocking(work)
-        .await
-        .unwrap_or_else(|_| plain(StatusCode::INTERNAL_SERVER_ERROR, "the request failed"))
-}
-
-/// The HTTP status for a gateway failure, by its kind (never by its message).
-pub(crate) fn status_of(e: &heartwood_gateway::GatewayError) -> StatusCode {
-    use heartwood_gateway::ErrorKind;
-    match e.kind() {
-        ErrorKind::NotFound => StatusCode::NOT_FOUND,
-        ErrorKind::Owned | ErrorKind::Unavailable => StatusCode::CONFLICT,
-        ErrorKind::Invalid => StatusCode::BAD_REQUEST,
-        ErrorKind::Damaged => StatusCode::UNPROCESSABLE_ENTITY,
-        ErrorKind::Io => StatusCode::SERVICE_UNAVAILABLE,
-        ErrorKind::Backend => StatusCode::BAD_GATEWAY,
-        ErrorKind::Stale => StatusCode::CONFLICT,
-    }
-}
-
-/// `work`'s value as JSON (200), or its failure with the status of its kind; worked out on the
-/// blocking pool, as every handler that reads files does.
-pub(crate) async fn blocking_json<T, E>(
-    work: impl FnOnce() -> Result<T, E> + Send + 'static,
-) -> Response
-where
-    T: serde::Serialize,
-    E: Into<heartwood_gateway::GatewayError>,
-{
-    blocking(move || match work() {
-        Ok(value) => json_response(StatusCode::OK, &value),
-        Err(e) => failure(e),
-    })
-    .await
-}
-
-/// A gateway (or project service) failure as a plain-text answer with the status of its kind.
-pub(crate) fn failure(e: impl Into<heartwood_gateway::GatewayError>) -> Response {
-    let e = e.into();
-    plain(status_of(&e), &e.to_string())
-}
-
-pub(crate) fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response {
-    match serde_json::to_vec(value) {
-        Ok(bytes) => (
-            status,
-            [(header::CONTENT_TYPE, "application/json")],
-            Body::from(bytes),
-        )
-            .into_response(),
-        Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    }
-}
-
-pub(crate) fn plain(status: StatusCode, text: &str) -> Response {
-    (status, format!("{text}\n")).into_response()
 }

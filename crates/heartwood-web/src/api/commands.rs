@@ -20,8 +20,9 @@ use serde_json::{Map, Value};
 
 use super::sessions::Session;
 use super::{Route, act, answers, of};
+use crate::answer::{failure, json_response, plain};
 use crate::body::JsonBody;
-use crate::server::{Actor, AppState, failure, json_response, plain};
+use crate::server::{Actor, AppState};
 
 /// The longest a command waits for its run to settle (`?wait=settled`) before it answers with
 /// its receipt anyway; the event stream keeps following the run.

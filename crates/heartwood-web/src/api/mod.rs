@@ -19,7 +19,8 @@ use axum::http::StatusCode;
 use axum::routing::MethodRouter;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
-use crate::server::{AppState, plain};
+use crate::answer::plain;
+use crate::server::AppState;
 
 /// The schema of one type, as the description refers to it.
 pub type Schematic = fn(&mut SchemaGenerator) -> Schema;

@@ -14,7 +14,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{Answer, Route, act, answers, read};
-use crate::server::{AppState, blocking, blocking_json, json_response, plain};
+use crate::answer::{blocking, blocking_json, json_response, plain};
+use crate::server::AppState;
 
 /// That the server takes requests.
 #[derive(Serialize, JsonSchema)]

@@ -15,7 +15,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Answer, Route, act, answers, of, read};
-use crate::server::{AppState, blocking, blocking_json, failure, json_response, plain};
+use crate::answer::{blocking, blocking_json, failure, json_response, plain};
+use crate::server::AppState;
 
 /// The most sessions the list returns (most recently active first).
 const LISTED_SESSIONS: usize = 200;

@@ -14,8 +14,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Route, act, answers, of, read};
+use crate::answer::{blocking, blocking_json, failure, json_response, plain};
 use crate::body::JsonBody;
-use crate::server::{AppState, blocking, blocking_json, failure, json_response, plain};
+use crate::server::AppState;
 
 pub(super) fn routes() -> Vec<Route> {
     vec![

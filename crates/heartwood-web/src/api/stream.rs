@@ -13,7 +13,8 @@ use heartwood_events::{Change, SessionId, Suspended, Update};
 use tokio::sync::{broadcast, mpsc};
 
 use super::sessions::{Session, Since};
-use crate::server::{AppState, plain, status_of};
+use crate::answer::{plain, status_of};
+use crate::server::AppState;
 
 /// Server-sent events: the events after `since`, then every update as it happens.
 pub(super) async fn events(

@@ -15,7 +15,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Route, answers, of, read};
-use crate::server::{AppState, blocking, json_response, plain};
+use crate::answer::{blocking, json_response, plain};
+use crate::server::AppState;
 
 pub(super) fn routes() -> Vec<Route> {
     vec![
