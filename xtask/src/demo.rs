@@ -36,7 +36,7 @@ pub fn generate() -> Result<()> {
         let gateway = SessionGateway::new(project);
         let session = SessionId::parse("demo")?;
         let submit = |kind| {
-            gateway.submit(Command::new(
+            gateway.submit_blocking(Command::new(
                 SessionGateway::new_command_id(),
                 session.clone(),
                 kind,

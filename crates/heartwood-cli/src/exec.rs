@@ -175,7 +175,7 @@ pub fn decide(project: ProjectContext, args: DecideArgs) -> Result<ExitCode> {
     let id = command_id(args.command_id)?;
     follow(project, session.clone(), args.json, move |gateway| {
         let command = Command::new(id.clone(), session.clone(), kind.clone());
-        Ok(vec![gateway.submit(command)?])
+        Ok(vec![gateway.submit_blocking(command)?])
     })
 }
 
@@ -224,7 +224,7 @@ pub fn follow_command(
     let id = SessionGateway::new_command_id();
     follow(project.clone(), session.clone(), json, move |gateway| {
         let command = Command::new(id.clone(), session.clone(), kind.clone());
-        Ok(vec![gateway.submit(command)?])
+        Ok(vec![gateway.submit_blocking(command)?])
     })
 }
 
@@ -442,7 +442,7 @@ async fn follow_in(
                     interrupted = true;
                     eprintln!("heartwood: stopping the running action and pausing (Ctrl-C again to stop the agent entirely)");
                     if let Some(kind) = snapshot.projection.stop_command() {
-                        gateway.submit(Command::new(SessionGateway::new_command_id(), session.clone(), kind))?;
+                        gateway.submit(Command::new(SessionGateway::new_command_id(), session.clone(), kind)).await?;
                     }
                 }
             }

@@ -390,7 +390,7 @@ pub(crate) fn act(
         session.clone(),
         kind,
     );
-    let receipt = gateway.submit(command);
+    let receipt = gateway.submit_blocking(command);
     heartwood_cli::runtime::block_on(heartwood_cli::runtime::Workers::Two, gateway.close())?;
     match receipt?.outcome {
         heartwood_events::Outcome::Applied { .. } => Ok(()),

@@ -20,6 +20,19 @@ pub struct Update {
     pub change: Change,
 }
 
+impl Update {
+    /// "Take a snapshot": what a receiver is told when it may have missed updates (it fell
+    /// behind, or the session's source changed). `revision` is the last durable revision the
+    /// sender knows the receiver has, 0 when it cannot say.
+    pub fn lagged(revision: u64) -> Update {
+        Update {
+            revision,
+            transient_revision: 0,
+            change: Change::Lagged {},
+        }
+    }
+}
+
 /// What an [`Update`] carries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "update", rename_all = "snake_case")]

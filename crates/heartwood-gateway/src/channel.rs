@@ -302,11 +302,7 @@ fn stream_updates(writer: &mut UnixStream, mut updates: broadcast::Receiver<Upda
     loop {
         let update = match updates.blocking_recv() {
             Ok(update) => update,
-            Err(broadcast::error::RecvError::Lagged(_)) => Update {
-                revision: 0,
-                transient_revision: 0,
-                change: heartwood_events::Change::Lagged {},
-            },
+            Err(broadcast::error::RecvError::Lagged(_)) => Update::lagged(0),
             Err(broadcast::error::RecvError::Closed) => return,
         };
         if send(writer, Ok(update)).is_err() {

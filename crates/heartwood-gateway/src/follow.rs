@@ -11,40 +11,103 @@
 //! The channel's own subscription only ever carries its process's live updates (never a relayed
 //! feed), so two processes following each other cannot echo updates back and forth.
 
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use heartwood_events::{Change, SessionId, Update};
+use heartwood_events::{Change, RecordedEvent, SessionId, Update};
 use tokio::sync::broadcast;
 
 use crate::gateway::Shared;
-use crate::live::UPDATE_QUEUE;
+use crate::live::{Live, UPDATE_QUEUE};
 
 /// How often a relay looks again at a session nobody serves.
 const IDLE_POLL: Duration = Duration::from_millis(250);
+
+/// One followed session's feed in this process.
+pub(crate) struct Feed {
+    /// Where the relay sends the session's updates; every follower subscribes here.
+    updates: broadcast::Sender<Update>,
+    /// Where this process hands the relay a session it has just opened, before the session's
+    /// first new event: a follower that subscribed before a task created its session sees the
+    /// task's first event, not a `lagged` a poll later.
+    handoffs: mpsc::Sender<Handoff>,
+}
+
+/// A session this process opened, handed to its relay.
+struct Handoff {
+    /// Its updates from the moment of the handoff.
+    updates: broadcast::Receiver<Update>,
+    /// The journal's length in bytes when it was opened (0 for a new session).
+    opened_len: u64,
+    /// Its events at the moment of the handoff, if few enough to send; a follower that saw no
+    /// session before is sent these first (a new session's registration).
+    events: Option<Vec<Arc<RecordedEvent>>>,
+}
+
+/// The most events of a session opened here that its relay sends before its live updates;
+/// beyond them, followers are told `lagged` and take a snapshot.
+const HANDOFF_EVENTS: usize = 64;
 
 /// A receiver of `session`'s updates in this process, from now on.
 pub(crate) fn subscribe(shared: &Arc<Shared>, session: &SessionId) -> broadcast::Receiver<Update> {
     let mut feeds = shared.feeds();
     if let Some(feed) = feeds.get(session) {
-        return feed.subscribe();
+        return feed.updates.subscribe();
     }
-    let (feed, receiver) = broadcast::channel(UPDATE_QUEUE);
-    feeds.insert(session.clone(), feed.clone());
+    let (updates, receiver) = broadcast::channel(UPDATE_QUEUE);
+    let (handoffs, handed) = mpsc::channel();
+    let feed = updates.clone();
+    feeds.insert(session.clone(), Feed { updates, handoffs });
     drop(feeds);
     // The first source is found before returning, so updates of a session served here reach
-    // a subscriber from its first moment.
+    // a subscriber from its first moment; for one nobody serves, the journal's length now is
+    // what a session opened here later is compared with.
     let first = source(shared, session);
+    let seen_len = first.is_none().then(|| shared.journal_len(session));
     let shared = Arc::downgrade(shared);
     let session = session.clone();
     let spawned = std::thread::Builder::new()
         .name(format!("heartwood-follow-{session}"))
-        .spawn(move || relay(&shared, &session, &feed, first));
+        .spawn(move || {
+            let relay = Relay {
+                shared,
+                session,
+                feed,
+                handed,
+            };
+            relay.run(first, seen_len);
+        });
     if spawned.is_err() {
         // Without a relay the receiver closes at once; the caller's snapshots still work.
         return broadcast::channel(1).1;
     }
     receiver
+}
+
+/// Tells `session`'s relay, if anyone here follows it, that this process has just opened it
+/// as `live`; call before the session is served to anyone.
+pub(crate) fn hand_over(shared: &Shared, session: &SessionId, live: &Live) {
+    // Cloned out, so the feeds' lock is not held while the session's is taken.
+    let Some(handoffs) = shared.feeds().get(session).map(|f| f.handoffs.clone()) else {
+        return;
+    };
+    let opened_len = shared.journal_len(session).unwrap_or(0);
+    let (updates, events) = {
+        // One cut: no event is recorded between reading the events and subscribing.
+        let core = live.lock();
+        let events = core.events();
+        (
+            live.subscribe(),
+            (events.len() <= HANDOFF_EVENTS).then(|| events.to_vec()),
+        )
+    };
+    // A relay that has ended has nobody to tell.
+    let _ = handoffs.send(Handoff {
+        updates,
+        opened_len,
+        events,
+    });
 }
 
 /// Where `session`'s updates come from now: this process's live session, or the channel of the
@@ -55,70 +118,117 @@ fn source(shared: &Arc<Shared>, session: &SessionId) -> Option<broadcast::Receiv
         .or_else(|| shared.remote(session)?.subscribe().ok())
 }
 
-fn relay(
-    shared: &Weak<Shared>,
-    session: &SessionId,
-    feed: &broadcast::Sender<Update>,
-    mut next: Option<broadcast::Receiver<Update>>,
-) {
-    // The journal's length at the last look while nobody served the session (`None`: no look
-    // yet since a source went away; `Some(None)`: there was no session then).
-    let mut seen_len: Option<Option<u64>> = None;
-    loop {
-        if let Some(mut updates) = next.take() {
-            seen_len = None;
-            loop {
-                let update = match updates.blocking_recv() {
-                    Ok(update) => update,
-                    Err(broadcast::error::RecvError::Lagged(_)) => lagged(),
-                    Err(broadcast::error::RecvError::Closed) => break,
-                };
-                if feed.send(update).is_err() {
-                    break;
-                }
-            }
-            // Whoever served the session stopped serving it: look at it afresh (after a pause,
-            // so a source that keeps closing at once cannot spin).
-            let _ = feed.send(lagged());
-            std::thread::sleep(IDLE_POLL);
-        } else {
-            std::thread::sleep(IDLE_POLL);
-        }
-        let Some(shared) = shared.upgrade() else {
-            return;
-        };
-        if feed.receiver_count() == 0 {
-            let mut feeds = shared.feeds();
-            // Checked again under the map's lock: a subscriber may have joined meanwhile.
-            if feed.receiver_count() == 0 {
-                feeds.remove(session);
-                return;
-            }
-        }
-        next = source(&shared, session);
-        if next.is_some() {
-            // A source found now may have sent updates before it was subscribed to (a session
-            // first served here between two looks runs its first steps at once): subscribed
-            // first, then told to take a snapshot, a subscriber misses nothing.
-            let _ = feed.send(lagged());
-        } else {
-            // Nobody serves it: what changes it is a process that writes and lets go between
-            // two looks (a quick `heartwood decide`), which the journal's length shows, the
-            // session's first write included.
-            let len = shared.journal_len(session);
-            if seen_len.is_some_and(|seen| seen != len) {
-                let _ = feed.send(lagged());
-            }
-            seen_len = Some(len);
-        }
-    }
+/// The thread that forwards one session's updates to its feed from wherever it is served.
+struct Relay {
+    shared: Weak<Shared>,
+    session: SessionId,
+    feed: broadcast::Sender<Update>,
+    handed: mpsc::Receiver<Handoff>,
 }
 
-/// "Take a snapshot": what a subscriber is told when it may have missed something.
-fn lagged() -> Update {
-    Update {
-        revision: 0,
-        transient_revision: 0,
-        change: Change::Lagged {},
+impl Relay {
+    /// Forwards from `next`, then from each source found after it, until nobody follows.
+    /// `seen_len` is the journal's length at the last look while nobody served the session
+    /// (`None`: no look yet since a source went away; `Some(None)`: there was no session then).
+    fn run(self, mut next: Option<broadcast::Receiver<Update>>, mut seen_len: Option<Option<u64>>) {
+        loop {
+            if let Some(updates) = next.take() {
+                seen_len = None;
+                if !self.forward(updates) {
+                    return;
+                }
+                // Whoever served the session stopped serving it: look at it afresh (after a
+                // pause, so a source that keeps closing at once cannot spin).
+                let _ = self.feed.send(Update::lagged(0));
+            }
+            let handed = match self.handed.recv_timeout(IDLE_POLL) {
+                Ok(handoff) => Some(handoff),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
+            let Some(shared) = self.shared.upgrade() else {
+                return;
+            };
+            if self.nobody_follows(&shared) {
+                return;
+            }
+            if let Some(handoff) = handed {
+                self.take_over(handoff.events, seen_len, handoff.opened_len);
+                next = Some(handoff.updates);
+                continue;
+            }
+            next = source(&shared, &self.session);
+            if next.is_some() {
+                // A source found now may have sent updates before it was subscribed to (a
+                // session first served by another process runs its first steps at once):
+                // subscribed first, then told to take a snapshot, a subscriber misses nothing.
+                let _ = self.feed.send(Update::lagged(0));
+            } else {
+                // Nobody serves it: what changes it is a process that writes and lets go
+                // between two looks (a quick `heartwood decide`), which the journal's length
+                // shows, the session's first write included.
+                let len = shared.journal_len(&self.session);
+                if seen_len.is_some_and(|seen| seen != len) {
+                    let _ = self.feed.send(Update::lagged(0));
+                }
+                seen_len = Some(len);
+            }
+        }
+    }
+
+    /// Brings followers up to a session this process opened: nothing to send if the journal is
+    /// as the relay last saw it, its events if there was no session then, and otherwise
+    /// `lagged`.
+    fn take_over(
+        &self,
+        events: Option<Vec<Arc<RecordedEvent>>>,
+        seen_len: Option<Option<u64>>,
+        opened_len: u64,
+    ) {
+        match (seen_len.map(|len| len.unwrap_or(0)), events) {
+            (Some(seen), _) if seen == opened_len => {}
+            (Some(0), Some(events)) => {
+                for event in events {
+                    let update = Update {
+                        revision: event.seq.get(),
+                        transient_revision: 0,
+                        change: Change::Event { event },
+                    };
+                    let _ = self.feed.send(update);
+                }
+            }
+            _ => {
+                let _ = self.feed.send(Update::lagged(0));
+            }
+        }
+    }
+
+    /// Forwards `updates` until their source closes (`true`) or the feed has nobody left
+    /// (`false`).
+    fn forward(&self, mut updates: broadcast::Receiver<Update>) -> bool {
+        loop {
+            let update = match updates.blocking_recv() {
+                Ok(update) => update,
+                Err(broadcast::error::RecvError::Lagged(_)) => Update::lagged(0),
+                Err(broadcast::error::RecvError::Closed) => return true,
+            };
+            if self.feed.send(update).is_err() {
+                return false;
+            }
+        }
+    }
+
+    /// Whether the feed has no follower left, in which case it is taken out of the map.
+    fn nobody_follows(&self, shared: &Shared) -> bool {
+        if self.feed.receiver_count() > 0 {
+            return false;
+        }
+        let mut feeds = shared.feeds();
+        // Checked again under the map's lock: a follower may have joined meanwhile.
+        if self.feed.receiver_count() > 0 {
+            return false;
+        }
+        feeds.remove(&self.session);
+        true
     }
 }

@@ -28,6 +28,9 @@ use heartwood_events::{Snapshot, Update};
 mod command;
 mod read;
 mod settle;
+mod updates;
+
+pub use updates::SessionUpdates;
 
 pub(crate) use command::content_digest;
 
@@ -115,7 +118,7 @@ pub(crate) struct Shared {
     /// Held while a session is being opened (see `attach`) or released (see `release_idle`).
     opening: Mutex<()>,
     /// The updates of each session followed in this process (see [`crate::follow`]).
-    feeds: Mutex<HashMap<SessionId, broadcast::Sender<Update>>>,
+    feeds: Mutex<HashMap<SessionId, crate::follow::Feed>>,
     /// Platform model transports (base URL, model) that passed their qualification request.
     qualified: Mutex<std::collections::HashSet<(String, String)>>,
     /// A ChatGPT sign-in an interface started.
@@ -124,7 +127,7 @@ pub(crate) struct Shared {
 
 impl crate::channel::Served for Shared {
     fn submit(self: Arc<Self>, command: Command) -> Result<Receipt, GatewayError> {
-        SessionGateway::from_shared(self).submit(command)
+        SessionGateway::from_shared(self).submit_blocking(command)
     }
 
     fn say_for(
@@ -153,7 +156,7 @@ impl crate::channel::Served for Shared {
 
 impl Shared {
     /// The followed sessions' feeds.
-    pub(crate) fn feeds(&self) -> MutexGuard<'_, HashMap<SessionId, broadcast::Sender<Update>>> {
+    pub(crate) fn feeds(&self) -> MutexGuard<'_, HashMap<SessionId, crate::follow::Feed>> {
         lock(&self.feeds)
     }
 
@@ -467,6 +470,7 @@ impl SessionGateway {
         let events = decoded(self.shared.store.reader(session)?.events()?)?;
         let channel_path = writer.paths().channel.clone();
         let opened = Live::new(writer, events, self.shared.project.root());
+        crate::follow::hand_over(&self.shared, session, &opened);
         let served: Arc<dyn crate::channel::Served> = self.shared.clone();
         opened.lock().set_channel(crate::channel::serve(
             &channel_path,

@@ -1,5 +1,5 @@
 //! The embedding example (`examples/embed.rs`) runs against the scripted model server: it
-//! shows the proposed set, decides it, the action runs once, and the terminal hash it prints is
+//! follows the session's update stream, shows the proposed set, decides it, the action runs once, and the terminal hash it prints is
 //! the session's.
 
 use std::path::PathBuf;
@@ -52,6 +52,24 @@ async fn the_embedding_example_decides_a_set_and_prints_the_terminal_hash() {
     assert!(stdout.contains("proposes:"), "{stdout}");
     assert!(stdout.contains("wc -l < data.csv"), "{stdout}");
     assert!(stdout.contains("Finished."), "{stdout}");
+    // The run was followed on the update stream: the events came as they were recorded, in
+    // order, the first one the task's.
+    let seqs: Vec<u64> = stdout
+        .lines()
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix("event ")?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert!(
+        seqs.len() > 3 && seqs.windows(2).all(|w| w[0] < w[1]),
+        "{stdout}"
+    );
+    assert!(stdout.contains("event 1 session_registered"), "{stdout}");
     let count = std::fs::read_to_string(project.path().join("count.txt")).expect("count");
     assert_eq!(count.trim(), "3");
 

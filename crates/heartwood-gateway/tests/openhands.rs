@@ -79,7 +79,7 @@ impl Fixture {
         self.next.set(n);
         let id = CommandId::parse(&format!("c{n}")).expect("id");
         gateway
-            .submit(Command::new(id, self.session.clone(), kind))
+            .submit_blocking(Command::new(id, self.session.clone(), kind))
             .expect("submit")
     }
 

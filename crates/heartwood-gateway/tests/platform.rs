@@ -69,7 +69,7 @@ async fn allow_until_finished(gateway: &SessionGateway, session: &SessionId) -> 
         };
         n += 1;
         gateway
-            .submit(command(
+            .submit_blocking(command(
                 session,
                 n,
                 CommandKind::Decide {
@@ -152,7 +152,7 @@ async fn declared_mounts_are_readable_and_only_writable_ones_are_written() {
     let gateway = SessionGateway::new(context);
     let session = SessionId::parse("s1").expect("id");
     gateway
-        .submit(command(&session, 1, task(ActionPolicy::AlwaysReview)))
+        .submit_blocking(command(&session, 1, task(ActionPolicy::AlwaysReview)))
         .expect("task");
     let done = allow_until_finished(&gateway, &session).await;
     assert_eq!(done.lifecycle, Lifecycle::Finished);
@@ -204,7 +204,7 @@ async fn an_application_scrubbed_key_never_reaches_tools_journal_or_interfaces()
     let gateway = SessionGateway::new(context.clone());
     let session = SessionId::parse("s1").expect("id");
     gateway
-        .submit(command(&session, 1, task(ActionPolicy::AlwaysReview)))
+        .submit_blocking(command(&session, 1, task(ActionPolicy::AlwaysReview)))
         .expect("task");
     let done = allow_until_finished(&gateway, &session).await;
     assert_eq!(done.lifecycle, Lifecycle::Finished);
@@ -300,7 +300,7 @@ async fn a_platform_transport_is_qualified_before_automation_and_a_stale_route_i
     let gateway = SessionGateway::new(context.clone());
     let session = SessionId::parse("s1").expect("id");
     gateway
-        .submit(command(&session, 1, task(ActionPolicy::LowRiskAutomation)))
+        .submit_blocking(command(&session, 1, task(ActionPolicy::LowRiskAutomation)))
         .expect("task");
     let done = until(&gateway, &session, |p| p.lifecycle == Lifecycle::Finished).await;
     assert!(done.pending.is_none());
@@ -334,7 +334,7 @@ async fn a_platform_transport_is_qualified_before_automation_and_a_stale_route_i
     .expect("deployment");
     let gateway = SessionGateway::new(context.clone());
     let receipt = gateway
-        .submit(command(
+        .submit_blocking(command(
             &SessionId::parse("s2").expect("id"),
             1,
             task(ActionPolicy::AlwaysReview),
@@ -362,7 +362,7 @@ async fn a_platform_transport_is_qualified_before_automation_and_a_stale_route_i
     .expect("route");
     let s3 = SessionId::parse("s3").expect("id");
     let receipt = gateway
-        .submit(command(&s3, 1, task(ActionPolicy::LowRiskAutomation)))
+        .submit_blocking(command(&s3, 1, task(ActionPolicy::LowRiskAutomation)))
         .expect("submit");
     assert!(refused(&receipt).contains("qualification"), "{receipt:?}");
     assert!(project.path().join(".heartwood/sessions/s1").is_dir());

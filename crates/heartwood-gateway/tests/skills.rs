@@ -107,7 +107,7 @@ async fn only_the_active_skill_reaches_the_system_prompt_and_its_body_is_read_th
         )
     };
     gateway
-        .submit(command(
+        .submit_blocking(command(
             1,
             CommandKind::SubmitTask {
                 text: "check the units".into(),
@@ -119,7 +119,7 @@ async fn only_the_active_skill_reaches_the_system_prompt_and_its_body_is_read_th
         let waiting = until(&gateway, &session, |p| p.pending.is_some()).await;
         let set = waiting.pending.as_ref().expect("set");
         gateway
-            .submit(command(
+            .submit_blocking(command(
                 n,
                 CommandKind::Decide {
                     set_id: set.set_id.clone(),

@@ -157,7 +157,9 @@ impl Heartwood {
             },
         );
         let gateway = Arc::clone(&self.gateway);
-        let receipt = py.detach(move || gateway.submit(command)).map_err(failed)?;
+        let receipt = py
+            .detach(move || gateway.submit_blocking(command))
+            .map_err(failed)?;
         if let heartwood_events::Outcome::Refused { reason } = receipt.outcome {
             return Err(HeartwoodError::new_err(reason));
         }

@@ -70,7 +70,9 @@ impl Session {
     fn submit(&self, py: Python<'_>, kind: CommandKind) -> PyResult<Receipt> {
         let command = Command::new(SessionGateway::new_command_id(), self.id.clone(), kind);
         let gateway = Arc::clone(&self.gateway);
-        let receipt = py.detach(move || gateway.submit(command)).map_err(failed)?;
+        let receipt = py
+            .detach(move || gateway.submit_blocking(command))
+            .map_err(failed)?;
         match &receipt.outcome {
             Outcome::Applied { .. } => Ok(receipt),
             Outcome::Refused { reason } => Err(HeartwoodError::new_err(reason.clone())),

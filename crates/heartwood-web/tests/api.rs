@@ -256,7 +256,7 @@ async fn the_websocket_stream_replays_and_follows_and_refuses_a_foreign_origin()
             policy: Default::default(),
         },
     );
-    let _ = state.gateway.submit(register);
+    let _ = state.gateway.submit(register).await;
     let (mut socket, _) =
         tokio_tungstenite::connect_async(request(&format!("http://127.0.0.1:{}", addr.port())))
             .await

@@ -141,7 +141,7 @@ async fn measure(kind: BackendKind) -> Result<Figures> {
 
 /// Gives the task and waits for it to finish.
 async fn task(gateway: &SessionGateway, id: &SessionId, command: &str, text: &str) -> Result<()> {
-    let receipt = gateway.submit(Command::new(
+    let receipt = gateway.submit_blocking(Command::new(
         CommandId::parse(command)?,
         id.clone(),
         CommandKind::SubmitTask {

@@ -241,7 +241,7 @@ async fn agent_steps(dir: &Path) -> Result<(f64, f64, f64)> {
     let syncs = || heartwood_audit::sync_calls() + heartwood_agent::conversation::log_sync_calls();
     let before = syncs();
     let start = Instant::now();
-    let receipt = gateway.submit(Command::new(
+    let receipt = gateway.submit_blocking(Command::new(
         CommandId::parse("bench-task")?,
         id.clone(),
         CommandKind::SubmitTask {

@@ -129,7 +129,7 @@ async fn event_loop(
             input = keys.recv() => match input {
                 Some(Input::Key(key)) => {
                     if let Some(intent) = app.on_key(key)
-                        && !apply(&mut app, intent, gateway, project, &mut updates)?
+                        && !apply(&mut app, intent, gateway, project, &mut updates).await?
                     {
                         return Ok(open_session(&app));
                     }
@@ -237,7 +237,7 @@ fn refresh_figure(app: &mut App, gateway: &SessionGateway, id: &SessionId) {
 }
 
 /// Carries out an intent; `false` means quit.
-fn apply(
+async fn apply(
     app: &mut App,
     intent: Intent,
     gateway: &SessionGateway,
@@ -254,9 +254,8 @@ fn apply(
             let id = id.clone();
             let command = Command::new(SessionGateway::new_command_id(), id.clone(), kind);
             // A command may read files (a stage's checks) or wait for a model route's reachability:
-            // done where blocking is allowed, so the loop's other tasks keep running.
-            let submitted =
-                tokio::task::block_in_place(|| gateway.submit(command)).map(|r| vec![r]);
+            // the gateway does that on its blocking pool, so the loop's other tasks keep running.
+            let submitted = gateway.submit(command).await.map(|r| vec![r]);
             answered(app, gateway, updates, &id, submitted);
         }
         Intent::Say(text) => {
@@ -295,7 +294,7 @@ fn apply(
         Intent::StartWorkflow {
             definition,
             question,
-        } => start_workflow(app, gateway, updates, definition, question),
+        } => start_workflow(app, gateway, updates, definition, question).await,
         Intent::Files => {
             let session = open_session(app);
             match tokio::task::block_in_place(|| files_screen(project, session)) {
@@ -450,7 +449,7 @@ fn open(
 
 /// Starts a run of `definition` on `question` in a new session and opens it; a refusal stays
 /// on the catalog screen with its reason.
-fn start_workflow(
+async fn start_workflow(
     app: &mut App,
     gateway: &SessionGateway,
     updates: &mut Option<broadcast::Receiver<Update>>,
@@ -464,7 +463,7 @@ fn start_workflow(
         inputs: Default::default(),
     };
     let command = Command::new(SessionGateway::new_command_id(), id.clone(), kind);
-    match tokio::task::block_in_place(|| gateway.submit(command)) {
+    match gateway.submit(command).await {
         Ok(receipt) => match receipt.outcome {
             Outcome::Refused { reason } => app.notice = Some(format!("refused: {reason}")),
             Outcome::Applied { .. } => open(app, gateway, updates, id),

@@ -65,7 +65,7 @@ impl SessionGateway {
                 } else {
                     CommandKind::SubmitTask { text, policy }
                 };
-                return Ok(vec![self.submit(stamped(Command::new(
+                return Ok(vec![self.submit_blocking(stamped(Command::new(
                     command_id,
                     session.clone(),
                     kind,
@@ -82,7 +82,7 @@ impl SessionGateway {
                 n => heartwood_events::CommandId::parse(&format!("{command_id}-{}", n + 1))
                     .unwrap_or_else(|_| Self::new_command_id()),
             };
-            let receipt = self.submit(stamped(Command::new(id, session.clone(), kind)))?;
+            let receipt = self.submit_blocking(stamped(Command::new(id, session.clone(), kind)))?;
             let refused = matches!(receipt.outcome, heartwood_events::Outcome::Refused { .. });
             receipts.push(receipt);
             if refused {

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
 use super::*;
@@ -26,30 +25,25 @@ impl SessionGateway {
         within: Duration,
     ) -> Result<Snapshot, GatewayError> {
         let deadline = Instant::now() + within;
-        // Subscribed before the first look, so an update between the two is not missed.
-        let mut updates = self.subscribe(session)?;
+        // Followed before the first look, so an update between the two is not missed.
+        let mut updates = self.updates(session)?;
         loop {
-            let snapshot = self.snapshot_off_runtime(session).await?;
+            let snapshot = self.current(session).await?;
             if snapshot.projection.is_settled() || Instant::now() >= deadline {
                 return Ok(snapshot);
             }
             let look_again = deadline.min(Instant::now() + QUIET_LOOK);
             tokio::select! {
-                update = updates.recv() => {
-                    // The session was let go here: follow it afresh (served anew, or elsewhere).
-                    if let Err(RecvError::Closed) = update {
-                        updates = self.subscribe(session)?;
-                        tokio::time::sleep_until(look_again).await;
-                    }
-                }
+                _ = updates.next() => {}
                 () = tokio::time::sleep_until(look_again) => {}
             }
         }
     }
 
-    /// [`SessionGateway::snapshot`] of everything but the events (the projection and what is
-    /// live), taken on the blocking pool.
-    async fn snapshot_off_runtime(&self, session: &SessionId) -> Result<Snapshot, GatewayError> {
+    /// The session as it stands now: [`SessionGateway::snapshot`] of everything but the events
+    /// (the projection and what is live), taken on the blocking pool; what an async caller
+    /// reads when its [`updates`](SessionGateway::updates) say `lagged`.
+    pub async fn current(&self, session: &SessionId) -> Result<Snapshot, GatewayError> {
         let gateway = SessionGateway {
             shared: Arc::clone(&self.shared),
         };
@@ -99,6 +93,7 @@ mod tests {
                     policy: ActionPolicy::AlwaysReview,
                 },
             ))
+            .await
             .expect("submitted");
         assert!(
             matches!(receipt.outcome, heartwood_events::Outcome::Applied { .. }),

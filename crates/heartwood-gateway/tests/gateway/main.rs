@@ -49,7 +49,9 @@ impl Fixture {
     }
 
     fn submit(&self, kind: CommandKind) -> Receipt {
-        self.gateway.submit(self.command(kind)).expect("submit")
+        self.gateway
+            .submit_blocking(self.command(kind))
+            .expect("submit")
     }
 
     fn task(&self, text: &str) -> Receipt {
@@ -300,9 +302,9 @@ async fn a_retried_command_id_acts_once() {
         text: "say hello".into(),
         policy: ActionPolicy::AlwaysReview,
     });
-    let first = f.gateway.submit(command.clone()).expect("submit");
+    let first = f.gateway.submit_blocking(command.clone()).expect("submit");
     f.settled().await;
-    let again = f.gateway.submit(command).expect("retry");
+    let again = f.gateway.submit_blocking(command).expect("retry");
     assert_eq!(first, again);
     let done = f.settled().await;
     let tasks = done

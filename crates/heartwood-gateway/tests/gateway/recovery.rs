@@ -106,7 +106,7 @@ async fn a_crash_before_the_set_is_published_is_republished_by_the_next_process(
     assert_eq!(set.set_id, shown.set_id);
     assert_eq!(set.members, shown.members);
     let receipt = next
-        .submit(Command::new(
+        .submit_blocking(Command::new(
             CommandId::parse("after-crash").expect("id"),
             f.session.clone(),
             CommandKind::Decide {
@@ -180,7 +180,7 @@ async fn a_gateway_dropped_without_close_stops_its_workers_and_releases_its_leas
                 policy: ActionPolicy::AlwaysReview,
             },
         );
-        match next.submit(command) {
+        match next.submit_blocking(command) {
             Ok(receipt) => break receipt,
             Err(e) if e.is_owned_elsewhere() => {
                 assert!(
@@ -230,7 +230,7 @@ async fn reconciliation_by_identity_survives_a_translation_that_changed_shape() 
     let next =
         SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"));
     let receipt = next
-        .submit(Command::new(
+        .submit_blocking(Command::new(
             CommandId::parse("second-task").expect("id"),
             f.session.clone(),
             CommandKind::SubmitTask {

@@ -85,7 +85,7 @@ async fn another_gateway_reaches_a_served_session_through_its_channel_and_decisi
         .expect("subscribe through the channel");
 
     let decide = |gateway: &SessionGateway, id: &str| {
-        gateway.submit(Command::new(
+        gateway.submit_blocking(Command::new(
             CommandId::parse(id).expect("id"),
             f.session.clone(),
             CommandKind::Decide {
@@ -145,7 +145,7 @@ async fn a_session_too_deep_for_a_socket_file_is_still_reached_through_its_chann
     let session = SessionId::parse("s1").expect("id");
     applied(
         &owner
-            .submit(Command::new(
+            .submit_blocking(Command::new(
                 CommandId::parse("task").expect("id"),
                 session.clone(),
                 CommandKind::SubmitTask {
@@ -165,7 +165,7 @@ async fn a_session_too_deep_for_a_socket_file_is_still_reached_through_its_chann
     };
     // The other gateway is not told "owned": its decision reaches the owner.
     let decided = other
-        .submit(Command::new(
+        .submit_blocking(Command::new(
             CommandId::parse("decide").expect("id"),
             session.clone(),
             CommandKind::Decide {
@@ -212,7 +212,7 @@ async fn an_idle_session_is_released_and_its_followers_see_another_process_act_o
         SessionGateway::new(ProjectContext::at(f.project.path()).expect("a UTF-8 project path"));
     applied(
         &other
-            .submit(Command::new(
+            .submit_blocking(Command::new(
                 CommandId::parse("elsewhere").expect("id"),
                 f.session.clone(),
                 CommandKind::Decide {

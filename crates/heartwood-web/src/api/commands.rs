@@ -136,7 +136,10 @@ async fn submit(
                 ));
             }
         };
-        match blocking_app.gateway.submit(command.acting_for(actor)) {
+        match blocking_app
+            .gateway
+            .submit_blocking(command.acting_for(actor))
+        {
             Ok(receipt) => match receipt.outcome {
                 Outcome::Refused { .. } => {
                     Routed::Now(json_response(StatusCode::CONFLICT, &receipt))

@@ -120,12 +120,7 @@ fn feed(
                     text
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
-                    let lagged = Update {
-                        revision: last,
-                        transient_revision: 0,
-                        change: Change::Lagged {},
-                    };
-                    serde_json::to_string(&lagged).unwrap_or_default()
+                    serde_json::to_string(&Update::lagged(last)).unwrap_or_default()
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             };

@@ -1,4 +1,5 @@
-//! The command pipeline behind [`SessionGateway::submit`], in three steps:
+//! The command pipeline behind [`SessionGateway::submit`] (and its blocking form), in three
+//! steps:
 //!
 //! 1. **prepare** ([`prepare`], [`worker_kit`]): before any lock, everything the command needs
 //!    read: a run's input digests, a stage's checks, the evidence a review captures, the
@@ -51,9 +52,26 @@ pub(super) struct Deciding<'g, 'k> {
 }
 
 impl SessionGateway {
-    /// Submits a command and returns its receipt. A retry with the same command id returns the
-    /// first receipt without acting again; a refusal is a receipt too, with the reason.
-    pub fn submit(&self, command: Command) -> Result<Receipt, GatewayError> {
+    /// Submits a command and answers its receipt once the command is decided (recorded, or
+    /// refused with the reason); what the command sets going (the agent's run, a check) follows
+    /// on the session's [`updates`](SessionGateway::updates), each event naming the command that
+    /// caused it. A retry with the same command id answers the first receipt without acting
+    /// again.
+    ///
+    /// The command's preparation (file reads, checks, route qualification) and its journal
+    /// append run on the runtime's blocking pool, so the caller's runtime never waits on a disk
+    /// or a model.
+    pub async fn submit(&self, command: Command) -> Result<Receipt, GatewayError> {
+        let gateway = SessionGateway::from_shared(Arc::clone(&self.shared));
+        tokio::task::spawn_blocking(move || gateway.submit_blocking(command))
+            .await
+            .map_err(|e| GatewayError::Backend(BackendFailure::Joined(e)))?
+    }
+
+    /// [`SessionGateway::submit`] for callers with a thread of their own and no runtime to
+    /// await on: a command line's main thread, Python's, a server's blocking pool. It waits on
+    /// the journal's sync, so never call it from an async task.
+    pub fn submit_blocking(&self, command: Command) -> Result<Receipt, GatewayError> {
         let mut command = command;
         loop {
             match self.submit_once(command)? {
@@ -61,17 +79,6 @@ impl SessionGateway {
                 Submitted::Released(again) => command = again,
             }
         }
-    }
-
-    /// [`SessionGateway::submit`] for async callers (an embedding program, a server's
-    /// handler): the command's preparation (file reads, checks, route qualification) and its
-    /// journal append run on the runtime's blocking pool, so the caller's runtime never waits
-    /// on a disk or a model.
-    pub async fn submit_async(&self, command: Command) -> Result<Receipt, GatewayError> {
-        let gateway = SessionGateway::from_shared(Arc::clone(&self.shared));
-        tokio::task::spawn_blocking(move || gateway.submit(command))
-            .await
-            .map_err(|e| GatewayError::Backend(BackendFailure::Joined(e)))?
     }
 
     fn submit_once(&self, command: Command) -> Result<Submitted, GatewayError> {
