@@ -11,9 +11,6 @@ use std::path::Path;
 use crate::error::IoContext;
 use crate::{AuditError, Checkpoint, SessionPaths, Verified, durable};
 
-/// The directory, inside a session directory, that holds export bundles.
-pub const EXPORTS_DIR: &str = "exports";
-
 /// Writes a bundle of the first `verified.count` events and returns its directory name.
 pub(crate) fn write_bundle(
     paths: &SessionPaths,

@@ -13,6 +13,8 @@ pub(crate) const AUDIT_FILE: &str = "audit.jsonl";
 pub(crate) const META_FILE: &str = "meta.json";
 /// The command receipts' file name, as damage reports name it.
 pub const RECEIPTS_FILE: &str = "receipts.jsonl";
+/// The directory, inside a session directory, that holds export bundles.
+pub const EXPORTS_DIR: &str = "exports";
 
 /// The files of one session directory, `.heartwood/sessions/<id>/`.
 #[derive(Debug, Clone)]
@@ -53,7 +55,7 @@ impl SessionPaths {
             receipts: dir.join(RECEIPTS_FILE),
             lock: dir.join("writer.lock"),
             writer: dir.join("writer.json"),
-            exports: dir.join(crate::EXPORTS_DIR),
+            exports: dir.join(EXPORTS_DIR),
             backend: dir.join("backend"),
             channel: dir.join("channel.sock"),
             dir,

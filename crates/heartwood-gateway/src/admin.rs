@@ -63,7 +63,7 @@ fn receipt_of(event: &RecordedEvent) -> Option<RebuiltReceipt> {
     Some(RebuiltReceipt {
         command_type: kind.name().to_owned(),
         result,
-        content_sha256: Some(crate::gateway::content_digest(&kind)),
+        content_sha256: Some(crate::content::content_digest(&kind)),
     })
 }
 
@@ -468,7 +468,7 @@ impl SessionAdmin {
         let id = self.resolve(id)?;
         let reader = self.store.reader(&id)?;
         reader.verify()?;
-        let events = crate::gateway::decoded(reader.events()?)?;
+        let events = crate::error::decoded(reader.events()?)?;
         let projection = crate::reducer::replay(id.clone(), events.iter());
         Ok(crate::transcript::markdown(
             id.as_str(),

@@ -364,3 +364,19 @@ impl GatewayError {
         }
     }
 }
+
+/// The events a reader gave, or which one this build cannot read and why.
+pub(crate) fn decoded(
+    events: Vec<Result<heartwood_events::RecordedEvent, heartwood_events::DecodeError>>,
+) -> Result<Vec<heartwood_events::RecordedEvent>, GatewayError> {
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| {
+            e.map_err(|source| GatewayError::Undecodable {
+                event: i + 1,
+                source,
+            })
+        })
+        .collect()
+}

@@ -18,6 +18,7 @@ use tokio::sync::broadcast;
 
 use crate::backend::BackendFactory;
 use crate::config::{BackendKind, ProjectConfig};
+use crate::error::decoded;
 use crate::live::Live;
 use crate::native::NativeBackendFactory;
 use crate::openhands::OpenHandsBackendFactory;
@@ -31,8 +32,6 @@ mod settle;
 mod updates;
 
 pub use updates::SessionUpdates;
-
-pub(crate) use command::content_digest;
 
 /// How long [`SessionGateway::close`] waits for a busy agent to reach its next step before it
 /// stops it.
@@ -509,21 +508,6 @@ impl SessionGateway {
         lock(&self.shared.live).insert(session.clone(), Arc::clone(&opened));
         Ok(opened)
     }
-}
-
-pub(crate) fn decoded(
-    events: Vec<Result<heartwood_events::RecordedEvent, heartwood_events::DecodeError>>,
-) -> Result<Vec<heartwood_events::RecordedEvent>, GatewayError> {
-    events
-        .into_iter()
-        .enumerate()
-        .map(|(i, e)| {
-            e.map_err(|source| GatewayError::Undecodable {
-                event: i + 1,
-                source,
-            })
-        })
-        .collect()
 }
 
 fn fresh_id(prefix: &str) -> SessionId {

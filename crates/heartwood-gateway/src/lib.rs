@@ -18,6 +18,7 @@
 mod admin;
 pub mod backend;
 mod channel;
+mod content;
 pub mod correction;
 mod error;
 mod figure;

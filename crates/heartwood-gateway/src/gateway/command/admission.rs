@@ -90,10 +90,3 @@ pub(super) fn busy(p: &SessionProjection, command: CommandName) -> String {
         available.join(", ")
     )
 }
-
-/// SHA-256 of what a command says (its canonical JSON), kept in its receipt.
-pub(crate) fn content_digest(kind: &CommandKind) -> String {
-    heartwood_events::to_canonical_bytes(kind)
-        .map(|bytes| heartwood_audit::Digest::of(&bytes).to_hex())
-        .unwrap_or_default()
-}

@@ -22,7 +22,6 @@ mod session;
 mod worker_kit;
 mod workflow;
 
-pub(crate) use admission::content_digest;
 pub(super) use worker_kit::WorkerKit;
 
 use std::sync::{Arc, MutexGuard};
@@ -31,6 +30,7 @@ use heartwood_events::{Command, CommandKind, Receipt};
 
 use super::SessionGateway;
 use crate::GatewayError;
+use crate::content::content_digest;
 use crate::error::BackendFailure;
 use crate::live::{CommandKey, Core, Live};
 
