@@ -139,7 +139,7 @@ async fn event_loop(
             },
             changed = next_update(&mut updates) => {
                 if changed {
-                    refresh(&mut app, gateway);
+                    refresh(&mut app, gateway).await;
                 }
             }
             // A ChatGPT sign-in in progress is polled (the gateway asks the service at most once
@@ -204,10 +204,12 @@ async fn next_update(updates: &mut Option<broadcast::Receiver<Update>>) -> bool 
     }
 }
 
-fn refresh(app: &mut App, gateway: &SessionGateway) {
+/// Shows the open session as it stands; the gateway reads it on its blocking pool (a session
+/// served by another process is read and verified from its files).
+async fn refresh(app: &mut App, gateway: &SessionGateway) {
     if let Screen::Session { id, .. } = &app.screen {
         let id = id.clone();
-        match gateway.snapshot(&id, u64::MAX) {
+        match gateway.current(&id).await {
             Ok(snapshot) => app.show_snapshot(snapshot),
             Err(e) => app.notice = Some(e.to_string()),
         }
@@ -256,7 +258,7 @@ async fn apply(
             // A command may read files (a stage's checks) or wait for a model route's reachability:
             // the gateway does that on its blocking pool, so the loop's other tasks keep running.
             let submitted = gateway.submit(command).await.map(|r| vec![r]);
-            answered(app, gateway, updates, &id, submitted);
+            answered(app, gateway, updates, &id, submitted).await;
         }
         Intent::Say(text) => {
             let Screen::Session { id, .. } = &app.screen else {
@@ -267,9 +269,9 @@ async fn apply(
             let said = tokio::task::block_in_place(|| {
                 gateway.say(&id, &text, policy, SessionGateway::new_command_id())
             });
-            answered(app, gateway, updates, &id, said);
+            answered(app, gateway, updates, &id, said).await;
         }
-        Intent::Open(id) => open(app, gateway, updates, id),
+        Intent::Open(id) => open(app, gateway, updates, id).await,
         Intent::NewSession => {
             *updates = None;
             let id = SessionGateway::new_session_id();
@@ -430,7 +432,7 @@ fn decide_skill(
 }
 
 /// Opens session `id` and follows it.
-fn open(
+async fn open(
     app: &mut App,
     gateway: &SessionGateway,
     updates: &mut Option<broadcast::Receiver<Update>>,
@@ -441,7 +443,7 @@ fn open(
             *updates = Some(receiver);
             app.screen = Screen::Session { id, snapshot: None };
             app.scroll = 0;
-            refresh(app, gateway);
+            refresh(app, gateway).await;
         }
         Err(e) => app.notice = Some(e.to_string()),
     }
@@ -466,7 +468,7 @@ async fn start_workflow(
     match gateway.submit(command).await {
         Ok(receipt) => match receipt.outcome {
             Outcome::Refused { reason } => app.notice = Some(format!("refused: {reason}")),
-            Outcome::Applied { .. } => open(app, gateway, updates, id),
+            Outcome::Applied { .. } => open(app, gateway, updates, id).await,
         },
         Err(e) => app.notice = Some(e.to_string()),
     }
@@ -545,7 +547,7 @@ fn show_skill(app: &mut App, project: &ProjectContext, name: &str, source: &str)
 }
 
 /// Shows a refusal (or error) from submitted commands, and follows the session.
-fn answered(
+async fn answered(
     app: &mut App,
     gateway: &SessionGateway,
     updates: &mut Option<broadcast::Receiver<Update>>,
@@ -562,22 +564,24 @@ fn answered(
             if updates.is_none() {
                 *updates = gateway.subscribe(id).ok();
             }
-            refresh(app, gateway);
+            refresh(app, gateway).await;
         }
         Err(e) => app.notice = Some(e.to_string()),
     }
 }
 
-/// The startup plan's screen, or the session list when the project is ready.
+/// The startup plan's screen, or the session list when the project is ready. The plan reads
+/// the project's configuration and sessions and may probe a local service: done where blocking
+/// is allowed, so the loop's other tasks keep running.
 fn first_screen(gateway: &SessionGateway, project: &ProjectContext) -> Result<Screen> {
-    let plan = startup::plan(project)?;
+    let plan = tokio::task::block_in_place(|| startup::plan(project))?;
     if plan.phase == Phase::Ready {
         return sessions_screen(gateway, 0);
     }
     Ok(Screen::Startup {
         plan: Box::new(plan),
         form: ConnectForm::default(),
-        models: local_models(project),
+        models: tokio::task::block_in_place(|| local_models(project)),
     })
 }
 
@@ -591,9 +595,9 @@ pub(crate) fn local_models(
     (!view.models.is_empty() || !view.transfers.is_empty()).then(|| Box::new(view))
 }
 
+/// The session list; the rows are read from the sessions' files, where blocking is allowed.
 fn sessions_screen(gateway: &SessionGateway, selected: usize) -> Result<Screen> {
-    let rows: Vec<SessionRow> = gateway
-        .rows(LISTED_SESSIONS)?
+    let rows: Vec<SessionRow> = tokio::task::block_in_place(|| gateway.rows(LISTED_SESSIONS))?
         .into_iter()
         .map(|row| SessionRow {
             id: row.session,
