@@ -8,7 +8,6 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use heartwood_gateway::ProjectContext;
-use heartwood_gateway::config::ProjectConfig;
 use heartwood_gateway::parallel_review::{evidence, qualify};
 
 /// Parallel review, qualified by an operator.
@@ -47,13 +46,6 @@ pub fn run(project: &ProjectContext, command: ReviewCommand) -> Result<ExitCode>
             )
         })?,
     };
-    let config = ProjectConfig::load(project)?;
-    let route = config
-        .model
-        .clone()
-        .with_context(|| "no model route is connected; run `heartwood model connect` first")?;
-    let reviewer = heartwood_gateway::native::reviewer_for_qualification()
-        .context("the review specialist is not in the catalog")?;
     let options = qualify::QualifyOptions {
         evidence: file,
         max_parallelism: max,
@@ -62,14 +54,7 @@ pub fn run(project: &ProjectContext, command: ReviewCommand) -> Result<ExitCode>
     let mut progress = |line: &str| eprintln!("{line}");
     let report = heartwood_cli::runtime::block_on(
         heartwood_cli::runtime::Workers::Two,
-        qualify::run(
-            project.root().as_std_path(),
-            &route,
-            config.backend,
-            reviewer,
-            &options,
-            &mut progress,
-        ),
+        qualify::run_connected(project, &options, &mut progress),
     )??;
     say!(
         "qualified {} for {} reviewers at once until {}",

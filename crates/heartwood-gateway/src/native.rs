@@ -335,7 +335,8 @@ fn specialist_config(
 
 /// The review role as a workflow review asks it (structured proposals, no skills), for a
 /// route's qualification run: the same request a review batch makes.
-pub fn reviewer_for_qualification() -> Option<heartwood_agent::conversation::SpecialistConfig> {
+pub(crate) fn reviewer_for_qualification() -> Option<heartwood_agent::conversation::SpecialistConfig>
+{
     heartwood_workflow::specialists::registered()
         .ok()?
         .iter()

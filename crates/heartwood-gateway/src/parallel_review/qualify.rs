@@ -22,6 +22,15 @@ pub enum QualifyError {
     /// Where the evidence would go cannot hold it.
     #[error(transparent)]
     Evidence(#[from] EvidenceError),
+    /// The project's configuration cannot be read.
+    #[error(transparent)]
+    Project(#[from] crate::ProjectError),
+    /// The project has no route to qualify.
+    #[error("no model route is connected; run `heartwood model connect` first")]
+    NotConnected,
+    /// This build's specialist catalog has no review role.
+    #[error("the review specialist is not in the catalog")]
+    NoReviewer,
     /// The route cannot be asked at all.
     #[error("the model route cannot be used: {0}")]
     Route(String),
@@ -86,9 +95,24 @@ pub struct QualifyReport {
     pub record_path: PathBuf,
 }
 
+/// Qualifies the route `project` has connected (served by its configured engine), asked as a
+/// workflow review asks its reviewers, reporting each round through `progress`, and writes the
+/// evidence entry: what `heartwood review qualify` runs.
+pub async fn run_connected(
+    project: &crate::ProjectContext,
+    options: &QualifyOptions,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<QualifyReport, QualifyError> {
+    let config = crate::config::ProjectConfig::load(project)?;
+    let route = config.model.ok_or(QualifyError::NotConnected)?;
+    let reviewer = crate::native::reviewer_for_qualification().ok_or(QualifyError::NoReviewer)?;
+    let root = project.root().as_std_path();
+    run(root, &route, config.backend, reviewer, options, progress).await
+}
+
 /// Runs the qualification of `route` (served by `backend`) with `reviewer`, reporting each
 /// round through `progress`, and writes the evidence entry.
-pub async fn run(
+async fn run(
     project: &Path,
     route: &RouteConfig,
     backend: BackendKind,
