@@ -22,7 +22,7 @@ mod session;
 mod worker_kit;
 mod workflow;
 
-pub(super) use worker_kit::WorkerKit;
+pub(super) use worker_kit::{WorkerKit, WorkerRefusal};
 
 use std::sync::{Arc, MutexGuard};
 

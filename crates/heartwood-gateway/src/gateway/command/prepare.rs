@@ -9,7 +9,7 @@ use heartwood_events::workflow::{
 };
 use heartwood_events::{ActionPolicy, Command, CommandKind, Decision, Event};
 
-use super::WorkerKit;
+use super::{WorkerKit, WorkerRefusal};
 use crate::GatewayError;
 use crate::correction::Recheck;
 use crate::gateway::SessionGateway;
@@ -40,15 +40,15 @@ pub(in crate::gateway) struct Prepared {
     pub(super) stale_preview: Vec<String>,
     /// The model route and what an agent would start with, for a command that needs the
     /// session's worker; `Err` is the reason it cannot have one.
-    pub(super) worker: Option<Result<WorkerKit, String>>,
+    pub(super) worker: Option<Result<WorkerKit, WorkerRefusal>>,
 }
 
 impl Prepared {
     /// The worker's kit, taken once: `Err` when the command was not prepared for the agent.
-    pub(super) fn take_worker(&mut self) -> Result<WorkerKit, String> {
+    pub(super) fn take_worker(&mut self) -> Result<WorkerKit, WorkerRefusal> {
         self.worker
             .take()
-            .unwrap_or_else(|| Err("the command was not prepared for the agent".to_owned()))
+            .unwrap_or(Err(WorkerRefusal::NotPrepared))
     }
 }
 
@@ -59,12 +59,17 @@ pub(super) fn opening(gateway: &SessionGateway, command: &Command) -> Result<Ope
     let exists = gateway.shared.store.exists(&command.session);
     let unusable = match &command.kind {
         _ if exists => None,
-        kind @ CommandKind::SubmitTask { policy, .. } => {
-            super::admission::blank_text(kind).or_else(|| gateway.reachable_route(*policy).err())
-        }
-        CommandKind::WorkflowStart { .. } => {
-            gateway.reachable_route(ActionPolicy::AlwaysReview).err()
-        }
+        kind @ CommandKind::SubmitTask { policy, .. } => super::admission::blank_text(kind)
+            .or_else(|| {
+                gateway
+                    .reachable_route(*policy)
+                    .err()
+                    .map(|e| e.to_string())
+            }),
+        CommandKind::WorkflowStart { .. } => gateway
+            .reachable_route(ActionPolicy::AlwaysReview)
+            .err()
+            .map(|e| e.to_string()),
         _ => None,
     };
     if let Some(reason) = unusable {

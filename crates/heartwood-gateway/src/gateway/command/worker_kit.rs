@@ -6,11 +6,86 @@ use std::sync::Arc;
 
 use heartwood_events::ActionPolicy;
 
-use crate::backend::BackendSpec;
+use crate::backend::{BackendError, BackendSpec};
 use crate::config::{CredentialBoundary, ProjectConfig, RouteConfig};
 use crate::gateway::{SessionGateway, lock};
 use crate::live::{Core, Live};
-use crate::worker;
+use crate::{GatewayError, ProjectError, worker};
+
+/// Why the agent cannot start, or cannot be served, for a command: a reason for the
+/// researcher, recorded as the command's refusal.
+#[derive(Debug, thiserror::Error)]
+pub(in crate::gateway) enum WorkerRefusal {
+    /// The project has no route.
+    #[error(
+        "no model route is connected; run `heartwood model connect --category compatible \
+         --base-url URL --model NAME` first"
+    )]
+    NotConnected,
+    /// The stored route (perhaps edited by hand) is not a route `model connect` would store.
+    #[error(
+        "the connected model route cannot be used: {0}; connect it again with `heartwood model \
+         connect`"
+    )]
+    Malformed(heartwood_project::RouteRefusal),
+    /// The platform refuses the route.
+    #[error("the connected model route cannot be used here: {0}")]
+    Platform(heartwood_project::PlatformRefusal),
+    /// The route's key variable is not set in this process.
+    #[error(
+        "the model route reads its API key from ${0}, which is not set; set it in this terminal \
+         and try again"
+    )]
+    KeyNotSet(String),
+    /// A subscription route with nobody signed in.
+    #[error("{0}; run `heartwood model signin` and try again")]
+    NotSignedIn(String),
+    /// The route's credential class does not allow automatic runs.
+    #[error(
+        "low-risk automation is refused for this model route: {0}. Use the always-review \
+         policy, or connect a credential-free route"
+    )]
+    Automation(String),
+    /// A platform transport's qualification request did not answer well.
+    #[error(
+        "low-risk automation is refused: the platform's model transport did not pass its \
+         qualification request ({0}); use the always-review policy, or ask the platform's \
+         operators"
+    )]
+    NotQualified(ProjectError),
+    /// Nothing answers at the route's address.
+    #[error(
+        "the model service at {url} cannot be reached ({why}); start it, or connect another \
+         with `heartwood model connect`"
+    )]
+    Unreachable {
+        /// The address, as shown.
+        url: String,
+        /// What the probe found.
+        why: crate::startup::Unreachable,
+    },
+    /// The project folder's path is not UTF-8.
+    #[error(
+        "the path {} is not valid UTF-8; Heartwood serves projects whose paths are UTF-8",
+        .0.display()
+    )]
+    NotUtf8(std::path::PathBuf),
+    /// The session was started with an engine this process does not serve.
+    #[error("{0}")]
+    Engine(String),
+    /// A command that needs the agent reached the decision without its kit (a defect).
+    #[error("the command was not prepared for the agent")]
+    NotPrepared,
+    /// The configuration, platform or skills could not be read.
+    #[error(transparent)]
+    Project(#[from] ProjectError),
+    /// The session or the worker's runtime failed.
+    #[error(transparent)]
+    Gateway(#[from] GatewayError),
+    /// The engine refused to open the session.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
 
 /// What starting (or keeping) the session's worker needs, read before the lock.
 pub(in crate::gateway) struct WorkerKit {
@@ -38,7 +113,7 @@ impl SessionGateway {
         &self,
         live: &Arc<Live>,
         policy: Option<ActionPolicy>,
-    ) -> Result<WorkerKit, String> {
+    ) -> Result<WorkerKit, WorkerRefusal> {
         let (policy, running) = {
             let core = live.lock();
             (
@@ -65,8 +140,8 @@ impl SessionGateway {
         &self,
         live: &Arc<Live>,
         core: &mut Core,
-        kit: Result<WorkerKit, String>,
-    ) -> Result<(), String> {
+        kit: Result<WorkerKit, WorkerRefusal>,
+    ) -> Result<(), WorkerRefusal> {
         let WorkerKit {
             policy,
             route:
@@ -80,21 +155,14 @@ impl SessionGateway {
         if core.worker().is_some() {
             return Ok(());
         }
-        let state_dir = core
-            .writer()
-            .map_err(|e| e.to_string())?
-            .paths()
-            .backend
-            .clone();
+        let state_dir = core.writer()?.paths().backend.clone();
         // The worker stopped since the kit was read: read its skills now.
         let skills = match skills {
             Some(skills) => skills,
             None => self.agent_skills()?,
         };
-        let backend_kind = crate::config::BackendKind::from_name(
-            &core.writer().map_err(|e| e.to_string())?.meta().backend,
-        )
-        .unwrap_or_default();
+        let backend_kind = crate::config::BackendKind::from_name(&core.writer()?.meta().backend)
+            .unwrap_or_default();
         let review = std::sync::Arc::new(crate::parallel_review::dispatch::ReviewRoute {
             project: self.shared.project.clone(),
             identity: crate::parallel_review::evidence::RouteIdentity::of(&route, backend_kind),
@@ -118,8 +186,9 @@ impl SessionGateway {
         let backends = self
             .shared
             .backends
-            .factory(&core.writer().map_err(|e| e.to_string())?.meta().backend)?;
-        let runtime = worker::runtime().map_err(|e| e.to_string())?;
+            .factory(&core.writer()?.meta().backend)
+            .map_err(WorkerRefusal::Engine)?;
+        let runtime = worker::runtime()?;
         let opened = {
             let _inside = runtime.enter();
             backends.open(spec)
@@ -129,7 +198,7 @@ impl SessionGateway {
             Err(e) => {
                 // The caller may be on an async task, where dropping a runtime would panic.
                 runtime.shutdown_background();
-                return Err(e.to_string());
+                return Err(e.into());
             }
         };
         worker::start(
@@ -140,48 +209,35 @@ impl SessionGateway {
             self.shared.project.clone(),
             review,
         )
-        .map_err(|e| e.to_string())
+        .map_err(WorkerRefusal::from)
     }
 
     /// Revalidated on every start: only active, verified, unrevoked skills reach the agent,
     /// and an agent does not start on skills that cannot be verified.
-    fn agent_skills(&self) -> Result<crate::skills::AgentSkills, String> {
-        crate::skills::SkillsService::open(&self.shared.project)
-            .for_agent()
-            .map_err(|e| e.to_string())
+    fn agent_skills(&self) -> Result<crate::skills::AgentSkills, WorkerRefusal> {
+        Ok(crate::skills::SkillsService::open(&self.shared.project).for_agent()?)
     }
 
     /// The connected model route, or why the agent cannot use it under `policy` now (on this
     /// platform, with its credential class).
-    fn usable_route(&self, policy: ActionPolicy) -> Result<UsableRoute, String> {
-        let config = ProjectConfig::load(&self.shared.project).map_err(|e| e.to_string())?;
+    fn usable_route(&self, policy: ActionPolicy) -> Result<UsableRoute, WorkerRefusal> {
+        let config = ProjectConfig::load(&self.shared.project)?;
         let Some(route) = config.model.clone() else {
-            return Err(
-                "no model route is connected; run `heartwood model connect --category \
-                 compatible --base-url URL --model NAME` first"
-                    .into(),
-            );
+            return Err(WorkerRefusal::NotConnected);
         };
         // A route edited by hand is checked as strictly as one `model connect` stored.
-        route.validate().map_err(|e| {
-            format!("the connected model route cannot be used: {e}; connect it again with `heartwood model connect`")
-        })?;
-        let platform = config.platform().map_err(|e| e.to_string())?;
+        route.validate().map_err(WorkerRefusal::Malformed)?;
+        let platform = config.platform()?;
         if let Some(why) = crate::platform::refusal(&platform, &route) {
-            return Err(format!(
-                "the connected model route cannot be used here: {why}"
-            ));
+            return Err(WorkerRefusal::Platform(why));
         }
         if let Some(var) = &route.api_key_env
             && std::env::var(var).map_or(true, |v| v.is_empty())
         {
-            return Err(format!(
-                "the model route reads its API key from ${var}, which is not set; set it in \
-                 this terminal and try again"
-            ));
+            return Err(WorkerRefusal::KeyNotSet(var.clone()));
         }
         if let Some(why) = crate::subscription::not_signed_in(&route) {
-            return Err(format!("{why}; run `heartwood model signin` and try again"));
+            return Err(WorkerRefusal::NotSignedIn(why));
         }
         if policy == ActionPolicy::LowRiskAutomation {
             let boundary = crate::platform::boundary(&platform, &route);
@@ -190,11 +246,7 @@ impl SessionGateway {
                 crate::platform::credential_name(&route).as_deref(),
             );
             if !allowance.allowed {
-                return Err(format!(
-                    "low-risk automation is refused for this model route: {}. Use the \
-                     always-review policy, or connect a credential-free route",
-                    allowance.reason
-                ));
+                return Err(WorkerRefusal::Automation(allowance.reason));
             }
             if boundary == CredentialBoundary::PlatformIsolated {
                 self.qualified(&route)?;
@@ -209,18 +261,12 @@ impl SessionGateway {
 
     /// A platform-isolated route is trusted for automation only after a live synthetic
     /// request answered well, once per route for the life of this gateway.
-    fn qualified(&self, route: &RouteConfig) -> Result<(), String> {
+    fn qualified(&self, route: &RouteConfig) -> Result<(), WorkerRefusal> {
         let key = (route.base_url.clone(), route.model.clone());
         if lock(&self.shared.qualified).contains(&key) {
             return Ok(());
         }
-        crate::route_check::qualify(route).map_err(|why| {
-            format!(
-                "low-risk automation is refused: the platform's model transport did not pass \
-                 its qualification request ({why}); use the always-review policy, or ask the \
-                 platform's operators"
-            )
-        })?;
+        crate::route_check::qualify(route).map_err(WorkerRefusal::NotQualified)?;
         lock(&self.shared.qualified).insert(key);
         Ok(())
     }
@@ -229,27 +275,19 @@ impl SessionGateway {
     /// since a service nobody can reach would fail the run at its first step and leave a
     /// session holding nothing but the failure. (Not asked on every command: it opens a
     /// connection, which an ordinary decision should not wait for.)
-    pub(super) fn reachable_route(&self, policy: ActionPolicy) -> Result<(), String> {
+    pub(super) fn reachable_route(&self, policy: ActionPolicy) -> Result<(), WorkerRefusal> {
         let route = self.usable_route(policy)?.route;
         if route.recording_path(self.shared.project.root()).is_some() {
             return Ok(());
         }
-        crate::startup::probe(&route.base_url).map_err(|why| {
-            format!(
-                "the model service at {} cannot be reached ({why}); start it, or connect \
-                 another with `heartwood model connect`",
-                route.display_url()
-            )
+        crate::startup::probe(&route.base_url).map_err(|why| WorkerRefusal::Unreachable {
+            url: route.display_url(),
+            why,
         })
     }
 }
 
 /// A path as UTF-8, or why the agent cannot work there.
-fn utf8(path: &std::path::Path) -> Result<camino::Utf8PathBuf, String> {
-    camino::Utf8PathBuf::from_path_buf(path.to_owned()).map_err(|path| {
-        format!(
-            "the path {} is not valid UTF-8; Heartwood serves projects whose paths are UTF-8",
-            path.display()
-        )
-    })
+fn utf8(path: &std::path::Path) -> Result<camino::Utf8PathBuf, WorkerRefusal> {
+    camino::Utf8PathBuf::from_path_buf(path.to_owned()).map_err(WorkerRefusal::NotUtf8)
 }

@@ -52,7 +52,7 @@ impl Deciding<'_, '_> {
                     return core.refuse(key, &why);
                 }
                 if let Err(reason) = gateway.ensure_worker(live, core, prepared.take_worker()) {
-                    return core.refuse(key, &reason);
+                    return core.refuse(key, &reason.to_string());
                 }
                 let prompt = match crate::workflow_run::stage_prompt(&workflow) {
                     Ok(prompt) => prompt,
@@ -97,7 +97,7 @@ impl Deciding<'_, '_> {
                     None => return core.refuse(key, NO_RUN),
                 };
                 if let Err(reason) = gateway.ensure_worker(live, core, prepared.take_worker()) {
-                    return core.refuse(key, &reason);
+                    return core.refuse(key, &reason.to_string());
                 }
                 let started = ReviewStarted {
                     run_id: workflow.run_id.clone(),
