@@ -157,33 +157,7 @@ async fn a_device_code_sign_in_runs_a_task_over_the_responses_api_and_refreshes_
         "{}",
         support::text(&allowed.stderr)
     );
-    let requests = server.requests();
-    assert!(requests.len() >= 2, "{requests:#?}");
-    let first = &requests[0];
-    assert_eq!(first["model"], "gpt-5-codex");
-    assert_eq!(first["store"], false);
-    assert!(
-        first["instructions"]
-            .as_str()
-            .is_some_and(|i| !i.is_empty())
-    );
-    assert!(
-        first["input"].to_string().contains("say where you run"),
-        "the task is an input item: {first:#}"
-    );
-    assert!(first["tools"].to_string().contains("\"name\":\"terminal\""));
-    let second = requests[1]["input"].to_string();
-    assert!(
-        second.contains("function_call_output") && second.contains("from-the-subscription"),
-        "the command's output went back as the call's output: {second}"
-    );
-    let authorizations = server.authorizations();
-    assert!(
-        authorizations
-            .iter()
-            .all(|a| a.as_deref().is_some_and(|a| a.starts_with("Bearer ey"))),
-        "{authorizations:?}"
-    );
+    ran_over_the_responses_api(&server, "from-the-subscription");
     let (_, _, refreshes) = server.sign_in_counts();
     assert!(
         refreshes >= 1,
@@ -191,20 +165,7 @@ async fn a_device_code_sign_in_runs_a_task_over_the_responses_api_and_refreshes_
     );
 
     // No token in any file of the project.
-    let stored: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&tokens).expect("tokens")).expect("json");
-    let access = stored["access_token"]
-        .as_str()
-        .expect("access token")
-        .to_owned();
-    for file in heartwood_testkit::files_under(project.path()) {
-        let bytes = std::fs::read(&file).expect("read");
-        assert!(
-            !bytes.windows(access.len()).any(|w| w == access.as_bytes()),
-            "{} holds the access token",
-            file.display()
-        );
-    }
+    no_project_file_holds_the_token(project.path(), config.path());
 
     let out = heartwood(
         project.path(),
@@ -225,4 +186,125 @@ async fn a_device_code_sign_in_runs_a_task_over_the_responses_api_and_refreshes_
     let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).expect("plan");
     assert_eq!(plan["phase"], "credential_required");
     assert_eq!(plan["next_action"], "heartwood model signin");
+}
+
+/// The OpenHands engine on a subscription route: its agent server cannot speak the Responses
+/// API or hold Heartwood's sign-in, so it reaches the model through Heartwood's loopback relay.
+/// The task runs, is decided from another process (a new agent server, told the new relay's
+/// address), and every request reaches the Responses endpoint with the signed-in token, which
+/// is in no file of the project, the agent server's own store included.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_openhands_engine_runs_a_task_on_a_subscription_through_the_relay() {
+    let project = tempfile::tempdir().expect("project");
+    let config = tempfile::tempdir().expect("user config");
+    let server = ScriptedModelServer::start(Script::of(vec![
+        Turn::calls(&[("terminal", json!({"command": "echo from-the-relay"}))]),
+        Turn::calls(&[("finish", json!({"message": "done"}))]),
+    ]))
+    .await
+    .expect("server");
+    server.set_sign_in(3600, 1);
+    if !support::use_openhands(project.path()) {
+        return;
+    }
+    for args in [
+        &["model", "signin", "--json"][..],
+        &[
+            "model",
+            "connect",
+            "--category",
+            "subscription",
+            "--model",
+            "gpt-5-codex",
+        ],
+    ] {
+        let out = heartwood(project.path(), config.path(), &server, args).await;
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            support::text(&out.stderr)
+        );
+    }
+
+    let ran = heartwood(
+        project.path(),
+        config.path(),
+        &server,
+        &["exec", "say where you run"],
+    )
+    .await;
+    assert_eq!(
+        ran.status.code(),
+        Some(3),
+        "{}{}\n{}",
+        support::text(&ran.stdout),
+        support::text(&ran.stderr),
+        support::agent_server_log_tail(project.path())
+    );
+    let allowed = heartwood(
+        project.path(),
+        config.path(),
+        &server,
+        &["decide", "--last", "allow"],
+    )
+    .await;
+    assert!(
+        allowed.status.success(),
+        "{}{}\n{}",
+        support::text(&allowed.stdout),
+        support::text(&allowed.stderr),
+        support::agent_server_log_tail(project.path())
+    );
+    // The route's model (not the name the agent server was told), with the token.
+    ran_over_the_responses_api(&server, "from-the-relay");
+    no_project_file_holds_the_token(project.path(), config.path());
+}
+
+/// The task went to the Responses endpoint as the subscription's model with its tools and the
+/// signed-in token, and the command's output (which printed `printed`) went back as the call's
+/// output.
+fn ran_over_the_responses_api(server: &ScriptedModelServer, printed: &str) {
+    let requests = server.requests();
+    assert!(requests.len() >= 2, "{requests:#?}");
+    let first = &requests[0];
+    assert_eq!(first["model"], "gpt-5-codex");
+    assert_eq!(first["store"], false);
+    assert!(
+        first["instructions"]
+            .as_str()
+            .is_some_and(|i| !i.is_empty())
+    );
+    assert!(
+        first["input"].to_string().contains("say where you run"),
+        "the task is an input item: {first:#}"
+    );
+    assert!(first["tools"].to_string().contains("\"name\":\"terminal\""));
+    let second = requests[1]["input"].to_string();
+    assert!(
+        second.contains("function_call_output") && second.contains(printed),
+        "the command's output went back as the call's output: {second}"
+    );
+    let authorizations = server.authorizations();
+    assert!(
+        authorizations
+            .iter()
+            .all(|a| a.as_deref().is_some_and(|a| a.starts_with("Bearer ey"))),
+        "{authorizations:?}"
+    );
+}
+
+/// The signed-in access token (in `config`) is in no file under `project`.
+fn no_project_file_holds_the_token(project: &Path, config: &Path) {
+    let stored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(config.join("chatgpt.json")).expect("tokens"))
+            .expect("json");
+    let access = stored["access_token"].as_str().expect("access token");
+    for file in heartwood_testkit::files_under(project) {
+        let bytes = std::fs::read(&file).expect("read");
+        assert!(
+            !bytes.windows(access.len()).any(|w| w == access.as_bytes()),
+            "{} holds the access token",
+            file.display()
+        );
+    }
 }

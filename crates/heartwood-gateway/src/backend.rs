@@ -46,13 +46,6 @@ pub enum BackendError {
 /// What an engine cannot do (yet), and what to use instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Unsupported {
-    /// A ChatGPT subscription route needs Heartwood's own sign-in and the Responses API.
-    #[error(
-        "a ChatGPT subscription route speaks the Responses API with Heartwood's sign-in, which \
-         OpenHands' model client does not; use the native engine (`heartwood backend use \
-         native`) or another route"
-    )]
-    SubscriptionRoute,
     /// A replay route serves the native engine's recorded exchanges.
     #[error(
         "a replay route serves recorded exchanges of the native engine; OpenHands cannot \

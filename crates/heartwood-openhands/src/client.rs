@@ -173,14 +173,7 @@ impl Client {
         &self,
         spec: &ConversationSpec,
     ) -> Result<ConversationInfo, OpenHandsError> {
-        let mut llm = json!({"model": spec.model, "usage_id": "agent", "num_retries": 2});
-        if let Some(base_url) = &spec.base_url {
-            llm["base_url"] = json!(base_url);
-        }
-        if let Some((input, output)) = spec.cost_per_token {
-            llm["input_cost_per_token"] = json!(input);
-            llm["output_cost_per_token"] = json!(output);
-        }
+        let llm = llm_config(spec);
         let policy = confirmation_policy(spec.confirm_every_action);
         let mut body = json!({
             "workspace": {"kind": "LocalWorkspace", "working_dir": spec.working_dir},
@@ -297,6 +290,18 @@ impl Client {
         self.post(id, "confirmation_policy", Some(body)).await
     }
 
+    /// Gives the conversation the model `spec` names (its base URL and prices): a conversation
+    /// restored from its store keeps the model it was created with otherwise, and a model
+    /// behind a relay moves with the relay's port.
+    pub async fn switch_llm(
+        &self,
+        id: &str,
+        spec: &ConversationSpec,
+    ) -> Result<(), OpenHandsError> {
+        self.post(id, "switch_llm", Some(json!({"llm": llm_config(spec)})))
+            .await
+    }
+
     /// Allows every action waiting for confirmation, or rejects them all with `reason`.
     pub async fn respond(
         &self,
@@ -357,4 +362,18 @@ impl Client {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
+}
+
+/// The agent's model settings for `spec` (the key travels in the server's environment, never
+/// here).
+fn llm_config(spec: &ConversationSpec) -> Value {
+    let mut llm = json!({"model": spec.model, "usage_id": "agent", "num_retries": 2});
+    if let Some(base_url) = &spec.base_url {
+        llm["base_url"] = json!(base_url);
+    }
+    if let Some((input, output)) = spec.cost_per_token {
+        llm["input_cost_per_token"] = json!(input);
+        llm["output_cost_per_token"] = json!(output);
+    }
+    llm
 }

@@ -249,8 +249,8 @@ fn result_tool(schema: &Value) -> ToolSpec {
     ToolSpec {
         kind: "function",
         function: crate::model::FunctionSpec {
-            name: "finish",
-            description: "Give your structured result.",
+            name: "finish".into(),
+            description: "Give your structured result.".into(),
             parameters: json!({"type": "object", "properties": {"result": schema},
                 "required": ["result"], "additionalProperties": false}),
         },

@@ -87,10 +87,10 @@ pub struct ToolSpec {
 /// The function half of a [`ToolSpec`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FunctionSpec {
-    /// The tool name.
-    pub name: &'static str,
+    /// The tool name (Heartwood's own tools' names are static; a relayed request's are not).
+    pub name: std::borrow::Cow<'static, str>,
     /// What the tool does, for the model.
-    pub description: &'static str,
+    pub description: std::borrow::Cow<'static, str>,
     /// JSON Schema of the arguments.
     pub parameters: Value,
 }

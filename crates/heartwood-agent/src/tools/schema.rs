@@ -24,8 +24,8 @@ fn tool(
     ToolSpec {
         kind: "function",
         function: FunctionSpec {
-            name,
-            description,
+            name: name.into(),
+            description: description.into(),
             parameters,
         },
     }

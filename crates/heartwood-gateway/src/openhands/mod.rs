@@ -31,6 +31,7 @@ use crate::error::BackendFailure;
 use crate::translate::proposal_of;
 
 mod log;
+mod relay;
 
 use log::{CUT_OFF, Log};
 
@@ -61,9 +62,6 @@ impl BackendFactory for OpenHandsBackendFactory {
     }
 
     fn open(&self, spec: BackendSpec) -> Result<Box<dyn AgentBackend>, BackendError> {
-        if spec.route.category == crate::config::RouteCategory::Subscription {
-            return Err(Unsupported::SubscriptionRoute.into());
-        }
         if spec.route.recording.is_some() {
             return Err(Unsupported::ReplayRoute.into());
         }
@@ -84,6 +82,7 @@ impl BackendFactory for OpenHandsBackendFactory {
             store,
             conversation,
             server: None,
+            relay: None,
             log,
             controls: Arc::new(Controls::default()),
             sink: None,
@@ -108,6 +107,9 @@ struct OpenHandsBackend {
     /// The conversation's id (its directory's name), once one was started.
     conversation: Option<String>,
     server: Option<(AgentServer, Client)>,
+    /// The relay the server reaches the model through, for a route it cannot speak itself;
+    /// one per server, since the server is told its port.
+    relay: Option<relay::ModelRelay>,
     log: Log,
     /// Entries read from the log and not yet taken or given to the sink.
     untaken: Vec<BackendEntry>,
@@ -198,11 +200,16 @@ impl OpenHandsBackend {
             return Ok(client.clone());
         }
         self.server = None;
+        self.relay = self.relay_if_needed().await?;
         // The model library reads the key from its conventional variable; the key is passed
-        // by environment only, never written to the conversation's settings.
-        let key = match &self.spec.route.api_key_env {
-            Some(var) => std::env::var(var).map_err(|_| BackendError::KeyNotSet(var.clone()))?,
-            None => "credential-free".to_owned(),
+        // by environment only, never written to the conversation's settings. Behind a relay,
+        // the key is the relay's own.
+        let key = match (&self.relay, &self.spec.route.api_key_env) {
+            (Some(relay), _) => relay.key().to_owned(),
+            (None, Some(var)) => {
+                std::env::var(var).map_err(|_| BackendError::KeyNotSet(var.clone()))?
+            }
+            (None, None) => "credential-free".to_owned(),
         };
         // The server gets the tools' allowlisted environment (never the route's own variable)
         // and the key under the model library's name, which its terminal tool never sees.
@@ -225,7 +232,57 @@ impl OpenHandsBackend {
         self.server = Some((server, client.clone()));
         // A restarted server has the conversation's policy from its store, not from us.
         self.policy_sent = None;
+        // And its model as it was created: behind a relay, at a port that is gone.
+        if let (Some(_), Some(id)) = (&self.relay, &self.conversation) {
+            client
+                .switch_llm(id, &self.conversation_spec())
+                .await
+                .map_err(oh_error)?;
+        }
         Ok(client)
+    }
+
+    /// A relay to the route when OpenHands' model library cannot speak it (a ChatGPT
+    /// subscription, through Heartwood's sign-in), started afresh with each server.
+    async fn relay_if_needed(&self) -> Result<Option<relay::ModelRelay>, BackendError> {
+        if self.spec.route.category != crate::config::RouteCategory::Subscription {
+            return Ok(None);
+        }
+        let route = self.spec.route.model_route(self.spec.project.as_std_path());
+        relay::ModelRelay::start(route).await.map(Some)
+    }
+
+    /// What the conversation is told about its model, tools and policy.
+    fn conversation_spec(&self) -> ConversationSpec {
+        let (model, base_url) = match &self.relay {
+            Some(relay) => (relay::RELAYED_MODEL, relay.base_url().to_owned()),
+            None => (
+                self.spec.route.model.as_str(),
+                self.spec.route.base_url.clone(),
+            ),
+        };
+        ConversationSpec {
+            model: format!("openai/{model}"),
+            base_url: Some(base_url),
+            working_dir: self.spec.project.to_string(),
+            // OpenHands runs its terminal itself, outside Heartwood's sandbox: nothing runs
+            // without a person's decision there, whatever the policy.
+            confirm_every_action: true,
+            max_iterations: MAX_ITERATIONS,
+            // Skills as of the conversation's creation: OpenHands keeps its agent's
+            // configuration with the conversation.
+            system_suffix: Some(self.spec.skills.prompt_section()),
+            // Micro-dollars per million tokens, as dollars per token.
+            cost_per_token: self.spec.route.prices.map(|p| {
+                (
+                    p.input_micros_per_mtok as f64 / 1e12,
+                    p.output_micros_per_mtok as f64 / 1e12,
+                )
+            }),
+            // A workflow stage's turn reports its outcome through `finish`, as on the native
+            // engine; the stage's checks still judge the files themselves.
+            finish_outcome: self.spec.finish_outcome.clone(),
+        }
     }
 
     /// The conversation's id, starting the conversation on the first run.
@@ -234,28 +291,7 @@ impl OpenHandsBackend {
             return Ok(id.clone());
         }
         let info = client
-            .start_conversation(&ConversationSpec {
-                model: format!("openai/{}", self.spec.route.model),
-                base_url: Some(self.spec.route.base_url.clone()),
-                working_dir: self.spec.project.to_string(),
-                // OpenHands runs its terminal itself, outside Heartwood's sandbox: nothing
-                // runs without a person's decision there, whatever the policy.
-                confirm_every_action: true,
-                max_iterations: MAX_ITERATIONS,
-                // Skills as of the conversation's creation: OpenHands keeps its agent's
-                // configuration with the conversation.
-                system_suffix: Some(self.spec.skills.prompt_section()),
-                // Micro-dollars per million tokens, as dollars per token.
-                cost_per_token: self.spec.route.prices.map(|p| {
-                    (
-                        p.input_micros_per_mtok as f64 / 1e12,
-                        p.output_micros_per_mtok as f64 / 1e12,
-                    )
-                }),
-                // A workflow stage's turn reports its outcome through `finish`, as on the
-                // native engine; the stage's checks still judge the files themselves.
-                finish_outcome: self.spec.finish_outcome.clone(),
-            })
+            .start_conversation(&self.conversation_spec())
             .await
             .map_err(oh_error)?;
         self.policy_sent = Some(self.policy);
