@@ -79,6 +79,7 @@ pub fn run(project: &ProjectContext, mut args: ReplayArgs) -> Result<ExitCode> {
         let name = format!("replay-{}.jsonl", args.session);
         let recording = install_recording(&copy, &name, &source.recording)?;
         ProjectConfig::set_route(&copy, RouteConfig::replay(recording))?;
+        ProjectConfig::set_backend(&copy, source.engine)?;
         say!(
             "Replaying session {} in {} ({} task{}, {} policy); answer each decision with \
              `heartwood decide` there, then run this again to go on, and compare with \

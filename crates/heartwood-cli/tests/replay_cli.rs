@@ -212,3 +212,65 @@ async fn every_task_of_a_session_is_replayed_in_turn() {
         text(&again.stderr)
     );
 }
+
+/// A session run on OpenHands is replayed on OpenHands: its requests went through Heartwood's
+/// relay, which recorded them (the project's folder, which OpenHands writes into its prompt,
+/// replaced by a placeholder), so the replay in a copy elsewhere is served from the recording
+/// with no model running, and every tool result matches. Each set waits for a decision there
+/// too (OpenHands runs nothing unconfirmed), answered from another process each time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_run_on_openhands_is_replayed_on_openhands() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let original = root.path().join("original");
+    starting_files(&original, ROWS);
+    let server = ScriptedModelServer::start(Script::of(vec![
+        Turn::calls(&[("terminal", json!({"command": "wc -l < data/cohort.csv"}))]),
+        Turn::calls(&[("finish", json!({"message": "3 rows"}))]),
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(&original, &server.base_url());
+    if !support::use_openhands(&original) {
+        return;
+    }
+    // `first` run in `dir` stops for a decision, which is answered in `decide_in`.
+    let decided_to_the_end = async |dir: &Path, first: &[&str], decide_in: &Path| {
+        let ran = heartwood_async(dir, first).await;
+        assert_eq!(
+            ran.status.code(),
+            Some(3),
+            "{}{}\n{}",
+            text(&ran.stdout),
+            text(&ran.stderr),
+            support::agent_server_log_tail(dir)
+        );
+        let allowed = heartwood_async(decide_in, &["decide", "--last", "allow"]).await;
+        assert!(
+            allowed.status.success(),
+            "{}{}\n{}",
+            text(&allowed.stdout),
+            text(&allowed.stderr),
+            support::agent_server_log_tail(decide_in)
+        );
+    };
+    decided_to_the_end(
+        &original,
+        &["exec", "--session", "o", "count the rows"],
+        &original,
+    )
+    .await;
+    drop(server);
+
+    let same = root.path().join("same");
+    starting_files(&same, ROWS);
+    let into = same.to_str().expect("utf-8");
+    decided_to_the_end(&original, &["replay", "o", "--into", into], &same).await;
+    let compare = heartwood(&original, &["replay", "o", "--into", into, "--compare"]);
+    let report = text(&compare.stdout);
+    assert!(
+        compare.status.success(),
+        "{report}{}",
+        text(&compare.stderr)
+    );
+    assert!(report.contains("2 of 2 tool results match"), "{report}");
+}

@@ -23,9 +23,6 @@ pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// Why a backend could not do what it was asked; every message says what to do next.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
-    /// This engine cannot serve the session as it is configured.
-    #[error(transparent)]
-    Unsupported(#[from] Unsupported),
     /// The model route names a variable for its API key that is not set.
     #[error("the model route reads its API key from ${0}, which is not set")]
     KeyNotSet(String),
@@ -41,17 +38,6 @@ pub enum BackendError {
     /// The engine failed, in its own terms.
     #[error(transparent)]
     Engine(Box<dyn std::error::Error + Send + Sync>),
-}
-
-/// What an engine cannot do (yet), and what to use instead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Unsupported {
-    /// A replay route serves the native engine's recorded exchanges.
-    #[error(
-        "a replay route serves recorded exchanges of the native engine; OpenHands cannot \
-         replay them. Connect a live model route for this project"
-    )]
-    ReplayRoute,
 }
 
 impl BackendError {

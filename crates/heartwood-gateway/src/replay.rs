@@ -25,6 +25,9 @@ pub struct ReplaySource {
     pub starting_commit: Option<String>,
     /// The model exchanges its engine recorded.
     pub recording: Vec<u8>,
+    /// The engine it ran on, which a replay runs on too: the recording is of that engine's
+    /// requests.
+    pub engine: crate::config::BackendKind,
 }
 
 impl SessionAdmin {
@@ -68,6 +71,7 @@ impl SessionAdmin {
             tasks,
             starting_commit,
             recording,
+            engine: crate::config::BackendKind::from_name(&view.meta.backend).unwrap_or_default(),
         })
     }
 }

@@ -25,7 +25,7 @@ use heartwood_openhands::{
 use crate::GatewayError;
 use crate::backend::{
     AgentBackend, BackendControls, BackendEntry, BackendError, BackendFactory, BackendFuture,
-    BackendSink, BackendSpec, PendingActions, RunStop, Unsupported,
+    BackendSink, BackendSpec, PendingActions, RunStop,
 };
 use crate::error::BackendFailure;
 use crate::translate::proposal_of;
@@ -62,9 +62,6 @@ impl BackendFactory for OpenHandsBackendFactory {
     }
 
     fn open(&self, spec: BackendSpec) -> Result<Box<dyn AgentBackend>, BackendError> {
-        if spec.route.recording.is_some() {
-            return Err(Unsupported::ReplayRoute.into());
-        }
         let installation = Installation::find().map_err(oh_error)?;
         let store = ConversationStore::new(spec.state_dir.join("conversations").as_std_path());
         let conversation = store.conversation().map_err(oh_error)?;
@@ -107,8 +104,8 @@ struct OpenHandsBackend {
     /// The conversation's id (its directory's name), once one was started.
     conversation: Option<String>,
     server: Option<(AgentServer, Client)>,
-    /// The relay the server reaches the model through, for a route it cannot speak itself;
-    /// one per server, since the server is told its port.
+    /// The relay the server reaches the model through; one per server, since the server is
+    /// told its port.
     relay: Option<relay::ModelRelay>,
     log: Log,
     /// Entries read from the log and not yet taken or given to the sink.
@@ -200,17 +197,18 @@ impl OpenHandsBackend {
             return Ok(client.clone());
         }
         self.server = None;
-        self.relay = self.relay_if_needed().await?;
-        // The model library reads the key from its conventional variable; the key is passed
-        // by environment only, never written to the conversation's settings. Behind a relay,
-        // the key is the relay's own.
-        let key = match (&self.relay, &self.spec.route.api_key_env) {
-            (Some(relay), _) => relay.key().to_owned(),
-            (None, Some(var)) => {
-                std::env::var(var).map_err(|_| BackendError::KeyNotSet(var.clone()))?
-            }
-            (None, None) => "credential-free".to_owned(),
-        };
+        // The route's key stays in this process (the relay's model client reads it); a key
+        // that is not set is said now, not as a failed model call in the server's log.
+        if let Some(var) = &self.spec.route.api_key_env
+            && std::env::var(var).map_or(true, |v| v.is_empty())
+        {
+            return Err(BackendError::KeyNotSet(var.clone()));
+        }
+        let relay = self.start_relay().await?;
+        // The model library reads its key from its conventional variable: the relay's own key,
+        // by environment only, never written to the conversation's settings.
+        let key = relay.key().to_owned();
+        self.relay = Some(relay);
         // The server gets the tools' allowlisted environment (never the route's own variable)
         // and the key under the model library's name, which its terminal tool never sees.
         let mut env = self
@@ -232,8 +230,8 @@ impl OpenHandsBackend {
         self.server = Some((server, client.clone()));
         // A restarted server has the conversation's policy from its store, not from us.
         self.policy_sent = None;
-        // And its model as it was created: behind a relay, at a port that is gone.
-        if let (Some(_), Some(id)) = (&self.relay, &self.conversation) {
+        // And its model as it was created: at the relay of the server before, which is gone.
+        if let Some(id) = &self.conversation {
             client
                 .switch_llm(id, &self.conversation_spec())
                 .await
@@ -242,28 +240,20 @@ impl OpenHandsBackend {
         Ok(client)
     }
 
-    /// A relay to the route when OpenHands' model library cannot speak it (a ChatGPT
-    /// subscription, through Heartwood's sign-in), started afresh with each server.
-    async fn relay_if_needed(&self) -> Result<Option<relay::ModelRelay>, BackendError> {
-        if self.spec.route.category != crate::config::RouteCategory::Subscription {
-            return Ok(None);
-        }
+    /// The relay the server reaches the route through, started afresh with each server.
+    async fn start_relay(&self) -> Result<relay::ModelRelay, BackendError> {
         let route = self.spec.route.model_route(self.spec.project.as_std_path());
-        relay::ModelRelay::start(route).await.map(Some)
+        let recordings = self.spec.state_dir.as_std_path();
+        relay::ModelRelay::start(route, recordings, self.spec.project.as_str()).await
     }
 
     /// What the conversation is told about its model, tools and policy.
     fn conversation_spec(&self) -> ConversationSpec {
-        let (model, base_url) = match &self.relay {
-            Some(relay) => (relay::RELAYED_MODEL, relay.base_url().to_owned()),
-            None => (
-                self.spec.route.model.as_str(),
-                self.spec.route.base_url.clone(),
-            ),
-        };
+        // Before the server's first start there is no relay yet; nothing is started then.
+        let base_url = self.relay.as_ref().map(|r| r.base_url().to_owned());
         ConversationSpec {
-            model: format!("openai/{model}"),
-            base_url: Some(base_url),
+            model: format!("openai/{}", relay::RELAYED_MODEL),
+            base_url,
             working_dir: self.spec.project.to_string(),
             // OpenHands runs its terminal itself, outside Heartwood's sandbox: nothing runs
             // without a person's decision there, whatever the policy.

@@ -1,18 +1,25 @@
-//! A loopback chat-completions endpoint between the OpenHands agent server and a route its
-//! model library cannot speak (a ChatGPT subscription: Heartwood's sign-in and the Responses
-//! API). The agent server sends OpenAI chat completions here; each is answered by Heartwood's
-//! own model client for the route, the same one the native engine uses, so the signed-in token
-//! never leaves this process. Only a caller that holds the relay's random key (given to the
-//! agent server in its environment) is answered.
+//! A loopback chat-completions endpoint between the OpenHands agent server and the model route:
+//! the agent server sends OpenAI chat completions here, and each is answered by Heartwood's own
+//! model client for the route, the one the native engine uses. So a route OpenHands' model
+//! library cannot speak works (a ChatGPT subscription: Heartwood's sign-in and the Responses
+//! API), no route's key or token enters the agent server, and every exchange is recorded in the
+//! session's recording, which a replay route serves back. Only a caller that holds the relay's
+//! random key (given to the agent server in its environment) is answered.
+//!
+//! A recording is matched by a digest of each request; OpenHands writes the project's folder
+//! into its prompt, and a replay runs in a copy of the starting files elsewhere, so the digest
+//! is taken with the project's path replaced by a placeholder (the model itself sees the path).
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use heartwood_agent::model::replay::Recorder;
 use heartwood_agent::model::{
     ChatMessage, FunctionSpec, ModelClient, ModelReply, ModelRoute, ToolCall, ToolSpec,
 };
@@ -37,12 +44,30 @@ pub(super) struct ModelRelay {
 struct Relayed {
     client: ModelClient,
     authorization: String,
+    /// Whether the route serves a recording instead of calling a model.
+    replaying: bool,
+    /// The session's recording, continued.
+    recorder: Arc<Mutex<Recorder>>,
+    /// The project's folder, as the prompt names it.
+    project: String,
 }
 
+/// What stands for the project's folder in a request's digest.
+const PROJECT_PLACEHOLDER: &str = "<project>";
+
 impl ModelRelay {
-    /// Starts a relay to `route` on a free loopback port.
-    pub(super) async fn start(route: ModelRoute) -> Result<ModelRelay, BackendError> {
+    /// Starts a relay to `route` on a free loopback port, recording into `recording_dir` (the
+    /// session's engine folder) the exchanges of the agent working in `project`.
+    pub(super) async fn start(
+        route: ModelRoute,
+        recording_dir: &Path,
+        project: &str,
+    ) -> Result<ModelRelay, BackendError> {
+        let replaying = route.replay.is_some();
         let client = ModelClient::new(route).map_err(BackendError::engine)?;
+        let recorder = Recorder::open(recording_dir);
+        // A replay reopened after a decision goes on after the calls it has served.
+        client.replay_from(usize::try_from(recorder.calls()).unwrap_or(usize::MAX));
         let mut random = [0u8; 24];
         getrandom::fill(&mut random)
             .map_err(|e| BackendError::engine(std::io::Error::other(e.to_string())))?;
@@ -54,6 +79,9 @@ impl ModelRelay {
         let relayed = Arc::new(Relayed {
             client,
             authorization: format!("Bearer {key}"),
+            replaying,
+            recorder: Arc::new(Mutex::new(recorder)),
+            project: project.to_owned(),
         });
         let app = axum::Router::new()
             .route("/v1/chat/completions", post(complete))
@@ -105,15 +133,66 @@ async fn complete(
         Err(why) => return failure(StatusCode::BAD_REQUEST, &why),
     };
     let tools = tools_of(&body["tools"]);
-    match relayed
-        .client
-        .complete(&messages, &tools, &mut |_| {})
-        .await
-    {
-        Ok(reply) if body["stream"] == json!(true) => streamed(&reply),
-        Ok(reply) => Json(completion(&reply)).into_response(),
-        Err(e) => failure(StatusCode::BAD_GATEWAY, &e.to_string()),
+    let placed = placeholder_for(&messages, &relayed.project);
+    // A recording is matched by the placed request; a model is asked the real one.
+    let asked = if relayed.replaying {
+        &placed
+    } else {
+        &messages
+    };
+    let reply = match relayed.client.complete(asked, &tools, &mut |_| {}).await {
+        Ok(reply) => reply,
+        Err(e) => return failure(StatusCode::BAD_GATEWAY, &e.to_string()),
+    };
+    let recorder = Arc::clone(&relayed.recorder);
+    let recorded = reply.clone();
+    // A recording that cannot be written makes a replay impossible, not the run (a replay
+    // says where its recording ends), so the run is answered either way.
+    let _ = tokio::task::spawn_blocking(move || {
+        recorder
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .record("agent", &placed, &recorded)
+    })
+    .await;
+    if body["stream"] == json!(true) {
+        streamed(&reply)
+    } else {
+        Json(completion(&reply)).into_response()
     }
+}
+
+/// `messages` with the project's folder replaced by a placeholder, for the recording's digest.
+fn placeholder_for(messages: &[ChatMessage], project: &str) -> Vec<ChatMessage> {
+    let place = |text: &str| text.replace(project, PROJECT_PLACEHOLDER);
+    messages
+        .iter()
+        .map(|m| match m {
+            ChatMessage::System { content } => ChatMessage::System {
+                content: place(content),
+            },
+            ChatMessage::User { content } => ChatMessage::User {
+                content: place(content),
+            },
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => ChatMessage::Assistant {
+                content: content.as_deref().map(place),
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|c| ToolCall::new(&c.id, &c.function.name, &place(&c.function.arguments)))
+                    .collect(),
+            },
+            ChatMessage::Tool {
+                tool_call_id,
+                content,
+            } => ChatMessage::Tool {
+                tool_call_id: tool_call_id.clone(),
+                content: place(content),
+            },
+        })
+        .collect()
 }
 
 /// An OpenAI-style error answer.
