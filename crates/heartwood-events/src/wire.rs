@@ -31,6 +31,16 @@ impl Update {
             change: Change::Lagged {},
         }
     }
+
+    /// A recorded event as an update, at its own revision: what a receiver is sent of events
+    /// recorded before it followed (a backlog).
+    pub fn event(event: Arc<RecordedEvent>) -> Update {
+        Update {
+            revision: event.seq.get(),
+            transient_revision: 0,
+            change: Change::Event { event },
+        }
+    }
 }
 
 /// What an [`Update`] carries.

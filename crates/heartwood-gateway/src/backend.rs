@@ -23,9 +23,6 @@ pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// Why a backend could not do what it was asked; every message says what to do next.
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
-    /// The model route names a variable for its API key that is not set.
-    #[error("the model route reads its API key from ${0}, which is not set")]
-    KeyNotSet(String),
     /// The engine's server process stopped; the next command starts it again.
     #[error(
         "the OpenHands agent server stopped unexpectedly (its log: {log}); the next command \

@@ -15,7 +15,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use heartwood_events::{Change, RecordedEvent, SessionId, Update};
+use heartwood_events::{RecordedEvent, SessionId, Update};
 use tokio::sync::broadcast;
 
 use crate::gateway::Shared;
@@ -189,12 +189,7 @@ impl Relay {
             (Some(seen), _) if seen == opened_len => {}
             (Some(0), Some(events)) => {
                 for event in events {
-                    let update = Update {
-                        revision: event.seq.get(),
-                        transient_revision: 0,
-                        change: Change::Event { event },
-                    };
-                    let _ = self.feed.send(update);
+                    let _ = self.feed.send(Update::event(event));
                 }
             }
             _ => {

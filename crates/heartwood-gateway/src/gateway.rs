@@ -86,21 +86,18 @@ impl Backends {
 
     /// The factory for a session that recorded engine `name`; a session is never continued
     /// by an engine other than the one whose log it reconciles with.
-    fn factory(&self, name: &str) -> Result<Arc<dyn BackendFactory>, String> {
+    fn factory(&self, name: &str) -> Result<Arc<dyn BackendFactory>, command::WorkerRefusal> {
+        use command::WorkerRefusal::{OtherEngine, UnknownEngine};
         match self {
             Backends::Fixed(factory) if factory.name() == name => Ok(Arc::clone(factory)),
-            Backends::Fixed(factory) => Err(format!(
-                "this session was started with the {name} engine, and this process serves \
-                 sessions with the {} engine only",
-                factory.name()
-            )),
+            Backends::Fixed(factory) => Err(OtherEngine {
+                session: name.to_owned(),
+                served: factory.name(),
+            }),
             Backends::Configured => match BackendKind::from_name(name) {
                 Some(BackendKind::Native) => Ok(Arc::new(NativeBackendFactory)),
                 Some(BackendKind::OpenHands) => Ok(Arc::new(OpenHandsBackendFactory)),
-                None => Err(format!(
-                    "this session was started with an agent engine this Heartwood does not \
-                     know ({name}); open it with the Heartwood that started it"
-                )),
+                None => Err(UnknownEngine(name.to_owned())),
             },
         }
     }

@@ -331,12 +331,16 @@ impl Core {
     pub(crate) fn refuse(
         &mut self,
         key: &CommandKey<'_>,
-        reason: &str,
+        reason: impl std::fmt::Display,
     ) -> Result<Receipt, GatewayError> {
         self.flush()?;
-        Ok(self
-            .writer()?
-            .refuse_command(key.id, key.name, Some(key.content), key.actor, reason)?)
+        Ok(self.writer()?.refuse_command(
+            key.id,
+            key.name,
+            Some(key.content),
+            key.actor,
+            &reason.to_string(),
+        )?)
     }
 
     /// Computes the review of the pending set (if any, and if not yet computed for its

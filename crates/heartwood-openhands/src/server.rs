@@ -244,8 +244,8 @@ fn free_port() -> std::io::Result<u16> {
     Ok(listener.local_addr()?.port())
 }
 
-/// 256 random bits, in hex.
-fn session_key() -> Result<String, OpenHandsError> {
+/// 256 random bits, in hex: the key a server (or a relay it talks to) answers only to.
+pub fn session_key() -> Result<String, OpenHandsError> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)
         .map_err(|e| OpenHandsError::Server(format!("cannot draw a session key: {e}")))?;

@@ -197,13 +197,8 @@ impl OpenHandsBackend {
             return Ok(client.clone());
         }
         self.server = None;
-        // The route's key stays in this process (the relay's model client reads it); a key
-        // that is not set is said now, not as a failed model call in the server's log.
-        if let Some(var) = &self.spec.route.api_key_env
-            && std::env::var(var).map_or(true, |v| v.is_empty())
-        {
-            return Err(BackendError::KeyNotSet(var.clone()));
-        }
+        // The route's key stays in this process, where the relay's model client reads it (a
+        // key that is not set refused the command before the worker started).
         let relay = self.start_relay().await?;
         // The model library reads its key from its conventional variable: the relay's own key,
         // by environment only, never written to the conversation's settings.

@@ -44,8 +44,6 @@ pub(super) struct ModelRelay {
 struct Relayed {
     client: ModelClient,
     authorization: String,
-    /// Whether the route serves a recording instead of calling a model.
-    replaying: bool,
     /// The session's recording, continued.
     recorder: Arc<Mutex<Recorder>>,
     /// The project's folder, as the prompt names it.
@@ -63,15 +61,11 @@ impl ModelRelay {
         recording_dir: &Path,
         project: &str,
     ) -> Result<ModelRelay, BackendError> {
-        let replaying = route.replay.is_some();
         let client = ModelClient::new(route).map_err(BackendError::engine)?;
         let recorder = Recorder::open(recording_dir);
         // A replay reopened after a decision goes on after the calls it has served.
         client.replay_from(usize::try_from(recorder.calls()).unwrap_or(usize::MAX));
-        let mut random = [0u8; 24];
-        getrandom::fill(&mut random)
-            .map_err(|e| BackendError::engine(std::io::Error::other(e.to_string())))?;
-        let key: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let key = heartwood_openhands::server::session_key().map_err(BackendError::engine)?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
             .map_err(BackendError::engine)?;
@@ -79,7 +73,6 @@ impl ModelRelay {
         let relayed = Arc::new(Relayed {
             client,
             authorization: format!("Bearer {key}"),
-            replaying,
             recorder: Arc::new(Mutex::new(recorder)),
             project: project.to_owned(),
         });
@@ -135,11 +128,8 @@ async fn complete(
     let tools = tools_of(&body["tools"]);
     let placed = placeholder_for(&messages, &relayed.project);
     // A recording is matched by the placed request; a model is asked the real one.
-    let asked = if relayed.replaying {
-        &placed
-    } else {
-        &messages
-    };
+    let replaying = relayed.client.route().replay.is_some();
+    let asked = if replaying { &placed } else { &messages };
     let reply = match relayed.client.complete(asked, &tools, &mut |_| {}).await {
         Ok(reply) => reply,
         Err(e) => return failure(StatusCode::BAD_GATEWAY, &e.to_string()),

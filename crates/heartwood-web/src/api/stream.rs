@@ -85,11 +85,7 @@ fn feed(
     // The blocking pool's threads run inside the runtime: the writer task is spawned on it.
     tokio::spawn(async move {
         let mut last = first.revision;
-        let backlog = first.events.into_iter().map(|event| Update {
-            revision: event.seq.get(),
-            transient_revision: 0,
-            change: Change::Event { event },
-        });
+        let backlog = first.events.into_iter().map(Update::event);
         // A client that connects while the run waits is told so at once, as one that was
         // following when it stopped was.
         let waiting = Suspended::of(&first.projection).map(|suspended| Update {

@@ -31,7 +31,7 @@ impl Deciding<'_, '_> {
             CommandKind::SubmitTask { text, policy } => {
                 if let Err(reason) = gateway.ensure_worker(live, &mut core, prepared.take_worker())
                 {
-                    return core.refuse(key, &reason.to_string());
+                    return core.refuse(key, reason);
                 }
                 // Reconciling may have continued an earlier run.
                 if !core.projection().lifecycle.accepts_task() {
@@ -59,7 +59,7 @@ impl Deciding<'_, '_> {
             CommandKind::SendGuidance { text } => {
                 if let Err(reason) = gateway.ensure_worker(live, &mut core, prepared.take_worker())
                 {
-                    return core.refuse(key, &reason.to_string());
+                    return core.refuse(key, reason);
                 }
                 let event = Event::GuidanceSent { text: text.clone() };
                 let receipt = core.complete(key, vec![event], Value::Null)?;
@@ -84,7 +84,7 @@ impl Deciding<'_, '_> {
             CommandKind::Resume => {
                 if let Err(reason) = gateway.ensure_worker(live, &mut core, prepared.take_worker())
                 {
-                    return core.refuse(key, &reason.to_string());
+                    return core.refuse(key, reason);
                 }
                 let receipt = core.complete(key, vec![Event::RunResumed {}], Value::Null)?;
                 send(&core, Work::Run);
@@ -97,7 +97,7 @@ impl Deciding<'_, '_> {
                 reason,
             } => {
                 if let Err(why) = gateway.ensure_worker(live, &mut core, prepared.take_worker()) {
-                    return core.refuse(key, &why.to_string());
+                    return core.refuse(key, why);
                 }
                 decide_set(
                     &mut core,

@@ -70,9 +70,23 @@ pub(in crate::gateway) enum WorkerRefusal {
         .0.display()
     )]
     NotUtf8(std::path::PathBuf),
-    /// The session was started with an engine this process does not serve.
-    #[error("{0}")]
-    Engine(String),
+    /// The session was started with another engine than the one this process serves.
+    #[error(
+        "this session was started with the {session} engine, and this process serves sessions \
+         with the {served} engine only"
+    )]
+    OtherEngine {
+        /// The engine the session recorded.
+        session: String,
+        /// The one engine this process serves.
+        served: &'static str,
+    },
+    /// The session was started with an engine this build does not know.
+    #[error(
+        "this session was started with an agent engine this Heartwood does not know ({0}); open \
+         it with the Heartwood that started it"
+    )]
+    UnknownEngine(String),
     /// A command that needs the agent reached the decision without its kit (a defect).
     #[error("the command was not prepared for the agent")]
     NotPrepared,
@@ -186,8 +200,7 @@ impl SessionGateway {
         let backends = self
             .shared
             .backends
-            .factory(&core.writer()?.meta().backend)
-            .map_err(WorkerRefusal::Engine)?;
+            .factory(&core.writer()?.meta().backend)?;
         let runtime = worker::runtime()?;
         let opened = {
             let _inside = runtime.enter();

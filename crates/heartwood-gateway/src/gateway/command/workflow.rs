@@ -52,11 +52,11 @@ impl Deciding<'_, '_> {
                     return core.refuse(key, &why);
                 }
                 if let Err(reason) = gateway.ensure_worker(live, core, prepared.take_worker()) {
-                    return core.refuse(key, &reason.to_string());
+                    return core.refuse(key, reason);
                 }
                 let prompt = match crate::workflow_run::stage_prompt(&workflow) {
                     Ok(prompt) => prompt,
-                    Err(e) => return core.refuse(key, &e.to_string()),
+                    Err(e) => return core.refuse(key, e),
                 };
                 // The stage is running from the moment its turn is.
                 let started = Event::WorkflowStageStarted {
@@ -67,7 +67,7 @@ impl Deciding<'_, '_> {
             }
             CommandKind::WorkflowEvaluate { .. } => match prepared.evaluated.take() {
                 Some(Ok(assessment)) => evaluated(core, key, &workflow, assessment),
-                Some(Err(e)) => core.refuse(key, &e.to_string()),
+                Some(Err(e)) => core.refuse(key, e),
                 None => core.refuse(key, NO_RUN),
             },
             CommandKind::WorkflowAccept { fingerprint, .. } => {
@@ -93,11 +93,11 @@ impl Deciding<'_, '_> {
             CommandKind::WorkflowReview { .. } => {
                 let evidence = match prepared.captured.take() {
                     Some(Ok(evidence)) => evidence,
-                    Some(Err(e)) => return core.refuse(key, &e.to_string()),
+                    Some(Err(e)) => return core.refuse(key, e),
                     None => return core.refuse(key, NO_RUN),
                 };
                 if let Err(reason) = gateway.ensure_worker(live, core, prepared.take_worker()) {
-                    return core.refuse(key, &reason.to_string());
+                    return core.refuse(key, reason);
                 }
                 let started = ReviewStarted {
                     run_id: workflow.run_id.clone(),
@@ -119,7 +119,7 @@ impl Deciding<'_, '_> {
                     (&seen, recheck),
                     (review_id, *finding),
                 ),
-                Some(Err(e)) => core.refuse(key, &e.to_string()),
+                Some(Err(e)) => core.refuse(key, e),
                 None => core.refuse(key, NO_RUN),
             },
             // Admitted above against the control shown: consent is journaled, nothing runs yet.
