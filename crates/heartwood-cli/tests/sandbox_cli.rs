@@ -66,7 +66,7 @@ async fn low_risk_automation_runs_disguised_writers_and_secret_readers_harmlessl
         calls(&[
             json!({"command": "sort -o victim input"}),
             json!({"command": "uniq input copy"}),
-            json!({"command": "git log --output=log"}),
+            json!({"command": "sort --output=log input"}),
             json!({"command": format!("cat {}", token.display())}),
             json!({"command": "cat /proc/*/environ"}),
             json!({"command": "echo probe-ran"}),

@@ -1,20 +1,29 @@
-//! The `git` program, run read-only and hardened.
+//! The `git` program, run read-only, hardened and confined.
 //!
 //! Why the program rather than a library: it is what the researcher's own `git status` runs, so
 //! its answer matches theirs on every repository feature (index extensions, sparse checkouts,
 //! submodules, attributes), it adds nothing to the build, and `cargo xtask bench workspace`
 //! compares against it directly. Hardening, because a repository's own configuration can name
 //! programs: no optional locks (plain `git status` rewrites `.git/index`), no fsmonitor, no
-//! hooks, no external diff or textconv, no pager, no prompts, no system configuration, and no
-//! `GIT_*` variables inherited from the caller.
+//! hooks, no external diff or textconv, no pager, no prompts, no system or global
+//! configuration, and nothing inherited from the caller's environment. And because a list of
+//! settings to turn off is a list (a clean filter or a driver it forgets still runs), `git`
+//! itself is the system's (never a project environment's on `PATH`) and runs inside the
+//! read-only sandbox, seeing only the repository: whatever the project's configuration names
+//! runs there, without the network, the home folder or a way to write.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+use heartwood_sandbox::host::{HostCommand, MINIMAL_ENV, system_program};
 
 /// A Git work tree the project lives in.
 #[derive(Debug, Clone)]
 pub(crate) struct Git {
     root: PathBuf,
+    /// What the confined `git` must see besides the project: the work tree's top and a linked
+    /// work tree's repository, when they are outside the project.
+    reached: Vec<PathBuf>,
     /// Where the project sits inside the work tree (`""` at the top, else ending in `/`).
     pub(crate) prefix: String,
 }
@@ -24,6 +33,7 @@ impl Git {
     pub(crate) fn detect(root: &Path) -> Option<Git> {
         let mut git = Git {
             root: root.to_owned(),
+            reached: repository_places(root),
             prefix: String::new(),
         };
         let out = git
@@ -40,7 +50,7 @@ impl Git {
     /// Runs `git ARGS` in the project; the standard output, or the error text.
     pub(crate) fn run(&self, args: &[&str]) -> Result<Vec<u8>, String> {
         let out = self
-            .command(args)
+            .command(args)?
             .output()
             .map_err(|e| format!("cannot run git: {e}"))?;
         if out.status.success() {
@@ -61,17 +71,22 @@ impl Git {
         if !is_object_id {
             return Err(format!("{commit:?} is not a commit id"));
         }
-        let mut archive = self
-            .command(&["archive", "--format=tar", commit])
+        let mut archive = self.command(&["archive", "--format=tar", commit])?;
+        archive
+            .command()
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut archive = archive
             .spawn()
             .map_err(|e| format!("cannot run git: {e}"))?;
         let tar_input = archive
             .stdout
             .take()
             .ok_or_else(|| "git archive gave no output".to_owned())?;
-        let unpacked = Command::new("tar")
+        let tar = system_program("tar").map_err(|e| e.to_string())?;
+        let unpacked = Command::new(tar)
+            .env_clear()
+            .envs(MINIMAL_ENV)
             .args(["-x", "--no-same-owner", "-C"])
             .arg(into)
             .stdin(tar_input)
@@ -90,34 +105,65 @@ impl Git {
         Ok(())
     }
 
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new("git");
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("GIT_") {
-                command.env_remove(key);
-            }
-        }
+    fn command(&self, args: &[&str]) -> Result<HostCommand, String> {
+        let mut all: Vec<&str> = vec![
+            "--no-optional-locks",
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.attributesFile=/dev/null",
+            "-c",
+            "diff.external=",
+            "-c",
+            "core.pager=cat",
+            "-c",
+            "core.quotePath=false",
+            "-c",
+            "protocol.allow=never",
+        ];
+        all.extend_from_slice(args);
+        let mut command =
+            HostCommand::new("git", &all, &self.root, &self.reached).map_err(|e| e.to_string())?;
         command
-            .current_dir(&self.root)
+            .command()
             .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_ATTR_NOSYSTEM", "1")
             .env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .env("LC_ALL", "C")
-            .args([
-                "--no-optional-locks",
-                "-c",
-                "core.fsmonitor=false",
-                "-c",
-                "core.hooksPath=/dev/null",
-                "-c",
-                "diff.external=",
-                "-c",
-                "core.pager=cat",
-                "-c",
-                "core.quotePath=false",
-            ])
-            .args(args)
-            .stdin(Stdio::null());
-        command
+            .env("GIT_OPTIONAL_LOCKS", "0");
+        Ok(command)
     }
+}
+
+/// The places outside `root` that Git reads for a project inside a work tree: the nearest
+/// ancestor holding `.git`, and for a linked work tree or submodule (a `.git` file naming its
+/// `gitdir:`) that directory and the repository it belongs to. Found by reading the files, not
+/// by running anything.
+fn repository_places(root: &Path) -> Vec<PathBuf> {
+    let Some(top) = root
+        .ancestors()
+        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
+    else {
+        return Vec::new();
+    };
+    let mut places = Vec::new();
+    if top != root {
+        places.push(top.to_owned());
+    }
+    let dot_git = top.join(".git");
+    if let Ok(text) = std::fs::read_to_string(&dot_git)
+        && let Some(gitdir) = text.trim().strip_prefix("gitdir:")
+    {
+        let gitdir = top.join(gitdir.trim());
+        // A linked work tree's directory sits in its repository's `worktrees/`; the repository
+        // (its objects and refs) is named by `commondir`.
+        let common = std::fs::read_to_string(gitdir.join("commondir"))
+            .ok()
+            .map(|c| gitdir.join(c.trim()));
+        places.extend(common.into_iter().chain(std::iter::once(gitdir)));
+    }
+    places.retain(|p| p.is_dir() && !p.starts_with(root));
+    places
 }

@@ -92,8 +92,10 @@ fn git_changes_cover_every_kind_and_leave_the_index_alone() {
             ("notes/untracked.md".into(), ChangeKind::Untracked, None),
         ]
     );
+    // `.heartwood/` is in none of the changes above: where `git` runs confined it cannot even
+    // see the folder (the sandbox hides it), elsewhere the workspace excludes what it reports.
     assert!(
-        changes.excluded >= 1,
+        changes.excluded >= 1 || heartwood_sandbox::support().enforcing,
         ".heartwood/ was not excluded: {changes:?}"
     );
     assert_eq!(
@@ -192,6 +194,37 @@ fn a_repositorys_own_configuration_cannot_run_a_program() {
     )
     .expect("diff");
     assert!(!marker.exists(), "a configured program ran");
+}
+
+/// A clean filter is named by an attribute and a configuration key, neither of which the
+/// hardening flags can list in advance: the agent plants both, and `heartwood workspace
+/// changes` must not run it on the host (where it could write anywhere and reach the network).
+#[test]
+fn a_planted_clean_filter_never_runs_on_the_host() {
+    if !heartwood_sandbox::required_by_test() {
+        return;
+    }
+    let repo = changed_repo();
+    let outside = tempfile::tempdir().expect("outside");
+    let marker = outside.path().join("filter-ran");
+    let filter = format!("sh -c 'touch {}; cat'", marker.display());
+    git(repo.path(), &["config", "filter.evil.clean", &filter]);
+    write(repo.path(), ".gitattributes", b"* filter=evil\n");
+    write(repo.path(), "a.txt", b"one\nchanged again\nthree\n");
+    // The control: the researcher's own `git status` runs it, so the plant works.
+    git(repo.path(), &["status", "--porcelain"]);
+    assert!(marker.exists(), "the planted filter runs under plain git");
+    std::fs::remove_file(&marker).expect("rm");
+    write(repo.path(), "a.txt", b"one\nchanged a third time\nthree\n");
+    let ws = Workspace::open(repo.path()).expect("open");
+    let changes = ws.changes(&[], ChangeLimits::default()).expect("changes");
+    assert!(changes.changes.iter().any(|c| c.path.as_str() == "a.txt"));
+    ws.diff(
+        &ProjectPath::parse("a.txt").expect("path"),
+        DiffLimits::default(),
+    )
+    .expect("diff");
+    assert!(!marker.exists(), "the planted filter ran on the host");
 }
 
 #[test]

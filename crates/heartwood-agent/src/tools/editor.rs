@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use heartwood_sandbox::beneath::{Beneath, Entry};
 use serde::{Deserialize, Serialize};
 
 use super::{Observation, ProjectPaths};
@@ -89,22 +90,26 @@ impl FileEditor {
             ..Observation::ok(content)
         };
         match args.command {
-            EditorCommand::View => view(&path, &shown, args.view_range.as_deref()),
+            EditorCommand::View => {
+                let (dir, rest) = self.paths.beneath(&path, true)?;
+                view(&dir, &rest, &shown, args.view_range.as_deref())
+            }
             EditorCommand::Create => {
                 let text = args
                     .file_text
                     .as_deref()
                     .ok_or("`create` needs `file_text`")?;
-                if path.exists() {
+                let (dir, rest) = self.paths.beneath(&path, false)?;
+                if std::fs::symlink_metadata(&path).is_ok() {
                     return Err(format!(
                         "{shown} already exists; use `str_replace` or `insert` to change it"
                     ));
                 }
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent)
-                        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+                if let Some(parent) = rest.parent() {
+                    dir.create_dir_all(parent)
+                        .map_err(|e| format!("cannot create the folder for {shown}: {e}"))?;
                 }
-                write(&path, text)?;
+                write(&dir, &rest, &shown, text)?;
                 self.remember(&path, None);
                 Ok(edited(format!(
                     "Created {shown} ({} lines).",
@@ -114,9 +119,10 @@ impl FileEditor {
             EditorCommand::StrReplace => {
                 let old = args.old_str.as_deref().unwrap_or_default();
                 let new = args.new_str.as_deref().unwrap_or("");
-                let text = read(&path, &shown)?;
+                let (dir, rest) = self.paths.beneath(&path, false)?;
+                let text = read(&dir, &rest, &shown)?;
                 let (updated, at) = replace_once(&text, old, new, &shown)?;
-                write(&path, &updated)?;
+                write(&dir, &rest, &shown, &updated)?;
                 self.remember(&path, Some(text));
                 let line = line_of(&updated, at);
                 Ok(edited(format!(
@@ -127,10 +133,11 @@ impl FileEditor {
             EditorCommand::Insert => {
                 let line = args.insert_line.ok_or("`insert` needs `insert_line`")?;
                 let new = args.new_str.as_deref().ok_or("`insert` needs `new_str`")?;
-                let text = read(&path, &shown)?;
+                let (dir, rest) = self.paths.beneath(&path, false)?;
+                let text = read(&dir, &rest, &shown)?;
                 let updated = insert_after(&text, line, new, &shown)?;
                 let line = usize::try_from(line).unwrap_or(usize::MAX);
-                write(&path, &updated)?;
+                write(&dir, &rest, &shown, &updated)?;
                 self.remember(&path, Some(text));
                 Ok(edited(format!(
                     "Inserted {} line(s) after line {line} of {shown}.\n{}",
@@ -144,9 +151,11 @@ impl FileEditor {
                     .get_mut(&path)
                     .and_then(Vec::pop)
                     .ok_or_else(|| format!("there is no edit of {shown} to undo"))?;
+                let (dir, rest) = self.paths.beneath(&path, false)?;
                 match previous {
-                    Some(text) => write(&path, &text)?,
-                    None => std::fs::remove_file(&path)
+                    Some(text) => write(&dir, &rest, &shown, &text)?,
+                    None => dir
+                        .remove_file(&rest)
                         .map_err(|e| format!("cannot remove {shown}: {e}"))?,
                 }
                 Ok(edited(format!("Undid the last edit of {shown}.")))
@@ -218,36 +227,59 @@ pub fn insert_after(text: &str, line: u64, new: &str, shown: &str) -> Result<Str
     Ok(format!("{before}{inserted}{}", lines[line..].concat()))
 }
 
-fn read(path: &Path, shown: &str) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if !meta.is_file() {
+fn read(dir: &Beneath, rest: &Path, shown: &str) -> Result<String, String> {
+    let meta = dir
+        .metadata(rest)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if meta.is_symlink() {
+        // A link that stays in the project: what it names is read, as the kernel resolves it.
+        let file = dir
+            .open_read(rest)
+            .map_err(|e| format!("cannot read {shown}: {e}"))?;
+        let target = file
+            .metadata()
+            .map_err(|e| format!("cannot read {shown}: {e}"))?;
+        if !target.is_file() {
+            return Err(format!("{shown} is not a regular file"));
+        }
+    } else if !meta.is_file() {
         return Err(format!("{shown} is not a regular file"));
     }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "{shown} is {} bytes, over the editor's {MAX_FILE_BYTES}-byte limit; use the terminal",
-            meta.len()
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let bytes = dir.read(rest, MAX_FILE_BYTES).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::FileTooLarge {
+            format!("{shown} is over the editor's {MAX_FILE_BYTES}-byte limit; use the terminal")
+        } else {
+            format!("cannot read {shown}: {e}")
+        }
+    })?;
     String::from_utf8(bytes)
         .map_err(|_| format!("{shown} is not UTF-8 text; use the terminal to inspect it"))
 }
 
-fn write(path: &Path, text: &str) -> Result<(), String> {
+fn write(dir: &Beneath, rest: &Path, shown: &str, text: &str) -> Result<(), String> {
     if text.len() as u64 > MAX_FILE_BYTES {
         return Err(format!(
             "the new content is over the editor's {MAX_FILE_BYTES}-byte limit"
         ));
     }
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    dir.write(rest, text.as_bytes())
+        .map_err(|e| format!("cannot write {shown}: {e}"))
 }
 
-fn view(path: &Path, shown: &str, range: Option<&[i64]>) -> Result<Observation, String> {
-    if path.is_dir() {
-        return Ok(Observation::ok(list_dir(path, shown)));
+fn view(
+    dir: &Beneath,
+    rest: &Path,
+    shown: &str,
+    range: Option<&[i64]>,
+) -> Result<Observation, String> {
+    let is_dir = dir
+        .open_read(rest)
+        .and_then(|f| f.metadata())
+        .is_ok_and(|m| m.is_dir());
+    if is_dir {
+        return Ok(Observation::ok(list_dir(dir, rest, shown)));
     }
-    let text = read(path, shown)?;
+    let text = read(dir, rest, shown)?;
     let lines: Vec<&str> = text.lines().collect();
     let (start, end) = match range {
         None => (1, lines.len()),
@@ -277,27 +309,22 @@ fn view(path: &Path, shown: &str, range: Option<&[i64]>) -> Result<Observation, 
     Ok(Observation::ok(out))
 }
 
-fn list_dir(path: &Path, shown: &str) -> String {
+fn list_dir(dir: &Beneath, rest: &Path, shown: &str) -> String {
     let mut out =
         format!("Files and directories in {shown}, two levels deep (hidden entries left out):\n");
-    let mut entries = visible_entries(path);
-    entries.sort();
-    for entry in entries.iter().take(500) {
-        let name = entry
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if entry.is_dir() {
+    for entry in visible_entries(dir, rest).iter().take(500) {
+        let name = entry.name.to_string_lossy();
+        if entry.is_dir {
             out.push_str(&format!("{name}/\n"));
-            let mut inner = visible_entries(entry);
-            inner.sort();
-            for child in inner.iter().take(200) {
-                let child_name = child
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let slash = if child.is_dir() { "/" } else { "" };
-                out.push_str(&format!("  {name}/{child_name}{slash}\n"));
+            for child in visible_entries(dir, &rest.join(&entry.name))
+                .iter()
+                .take(200)
+            {
+                let slash = if child.is_dir { "/" } else { "" };
+                out.push_str(&format!(
+                    "  {name}/{}{slash}\n",
+                    child.name.to_string_lossy()
+                ));
             }
         } else {
             out.push_str(&format!("{name}\n"));
@@ -306,12 +333,13 @@ fn list_dir(path: &Path, shown: &str) -> String {
     out
 }
 
-fn visible_entries(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                .map(|e| e.path())
+/// The entries of `rest` that are not hidden, sorted by name.
+fn visible_entries(dir: &Beneath, rest: &Path) -> Vec<Entry> {
+    dir.read_dir(rest)
+        .map(|entries| {
+            entries
+                .into_iter()
+                .filter(|e| !e.name.to_string_lossy().starts_with('.'))
                 .collect()
         })
         .unwrap_or_default()
@@ -351,6 +379,41 @@ mod tests {
             insert_line: None,
             view_range: None,
         }
+    }
+
+    /// A link committed in the project that names a place outside it (dangling, so nothing
+    /// resolves it first) or Heartwood's own state: an approved `create` or edit must not
+    /// write through it.
+    #[test]
+    fn edits_never_write_through_a_link_dangling_or_not() {
+        let (dir, mut ed) = editor();
+        let outside = tempfile::tempdir().expect("outside");
+        let planted = outside.path().join("planted.txt");
+        std::os::unix::fs::symlink(&planted, dir.path().join("report.md")).expect("link");
+        std::fs::create_dir(dir.path().join(".heartwood")).expect("state");
+        std::os::unix::fs::symlink(".heartwood/new.json", dir.path().join("state.json"))
+            .expect("link");
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).expect("link");
+        for path in ["report.md", "state.json", "out/x.txt"] {
+            let created = ed.run(&EditorArgs {
+                file_text: Some("written".into()),
+                ..args(EditorCommand::Create, path)
+            });
+            assert!(created.is_error, "{path}: {}", created.content);
+        }
+        assert!(!planted.exists(), "nothing was written outside the project");
+        assert!(!outside.path().join("x.txt").exists());
+        assert!(!dir.path().join(".heartwood/new.json").exists());
+        // The control: an ordinary create beside them works.
+        let ok = ed.run(&EditorArgs {
+            file_text: Some("fine".into()),
+            ..args(EditorCommand::Create, "notes.md")
+        });
+        assert!(!ok.is_error, "{}", ok.content);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("notes.md")).expect("read"),
+            "fine"
+        );
     }
 
     #[test]

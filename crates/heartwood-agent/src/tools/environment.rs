@@ -132,10 +132,27 @@ impl ToolEnvironment {
             })
     }
 
-    /// The variables of this process that reach the shell.
+    /// The variables of this process that reach the shell, each value with any credential
+    /// inside it taken out (see [`without_credentials`]).
     pub fn vars(&self) -> Vec<(OsString, OsString)> {
         std::env::vars_os()
             .filter(|(name, _)| name.to_str().is_some_and(|n| self.allows(n)))
+            .map(|(name, value)| {
+                let kept = without_credentials(value.as_encoded_bytes());
+                (name, std::os::unix::ffi::OsStringExt::from_vec(kept))
+            })
+            .collect()
+    }
+
+    /// The allowed variables of this process whose values carried a credential, which the
+    /// shell gets without it (for `heartwood status`).
+    pub fn scrubbed(&self) -> Vec<String> {
+        std::env::vars_os()
+            .filter(|(name, _)| name.to_str().is_some_and(|n| self.allows(n)))
+            .filter(|(_, value)| {
+                without_credentials(value.as_encoded_bytes()) != value.as_encoded_bytes()
+            })
+            .filter_map(|(name, _)| name.into_string().ok())
             .collect()
     }
 
@@ -145,9 +162,67 @@ impl ToolEnvironment {
     }
 }
 
+/// `value` with the user information of every URL in it removed (`https://user:token@host/`
+/// becomes `https://host/`): a token in `PIP_INDEX_URL` or a password in `https_proxy` is a
+/// credential whatever the variable's name, and the command that needs it asks for a decision
+/// to be given it some other way. A value without one is returned as it is.
+pub fn without_credentials(value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(at) = find(rest, b"://") {
+        let authority_start = at + 3;
+        out.extend_from_slice(&rest[..authority_start]);
+        let tail = &rest[authority_start..];
+        let end = tail
+            .iter()
+            .position(|b| {
+                matches!(
+                    b,
+                    b'/' | b'?' | b'#' | b' ' | b',' | b';' | b'\t' | b'\n' | b'"' | b'\''
+                )
+            })
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.iter().rposition(|b| *b == b'@') {
+            Some(user_end) => out.extend_from_slice(&authority[user_end + 1..]),
+            None => out.extend_from_slice(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.extend_from_slice(rest);
+    out
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_inside_values_are_taken_out() {
+        let cases: [(&str, &str); 5] = [
+            (
+                "https://user:tok3n@pypi.example.org/simple",
+                "https://pypi.example.org/simple",
+            ),
+            ("http://alice:pw@proxy:3128", "http://proxy:3128"),
+            (
+                "https://a:b@one.org/x https://two.org/y,http://c@three.org",
+                "https://one.org/x https://two.org/y,http://three.org",
+            ),
+            ("/usr/local/bin:/usr/bin", "/usr/local/bin:/usr/bin"),
+            ("user@example.org", "user@example.org"),
+        ];
+        for (given, kept) in cases {
+            assert_eq!(
+                String::from_utf8(without_credentials(given.as_bytes())).expect("utf8"),
+                kept
+            );
+        }
+    }
 
     #[test]
     fn a_prefix_never_passes_a_name_that_looks_secret_an_exact_entry_does() {

@@ -8,6 +8,7 @@ mod editor;
 mod environment;
 mod interrupt;
 mod paths;
+mod pipeline;
 mod risk;
 pub mod sandbox;
 mod schema;

@@ -123,6 +123,36 @@ impl ProjectPaths {
         })
     }
 
+    /// The directory `absolute` (a path [`ProjectPaths::resolve`] or its outside forms gave)
+    /// lies in, opened so the kernel resolves the rest beneath it, and that rest. With `links`
+    /// false no symbolic link is followed at all (every write): a link that was checked by
+    /// name could still be dangling, or be swapped before the open.
+    pub fn beneath(
+        &self,
+        absolute: &Path,
+        links: bool,
+    ) -> Result<(heartwood_sandbox::beneath::Beneath, PathBuf), String> {
+        let base = self
+            .outside
+            .iter()
+            .map(|d| d.path.as_path())
+            .find(|d| absolute.starts_with(d))
+            .unwrap_or(&self.root);
+        let rest = absolute
+            .strip_prefix(base)
+            .map_err(|_| format!("{} is outside the project", absolute.display()))?;
+        let opened = heartwood_sandbox::beneath::Beneath::open(base)
+            .map_err(|e| format!("cannot open {}: {e}", base.display()))?;
+        Ok((
+            if links {
+                opened
+            } else {
+                opened.without_links()
+            },
+            rest.to_owned(),
+        ))
+    }
+
     /// The project root.
     pub fn root(&self) -> &Path {
         &self.root

@@ -64,21 +64,35 @@ fn terminal_risk(command: &str, is_input: bool, reset: bool) -> Risk {
     if is_input {
         return Risk::Unknown;
     }
-    // Low only when every piece of a pipeline is a read-only command with no redirection.
-    let plain = !lower.contains(['>', '`', '$', ';', '&']);
-    let read_only = lower.split('|').all(|part| {
-        let program = part.split_whitespace().next().unwrap_or("");
-        READ_ONLY.contains(&program)
-    });
-    let git_read = ["git status", "git log", "git diff", "git show"]
-        .iter()
-        .any(|g| lower.trim_start().starts_with(g));
-    if plain && (read_only || git_read) {
-        Risk::Low
-    } else {
-        Risk::Unknown
+    match super::pipeline::simple_pipeline(command) {
+        Some(commands) if commands.iter().all(|words| known_reader(words)) => Risk::Low,
+        _ => Risk::Unknown,
     }
 }
+
+/// Whether one simple command is a known reader with no option that runs another program
+/// (`rg --pre`, `sort --compress-program`). `git` is not one: a repository's own configuration
+/// and attributes name programs that its read commands run (fsmonitor, textconv, filters).
+fn known_reader(words: &[String]) -> bool {
+    let Some((program, args)) = words.split_first() else {
+        return false;
+    };
+    // GNU programs take any unambiguous start of a long option (`sort --comp=sh`).
+    let runs_a_program = |arg: &String| {
+        let name = arg.split('=').next().unwrap_or_default();
+        RUNS_A_PROGRAM.iter().any(|(p, option)| {
+            p == program && (name.len() > 2 && name.starts_with("--") && option.starts_with(name))
+        })
+    };
+    READ_ONLY.contains(&program.as_str()) && !args.iter().any(runs_a_program)
+}
+
+/// Options of the readers that start another program.
+const RUNS_A_PROGRAM: [(&str, &str); 3] = [
+    ("rg", "--pre"),
+    ("rg", "--pre-glob"),
+    ("sort", "--compress-program"),
+];
 
 #[cfg(test)]
 mod tests {
@@ -92,7 +106,21 @@ mod tests {
     fn terminal_commands_are_unknown_unless_a_rule_knows_them() {
         assert_eq!(term("ls -la data"), Risk::Low);
         assert_eq!(term("cat a.csv | head -5 | wc -l"), Risk::Low);
-        assert_eq!(term("git status"), Risk::Low);
+        assert_eq!(term("git status"), Risk::Unknown);
+        assert_eq!(term("rg --pre=sh x"), Risk::Unknown);
+        assert_eq!(term("sort --compress-program=sh x"), Risk::Unknown);
+        assert_eq!(term("sort --comp=sh x"), Risk::Unknown);
+        assert_eq!(term("sort -r x"), Risk::Low);
+        for hidden in [
+            "ls\npython x.py",
+            "ls; python x.py",
+            "ls && python x.py",
+            "ls $(python x.py)",
+            "ls `id`",
+            "cat <(id)",
+        ] {
+            assert_eq!(term(hidden), Risk::Unknown, "{hidden:?}");
+        }
         assert_eq!(term("python analysis.py"), Risk::Unknown);
         assert_eq!(term("ls > out.txt"), Risk::Unknown);
         assert_eq!(term("echo $(rm x)"), Risk::Unknown);

@@ -420,13 +420,13 @@ impl Terminal {
             }
             None => false,
         };
-        let (program, args) = self
+        let confined = self
             .sandbox
             .wrap(level, "bash", &["--noprofile", "--norc"])
             .map_err(std::io::Error::other)?;
-        let mut command = Command::new(program);
+        let mut command = Command::new(&confined.program);
         command
-            .args(args)
+            .args(&confined.args)
             .current_dir(&self.root)
             .env_clear()
             .envs(self.env.vars())
@@ -439,7 +439,12 @@ impl Terminal {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        if level != SandboxLevel::Unsandboxed {
+            // The host's temporary folder is not in the sandbox's view; its own `/tmp` is.
+            command.env("TMPDIR", "/tmp");
+        }
         let mut child = command.spawn()?;
+        drop(confined);
         let mut stdin = child
             .stdin
             .take()
@@ -553,15 +558,22 @@ fn output_observation(out: String, code: i32) -> Observation {
 }
 
 /// Refuses a command bash cannot parse, before it reaches the shell (where it would leave the
-/// shell waiting for the rest of the command).
+/// shell waiting for the rest of the command). The system's `bash`, never one on `PATH` (a
+/// project's environment can put its own there), with a minimal environment, confined
+/// read-only where the machine confines: parsing reads no project file, but nothing Heartwood
+/// starts over the model's text runs on the host as itself.
 async fn syntax_check(root: &Path, command: &str) -> Result<(), String> {
-    let out = Command::new("bash")
-        .args(["-n", "-c", command])
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .map_err(|e| format!("could not check the command's syntax: {e}"))?;
+    let root = root.to_owned();
+    let command = command.to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        heartwood_sandbox::host::HostCommand::new("bash", &["-n", "-c", &command], &root, &[])
+            .map_err(|e| e.to_string())?
+            .output()
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| format!("could not check the command's syntax: {e}"))?
+    .map_err(|e| format!("could not check the command's syntax: {e}"))?;
     if out.status.success() {
         Ok(())
     } else {

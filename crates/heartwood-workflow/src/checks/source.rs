@@ -10,7 +10,7 @@ use crate::check::CheckResult;
 /// Unverified when the in-process parser rejects the file and no `python3` is available.
 pub fn python_syntax(files: Files<'_>, result: &mut CheckResult) {
     use std::io::Write;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     let Some(source) = files.first() else {
         return result.fail("the check needs the source file");
     };
@@ -23,16 +23,24 @@ pub fn python_syntax(files: Files<'_>, result: &mut CheckResult) {
     if rustpython_parser::parse(text, rustpython_parser::Mode::Module, "<source>").is_ok() {
         return;
     }
-    let parser = Command::new("python3")
-        .args([
+    // The system's Python (never a project environment's on `PATH`), isolated (`-I`), confined.
+    let parser = heartwood_sandbox::host::HostCommand::without_project(
+        "python3",
+        &[
             "-I",
             "-c",
             "import ast, sys\ntry:\n    ast.parse(sys.stdin.buffer.read())\nexcept SyntaxError as e:\n    print(f'line {e.lineno}: {e.msg}')\n    sys.exit(1)",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
+        ],
+    )
+    .map_err(std::io::Error::other)
+    .and_then(|mut parser| {
+        parser
+            .command()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        parser.spawn()
+    });
     let mut child = match parser {
         Ok(child) => child,
         Err(e) => {

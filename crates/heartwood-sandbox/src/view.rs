@@ -1,0 +1,260 @@
+//! The view a confined process gets, built from an allow-list: the system's read-only
+//! directories, the project (read-only or writable by level), the directories declared to the
+//! tools by exact path, a private `/tmp` and an empty home (both size-bounded), a minimal
+//! `/dev` and its own `/proc`. Nothing else of the host exists inside: no rest of the home, no
+//! `/run`, `/var`, `/mnt`, `/media` or `/srv`, no other project, no socket.
+//!
+//! Every namespace bubblewrap offers is new (user where allowed, mount, PID, IPC, UTS, cgroup
+//! and network), the process dies with Heartwood, starts a new session, has every capability
+//! dropped, runs under the syscall filter ([`crate::seccomp`]) and the resource limits, and
+//! starts with every inherited descriptor above 2 closed ([`crate::launcher`]).
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use crate::launcher::{Limits, PRELUDE_NAME, prelude};
+use crate::system::system_program;
+use crate::{SandboxError, SandboxLevel, seccomp, support};
+
+/// The system's directories every confined process sees read-only (each where it exists).
+const SYSTEM_DIRECTORIES: [&str; 3] = ["/usr", "/etc", "/opt"];
+
+/// Top-level names that are usually links into `/usr` (merged-`/usr` systems) or directories.
+const SYSTEM_LINKS: [&str; 6] = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+
+/// Locations under the project that confined processes never see: Heartwood's own state.
+const PROJECT_HIDDEN: [&str; 1] = [".heartwood"];
+
+/// Where the shells of one project are confined.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    root: PathBuf,
+    /// Directories outside the project the tools reach (active skills' verified copies, data
+    /// mounts, declared toolchains): bound at their own paths, writable only when declared so
+    /// and the level writes.
+    outside: Vec<(PathBuf, bool)>,
+    /// Locations inside what is visible that stay covered (a deployment's own secrets inside a
+    /// data mount, say).
+    hidden: Vec<PathBuf>,
+    /// The private home, when there is one to give.
+    home: Option<PathBuf>,
+    limits: Limits,
+}
+
+/// A program ready to start confined: run `program` with `args`, and keep this value alive until
+/// the child has started (it holds the syscall filters bubblewrap reads).
+#[derive(Debug)]
+pub struct Confined {
+    /// What to execute.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    _filters: Vec<OwnedFd>,
+}
+
+impl Confined {
+    /// The syscall filters, to hold until a child built from `program` and `args` started.
+    pub fn into_filters(self) -> Vec<OwnedFd> {
+        self._filters
+    }
+}
+
+impl Sandbox {
+    /// Confinement around the project at `root`, with an empty private home at `$HOME`.
+    pub fn new(root: &Path) -> Self {
+        Sandbox {
+            root: root.to_owned(),
+            outside: Vec::new(),
+            hidden: Vec::new(),
+            home: std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            limits: Limits::default(),
+        }
+    }
+
+    /// Also reaches `directories` (path, writable), even where they lie inside a hidden
+    /// location (an active skill's copy under `.heartwood/`).
+    pub fn reaching(mut self, directories: impl IntoIterator<Item = (PathBuf, bool)>) -> Self {
+        self.outside.extend(directories);
+        self
+    }
+
+    /// Also covers `paths` where they lie inside what the sandbox sees.
+    pub fn hiding(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.hidden.extend(paths);
+        self
+    }
+
+    /// The private home's path (`None`: no home at all).
+    pub fn with_home(mut self, home: Option<PathBuf>) -> Self {
+        self.home = home;
+        self
+    }
+
+    /// Other resource limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The limits confined processes run under.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The directories besides the system's and the project that confined processes see, and
+    /// whether each is writable at project-write.
+    pub fn reached(&self) -> &[(PathBuf, bool)] {
+        &self.outside
+    }
+
+    /// The program and arguments that run `program args` at `level`. Unsandboxed runs the
+    /// program itself; a confined level on a machine that cannot confine is refused. `program`
+    /// is a name in the system's directories or an absolute path.
+    pub fn wrap(
+        &self,
+        level: SandboxLevel,
+        program: &str,
+        args: &[&str],
+    ) -> Result<Confined, SandboxError> {
+        let program = if program.starts_with('/') {
+            PathBuf::from(program)
+        } else {
+            system_program(program)?
+        };
+        if level == SandboxLevel::Unsandboxed {
+            return Ok(Confined {
+                program,
+                args: args.iter().map(OsString::from).collect(),
+                _filters: Vec::new(),
+            });
+        }
+        let found = support();
+        let bwrap = support::bwrap()
+            .filter(|_| found.enforcing)
+            .ok_or_else(|| SandboxError::Unavailable(found.detail.clone()))?;
+        let filters = seccomp::descriptors()?;
+        let mut out = self.arguments(level);
+        for fd in &filters {
+            out.push("--add-seccomp-fd".into());
+            out.push(fd.as_raw_fd().to_string().into());
+        }
+        out.extend(["--".into(), system_program("bash")?.into_os_string()]);
+        out.extend([
+            "-c".into(),
+            prelude(&self.limits).into(),
+            PRELUDE_NAME.into(),
+        ]);
+        out.push(program.into_os_string());
+        out.extend(args.iter().map(OsString::from));
+        Ok(Confined {
+            program: bwrap,
+            args: out,
+            _filters: filters,
+        })
+    }
+
+    /// bubblewrap's arguments for the view at `level`, up to the program.
+    pub(crate) fn arguments(&self, level: SandboxLevel) -> Vec<OsString> {
+        let mut out: Vec<OsString> = Vec::new();
+        let mut arg = |words: &[&dyn AsRef<OsStr>]| {
+            out.extend(words.iter().map(|w| w.as_ref().to_owned()));
+        };
+        arg(&[&"--unshare-all", &"--hostname", &"heartwood-sandbox"]);
+        arg(&[
+            &"--die-with-parent",
+            &"--new-session",
+            &"--cap-drop",
+            &"ALL",
+        ]);
+        for dir in SYSTEM_DIRECTORIES {
+            if Path::new(dir).is_dir() {
+                arg(&[&"--ro-bind", &dir, &dir]);
+            }
+        }
+        for name in SYSTEM_LINKS {
+            let Ok(meta) = std::fs::symlink_metadata(name) else {
+                continue;
+            };
+            if meta.file_type().is_symlink() {
+                if let Ok(target) = std::fs::read_link(name) {
+                    arg(&[&"--symlink", &target, &name]);
+                }
+            } else if meta.is_dir() {
+                arg(&[&"--ro-bind", &name, &name]);
+            }
+        }
+        arg(&[&"--dev", &"/dev", &"--proc", &"/proc"]);
+        let tmp_size = self.limits.tmp_bytes.to_string();
+        arg(&[&"--size", &tmp_size, &"--tmpfs", &"/tmp"]);
+        if let Some(home) = self.home.as_deref().filter(|h| self.home_is_private(h)) {
+            let size = self.limits.home_bytes.to_string();
+            arg(&[&"--size", &size, &"--tmpfs", &home]);
+        }
+        let bind = if level == SandboxLevel::ProjectWrite {
+            "--bind"
+        } else {
+            "--ro-bind"
+        };
+        arg(&[&bind, &self.root, &self.root]);
+        let git = self.root.join(".git");
+        let git_is_real =
+            std::fs::symlink_metadata(&git).is_ok_and(|m| !m.file_type().is_symlink());
+        if level == SandboxLevel::ProjectWrite && git_is_real {
+            arg(&[&"--ro-bind", &git, &git]);
+        }
+        // Hidden folders become empty and, once what is reached inside them is bound, read-only.
+        let mut remount = Vec::new();
+        let hidden = PROJECT_HIDDEN.iter().map(|h| self.root.join(h));
+        for secret in hidden.chain(self.hidden.iter().cloned()) {
+            let Ok(meta) = std::fs::symlink_metadata(&secret) else {
+                continue;
+            };
+            if meta.file_type().is_symlink() || !self.visible(&secret) {
+                continue;
+            }
+            if meta.is_dir() {
+                arg(&[&"--tmpfs", &secret]);
+                remount.push(secret);
+            } else {
+                arg(&[&"--ro-bind", &"/dev/null", &secret]);
+            }
+        }
+        for (dir, writable) in &self.outside {
+            if !dir.is_dir() {
+                continue;
+            }
+            let bind = if *writable && level == SandboxLevel::ProjectWrite {
+                "--bind"
+            } else {
+                "--ro-bind"
+            };
+            arg(&[&bind, dir, dir]);
+        }
+        for path in &remount {
+            arg(&[&"--remount-ro", path]);
+        }
+        // The root itself (a fresh directory bubblewrap made) takes no new files.
+        arg(&[&"--remount-ro", &"/", &"--chdir", &self.root]);
+        out
+    }
+
+    /// Whether the home can be an empty directory of its own: not the root, not the project or
+    /// a place inside it (the project stays visible), not under a system directory (which is
+    /// read-only and shown as it is).
+    fn home_is_private(&self, home: &Path) -> bool {
+        home.is_absolute()
+            && home != Path::new("/")
+            && !home.starts_with(&self.root)
+            && !SYSTEM_DIRECTORIES.iter().any(|d| home.starts_with(d))
+            && !home.starts_with("/tmp")
+    }
+
+    /// Whether `path` lies inside something the sandbox shows (the project or a reached
+    /// directory); anything else is not there to cover.
+    fn visible(&self, path: &Path) -> bool {
+        path.starts_with(&self.root) || self.outside.iter().any(|(d, _)| path.starts_with(d))
+    }
+}
