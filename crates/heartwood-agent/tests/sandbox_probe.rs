@@ -1,0 +1,285 @@
+//! The sandbox against the classes a hostile probe found when the view was the host minus a
+//! list: credentials the list did not name, hidden folders that are links, the passwd home,
+//! other projects' journals, host sockets, SysV IPC, the kernel keyring, tracing, an inherited
+//! writable descriptor and the network at project-write. Each probe runs confined and, as its
+//! control, unsandboxed, where it must succeed: so none of them passes by running nothing.
+
+use std::io::Write;
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+
+use heartwood_agent::tools::sandbox::Sandbox;
+use heartwood_agent::tools::{SandboxLevel, Terminal, TerminalLimits, ToolCallRequest};
+
+async fn run(term: &mut Terminal, command: &str, level: SandboxLevel) -> String {
+    let value = serde_json::json!({ "command": command });
+    let ToolCallRequest::Terminal(args) =
+        ToolCallRequest::parse("terminal", &value.to_string()).expect("valid args")
+    else {
+        panic!("a terminal call");
+    };
+    let observation = term.run(&args, level).await;
+    format!("{}[exit {:?}]", observation.content, observation.exit_code)
+}
+
+fn put(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+/// A home with the secrets the probe read (none of them on the old list's names, or reached
+/// through a link), another project with a journal, and this project inside it.
+struct Home {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    project: PathBuf,
+}
+
+const SECRETS: [(&str, &str); 9] = [
+    (".config/git/credentials", "GIT-CREDENTIAL-SECRET"),
+    (".pgpass", "PGPASS-SECRET"),
+    (".kaggle/kaggle.json", "KAGGLE-SECRET"),
+    (".vault-token", "VAULT-SECRET"),
+    (".config/rclone/rclone.conf", "RCLONE-SECRET"),
+    (".terraform.d/credentials.tfrc.json", "TERRAFORM-SECRET"),
+    (".config/gh/hosts.yml", "GH-SECRET"),
+    (".codex/auth.json", "OTHER-AGENT-SECRET"),
+    ("dotfiles/ssh/id_ed25519", "SSH-KEY-SECRET"),
+];
+
+fn home() -> Home {
+    let dir = tempfile::tempdir().expect("home");
+    let home = dir.path().canonicalize().expect("real");
+    for (path, secret) in SECRETS {
+        put(&home.join(path), secret);
+    }
+    // A dotfile manager's layout: the hidden folder is a link.
+    std::os::unix::fs::symlink(home.join("dotfiles/ssh"), home.join(".ssh")).expect("link");
+    put(
+        &home.join("projects/other/.heartwood/sessions/s/events.jsonl"),
+        "OTHER-PROJECT-JOURNAL",
+    );
+    let project = home.join("projects/study");
+    put(&project.join("data.csv"), "x,y\n1,2\n");
+    Home {
+        _dir: dir,
+        home,
+        project,
+    }
+}
+
+fn terminal(h: &Home) -> Terminal {
+    let sandbox = Sandbox::new(&h.project).with_home(Some(h.home.clone()));
+    Terminal::new(&h.project, TerminalLimits::default()).with_sandbox(sandbox)
+}
+
+const CONFINED: [SandboxLevel; 2] = [SandboxLevel::ReadOnly, SandboxLevel::ProjectWrite];
+
+#[tokio::test]
+async fn nothing_outside_the_allow_list_is_there_to_read() {
+    if !heartwood_sandbox::required_by_test() {
+        return;
+    }
+    let h = home();
+    let mut term = terminal(&h);
+    let reads: Vec<String> = SECRETS
+        .iter()
+        .map(|(path, _)| format!("cat {}", h.home.join(path).display()))
+        .chain([
+            format!("cat {}/.ssh/id_ed25519", h.home.display()),
+            format!(
+                "cat {}/projects/other/.heartwood/sessions/s/events.jsonl",
+                h.home.display()
+            ),
+            // The passwd home (root's here), which a shell without HOME would find.
+            "ls -A /root".to_owned(),
+            "ls /run /var /mnt /srv /media".to_owned(),
+        ])
+        .collect();
+    let all = reads.join("; ");
+    let control = run(&mut term, &all, SandboxLevel::Unsandboxed).await;
+    for (_, secret) in SECRETS {
+        assert!(
+            control.contains(secret),
+            "control: {secret} readable: {control}"
+        );
+    }
+    assert!(control.contains("OTHER-PROJECT-JOURNAL"), "{control}");
+    for level in CONFINED {
+        let said = run(&mut term, &format!("{all}; echo probe-ran"), level).await;
+        assert!(said.contains("probe-ran"), "{level:?}: {said}");
+        for (_, secret) in SECRETS {
+            assert!(!said.contains(secret), "{level:?}: {secret}: {said}");
+        }
+        assert!(!said.contains("OTHER-PROJECT-JOURNAL"), "{level:?}: {said}");
+        assert!(
+            !said.contains(".cargo") && !said.contains(".bashrc"),
+            "{level:?}: {said}"
+        );
+        // The project itself is there.
+        let data = run(&mut term, "cat data.csv", level).await;
+        assert!(data.contains("1,2"), "{level:?}: {data}");
+    }
+    term.stop().await;
+}
+
+#[tokio::test]
+async fn host_sockets_and_the_network_cannot_be_reached() {
+    if !heartwood_sandbox::required_by_test() {
+        return;
+    }
+    let h = home();
+    let bus = h.home.join("run/bus.sock");
+    std::fs::create_dir_all(bus.parent().expect("parent")).expect("mkdir");
+    let listener = UnixListener::bind(&bus).expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("tcp");
+    let port = tcp.local_addr().expect("addr").port();
+    let probe = format!(
+        "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{}'); print('UNIX-CONNECTED')\" 2>&1; \
+         bash -c 'echo > /dev/tcp/127.0.0.1/{port} && echo TCP-CONNECTED' 2>&1; echo probe-ran",
+        bus.display()
+    );
+    let mut term = terminal(&h);
+    let control = run(&mut term, &probe, SandboxLevel::Unsandboxed).await;
+    assert!(
+        control.contains("UNIX-CONNECTED") && control.contains("TCP-CONNECTED"),
+        "{control}"
+    );
+    for level in CONFINED {
+        let said = run(&mut term, &probe, level).await;
+        assert!(said.contains("probe-ran"), "{level:?}: {said}");
+        assert!(!said.contains("UNIX-CONNECTED"), "{level:?}: {said}");
+        assert!(!said.contains("TCP-CONNECTED"), "{level:?}: {said}");
+    }
+    term.stop().await;
+}
+
+/// The system call numbers the probe uses, for this machine.
+fn keyctl_number() -> u32 {
+    if cfg!(target_arch = "aarch64") {
+        219
+    } else {
+        250
+    }
+}
+
+#[tokio::test]
+async fn the_keyring_tracing_and_namespaces_are_refused_by_the_filter() {
+    if !heartwood_sandbox::required_by_test() {
+        return;
+    }
+    let h = home();
+    let script = format!(
+        "import ctypes, os\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         def show(name, r):\n    print(name, 'OK' if r >= 0 else 'REFUSED-%d' % ctypes.get_errno())\n\
+         show('keyctl', libc.syscall({}, 0, -3, 1))\n\
+         show('ptrace', libc.ptrace(0, 0, 0, 0))\n\
+         show('unshare', libc.unshare(0x10000000))\n\
+         print('probe-ran')\n",
+        keyctl_number()
+    );
+    put(&h.project.join("probe.py"), &script);
+    let mut term = terminal(&h);
+    let control = run(&mut term, "python3 probe.py", SandboxLevel::Unsandboxed).await;
+    assert!(
+        control.contains("keyctl OK") && control.contains("ptrace OK"),
+        "{control}"
+    );
+    for level in CONFINED {
+        let said = run(&mut term, "python3 probe.py", level).await;
+        assert!(said.contains("probe-ran"), "{level:?}: {said}");
+        for call in ["keyctl", "ptrace", "unshare"] {
+            assert!(
+                said.contains(&format!("{call} REFUSED-1")),
+                "{level:?}: {call}: {said}"
+            );
+        }
+    }
+    term.stop().await;
+}
+
+#[tokio::test]
+async fn a_sysv_segment_does_not_outlive_the_sandbox() {
+    if !heartwood_sandbox::required_by_test() {
+        return;
+    }
+    let h = home();
+    // A key of this test's own, so parallel runs do not meet.
+    let key = 0x4857_0000_u32 | (std::process::id() & 0xffff);
+    let script = format!(
+        "import ctypes\nlibc = ctypes.CDLL(None)\nprint('segment', libc.shmget({key}, 4096, 0o1600))\n"
+    );
+    put(&h.project.join("ipc.py"), &script);
+    let listed = || {
+        std::fs::read_to_string("/proc/sysvipc/shm")
+            .expect("shm list")
+            .lines()
+            .skip(1)
+            .any(|l| l.split_whitespace().next() == Some(&key.cast_signed().to_string()))
+    };
+    let mut term = terminal(&h);
+    for level in CONFINED {
+        let said = run(&mut term, "python3 ipc.py", level).await;
+        assert!(said.contains("segment "), "{level:?}: {said}");
+        assert!(
+            !said.contains("segment -1"),
+            "{level:?}: the segment was made: {said}"
+        );
+        assert!(!listed(), "{level:?}: the host sees the sandbox's segment");
+    }
+    term.stop().await;
+    // The control: unsandboxed, the host sees it (then it is removed).
+    let mut plain = terminal(&h);
+    run(&mut plain, "python3 ipc.py", SandboxLevel::Unsandboxed).await;
+    let seen = listed();
+    run(
+        &mut plain,
+        &format!("ipcrm -M {key}"),
+        SandboxLevel::Unsandboxed,
+    )
+    .await;
+    plain.stop().await;
+    assert!(seen, "control: an unconfined segment is the host's");
+}
+
+#[tokio::test]
+async fn a_descriptor_heartwood_inherited_is_closed_inside() {
+    if !heartwood_sandbox::required_by_test() {
+        return;
+    }
+    let h = home();
+    let outside = tempfile::tempdir().expect("outside");
+    let target = outside.path().join("inherited.log");
+    // Opened without close-on-exec, as a parent process may have left one.
+    let fd = rustix::fs::open(
+        &target,
+        rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CREATE | rustix::fs::OFlags::APPEND,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .expect("open");
+    let n = std::os::fd::AsRawFd::as_raw_fd(&fd);
+    let write = format!("echo INHERITED-WRITE >&{n}; echo probe-ran");
+    for level in CONFINED {
+        let mut term = terminal(&h);
+        let said = run(&mut term, &write, level).await;
+        term.stop().await;
+        assert!(said.contains("probe-ran"), "{level:?}: {said}");
+    }
+    let confined_wrote = std::fs::read_to_string(&target).unwrap_or_default();
+    let mut term = terminal(&h);
+    run(&mut term, &write, SandboxLevel::Unsandboxed).await;
+    term.stop().await;
+    drop(fd);
+    let all = std::fs::read_to_string(&target).expect("read");
+    assert!(
+        all.contains("INHERITED-WRITE"),
+        "control: the descriptor was writable"
+    );
+    assert!(
+        !confined_wrote.contains("INHERITED-WRITE"),
+        "a confined shell wrote through it"
+    );
+    let _ = std::io::stderr().flush();
+}
