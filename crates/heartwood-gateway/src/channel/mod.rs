@@ -8,7 +8,8 @@
 //! commands from every interface meet in one order under the session's lock, with the same
 //! receipts (a retried command id is answered from its receipt, a stale revision is refused).
 //!
-//! The protocol is one JSON request per line and one JSON answer per line (a subscription
+//! A client's first line is the channel's capability ([`capability`]), which only processes
+//! that can read the user's private directory have. The protocol is one JSON request per line and one JSON answer per line (a subscription
 //! answers with a stream of updates). The OS lock stays the truth about ownership: a socket
 //! left by a crashed owner refuses connections, and the next owner replaces it.
 
@@ -23,6 +24,10 @@ use std::time::Duration;
 use heartwood_events::{ActionPolicy, Command, CommandId, Receipt, SessionId, Snapshot, Update};
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
+
+mod capability;
+
+use capability::{Capability, Hello};
 
 use crate::error::ChannelError;
 use crate::{ErrorKind, GatewayError};
@@ -154,6 +159,7 @@ enum Answer<T> {
 pub(crate) struct ChannelServer {
     address: Address,
     stop: Arc<AtomicBool>,
+    _capability: Arc<Capability>,
 }
 
 impl Drop for ChannelServer {
@@ -196,7 +202,9 @@ pub(crate) fn serve(
     session: SessionId,
 ) -> Option<ChannelServer> {
     let address = Address::of(path).ok()?;
+    let capability = Arc::new(Capability::issue(&address.0).ok()?);
     let listener = address.bind().ok()?;
+    let admitting = Arc::clone(&capability);
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = Arc::clone(&stop);
     std::thread::Builder::new()
@@ -212,13 +220,18 @@ pub(crate) fn serve(
                 }
                 let shared = shared.clone();
                 let session = session.clone();
+                let admitting = Arc::clone(&admitting);
                 let _ = std::thread::Builder::new()
                     .name("heartwood-channel-peer".into())
-                    .spawn(move || answer(stream, &shared, &session));
+                    .spawn(move || answer(stream, &admitting, &shared, &session));
             }
         })
         .ok()?;
-    Some(ChannelServer { address, stop })
+    Some(ChannelServer {
+        address,
+        stop,
+        _capability: capability,
+    })
 }
 
 /// Whether the peer runs as this process's user.
@@ -227,13 +240,28 @@ fn same_user(stream: &UnixStream) -> bool {
         .is_ok_and(|peer| peer.uid == rustix::process::getuid())
 }
 
-/// Answers one peer's requests until it hangs up.
-fn answer(stream: UnixStream, shared: &Weak<dyn Served>, session: &SessionId) {
+/// Answers one peer's requests until it hangs up; a peer whose first line is not the
+/// channel's capability is answered nothing.
+fn answer(
+    stream: UnixStream,
+    capability: &Capability,
+    shared: &Weak<dyn Served>,
+    session: &SessionId,
+) {
     let Ok(reading) = stream.try_clone() else {
         return;
     };
     let mut writer = stream;
-    for line in BufReader::new(reading).lines() {
+    let mut lines = BufReader::new(reading).lines();
+    let admitted = lines
+        .next()
+        .and_then(Result::ok)
+        .and_then(|line| serde_json::from_str::<Hello>(&line).ok())
+        .is_some_and(|hello| capability.admits(&hello.capability));
+    if !admitted {
+        return;
+    }
+    for line in lines {
         let Ok(line) = line else { return };
         let Some(gateway) = shared.upgrade() else {
             return;
@@ -322,7 +350,14 @@ impl Client {
     /// known); `None` when nobody serves it (no socket, or one left by an owner that ended) or
     /// someone else does.
     pub(crate) fn connect(path: &Path, holder: Option<u32>) -> Option<Client> {
-        let stream = Address::of(path).and_then(|a| a.connect(holder)).ok()?;
+        let address = Address::of(path).ok()?;
+        let mut stream = address.connect(holder).ok()?;
+        let hello = Hello {
+            capability: Capability::read(&address.0).ok()?,
+        };
+        let mut line = serde_json::to_vec(&hello).ok()?;
+        line.push(b'\n');
+        stream.write_all(&line).ok()?;
         stream.set_read_timeout(Some(ANSWER_TIMEOUT)).ok()?;
         let reader = BufReader::new(stream.try_clone().ok()?);
         Some(Client { stream, reader })
@@ -406,6 +441,68 @@ mod tests {
     use std::os::unix::fs::MetadataExt;
 
     use super::*;
+
+    /// A stand-in for the gateway: every request is answered "closed", which is enough to
+    /// see whether a peer is answered at all.
+    struct Nothing;
+
+    impl Served for Nothing {
+        fn submit(self: Arc<Self>, command: Command) -> Result<Receipt, GatewayError> {
+            Err(GatewayError::Closed(command.session))
+        }
+        fn say_for(
+            self: Arc<Self>,
+            session: &SessionId,
+            _: &str,
+            _: ActionPolicy,
+            _: CommandId,
+            _: Option<&str>,
+        ) -> Result<Vec<Receipt>, GatewayError> {
+            Err(GatewayError::Closed(session.clone()))
+        }
+        fn snapshot(
+            self: Arc<Self>,
+            session: &SessionId,
+            _: u64,
+        ) -> Result<Snapshot, GatewayError> {
+            Err(GatewayError::Closed(session.clone()))
+        }
+        fn served_updates(&self, _: &SessionId) -> Option<broadcast::Receiver<Update>> {
+            None
+        }
+    }
+
+    /// A process of the same user that reaches the socket but cannot read the capability (a
+    /// confined command, say) is answered nothing; Heartwood's own client is answered.
+    #[test]
+    fn a_peer_without_the_capability_is_answered_nothing() {
+        let dir = tempfile::tempdir().expect("dir");
+        let socket = dir.path().join("channel.sock");
+        let served: Arc<dyn Served> = Arc::new(Nothing);
+        let session = SessionId::parse("s-cap").expect("id");
+        let server = serve(&socket, Arc::downgrade(&served), session).expect("served");
+        let mut raw = UnixStream::connect(&socket).expect("connect");
+        raw.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        raw.write_all(b"{\"capability\":\"guessed\"}\n{\"op\":\"snapshot\",\"since\":0}\n")
+            .expect("write");
+        let mut answer = String::new();
+        let read = BufReader::new(&raw).read_line(&mut answer).unwrap_or(0);
+        assert_eq!(read, 0, "answered without the capability: {answer}");
+        let client = Client::connect(&socket, None).expect("Heartwood's client connects");
+        let refused = client.snapshot(0).expect_err("the stand-in answers closed");
+        assert!(
+            matches!(refused, GatewayError::Forwarded { .. }),
+            "the request was answered: {refused}"
+        );
+        let file = std::fs::read_dir(private_dir().expect("dir"))
+            .expect("list")
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().ends_with(".capability"))
+            .expect("the capability is kept in the private directory");
+        assert_eq!(file.metadata().expect("meta").mode() & 0o777, 0o600);
+        drop(server);
+    }
 
     #[test]
     fn a_long_session_path_is_served_from_the_users_private_directory() {
