@@ -37,11 +37,16 @@ pub(crate) fn fit(model: &Model, design: &Design) -> Result<Fit, StatsError> {
             }
         })
         .collect::<Result<_, _>>()?;
-    if matches!(model.errors, StdErrors::Hc2 | StdErrors::Hc3) {
+    // statsmodels applies no small-sample factor to HC1 for maximum-likelihood models and Stata
+    // applies n/(n−1): with no agreed meaning, HC1 is refused rather than guessed.
+    if matches!(
+        model.errors,
+        StdErrors::Hc1 | StdErrors::Hc2 | StdErrors::Hc3
+    ) {
         return Err(StatsError::UnsupportedErrors {
             kind: model.errors.name(),
             family: "binomial",
-            instead: "classical, hc0, hc1 or cluster",
+            instead: "classical, hc0 or cluster",
         });
     }
     let x: Vec<Vec<f64>> = (0..k).map(|j| design.column::<f64>(j)).collect();
@@ -255,18 +260,17 @@ fn covariance(
     let (groups, codes, factor): (usize, Vec<u32>, f64) = match &model.errors {
         StdErrors::Classical => return Ok(bread.clone()),
         StdErrors::Hc0 => (n, (0..n as u32).collect(), 1.0),
-        StdErrors::Hc1 => (n, (0..n as u32).collect(), n as f64 / (n - k) as f64),
         StdErrors::Cluster(labels) => {
             let (codes, levels) = encode(labels);
             let g = levels.len() as f64;
             let factor = g / (g - 1.0) * (n as f64 - 1.0) / (n - k) as f64;
             (levels.len(), codes, factor)
         }
-        StdErrors::Hc2 | StdErrors::Hc3 => {
+        StdErrors::Hc1 | StdErrors::Hc2 | StdErrors::Hc3 => {
             return Err(StatsError::UnsupportedErrors {
                 kind: model.errors.name(),
                 family: "binomial",
-                instead: "classical, hc0, hc1 or cluster",
+                instead: "classical, hc0 or cluster",
             });
         }
     };

@@ -91,7 +91,8 @@ pub enum StdErrors {
     Classical,
     /// White's heteroskedasticity-robust sandwich.
     Hc0,
-    /// HC0 × n/(n−k).
+    /// HC0 × n/(n−k) (linear models only: statsmodels and Stata disagree on its factor for
+    /// maximum-likelihood models).
     Hc1,
     /// Each squared residual divided by 1 − leverage (linear models only).
     Hc2,

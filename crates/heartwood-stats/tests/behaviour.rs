@@ -227,3 +227,20 @@ fn a_binomial_outcome_must_be_zero_or_one() {
     m.family = Family::Binomial;
     assert_eq!(fit(&m), Err(StatsError::NotBinary { row: 3, value: 2.0 }));
 }
+
+#[test]
+fn binomial_hc1_to_hc3_are_refused_rather_than_guessed() {
+    let mut m = model(
+        vec![0.0, 1.0, 0.0, 1.0, 1.0, 0.0],
+        vec![numeric("x", vec![1.0, 2.0, 3.0, 4.0, 2.5, 1.5])],
+    );
+    m.family = Family::Binomial;
+    for errors in [StdErrors::Hc1, StdErrors::Hc2, StdErrors::Hc3] {
+        m.errors = errors;
+        let error = fit(&m).expect_err("refused");
+        assert!(
+            error.to_string().contains("use classical, hc0 or cluster"),
+            "{error}"
+        );
+    }
+}
