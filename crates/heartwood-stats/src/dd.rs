@@ -32,11 +32,35 @@ fn quick_two_sum(a: f64, b: f64) -> (f64, f64) {
     (s, b - (s - a))
 }
 
-/// `a × b` as a rounded product and its exact error (one fused multiply-add).
+/// `a × b` as a rounded product and its exact error: one fused multiply-add where the build
+/// targets hardware FMA, Dekker's splitting otherwise (a library `fma` call per product would
+/// cost several times more). Exact unless the product overflows.
 #[inline]
 pub fn two_prod(a: f64, b: f64) -> (f64, f64) {
     let p = a * b;
-    (p, a.mul_add(b, -p))
+    #[cfg(target_feature = "fma")]
+    {
+        (p, a.mul_add(b, -p))
+    }
+    #[cfg(not(target_feature = "fma"))]
+    {
+        let (a_hi, a_lo) = split(a);
+        let (b_hi, b_lo) = split(b);
+        (
+            p,
+            ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo,
+        )
+    }
+}
+
+/// `a` as two halves of 26 bits each, `a = hi + lo` exactly (Veltkamp).
+#[cfg(not(target_feature = "fma"))]
+#[inline]
+fn split(a: f64) -> (f64, f64) {
+    const FACTOR: f64 = 134_217_729.0; // 2^27 + 1
+    let c = FACTOR * a;
+    let hi = c - (c - a);
+    (hi, a - hi)
 }
 
 impl Dd {
@@ -68,7 +92,7 @@ impl Dd {
     #[inline]
     pub fn mul_f64(self, b: f64) -> Dd {
         let (p, e) = two_prod(self.hi, b);
-        let e = self.lo.mul_add(b, e);
+        let e = self.lo * b + e;
         let (hi, lo) = quick_two_sum(p, e);
         Dd { hi, lo }
     }
@@ -141,7 +165,7 @@ impl Mul for Dd {
     #[inline]
     fn mul(self, b: Dd) -> Dd {
         let (p, e) = two_prod(self.hi, b.hi);
-        let e = self.hi.mul_add(b.lo, self.lo.mul_add(b.hi, e));
+        let e = self.hi * b.lo + self.lo * b.hi + e;
         let (hi, lo) = quick_two_sum(p, e);
         Dd { hi, lo }
     }

@@ -32,23 +32,42 @@ pub(crate) struct Design<'m> {
     pub scale: Vec<f64>,
     /// Rows.
     pub n: usize,
+    /// The cluster of each row, for cluster-robust errors.
+    pub clusters: Option<Clusters>,
 }
 
 /// Labels as codes `0..levels` in the sorted order of the distinct labels.
 pub(crate) fn encode(labels: &[String]) -> (Vec<u32>, Vec<&str>) {
-    let levels: Vec<&str> = labels
+    let mut seen: HashMap<&str, u32> = HashMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    let raw: Vec<u32> = labels
         .iter()
-        .map(String::as_str)
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
+        .map(|l| match seen.get(l.as_str()) {
+            Some(code) => *code,
+            None => {
+                let code = order.len() as u32;
+                seen.insert(l, code);
+                order.push(l);
+                code
+            }
+        })
         .collect();
-    let index: HashMap<&str, u32> = levels
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (*l, i as u32))
-        .collect();
-    let codes = labels.iter().map(|l| index[l.as_str()]).collect();
-    (codes, levels)
+    let mut sorted: Vec<usize> = (0..order.len()).collect();
+    sorted.sort_by_key(|i| order[*i]);
+    let mut remap = vec![0u32; order.len()];
+    for (new, old) in sorted.iter().enumerate() {
+        remap[*old] = new as u32;
+    }
+    let codes = raw.into_iter().map(|c| remap[c as usize]).collect();
+    (codes, sorted.into_iter().map(|i| order[i]).collect())
+}
+
+/// Cluster labels as codes, with the number of clusters.
+pub(crate) struct Clusters {
+    /// A code per row.
+    pub codes: Vec<u32>,
+    /// How many clusters.
+    pub count: usize,
 }
 
 impl<'m> Design<'m> {
@@ -62,6 +81,16 @@ impl<'m> Design<'m> {
             names: Vec::new(),
             scale: Vec::new(),
             n,
+            clusters: match &model.errors {
+                crate::model::StdErrors::Cluster(labels) => {
+                    let (codes, levels) = encode(labels);
+                    Some(Clusters {
+                        codes,
+                        count: levels.len(),
+                    })
+                }
+                _ => None,
+            },
         };
         if model.intercept {
             design.push("intercept".to_owned(), Source::Ones);
@@ -239,19 +268,18 @@ impl<'m> Design<'m> {
     /// `Σ_i x_ij v_i` in double-double on the unrounded data (scaled column `j`).
     pub fn dot(&self, j: usize, v: &[Dd]) -> Dd {
         let sum = match &self.sources[j] {
-            Source::Ones => v.iter().fold(Dd::ZERO, |acc, x| acc + *x),
+            Source::Ones => sum4(v.iter().copied()),
             Source::Data(c) => match c.values() {
-                Values::Float(x) => x
+                Values::Float(x) => sum4(x.iter().zip(v).map(|(x, v)| v.mul_f64(*x))),
+                Values::Exact(x) => sum4(x.iter().zip(v).map(|(x, v)| *x * *v)),
+            },
+            Source::Indicator { codes, level } => sum4(
+                self.codes[*codes]
                     .iter()
                     .zip(v)
-                    .fold(Dd::ZERO, |acc, (x, v)| acc + v.mul_f64(*x)),
-                Values::Exact(x) => x.iter().zip(v).fold(Dd::ZERO, |acc, (x, v)| acc + *x * *v),
-            },
-            Source::Indicator { codes, level } => self.codes[*codes]
-                .iter()
-                .zip(v)
-                .filter(|(c, _)| *c == level)
-                .fold(Dd::ZERO, |acc, (_, v)| acc + *v),
+                    .filter(|(c, _)| *c == level)
+                    .map(|(_, v)| *v),
+            ),
         };
         sum.mul_f64(self.scale[j])
     }
@@ -264,6 +292,15 @@ impl<'m> Design<'m> {
         }
         r
     }
+}
+
+/// A double-double sum in four interleaved accumulators (independent dependency chains).
+fn sum4(terms: impl Iterator<Item = Dd>) -> Dd {
+    let mut acc = [Dd::ZERO; 4];
+    for (i, t) in terms.enumerate() {
+        acc[i & 3] += t;
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3])
 }
 
 /// The power of two that brings `max` into [½, 1) (1 for zero).

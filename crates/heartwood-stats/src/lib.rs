@@ -41,11 +41,10 @@ pub use report::{Coefficient, Fit, Precision, Status};
 /// certified is a [`Fit`] with [`Status::Unreliable`].
 pub fn fit(model: &Model) -> Result<Fit, StatsError> {
     let design = design::Design::build(model)?;
-    if let StdErrors::Cluster(labels) = &model.errors {
-        let groups = design::encode(labels).1.len();
-        if groups < 2 {
-            return Err(StatsError::TooFewClusters(groups));
-        }
+    if let Some(clusters) = &design.clusters
+        && clusters.count < 2
+    {
+        return Err(StatsError::TooFewClusters(clusters.count));
     }
     match model.family {
         Family::Gaussian => Ok(linear::fit(model, &design)),

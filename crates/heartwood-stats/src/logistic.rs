@@ -7,7 +7,7 @@
 //! as no convergence, a singular information matrix, or fitted probabilities within 10⁻¹³ of
 //! 0 or 1 (|linear predictor| > 30); each makes the fit `unreliable`.
 
-use crate::design::{Design, encode};
+use crate::design::Design;
 use crate::error::StatsError;
 use crate::model::{Model, StdErrors};
 use crate::qr::{Qr, condition_number};
@@ -73,7 +73,7 @@ pub(crate) fn fit(model: &Model, design: &Design) -> Result<Fit, StatsError> {
     });
     let covariance = match &doubt {
         Some(_) => None,
-        None => Some(covariance(model, &x, &y, &newton)?),
+        None => Some(covariance(model, design, &x, &y, &newton)?),
     };
     for (j, name) in design.names.iter().enumerate() {
         let estimate = newton.beta[j] * design.scale[j];
@@ -246,6 +246,7 @@ fn log_likelihood(y: &[f64], eta: &[f64]) -> f64 {
 /// The covariance of the scaled coefficients.
 fn covariance(
     model: &Model,
+    design: &Design,
     x: &[Vec<f64>],
     y: &[f64],
     newton: &Newton,
@@ -260,12 +261,14 @@ fn covariance(
     let (groups, codes, factor): (usize, Vec<u32>, f64) = match &model.errors {
         StdErrors::Classical => return Ok(bread.clone()),
         StdErrors::Hc0 => (n, (0..n as u32).collect(), 1.0),
-        StdErrors::Cluster(labels) => {
-            let (codes, levels) = encode(labels);
-            let g = levels.len() as f64;
-            let factor = g / (g - 1.0) * (n as f64 - 1.0) / (n - k) as f64;
-            (levels.len(), codes, factor)
-        }
+        StdErrors::Cluster(_) => match &design.clusters {
+            Some(clusters) => {
+                let g = clusters.count as f64;
+                let factor = g / (g - 1.0) * (n as f64 - 1.0) / (n - k) as f64;
+                (clusters.count, clusters.codes.clone(), factor)
+            }
+            None => return Ok(bread.clone()),
+        },
         StdErrors::Hc1 | StdErrors::Hc2 | StdErrors::Hc3 => {
             return Err(StatsError::UnsupportedErrors {
                 kind: model.errors.name(),
