@@ -32,7 +32,9 @@ pub fn parse_decimal(text: &str) -> Result<Dd, DecimalError> {
         b'+' => (false, 1),
         _ => (false, 0),
     };
-    let mut digits: Vec<u8> = Vec::with_capacity(KEPT_DIGITS);
+    // Kept digits, on the stack (a table holds millions of cells).
+    let mut kept = [0u8; KEPT_DIGITS];
+    let mut count = 0;
     let mut any_digit = false;
     // The decimal exponent of the last kept digit.
     let mut exponent: i64 = 0;
@@ -41,9 +43,10 @@ pub fn parse_decimal(text: &str) -> Result<Dd, DecimalError> {
         match bytes[at] {
             b @ b'0'..=b'9' => {
                 any_digit = true;
-                let leading_zero = b == b'0' && digits.is_empty();
-                if digits.len() < KEPT_DIGITS && !leading_zero {
-                    digits.push(b - b'0');
+                let leading_zero = b == b'0' && count == 0;
+                if count < KEPT_DIGITS && !leading_zero {
+                    kept[count] = b - b'0';
+                    count += 1;
                     if after_point {
                         exponent -= 1;
                     }
@@ -68,14 +71,15 @@ pub fn parse_decimal(text: &str) -> Result<Dd, DecimalError> {
     if at < bytes.len() {
         exponent += exponent_part(&bytes[at + 1..])?;
     }
-    if digits.is_empty() {
+    if count == 0 {
         return Ok(Dd::ZERO);
     }
-    let magnitude_exponent = exponent + digits.len() as i64;
+    let digits = &kept[..count];
+    let magnitude_exponent = exponent + count as i64;
     if !(-i64::from(MAX_EXPONENT)..=i64::from(MAX_EXPONENT)).contains(&magnitude_exponent) {
         return Err(DecimalError::Range);
     }
-    let mantissa = mantissa(&digits);
+    let mantissa = mantissa(digits);
     let scaled = scale(mantissa, exponent as i32);
     if !scaled.is_finite() {
         return Err(DecimalError::Range);
