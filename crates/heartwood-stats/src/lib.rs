@@ -31,7 +31,7 @@ mod report;
 pub use column::{CellError, Column};
 pub use error::StatsError;
 pub use linear::{CERTIFIED_ERROR, EXACT_BUDGET, EXACT_LIMIT};
-pub use logistic::{MAX_ITERATIONS, STEP_TOLERANCE};
+pub use logistic::{CERTIFIED_ERROR as LOGISTIC_CERTIFIED_ERROR, MAX_ITERATIONS, STEP_TOLERANCE};
 pub use model::{
     Family, MAX_CELLS, MAX_COEFFICIENTS, MAX_LEVELS, MAX_ROWS, Model, Predictor, StdErrors,
 };

@@ -17,6 +17,11 @@ use crate::report::{Fit, Precision};
 pub const MAX_ITERATIONS: usize = 100;
 /// The relative step below which Newton's method has converged.
 pub const STEP_TOLERANCE: f64 = 1e-10;
+/// A small dense matrix, row by row.
+type Matrix = Vec<Vec<f64>>;
+
+/// A logistic fit is certified when its estimated relative error is below this.
+pub const CERTIFIED_ERROR: f64 = 1e-8;
 /// |linear predictor| beyond which a fitted probability is 0 or 1 for practical purposes.
 const SEPARATION_ETA: f64 = 30.0;
 
@@ -62,15 +67,25 @@ pub(crate) fn fit(model: &Model, design: &Design) -> Result<Fit, StatsError> {
 
     let newton = newton(&x, &y);
     fit.iterations = Some(newton.iterations);
-    let doubt = newton.doubt.clone().or_else(|| {
-        let max_eta = newton.eta.iter().fold(0.0f64, |m, e| m.max(e.abs()));
-        (max_eta > SEPARATION_ETA).then(|| {
-            "some fitted probabilities are 0 or 1 (complete or quasi-complete separation): \
-             a predictor or combination predicts the outcome perfectly for some rows, so the \
-             estimates are infinite; drop or merge that predictor or category"
-                .to_owned()
-        })
+    let max_eta = newton.eta.iter().fold(0.0f64, |m, e| m.max(e.abs()));
+    let separated = (max_eta > SEPARATION_ETA).then(|| {
+        "some fitted probabilities are 0 or 1 (complete or quasi-complete separation): a \
+         predictor or combination predicts the outcome perfectly for some rows, so the \
+         estimates are infinite; drop or merge that predictor or category"
+            .to_owned()
     });
+    // At the optimum, errors grow with the information's condition number κ(W^½X)²; fewer
+    // than 8 certain digits is unreliable.
+    let bound = 10.0 * k as f64 * f64::EPSILON / 2.0 * newton.weighted_condition.powi(2);
+    let collinear = (!(bound.is_finite() && bound <= CERTIFIED_ERROR)).then(|| {
+        format!(
+            "the predictors are nearly collinear where the data lie (weighted condition number \
+             {:.3e}): double precision cannot certify 8 digits; drop or combine collinear \
+             predictors",
+            newton.weighted_condition
+        )
+    });
+    let doubt = newton.doubt.clone().or(separated).or(collinear);
     let covariance = match &doubt {
         Some(_) => None,
         None => Some(covariance(model, design, &x, &y, &newton)?),
@@ -96,6 +111,8 @@ struct Newton {
     eta: Vec<f64>,
     /// The inverse information at `beta` (scaled basis).
     inverse: Vec<Vec<f64>>,
+    /// The condition number of `W^½ X` at `beta` (the square root of the information's).
+    weighted_condition: f64,
     iterations: usize,
     doubt: Option<String>,
 }
@@ -125,6 +142,7 @@ fn newton(x: &[Vec<f64>], y: &[f64]) -> Newton {
     let mut iterations = 0;
     let mut converged = false;
     let mut inverse = Vec::new();
+    let mut weighted_condition = f64::INFINITY;
     let mut eta = linear_predictor(x, &beta, n);
     while iterations < MAX_ITERATIONS {
         iterations += 1;
@@ -134,11 +152,12 @@ fn newton(x: &[Vec<f64>], y: &[f64]) -> Newton {
             .iter()
             .map(|c| c.iter().zip(y).zip(&p).map(|((x, y), p)| x * (y - p)).sum())
             .collect();
-        let Some(inv) = information_inverse(x, &w) else {
+        let Some((inv, _)) = information_inverse(x, &w) else {
             return Newton {
                 beta,
                 eta,
                 inverse,
+                weighted_condition,
                 iterations,
                 doubt: Some(
                     "the information matrix is singular: the predictors are collinear or the \
@@ -166,7 +185,10 @@ fn newton(x: &[Vec<f64>], y: &[f64]) -> Newton {
             converged = true;
             let p: Vec<f64> = eta.iter().map(|e| probability(*e)).collect();
             let w: Vec<f64> = p.iter().map(|p| p * (1.0 - p)).collect();
-            inverse = information_inverse(x, &w).unwrap_or(inv);
+            if let Some((final_inverse, l)) = information_inverse(x, &w) {
+                inverse = final_inverse;
+                weighted_condition = condition_number(&l);
+            }
             break;
         }
     }
@@ -174,6 +196,7 @@ fn newton(x: &[Vec<f64>], y: &[f64]) -> Newton {
         beta,
         eta,
         inverse,
+        weighted_condition,
         iterations,
         doubt: (!converged).then(|| {
             format!(
@@ -185,8 +208,9 @@ fn newton(x: &[Vec<f64>], y: &[f64]) -> Newton {
     }
 }
 
-/// `(Xᵀ W X)⁻¹` by Cholesky, or `None` when it is not numerically positive definite.
-fn information_inverse(x: &[Vec<f64>], w: &[f64]) -> Option<Vec<Vec<f64>>> {
+/// `(Xᵀ W X)⁻¹` by Cholesky, with the Cholesky factor, or `None` when it is not numerically
+/// positive definite.
+fn information_inverse(x: &[Vec<f64>], w: &[f64]) -> Option<(Matrix, Matrix)> {
     let k = x.len();
     let mut h = vec![vec![0.0; k]; k];
     for a in 0..k {
@@ -232,7 +256,7 @@ fn information_inverse(x: &[Vec<f64>], w: &[f64]) -> Option<Vec<Vec<f64>>> {
             row[c] = v[i];
         }
     }
-    Some(inverse)
+    Some((inverse, l))
 }
 
 /// `Σ yᵢηᵢ − log(1 + e^ηᵢ)`, computed without overflow.

@@ -244,3 +244,24 @@ fn binomial_hc1_to_hc3_are_refused_rather_than_guessed() {
         );
     }
 }
+
+#[test]
+fn logistic_regression_on_nearly_collinear_predictors_is_unreliable() {
+    let n = 200;
+    let x = noise(11, n);
+    let near: Vec<f64> = x
+        .iter()
+        .zip(noise(12, n))
+        .map(|(a, b)| a + 1e-7 * b)
+        .collect();
+    let y: Vec<f64> = noise(13, n).iter().map(|v| f64::from(*v > 0.0)).collect();
+    let mut m = model(y, vec![numeric("x", x), numeric("near", near)]);
+    m.family = Family::Binomial;
+    let fit = fit(&m).expect("a fit");
+    assert_eq!(fit.status, Status::Unreliable);
+    assert!(
+        fit.reason.as_deref().unwrap_or("").contains("collinear"),
+        "{:?}",
+        fit.reason
+    );
+}
