@@ -56,12 +56,9 @@ pub(crate) fn fit(model: &Model, design: &Design) -> Fit {
 fn solve<T: Real>(model: &Model, design: &Design, y: &[Dd]) -> Solution {
     let k = design.k();
     let x: Vec<Vec<T>> = (0..k).map(|j| design.column::<T>(j)).collect();
-    let keep_x = !matches!(model.errors, StdErrors::Classical);
-    let qr = if keep_x {
-        Qr::factor(x.clone())
-    } else {
-        Qr::factor(x)
-    };
+    // The factorization takes the columns over; robust errors materialize them again later
+    // rather than holding a second copy through the factorization.
+    let qr = Qr::factor(x);
     let r = qr.r_f64();
     let scaled_condition = condition_number(&r);
     // Householder QR's errors grow with k and the condition number; 10·k·u·κ bounds them for
@@ -90,7 +87,7 @@ fn solve<T: Real>(model: &Model, design: &Design, y: &[Dd]) -> Solution {
     let covariance = if doubt.is_some() {
         Vec::new()
     } else {
-        let keep: Vec<Vec<T>> = if keep_x {
+        let keep: Vec<Vec<T>> = if !matches!(model.errors, StdErrors::Classical) {
             (0..k).map(|j| design.column::<T>(j)).collect()
         } else {
             Vec::new()
