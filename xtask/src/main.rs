@@ -36,7 +36,7 @@ enum Task {
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
         /// Which benchmark: `journal`, `agent`, `backends`, `gateway`, `workspace`, `tui`, `workflow`, `web`, `sandbox`, `batch`,
-        /// `web-load`, `page` (first paint in Chromium) or `notebook`.
+        /// `web-load`, `page` (first paint in Chromium), `notebook` or `stats`.
         name: String,
     },
     /// Build the libFuzzer targets in fuzz/ (nightly toolchain) and fuzz each for a while,
@@ -94,8 +94,9 @@ fn main() -> Result<()> {
             "sandbox" => bench::sandbox::run(),
             "batch" => bench::batch::run(),
             "review" => bench::review::run(),
+            "stats" => bench::stats::run(),
             other => bail!(
-                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, page, notebook, models, sandbox, batch, review"
+                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, page, notebook, models, sandbox, batch, review, stats"
             ),
         },
         Task::Fuzz {
@@ -107,6 +108,7 @@ fn main() -> Result<()> {
         Task::BenchChild { step, arg } => match step.strip_prefix("agent-") {
             Some(steps) => bench::agent::child(steps.parse()?, &arg),
             None if step == "gateway-memory" => bench::gateway::child(&arg),
+            None if step == "stats-large" => bench::stats::child(),
             None if step == "gateway-steps" => bench::gateway::steps_child(&arg),
             None if step == "workspace-memory" => bench::workspace::child(&arg),
             None => bench::journal::child(&step, &arg),

@@ -42,6 +42,7 @@ mod review;
 mod serve;
 mod sessions;
 mod skills;
+mod stats;
 mod status;
 mod workflow;
 mod workspace;
@@ -108,6 +109,9 @@ enum Command {
     /// Batches: one workflow or task over many datasets, locally or as a Slurm job array.
     #[command(subcommand)]
     Batch(batch::BatchCommand),
+    /// Statistics reference: fit linear and logistic models to a CSV table (needs no project).
+    #[command(subcommand)]
+    Stats(stats::StatsCommand),
     /// Print a shell completion script, e.g. `heartwood completions bash > ~/.local/share/bash-completion/completions/heartwood`.
     Completions {
         /// The shell.
@@ -126,12 +130,16 @@ fn main() -> ExitCode {
         output::bytes(&script);
         return ExitCode::SUCCESS;
     }
-    let result = heartwood_gateway::ProjectContext::current()
-        .map_err(anyhow::Error::from)
-        .and_then(|project| match cli.command {
-            None => tui::run(project),
-            Some(command) => run(project, command),
-        });
+    let result = match cli.command {
+        // Reads the named table only: no project is looked for.
+        Some(Command::Stats(cmd)) => stats::run(cmd),
+        command => heartwood_gateway::ProjectContext::current()
+            .map_err(anyhow::Error::from)
+            .and_then(|project| match command {
+                None => tui::run(project),
+                Some(command) => run(project, command),
+            }),
+    };
     match result {
         Ok(code) => code,
         Err(err) => {
@@ -176,6 +184,7 @@ fn run(project: heartwood_gateway::ProjectContext, command: Command) -> anyhow::
         Command::Replay(args) => replay::run(&project, args),
         Command::Batch(cmd) => batch::run(cmd),
         Command::Notebook(cmd) => notebook::run(cmd),
+        Command::Stats(cmd) => stats::run(cmd),
         Command::Completions { .. } => Ok(ExitCode::SUCCESS),
     }
 }

@@ -8,6 +8,9 @@
 //! [`transcript`], and [`SessionAdmin`], the administrative view of the project's sessions:
 //! list, show, verify, checkpoint, export, recover, remove.
 //!
+//! The [`stats`] reference (heartwood-stats: linear and logistic models) is reached here too:
+//! interfaces read a table through it and print the fit.
+//!
 //! The project's services (which project, its configuration, platform, sign-in, route checks,
 //! the startup planner, local models, skills) are heartwood-project's, below this crate; they
 //! are re-exported here so that interfaces keep one door.
@@ -37,6 +40,7 @@ pub mod review;
 mod review_evidence;
 pub mod session_diff;
 pub mod startup;
+pub mod stats;
 pub mod transcript;
 pub mod translate;
 mod worker;

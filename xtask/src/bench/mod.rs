@@ -11,6 +11,7 @@ pub mod notebook;
 pub mod page;
 pub mod review;
 pub mod sandbox;
+pub mod stats;
 pub mod tui;
 pub mod web;
 pub mod web_load;
