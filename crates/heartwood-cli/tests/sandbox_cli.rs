@@ -162,3 +162,93 @@ async fn a_waiting_set_shows_each_commands_confinement_and_leaving_the_sandbox_i
         "the review shows where each command runs: {printed}"
     );
 }
+
+/// A harmless first word followed by a newline, `;`, `&&`, a substitution or a process
+/// substitution is not a plain pipeline of readers: under the low-risk policy the set waits
+/// for a person, and the program after the first word has not run.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chained_command_after_a_reader_waits_for_a_person() {
+    let project = tempfile::tempdir().expect("project");
+    let p = project.path();
+    if !sandboxed(p) {
+        return;
+    }
+    std::fs::write(p.join("input"), "a\n").expect("input");
+    for chained in [
+        "ls\ntouch ran-newline",
+        "ls; touch ran-semicolon",
+        "cat input && touch ran-and",
+        "echo $(touch ran-substitution)",
+        "cat <(touch ran-process)",
+        "ls `touch ran-backtick`",
+    ] {
+        let server =
+            ScriptedModelServer::start(Script::of(vec![calls(&[json!({ "command": chained })])]))
+                .await
+                .expect("server");
+        connect_scripted(p, &server.base_url());
+        let out = heartwood(p, &["exec", "--policy", "low-risk", "look around"]);
+        assert_eq!(
+            code(&out),
+            3,
+            "{chained:?} must wait: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        let ran: Vec<_> = std::fs::read_dir(p)
+            .expect("list")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("ran-"))
+            .collect();
+        assert!(
+            ran.is_empty(),
+            "{chained:?} ran without a decision: {ran:?}"
+        );
+    }
+}
+
+/// A credential inside an allowed variable's value (URL user-info in a package index or a
+/// proxy) never reaches a command, so never the model or the journal; the variable itself
+/// does, without it.
+#[tokio::test(flavor = "multi_thread")]
+async fn credentials_inside_allowed_values_do_not_reach_commands() {
+    let project = tempfile::tempdir().expect("project");
+    let p = project.path();
+    if !sandboxed(p) {
+        return;
+    }
+    let server = ScriptedModelServer::start(Script::of(vec![
+        calls(&[json!({"command": "cat /proc/self/environ"})]),
+        finish("looked"),
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(p, &server.base_url());
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["exec", "--policy", "low-risk", "show the environment"])
+        .current_dir(p)
+        .env(
+            "PIP_INDEX_URL",
+            "https://reader:PIP-TOKEN-4471@pypi.example.org/simple",
+        )
+        .env(
+            "https_proxy",
+            "http://alice:PROXY-PASSWORD-0933@proxy.example.org:3128",
+        )
+        .output()
+        .await
+        .expect("heartwood");
+    assert_eq!(code(&out), 0, "{}{}", text(&out.stdout), text(&out.stderr));
+    let journal: String = std::fs::read_dir(p.join(".heartwood/sessions"))
+        .expect("sessions")
+        .flatten()
+        .map(|s| std::fs::read_to_string(s.path().join("events.jsonl")).unwrap_or_default())
+        .collect();
+    assert!(
+        journal.contains("pypi.example.org/simple") && journal.contains("proxy.example.org:3128"),
+        "the variables themselves reach the command: {journal}"
+    );
+    for secret in ["PIP-TOKEN-4471", "PROXY-PASSWORD-0933"] {
+        assert!(!journal.contains(secret), "{secret} reached the journal");
+    }
+}

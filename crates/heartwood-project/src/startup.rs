@@ -57,6 +57,10 @@ pub fn plan(project: &ProjectContext, sessions: SessionsSeen) -> StartupPlan {
             Some(e.to_string()),
         ),
     };
+    let scrubbed = config
+        .as_ref()
+        .map(|c| c.tool_env(&platform).scrubbed())
+        .unwrap_or_default();
     let (phase, explanation, next_action, route) = verdict(
         project,
         sessions.interrupted.as_ref(),
@@ -70,7 +74,7 @@ pub fn plan(project: &ProjectContext, sessions: SessionsSeen) -> StartupPlan {
         next_action,
         route,
         platform,
-        sandbox: sandbox_summary(),
+        sandbox: sandbox_summary(&scrubbed),
         sessions: sessions.count,
         pending_decisions: sessions.pending_decisions,
         stopped_sessions: sessions.stopped_sessions,
@@ -402,16 +406,27 @@ pub fn probe(base_url: &str) -> Result<(), Unreachable> {
     Err(last)
 }
 
-/// How this machine confines tool processes, as the plan says it.
-fn sandbox_summary() -> heartwood_events::startup::SandboxSummary {
+/// How this machine confines tool processes, as the plan says it; `scrubbed` names the
+/// allowed variables whose values carry a credential that commands get without.
+fn sandbox_summary(scrubbed: &[String]) -> heartwood_events::startup::SandboxSummary {
     let found = heartwood_agent::tools::sandbox::support();
+    let scrubbed = match scrubbed {
+        [] => String::new(),
+        names => format!(
+            "; {} reach commands with the credential in their value taken out",
+            names.join(", ")
+        ),
+    };
     heartwood_events::startup::SandboxSummary {
         enforcing: found.enforcing,
         detail: if found.enforcing {
             format!(
                 "commands run confined ({}): read-only when run without review, writing only \
-                 inside the project when you allow them",
-                found.detail
+                 inside the project when you allow them; they see the system's directories, \
+                 the project and the data mounts listed here, nothing else of this machine, and no \
+                 network; limits: {}{scrubbed}",
+                found.detail,
+                heartwood_agent::tools::sandbox::Limits::default().describe()
             )
         } else {
             format!(

@@ -38,6 +38,21 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// The limits in words, as `heartwood status` says them.
+    pub fn describe(&self) -> String {
+        let gib = |b: u64| format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30));
+        format!(
+            "memory {} a process, {} processes, files up to {}, /tmp {}, home {}",
+            gib(self.memory_bytes),
+            self.processes,
+            gib(self.file_bytes),
+            gib(self.tmp_bytes),
+            gib(self.home_bytes)
+        )
+    }
+}
+
 /// The machine's memory, from `/proc/meminfo`.
 fn machine_memory() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
