@@ -8,7 +8,7 @@ use std::path::Path;
 
 use heartwood_testkit::{Fault, Script, ScriptedModelServer, Turn};
 use serde_json::{Value, json};
-use support::{code, finish, heartwood, heartwood_async, text};
+use support::{code, connect_scripted, finish, heartwood, heartwood_async, text};
 
 /// Connects `project` to `server` with a deadline of `seconds` for one model call.
 fn connect(project: &Path, server: &ScriptedModelServer, seconds: &str) {
@@ -155,4 +155,56 @@ async fn every_model_fault_is_classified_and_the_session_carries_on() {
         "1000 tool calls",
     )
     .await;
+}
+
+/// The heddle document: "A failed turn is recorded too, with its error, but contributes nothing
+/// to the history a later run sees." After a task whose model call failed, the next task's
+/// request carries neither the failed task's text nor any message twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_turn_feeds_nothing_to_the_next_run() {
+    let server = ScriptedModelServer::start(Script::of(vec![
+        finish("first answered"),
+        status(400),
+        finish("third answered"),
+    ]))
+    .await
+    .expect("server");
+    let project = tempfile::tempdir().expect("project");
+    connect_scripted(project.path(), &server.base_url());
+    let run = |task: &'static str, session: Option<&'static str>| {
+        let mut args = vec!["exec"];
+        if let Some(s) = session {
+            args.extend(["--session", s]);
+        }
+        args.push(task);
+        heartwood(project.path(), &args)
+    };
+    assert!(run("FIRST-TASK", None).status.success());
+    let failed = run("FAILED-TASK", Some("last"));
+    assert!(!failed.status.success(), "the second task's call failed");
+    assert!(
+        said(project.path()).contains("400"),
+        "the failure is recorded"
+    );
+    let third = run("THIRD-TASK", Some("last"));
+    assert!(third.status.success(), "{}", text(&third.stderr));
+    let requests = server.requests();
+    let last = requests.last().expect("a request");
+    let users: Vec<&str> = last["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(
+        !users.iter().any(|u| u.contains("FAILED-TASK")),
+        "the failed turn reached the next run: {users:?}"
+    );
+    assert_eq!(
+        users.iter().filter(|u| u.contains("FIRST-TASK")).count(),
+        1,
+        "an earlier message is sent once: {users:?}"
+    );
+    assert!(users.iter().any(|u| u.contains("THIRD-TASK")), "{users:?}");
 }

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{AgentEvent, ConversationState, EventKind, Speaker};
+use super::{AgentEvent, ConversationState, EventKind, ExecutionStatus, Speaker};
 use crate::model::{ChatMessage, ToolCall};
 
 /// One model reply's tool calls, waiting to be written with their results.
@@ -45,9 +45,10 @@ pub fn model_view(
     events: &[AgentEvent],
     state: &ConversationState,
 ) -> Vec<ChatMessage> {
+    let failed = failed_turns(events);
     let visible: Vec<&AgentEvent> = events
         .iter()
-        .filter(|e| !state.forgotten.contains(&e.id))
+        .filter(|e| !state.forgotten.contains(&e.id) && !failed.contains(&e.id))
         .collect();
     let mut messages = vec![ChatMessage::System {
         content: system_prompt.to_owned(),
@@ -56,11 +57,60 @@ pub fn model_view(
     messages
 }
 
+/// The events of failed turns that a later turn followed: a turn opens with the researcher's
+/// message while no run is going, and takes every event up to the next such message. One
+/// whose last run ended in an error contributes nothing to the history a later run sees (the
+/// heddle document: "A question the model already ignored once is not worth showing it
+/// again"); the log keeps it, with its error. Running it again without a new message
+/// continues the same turn, which then is not failed unless that run fails too.
+fn failed_turns(events: &[AgentEvent]) -> HashSet<u64> {
+    let mut failed = HashSet::new();
+    let mut turn: Vec<u64> = Vec::new();
+    let mut running = false;
+    let mut ended_in_error = false;
+    for event in events {
+        match &event.kind {
+            EventKind::Message {
+                speaker: Speaker::User,
+                ..
+            } if !running => {
+                if ended_in_error {
+                    failed.extend(turn.drain(..));
+                }
+                turn.clear();
+                ended_in_error = false;
+            }
+            EventKind::Status { status } => {
+                running = *status == ExecutionStatus::Running;
+                if running || *status == ExecutionStatus::Error {
+                    ended_in_error = *status == ExecutionStatus::Error;
+                }
+            }
+            _ => {}
+        }
+        turn.push(event.id);
+    }
+    failed
+}
+
 /// Appends the messages of `new_events` to a view derived (without condensation) from the
 /// events before them, so the view grows with each step instead of being derived again.
 /// Returns `false`, appending nothing, unless the new events are self-contained: every action
 /// among them has its result among them, and every result among them answers one of them.
+/// A message from the researcher among them is never appended (it may close a failed turn,
+/// which the view must then leave out: the whole view is derived again).
 pub fn extend_view(messages: &mut Vec<ChatMessage>, new_events: &[AgentEvent]) -> bool {
+    if new_events.iter().any(|e| {
+        matches!(
+            e.kind,
+            EventKind::Message {
+                speaker: Speaker::User,
+                ..
+            }
+        )
+    }) {
+        return false;
+    }
     let actions: HashSet<u64> = new_events
         .iter()
         .filter(|e| matches!(e.kind, EventKind::Action { .. }))
