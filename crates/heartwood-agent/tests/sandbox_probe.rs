@@ -283,3 +283,80 @@ async fn a_descriptor_heartwood_inherited_is_closed_inside() {
     );
     let _ = std::io::stderr().flush();
 }
+
+/// A one-request HTTP server on the host's loopback, answering `body` to every request.
+fn http_server(body: &'static str) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let mut buf = [0u8; 4096];
+            let _ = std::io::Read::read(&mut stream, &mut buf);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+/// Network off by default at every level; a host the project names is reached only through
+/// Heartwood's proxy, every connection (allowed or refused) is reported with the command's
+/// result, and a host it does not name is refused.
+#[tokio::test]
+async fn named_hosts_are_reached_through_the_proxy_and_nothing_else() {
+    if !heartwood_sandbox::required_by_test() {
+        return;
+    }
+    let h = home();
+    let port = http_server("FROM-THE-HOST");
+    let fetch = |host: &str| {
+        format!(
+            "python3 -c \"import urllib.request as u; print(u.urlopen('http://{host}:{port}/', timeout=10).read().decode())\" 2>&1 | tail -1; echo probe-ran"
+        )
+    };
+    let env =
+        heartwood_agent::tools::ToolEnvironment::default().reaching_hosts(["127.0.0.1".to_owned()]);
+    let sandbox = Sandbox::new(&h.project).with_home(Some(h.home.clone()));
+    let mut term = Terminal::with_environment(&h.project, TerminalLimits::default(), env)
+        .with_sandbox(sandbox);
+    for level in CONFINED {
+        let allowed = run(&mut term, &fetch("127.0.0.1"), level).await;
+        assert!(allowed.contains("FROM-THE-HOST"), "{level:?}: {allowed}");
+        assert!(
+            allowed.contains(&format!("[network: 127.0.0.1:{port} (")),
+            "{level:?}: the connection is reported: {allowed}"
+        );
+        let other = run(&mut term, &fetch("localhost"), level).await;
+        assert!(
+            other.contains("probe-ran") && !other.contains("FROM-THE-HOST"),
+            "{level:?}: {other}"
+        );
+        assert!(
+            other.contains(&format!("[network: localhost:{port} refused")),
+            "{level:?}: {other}"
+        );
+        let direct = run(
+            &mut term,
+            &format!("bash -c 'echo > /dev/tcp/127.0.0.1/{port} && echo DIRECT-CONNECTED' 2>&1; echo probe-ran"),
+            level,
+        )
+        .await;
+        assert!(
+            direct.contains("probe-ran") && !direct.contains("DIRECT-CONNECTED"),
+            "{level:?}: {direct}"
+        );
+    }
+    term.stop().await;
+    // Without named hosts nothing is reached, not even through a proxy variable.
+    let mut closed = terminal(&h);
+    let none = run(&mut closed, &fetch("127.0.0.1"), SandboxLevel::ProjectWrite).await;
+    assert!(
+        none.contains("probe-ran") && !none.contains("FROM-THE-HOST"),
+        "{none}"
+    );
+    closed.stop().await;
+}

@@ -138,8 +138,12 @@ impl SandboxLevel {
     /// The level in words, as every interface shows it.
     pub fn label(self) -> &'static str {
         match self {
-            SandboxLevel::ReadOnly => "read-only sandbox (no writes, no network)",
-            SandboxLevel::ProjectWrite => "sandbox: writes only inside the project",
+            SandboxLevel::ReadOnly => {
+                "read-only sandbox (no writes; no network beyond the project's named hosts)"
+            }
+            SandboxLevel::ProjectWrite => {
+                "sandbox: writes only inside the project; no network beyond the project's named hosts"
+            }
             SandboxLevel::Unsandboxed => "UNSANDBOXED: full access as your user",
         }
     }

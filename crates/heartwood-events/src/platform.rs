@@ -151,6 +151,9 @@ pub struct PlatformSummary {
     /// Environment variables the platform adds to the tools' allowlist.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_env_allow: Vec<String>,
+    /// Hosts the platform lets confined commands reach, through Heartwood's proxy only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<String>,
     /// The action policy a new session starts with unless one is chosen.
     pub default_policy: ActionPolicy,
     /// The platform in one line, as every interface shows it.

@@ -285,6 +285,11 @@ pub struct ProjectConfig {
     /// besides those the platform declares.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub data_mounts: Vec<MountDeclaration>,
+    /// Hosts the agent's confined commands may reach, through Heartwood's proxy only
+    /// (`"pypi.org"`, or `"*.example.org"` for its subdomains), besides those the platform
+    /// names. None: no network.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<String>,
     /// When the project sets no route of its own and `model` is the user's default route: the
     /// file it came from. Never written.
     #[serde(skip)]

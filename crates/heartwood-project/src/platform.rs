@@ -98,6 +98,9 @@ pub struct Deployment {
     /// Variables added to the tools' environment allowlist.
     #[serde(default)]
     pub tool_env_allow: Vec<String>,
+    /// Hosts confined commands may reach through Heartwood's proxy.
+    #[serde(default)]
+    pub network: Vec<String>,
     /// The host (and port) browsers use to reach the Jupyter server.
     pub jupyter_external_host: Option<String>,
     /// Replaces the Jupyter server's base path the adapter derives.
@@ -280,6 +283,7 @@ pub fn detect(surroundings: &Surroundings, project_mounts: &[MountDeclaration]) 
         credential_boundaries,
         data_mounts,
         tool_env_allow: allow,
+        network: declared.map(|d| d.network.clone()).unwrap_or_default(),
         default_policy: declared
             .and_then(|d| d.default_policy)
             .unwrap_or(ActionPolicy::AlwaysReview),
@@ -533,6 +537,7 @@ impl crate::config::ProjectConfig {
         heartwood_agent::tools::ToolEnvironment::default()
             .allowing(platform.tool_env_allow.clone())
             .allowing(self.tool_env_allow.clone())
+            .reaching_hosts(platform.network.iter().chain(&self.network).cloned())
     }
 
     /// The platform this project runs on, with the project's data mounts.

@@ -57,9 +57,10 @@ pub fn plan(project: &ProjectContext, sessions: SessionsSeen) -> StartupPlan {
             Some(e.to_string()),
         ),
     };
-    let scrubbed = config
-        .as_ref()
-        .map(|c| c.tool_env(&platform).scrubbed())
+    let tool_env = config.as_ref().map(|c| c.tool_env(&platform)).ok();
+    let scrubbed = tool_env.as_ref().map(|e| e.scrubbed()).unwrap_or_default();
+    let hosts = tool_env
+        .map(|e| e.network().hosts().to_vec())
         .unwrap_or_default();
     let (phase, explanation, next_action, route) = verdict(
         project,
@@ -74,7 +75,7 @@ pub fn plan(project: &ProjectContext, sessions: SessionsSeen) -> StartupPlan {
         next_action,
         route,
         platform,
-        sandbox: sandbox_summary(&scrubbed),
+        sandbox: sandbox_summary(&scrubbed, &hosts),
         sessions: sessions.count,
         pending_decisions: sessions.pending_decisions,
         stopped_sessions: sessions.stopped_sessions,
@@ -407,8 +408,12 @@ pub fn probe(base_url: &str) -> Result<(), Unreachable> {
 }
 
 /// How this machine confines tool processes, as the plan says it; `scrubbed` names the
-/// allowed variables whose values carry a credential that commands get without.
-fn sandbox_summary(scrubbed: &[String]) -> heartwood_events::startup::SandboxSummary {
+/// allowed variables whose values carry a credential that commands get without, `hosts` the
+/// hosts they may reach through Heartwood's proxy.
+fn sandbox_summary(
+    scrubbed: &[String],
+    hosts: &[String],
+) -> heartwood_events::startup::SandboxSummary {
     let found = heartwood_agent::tools::sandbox::support();
     let scrubbed = match scrubbed {
         [] => String::new(),
@@ -423,9 +428,18 @@ fn sandbox_summary(scrubbed: &[String]) -> heartwood_events::startup::SandboxSum
             format!(
                 "commands run confined ({}): read-only when run without review, writing only \
                  inside the project when you allow them; they see the system's directories, \
-                 the project and the data mounts listed here, nothing else of this machine, and no \
-                 network; limits: {}{scrubbed}",
+                 the project and the data mounts listed here, nothing else of this machine; {}; \
+                 limits: {}{scrubbed}",
                 found.detail,
+                if hosts.is_empty() {
+                    "no network".to_owned()
+                } else {
+                    format!(
+                        "the network only to {} through Heartwood's proxy, each connection \
+                         reported with the command's result",
+                        hosts.join(", ")
+                    )
+                },
                 heartwood_agent::tools::sandbox::Limits::default().describe()
             )
         } else {

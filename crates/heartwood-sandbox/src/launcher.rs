@@ -62,11 +62,21 @@ fn machine_memory() -> Option<u64> {
 }
 
 /// The prelude `bash -c` runs inside the sandbox; the program and its arguments follow as `$@`.
-pub(crate) fn prelude(limits: &Limits) -> String {
+/// With `bridge`, the first argument is the network bridge's script
+/// ([`crate::network`]), started in the background before the program, which starts once the
+/// bridge listens (or after two seconds without it: the program then has no network).
+pub(crate) fn prelude(limits: &Limits, bridge: bool) -> String {
+    let bridge = if bridge {
+        "/usr/bin/python3 -I -c \"$1\" </dev/null >/dev/null 2>&1 &\n\
+         shift\n\
+         i=0; until (: </dev/tcp/127.0.0.1/3128) 2>/dev/null || [ $i -ge 100 ]; do i=$((i+1)); sleep 0.02; done\n"
+    } else {
+        ""
+    };
     format!(
         "ulimit -HS -v {memory} && ulimit -HS -u {processes} && ulimit -HS -f {file} || exit 125\n\
          for fd in /proc/self/fd/*; do fd=${{fd##*/}}; if [ \"$fd\" -gt 2 ]; then exec {{fd}}>&-; fi; done\n\
-         exec \"$@\"",
+         {bridge}exec \"$@\"",
         memory = limits.memory_bytes / 1024,
         processes = limits.processes,
         // bash counts file sizes in 1024-byte blocks.

@@ -5,7 +5,8 @@
 //! them ([`support`]), the view a confined process gets ([`Sandbox`]: an allow-list of system
 //! directories, the project, a private `/tmp` and an empty home, never the host minus a list),
 //! the syscall filter bubblewrap installs ([`seccomp`]), the programs Heartwood itself runs over
-//! project files ([`host`]: by absolute path, with a minimal environment, confined), and opening
+//! project files ([`host`]: by absolute path, with a minimal environment, confined), the only way
+//! out to the network ([`network`]: a proxy for named hosts), and opening
 //! files beneath a directory without following a link out of it ([`beneath`]).
 //!
 //! Never: reads a command's text to decide its confinement (that is the kernel's), or hands a
@@ -18,6 +19,7 @@ mod error;
 pub mod host;
 mod launcher;
 mod level;
+pub mod network;
 pub mod seccomp;
 mod support;
 mod system;

@@ -40,6 +40,8 @@ pub struct Sandbox {
     /// The private home, when there is one to give.
     home: Option<PathBuf>,
     limits: Limits,
+    /// The network proxy's socket on the host, when commands may reach named hosts.
+    network: Option<PathBuf>,
 }
 
 /// A program ready to start confined: run `program` with `args`, and keep this value alive until
@@ -71,7 +73,15 @@ impl Sandbox {
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
             limits: Limits::default(),
+            network: None,
         }
+    }
+
+    /// Commands reach the network only through the proxy listening at `socket` (see
+    /// [`crate::network`]); without it they have none.
+    pub fn with_network(mut self, socket: Option<PathBuf>) -> Self {
+        self.network = socket;
+        self
     }
 
     /// Also reaches `directories` (path, writable), even where they lie inside a hidden
@@ -144,9 +154,12 @@ impl Sandbox {
         out.extend(["--".into(), system_program("bash")?.into_os_string()]);
         out.extend([
             "-c".into(),
-            prelude(&self.limits).into(),
+            prelude(&self.limits, self.network.is_some()).into(),
             PRELUDE_NAME.into(),
         ]);
+        if self.network.is_some() {
+            out.push(crate::network::BRIDGE.into());
+        }
         out.push(program.into_os_string());
         out.extend(args.iter().map(OsString::from));
         Ok(Confined {
@@ -235,6 +248,9 @@ impl Sandbox {
         }
         for path in &remount {
             arg(&[&"--remount-ro", path]);
+        }
+        if let Some(socket) = &self.network {
+            arg(&[&"--bind", socket, &crate::network::SOCKET_INSIDE]);
         }
         // The root itself (a fresh directory bubblewrap made) takes no new files.
         arg(&[&"--remount-ro", &"/", &"--chdir", &self.root]);

@@ -85,6 +85,8 @@ const SECRET_WORDS: [&str; 6] = ["TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD",
 pub struct ToolEnvironment {
     allow: Vec<String>,
     hidden: Vec<String>,
+    /// The hosts commands may reach through Heartwood's proxy (none: no network).
+    network: Vec<String>,
 }
 
 impl Default for ToolEnvironment {
@@ -100,6 +102,7 @@ impl ToolEnvironment {
         ToolEnvironment {
             allow,
             hidden: Vec::new(),
+            network: Vec::new(),
         }
     }
 
@@ -107,6 +110,17 @@ impl ToolEnvironment {
     pub fn allowing(mut self, more: impl IntoIterator<Item = String>) -> Self {
         self.allow.extend(more);
         self
+    }
+
+    /// Lets confined commands reach `hosts` (and nothing else) through Heartwood's proxy.
+    pub fn reaching_hosts(mut self, hosts: impl IntoIterator<Item = String>) -> Self {
+        self.network.extend(hosts);
+        self
+    }
+
+    /// The hosts confined commands may reach.
+    pub fn network(&self) -> heartwood_sandbox::network::NetworkPolicy {
+        heartwood_sandbox::network::NetworkPolicy::new(self.network.iter().cloned())
     }
 
     /// Leaves `names` out whatever the list says (a model route's credential).

@@ -105,6 +105,8 @@ pub struct Terminal {
     /// Where complete lines of a running command's output go as they arrive (progress; the
     /// observation still carries the output).
     progress: Option<OutputSink>,
+    /// The proxy to the hosts confined commands may reach, once a confined shell needed it.
+    proxy: Option<heartwood_sandbox::network::Proxy>,
 }
 
 /// Receives a running command's output, a complete line at a time.
@@ -221,6 +223,7 @@ impl Terminal {
             env,
             interrupt: super::InterruptHandle::default(),
             progress: None,
+            proxy: None,
         }
     }
 
@@ -299,6 +302,7 @@ impl Terminal {
         }
         shell.running = Some((marker, Instant::now()));
         let mut observation = self.collect(soft).await;
+        self.report_network(&mut observation);
         if restarted {
             observation.content = format!(
                 "[a new shell started for this command ({}): its working directory and \
@@ -326,7 +330,20 @@ impl Terminal {
                 ));
             }
         }
-        self.collect(soft).await
+        let mut observation = self.collect(soft).await;
+        self.report_network(&mut observation);
+        observation
+    }
+
+    /// Adds the connections the command asked for (each host, port, bytes and time, or why
+    /// it was refused) to its result, which the journal keeps.
+    fn report_network(&self, observation: &mut Observation) {
+        let Some(proxy) = &self.proxy else { return };
+        for connection in proxy.take_log() {
+            observation
+                .content
+                .push_str(&format!("\n[{}]", connection.describe()));
+        }
     }
 
     /// Gathers output until the running command's marker, the soft timeout, or the hard limit.
@@ -420,8 +437,16 @@ impl Terminal {
             }
             None => false,
         };
+        let network = self.env.network();
+        let reach = level != SandboxLevel::Unsandboxed && !network.is_empty();
+        if reach && self.proxy.is_none() {
+            self.proxy = Some(heartwood_sandbox::network::Proxy::start(network)?);
+        }
+        let socket = self.proxy.as_ref().filter(|_| reach).map(|p| p.socket());
         let confined = self
             .sandbox
+            .clone()
+            .with_network(socket)
             .wrap(level, "bash", &["--noprofile", "--norc"])
             .map_err(std::io::Error::other)?;
         let mut command = Command::new(&confined.program);
@@ -442,6 +467,23 @@ impl Terminal {
         if level != SandboxLevel::Unsandboxed {
             // The host's temporary folder is not in the sandbox's view; its own `/tmp` is.
             command.env("TMPDIR", "/tmp");
+            // The host's proxies are not reachable from the sandbox's network; Heartwood's is,
+            // where the project names hosts.
+            for var in [
+                "http_proxy",
+                "https_proxy",
+                "HTTP_PROXY",
+                "HTTPS_PROXY",
+                "no_proxy",
+                "NO_PROXY",
+            ] {
+                command.env_remove(var);
+            }
+            if reach {
+                for var in ["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"] {
+                    command.env(var, heartwood_sandbox::network::PROXY_URL);
+                }
+            }
         }
         let mut child = command.spawn()?;
         drop(confined);
