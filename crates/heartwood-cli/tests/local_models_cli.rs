@@ -373,4 +373,37 @@ fn a_catalog_model_downloads_validated_and_one_too_large_is_refused_first() {
         "{listed}"
     );
     assert_eq!(hub.fetched().len(), 1, "the import reached the hub");
+
+    // The specification: "The request is bound to the SHA-256 identity of the exact manifest
+    // shown during review." A hub download whose files match a catalog entry, reviewed with
+    // other settings (the catalog says 512 tokens of context), is stored exactly as reviewed.
+    let elsewhere = tempfile::tempdir().expect("elsewhere");
+    let from_hub = [
+        "model",
+        "download",
+        "heartwood-tests/tiny-GGUF",
+        "--revision",
+        "main",
+        "--context",
+        "4096",
+    ];
+    let reviewed = accept_sha(&hw(elsewhere.path(), &from_hub, &env));
+    let stored = hw(
+        elsewhere.path(),
+        &[&from_hub[..], &["--accept-license", &reviewed]].concat(),
+        &env,
+    );
+    assert!(stored.status.success(), "{}", text(&stored.stderr));
+    let listed: Value =
+        serde_json::from_slice(&hw(elsewhere.path(), &["model", "list", "--json"], &env).stdout)
+            .expect("json");
+    let from_hub = listed
+        .as_array()
+        .and_then(|l| l.iter().find(|m| m["name"] == "tiny-gguf"))
+        .unwrap_or_else(|| panic!("the download is listed: {listed}"));
+    assert_eq!(
+        from_hub["manifest_sha256"],
+        reviewed.as_str(),
+        "the stored manifest is the one reviewed and accepted: {listed}"
+    );
 }

@@ -347,13 +347,12 @@ impl ModelDesk {
         transfer: &Transfer,
     ) -> Result<ModelListing, ProjectError> {
         // Whatever fails, the transfer ends with it: a download is never left "running".
-        let result = Catalog::load().and_then(|catalog| {
-            let manifest = catalog
-                .rehydrate(&review.manifest)
-                .unwrap_or_else(|| review.manifest.clone());
-            Hub::from_env()?.download(
+        // What is fetched, stored and recorded is the reviewed manifest itself, never a
+        // catalog entry with the same files: the license decision is bound to its digest.
+        let result = Hub::from_env().and_then(|hub| {
+            hub.download(
                 &self.store,
-                &manifest,
+                &review.manifest,
                 provenance(WayIn::Download, review),
                 transfer,
             )
