@@ -177,6 +177,7 @@ async fn the_keyring_tracing_and_namespaces_are_refused_by_the_filter() {
          show('keyctl', libc.syscall({}, 0, -3, 1))\n\
          show('ptrace', libc.ptrace(0, 0, 0, 0))\n\
          show('unshare', libc.unshare(0x10000000))\n\
+         show('vsock', libc.socket(40, 1, 0))\n\
          print('probe-ran')\n",
         keyctl_number()
     );
@@ -190,7 +191,7 @@ async fn the_keyring_tracing_and_namespaces_are_refused_by_the_filter() {
     for level in CONFINED {
         let said = run(&mut term, "python3 probe.py", level).await;
         assert!(said.contains("probe-ran"), "{level:?}: {said}");
-        for call in ["keyctl", "ptrace", "unshare"] {
+        for call in ["keyctl", "ptrace", "unshare", "vsock"] {
             assert!(
                 said.contains(&format!("{call} REFUSED-1")),
                 "{level:?}: {call}: {said}"
@@ -359,4 +360,99 @@ async fn named_hosts_are_reached_through_the_proxy_and_nothing_else() {
         "{none}"
     );
     closed.stop().await;
+}
+
+/// Where Heartwood runs as root, the kernel's settings are still the host's: a "reader" that
+/// could write `/proc/sys/kernel/core_pattern` would run a program on the host at the next
+/// crash. Writing a setting back unchanged shows whether it can be written at all.
+#[tokio::test]
+async fn the_kernels_settings_cannot_be_written() {
+    if !heartwood_sandbox::required_by_test() {
+        return;
+    }
+    if !rustix::process::getuid().is_root() {
+        eprintln!("SKIPPED: only root can write kernel settings, so there is nothing to refuse");
+        return;
+    }
+    let h = home();
+    let setting = "/proc/sys/kernel/printk_ratelimit_burst";
+    let before = std::fs::read_to_string(setting).expect("setting");
+    let probe = format!(
+        "cat {setting} > /tmp/v && cat /tmp/v > {setting} && echo SETTING-WRITTEN; echo probe-ran"
+    );
+    let mut term = terminal(&h);
+    let control = run(&mut term, &probe, SandboxLevel::Unsandboxed).await;
+    assert!(control.contains("SETTING-WRITTEN"), "control: {control}");
+    for level in CONFINED {
+        let said = run(&mut term, &probe, level).await;
+        assert!(said.contains("probe-ran"), "{level:?}: {said}");
+        assert!(!said.contains("SETTING-WRITTEN"), "{level:?}: {said}");
+    }
+    term.stop().await;
+    assert_eq!(std::fs::read_to_string(setting).expect("setting"), before);
+}
+
+/// A project nested in this one has its own journal, configuration and channel, and a nested
+/// repository its own hooks: none of them is readable or writable from this one's commands.
+#[tokio::test]
+async fn a_nested_projects_state_and_a_nested_repository_stay_out_of_reach() {
+    if !heartwood_sandbox::required_by_test() {
+        return;
+    }
+    let h = home();
+    put(
+        &h.project.join("inner/.heartwood/sessions/s/events.jsonl"),
+        "INNER-JOURNAL",
+    );
+    put(
+        &h.project.join("inner/.heartwood/config.toml"),
+        "INNER-CONFIG",
+    );
+    put(&h.project.join("sub/.git/config"), "[core]\n");
+    let mut term = terminal(&h);
+    let probe = "cat inner/.heartwood/sessions/s/events.jsonl inner/.heartwood/config.toml; \
+                 echo x >> inner/.heartwood/config.toml; mkdir -p sub/.git/hooks && echo hook > sub/.git/hooks/pre-commit; \
+                 echo x >> sub/.git/config; echo probe-ran";
+    let control = run(&mut term, probe, SandboxLevel::Unsandboxed).await;
+    assert!(control.contains("INNER-JOURNAL"), "control: {control}");
+    std::fs::write(
+        h.project.join("inner/.heartwood/config.toml"),
+        "INNER-CONFIG",
+    )
+    .expect("reset");
+    std::fs::write(h.project.join("sub/.git/config"), "[core]\n").expect("reset");
+    let _ = std::fs::remove_dir_all(h.project.join("sub/.git/hooks"));
+    for level in CONFINED {
+        let said = run(&mut term, probe, level).await;
+        assert!(said.contains("probe-ran"), "{level:?}: {said}");
+        assert!(
+            !said.contains("INNER-JOURNAL") && !said.contains("INNER-CONFIG"),
+            "{level:?}: {said}"
+        );
+    }
+    term.stop().await;
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("inner/.heartwood/config.toml")).expect("read"),
+        "INNER-CONFIG"
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.project.join("sub/.git/config")).expect("read"),
+        "[core]\n"
+    );
+    assert!(!h.project.join("sub/.git/hooks/pre-commit").exists());
+}
+
+/// A project folder that is a shared temporary folder, the root or the home itself cannot be
+/// shown alone: confinement there is refused, saying so, rather than showing everything.
+#[test]
+fn a_folder_too_broad_to_be_a_project_is_refused() {
+    if !heartwood_sandbox::required_by_test() {
+        return;
+    }
+    for broad in ["/tmp", "/"] {
+        let refused = Sandbox::new(std::path::Path::new(broad))
+            .wrap(SandboxLevel::ReadOnly, "true", &[])
+            .expect_err("refused");
+        assert!(refused.to_string().contains("too broad"), "{refused}");
+    }
 }

@@ -68,7 +68,7 @@ async fn low_risk_automation_runs_disguised_writers_and_secret_readers_harmlessl
             json!({"command": "uniq input copy"}),
             json!({"command": "sort --output=log input"}),
             json!({"command": format!("cat {}", token.display())}),
-            json!({"command": "cat /proc/*/environ"}),
+            json!({"command": "cat /proc/1/environ /proc/2/environ /proc/3/environ"}),
             json!({"command": "echo probe-ran"}),
         ]),
         finish("probed"),
@@ -244,11 +244,67 @@ async fn credentials_inside_allowed_values_do_not_reach_commands() {
         .flatten()
         .map(|s| std::fs::read_to_string(s.path().join("events.jsonl")).unwrap_or_default())
         .collect();
+    // The package index reaches the command without its token; the host's proxy is of no use
+    // inside the sandbox's network and is not given at all.
     assert!(
-        journal.contains("pypi.example.org/simple") && journal.contains("proxy.example.org:3128"),
-        "the variables themselves reach the command: {journal}"
+        journal.contains("pypi.example.org/simple"),
+        "the variable itself reaches the command: {journal}"
     );
     for secret in ["PIP-TOKEN-4471", "PROXY-PASSWORD-0933"] {
         assert!(!journal.contains(secret), "{secret} reached the journal");
     }
+}
+
+/// A project's own environment on `PATH` (an activated virtual environment) puts its programs
+/// before the system's: a "reader" that runs without a decision is the system's, never a
+/// `cat` the project planted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reader_is_the_systems_never_one_the_project_put_on_path() {
+    let project = tempfile::tempdir().expect("project");
+    let p = project.path();
+    if !sandboxed(p) {
+        return;
+    }
+    std::fs::write(p.join("data.txt"), "REAL-CONTENT\n").expect("data");
+    let bin = p.join(".venv/bin");
+    std::fs::create_dir_all(&bin).expect("venv");
+    std::fs::write(bin.join("cat"), "#!/bin/sh\necho PLANTED-CAT-RAN\n").expect("cat");
+    std::fs::set_permissions(
+        bin.join("cat"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let server = ScriptedModelServer::start(Script::of(vec![
+        calls(&[json!({"command": "cat data.txt"})]),
+        finish("read"),
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(p, &server.base_url());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_heartwood"))
+        .args(["exec", "--policy", "low-risk", "read the data"])
+        .current_dir(p)
+        .env("PATH", path)
+        .output()
+        .await
+        .expect("heartwood");
+    assert_eq!(code(&out), 0, "{}{}", text(&out.stdout), text(&out.stderr));
+    let journal: String = std::fs::read_dir(p.join(".heartwood/sessions"))
+        .expect("sessions")
+        .flatten()
+        .map(|s| std::fs::read_to_string(s.path().join("events.jsonl")).unwrap_or_default())
+        .collect();
+    assert!(
+        journal.contains("REAL-CONTENT"),
+        "the reader ran: {journal}"
+    );
+    assert!(
+        !journal.contains("PLANTED-CAT-RAN"),
+        "the project's cat ran"
+    );
 }

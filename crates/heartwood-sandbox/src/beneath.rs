@@ -157,10 +157,28 @@ impl Beneath {
         self.metadata(path).is_ok()
     }
 
-    /// Creates or truncates `path` and writes `bytes` (new files are 0644 less the umask).
+    /// Creates or replaces the contents of `path` with `bytes` (new files are 0644 less the
+    /// umask). Only a regular file with no other hard link is written: a second name for the
+    /// same file could sit anywhere on the file system, outside this directory.
     pub fn write(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC;
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NONBLOCK;
         let mut file = File::from(self.open_at(path, flags, Mode::from_raw_mode(0o644))?);
+        let meta = file.metadata()?;
+        let refuse = |why: &str| {
+            std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!("{} {why}", path.display()),
+            )
+        };
+        if !meta.is_file() {
+            return Err(refuse("is not a regular file"));
+        }
+        if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+            return Err(refuse(
+                "has another hard link, which may lie outside the project; it is not written",
+            ));
+        }
+        file.set_len(0)?;
         file.write_all(bytes)?;
         file.flush()
     }
@@ -278,6 +296,15 @@ mod tests {
         b.write(Path::new("a/b/c.txt"), b"c").expect("write");
         assert_eq!(b.read_dir(Path::new("a")).expect("list")[0].name, "b");
         b.remove_file(Path::new("a/b/c.txt")).expect("remove");
+        // A hard link to a file outside is never written through.
+        let outside_file = outside.path().join("linked.txt");
+        std::fs::write(&outside_file, "outside").expect("write");
+        std::fs::hard_link(&outside_file, dir.path().join("hard.txt")).expect("hard link");
+        assert!(b.write(Path::new("hard.txt"), b"changed").is_err());
+        assert_eq!(
+            std::fs::read_to_string(&outside_file).expect("read"),
+            "outside"
+        );
         assert!(!b.exists(Path::new("a/b/c.txt")));
     }
 }

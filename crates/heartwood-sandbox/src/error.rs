@@ -14,6 +14,17 @@ pub enum SandboxError {
         /// The program's name.
         program: String,
     },
+    /// The project folder is one a sandbox cannot show alone (the root, a shared temporary
+    /// folder, the home itself): everything else there would be visible too.
+    #[error(
+        "{root} is too broad to be a project the sandbox shows (everything else in it would be \
+         visible to commands, other users' files and Heartwood's own state among them); move \
+         the project into a folder of its own"
+    )]
+    ProjectTooBroad {
+        /// The project folder.
+        root: String,
+    },
     /// The syscall filter could not be prepared.
     #[error("cannot prepare the sandbox's syscall filter: {0}")]
     Filter(String),

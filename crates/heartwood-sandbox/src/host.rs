@@ -9,7 +9,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-pub use crate::system::{MINIMAL_ENV, SYSTEM_BIN, system_program};
+pub use crate::system::{MINIMAL_ENV, SYSTEM_BIN, SYSTEM_PATH, system_program};
 use crate::{Sandbox, SandboxError, SandboxLevel, support};
 
 /// A helper program ready to run: configure its arguments' extras, input and output through

@@ -5,7 +5,7 @@
 //! perf events, `userfaultfd`, `io_uring`, taking another process's descriptors, every mount
 //! and namespace call (a `clone` asking for a namespace too), module and kexec loading, the
 //! clock, swap, reboot, handle-based opens, and the terminal-injection ioctls (`TIOCSTI`,
-//! `TIOCLINUX`). `clone3` answers `ENOSYS`, as in Flatpak's filter, so the C library falls back
+//! `TIOCLINUX`), and VSOCK sockets (which no network namespace covers). `clone3` answers `ENOSYS`, as in Flatpak's filter, so the C library falls back
 //! to `clone`, whose flags a filter can read. A list of refusals on top of namespaces that
 //! already hide the host: the view is the allow-list, this narrows the kernel's surface.
 
@@ -133,6 +133,15 @@ fn compile() -> Result<[Vec<u8>; 2], seccompiler::Error> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     refused.insert(i64::from(libc::SYS_ioctl), ioctl_rules);
+    // VSOCK reaches the hypervisor, whatever the network namespace.
+    let vsock = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        u64::from(libc::AF_VSOCK.cast_unsigned()),
+    )
+    .and_then(|c| SeccompRule::new(vec![c]))?;
+    refused.insert(i64::from(libc::SYS_socket), vec![vsock]);
     let refuse = SeccompFilter::new(
         refused,
         SeccompAction::Allow,

@@ -9,7 +9,10 @@ use crate::SandboxError;
 pub const SYSTEM_BIN: [&str; 4] = ["/usr/bin", "/bin", "/usr/sbin", "/sbin"];
 
 /// The environment every helper program starts with, and nothing else.
-pub const MINIMAL_ENV: [(&str, &str); 2] = [("PATH", "/usr/bin:/bin"), ("LC_ALL", "C")];
+pub const MINIMAL_ENV: [(&str, &str); 2] = [("PATH", SYSTEM_PATH), ("LC_ALL", "C")];
+
+/// The search path of programs Heartwood trusts: the system's directories only.
+pub const SYSTEM_PATH: &str = "/usr/bin:/bin";
 
 /// `name` in the system's directories.
 pub fn system_program(name: &str) -> Result<PathBuf, SandboxError> {

@@ -23,8 +23,17 @@ const SYSTEM_DIRECTORIES: [&str; 3] = ["/usr", "/etc", "/opt"];
 /// Top-level names that are usually links into `/usr` (merged-`/usr` systems) or directories.
 const SYSTEM_LINKS: [&str; 6] = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 
-/// Locations under the project that confined processes never see: Heartwood's own state.
-const PROJECT_HIDDEN: [&str; 1] = [".heartwood"];
+/// Locations under the project that confined processes never see: Heartwood's own state, at
+/// the top and in every project nested inside (its journal, configuration and channel).
+const PROJECT_HIDDEN: &str = ".heartwood";
+
+/// Folders that cannot be a project the sandbox shows alone.
+const TOO_BROAD: [&str; 7] = [
+    "/", "/tmp", "/var/tmp", "/dev/shm", "/home", "/run", "/root",
+];
+
+/// How many directories the look for nested `.heartwood` and `.git` folders reads at most.
+const MAX_WALK: usize = 50_000;
 
 /// Where the shells of one project are confined.
 #[derive(Debug, Clone)]
@@ -129,6 +138,11 @@ impl Sandbox {
         program: &str,
         args: &[&str],
     ) -> Result<Confined, SandboxError> {
+        if level != SandboxLevel::Unsandboxed && self.too_broad() {
+            return Err(SandboxError::ProjectTooBroad {
+                root: self.root.display().to_string(),
+            });
+        }
         let program = if program.starts_with('/') {
             PathBuf::from(program)
         } else {
@@ -200,6 +214,15 @@ impl Sandbox {
             }
         }
         arg(&[&"--dev", &"/dev", &"--proc", &"/proc"]);
+        // The kernel's settings are the host's, whatever the namespaces: where Heartwood runs as
+        // root, a writable `/proc/sys` would let a "reader" set `kernel.core_pattern` and run a
+        // program on the host at the next crash. Read-only, as is the SysRq trigger.
+        arg(&[&"--ro-bind", &"/proc/sys", &"/proc/sys"]);
+        arg(&[
+            &"--ro-bind-try",
+            &"/proc/sysrq-trigger",
+            &"/proc/sysrq-trigger",
+        ]);
         let tmp_size = self.limits.tmp_bytes.to_string();
         arg(&[&"--size", &tmp_size, &"--tmpfs", &"/tmp"]);
         if let Some(home) = self.home.as_deref().filter(|h| self.home_is_private(h)) {
@@ -212,16 +235,21 @@ impl Sandbox {
             "--ro-bind"
         };
         arg(&[&bind, &self.root, &self.root]);
-        let git = self.root.join(".git");
-        let git_is_real =
-            std::fs::symlink_metadata(&git).is_ok_and(|m| !m.file_type().is_symlink());
-        if level == SandboxLevel::ProjectWrite && git_is_real {
-            arg(&[&"--ro-bind", &git, &git]);
+        let nested = nested_state(&self.root);
+        if level == SandboxLevel::ProjectWrite {
+            // Every repository's own folder, nested ones too: hooks and configuration there
+            // run on the host at the researcher's next `git commit`.
+            for git in &nested.git {
+                arg(&[&"--ro-bind", git, git]);
+            }
         }
         // Hidden folders become empty and, once what is reached inside them is bound, read-only.
         let mut remount = Vec::new();
-        let hidden = PROJECT_HIDDEN.iter().map(|h| self.root.join(h));
-        for secret in hidden.chain(self.hidden.iter().cloned()) {
+        for secret in nested
+            .heartwood
+            .into_iter()
+            .chain(self.hidden.iter().cloned())
+        {
             let Ok(meta) = std::fs::symlink_metadata(&secret) else {
                 continue;
             };
@@ -257,6 +285,12 @@ impl Sandbox {
         out
     }
 
+    /// Whether the project folder is one that cannot be shown alone.
+    fn too_broad(&self) -> bool {
+        let home = self.home.as_deref();
+        TOO_BROAD.iter().any(|b| self.root == Path::new(b)) || home == Some(self.root.as_path())
+    }
+
     /// Whether the home can be an empty directory of its own: not the root, not the project or
     /// a place inside it (the project stays visible), not under a system directory (which is
     /// read-only and shown as it is).
@@ -273,4 +307,42 @@ impl Sandbox {
     fn visible(&self, path: &Path) -> bool {
         path.starts_with(&self.root) || self.outside.iter().any(|(d, _)| path.starts_with(d))
     }
+}
+
+/// The `.heartwood` and `.git` folders in the project, at the top and nested, found by
+/// reading directories (links are not followed; neither kind is looked inside), up to
+/// [`MAX_WALK`] directories, the top ones first.
+#[derive(Default)]
+struct Nested {
+    heartwood: Vec<PathBuf>,
+    git: Vec<PathBuf>,
+}
+
+fn nested_state(root: &Path) -> Nested {
+    let mut found = Nested::default();
+    let mut queue = std::collections::VecDeque::from([root.to_owned()]);
+    let mut read = 0;
+    while let Some(dir) = queue.pop_front() {
+        read += 1;
+        if read > MAX_WALK {
+            break;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let name = entry.file_name();
+            if name == PROJECT_HIDDEN {
+                found.heartwood.push(entry.path());
+            } else if name == ".git" && !kind.is_symlink() {
+                found.git.push(entry.path());
+            } else if kind.is_dir() {
+                queue.push_back(entry.path());
+            }
+        }
+    }
+    found
 }

@@ -181,6 +181,25 @@ impl ToolEnvironment {
 /// credential whatever the variable's name, and the command that needs it asks for a decision
 /// to be given it some other way. A value without one is returned as it is.
 pub fn without_credentials(value: &[u8]) -> Vec<u8> {
+    let with_schemes = without_url_credentials(value);
+    // A proxy may be written without its scheme (`alice:secret@proxy:3128`): a word with a
+    // `user:password@` start, and no `/` before the `@`, loses that start too. An address
+    // (`someone@example.org`) has no `:` there and is kept.
+    let separator = |b: &u8| matches!(b, b' ' | b',' | b';');
+    let mut out = Vec::with_capacity(with_schemes.len());
+    for word in with_schemes.split_inclusive(separator) {
+        match word.iter().position(|b| *b == b'@') {
+            Some(at) if word[..at].contains(&b':') && !word[..at].contains(&b'/') => {
+                out.extend_from_slice(&word[at + 1..]);
+            }
+            _ => out.extend_from_slice(word),
+        }
+    }
+    out
+}
+
+/// `value` with the user information of every `scheme://` URL in it removed.
+fn without_url_credentials(value: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(value.len());
     let mut rest = value;
     while let Some(at) = find(rest, b"://") {
@@ -217,7 +236,7 @@ mod tests {
 
     #[test]
     fn credentials_inside_values_are_taken_out() {
-        let cases: [(&str, &str); 5] = [
+        let cases: [(&str, &str); 6] = [
             (
                 "https://user:tok3n@pypi.example.org/simple",
                 "https://pypi.example.org/simple",
@@ -229,6 +248,7 @@ mod tests {
             ),
             ("/usr/local/bin:/usr/bin", "/usr/local/bin:/usr/bin"),
             ("user@example.org", "user@example.org"),
+            ("alice:PW@proxy.corp:3128", "proxy.corp:3128"),
         ];
         for (given, kept) in cases {
             assert_eq!(

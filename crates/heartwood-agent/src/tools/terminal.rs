@@ -464,6 +464,11 @@ impl Terminal {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        if level == SandboxLevel::ReadOnly {
+            // What runs read-only ran without a person because it names a known reader: the
+            // system's, never one a project environment on `PATH` provides.
+            command.env("PATH", heartwood_sandbox::host::SYSTEM_PATH);
+        }
         if level != SandboxLevel::Unsandboxed {
             // The host's temporary folder is not in the sandbox's view; its own `/tmp` is.
             command.env("TMPDIR", "/tmp");
