@@ -300,6 +300,9 @@ fn derive(p: &mut SessionProjection) {
     p.specialists = specialists(p);
     crate::workflow_run::derive(p);
     crate::parallel_review::derive(p);
+    if let Some(waiting) = crate::workflow_run::waiting_line(p) {
+        p.status_line = waiting;
+    }
 }
 
 /// Each `task` action as the specialist task it started: role, state, answer, usage.

@@ -26,6 +26,33 @@ pub const PREVIEW_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// The line every interface shows for an action: the model's own summary when it gave one,
 /// else what the call does, on one line.
 pub fn headline(tool: &str, arguments: &str) -> String {
+    visible(&described(tool, arguments))
+}
+
+/// `text` with every character that could move the cursor, recolour or rewrite a terminal
+/// line, or reorder what a reader sees (control characters but the newline and tab, and the
+/// bidirectional and zero-width format characters) written as a visible escape (`\e`, `\r`,
+/// `\u{202e}`): what a researcher is asked to allow is shown as it will run, never as it
+/// would paint.
+pub fn visible(text: &str) -> String {
+    let hidden = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+    };
+    if !text.chars().any(hidden) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| match c {
+            '\u{1b}' => "\\e".to_owned(),
+            '\r' => "\\r".to_owned(),
+            c if hidden(c) => format!("\\u{{{:x}}}", u32::from(c)),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+fn described(tool: &str, arguments: &str) -> String {
     let value: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
     let field = |k: &str| value.get(k).and_then(|v| v.as_str()).unwrap_or_default();
     let summary = field(heartwood_agent::tools::SUMMARY_ARGUMENT).trim();
@@ -181,8 +208,13 @@ fn preview(
             if let Some(t) = timeout_secs {
                 context.push(format!("waits up to {t} s"));
             }
+            if visible(&command) != command {
+                context.push(
+                    "the command holds control or invisible characters, shown escaped".to_owned(),
+                );
+            }
             Preview::Command {
-                command,
+                command: visible(&command),
                 working_directory: ".".to_owned(),
                 input: is_input,
                 reset,
@@ -215,8 +247,12 @@ fn preview(
                 })
                 .collect(),
         },
-        ToolCallRequest::Think { thought } => Preview::Note { text: thought },
-        ToolCallRequest::Finish { message, .. } => Preview::Note { text: message },
+        ToolCallRequest::Think { thought } => Preview::Note {
+            text: visible(&thought),
+        },
+        ToolCallRequest::Finish { message, .. } => Preview::Note {
+            text: visible(&message),
+        },
         // The whole prompt: it is all the specialist will see, and it leaves the project.
         ToolCallRequest::Task {
             subagent_type,
@@ -453,6 +489,24 @@ pub fn stale(workspace: Option<&Workspace>, review: &Review) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A command that paints over itself (a carriage return and an erase-line after the part
+    /// that does harm) is shown as it runs, in its headline and its preview.
+    #[test]
+    fn control_characters_are_shown_escaped_never_painted() {
+        let arguments = serde_json::json!({
+            "command": "echo safe; touch EVIL\r\u{1b}[2Kls -la # \u{202e}list"
+        })
+        .to_string();
+        let line = headline("terminal", &arguments);
+        assert!(
+            line.contains("touch EVIL \\e[2Kls") && line.contains("\\u{202e}"),
+            "{line}"
+        );
+        assert!(!line.contains('\u{1b}') && !line.contains('\r'), "{line:?}");
+        assert_eq!(visible("plain text\n\tok"), "plain text\n\tok");
+        assert_eq!(visible("a\rb\u{7}"), "a\\rb\\u{7}");
+    }
 
     #[test]
     fn the_models_summary_is_the_headline_and_long_commands_say_how_long_they_are() {

@@ -406,6 +406,17 @@ fn evaluate_edit_and_accept(project: &Path, edited: &[&str]) {
         .lines()
         .find(|l| l.contains("heartwood workflow accept"))
         .unwrap_or_else(|| panic!("no acceptance offered:\n{said}"));
+    // The session's status says the run waits for the researcher, with what continues it,
+    // never "Finished." (the agent's turn is over; the run is not).
+    let shown = heartwood(project, &["sessions", "show", "last", "--json"]);
+    let view: Value = serde_json::from_slice(&shown.stdout).expect("json");
+    let status_line = view["projection"]["status_line"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        status_line.starts_with("Workflow waiting for you") && status_line.contains("Accept"),
+        "{status_line}"
+    );
     let words: Vec<&str> = line[line.find("heartwood").expect("cmd")..]
         .split_whitespace()
         .skip(1)

@@ -36,6 +36,35 @@ pub(crate) fn derive(p: &mut SessionProjection) {
     }
 }
 
+/// The status line of a session whose agent has settled while its workflow run waits for the
+/// researcher (an acceptance, a correction, a failed stage's next step): what it waits on and
+/// the controls that continue it, instead of the agent's "Finished." — one rule, so every
+/// interface that shows the status line (the session list, the page, the notebook, the
+/// terminal) says the run is not done. `None` when no workflow run waits.
+pub(crate) fn waiting_line(p: &SessionProjection) -> Option<String> {
+    let w = p.workflow.as_ref().filter(|w| !w.cancelled && !p.closed)?;
+    if w.controls.is_empty() || p.pending.is_some() {
+        return None;
+    }
+    let stage = w.current_stage()?;
+    let why = match stage.status {
+        StageStatus::AwaitingResearcher => "its checks passed and it waits for your acceptance",
+        StageStatus::AwaitingEvaluation => match &w.assessment {
+            Some(a) if !a.eligible => "its checks did not pass; correct it, run it again or cancel",
+            _ => "its turn ended and it waits for evaluation",
+        },
+        StageStatus::Pending => "it is next and waits to be run",
+        StageStatus::Running | StageStatus::Accepted => return None,
+    };
+    // The controls' labels: each interface offers them as its own keys, buttons or commands.
+    let steps: Vec<&str> = w.controls.iter().map(|c| c.label.as_str()).collect();
+    Some(format!(
+        "Workflow waiting for you at stage {} ({why}): {}.",
+        stage.spec.title,
+        steps.join("; ")
+    ))
+}
+
 /// Whether the session's work has ended: settled, or paused because the current stage's
 /// budget is used up (nothing may continue such a turn).
 pub(super) fn work_ended(p: &SessionProjection) -> bool {
