@@ -5,8 +5,17 @@
 //!
 //! Every action the model proposes appends its own token to `ran.txt`, so an action that ran
 //! twice shows as a repeated token. At the end `serve` is stopped as the researcher would stop
-//! it, and the soak checks that every session verifies (after `sessions recover`, which a kill
-//! may call for), that no token repeats, and that `serve`'s resident memory stayed flat.
+//! it, and the soak checks that every session verifies (after `sessions recover` where a kill
+//! left an append waiting for recovery), that no token repeats, and that `serve`'s resident
+//! memory stayed flat.
+//!
+//! A kill at a random moment lands between an append's intent and its data (a window of a few
+//! microseconds on a fast disk) only a few times an hour, so half the kills are moved there on
+//! purpose: the killed process's last intent is kept and the data files are cut back to the
+//! lengths it recorded, exactly the files a kill right after the intent's `fdatasync` leaves
+//! (and a power loss, which loses unsynced data, too). `sessions verify` must then answer
+//! "intact, waiting for recovery" (exit 3), never "damaged" (exit 1), and the next look by
+//! `serve` must complete the append.
 
 use std::collections::BTreeSet;
 use std::io::BufRead;
@@ -29,16 +38,27 @@ struct Tally {
     guidance: usize,
     controls: usize,
     kills: usize,
+    /// Kills moved into the window between an append's intent and its data.
+    kills_in_window: usize,
     verifications_during: usize,
+    /// Verifications during the run that found an append waiting for recovery (exit 3).
+    awaiting_during: usize,
+    /// Of those, the appends `serve` completed on its next look.
+    completed_by_serve: usize,
     failures: Vec<String>,
 }
+
+/// `heartwood sessions verify`'s exit code for a session that is intact with an interrupted
+/// append waiting for recovery.
+const AWAITING_RECOVERY: i32 = 3;
 
 /// Runs the soak for `minutes`; `seed` repeats an earlier run's choices.
 pub fn run(minutes: f64, seed: Option<u64>) -> Result<()> {
     let seed = seed.unwrap_or_else(|| fastrand::u64(..));
     println!("soak for {minutes} min, seed {seed} (repeat with --seed {seed})");
     let mut rng = fastrand::Rng::with_seed(seed);
-    let bin = heartwood_binary()?;
+    let bin_dir = tempfile::tempdir()?;
+    let bin = heartwood_binary(bin_dir.path())?;
     let project = tempfile::tempdir()?;
     let project = project.path();
     let runtime = tokio::runtime::Runtime::new()?;
@@ -83,7 +103,8 @@ pub fn run(minutes: f64, seed: Option<u64>) -> Result<()> {
                 tally.tasks += 1;
                 let task = format!("soak task {n}");
                 let child = spawn(&bin, project, &["exec", "--json", &task])?;
-                finish_or_kill(child, &mut rng, &mut tally)?;
+                let killed = finish_or_kill(child, &mut rng, &mut tally)?;
+                into_window(killed, &bin, project, &serve, &mut rng, &mut tally)?;
             }
             (15..30, _) => {
                 tally.tasks += 1;
@@ -99,7 +120,8 @@ pub fn run(minutes: f64, seed: Option<u64>) -> Result<()> {
                 tally.decisions += 1;
                 let decision = if rng.u8(..4) == 0 { "reject" } else { "allow" };
                 let child = spawn(&bin, project, &["decide", &id, decision])?;
-                finish_or_kill(child, &mut rng, &mut tally)?;
+                let killed = finish_or_kill(child, &mut rng, &mut tally)?;
+                into_window(killed, &bin, project, &serve, &mut rng, &mut tally)?;
             }
             (50..70, Some(id)) => {
                 let (_, body) = serve.call("GET", &format!("/api/sessions/{id}/snapshot"), "");
@@ -125,17 +147,7 @@ pub fn run(minutes: f64, seed: Option<u64>) -> Result<()> {
                 let kind = ["pause", "resume", "interrupt"][rng.usize(..3)];
                 serve.command(&id, &json!({ "type": kind }));
             }
-            (_, Some(id)) => {
-                tally.verifications_during += 1;
-                let verified = heartwood(&bin, project, &["sessions", "verify", &id])?;
-                if !verified.status.success() {
-                    tally.failures.push(format!(
-                        "session {id} did not verify during the soak: {} {}",
-                        String::from_utf8_lossy(&verified.stdout).trim(),
-                        String::from_utf8_lossy(&verified.stderr).trim()
-                    ));
-                }
-            }
+            (_, Some(id)) => verify_during(&bin, project, &serve, &id, &mut tally)?,
             (_, None) => {}
         }
         if let Some(kib) = serve.rss_kib() {
@@ -150,7 +162,9 @@ pub fn run(minutes: f64, seed: Option<u64>) -> Result<()> {
     check(&bin, project, &mut tally, &rss)?;
     println!(
         "{} steps in {:.1} min: {} sessions, {} tasks, {} decisions, {} guidance, {} controls, \
-         {} processes killed, {} verifications during the run",
+         {} processes killed ({} moved between an intent and its data), {} verifications \
+         during the run ({} found an append waiting for recovery, {} of them completed by \
+         serve's next look)",
         tally.steps,
         started.elapsed().as_secs_f64() / 60.0,
         listed_sessions(&bin, project)?.len(),
@@ -159,7 +173,10 @@ pub fn run(minutes: f64, seed: Option<u64>) -> Result<()> {
         tally.guidance,
         tally.controls,
         tally.kills,
-        tally.verifications_during
+        tally.kills_in_window,
+        tally.verifications_during,
+        tally.awaiting_during,
+        tally.completed_by_serve
     );
     if !tally.failures.is_empty() {
         for failure in &tally.failures {
@@ -191,13 +208,20 @@ fn script() -> Script {
     )
 }
 
-/// Waits for a command-line process, or kills it at a random moment (one time in three).
-fn finish_or_kill(mut child: Child, rng: &mut fastrand::Rng, tally: &mut Tally) -> Result<()> {
+/// Waits for a command-line process, or kills it at a random moment (one time in three);
+/// returns the pid of a process it killed.
+fn finish_or_kill(
+    mut child: Child,
+    rng: &mut fastrand::Rng,
+    tally: &mut Tally,
+) -> Result<Option<u32>> {
+    let mut killed = None;
     if rng.u8(..3) == 0 {
         std::thread::sleep(Duration::from_millis(rng.u64(5..250)));
         if child.try_wait()?.is_none() {
             child.kill()?;
             tally.kills += 1;
+            killed = Some(child.id());
         }
     }
     let waited = Instant::now();
@@ -211,6 +235,139 @@ fn finish_or_kill(mut child: Child, rng: &mut fastrand::Rng, tally: &mut Tally) 
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    Ok(killed)
+}
+
+/// One time in two, moves a kill back to just after the killed process's last intent was
+/// synced (see the module's doc); then verifies that session at once (the first time, and
+/// then one time in two).
+fn into_window(
+    killed: Option<u32>,
+    bin: &Path,
+    project: &Path,
+    serve: &Serve,
+    rng: &mut fastrand::Rng,
+    tally: &mut Tally,
+) -> Result<()> {
+    let Some(pid) = killed else { return Ok(()) };
+    if rng.bool() {
+        return Ok(());
+    }
+    // The session the killed process held: the lease's record names it (the kernel released
+    // the lock itself when the process died; nobody has taken it since, the soak is one step
+    // at a time).
+    let sessions = project.join(".heartwood/sessions");
+    let held = std::fs::read_dir(&sessions)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|dir| {
+            std::fs::read(dir.join("writer.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .is_some_and(|w| w["pid"].as_u64() == Some(u64::from(pid)))
+        });
+    let Some(dir) = held else { return Ok(()) };
+    if !cut_back_to_last_intent(&dir)? {
+        return Ok(());
+    }
+    tally.kills_in_window += 1;
+    // Always until one such verification has been made, so even a short run makes one.
+    if (tally.awaiting_during == 0 || rng.bool())
+        && let Some(id) = dir.file_name().and_then(|n| n.to_str())
+    {
+        verify_during(bin, project, serve, id, tally)?;
+    }
+    Ok(())
+}
+
+/// Cuts `events.jsonl`, `audit.jsonl` and `receipts.jsonl` back to the lengths the last intent
+/// in `journal.json` recorded (docs/journal-format.md), if an intent is pending and the files
+/// hold nothing but its bytes past them; says whether it did.
+fn cut_back_to_last_intent(dir: &Path) -> Result<bool> {
+    let journal = std::fs::read_to_string(dir.join("journal.json")).unwrap_or_default();
+    let Some(last) = journal.lines().rev().find(|l| !l.trim().is_empty()) else {
+        return Ok(false);
+    };
+    let Ok(intent) = serde_json::from_str::<Value>(last) else {
+        return Ok(false);
+    };
+    let files = [
+        ("events.jsonl", "events_len", "events"),
+        ("audit.jsonl", "audit_len", "audit"),
+        ("receipts.jsonl", "receipts_len", "receipts"),
+    ];
+    let mut cuts = Vec::new();
+    for (file, len_key, bytes_key) in files {
+        let (Some(len), Some(bytes)) = (intent[len_key].as_u64(), intent[bytes_key].as_str())
+        else {
+            return Ok(false);
+        };
+        let path = dir.join(file);
+        let now = std::fs::metadata(&path).map_or(0, |m| m.len());
+        let content = std::fs::read(&path).unwrap_or_default();
+        let start = usize::try_from(len).unwrap_or(usize::MAX);
+        // Only the intent's own bytes (or a prefix of them) may follow: anything else means
+        // this is not the state a kill there would leave.
+        match content.get(start..) {
+            Some(tail) if bytes.as_bytes().starts_with(tail) => cuts.push((path, len, now)),
+            _ => return Ok(false),
+        }
+    }
+    for (path, len, now) in cuts {
+        if now > len {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .and_then(|f| f.set_len(len))
+                .with_context(|| format!("cutting {} back to {len} bytes", path.display()))?;
+        }
+    }
+    Ok(true)
+}
+
+/// `sessions verify` during the run: intact (exit 0), or intact with an append waiting for
+/// recovery (exit 3), which `serve`'s next look at the session must complete; anything else
+/// fails the soak.
+fn verify_during(
+    bin: &Path,
+    project: &Path,
+    serve: &Serve,
+    id: &str,
+    tally: &mut Tally,
+) -> Result<()> {
+    tally.verifications_during += 1;
+    let verified = heartwood(bin, project, &["sessions", "verify", id])?;
+    let said = |out: &std::process::Output| {
+        format!(
+            "{} {}",
+            String::from_utf8_lossy(&out.stdout).trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+    };
+    match verified.status.code() {
+        Some(0) => {}
+        Some(AWAITING_RECOVERY) => {
+            tally.awaiting_during += 1;
+            let (status, body) = serve.call("GET", &format!("/api/sessions/{id}/snapshot"), "");
+            let again = heartwood(bin, project, &["sessions", "verify", id])?;
+            if again.status.success() {
+                tally.completed_by_serve += 1;
+            } else {
+                tally.failures.push(format!(
+                    "session {id} had an append waiting for recovery, and serve's look at it \
+                     (HTTP {status}: {}) did not complete it: {}",
+                    body.chars().take(300).collect::<String>(),
+                    said(&again)
+                ));
+            }
+        }
+        _ => tally.failures.push(format!(
+            "session {id} did not verify during the soak: {}",
+            said(&verified)
+        )),
+    }
     Ok(())
 }
 
@@ -218,16 +375,26 @@ fn finish_or_kill(mut child: Child, rng: &mut fastrand::Rng, tally: &mut Tally) 
 fn check(bin: &Path, project: &Path, tally: &mut Tally, rss: &[(f64, u64)]) -> Result<()> {
     let mut recovered = 0;
     for id in listed_sessions(bin, project)? {
-        let mut verified = heartwood(bin, project, &["sessions", "verify", &id])?;
-        if !verified.status.success() {
-            recovered += 1;
-            heartwood(bin, project, &["sessions", "recover", &id])?;
-            verified = heartwood(bin, project, &["sessions", "verify", &id])?;
+        let verified = heartwood(bin, project, &["sessions", "verify", &id])?;
+        match verified.status.code() {
+            Some(0) => continue,
+            // Intact, with an append a kill interrupted that no process has taken over since.
+            Some(AWAITING_RECOVERY) => recovered += 1,
+            _ => tally.failures.push(format!(
+                "session {id} does not verify (neither intact nor waiting for recovery): {} {}",
+                String::from_utf8_lossy(&verified.stdout).trim(),
+                String::from_utf8_lossy(&verified.stderr).trim()
+            )),
         }
+        let recover = heartwood(bin, project, &["sessions", "recover", &id])?;
+        let verified = heartwood(bin, project, &["sessions", "verify", &id])?;
         if !verified.status.success() {
             tally.failures.push(format!(
-                "session {id} does not verify, even after `sessions recover`: {}",
-                String::from_utf8_lossy(&verified.stdout).trim()
+                "session {id} does not verify after `sessions recover` ({} {}): {} {}",
+                String::from_utf8_lossy(&recover.stdout).trim(),
+                String::from_utf8_lossy(&recover.stderr).trim(),
+                String::from_utf8_lossy(&verified.stdout).trim(),
+                String::from_utf8_lossy(&verified.stderr).trim()
             ));
         }
     }
@@ -241,7 +408,8 @@ fn check(bin: &Path, project: &Path, tally: &mut Tally, rss: &[(f64, u64)]) -> R
         ));
     }
     println!(
-        "actions run: {} (each token once: {}); sessions that needed `sessions recover`: {recovered}",
+        "actions run: {} (each token once: {}); sessions left waiting for recovery at the end \
+         (completed by `sessions recover`): {recovered}",
         tokens.len(),
         distinct.len() == tokens.len()
     );
@@ -348,12 +516,18 @@ impl Serve {
     }
 }
 
-/// The `heartwood` binary, built (debug) if need be.
-fn heartwood_binary() -> Result<PathBuf> {
+/// The `heartwood` binary, built (debug) if need be and copied into `into`: a target directory
+/// shared with other checkouts may have its `heartwood` replaced by their builds while the soak
+/// runs, and the soak must run one binary throughout.
+fn heartwood_binary(into: &Path) -> Result<PathBuf> {
     crate::cargo(&["build", "--quiet", "-p", "heartwood-cli"])?;
     let dir = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| crate::workspace_root().join("target"), PathBuf::from);
-    Ok(dir.join("debug/heartwood"))
+    let built = dir.join("debug/heartwood");
+    let copy = into.join("heartwood");
+    std::fs::copy(&built, &copy)
+        .with_context(|| format!("copying {} for the soak", built.display()))?;
+    Ok(copy)
 }
 
 fn spawn(bin: &Path, project: &Path, args: &[&str]) -> Result<Child> {

@@ -129,3 +129,13 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AuditError> 
     fs::rename(&tmp, path).ctx("rename into place", path)?;
     sync_dir(dir)
 }
+
+/// At most `max` bytes of `file` from `offset` on.
+pub(crate) fn read_tail(file: &File, offset: u64, max: usize) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let len = file.metadata()?.len();
+    let available = usize::try_from(len.saturating_sub(offset)).unwrap_or(usize::MAX);
+    let mut tail = vec![0u8; available.min(max)];
+    file.read_exact_at(&mut tail, offset)?;
+    Ok(tail)
+}

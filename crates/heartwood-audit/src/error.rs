@@ -85,17 +85,24 @@ pub enum AuditError {
         /// The first problem found.
         damage: Damage,
     },
-    /// An append was interrupted and is waiting to be completed by the next writer.
+    /// An append a crash interrupted waits to be completed, and everything else verified:
+    /// the events before it are intact in the files, and its bytes, durable in the recovery
+    /// journal, continue the chain intact. The next writer of the session completes it (as
+    /// `heartwood sessions recover` does); nothing is damaged.
     #[error(
-        "session \"{id}\" has an interrupted append (events {first_seq}..={last_seq}) from a \
-         crash; run `heartwood sessions recover {id}` to complete it"
+        "session \"{id}\" is intact through event {intact}, with an interrupted append waiting \
+         for recovery: events {first_seq}..={last_seq} are held whole in its recovery journal \
+         (journal.json) and continue the chain intact, but a crash stopped their writer before \
+         they all reached the event and audit files. Run `heartwood sessions recover {id}` to \
+         complete it (the next command that acts on the session completes it too)",
+        intact = .first_seq.saturating_sub(1)
     )]
     Interrupted {
         /// The session.
         id: SessionId,
-        /// First sequence number of the interrupted append.
+        /// First event of the interrupted append not wholly in the files.
         first_seq: u64,
-        /// Last sequence number of the interrupted append.
+        /// Last event of the interrupted append.
         last_seq: u64,
     },
     /// The log no longer contains everything an earlier checkpoint covered, or differs from it.

@@ -18,6 +18,10 @@ pub enum StorageFault {
     ShortWrite,
     /// The data was written but `fsync` failed.
     FailedSync,
+    /// The process stops at this point for good (nothing is written), holding whatever it
+    /// holds, so another process can kill it exactly there: between an append's intent and
+    /// its data, say.
+    Stall,
 }
 
 thread_local! {
@@ -59,7 +63,10 @@ fn this_point() -> Option<StorageFault> {
 fn error(fault: StorageFault) -> io::Error {
     match fault {
         StorageFault::NoSpace => io::Error::from_raw_os_error(28), // ENOSPC
-        StorageFault::Io | StorageFault::ShortWrite | StorageFault::FailedSync => {
+        StorageFault::Io
+        | StorageFault::ShortWrite
+        | StorageFault::FailedSync
+        | StorageFault::Stall => {
             io::Error::from_raw_os_error(5) // EIO
         }
     }
@@ -71,6 +78,7 @@ fn error(fault: StorageFault) -> io::Error {
 pub(crate) fn write(bytes: &[u8], write: impl FnOnce(&[u8]) -> io::Result<()>) -> io::Result<()> {
     match this_point() {
         None => write(bytes),
+        Some(StorageFault::Stall) => stall(),
         Some(StorageFault::FailedSync) => {
             write(bytes)?;
             Err(error(StorageFault::FailedSync))
@@ -87,6 +95,14 @@ pub(crate) fn write(bytes: &[u8], write: impl FnOnce(&[u8]) -> io::Result<()>) -
 pub(crate) fn sync(sync: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
     match this_point() {
         None => sync(),
+        Some(StorageFault::Stall) => stall(),
         Some(fault) => Err(error(fault)),
+    }
+}
+
+/// Waits here until the process is killed.
+fn stall() -> ! {
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
     }
 }

@@ -177,16 +177,148 @@ impl Pending {
     /// The pending appends the data files do not hold yet: an append in flight in a live
     /// writer, or one a crash cut short. Intents whose bytes are all in place wait only for
     /// their sync, and readers may read past them.
+    ///
+    /// Returns the first event not wholly in the files and the last pending one.
     pub fn in_flight(&self, paths: &SessionPaths) -> Option<(u64, u64)> {
         let Pending::Intents(intents) = self else {
             return None;
         };
         let last = intents.last()?;
-        let short = last
-            .targets(paths)
-            .map_or(true, |targets| targets.iter().any(Target::is_short));
-        short.then(|| (intents[0].first_seq, last.last_seq))
+        let short = |intent: &Intent| {
+            intent
+                .targets(paths)
+                .map_or(true, |targets| targets.iter().any(Target::is_short))
+        };
+        if !short(last) {
+            return None;
+        }
+        let first = intents.iter().find(|i| short(i)).unwrap_or(last);
+        Some((first.first_seq, last.last_seq))
     }
+}
+
+/// The journal's three files as recovery will complete them from `intents` (the pending ones,
+/// oldest first), read without changing anything: each file up to the first intent's recorded
+/// length, then every pending intent's bytes. `Ok(Err(damage))` when a file cannot be completed
+/// that way (what follows the recorded length is not a prefix of the pending bytes), which
+/// recovery would refuse as damage too.
+pub(crate) fn completed_sources(
+    paths: &SessionPaths,
+    intents: &[Intent],
+) -> Result<Result<crate::verify::Sources, crate::Damage>, AuditError> {
+    let Some(first) = intents.first() else {
+        return crate::verify::Sources::files(paths).map(Ok);
+    };
+    let files = [
+        (&paths.events, crate::layout::EVENTS_FILE, first.events_len),
+        (&paths.audit, crate::layout::AUDIT_FILE, first.audit_len),
+        (
+            &paths.receipts,
+            crate::layout::RECEIPTS_FILE,
+            first.receipts_len,
+        ),
+    ];
+    let mut sources = Vec::with_capacity(3);
+    for (i, (path, name, len_before)) in files.into_iter().enumerate() {
+        let expected: Vec<u8> = intents
+            .iter()
+            .flat_map(|intent| {
+                let bytes = match i {
+                    0 => &intent.events,
+                    1 => &intent.audit,
+                    _ => &intent.receipts,
+                };
+                bytes.as_bytes().iter().copied()
+            })
+            .collect();
+        let file = match File::open(path) {
+            Ok(file) => Some(file),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e).ctx("open", path),
+        };
+        let tail = match &file {
+            Some(file) => {
+                let len = file.metadata().ctx("inspect", path)?.len();
+                tail_within(file, len, len_before, &expected, false).ctx("read", path)?
+            }
+            None if len_before == 0 => Ok(0),
+            None => Err("is missing".to_owned()),
+        };
+        if let Err(what) = tail {
+            // The line where the files part from the pending bytes (one event or record a
+            // line; receipts are numbered from the file's start, so they are not).
+            let line = match (&file, i) {
+                (Some(file), 0 | 1) => {
+                    let seen = crate::durable::read_tail(file, len_before, expected.len())
+                        .ctx("read", path)?;
+                    let differs = seen
+                        .iter()
+                        .zip(&expected)
+                        .position(|(a, b)| a != b)
+                        .unwrap_or(seen.len().min(expected.len()));
+                    first.first_seq
+                        + memchr::memchr_iter(b'\n', &expected[..differs]).count() as u64
+                }
+                _ => first.first_seq,
+            };
+            return Ok(Err(crate::Damage {
+                file: name,
+                line,
+                what: format!("an interrupted append cannot be completed: the file {what}"),
+                kind: crate::DamageKind::Modification,
+            }));
+        }
+        let before: Box<dyn std::io::Read + Send> = match file {
+            Some(file) => Box::new(std::io::Read::take(file, len_before)),
+            None => Box::new(std::io::empty()),
+        };
+        let completed = std::io::Read::chain(before, std::io::Cursor::new(expected));
+        sources.push(std::io::BufReader::with_capacity(
+            crate::verify::BUF,
+            Box::new(completed) as Box<dyn std::io::Read + Send>,
+        ));
+    }
+    let mut sources = sources.into_iter();
+    match (sources.next(), sources.next(), sources.next()) {
+        (Some(events), Some(audit), Some(receipts)) => Ok(Ok(crate::verify::Sources {
+            events,
+            audit,
+            receipts,
+        })),
+        _ => crate::verify::Sources::files(paths).map(Ok),
+    }
+}
+
+/// How many of `expected`'s bytes `file` (of `len` bytes) already holds after `len_before`,
+/// or why it cannot be completed with them: it is shorter than before the append, holds more
+/// than the append would write (unless it `may_run_on`), or its last bytes differ.
+fn tail_within(
+    file: &File,
+    len: u64,
+    len_before: u64,
+    expected: &[u8],
+    may_run_on: bool,
+) -> std::io::Result<Result<usize, String>> {
+    if len < len_before {
+        return Ok(Err(format!(
+            "is {len} bytes, shorter than the {len_before} it had before the append"
+        )));
+    }
+    let mut tail_len = len - len_before;
+    if may_run_on {
+        tail_len = tail_len.min(expected.len() as u64);
+    }
+    if tail_len > expected.len() as u64 {
+        return Ok(Err(
+            "holds more bytes than the interrupted append would have written".into(),
+        ));
+    }
+    let mut tail = vec![0u8; tail_len as usize];
+    file.read_exact_at(&mut tail, len_before)?;
+    if !expected.starts_with(&tail) {
+        return Ok(Err("its last bytes are not the interrupted append's".into()));
+    }
+    Ok(Ok(tail.len()))
 }
 
 /// Reads `journal.json` without creating or changing it.
@@ -320,30 +452,15 @@ pub(crate) fn complete_file(
     }
     let file = durable::open_read_write(path)?;
     let len = file.metadata().ctx("inspect", path)?.len();
-    if len < len_before {
-        return Ok(Err(format!(
-            "is {len} bytes, shorter than the {len_before} it had before the append"
-        )));
-    }
-    let mut tail_len = len - len_before;
-    if may_run_on {
-        tail_len = tail_len.min(expected.len() as u64);
-    }
-    if tail_len > expected.len() as u64 {
-        return Ok(Err(
-            "holds more bytes than the interrupted append would have written".into(),
-        ));
-    }
-    let mut tail = vec![0u8; tail_len as usize];
-    file.read_exact_at(&mut tail, len_before)
-        .ctx("read", path)?;
-    if !expected.starts_with(&tail) {
-        return Ok(Err("its last bytes are not the interrupted append's".into()));
-    }
-    let completion = if tail.len() < expected.len() {
+    let in_place =
+        match tail_within(&file, len, len_before, expected, may_run_on).ctx("read", path)? {
+            Ok(in_place) => in_place,
+            Err(what) => return Ok(Err(what)),
+        };
+    let completion = if in_place < expected.len() {
         // Appending at the end: `len` is exactly where the intended bytes resume (a file that
         // may run on is this short only when it ends inside them).
-        file.write_all_at(&expected[tail.len()..], len)
+        file.write_all_at(&expected[in_place..], len)
             .ctx("write", path)?;
         Completion::Written
     } else {

@@ -3,12 +3,12 @@
 use heartwood_events::{DecodeError, Receipt, RecordedEvent, SessionId};
 
 use crate::error::IoContext;
-use crate::intent::read_pending;
+use crate::intent::{Pending, completed_sources, read_pending};
 use crate::line::{Line, read_line};
-use crate::verify::{Tree, verify_session};
+use crate::verify::{Tree, verify_session, verify_sources};
 use crate::{
-    AuditError, Checkpoint, CheckpointReport, MAX_LINE_BYTES, SessionMeta, SessionPaths, Verified,
-    WriterInfo, checkpoint,
+    AuditError, Checkpoint, CheckpointReport, Damage, MAX_LINE_BYTES, SessionMeta, SessionPaths,
+    Verified, WriterInfo, checkpoint,
 };
 
 /// How many times a verification that met an append in flight is tried again.
@@ -58,46 +58,104 @@ impl SessionReader {
         WriterInfo::read(&self.paths.writer)
     }
 
-    /// Verifies the whole session, failing closed on any damage or on an interrupted append
-    /// that has not been completed yet.
+    /// Verifies the whole session, failing closed on any damage. An append a crash
+    /// interrupted (its intent durable in `journal.json`, its bytes not all in the data files)
+    /// is [`AuditError::Interrupted`] only when the events before it are intact and its
+    /// pending bytes continue the chain intact, so that completing it (the next writer does,
+    /// or `heartwood sessions recover`) yields a session that verifies; otherwise the damage is
+    /// reported as such.
     pub fn verify(&self) -> Result<Verified, AuditError> {
         self.verify_with(None, Tree::Skip)
     }
 
-    /// Verifies; a failure that met an append in flight (its intent, or files that changed
-    /// while they were read: the writer of a live session appends beside this reader) is tried
-    /// again, for up to a second, before it is reported. A crash's intent stays and is
-    /// reported; damage does not move and is reported at once.
     fn verify_with(
+        &self,
+        leaves: Option<&mut Vec<crate::Digest>>,
+        tree: Tree,
+    ) -> Result<Verified, AuditError> {
+        let (verified, pending) = self.examine(leaves, tree)?;
+        match pending {
+            Some(pending) => Err(self.interrupted(pending)),
+            None => Ok(verified),
+        }
+    }
+
+    fn interrupted(&self, (first_seq, last_seq): (u64, u64)) -> AuditError {
+        AuditError::Interrupted {
+            id: self.id.clone(),
+            first_seq,
+            last_seq,
+        }
+    }
+
+    /// Verifies the session as it will stand once any interrupted append is completed, and
+    /// says which events such an append holds (the first not yet wholly in the files, and the
+    /// last). An append in flight in a live writer, or files that changed while they were read
+    /// (the writer of a live session appends beside this reader), are looked at again, for up
+    /// to a second, before they are reported; a crash's intent stays and is reported then;
+    /// damage does not move and is reported at once.
+    fn examine(
         &self,
         mut leaves: Option<&mut Vec<crate::Digest>>,
         tree: Tree,
-    ) -> Result<Verified, AuditError> {
+    ) -> Result<(Verified, Option<(u64, u64)>), AuditError> {
         let mut tries = 0;
         loop {
             let before = self.append_state();
-            let outcome = match read_pending(&self.paths.journal)?.in_flight(&self.paths) {
-                Some((first_seq, last_seq)) => Err(AuditError::Interrupted {
-                    id: self.id.clone(),
-                    first_seq,
-                    last_seq,
-                }),
-                _ => {
-                    if let Some(leaves) = leaves.as_deref_mut() {
-                        leaves.clear();
-                    }
-                    verify_session(&self.id, &self.paths, leaves.as_deref_mut(), tree)
-                        .map(|(verified, _)| verified)
-                }
-            };
-            let in_flight = matches!(outcome, Err(AuditError::Interrupted { .. }))
-                || self.append_state() != before;
-            if outcome.is_err() && in_flight && tries < SETTLE_TRIES {
+            if let Some(leaves) = leaves.as_deref_mut() {
+                leaves.clear();
+            }
+            let pending = read_pending(&self.paths.journal)?;
+            let in_flight = pending.in_flight(&self.paths);
+            // A live writer finishes its append in a few milliseconds: wait for it before
+            // verifying anything (a crash's append stays, and is verified once waited for).
+            if in_flight.is_some() && tries < SETTLE_TRIES {
                 tries += 1;
                 std::thread::sleep(SETTLE_PAUSE);
                 continue;
             }
-            return outcome;
+            let outcome = match (&pending, in_flight) {
+                (Pending::Intents(intents), Some(range)) => {
+                    self.verify_completed(intents, range, leaves.as_deref_mut(), tree)
+                }
+                _ => verify_session(&self.id, &self.paths, leaves.as_deref_mut(), tree)
+                    .map(|(verified, _)| verified),
+            };
+            let moved = self.append_state() != before;
+            if outcome.is_err() && moved && tries < SETTLE_TRIES {
+                tries += 1;
+                std::thread::sleep(SETTLE_PAUSE);
+                continue;
+            }
+            return outcome.map(|verified| (verified, in_flight));
+        }
+    }
+
+    /// Verifies the files completed with the pending `intents`, as recovery would complete
+    /// them, without writing anything. Damage in the pending events says so.
+    fn verify_completed(
+        &self,
+        intents: &[crate::intent::Intent],
+        (first_seq, _): (u64, u64),
+        leaves: Option<&mut Vec<crate::Digest>>,
+        tree: Tree,
+    ) -> Result<Verified, AuditError> {
+        let damaged = |damage: Damage| AuditError::Damaged {
+            id: self.id.clone(),
+            damage,
+        };
+        let sources = completed_sources(&self.paths, intents)?.map_err(damaged)?;
+        match verify_sources(&self.id, &self.paths, sources, leaves, tree) {
+            Ok((verified, _)) => Ok(verified),
+            Err(AuditError::Damaged { mut damage, .. })
+                if damage.file != crate::layout::RECEIPTS_FILE && damage.line >= first_seq =>
+            {
+                damage
+                    .what
+                    .push_str(" (in the interrupted append, whose bytes wait in journal.json)");
+                Err(damaged(damage))
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -138,8 +196,12 @@ impl SessionReader {
         retained: &Checkpoint,
     ) -> Result<(Verified, CheckpointReport), AuditError> {
         let mut leaves = Vec::new();
-        let mut verified = self.verify_with(Some(&mut leaves), Tree::Skip)?;
+        let (mut verified, pending) = self.examine(Some(&mut leaves), Tree::Skip)?;
+        // An interrupted append is checked as it will be completed, and then still reported.
         let report = checkpoint::check(&self.id, retained, &verified, &leaves)?;
+        if let Some(pending) = pending {
+            return Err(self.interrupted(pending));
+        }
         verified.merkle_root = Some(crate::merkle::root(&leaves));
         Ok((verified, report))
     }

@@ -19,7 +19,8 @@ pub(crate) fn load(
     path: &Path,
 ) -> Result<(HashMap<CommandId, Receipt>, u64), AuditError> {
     let mut map = HashMap::new();
-    let len = each(id, path, |_, receipt| {
+    let reader = crate::durable::read_or_empty(path, crate::verify::RECEIPTS_BUF)?;
+    let len = each(id, path, reader, |_, receipt| {
         map.insert(receipt.command_id.clone(), receipt);
         Ok(())
     })?;
@@ -30,10 +31,17 @@ pub(crate) fn load(
 /// one receipt, which says it applied and ends at that command's last event; no receipt claims
 /// events the chain does not give it. `commands` maps each command on an event to its last
 /// event's sequence number.
-pub(crate) fn check(id: &SessionId, path: &Path, commands: &Commands) -> Result<(), AuditError> {
+/// `receipts` reads the file (or what it will hold once an interrupted append is completed);
+/// `path` names it in errors.
+pub(crate) fn check(
+    id: &SessionId,
+    path: &Path,
+    receipts: crate::verify::Source,
+    commands: &Commands,
+) -> Result<(), AuditError> {
     let mut seen: HashSet<CommandId> = HashSet::new();
     let mut lines = 0;
-    each(id, path, |line, receipt| {
+    each(id, path, receipts, |line, receipt| {
         lines = line;
         let command = receipt.command_id.as_str();
         let damaged = |what: String| damage(id, line, what, DamageKind::Modification);
@@ -108,9 +116,9 @@ fn damage(id: &SessionId, line: u64, what: String, kind: DamageKind) -> AuditErr
 fn each(
     id: &SessionId,
     path: &Path,
+    mut reader: crate::verify::Source,
     mut f: impl FnMut(u64, Receipt) -> Result<(), AuditError>,
 ) -> Result<u64, AuditError> {
-    let mut reader = crate::durable::read_or_empty(path, 64 * 1024)?;
     let mut buf = Vec::new();
     let mut len = 0u64;
     for line_no in 1u64.. {

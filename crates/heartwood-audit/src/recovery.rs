@@ -15,7 +15,11 @@ pub(crate) fn recover(
     paths: &SessionPaths,
     intent_file: &mut IntentFile,
 ) -> Result<Recovery, AuditError> {
-    match read_pending(&paths.journal)? {
+    let pending = read_pending(&paths.journal)?;
+    // The events the completion restores: from the first append not wholly in the files (the
+    // ones before it waited only for their sync), as a reader reports them.
+    let interrupted = pending.in_flight(paths);
+    match pending {
         Pending::None => Ok(Recovery::Clean),
         Pending::Unreadable => {
             // A torn intent means the crash came before any data byte was written, so the data
@@ -74,7 +78,7 @@ pub(crate) fn recover(
             // interrupted.
             Ok(if written {
                 Recovery::CompletedAppend {
-                    first_seq: first.first_seq,
+                    first_seq: interrupted.map_or(first.first_seq, |(first_seq, _)| first_seq),
                     last_seq: last.last_seq,
                 }
             } else {

@@ -139,10 +139,15 @@ impl SessionStore {
         crate::receipt_repair::repair(id, &self.paths(id), describe)
     }
 
-    /// Cuts session `id`'s torn tail, an incomplete last append no intent can complete, keeping
-    /// the cut bytes beside it (see [`TornTailCut`]); `None` when the session verifies as it is.
-    /// Damage that looks like a modification is refused.
-    pub fn cut_torn_tail(&self, id: &SessionId) -> Result<Option<crate::TornTailCut>, AuditError> {
+    /// Completes an interrupted append the intent describes, then cuts session `id`'s torn
+    /// tail, an incomplete last append no intent can complete, keeping the cut bytes beside it
+    /// (see [`TornTailCut`]). Returns what the completion did, and the cut (`None` when the
+    /// session verifies after the completion). Damage that looks like a modification is
+    /// refused.
+    pub fn cut_torn_tail(
+        &self,
+        id: &SessionId,
+    ) -> Result<(Recovery, Option<crate::TornTailCut>), AuditError> {
         crate::torn::cut_torn_tail(id, &self.paths(id))
     }
 

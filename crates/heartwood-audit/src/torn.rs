@@ -18,7 +18,7 @@ use crate::intent::IntentFile;
 use crate::layout::{AUDIT_FILE, EVENTS_FILE, SessionPaths};
 use crate::lease::WriterLease;
 use crate::verify::{Tree, verify_session};
-use crate::{AuditError, DamageKind, durable};
+use crate::{AuditError, DamageKind, Recovery, durable};
 
 /// What [`cut_torn_tail`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,17 +32,18 @@ pub struct TornTailCut {
 }
 
 /// Cuts session `id`'s torn tail, under its lease, after completing any interrupted append the
-/// intent describes. Returns `None` when there is no torn tail of `events.jsonl` and
-/// `audit.jsonl` to cut (other damage is left as it is, for its own repair or refusal).
+/// intent describes; returns what that completion did, and the cut: `None` when there is no
+/// torn tail of `events.jsonl` and `audit.jsonl` to cut (other damage is left as it is, for its
+/// own repair or refusal).
 pub(crate) fn cut_torn_tail(
     id: &SessionId,
     paths: &SessionPaths,
-) -> Result<Option<TornTailCut>, AuditError> {
+) -> Result<(Recovery, Option<TornTailCut>), AuditError> {
     let _lease = WriterLease::acquire(id, paths)?;
     let (mut intent, _) = IntentFile::open(&paths.journal)?;
-    crate::recovery::recover(id, paths, &mut intent)?;
+    let recovery = crate::recovery::recover(id, paths, &mut intent)?;
     let damage = match verify_session(id, paths, None, Tree::Skip) {
-        Ok(_) => return Ok(None),
+        Ok(_) => return Ok((recovery, None)),
         Err(AuditError::Damaged { damage, .. })
             if damage.kind == DamageKind::TornTail
                 && (damage.file == EVENTS_FILE || damage.file == AUDIT_FILE) =>
@@ -51,7 +52,7 @@ pub(crate) fn cut_torn_tail(
         }
         // Other damage is not cut here: receipts are rebuilt by their own repair, and anything
         // that looks like a modification is refused by whoever opens the session next.
-        Err(AuditError::Damaged { .. }) => return Ok(None),
+        Err(AuditError::Damaged { .. }) => return Ok((recovery, None)),
         Err(e) => return Err(e),
     };
     // Line `damage.line` of both files is where the torn append began: keep the lines before it.
@@ -77,11 +78,14 @@ pub(crate) fn cut_torn_tail(
     }
     durable::sync_dir(&paths.dir)?;
     verify_session(id, paths, None, Tree::Skip)?;
-    Ok(Some(TornTailCut {
-        from_seq: damage.line,
-        bytes,
-        kept_at,
-    }))
+    Ok((
+        recovery,
+        Some(TornTailCut {
+            from_seq: damage.line,
+            bytes,
+            kept_at,
+        }),
+    ))
 }
 
 /// The length of the first `lines` newline-terminated lines of `content` (all of it if fewer).

@@ -69,7 +69,8 @@ struct Batch {
     text: String,
 }
 
-const BUF: usize = 256 * 1024;
+pub(crate) const BUF: usize = 256 * 1024;
+pub(crate) const RECEIPTS_BUF: usize = 64 * 1024;
 const BATCH: usize = 512;
 
 /// Whether verification also builds the RFC 6962 Merkle tree (for checkpoints), which costs
@@ -94,10 +95,48 @@ pub(crate) fn verify_session(
     leaves: Option<&mut Vec<Digest>>,
     tree: Tree,
 ) -> Result<(Verified, Option<RootBuilder>), AuditError> {
-    let (verified, root, commands) = verify_chain(id, paths, leaves, tree)?;
+    verify_sources(id, paths, Sources::files(paths)?, leaves, tree)
+}
+
+/// [`verify_session`] over `sources`: the files as they are, or as recovery will complete
+/// them (see [`crate::intent::completed_sources`]).
+pub(crate) fn verify_sources(
+    id: &SessionId,
+    paths: &SessionPaths,
+    sources: Sources,
+    leaves: Option<&mut Vec<Digest>>,
+    tree: Tree,
+) -> Result<(Verified, Option<RootBuilder>), AuditError> {
+    let Sources {
+        events,
+        audit,
+        receipts,
+    } = sources;
+    let (verified, root, commands) = verify_chain_of(id, paths, events, audit, leaves, tree)?;
     crate::meta::check(id, paths, verified.count)?;
-    crate::receipts::check(id, &paths.receipts, &commands)?;
+    crate::receipts::check(id, &paths.receipts, receipts, &commands)?;
     Ok((verified, root))
+}
+
+/// A reader of one journal file (or of what it will hold).
+pub(crate) type Source = BufReader<Box<dyn io::Read + Send>>;
+
+/// What verification reads in place of `events.jsonl`, `audit.jsonl` and `receipts.jsonl`.
+pub(crate) struct Sources {
+    pub events: Source,
+    pub audit: Source,
+    pub receipts: Source,
+}
+
+impl Sources {
+    /// The three files as they are.
+    pub fn files(paths: &SessionPaths) -> Result<Sources, AuditError> {
+        Ok(Sources {
+            events: open_or_empty(&paths.events)?,
+            audit: open_or_empty(&paths.audit)?,
+            receipts: crate::durable::read_or_empty(&paths.receipts, RECEIPTS_BUF)?,
+        })
+    }
 }
 
 /// [`verify_session`] without the receipts: the chain alone, and every command named on an
@@ -110,6 +149,17 @@ pub(crate) fn verify_chain(
 ) -> Result<(Verified, Option<RootBuilder>, Commands), AuditError> {
     let events = open_or_empty(&paths.events)?;
     let audit = open_or_empty(&paths.audit)?;
+    verify_chain_of(id, paths, events, audit, leaves, tree)
+}
+
+fn verify_chain_of(
+    id: &SessionId,
+    paths: &SessionPaths,
+    events: Source,
+    audit: Source,
+    leaves: Option<&mut Vec<Digest>>,
+    tree: Tree,
+) -> Result<(Verified, Option<RootBuilder>, Commands), AuditError> {
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::sync_channel::<io::Result<Batch>>(4);
         scope.spawn(move || read_events(events, tx));

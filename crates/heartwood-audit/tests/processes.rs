@@ -77,6 +77,37 @@ fn child_racer() {
     }
 }
 
+/// Child role: make session "stalled" (its registration and three messages, acknowledged), then
+/// start one more append of two events and stop at write point `HEARTWOOD_TEST_STALL_AT` of it
+/// (2: after the intent's fsync, before any data byte; 3: after the events, before their audit
+/// records), holding the lease, until the parent kills it.
+#[test]
+fn child_stalls_mid_append() {
+    let Some(store) = child_context("child_stalls_mid_append") else {
+        return;
+    };
+    let at: usize = std::env::var("HEARTWOOD_TEST_STALL_AT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .expect("a write point");
+    let (mut writer, _) = store
+        .create_or_open_writer(&id("stalled"), "native")
+        .expect("open");
+    writer
+        .append(
+            None,
+            (1..=3).map(|i| message(format!("kept {i}"))).collect(),
+        )
+        .expect("append");
+    println!("@@stalling");
+    heartwood_audit::faults::reset();
+    heartwood_audit::faults::inject(at, heartwood_audit::faults::StorageFault::Stall);
+    writer
+        .append(None, vec![message("pending 1"), message("pending 2")])
+        .expect("the stall never returns");
+    unreachable!("the append stalls until the process is killed");
+}
+
 /// The text after `marker` on a line (libtest may print the test name before it).
 fn marked(line: &str, marker: &str) -> Option<String> {
     line.split_once(marker).map(|(_, rest)| rest.to_owned())
@@ -98,6 +129,7 @@ fn a_writer_killed_at_random_moments_loses_and_duplicates_nothing_it_acknowledge
     let sid = id("crash");
     let mut acknowledged = Vec::new();
     let mut recoveries = 0;
+    let mut waiting = 0;
     for kill in 0..KILLS {
         let mut child = spawn_child("child_appender", dir.path());
         let stdout = child.stdout.take().expect("piped");
@@ -112,6 +144,17 @@ fn a_writer_killed_at_random_moments_loses_and_duplicates_nothing_it_acknowledge
         child.kill().expect("SIGKILL");
         child.wait().expect("reap");
         let acks = reader.join().expect("reader thread");
+
+        // Another process looking before anyone takes the session over finds it intact, or
+        // intact with an append waiting for recovery; never damaged. (Every fourth kill: a
+        // waiting append is looked at for a second before it is reported.)
+        if kill % 4 == 0 {
+            match store.reader(&sid).map(|r| r.verify()) {
+                Ok(Ok(_)) | Err(AuditError::NoSession { .. }) => {}
+                Ok(Err(AuditError::Interrupted { .. })) => waiting += 1,
+                Ok(Err(e)) | Err(e) => panic!("after kill {kill}, a reader found: {e}"),
+            }
+        }
 
         // Reopening completes any interrupted append and verifies the whole session.
         let (writer, recovery) = store
@@ -165,9 +208,11 @@ fn a_writer_killed_at_random_moments_loses_and_duplicates_nothing_it_acknowledge
         .verify()
         .expect("intact after all kills");
     eprintln!(
-        "{KILLS} kills, {} acknowledged appends, {} events, {recoveries} recoveries",
+        "{KILLS} kills, {} acknowledged appends, {} events, {recoveries} recoveries, \
+         {waiting} of {} looked at first by a reader found waiting for recovery",
         acknowledged.len(),
-        verified.count
+        verified.count,
+        KILLS / 4
     );
 }
 
@@ -197,5 +242,135 @@ fn of_two_processes_racing_for_one_session_exactly_one_becomes_the_writer() {
                 .count,
             1
         );
+    }
+}
+
+/// Kills a `child_stalls_mid_append` stopped at write point `at` of its second append and
+/// returns the project it wrote.
+fn kill_mid_append(at: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "child_stalls_mid_append",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(ROLE, "child_stalls_mid_append")
+        .env(PROJECT, dir.path())
+        .env("HEARTWOOD_TEST_STALL_AT", at.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn child");
+    let stdout = child.stdout.take().expect("piped");
+    let stalling = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .any(|l| l.contains("@@stalling"));
+    assert!(stalling, "the child ended before its second append");
+    // The stall is the next write point after the marker: wait until the intent is on disk
+    // (and, at point 3, the events), so the kill lands exactly between intent and data.
+    let journal = dir.path().join(".heartwood/sessions/stalled/journal.json");
+    let events = dir.path().join(".heartwood/sessions/stalled/events.jsonl");
+    let waited = std::time::Instant::now();
+    loop {
+        let intent = std::fs::read_to_string(&journal).unwrap_or_default();
+        let events = std::fs::read_to_string(&events).unwrap_or_default();
+        let placed = if at == 2 {
+            intent.contains("pending 2")
+        } else {
+            events.contains("pending 2")
+        };
+        if placed {
+            break;
+        }
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "the child never reached point {at}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(
+        child.try_wait().expect("poll").is_none(),
+        "the child stopped by itself"
+    );
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    dir
+}
+
+#[test]
+fn a_process_killed_between_intent_and_data_leaves_a_session_verified_intact_and_waiting_for_recovery()
+ {
+    for at in [2, 3] {
+        let dir = kill_mid_append(at);
+        let store = SessionStore::new(dir.path());
+        let sid = id("stalled");
+        // Another process looks: the four acknowledged events are intact, the two pending ones
+        // wait whole in the intent and continue the chain; that is not damage.
+        let err = store
+            .reader(&sid)
+            .expect("reader")
+            .verify()
+            .expect_err("an append is waiting");
+        assert!(
+            matches!(
+                err,
+                AuditError::Interrupted {
+                    first_seq: 5,
+                    last_seq: 6,
+                    ..
+                }
+            ),
+            "point {at}: {err}"
+        );
+        let said = err.to_string();
+        assert!(said.contains("intact through event 4"), "{said}");
+        assert!(
+            said.contains("heartwood sessions recover stalled"),
+            "{said}"
+        );
+
+        // Tampering is still tampering: a changed acknowledged event, or a changed pending
+        // one, is damage, not an append waiting for recovery.
+        let paths = store.paths(&sid);
+        let original = std::fs::read_to_string(&paths.events).expect("events");
+        std::fs::write(&paths.events, original.replacen("kept 2", "kept 9", 1)).expect("write");
+        let tampered = store.reader(&sid).expect("reader").verify();
+        assert!(
+            matches!(&tampered, Err(AuditError::Damaged { damage, .. }) if damage.line == 3),
+            "point {at}: {tampered:?}"
+        );
+        std::fs::write(&paths.events, &original).expect("restore");
+        let intent = std::fs::read_to_string(&paths.journal).expect("journal");
+        std::fs::write(&paths.journal, intent.replacen("pending 2", "pending 9", 1))
+            .expect("write");
+        let tampered = store.reader(&sid).expect("reader").verify();
+        assert!(
+            matches!(&tampered, Err(AuditError::Damaged { damage, .. })
+                if damage.line >= 5 && damage.what.contains("interrupted append")),
+            "point {at}: {tampered:?}"
+        );
+        std::fs::write(&paths.journal, &intent).expect("restore");
+
+        // The next writer completes it, exactly once.
+        let (writer, recovery) = store.open_writer(&sid).expect("take over");
+        assert_eq!(
+            recovery,
+            heartwood_audit::Recovery::CompletedAppend {
+                first_seq: 5,
+                last_seq: 6
+            },
+            "point {at}"
+        );
+        writer.close();
+        let verified = store
+            .reader(&sid)
+            .expect("reader")
+            .verify()
+            .expect("intact");
+        assert_eq!(verified.count, 6, "point {at}");
     }
 }

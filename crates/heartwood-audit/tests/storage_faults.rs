@@ -106,6 +106,12 @@ fn every_write_point_of_an_append_fails_cleanly_and_loses_nothing_acknowledged()
             // The writer that failed refuses to go on; a new one (a new process) reopens.
             assert!(writer.append(None, vec![message("refused")]).is_err());
             writer.close();
+            // Before anyone reopens it, a reader finds it intact, or intact with the failed
+            // append waiting for recovery; never damaged.
+            match store.reader(&id("s1")).expect("reader").verify() {
+                Ok(_) | Err(heartwood_audit::AuditError::Interrupted { .. }) => {}
+                Err(e) => panic!("{fault:?} at {at}: a reader found {e}"),
+            }
             let (mut reopened, recovery) = store
                 .open_writer(&id("s1"))
                 .unwrap_or_else(|e| panic!("{fault:?} at {at}: cannot reopen: {e}"));

@@ -29,7 +29,8 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Verify a session's hash chain; exits 0 only when it is intact.
+    /// Verify a session's hash chain; exits 0 when it is intact, 3 when it is intact but an
+    /// append a crash interrupted waits for recovery, 1 when it is damaged or cannot be read.
     Verify {
         /// The session id, a unique prefix of it, or `last`.
         id: String,
@@ -86,6 +87,10 @@ pub enum ExportFormat {
     /// A readable transcript: messages, proposed sets, decisions, results.
     Markdown,
 }
+
+/// `sessions verify` and `sessions show`: the session is intact, and an append a crash
+/// interrupted waits for recovery (as `exec` exits 3 when a decision waits for you).
+pub const EXIT_AWAITING_RECOVERY: u8 = 3;
 
 /// Runs one `sessions` subcommand against the current project.
 pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
@@ -316,6 +321,9 @@ fn show(project: &ProjectContext, admin: &SessionAdmin, id: &str, json: bool) ->
                 v.count,
                 v.terminal_hash
             ),
+            Err(e) if view.interrupted_append().is_some() => {
+                say!("integrity intact, waiting for recovery: {e}")
+            }
             Err(e) => say!("integrity DAMAGED: {e}"),
         }
         say!();
@@ -339,10 +347,10 @@ fn show(project: &ProjectContext, admin: &SessionAdmin, id: &str, json: bool) ->
             }
         }
     }
-    Ok(if view.integrity.is_ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+    Ok(match &view.integrity {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(_) if view.interrupted_append().is_some() => ExitCode::from(EXIT_AWAITING_RECOVERY),
+        Err(_) => ExitCode::FAILURE,
     })
 }
 
@@ -359,7 +367,29 @@ fn verify(admin: &SessionAdmin, id: &str, checkpoint: Option<&Path>) -> Result<E
     };
     // `last` and prefixes are said back as the session they named.
     let id = admin.resolve(id)?;
-    let (v, report) = admin.verify(id.as_str(), retained.as_ref())?;
+    let (v, report) = match admin.verify(id.as_str(), retained.as_ref()) {
+        Ok(verified) => verified,
+        Err(e) => match e.interrupted_append() {
+            Some((first, last)) => {
+                say!(
+                    "session {id} intact through event {}, with an interrupted append waiting \
+                     for recovery: events {first}..={last} are held whole in its recovery \
+                     journal and continue the chain intact{}, but a crash stopped their writer \
+                     before they all reached the event and audit files. `heartwood sessions \
+                     recover {id}` completes it (so does the next command that acts on the \
+                     session)",
+                    first.saturating_sub(1),
+                    if retained.is_some() {
+                        ", extending the checkpoint"
+                    } else {
+                        ""
+                    }
+                );
+                return Ok(ExitCode::from(EXIT_AWAITING_RECOVERY));
+            }
+            None => return Err(e.into()),
+        },
+    };
     match report {
         None => say!(
             "session {id} intact: {} events, terminal hash {}",

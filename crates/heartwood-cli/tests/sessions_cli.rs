@@ -264,6 +264,61 @@ fn recover_cuts_a_torn_tail_that_verify_calls_recovery_required_and_keeps_the_by
     assert_eq!(std::fs::read_to_string(&events).expect("events"), tampered);
 }
 
+#[test]
+fn an_interrupted_append_verifies_intact_and_waiting_with_exit_3_until_a_writer_completes_it() {
+    let dir = project_with(&["s"], 3);
+    // The audit crate's own writer, stopped right after the intent's fsync as a kill there
+    // leaves it: event 5 is described, not written.
+    heartwood_testkit::sessions::interrupt_an_append(dir.path(), "s");
+    let verify = |dir: &Path| heartwood(dir, &["sessions", "verify", "s"]);
+
+    let out = verify(dir.path());
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains("intact through event 4"), "{said}");
+    assert!(said.contains("events 5..=5"), "{said}");
+    assert!(said.contains("`heartwood sessions recover s`"), "{said}");
+    let show = heartwood(dir.path(), &["sessions", "show", "s"]);
+    assert_eq!(show.status.code(), Some(3));
+    assert!(
+        text(&show.stdout).contains("integrity intact, waiting for recovery"),
+        "{}",
+        text(&show.stdout)
+    );
+    let listed = heartwood(dir.path(), &["sessions", "ls"]);
+    assert!(
+        text(&listed.stdout).contains("waiting for recovery"),
+        "{}",
+        text(&listed.stdout)
+    );
+
+    // Tampering with an acknowledged event is damage (exit 1), not a wait for recovery.
+    let events = dir.path().join(".heartwood/sessions/s/events.jsonl");
+    let original = std::fs::read_to_string(&events).expect("events");
+    let tampered = original.replacen("\"seq\":2", "\"seq\":7", 1);
+    std::fs::write(&events, tampered).expect("write");
+    let out = verify(dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("modification"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::write(&events, original).expect("restore");
+
+    // The next writer completes it, exactly once; then the session verifies clean.
+    let out = heartwood(dir.path(), &["sessions", "recover", "s"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("completed the interrupted append of events 5..=5"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = verify(dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("intact: 5 events"));
+}
+
 /// Copies `fixtures/journals/<name>` into a fresh directory, so running against it changes
 /// nothing in the repository.
 fn fixture(name: &str) -> tempfile::TempDir {

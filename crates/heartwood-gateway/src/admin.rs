@@ -147,6 +147,15 @@ pub struct PendingListing {
     pub members: usize,
 }
 
+/// What a session with an append a crash interrupted says in lists: its record is intact, the
+/// append waits in the recovery journal, and what completes it.
+pub(crate) fn interrupted_status(id: &SessionId) -> String {
+    format!(
+        "interrupted append waiting for recovery (the record is intact): opening the session \
+         completes it, as does `heartwood sessions recover {id}`"
+    )
+}
+
 /// Why a session whose record says a run is on is stopped, with the commands that continue
 /// it, when no process holds it: the one that ran it ended (a crash, a kill, a closed terminal).
 pub(crate) fn stopped_status(s: &SessionSummary, p: &SessionProjection) -> Option<String> {
@@ -180,12 +189,7 @@ impl SessionListing {
             (Ok(_), None, _) if stopped => stopped_status.unwrap_or_default(),
             (Err(e), _, _) => format!("unreadable metadata: {e}"),
             (Ok(_), Some(w), _) => format!("open in pid {}", w.pid),
-            (Ok(_), None, true) => {
-                format!(
-                    "interrupted append: run `heartwood sessions recover {}`",
-                    s.id
-                )
-            }
+            (Ok(_), None, true) => interrupted_status(&s.id),
             (Ok(_), None, false) => "closed".to_owned(),
         };
         SessionListing {
@@ -308,6 +312,19 @@ pub struct SessionAdmin {
 }
 
 impl SessionView {
+    /// The first and last event of an append a crash interrupted, when that is all that keeps
+    /// the session from verifying clean (see [`GatewayError::interrupted_append`]).
+    pub fn interrupted_append(&self) -> Option<(u64, u64)> {
+        match &self.integrity {
+            Err(AuditError::Interrupted {
+                first_seq,
+                last_seq,
+                ..
+            }) => Some((*first_seq, *last_seq)),
+            _ => None,
+        }
+    }
+
     /// The view as one serializable report.
     pub fn report(&self) -> SessionReport {
         let integrity = match &self.integrity {
@@ -513,7 +530,9 @@ impl SessionAdmin {
     /// session; returns what was done and how many events it holds.
     pub fn recover(&self, id: &str) -> Result<RecoverReport, GatewayError> {
         let id = self.resolve(id)?;
-        let torn_tail = self.store.cut_torn_tail(&id)?;
+        // Completing an interrupted append comes first (under the lease), so that is what the
+        // report says was done, even though reopening then finds nothing left to complete.
+        let (completed, torn_tail) = self.store.cut_torn_tail(&id)?;
         let (receipts, opened) = match self.store.open_writer(&id) {
             Err(AuditError::Damaged { damage, .. }) if damage.file == RECEIPTS_FILE => {
                 let repair = self.store.repair_receipts(&id, &receipt_of)?;
@@ -521,7 +540,11 @@ impl SessionAdmin {
             }
             opened => (None, opened?),
         };
-        let (writer, recovery) = opened;
+        let (writer, reopened) = opened;
+        let recovery = match completed {
+            Recovery::Clean => reopened,
+            completed => completed,
+        };
         Ok(RecoverReport {
             recovery,
             receipts,

@@ -310,6 +310,22 @@ pub enum ChannelError {
 }
 
 impl GatewayError {
+    /// The first and last event of an append a crash interrupted, when that is what this
+    /// error reports: the session is otherwise intact (the events before the append verified,
+    /// and the append's own bytes, waiting in the recovery journal, continue the chain) and
+    /// waits for recovery, which the next process to act on it, or `heartwood sessions
+    /// recover`, performs. Distinct from damage, which nothing completes.
+    pub fn interrupted_append(&self) -> Option<(u64, u64)> {
+        match self {
+            GatewayError::Journal(AuditError::Interrupted {
+                first_seq,
+                last_seq,
+                ..
+            }) => Some((*first_seq, *last_seq)),
+            _ => None,
+        }
+    }
+
     /// Whether another process holds the session (so waiting a moment and trying again may
     /// succeed, when that process is finishing a short command).
     pub fn is_owned_elsewhere(&self) -> bool {

@@ -102,7 +102,9 @@ fn verdict(
         return (
             Phase::RecoveryRequired,
             format!(
-                "session {id} has an append that a crash interrupted; it cannot be used until it is completed"
+                "session {id} has an append a crash interrupted, waiting for recovery (its record \
+                 is intact, the append held whole in its recovery journal); recovering it, or the \
+                 next command on that session, completes it"
             ),
             format!("heartwood sessions recover {id}"),
             None,

@@ -115,14 +115,21 @@ impl SessionGateway {
                     row
                 }
                 Err(e) => SessionRow {
-                    session: summary.id,
-                    last_activity: summary.last_activity,
+                    session: summary.id.clone(),
+                    last_activity: summary.last_activity.clone(),
                     lifecycle: None,
                     status_line: format!("cannot be read: {e}"),
                     pending: false,
                     title: None,
                 },
             });
+            // Reading it may have taken it over (and so completed the append) already.
+            if summary.interrupted
+                && !lock(&self.shared.live).contains_key(&summary.id)
+                && let Some(row) = rows.last_mut()
+            {
+                row.status_line = crate::admin::interrupted_status(&summary.id);
+            }
         }
         Ok(rows)
     }
@@ -201,7 +208,19 @@ impl SessionGateway {
             (verifying.join(), events)
         });
         // A panic while verifying is a defect: it is this caller's panic, not an answer.
-        verified.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        match verified.unwrap_or_else(|panic| std::panic::resume_unwind(panic)) {
+            Ok(_) => {}
+            // An append a crash interrupted (the record intact, the append whole in the
+            // recovery journal) and nobody serves the session: looking at it takes it over,
+            // and opening it for writing completes the append, exactly once.
+            Err(e @ heartwood_audit::AuditError::Interrupted { .. }) => {
+                return match self.attach(session, false) {
+                    Ok(live) => Ok(live.lock().snapshot(since)),
+                    Err(_) => Err(e.into()),
+                };
+            }
+            Err(e) => return Err(e.into()),
+        }
         let events = decoded(events?)?;
         let projection = reducer::replay(session.clone(), &events);
         // A run is open on disk but nobody serves it: its process ended mid-run. Looking at it

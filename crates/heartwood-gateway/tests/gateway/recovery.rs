@@ -405,3 +405,60 @@ async fn a_review_settled_before_a_stop_is_assessed_by_the_next_process_without_
     assert!(f.server.requests().is_empty(), "no model call");
     next.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn looking_at_a_session_whose_append_a_crash_interrupted_completes_it_once() {
+    let f = Fixture::new(Script::of(vec![Turn::text("first")])).await;
+    f.task("one");
+    f.settled().await;
+    f.gateway.close().await;
+    let context = ProjectContext::at(f.project.path()).expect("a UTF-8 project path");
+    let admin = heartwood_gateway::SessionAdmin::new(&context);
+    let (before, _) = admin.verify(f.session.as_str(), None).expect("intact");
+    // A process dies right after the intent's fsync, before any of the append's data.
+    let store = heartwood_audit::SessionStore::new(f.project.path());
+    let (writer, _) = store.open_writer(&f.session).expect("writer");
+    writer
+        .crash_after_intent(vec![heartwood_events::Event::SessionRenamed {
+            title: "renamed in the append".into(),
+        }])
+        .expect("intent");
+
+    // Verification tells "intact, waiting for recovery" apart from damage.
+    let waiting = admin
+        .verify(f.session.as_str(), None)
+        .expect_err("an append waits");
+    let next_seq = before.count + 1;
+    assert_eq!(waiting.interrupted_append(), Some((next_seq, next_seq)));
+    assert!(
+        waiting.to_string().contains("heartwood sessions recover"),
+        "{waiting}"
+    );
+    assert!(
+        admin.listing(None).expect("listing")[0]
+            .status
+            .contains("waiting for recovery"),
+        "the listing says so"
+    );
+
+    // The next process to look at it (a `serve`, a terminal) takes it over, which completes it.
+    let next = SessionGateway::new(context.clone());
+    let seen = next.snapshot(&f.session, 0).expect("looking completes it");
+    assert_eq!(
+        seen.projection.title.as_deref(),
+        Some("renamed in the append")
+    );
+    next.close().await;
+    let (after, _) = admin.verify(f.session.as_str(), None).expect("intact");
+    assert_eq!(after.count, next_seq, "completed exactly once");
+    let again = SessionGateway::new(context);
+    assert_eq!(
+        again
+            .snapshot(&f.session, 0)
+            .expect("snapshot")
+            .events
+            .len() as u64,
+        next_seq
+    );
+    again.close().await;
+}
