@@ -23,7 +23,7 @@ async fn a_replay_reproduces_the_results_and_a_planted_change_is_found() {
     let original = root.path().join("original");
     starting_files(&original, ROWS);
     let server = ScriptedModelServer::start(Script::of(vec![
-        Turn::calls(&[("terminal", json!({"command": "wc -l < data/cohort.csv"}))]),
+        Turn::calls(&[("terminal", json!({"command": "wc -l data/cohort.csv"}))]),
         Turn::calls(&[("terminal", json!({"command": "head -2 data/cohort.csv"}))]),
         Turn::calls(&[("finish", json!({"message": "3 sites"}))]),
     ]))
@@ -92,7 +92,7 @@ async fn a_replay_reproduces_the_results_and_a_planted_change_is_found() {
     let report = text(&compare.stdout);
     assert!(!compare.status.success());
     assert!(
-        report.contains("differs  run `wc -l < data/cohort.csv`"),
+        report.contains("differs  run `wc -l data/cohort.csv`"),
         "{report}"
     );
     assert!(report.contains("missing"), "{report}");
@@ -118,7 +118,7 @@ async fn in_a_git_project_the_replay_makes_its_own_copy_of_the_starting_files() 
     git(&["add", "-A"]);
     git(&["commit", "-q", "-m", "data"]);
     let server = ScriptedModelServer::start(Script::of(vec![
-        Turn::calls(&[("terminal", json!({"command": "wc -l < data/cohort.csv"}))]),
+        Turn::calls(&[("terminal", json!({"command": "wc -l data/cohort.csv"}))]),
         Turn::calls(&[("finish", json!({"message": "3 rows"}))]),
     ]))
     .await
@@ -173,7 +173,7 @@ async fn every_task_of_a_session_is_replayed_in_turn() {
     let original = root.path().join("original");
     starting_files(&original, ROWS);
     let server = ScriptedModelServer::start(Script::of(vec![
-        Turn::calls(&[("terminal", json!({"command": "wc -l < data/cohort.csv"}))]),
+        Turn::calls(&[("terminal", json!({"command": "wc -l data/cohort.csv"}))]),
         Turn::calls(&[("finish", json!({"message": "4 lines"}))]),
         Turn::calls(&[("terminal", json!({"command": "head -2 data/cohort.csv"}))]),
         Turn::calls(&[("finish", json!({"message": "a header and a row"}))]),
@@ -224,7 +224,7 @@ async fn a_session_run_on_openhands_is_replayed_on_openhands() {
     let original = root.path().join("original");
     starting_files(&original, ROWS);
     let server = ScriptedModelServer::start(Script::of(vec![
-        Turn::calls(&[("terminal", json!({"command": "wc -l < data/cohort.csv"}))]),
+        Turn::calls(&[("terminal", json!({"command": "wc -l data/cohort.csv"}))]),
         Turn::calls(&[("finish", json!({"message": "3 rows"}))]),
     ]))
     .await

@@ -126,12 +126,13 @@ async fn a_model_error_is_in_the_conversation_and_a_retry_records_the_reply() {
         texts.iter().any(|t| t.contains("400")),
         "the error stays in the history: {texts:?}"
     );
-    // The failed turn is not replayed to the model: the retry's request holds the two tasks
-    // and no error text.
+    // The failed turn is not replayed to the model (the heddle document: "A failed turn is
+    // recorded too, with its error, but contributes nothing to the history a later run
+    // sees"): the retry's request holds the new message, not the failed task or its error.
     let requests = server.requests();
     let last = requests.last().expect("a request").to_string();
     assert!(
-        last.contains("count the rows") && last.contains("try again"),
+        !last.contains("count the rows") && last.contains("try again"),
         "{last}"
     );
     assert!(
