@@ -354,6 +354,18 @@ mod tests {
     }
 
     #[test]
+    fn a_plain_export_keeps_its_wire_form_so_old_receipts_still_match() {
+        let plain = CommandKind::Export(Default::default());
+        assert_eq!(
+            serde_json::to_value(&plain).expect("serialize"),
+            serde_json::json!({"type": "export"})
+        );
+        let parsed: CommandKind =
+            serde_json::from_value(serde_json::json!({"type": "export"})).expect("parse");
+        assert_eq!(parsed, plain);
+    }
+
+    #[test]
     fn a_receipts_type_tag_names_its_command_and_an_unknown_one_none() {
         for name in CommandName::ALL {
             let tag = serde_json::to_value(name).expect("serialize");
@@ -382,7 +394,6 @@ mod tests {
                 decision: Decision::AllowOnce,
                 reason: None,
             },
-            CommandKind::Export(Default::default()),
             CommandKind::Export(crate::ExportRequest {
                 format: crate::ExportFormat::RoCrate,
                 destination: Some("out/crate.zip".into()),
