@@ -155,6 +155,21 @@ async fn an_accepted_run_exports_as_a_crate_that_verifies_and_names_each_change(
         text(&shown.stdout)
     );
 
+    // "The export path is itself recorded as an event": a transcript written to a file too.
+    let md = heartwood(
+        root,
+        &[
+            "sessions", "export", "last", "--format", "markdown", "--out", "t.md",
+        ],
+    );
+    assert!(md.status.success(), "{}", text(&md.stderr));
+    let shown = heartwood(
+        root,
+        &["sessions", "export", "last", "--format", "markdown"],
+    );
+    let to = root.join("t.md").display().to_string();
+    assert!(text(&shown.stdout).contains(&to), "{}", text(&shown.stdout));
+
     // Nothing private: the planted key and token appear in no byte of the crate.
     let zip = root.join("crate.zip");
     let zipped = heartwood(
