@@ -95,8 +95,9 @@ fn main() -> Result<()> {
             "batch" => bench::batch::run(),
             "review" => bench::review::run(),
             "stats" => bench::stats::run(),
+            "export" => bench::export::run(),
             other => bail!(
-                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, page, notebook, models, sandbox, batch, review, stats"
+                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, page, notebook, models, sandbox, batch, review, stats, export"
             ),
         },
         Task::Fuzz {

@@ -78,3 +78,34 @@ fn copy_prefix(from: &Path, to: &Path, len: u64) -> Result<(), AuditError> {
     }
     durable::sync_data(&dest).ctx("sync", to)
 }
+
+/// The files of an export bundle, read back whole for a derived export (an RO-Crate).
+#[derive(Debug, Clone)]
+pub struct BundleFiles {
+    /// `meta.json`.
+    pub meta: Vec<u8>,
+    /// `events.jsonl`.
+    pub events: Vec<u8>,
+    /// `audit.jsonl`.
+    pub audit: Vec<u8>,
+    /// `checkpoint.json`.
+    pub checkpoint: Vec<u8>,
+}
+
+impl BundleFiles {
+    /// Reads the bundle at `dir` (a directory [`SessionWriter::write_export_bundle`] returned).
+    ///
+    /// [`SessionWriter::write_export_bundle`]: crate::SessionWriter::write_export_bundle
+    pub fn read(dir: &Path) -> Result<Self, AuditError> {
+        let read = |name: &str| {
+            let path = dir.join(name);
+            fs::read(&path).ctx("read", &path)
+        };
+        Ok(BundleFiles {
+            meta: read("meta.json")?,
+            events: read("events.jsonl")?,
+            audit: read("audit.jsonl")?,
+            checkpoint: read("checkpoint.json")?,
+        })
+    }
+}

@@ -401,6 +401,8 @@ impl SessionWriter {
         let bundle = export::write_bundle(&self.paths, &verified, &checkpoint)?;
         let event = Event::ExportRecorded {
             bundle: bundle.clone(),
+            format: None,
+            destination: None,
             count: verified.count,
             terminal_hash: verified.terminal_hash.to_hex(),
         };

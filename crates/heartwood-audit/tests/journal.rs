@@ -177,6 +177,8 @@ fn an_export_is_a_self_contained_bundle_and_is_itself_recorded() {
         last.event,
         Event::ExportRecorded {
             bundle: name,
+            format: None,
+            destination: None,
             count: 10,
             terminal_hash: before.terminal_hash.to_hex()
         }

@@ -39,6 +39,7 @@ mod notebook;
 mod render;
 mod replay;
 mod review;
+mod ro_crate;
 mod serve;
 mod sessions;
 mod skills;
@@ -67,6 +68,9 @@ enum Command {
     /// Inspect, verify, export and remove this project's sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsCommand),
+    /// Exported RO-Crates: verify one without its session (needs no project).
+    #[command(subcommand)]
+    Crate(ro_crate::CrateCommand),
     /// Show where this project stands and what to do next (creates nothing).
     Status {
         /// Print JSON.
@@ -133,6 +137,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         // Reads the named table only: no project is looked for.
         Some(Command::Stats(cmd)) => stats::run(cmd),
+        Some(Command::Crate(cmd)) => ro_crate::run(cmd),
         command => heartwood_gateway::ProjectContext::current()
             .map_err(anyhow::Error::from)
             .and_then(|project| match command {
@@ -185,6 +190,7 @@ fn run(project: heartwood_gateway::ProjectContext, command: Command) -> anyhow::
         Command::Batch(cmd) => batch::run(cmd),
         Command::Notebook(cmd) => notebook::run(cmd),
         Command::Stats(cmd) => stats::run(cmd),
+        Command::Crate(cmd) => ro_crate::run(cmd),
         Command::Completions { .. } => Ok(ExitCode::SUCCESS),
     }
 }

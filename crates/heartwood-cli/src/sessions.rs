@@ -43,18 +43,24 @@ pub enum SessionsCommand {
         /// The session id, a unique prefix of it, or `last`.
         id: String,
     },
-    /// Write a self-contained, verifiable export bundle (recorded in the session), or a
-    /// readable Markdown transcript.
+    /// Write a self-contained, verifiable export bundle, a readable Markdown transcript, or
+    /// a Provenance Run RO-Crate (each recorded in the session with its destination).
     Export {
         /// The session id, a unique prefix of it, or `last`.
         id: String,
         /// What to write.
         #[arg(long, value_enum, default_value_t = ExportFormat::Bundle)]
         format: ExportFormat,
-        /// Where: a new directory for a bundle (it stays in the session's `exports/` too), a
-        /// file for a transcript (default: printed).
+        /// Where: a new directory for a bundle (it stays in the session's `exports/` too) or
+        /// a crate, a file for a transcript (default: printed, and not recorded) or a crate ZIP.
         #[arg(long, value_name = "PATH")]
         out: Option<PathBuf>,
+        /// Write the crate as one ZIP file.
+        #[arg(long)]
+        zip: bool,
+        /// A project-relative path to keep out of the crate (listed by digest only); repeat.
+        #[arg(long, value_name = "PATH")]
+        private: Vec<String>,
     },
     /// Complete an append that a crash interrupted, then verify the session.
     Recover {
@@ -86,6 +92,8 @@ pub enum ExportFormat {
     Bundle,
     /// A readable transcript: messages, proposed sets, decisions, results.
     Markdown,
+    /// A Provenance Run RO-Crate 1.1 with the journal, its checkpoint and a verifier inside.
+    RoCrate,
 }
 
 /// `sessions verify` and `sessions show`: the session is intact, and an append a crash
@@ -103,7 +111,13 @@ pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
             say!("{}", serde_json::to_string_pretty(&admin.checkpoint(&id)?)?);
             Ok(ExitCode::SUCCESS)
         }
-        SessionsCommand::Export { id, format, out } => export(&admin, &id, format, out),
+        SessionsCommand::Export {
+            id,
+            format,
+            out,
+            zip,
+            private,
+        } => export(&admin, &id, format, out, zip, private),
         SessionsCommand::Recover { id } => {
             let id = admin.resolve(&id)?;
             let report = admin.recover(id.as_str())?;
@@ -180,59 +194,53 @@ fn export(
     id: &str,
     format: ExportFormat,
     out: Option<PathBuf>,
+    zip: bool,
+    private: Vec<String>,
 ) -> Result<ExitCode> {
-    match (format, out) {
-        (ExportFormat::Markdown, None) => say_raw!("{}", admin.transcript(id)?),
-        (ExportFormat::Markdown, Some(out)) => {
-            write_new(&out, admin.transcript(id)?.as_bytes())?;
-            say!("wrote the transcript of session {id} to {}", out.display());
-        }
-        (ExportFormat::Bundle, out) => {
-            if let Some(out) = &out
-                && out.exists()
-            {
-                anyhow::bail!("{} already exists; name a new directory", out.display());
-            }
-            let report = admin.export(id)?;
+    use heartwood_events::ExportFormat as Wire;
+    if matches!(format, ExportFormat::Markdown) && out.is_none() {
+        say_raw!("{}", admin.transcript(id)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(out) = &out
+        && out.exists()
+    {
+        anyhow::bail!("{} already exists; name a new path", out.display());
+    }
+    let destination = match &out {
+        Some(out) => Some(std::path::absolute(out)?.display().to_string()),
+        None => None,
+    };
+    let request = heartwood_events::ExportRequest {
+        format: match format {
+            ExportFormat::Bundle => Wire::Bundle,
+            ExportFormat::Markdown => Wire::Markdown,
+            ExportFormat::RoCrate => Wire::RoCrate,
+        },
+        destination,
+        zip,
+        private,
+    };
+    let report = admin.export_as(id, &request)?;
+    match (format, &report.destination) {
+        (ExportFormat::Bundle, to) => {
             say!(
                 "exported to {} (recorded as event {})",
                 report.bundle.display(),
                 report.recorded_as
             );
-            if let Some(out) = out {
-                copy_dir(&report.bundle, &out)
-                    .with_context(|| format!("cannot copy the bundle to {}", out.display()))?;
-                say!("copied to {}", out.display());
+            if let Some(to) = to {
+                say!("copied to {}", to.display());
             }
         }
+        (_, Some(to)) => say!(
+            "exported session {id} to {} (recorded as event {})",
+            to.display(),
+            report.recorded_as
+        ),
+        (_, None) => say!("exported (recorded as event {})", report.recorded_as),
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Writes `bytes` to `path`, which must not exist yet (an export never overwrites).
-fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .with_context(|| format!("cannot create {} (it must not exist yet)", path.display()))?;
-    file.write_all(bytes)
-        .with_context(|| format!("cannot write {}", path.display()))
-}
-
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), target)?;
-        }
-    }
-    Ok(())
 }
 
 /// Asks on the terminal whether to remove session `id`, naming what it holds; refuses when

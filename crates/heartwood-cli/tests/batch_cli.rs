@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use heartwood_testkit::{Fault, Script, ScriptedModelServer, Turn};
 use serde_json::json;
 use support::batch::{batch, event_types, item, manifest, marker, row, run_printed, status};
-use support::{code, text};
+use support::{code, heartwood, text};
 
 /// Asserts the process exited with `expected`, showing what it printed otherwise.
 fn exits(out: &std::process::Output, expected: i32) {
@@ -381,6 +381,52 @@ async fn a_workflow_batch_stops_for_each_decision_and_acceptance_and_collects_ac
         Some(64)
     );
     assert_eq!(results[1]["accepted_stages"], json!([]), "{}", results[1]);
+
+    // The batch as one RO-Crate: the accepted item's own crate and the results table, which
+    // `crate verify` and the bundled Python verifier check part by part.
+    let crated = batch(root.path(), &["collect", &m, "--ro-crate"]).await;
+    exits(&crated, 0);
+    let krate = root.path().join("study.batch/ro-crate");
+    let verify = |dir: &std::path::Path| {
+        let ours = heartwood(
+            root.path(),
+            &["crate", "verify", &dir.display().to_string()],
+        );
+        let python = std::process::Command::new("python3")
+            .arg(krate.join("verify_crate.py"))
+            .arg(dir)
+            .output()
+            .expect("python3");
+        assert_eq!(ours.status.success(), python.status.success());
+        (
+            ours.status.success(),
+            text(&ours.stdout) + &text(&python.stdout),
+        )
+    };
+    let (ok, said) = verify(&krate);
+    assert!(ok && said.contains("1 acceptances"), "{said}");
+    assert!(
+        krate
+            .join(format!("items/{}/journal/audit.jsonl", item(0)))
+            .exists()
+    );
+    assert!(
+        !krate.join(format!("items/{}", item(1))).exists(),
+        "an item with nothing accepted has no crate"
+    );
+    let tampered = root.path().join("tampered");
+    std::process::Command::new("cp")
+        .arg("-r")
+        .arg(&krate)
+        .arg(&tampered)
+        .status()
+        .expect("cp");
+    std::fs::write(tampered.join("results/results.csv"), "item\n").expect("edit");
+    let (ok, said) = verify(&tampered);
+    assert!(
+        !ok && said.contains("results/results.csv: changed"),
+        "{said}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

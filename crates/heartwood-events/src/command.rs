@@ -64,8 +64,9 @@ pub enum CommandKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
-    /// Write a self-contained export bundle and record it as an event.
-    Export,
+    /// Write an export (a bundle by default, a transcript or an RO-Crate) and record it as
+    /// an event that names its form and destination.
+    Export(crate::ExportRequest),
     /// Close the session and release its writer lease.
     Close,
     /// Give the session a title of the researcher's choosing (it starts as the first task's
@@ -309,7 +310,7 @@ impl CommandKind {
             CommandKind::Interrupt => CommandName::Interrupt,
             CommandKind::Resume => CommandName::Resume,
             CommandKind::Decide { .. } => CommandName::Decide,
-            CommandKind::Export => CommandName::Export,
+            CommandKind::Export(_) => CommandName::Export,
             CommandKind::Close => CommandName::Close,
             CommandKind::Rename { .. } => CommandName::Rename,
             CommandKind::WorkflowStart { .. } => CommandName::WorkflowStart,
@@ -338,7 +339,7 @@ mod tests {
         let cmd = Command::new(
             CommandId::parse("c-1").expect("id"),
             SessionId::parse("s1").expect("id"),
-            CommandKind::Export,
+            CommandKind::Export(Default::default()),
         );
         let value = serde_json::to_value(&cmd).expect("serialize");
         assert_eq!(
@@ -350,6 +351,18 @@ mod tests {
             serde_json::from_value::<Command>(value).expect("parse"),
             cmd
         );
+    }
+
+    #[test]
+    fn a_plain_export_keeps_its_wire_form_so_old_receipts_still_match() {
+        let plain = CommandKind::Export(Default::default());
+        assert_eq!(
+            serde_json::to_value(&plain).expect("serialize"),
+            serde_json::json!({"type": "export"})
+        );
+        let parsed: CommandKind =
+            serde_json::from_value(serde_json::json!({"type": "export"})).expect("parse");
+        assert_eq!(parsed, plain);
     }
 
     #[test]
@@ -381,7 +394,12 @@ mod tests {
                 decision: Decision::AllowOnce,
                 reason: None,
             },
-            CommandKind::Export,
+            CommandKind::Export(crate::ExportRequest {
+                format: crate::ExportFormat::RoCrate,
+                destination: Some("out/crate.zip".into()),
+                zip: true,
+                private: vec!["data/secret.csv".into()],
+            }),
             CommandKind::Close,
             CommandKind::Rename {
                 title: "cohort checks".into(),

@@ -33,10 +33,18 @@ pub enum Event {
         /// The message text.
         text: String,
     },
-    /// An export bundle was written; it covers every event before this one.
+    /// An export was written; it covers every event before this one.
     ExportRecorded {
-        /// The bundle's directory name under the session's `exports/`.
+        /// The bundle's directory name under the session's `exports/` (a crate's journal is
+        /// that bundle's; a transcript has none).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
         bundle: String,
+        /// The form, when not a bundle (`markdown`, `ro_crate`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        format: Option<crate::ExportFormat>,
+        /// Where the export was written outside the session, as the researcher named it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        destination: Option<String>,
         /// How many events the bundle holds.
         count: u64,
         /// The audit hash of the bundle's last record (hex SHA-256).
@@ -457,6 +465,8 @@ mod tests {
             },
             Event::ExportRecorded {
                 bundle: "b".into(),
+                format: None,
+                destination: None,
                 count: 3,
                 terminal_hash: "00".into(),
             },

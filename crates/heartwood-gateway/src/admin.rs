@@ -52,9 +52,27 @@ fn receipt_of(event: &RecordedEvent) -> Option<RebuiltReceipt> {
         Event::SessionRenamed { title } => CommandKind::Rename {
             title: title.clone(),
         },
-        Event::ExportRecorded { bundle, .. } => {
-            result = serde_json::json!({ "bundle": bundle });
-            CommandKind::Export
+        Event::ExportRecorded {
+            bundle,
+            format: None,
+            destination: None,
+            ..
+        } => {
+            result = serde_json::json!({ "bundle": bundle, "destination": null });
+            CommandKind::Export(Default::default())
+        }
+        // A transcript or crate export's receipt keeps its destination; its other parameters
+        // (private paths, ZIP) are not in the event, so its content digest is left unknown.
+        Event::ExportRecorded {
+            bundle,
+            destination,
+            ..
+        } => {
+            return Some(RebuiltReceipt {
+                command_type: heartwood_events::CommandName::Export.as_str().to_owned(),
+                result: serde_json::json!({ "bundle": bundle, "destination": destination }),
+                content_sha256: None,
+            });
         }
         // A workflow command names the run revision it saw, which its events do not repeat:
         // its kind and result are rebuilt, its content digest is left unknown.
@@ -286,8 +304,10 @@ pub struct SessionView {
 /// What an export produced.
 #[derive(Debug, Clone)]
 pub struct ExportReport {
-    /// The bundle directory.
+    /// The bundle directory (the session's `exports/` itself for a transcript).
     pub bundle: std::path::PathBuf,
+    /// Where the export was written outside the session, when named.
+    pub destination: Option<std::path::PathBuf>,
     /// The sequence number of the `export_recorded` event.
     pub recorded_as: u64,
 }
@@ -309,6 +329,7 @@ pub struct ExportReport {
 #[derive(Debug, Clone)]
 pub struct SessionAdmin {
     store: SessionStore,
+    project: ProjectContext,
 }
 
 impl SessionView {
@@ -366,6 +387,7 @@ impl SessionAdmin {
     pub fn new(project: &ProjectContext) -> Self {
         SessionAdmin {
             store: SessionStore::new(project.root()),
+            project: project.clone(),
         }
     }
 
@@ -517,10 +539,26 @@ impl SessionAdmin {
 
     /// Writes an export bundle and records it in the session.
     pub fn export(&self, id: &str) -> Result<ExportReport, GatewayError> {
-        let (mut writer, _) = self.store.open_writer(&self.resolve(id)?)?;
-        let (bundle, seq) = writer.export(None)?;
+        self.export_as(id, &heartwood_events::ExportRequest::default())
+    }
+
+    /// Writes the export `request` asks for (a bundle, a transcript file, an RO-Crate) and
+    /// records it in the session, naming its form and destination.
+    pub fn export_as(
+        &self,
+        id: &str,
+        request: &heartwood_events::ExportRequest,
+    ) -> Result<ExportReport, GatewayError> {
+        let id = self.resolve(id)?;
+        let (mut writer, _) = self.store.open_writer(&id)?;
+        let (event, result) = crate::export::perform(&mut writer, &self.project, request, || {
+            self.transcript(id.as_str())
+        })?;
+        let seq = writer.append(None, vec![event])?;
+        let bundle = result["bundle"].as_str().unwrap_or_default();
         Ok(ExportReport {
-            bundle,
+            bundle: writer.paths().exports.join(bundle),
+            destination: result["destination"].as_str().map(std::path::PathBuf::from),
             recorded_as: seq.get(),
         })
     }

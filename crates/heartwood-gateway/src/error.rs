@@ -93,6 +93,9 @@ pub enum GatewayError {
         #[source]
         source: std::io::Error,
     },
+    /// An RO-Crate could not be written or read.
+    #[error(transparent)]
+    Crate(#[from] crate::provenance::CrateError),
     /// Reaching the process that serves the session failed.
     #[error(transparent)]
     Channel(#[from] ChannelError),
@@ -353,6 +356,9 @@ impl GatewayError {
                 ChannelError::Malformed(_) | ChannelError::OtherSession { .. },
             ) => ErrorKind::Invalid,
             GatewayError::Io { .. } | GatewayError::Channel(_) => ErrorKind::Io,
+            GatewayError::Crate(crate::provenance::CrateError::Exists(_)) => ErrorKind::Invalid,
+            GatewayError::Crate(crate::provenance::CrateError::Unreadable(_)) => ErrorKind::Damaged,
+            GatewayError::Crate(_) => ErrorKind::Io,
             GatewayError::Session(SessionRefusal::NoSessions) => ErrorKind::NotFound,
             GatewayError::Session(_) | GatewayError::Correction(_) => ErrorKind::Invalid,
             GatewayError::Project(e) => e.kind(),

@@ -139,9 +139,8 @@ pub fn markdown(session: &str, title: Option<&str>, events: &[RecordedEvent]) ->
                     let _ = writeln!(out, "- [{}] {}", task.status.as_str(), task.title);
                 }
             }
-            Event::ExportRecorded { bundle, count, .. } => {
-                let _ = writeln!(out);
-                let _ = writeln!(out, "*Exported {count} events to `{bundle}`.*");
+            Event::ExportRecorded { .. } => {
+                let _ = writeln!(out, "\n*{}.*", exported(&e.event, "Exported", '`'));
             }
             Event::SessionRenamed { title } => {
                 let _ = writeln!(out);
@@ -211,9 +210,7 @@ pub fn line(e: &RecordedEvent) -> String {
             format!("session registered (backend {backend})")
         }
         Event::Message { role, text } => format!("{}: {}", role.as_str(), short(text, 200)),
-        Event::ExportRecorded { bundle, count, .. } => {
-            format!("exported {count} events to {bundle}")
-        }
+        Event::ExportRecorded { .. } => exported(&e.event, "exported", ' '),
         Event::SessionClosed {} => "session closed".to_owned(),
         Event::SessionRenamed { title } => format!("titled \"{title}\""),
         Event::TaskSubmitted { text, policy, .. } => {
@@ -410,6 +407,22 @@ fn fenced(out: &mut String, language: &str, text: &str) {
     let _ = writeln!(out, "{fence}{language}");
     let _ = writeln!(out, "{}", text.trim_end_matches('\n'));
     let _ = writeln!(out, "{fence}");
+}
+
+/// "Exported N events to X": the destination when the export named one, else the bundle.
+fn exported(event: &Event, verb: &str, quote: char) -> String {
+    let Event::ExportRecorded {
+        bundle,
+        count,
+        destination,
+        ..
+    } = event
+    else {
+        return String::new();
+    };
+    let to = destination.as_deref().unwrap_or(bundle);
+    let quote = quote.to_string().trim().to_owned();
+    format!("{verb} {count} events to {quote}{to}{quote}")
 }
 
 #[cfg(test)]

@@ -307,6 +307,45 @@ impl Session {
         self.submit(py, CommandKind::Interrupt).map(drop)
     }
 
+    /// Exports the session and records the export: `"bundle"` (the default, in the session's
+    /// `exports/`, copied to `destination` when given), `"markdown"` (a transcript file) or
+    /// `"ro_crate"` (a Provenance Run RO-Crate directory, or one ZIP file with `zip=True`;
+    /// paths in `private` are listed by digest only). A relative destination is inside the
+    /// project. Returns what was written (`bundle`, `destination`, and a crate's `files`,
+    /// `bytes`).
+    #[pyo3(signature = (format = "bundle", destination = None, zip = false, private = Vec::new()))]
+    fn export(
+        &self,
+        py: Python<'_>,
+        format: &str,
+        destination: Option<String>,
+        zip: bool,
+        private: Vec<String>,
+    ) -> PyResult<Py<PyAny>> {
+        let format = match format {
+            "bundle" => heartwood_events::ExportFormat::Bundle,
+            "markdown" => heartwood_events::ExportFormat::Markdown,
+            "ro_crate" => heartwood_events::ExportFormat::RoCrate,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "no export format {other:?}; use \"bundle\", \"markdown\" or \"ro_crate\""
+                )));
+            }
+        };
+        let request = heartwood_events::ExportRequest {
+            format,
+            destination,
+            zip,
+            private,
+        };
+        let receipt = self.submit(py, CommandKind::Export(request))?;
+        let result = match receipt.outcome {
+            Outcome::Applied { result, .. } => result,
+            Outcome::Refused { .. } => serde_json::Value::Null,
+        };
+        convert::to_python(py, &result)
+    }
+
     /// The workflow run in this session (stages, the latest checks, what can be done now), as
     /// a dict; `None` when none was started. Looking binds `accept_stage` to what it shows.
     #[getter]

@@ -49,6 +49,18 @@ def test_a_stage_is_run_checked_and_accepted_from_a_notebook(project, model):
     w = s.workflow
     assert w["stages"][0]["status"] == "accepted"
     assert w["current"] == "plan"
+    # The accepted stage exports as an RO-Crate from here too, recorded with its destination,
+    # and the crate's own verifier passes it.
+    written = s.export("ro_crate", "crate")
+    crate = os.path.join(project, "crate")
+    assert written["destination"] == crate and written["files"] > 5, written
+    import subprocess, sys
+    checked = subprocess.run([sys.executable, os.path.join(crate, "verify_crate.py"), crate],
+                             capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+    assert "1 acceptances" in checked.stdout
+    with pytest.raises(ValueError, match="no export format"):
+        s.export("pdf", "x")
     s.cancel_workflow()
     assert s.workflow["cancelled"] is True
     assert s.verify()["intact"] is True

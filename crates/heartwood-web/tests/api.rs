@@ -404,4 +404,19 @@ async fn a_workflow_runs_bound_files_preview_with_their_evidence_and_nothing_els
         .await
         .expect("join");
     assert_eq!(status, 404);
+
+    // The run exports over HTTP as an RO-Crate, inside the project, recorded with its
+    // destination; the crate verifies.
+    let export = json!({"type": "export", "format": "ro_crate", "destination": "crate"});
+    let path = format!("/api/sessions/{id}/commands");
+    let (status, body) =
+        tokio::task::spawn_blocking(move || call(addr, "POST", &path, Some(&export)))
+            .await
+            .expect("join");
+    assert_eq!(status, 200, "{body}");
+    let krate = project.path().join("crate");
+    assert!(body.contains(&krate.display().to_string()), "{body}");
+    let verdict = heartwood_gateway::provenance::verify_crate(&krate).expect("readable");
+    assert!(verdict.problems.is_empty(), "{:?}", verdict.problems);
+    assert!(krate.join("data/cohort.csv").exists());
 }

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod backends;
 pub mod batch;
+pub mod export;
 pub mod gateway;
 pub mod journal;
 pub mod models;

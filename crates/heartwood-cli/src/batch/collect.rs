@@ -49,14 +49,17 @@ struct Shown {
     projection: Option<SessionProjection>,
 }
 
-/// Verifies and summarises every item; exits 1 when any item could not be summarised.
-pub fn collect(manifest: &Manifest) -> Result<ExitCode> {
+/// Verifies and summarises every item (and, with `ro_crate`, writes the batch's crate); exits 1
+/// when any item could not be summarised.
+pub fn collect(manifest: &Manifest, ro_crate: bool) -> Result<ExitCode> {
     let dir = BatchDir::of(manifest);
     let mut rows = Vec::new();
+    let mut projects = Vec::new();
     for (index, item) in manifest.items.iter().enumerate() {
         let record = dir.record(index, item)?;
         eprint!("\rverifying {}/{}", index + 1, manifest.items.len());
         rows.push(row(&record.item, &record.session, &record.project));
+        projects.push(record.project);
     }
     eprintln!();
     std::fs::create_dir_all(dir.root())?;
@@ -69,6 +72,9 @@ pub fn collect(manifest: &Manifest) -> Result<ExitCode> {
     let report_path = dir.root().join("report.md");
     std::fs::write(&report_path, report(manifest, &rows))
         .with_context(|| format!("cannot write {}", report_path.display()))?;
+    if ro_crate {
+        super::crate_out::write(manifest, &dir, &rows, &projects)?;
+    }
     let refused: Vec<&ResultRow> = rows.iter().filter(|r| !r.verified).collect();
     say!(
         "{} of {} items verified and summarised: {}, {}, {}",

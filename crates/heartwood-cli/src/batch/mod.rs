@@ -10,6 +10,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 
 mod collect;
+mod crate_out;
 mod drive;
 mod local;
 mod manifest;
@@ -46,6 +47,10 @@ pub enum BatchCommand {
     Collect {
         /// The batch manifest.
         manifest: PathBuf,
+        /// Also write one RO-Crate (`<batch dir>/ro-crate/`): each verified item's own crate,
+        /// and the results table as a dataset.
+        #[arg(long)]
+        ro_crate: bool,
     },
     /// Drive one item until it settles (what each engine runs per item; `INDEX` is the item's
     /// position in the manifest, from 0, as Slurm's array index).
@@ -88,8 +93,8 @@ pub fn run(command: BatchCommand) -> Result<ExitCode> {
             Ok(m) => status::print(&m, json),
             Err(code) => Ok(code),
         },
-        BatchCommand::Collect { manifest } => match load(&manifest) {
-            Ok(m) => collect::collect(&m),
+        BatchCommand::Collect { manifest, ro_crate } => match load(&manifest) {
+            Ok(m) => collect::collect(&m, ro_crate),
             Err(code) => Ok(code),
         },
         BatchCommand::Worker { manifest, index } => {

@@ -15,6 +15,7 @@ use support::{code, connect_scripted, finish, heartwood, heartwood_async, text};
 
 mod acceptance;
 mod review;
+mod ro_crate;
 
 /// A stage turn's `finish` with its structured outcome.
 fn finish_stage(message: &str) -> Turn {

@@ -85,6 +85,14 @@ class Session:
     def resume(self) -> None: ...
     def interrupt(self) -> None:
         """Stops the running action now and pauses the agent."""
+    def export(
+        self,
+        format: Literal["bundle", "markdown", "ro_crate"] = "bundle",
+        destination: Optional[str] = None,
+        zip: bool = False,
+        private: List[str] = ...,
+    ) -> Dict[str, Any]:
+        """Exports the session (a bundle, a transcript file or an RO-Crate) and records it."""
     @property
     def projection(self) -> Projection: ...
     @property

@@ -5,7 +5,7 @@
 use std::sync::MutexGuard;
 
 use heartwood_events::{Command, CommandKind, CommandName, Decision, Event, Receipt};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Deciding;
 use super::prepare::Prepared;
@@ -106,13 +106,14 @@ impl Deciding<'_, '_> {
                     (set_id, *revision, *decision, reason),
                 )
             }
-            CommandKind::Export => {
-                let (bundle, event) = core.writer()?.write_export_bundle()?;
-                let name_of = bundle
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                core.complete(key, vec![event], json!({ "bundle": name_of }))
+            CommandKind::Export(request) => {
+                let project = gateway.shared.project.clone();
+                let session = command.session.as_str().to_owned();
+                let (event, result) =
+                    crate::export::perform(core.writer()?, &project, request, || {
+                        crate::SessionAdmin::new(&project).transcript(&session)
+                    })?;
+                core.complete(key, vec![event], result)
             }
             CommandKind::Rename { title } => {
                 let event = Event::SessionRenamed {
