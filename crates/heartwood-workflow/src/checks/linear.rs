@@ -126,12 +126,13 @@ pub fn linear_model(files: Files<'_>, params: &Params, result: &mut CheckResult)
     let Some((split, table, dictionary)) = checked_split(files, result) else {
         return;
     };
+    permitted(&spec, &dictionary, result);
     let report: LinearReport = match files.get(3).map(|b| strict_json(b)) {
         Some(Ok(r)) => r,
         Some(Err(e)) => return result.fail(format!("the model report is not valid: {e}")),
         None => return result.fail("the check needs the model report"),
     };
-    declared(&spec, &report, &dictionary, result);
+    declared(&spec, &report, result);
     let Some(key) = table.column(&dictionary.primary_key) else {
         return;
     };
@@ -192,7 +193,7 @@ pub fn linear_model(files: Files<'_>, params: &Params, result: &mut CheckResult)
 }
 
 /// The report must be the model the definition declares, on permitted predictors.
-fn declared(spec: &Spec, report: &LinearReport, d: &Dictionary, result: &mut CheckResult) {
+fn permitted(spec: &Spec, d: &Dictionary, result: &mut CheckResult) {
     if spec.outcome != d.outcome {
         result.fail(format!(
             "the definition's outcome {:?} is not the dictionary's {:?}",
@@ -206,6 +207,9 @@ fn declared(spec: &Spec, report: &LinearReport, d: &Dictionary, result: &mut Che
             ));
         }
     }
+}
+
+fn declared(spec: &Spec, report: &LinearReport, result: &mut CheckResult) {
     if report.outcome != spec.outcome {
         result.fail(format!(
             "the report models {:?}; the definition declares {:?}",
@@ -385,6 +389,7 @@ fn held_out_figures(
     }
     let mut outcomes = Vec::new();
     let mut predictions = Vec::new();
+    let mut keyed = Vec::new();
     for &i in held_out {
         let row_key = &table.rows[i][key];
         let Some(eta) = linear_predictor(spec, table, i, estimates, &levels) else {
@@ -414,18 +419,23 @@ fn held_out_figures(
         }
         outcomes.push(y);
         predictions.push(predicted);
+        keyed.push(serde_json::json!({"key": row_key, "predicted": predicted}));
     }
     for extra in reported.keys() {
         result.fail(format!(
             "the report predicts {extra:?}, which is not a held-out row"
         ));
     }
-    match spec.family {
+    let mut figures = match spec.family {
         Family::Gaussian => {
             gaussian_figures(table, train, y_at, &outcomes, &predictions, report, result)
         }
         Family::Binomial => binomial_figures(&outcomes, &predictions, report, result),
+    };
+    if let Some(map) = figures.as_object_mut() {
+        map.insert("predictions".into(), serde_json::Value::Array(keyed));
     }
+    figures
 }
 
 fn rmse(errors: impl Iterator<Item = f64> + Clone) -> f64 {
