@@ -54,7 +54,7 @@ export type CapturedFile = { bytes: number; path: string; sha256: string };
 export type CatalogDownload = { accept_license: string; catalog: string };
 
 /** One catalog entry. */
-export type CatalogEntry = { id: string; inputs: string[]; missing_checks: string[]; stages: CatalogStage[]; supported: boolean; title: string; version: string };
+export type CatalogEntry = { id: string; inputs: string[]; location?: string; missing_checks: string[]; problems?: string[]; sha256?: string; source?: DefinitionSource; source_summary?: string; stages: CatalogStage[]; supported: boolean; title: string; version: string };
 
 /** One catalog entry as interfaces list it. */
 export type CatalogLine = { does_not_fit?: string | null; download_bytes: number; id: string; label: string; license: string; memory_bytes: number; source: string; stored: boolean; summary: string };
@@ -63,7 +63,7 @@ export type CatalogLine = { does_not_fit?: string | null; download_bytes: number
 export type CatalogReview = { catalog: string };
 
 /** One stage of a catalog entry. */
-export type CatalogStage = { budget: Budget; checks: string[]; id: string; produces: string[]; researcher_gate: boolean; title: string };
+export type CatalogStage = { budget: Budget; budget_summary?: string; checks: string[]; id: string; produces: string[]; researcher_gate: boolean; title: string };
 
 /** One changed file's diff, in words and lines. */
 export type ChangeDiff = { path: string; text: string };
@@ -84,7 +84,7 @@ export type ChangeSource = "git" | "session_edits";
 export type CheckStatus = "passed" | "failed" | "unverified";
 
 /** One check's result, as evaluated by the gateway (never reported by the model). */
-export type CheckView = { check: string; inspected: InspectedFile[]; reasons: string[]; status: CheckStatus };
+export type CheckView = { check: string; inspected: InspectedFile[]; reasons: string[]; status: CheckStatus; version?: string | null };
 
 /** One request from an interface to a session. */
 export type Command = { actor?: string | null; command_id: CommandId; schema?: number; session: SessionId } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | ExportRequest & { type: "export" } | { type: "close" } | { title: string; type: "rename" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" } | { preview: string; revision: number; type: "workflow_review_parallel" } | { destination: string; finding: number; review_id: string; revision: number; type: "workflow_correct" });
@@ -119,6 +119,9 @@ export type Decision = "allow_once" | "reject_all";
 
 /** A recorded decision. */
 export type DecisionView = { decision: Decision; reason?: string | null; revision: number; seq: number; set_id: ActionSetId };
+
+/** Where a definition comes from, and so how far it is trusted. */
+export type DefinitionSource = "maintained" | "deployment" | "project";
 
 /** Bounds for [`Workspace::diff`]. */
 export type DiffLimits = { max_bytes: number; max_lines: number };
@@ -484,10 +487,10 @@ export type WorkflowCatalog = CatalogEntry[];
 export type WorkflowControl = { command: CommandName; fingerprint?: string | null; label: string; revision: number; shell?: string; submit: CommandKind };
 
 /** What a run binds when it starts (the `workflow_started` event). */
-export type WorkflowStart = { bindings: WorkflowBinding[]; definition: string; question: string; question_sha256: string; run_id: string; stages: StageSpec[]; title: string; version: string };
+export type WorkflowStart = { bindings: WorkflowBinding[]; definition: string; definition_sha256?: string | null; question: string; question_sha256: string; run_id: string; source?: DefinitionSource | null; stages: StageSpec[]; title: string; version: string };
 
 /** The workflow run in a session's projection. */
-export type WorkflowView = { assessment?: AssessmentView | null; bindings: WorkflowBinding[]; cancelled: boolean; controls: WorkflowControl[]; current?: string | null; definition: string; question: string; reproduction?: ReproductionView | null; review_execution?: ReviewExecution | null; reviews?: ReviewView[]; revision: number; run_id: string; stages: StageView[]; title: string; turn?: StageTurn | null; used?: BudgetUse; version: string };
+export type WorkflowView = { assessment?: AssessmentView | null; bindings: WorkflowBinding[]; cancelled: boolean; controls: WorkflowControl[]; current?: string | null; definition: string; definition_sha256?: string | null; question: string; reproduction?: ReproductionView | null; review_execution?: ReviewExecution | null; reviews?: ReviewView[]; revision: number; run_id: string; source?: DefinitionSource | null; stages: StageView[]; title: string; turn?: StageTurn | null; used?: BudgetUse; version: string };
 
 /** One changed path. */
 export type WorkspaceChange = { from?: ProjectPath | null; kind: ChangeKind; path: ProjectPath };

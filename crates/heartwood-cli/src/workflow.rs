@@ -8,10 +8,9 @@ use anyhow::{Context, Result};
 use clap::Subcommand;
 use heartwood_events::CommandKind;
 use heartwood_gateway::ProjectContext;
-use heartwood_gateway::workspace::{
-    Assessment, CheckResult, CheckStatus, WorkspaceService, workflow_catalog,
-};
+use heartwood_gateway::workspace::{Assessment, CheckResult, CheckStatus, WorkspaceService};
 
+mod catalog;
 mod status;
 
 use status::{
@@ -23,6 +22,15 @@ use status::{
 pub enum WorkflowCommand {
     /// List the workflow definitions, their stages, and whether every check is implemented.
     Catalog {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate a workflow definition file against this Heartwood's format and check
+    /// registry, reporting every problem at once (nothing is changed).
+    Validate {
+        /// The definition file (JSON).
+        file: std::path::PathBuf,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -297,7 +305,8 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
             }
             Ok(ExitCode::SUCCESS)
         }
-        WorkflowCommand::Catalog { json } => catalog(json),
+        WorkflowCommand::Catalog { json } => catalog::catalog(project, json),
+        WorkflowCommand::Validate { file, json } => catalog::validate(&file, json),
         WorkflowCommand::Assess {
             definition,
             stage,
@@ -531,48 +540,6 @@ fn parallel(
         say!("consented; allow the set to run it: heartwood decide {session} allow");
     }
     status(project, session.as_str(), json)
-}
-
-/// Prints the workflow catalog.
-fn catalog(json: bool) -> Result<ExitCode> {
-    let entries = workflow_catalog()?;
-    if json {
-        say!("{}", serde_json::to_string_pretty(&entries)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    for e in entries {
-        let support = if e.supported {
-            "supported".to_owned()
-        } else {
-            format!(
-                "not yet checkable: {} not implemented",
-                e.missing_checks.join(", ")
-            )
-        };
-        say!(
-            "{} {} — {}\n  {support}\n  inputs: {}",
-            e.id,
-            e.version,
-            e.title,
-            e.inputs.join(", ")
-        );
-        for (i, s) in e.stages.iter().enumerate() {
-            say!(
-                "  {}. {} ({}): produces {}; checks {}{}",
-                i + 1,
-                s.title,
-                s.id,
-                s.produces.join(", "),
-                s.checks.join(", "),
-                if s.researcher_gate {
-                    "; researcher accepts"
-                } else {
-                    ""
-                }
-            );
-        }
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Runs a stage's checks on the files now, saving the results where asked.

@@ -537,6 +537,8 @@ mod tests {
                 definition: "tabular-ols".into(),
                 version: "1.1.0".into(),
                 title: "t".into(),
+                source: Some(crate::catalog::DefinitionSource::Project),
+                definition_sha256: Some("1".repeat(64)),
                 question: "q".into(),
                 question_sha256: "0".repeat(64),
                 bindings: vec![crate::workflow::WorkflowBinding {

@@ -18,6 +18,14 @@ pub struct WorkflowStart {
     pub version: String,
     /// The definition's title.
     pub title: String,
+    /// Where the definition came from (absent in runs recorded before sources were kept:
+    /// maintained).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::catalog::DefinitionSource>,
+    /// SHA-256 of the definition's exact bytes when the run started; the run refuses to
+    /// continue under a definition whose bytes differ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_sha256: Option<String>,
     /// The researcher's question.
     pub question: String,
     /// SHA-256 of the question's text.
@@ -221,6 +229,9 @@ pub enum Severity {
 pub struct CheckView {
     /// The check id.
     pub check: String,
+    /// The registered version of the check that gave this answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     /// The check's answer.
     pub status: CheckStatus,
     /// Why it failed or could not decide.
@@ -346,6 +357,12 @@ pub struct WorkflowView {
     pub version: String,
     /// The definition's title.
     pub title: String,
+    /// Where the definition came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::catalog::DefinitionSource>,
+    /// SHA-256 of the definition's bytes the run is bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_sha256: Option<String>,
     /// The researcher's question.
     pub question: String,
     /// Grows with every transition; a command names the revision it saw.

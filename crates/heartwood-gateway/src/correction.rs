@@ -104,7 +104,7 @@ fn planned(
     };
     let service = WorkspaceService::open(project)?;
     stale(&service, review)?;
-    let definition = crate::workflow_run::bound_definition(w)?;
+    let definition = crate::workflow_run::bound_definition(project, w)?;
     // The repairable output: the one file the finding's check covers at the finding's path.
     let covered = definition
         .stages
@@ -182,7 +182,7 @@ pub fn recheck(
 ) -> Result<Recheck, GatewayError> {
     let plan = planned(project, w, index, destination, true)?;
     let review = w.reviews.last().expect("planned from a review");
-    let mut definition = crate::workflow_run::bound_definition(w)?;
+    let mut definition = crate::workflow_run::bound_definition(project, w)?;
     if let Some(a) = definition
         .artifacts
         .iter_mut()

@@ -229,6 +229,38 @@ pub enum WorkflowUnavailable {
     /// The run has finished (or not begun) its stages.
     #[error("the run has no current stage")]
     NoCurrentStage,
+    /// The definition file has problems.
+    #[error("the workflow definition {id:?} ({location}) is not valid: {}; `heartwood workflow validate FILE` lists every problem", problems.join("; "))]
+    Invalid {
+        /// The id asked for.
+        id: String,
+        /// Where the file is.
+        location: String,
+        /// What is wrong.
+        problems: Vec<String>,
+    },
+    /// The definition names checks this build's registry lacks.
+    #[error("{id} is not supported here: it names checks this Heartwood's registry lacks: {}", missing.join(", "))]
+    Unsupported {
+        /// The definition.
+        id: String,
+        /// The missing checks.
+        missing: Vec<String>,
+    },
+    /// The definition's bytes changed since the run bound them.
+    #[error(
+        "the workflow definition {id} ({location}) changed since the run started (bound sha256 {bound}, now {now}); the run cannot continue under another definition: restore the file or start a new run"
+    )]
+    DefinitionChanged {
+        /// The definition.
+        id: String,
+        /// Where the file is.
+        location: String,
+        /// The digest the run bound.
+        bound: String,
+        /// The digest now.
+        now: String,
+    },
 }
 
 impl WorkflowUnavailable {

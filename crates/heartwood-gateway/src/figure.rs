@@ -25,7 +25,7 @@ pub(crate) fn model_figure(
     project: &ProjectContext,
     w: &WorkflowView,
 ) -> Result<Option<ModelFigure>, GatewayError> {
-    let definition = crate::workflow_run::bound_definition(w)?;
+    let definition = crate::workflow_run::bound_definition(project, w)?;
     let service = WorkspaceService::open(project)?;
     let current = w.assessment.as_ref().and_then(|a| {
         let judged = a.checks.iter().find(|c| c.check == "univariate_ols")?;

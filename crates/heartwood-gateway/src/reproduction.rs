@@ -27,9 +27,9 @@ const COMPARISON: &str = "byte_comparison";
 
 /// The original and the destination of the current stage's byte comparison, when the current
 /// stage reproduces something.
-fn compared(w: &WorkflowView) -> Option<(String, String)> {
+fn compared(project: &ProjectContext, w: &WorkflowView) -> Option<(String, String)> {
     let stage = w.current.as_deref()?;
-    let definition = crate::workflow_run::bound_definition(w).ok()?;
+    let definition = crate::workflow_run::bound_definition(project, w).ok()?;
     let check = definition
         .stages
         .iter()
@@ -63,7 +63,7 @@ pub(crate) fn prepare(
     if action.tool != "terminal" {
         return None;
     }
-    let (_, destination) = compared(w)?;
+    let (_, destination) = compared(project, w)?;
     if !crate::workflow_run::changed_evidence(project, w).is_empty() {
         return None;
     }
@@ -271,6 +271,8 @@ mod tests {
             definition: "tabular-ols".into(),
             version: "1".into(),
             title: "t".into(),
+            source: None,
+            definition_sha256: None,
             question: "q".into(),
             revision: 9,
             bindings: Vec::new(),

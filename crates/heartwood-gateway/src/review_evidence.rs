@@ -33,7 +33,7 @@ pub(crate) fn capture(
         .current
         .as_deref()
         .ok_or(crate::error::WorkflowUnavailable::NoCurrentStage)?;
-    let definition = crate::workflow_run::bound_definition(w)?;
+    let definition = crate::workflow_run::bound_definition(project, w)?;
     let spec = definition
         .stages
         .iter()
@@ -188,7 +188,7 @@ fn observe(
     let Some(check_id) = check_for(proposal.condition) else {
         return unverified("Heartwood cannot check this kind of claim".into());
     };
-    let Ok(definition) = crate::workflow_run::bound_definition(w) else {
+    let Ok(definition) = crate::workflow_run::bound_definition(project, w) else {
         return unverified("the run's definition cannot be read".into());
     };
     // The check that covers the file the proposal names.

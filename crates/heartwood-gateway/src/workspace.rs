@@ -233,13 +233,18 @@ impl WorkspaceService {
         definition: &str,
         stage: &str,
     ) -> Result<Vec<heartwood_workflow::CheckResult>, GatewayError> {
-        let definition = maintained(definition)?;
+        let definition = self.definition(definition)?;
         heartwood_workflow::evaluate::check_stage(&self.workspace, &definition, stage)
             .ok_or_else(|| WorkflowUnavailable::no_stage(&definition, stage).into())
     }
 }
 
 impl WorkspaceService {
+    /// The definition `id` as this project sees it (maintained, deployment or its own).
+    fn definition(&self, id: &str) -> Result<heartwood_workflow::Definition, GatewayError> {
+        Ok(resolve_in(listed_in(Some(&self.workspace)), id)?.0)
+    }
+
     /// The bytes and digests of the files `check` reads, as `definition` locates them.
     #[allow(clippy::type_complexity)]
     pub(crate) fn check_files(
@@ -275,7 +280,7 @@ impl WorkspaceService {
         stage: &str,
         results: &[heartwood_workflow::CheckResult],
     ) -> Result<heartwood_workflow::gate::Assessment, GatewayError> {
-        let found = maintained(definition)?;
+        let found = self.definition(definition)?;
         heartwood_workflow::gate::assess(&self.workspace, &found, stage, results)
             .ok_or_else(|| WorkflowUnavailable::no_stage(&found, stage).into())
     }
@@ -288,13 +293,15 @@ impl WorkspaceService {
         stage: &str,
         results: &[heartwood_workflow::CheckResult],
     ) -> Result<heartwood_workflow::gate::Assessment, GatewayError> {
-        let found = maintained(definition)?;
+        let found = self.definition(definition)?;
         heartwood_workflow::gate::assess_against(&self.workspace, &found, stage, results, results)
             .ok_or_else(|| WorkflowUnavailable::no_stage(&found, stage).into())
     }
 }
 
-use crate::workflow_run::maintained;
-pub use crate::workflow_run::workflow_catalog;
+pub use crate::workflow_run::{
+    DEPLOYMENT_DIR_VAR, shared_workflow_catalog, validate_definition, workflow_catalog,
+};
+use crate::workflow_run::{listed_in, resolve_in};
 pub use heartwood_workflow::gate::Assessment;
 pub use heartwood_workflow::{CheckResult, Status as CheckStatus};

@@ -174,8 +174,9 @@ impl Heartwood {
     /// what each writes (the catalog `heartwood workflow catalog` and the other interfaces
     /// show). Start one with `start_workflow(id, question)`.
     fn workflows(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let project = self.project.clone();
         let catalog = py
-            .detach(heartwood_gateway::workspace::workflow_catalog)
+            .detach(move || heartwood_gateway::workspace::workflow_catalog(&project))
             .map_err(failed)?;
         convert::to_python(py, &catalog)
     }

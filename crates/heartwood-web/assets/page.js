@@ -433,6 +433,19 @@ async function loadWorkflows() {
   for (const d of catalog.filter(d => d.supported)) {
     const option = el("option", d.title); option.value = d.id; select.append(option);
   }
+  // Source, digest and each stage's budget come from the catalog's own fields (one rule).
+  const about = () => {
+    const d = catalog.find(d => d.id === select.value); const box = $("workflow-about"); box.replaceChildren();
+    if (!d) return;
+    box.append(el("div", d.source_summary));
+    const stages = el("ol");
+    for (const s of d.stages) stages.append(el("li", s.title + ": " + s.budget_summary));
+    box.append(stages);
+    for (const u of catalog.filter(u => !u.supported)) {
+      box.append(el("div", u.id + ": not supported here (" + (u.problems && u.problems.length ? "not a valid definition" : "the check registry lacks " + u.missing_checks.join(", ")) + ")"));
+    }
+  };
+  select.onchange = about; about();
 }
 // A run starts in a new session; its inputs are the definition's (the command line and the
 // notebook bind others).

@@ -8,22 +8,6 @@
 use heartwood_workspace::FileDigest;
 use serde::{Deserialize, Serialize};
 
-/// Every check id a definition may name.
-pub const KNOWN_CHECKS: [&str; 9] = [
-    "data_dictionary",
-    "readiness_report",
-    "analysis_plan",
-    "group_disjoint_split",
-    "univariate_ols",
-    "python_syntax",
-    "nonempty_report",
-    "report_claims",
-    "byte_comparison",
-];
-
-/// The checks this build implements (all of them; a definition naming another id is refused).
-pub const REGISTERED_CHECKS: [&str; 9] = KNOWN_CHECKS;
-
 /// Most table rows a check reads.
 pub const MAX_ROWS: usize = 10_000;
 /// Most table columns a check reads.
@@ -41,6 +25,9 @@ pub use heartwood_events::workflow::CheckStatus as Status;
 pub struct CheckResult {
     /// The check id.
     pub check: String,
+    /// The registered version of the check that answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     /// The answer.
     pub status: Status,
     /// Why, in words a researcher can act on (empty when passed).
@@ -57,6 +44,9 @@ impl CheckResult {
     pub fn new(check: &str) -> Self {
         CheckResult {
             check: check.to_owned(),
+            version: crate::registry::Registry::builtin()
+                .get(check)
+                .map(|c| c.version.to_owned()),
             status: Status::Passed,
             reasons: Vec::new(),
             inspected: Vec::new(),

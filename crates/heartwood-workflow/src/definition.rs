@@ -8,6 +8,8 @@ use heartwood_workspace::ProjectPath;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::registry::Registry;
+
 /// The JSON Schema of the definition format, as `(file name, pretty JSON)`; `cargo xtask
 /// schema` writes it to `docs/schema/` and a test fails when the checked-in file drifts.
 pub fn schema() -> Vec<(&'static str, String)> {
@@ -102,6 +104,14 @@ pub struct CheckUse {
     pub reads: Vec<String>,
     /// The stage outputs this check covers.
     pub covers: Vec<String>,
+    /// The check version the definition was written for (any registered version when absent);
+    /// a registry with another version lists the definition as unsupported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The check's parameters, as the registry declares them (`heartwood workflow checks`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[schemars(with = "std::collections::BTreeMap<String, serde_json::Value>")]
+    pub params: crate::registry::Params,
 }
 
 pub use heartwood_events::catalog::Budget;
@@ -156,29 +166,65 @@ pub enum DefinitionError {
         /// What is wrong.
         why: &'static str,
     },
-    /// A check id no evaluator implements.
-    #[error("stage {stage:?} names the check {check:?}, which this Heartwood does not implement")]
-    UnknownCheck {
+    /// Parameters a registered check does not accept.
+    #[error("stage {stage:?}: the check {check:?} {problem}")]
+    BadParams {
         /// The stage.
         stage: String,
         /// The check id.
         check: String,
+        /// What is wrong.
+        problem: String,
     },
 }
 
 impl Definition {
-    /// Reads and validates a definition; `known_checks` are the registered check ids.
-    pub fn parse(json: &str, known_checks: &[&str]) -> Result<Self, DefinitionError> {
-        let definition: Definition =
-            serde_json::from_str(json).map_err(|e| DefinitionError::Malformed(e.to_string()))?;
-        definition.validate(known_checks)?;
-        Ok(definition)
+    /// Reads and validates a definition; the first problem is the error.
+    pub fn parse(json: &str, registry: &Registry) -> Result<Self, DefinitionError> {
+        Self::parse_all(json, registry).map_err(|mut all| all.swap_remove(0))
     }
 
-    /// Checks every rule; the first broken one is reported.
-    pub fn validate(&self, known_checks: &[&str]) -> Result<(), DefinitionError> {
+    /// Reads and validates a definition, reporting every problem at once (never an empty
+    /// list). A check the registry lacks is no problem of the file: the catalog lists the
+    /// definition as unsupported, naming it ([`Definition::missing_checks`]).
+    pub fn parse_all(json: &str, registry: &Registry) -> Result<Self, Vec<DefinitionError>> {
+        let definition: Definition = serde_json::from_str(json)
+            .map_err(|e| vec![DefinitionError::Malformed(e.to_string())])?;
+        let problems = definition.problems(registry);
+        if problems.is_empty() {
+            Ok(definition)
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// The first broken rule, if any.
+    pub fn validate(&self, registry: &Registry) -> Result<(), DefinitionError> {
+        match self.problems(registry).into_iter().next() {
+            Some(first) => Err(first),
+            None => Ok(()),
+        }
+    }
+
+    /// The checks this definition names that `registry` lacks (or has at another version),
+    /// each with why, sorted and without repeats.
+    pub fn missing_checks(&self, registry: &Registry) -> Vec<String> {
+        let mut missing: Vec<String> = self
+            .stages
+            .iter()
+            .flat_map(|s| &s.checks)
+            .filter_map(|c| registry.lookup(&c.check, c.version.as_deref()).err())
+            .collect();
+        missing.sort();
+        missing.dedup();
+        missing
+    }
+
+    /// Every broken rule, in the order of the file.
+    pub fn problems(&self, registry: &Registry) -> Vec<DefinitionError> {
+        let mut problems = Vec::new();
         if self.schema > DEFINITION_SCHEMA {
-            return Err(DefinitionError::NewerSchema(self.schema));
+            problems.push(DefinitionError::NewerSchema(self.schema));
         }
         let mut ids = HashSet::new();
         let named = self
@@ -188,10 +234,10 @@ impl Definition {
             .chain(self.artifacts.iter().map(|a| (&a.id, &a.path)));
         for (id, path) in named {
             if !ids.insert(id.as_str()) {
-                return Err(DefinitionError::DuplicateId(id.clone()));
+                problems.push(DefinitionError::DuplicateId(id.clone()));
             }
             if let Err(e) = ProjectPath::parse(path) {
-                return Err(DefinitionError::BadPath {
+                problems.push(DefinitionError::BadPath {
                     item: id.clone(),
                     path: path.clone(),
                     reason: e.to_string(),
@@ -202,7 +248,7 @@ impl Definition {
         let mut stages = HashSet::new();
         for stage in &self.stages {
             if !stages.insert(stage.id.as_str()) {
-                return Err(DefinitionError::DuplicateId(stage.id.clone()));
+                problems.push(DefinitionError::DuplicateId(stage.id.clone()));
             }
         }
         for artifact in &self.artifacts {
@@ -212,70 +258,83 @@ impl Definition {
                 .filter(|s| s.produces.contains(&artifact.id))
                 .count();
             if count != 1 {
-                return Err(DefinitionError::Producers {
+                problems.push(DefinitionError::Producers {
                     artifact: artifact.id.clone(),
                     count,
                 });
             }
         }
+        for (index, stage) in self.stages.iter().enumerate() {
+            self.stage_problems(index, stage, registry, &mut problems);
+        }
+        problems
+    }
+
+    fn stage_problems(
+        &self,
+        index: usize,
+        stage: &Stage,
+        registry: &Registry,
+        problems: &mut Vec<DefinitionError>,
+    ) {
         let stage_of = |artifact: &str| {
             self.stages
                 .iter()
                 .position(|s| s.produces.iter().any(|p| p == artifact))
         };
         let is_input = |id: &str| self.inputs.iter().any(|i| i.id == id);
-        for (index, stage) in self.stages.iter().enumerate() {
-            for produced in &stage.produces {
-                if !self.artifacts.iter().any(|a| &a.id == produced) {
-                    return Err(DefinitionError::BadDependency {
-                        stage: stage.id.clone(),
-                        item: produced.clone(),
-                        why: "is not a declared artifact",
-                    });
+        let bad = |item: &String, why| DefinitionError::BadDependency {
+            stage: stage.id.clone(),
+            item: item.clone(),
+            why,
+        };
+        for produced in &stage.produces {
+            if !self.artifacts.iter().any(|a| &a.id == produced) {
+                problems.push(bad(produced, "is not a declared artifact"));
+            }
+            if !stage.checks.iter().any(|c| c.covers.contains(produced)) {
+                problems.push(DefinitionError::Unchecked {
+                    stage: stage.id.clone(),
+                    artifact: produced.clone(),
+                });
+            }
+        }
+        let reads = stage
+            .consumes
+            .iter()
+            .chain(stage.checks.iter().flat_map(|c| c.reads.iter()));
+        let mut seen = HashSet::new();
+        for item in reads {
+            if is_input(item) || !seen.insert(item) {
+                continue;
+            }
+            match stage_of(item) {
+                None => problems.push(bad(item, "is neither an input nor an artifact")),
+                Some(producer) if producer > index => {
+                    problems.push(bad(item, "a later stage produces"));
                 }
-                if !stage.checks.iter().any(|c| c.covers.contains(produced)) {
-                    return Err(DefinitionError::Unchecked {
-                        stage: stage.id.clone(),
-                        artifact: produced.clone(),
-                    });
+                Some(_) => {}
+            }
+        }
+        for check in &stage.checks {
+            for covered in &check.covers {
+                if !stage.produces.contains(covered) {
+                    problems.push(bad(
+                        covered,
+                        "is covered by a check but the stage does not produce it",
+                    ));
                 }
             }
-            let reads = stage
-                .consumes
-                .iter()
-                .chain(stage.checks.iter().flat_map(|c| c.reads.iter()));
-            for item in reads {
-                if is_input(item) {
-                    continue;
-                }
-                match stage_of(item) {
-                    None => {
-                        return Err(DefinitionError::BadDependency {
-                            stage: stage.id.clone(),
-                            item: item.clone(),
-                            why: "is neither an input nor an artifact",
-                        });
-                    }
-                    Some(producer) if producer > index => {
-                        return Err(DefinitionError::BadDependency {
-                            stage: stage.id.clone(),
-                            item: item.clone(),
-                            why: "a later stage produces",
-                        });
-                    }
-                    Some(_) => {}
-                }
-            }
-            for check in &stage.checks {
-                if !known_checks.contains(&check.check.as_str()) {
-                    return Err(DefinitionError::UnknownCheck {
+            if let Some(spec) = registry.get(&check.check) {
+                for problem in spec.param_problems(&check.params) {
+                    problems.push(DefinitionError::BadParams {
                         stage: stage.id.clone(),
                         check: check.check.clone(),
+                        problem,
                     });
                 }
             }
         }
-        Ok(())
     }
 
     /// The project-relative path of an input or artifact id.

@@ -2,9 +2,10 @@
 
 use heartwood_workspace::{EvidenceError, ProjectPath, Workspace};
 
-use crate::check::{CheckResult, MAX_FILE_BYTES, REGISTERED_CHECKS};
+use crate::check::{CheckResult, MAX_FILE_BYTES};
 use crate::checks;
 use crate::definition::{CheckUse, Definition};
+use crate::registry::Registry;
 
 /// Runs every check of `stage` (read-only). Unknown stages give `None`.
 pub fn check_stage(
@@ -116,15 +117,14 @@ pub fn model_series(
 /// Runs one check: reads its files (whole, within the limits, with digests), then evaluates.
 pub fn run(workspace: &Workspace, definition: &Definition, check: &CheckUse) -> CheckResult {
     let mut result = CheckResult::new(&check.check);
-    if !REGISTERED_CHECKS.contains(&check.check.as_str()) {
+    if let Err(why) = Registry::builtin().lookup(&check.check, check.version.as_deref()) {
         result.mark_unverified(format!(
-            "this Heartwood does not implement the check {:?} yet",
-            check.check
+            "this Heartwood cannot run the check {why}; the definition is not supported here"
         ));
         return result;
     }
     match read_files(workspace, definition, check) {
-        Ok((files, digests)) => run_on(&check.check, &files, digests),
+        Ok((files, digests)) => run_with(check, &files, digests),
         Err(reason) => {
             result.mark_unverified(reason.to_string());
             result
@@ -132,7 +132,23 @@ pub fn run(workspace: &Workspace, definition: &Definition, check: &CheckUse) -> 
     }
 }
 
+/// Runs the check `check` as a definition uses it (with its parameters) on bytes already read.
+pub fn run_with(
+    check: &CheckUse,
+    files: &[Vec<u8>],
+    digests: Vec<heartwood_workspace::FileDigest>,
+) -> CheckResult {
+    if check.check == "linear_model" {
+        let mut result = CheckResult::new(&check.check);
+        result.inspected = digests;
+        checks::linear_model(files, &check.params, &mut result);
+        return result;
+    }
+    run_on(&check.check, files, digests)
+}
+
 /// Runs the check `check` on bytes already read (with their digests, in the check's order).
+/// Checks that take parameters need [`run_with`]; here they are `unverified`.
 pub fn run_on(
     check: &str,
     files: &[Vec<u8>],
@@ -154,7 +170,9 @@ pub fn run_on(
         "readiness_report" => checks::readiness_report(files, &mut result),
         "analysis_plan" => checks::analysis_plan(files, &mut result),
         "byte_comparison" => checks::byte_comparison(files, &mut result),
-        _ => {}
+        other => result.mark_unverified(format!(
+            "the check {other:?} needs its parameters from the definition; it cannot run here"
+        )),
     }
     result
 }

@@ -15,8 +15,10 @@ pub mod checks;
 pub mod definition;
 pub mod evaluate;
 pub mod gate;
+pub mod registry;
 pub mod specialists;
 pub mod table;
 
-pub use check::{CheckResult, KNOWN_CHECKS, REGISTERED_CHECKS, Status};
+pub use check::{CheckResult, Status};
 pub use definition::{Definition, DefinitionError};
+pub use registry::Registry;

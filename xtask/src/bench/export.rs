@@ -127,6 +127,8 @@ fn record(project: &Path, id: &SessionId) -> Result<()> {
         title: definition.title.clone(),
         question: "Does sleep predict the test score?".into(),
         question_sha256: String::new(),
+        source: None,
+        definition_sha256: None,
         bindings: bindings.clone(),
         stages: definition
             .stages
@@ -205,6 +207,7 @@ fn record(project: &Path, id: &SessionId) -> Result<()> {
                 problems: vec!["not accepted in the benchmark".into()],
                 checks: vec![CheckView {
                     check: "python_syntax".into(),
+                    version: None,
                     status: CheckStatus::Failed,
                     reasons: vec!["bench".into()],
                     inspected: inspected.clone(),

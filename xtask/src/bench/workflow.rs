@@ -123,6 +123,8 @@ fn stage_transition() -> Result<f64> {
             definition: "tabular-ols".into(),
             version: "1.1.0".into(),
             title: "bench".into(),
+            source: None,
+            definition_sha256: None,
             question: "q".into(),
             question_sha256: digest.clone(),
             bindings: vec![WorkflowBinding {
@@ -148,6 +150,7 @@ fn stage_transition() -> Result<f64> {
             .iter()
             .map(|check| CheckView {
                 check: (*check).into(),
+                version: Some("1".into()),
                 status: heartwood_events::workflow::CheckStatus::Passed,
                 reasons: Vec::new(),
                 inspected: (0..5)

@@ -111,7 +111,7 @@ impl Manifest {
         let table: toml::Table = text
             .parse()
             .map_err(|e| format!("{}: not valid TOML: {e}", path.display()))?;
-        let catalog: Vec<String> = heartwood_gateway::workspace::workflow_catalog()
+        let catalog: Vec<String> = heartwood_gateway::workspace::shared_workflow_catalog()
             .map(|c| c.into_iter().map(|e| e.id).collect())
             .unwrap_or_default();
         let mut v = Validator {

@@ -147,15 +147,24 @@ fn described(entry: &CatalogEntry) -> Vec<Line<'static>> {
         format!("{} ({} {})", entry.title, entry.id, entry.version),
         Style::default().add_modifier(Modifier::BOLD),
     )];
+    if !entry.source_summary.is_empty() {
+        out.push(Line::styled(entry.source_summary.clone(), dim));
+    }
     if !entry.inputs.is_empty() {
         out.push(Line::raw(format!("inputs: {}", entry.inputs.join(", "))));
     }
     if !entry.missing_checks.is_empty() {
         out.push(Line::styled(
             format!(
-                "this build lacks its checks {}; it cannot run here",
+                "this build's check registry lacks {}; it cannot run here",
                 entry.missing_checks.join(", ")
             ),
+            Style::default().fg(Color::Red),
+        ));
+    }
+    for problem in &entry.problems {
+        out.push(Line::styled(
+            format!("problem: {problem}"),
             Style::default().fg(Color::Red),
         ));
     }
@@ -168,6 +177,36 @@ fn described(entry: &CatalogEntry) -> Vec<Line<'static>> {
                 dim,
             ));
         }
+        if !stage.budget_summary.is_empty() {
+            out.push(Line::styled(
+                format!("   budget: {}", stage.budget_summary),
+                dim,
+            ));
+        }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    /// Issue 56 item 7: "the catalog shows stage budgets only in JSON, the API and the
+    /// notebook; the CLI text, the TUI and the page show them too", from the catalog's field.
+    #[test]
+    fn the_workflow_screen_shows_each_stages_budget_and_the_source() {
+        let entries = heartwood_gateway::workspace::shared_workflow_catalog().expect("catalog");
+        let ols = entries
+            .iter()
+            .find(|e| e.id == "tabular-ols")
+            .expect("maintained");
+        let text: Vec<String> = super::described(ols)
+            .iter()
+            .map(|l| l.spans.iter().map(|s| &*s.content).collect())
+            .collect();
+        let text = text.join("\n");
+        assert!(
+            text.contains("budget: 20 model calls · 200000 tokens · 30 actions · 900 s"),
+            "{text}"
+        );
+        assert!(text.contains("maintained · sha256 "), "{text}");
+    }
 }

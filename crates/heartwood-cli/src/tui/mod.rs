@@ -285,7 +285,9 @@ async fn apply(
             app.screen = sessions_screen(gateway, 0)?;
         }
         Intent::Workflows => {
-            match tokio::task::block_in_place(heartwood_gateway::workspace::workflow_catalog) {
+            match tokio::task::block_in_place(|| {
+                heartwood_gateway::workspace::workflow_catalog(gateway.project())
+            }) {
                 Ok(entries) => {
                     *updates = None;
                     app.screen = Screen::Workflows(Box::new(catalog::CatalogScreen::new(entries)));

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use support::{code, connect_scripted, finish, heartwood, heartwood_async, text};
 
 mod acceptance;
+mod lab;
 mod review;
 mod ro_crate;
 

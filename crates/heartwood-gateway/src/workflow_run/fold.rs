@@ -120,6 +120,8 @@ fn started(p: &mut SessionProjection, start: &heartwood_events::workflow::Workfl
         definition: start.definition.clone(),
         version: start.version.clone(),
         title: start.title.clone(),
+        source: start.source,
+        definition_sha256: start.definition_sha256.clone(),
         question: start.question.clone(),
         revision: seq,
         bindings: start.bindings.clone(),

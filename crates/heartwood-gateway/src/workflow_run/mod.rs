@@ -14,8 +14,12 @@ mod controls;
 mod fold;
 mod run;
 
-pub use catalog::workflow_catalog;
-pub(crate) use catalog::{check_and_assess, maintained, open_workspace};
+#[cfg(test)]
+pub(crate) use catalog::maintained;
+pub use catalog::{
+    DEPLOYMENT_DIR_VAR, shared_workflow_catalog, validate_definition, workflow_catalog,
+};
+pub(crate) use catalog::{check_and_assess, listed_in, open_workspace, resolve, resolve_in};
 pub(crate) use controls::*;
 pub(crate) use fold::*;
 pub(crate) use run::*;

@@ -54,7 +54,7 @@ pub(crate) fn start(
     if question.trim().is_empty() {
         return Err("the research question is empty; say what the run should answer".into());
     }
-    let found = maintained(definition).map_err(|e| e.to_string())?;
+    let (found, entry) = resolve(project, definition).map_err(|e| e.to_string())?;
     skills_usable(project, &found)?;
     for id in chosen.keys() {
         if !found.inputs.iter().any(|i| &i.id == id) {
@@ -104,6 +104,8 @@ pub(crate) fn start(
             definition: found.id.clone(),
             version: found.version.clone(),
             title: found.title.clone(),
+            source: Some(entry.source),
+            definition_sha256: Some(entry.sha256.clone()),
             question: question.to_owned(),
             question_sha256: snapshot.text.map(|t| t.sha256).unwrap_or_default(),
             bindings,
@@ -202,16 +204,18 @@ pub(super) fn drifted(
 
 /// The agent's task for the current stage: its goal, the question, where to read and write
 /// (from the binding map), and the checks that will judge it.
-pub(crate) fn stage_prompt(w: &WorkflowView) -> Result<String, GatewayError> {
+pub(crate) fn stage_prompt(
+    definition: &heartwood_workflow::Definition,
+    w: &WorkflowView,
+) -> Result<String, GatewayError> {
     let stage = w
         .current_stage()
         .ok_or(WorkflowUnavailable::NoCurrentStage)?;
-    let definition = maintained(&w.definition)?;
     let spec = definition
         .stages
         .iter()
         .find(|s| s.id == stage.spec.id)
-        .ok_or_else(|| WorkflowUnavailable::no_stage(&definition, &stage.spec.id))?;
+        .ok_or_else(|| WorkflowUnavailable::no_stage(definition, &stage.spec.id))?;
     let path_of = |id: &str| {
         w.bindings
             .iter()
@@ -276,9 +280,10 @@ pub(crate) fn stage_prompt(w: &WorkflowView) -> Result<String, GatewayError> {
 /// The run's definition with every location taken from its binding map, so checks read the
 /// inputs the researcher chose, not the definition's defaults.
 pub(crate) fn bound_definition(
+    project: &ProjectContext,
     w: &WorkflowView,
 ) -> Result<heartwood_workflow::Definition, GatewayError> {
-    let mut definition = maintained(&w.definition)?;
+    let mut definition = super::catalog::bound(project, w)?;
     for binding in &w.bindings {
         let path = match binding.role {
             BindingRole::Input => definition
@@ -330,9 +335,10 @@ pub(crate) fn evaluate(
         .id
         .clone();
     let workspace = open_workspace(project)?;
-    let (results, assessment) = check_and_assess(&workspace, &bound_definition(w)?, &stage, |r| {
-        crate::reproduction::judge(project, w, r);
-    })?;
+    let (results, assessment) =
+        check_and_assess(&workspace, &bound_definition(project, w)?, &stage, |r| {
+            crate::reproduction::judge(project, w, r);
+        })?;
     let mut problems = assessment.problems;
     let mut refused = Vec::new();
     let changed = changed_evidence(project, w);
@@ -354,6 +360,7 @@ pub(crate) fn evaluate(
             .iter()
             .map(|r| CheckView {
                 check: r.check.clone(),
+                version: r.version.clone(),
                 status: r.status,
                 reasons: r.reasons.clone(),
                 inspected: r

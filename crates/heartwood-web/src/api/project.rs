@@ -81,8 +81,8 @@ async fn status(State(app): State<Arc<AppState>>) -> Response {
     blocking_json(move || heartwood_gateway::startup::plan(&app.project)).await
 }
 
-async fn workflows() -> Response {
-    blocking_json(heartwood_gateway::workspace::workflow_catalog).await
+async fn workflows(State(app): State<Arc<AppState>>) -> Response {
+    blocking_json(move || heartwood_gateway::workspace::workflow_catalog(&app.project)).await
 }
 
 async fn sign_in_status(State(app): State<Arc<AppState>>) -> Response {

@@ -28,6 +28,7 @@
 //! twice.
 
 mod claims;
+mod linear;
 mod reports;
 mod source;
 mod tabular;
@@ -38,6 +39,7 @@ use std::sync::Arc;
 use serde::de::{DeserializeOwned, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 
 pub use claims::report_claims;
+pub use linear::{HeldOut, LinearReport, ReportedCoefficient, linear_model};
 pub use reports::{
     AnalysisPlan, MIN_REPORT_WORDS, NumericSummary, ReadinessReport, analysis_plan,
     nonempty_report, readiness_report,

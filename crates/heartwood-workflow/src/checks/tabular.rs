@@ -104,7 +104,7 @@ pub fn group_disjoint_split(files: Files<'_>, result: &mut CheckResult) -> Optio
 }
 
 /// The split check, also handing back the table and dictionary it parsed.
-fn checked_split(
+pub(crate) fn checked_split(
     files: Files<'_>,
     result: &mut CheckResult,
 ) -> Option<(Split, Arc<Table>, Dictionary)> {

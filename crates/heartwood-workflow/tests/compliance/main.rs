@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use heartwood_workflow::Registry;
 use heartwood_workflow::catalog;
-use heartwood_workflow::check::KNOWN_CHECKS;
 use heartwood_workflow::definition::{Definition, DefinitionError};
 use heartwood_workflow::evaluate::check_stage;
 use heartwood_workflow::{CheckResult, Status};
@@ -275,8 +275,8 @@ fn the_catalog_says_what_is_not_implemented_and_definitions_are_validated() {
     );
 
     let json = include_str!("../../../../fixtures/workflows/tabular-ols.json");
-    let broken =
-        |from: &str, to: &str| Definition::parse(&json.replacen(from, to, 1), &KNOWN_CHECKS);
+    let registry = Registry::builtin();
+    let broken = |from: &str, to: &str| Definition::parse(&json.replacen(from, to, 1), &registry);
     assert!(matches!(
         broken(r#""produces": ["plan"]"#, r#""produces": ["plan", "readiness"]"#),
         Err(DefinitionError::Producers { artifact, count: 2 }) if artifact == "readiness"
@@ -293,10 +293,55 @@ fn the_catalog_says_what_is_not_implemented_and_definitions_are_validated() {
         broken(r#""path": "outputs/split.csv""#, r#""path": "../split.csv""#),
         Err(DefinitionError::BadPath { item, .. }) if item == "split"
     ));
-    assert!(matches!(
-        broken(r#""check": "nonempty_report""#, r#""check": "vibes""#),
-        Err(DefinitionError::UnknownCheck { check, .. }) if check == "vibes"
-    ));
+    // Issue 56 item 6, the seed: "Availability derives from registered check implementations;
+    // a definition with a missing evaluator is not advertised as supported." A check the
+    // registry lacks is no fault of the file: it parses, and the catalog lists it unsupported,
+    // saying which check is missing.
+    let vibes = broken(r#""check": "nonempty_report""#, r#""check": "vibes""#).expect("valid");
+    let listed = catalog::entry(&vibes, &registry);
+    assert!(!listed.supported);
+    assert_eq!(listed.missing_checks.len(), 1);
+    assert!(
+        listed.missing_checks[0].starts_with("vibes"),
+        "{:?}",
+        listed.missing_checks
+    );
+    // A registry lacking a check this build has makes the maintained definition unsupported.
+    let fewer = Registry::builtin().without("byte_comparison");
+    let ols_def = Definition::parse(json, &fewer).expect("valid");
+    let entry = catalog::entry(&ols_def, &fewer);
+    assert!(!entry.supported);
+    assert!(entry.missing_checks[0].starts_with("byte_comparison"));
+    assert!(catalog::entry(&ols_def, &registry).supported);
+}
+
+#[test]
+fn validation_reports_every_problem_at_once() {
+    let json = include_str!("../../../../fixtures/workflows/tabular-ols.json")
+        .replacen(r#""covers": ["split"]"#, r#""covers": []"#, 1)
+        .replacen(
+            r#""path": "outputs/split.csv""#,
+            r#""path": "../split.csv""#,
+            1,
+        )
+        .replacen(
+            r#""check": "nonempty_report", "reads": ["report"]"#,
+            r#""check": "nonempty_report", "reads": ["report"], "params": {"words": 5}"#,
+            1,
+        );
+    let problems = Definition::parse_all(&json, &Registry::builtin()).expect_err("invalid");
+    assert_eq!(problems.len(), 3, "{problems:?}");
+    assert!(matches!(&problems[0], DefinitionError::BadPath { item, .. } if item == "split"));
+    assert!(
+        problems.iter().any(
+            |p| matches!(p, DefinitionError::Unchecked { artifact, .. } if artifact == "split")
+        )
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.to_string().contains("takes no parameters"))
+    );
 }
 
 #[test]

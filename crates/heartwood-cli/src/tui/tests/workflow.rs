@@ -82,6 +82,8 @@ fn workflow_events(state: &str) -> Vec<Event> {
         definition: "tabular-ols".into(),
         version: "1.1.0".into(),
         title: "Tabular study".into(),
+        source: None,
+        definition_sha256: None,
         question: "Does sleep predict the score?".into(),
         question_sha256: "0".repeat(64),
         bindings: vec![
@@ -172,6 +174,7 @@ fn workflow_events(state: &str) -> Vec<Event> {
     events.push(lifecycle(Lifecycle::Finished));
     let check = |status: CheckStatus, reasons: Vec<String>| CheckView {
         check: "univariate_ols".into(),
+        version: Some("1".into()),
         status,
         reasons,
         inspected: vec![InspectedFile {

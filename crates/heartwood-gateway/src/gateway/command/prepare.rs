@@ -36,6 +36,8 @@ pub(in crate::gateway) struct Prepared {
     pub(super) rechecked: Option<Result<(Recheck, Box<WorkflowView>), GatewayError>>,
     /// A reproduction's rerun, prepared by allowing it.
     pub(super) reproduction: Option<Box<ReproductionPrepared>>,
+    /// The definition the run is bound to, read (and its digest checked) before the lock.
+    pub(super) definition: Option<Result<heartwood_workflow::Definition, GatewayError>>,
     /// Files the pending set's review previewed whose bytes changed since (an allow).
     pub(super) stale_preview: Vec<String>,
     /// The model route and what an agent would start with, for a command that needs the
@@ -116,9 +118,12 @@ pub(super) fn prepare(
         CommandKind::WorkflowRun { .. } => {
             // `git status` can take a while.
             prepared.starting_commit = clean_head(gateway);
-            prepared.changed_evidence = workflow()
-                .map(|w| crate::workflow_run::changed_evidence(project, &w))
+            let run = workflow();
+            prepared.changed_evidence = run
+                .as_ref()
+                .map(|w| crate::workflow_run::changed_evidence(project, w))
                 .unwrap_or_default();
+            prepared.definition = run.map(|w| crate::workflow_run::bound_definition(project, &w));
         }
         CommandKind::WorkflowEvaluate { .. } => {
             prepared.evaluated = workflow().map(|w| crate::workflow_run::evaluate(project, &w));
@@ -138,7 +143,11 @@ pub(super) fn prepare(
             destination,
             ..
         } => {
-            prepared.rechecked = workflow().map(|w| {
+            let run = workflow();
+            prepared.definition = run
+                .as_ref()
+                .map(|w| crate::workflow_run::bound_definition(project, w));
+            prepared.rechecked = run.map(|w| {
                 crate::correction::recheck(project, &w, *finding as usize, destination)
                     .map(|r| (r, Box::new(w)))
             });

@@ -54,7 +54,12 @@ impl Deciding<'_, '_> {
                 if let Err(reason) = gateway.ensure_worker(live, core, prepared.take_worker()) {
                     return core.refuse(key, reason);
                 }
-                let prompt = match crate::workflow_run::stage_prompt(&workflow) {
+                let definition = match prepared.definition.take() {
+                    Some(Ok(definition)) => definition,
+                    Some(Err(e)) => return core.refuse(key, e),
+                    None => return core.refuse(key, NO_RUN),
+                };
+                let prompt = match crate::workflow_run::stage_prompt(&definition, &workflow) {
                     Ok(prompt) => prompt,
                     Err(e) => return core.refuse(key, e),
                 };
@@ -114,6 +119,7 @@ impl Deciding<'_, '_> {
             } => match prepared.rechecked.take() {
                 Some(Ok((recheck, seen))) => bind_correction(
                     core,
+                    prepared.definition.take().and_then(Result::ok),
                     key,
                     &workflow,
                     (&seen, recheck),
@@ -175,6 +181,7 @@ fn evaluated(
 /// defect not observed, to the current stage's declared output it replaces.
 fn bind_correction(
     core: &mut Core,
+    definition: Option<heartwood_workflow::Definition>,
     key: &CommandKey<'_>,
     workflow: &WorkflowView,
     (seen, recheck): (&WorkflowView, crate::correction::Recheck),
@@ -197,8 +204,7 @@ fn bind_correction(
         return core.refuse(key, &why);
     }
     // Only the current (never yet accepted) stage's declared outputs.
-    let produced = crate::workflow_run::bound_definition(workflow)
-        .ok()
+    let produced = definition
         .and_then(|d| {
             d.stages
                 .into_iter()

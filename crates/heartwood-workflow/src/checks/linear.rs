@@ -1,0 +1,513 @@
+//! `linear_model`: a multivariable linear (least squares) or logistic model, declared by the
+//! definition's parameters, recomputed on the training rows of a group-disjoint split by
+//! `heartwood-stats` (the computation `heartwood stats fit` runs), and compared with the model
+//! report: every coefficient and standard error, every held-out prediction, and the held-out
+//! figures (RMSE and the training-mean comparator for gaussian; log loss, Brier score and AUC
+//! for binomial). A fit the reference cannot vouch for is `unverified`, never `passed`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use heartwood_stats::{Column, Family, Model, Predictor, StdErrors};
+use serde::Deserialize;
+
+use super::{Files, compare_within, strict_json, tabular::checked_split};
+use crate::check::CheckResult;
+use crate::registry::Params;
+use crate::table::{Dictionary, Table};
+
+/// The model report `linear_model` reads.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinearReport {
+    /// The outcome column.
+    pub outcome: String,
+    /// `gaussian` or `binomial`.
+    pub family: String,
+    /// The kind of standard errors (`classical`, `hc0`…`hc3`, `cluster`).
+    pub std_errors: String,
+    /// Training rows fitted.
+    pub n_train: usize,
+    /// Coefficients in the reference's order: `intercept` first, then the predictors.
+    pub coefficients: Vec<ReportedCoefficient>,
+    /// One prediction per held-out row (a probability for binomial).
+    pub held_out_predictions: Vec<super::Prediction>,
+    /// Held-out figures.
+    pub held_out: HeldOut,
+}
+
+/// One reported coefficient.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportedCoefficient {
+    /// Its name, as `heartwood stats fit` names it.
+    pub name: String,
+    /// The estimate.
+    pub estimate: f64,
+    /// Its standard error.
+    pub std_error: f64,
+}
+
+/// Held-out figures: `rmse` and `mean_comparator_rmse` (gaussian), `log_loss`, `brier` and
+/// `auc` (binomial).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeldOut {
+    /// Root mean squared error of the held-out predictions.
+    pub rmse: Option<f64>,
+    /// The same for predicting every held-out row by the training mean.
+    pub mean_comparator_rmse: Option<f64>,
+    /// Mean negative log likelihood.
+    pub log_loss: Option<f64>,
+    /// Brier score.
+    pub brier: Option<f64>,
+    /// Area under the ROC curve.
+    pub auc: Option<f64>,
+}
+
+/// The model as the definition declares it.
+struct Spec {
+    outcome: String,
+    predictors: Vec<String>,
+    categorical: Vec<String>,
+    intercept: bool,
+    std_errors: String,
+    cluster: Option<String>,
+    fixed_effects: Option<String>,
+    family: Family,
+}
+
+fn spec(params: &Params) -> Result<Spec, String> {
+    let text = |name: &str| params.get(name).and_then(|v| v.as_str()).map(str::to_owned);
+    let list = |name: &str| -> Vec<String> {
+        params
+            .get(name)
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let outcome = text("outcome").ok_or("the definition gives linear_model no outcome")?;
+    let family = match text("family").as_deref() {
+        None | Some("gaussian") => Family::Gaussian,
+        Some("binomial") => Family::Binomial,
+        Some(other) => return Err(format!("unknown family {other:?}")),
+    };
+    let std_errors = text("std_errors").unwrap_or_else(|| "classical".into());
+    let cluster = text("cluster");
+    if (std_errors == "cluster") != cluster.is_some() {
+        return Err(
+            "the definition must give `cluster` exactly when `std_errors` is `cluster`".into(),
+        );
+    }
+    Ok(Spec {
+        outcome,
+        predictors: list("predictors"),
+        categorical: list("categorical"),
+        intercept: params
+            .get("intercept")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(true),
+        std_errors,
+        cluster,
+        fixed_effects: text("fixed_effects"),
+        family,
+    })
+}
+
+/// `linear_model`: reads table, dictionary, split, model report.
+pub fn linear_model(files: Files<'_>, params: &Params, result: &mut CheckResult) {
+    let spec = match spec(params) {
+        Ok(s) => s,
+        Err(why) => return result.fail(why),
+    };
+    let Some((split, table, dictionary)) = checked_split(files, result) else {
+        return;
+    };
+    permitted(&spec, &dictionary, result);
+    let report: LinearReport = match files.get(3).map(|b| strict_json(b)) {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => return result.fail(format!("the model report is not valid: {e}")),
+        None => return result.fail("the check needs the model report"),
+    };
+    declared(&spec, &report, result);
+    let Some(key) = table.column(&dictionary.primary_key) else {
+        return;
+    };
+    let mut train = Vec::new();
+    let mut held_out = Vec::new();
+    for (i, row) in table.rows.iter().enumerate() {
+        match split.partition.get(&row[key]).map(String::as_str) {
+            Some("train") => train.push(i),
+            Some("held_out") => held_out.push(i),
+            _ => {}
+        }
+    }
+    let model = match model(&spec, &table, &train) {
+        Ok(m) => m,
+        Err(why) => return result.fail(why),
+    };
+    let fit = match heartwood_stats::fit(&model) {
+        Ok(fit) => fit,
+        Err(e) => return result.fail(format!("the declared model cannot be fitted: {e}")),
+    };
+    if fit.status == heartwood_stats::Status::Unreliable {
+        return result.mark_unverified(format!(
+            "the reference cannot vouch for this model's figures ({}; condition number {:.3e}), \
+             so the report cannot be checked",
+            fit.reason.as_deref().unwrap_or("unreliable"),
+            fit.condition_number
+        ));
+    }
+    if report.n_train != fit.n {
+        result.fail(format!(
+            "the report fits {} training rows; the split has {}",
+            report.n_train, fit.n
+        ));
+    }
+    let coefficients = compare_coefficients(&report, &fit, result);
+    let figures = held_out_figures(
+        &spec,
+        &table,
+        key,
+        &held_out,
+        &train,
+        &coefficients,
+        &report,
+        result,
+    );
+    result.figures = serde_json::json!({
+        "n_train": fit.n,
+        "family": spec.family.name(),
+        "std_errors": fit.std_errors,
+        "clusters": fit.clusters,
+        "coefficients": fit.coefficients,
+        "residual_sd": fit.residual_sd,
+        "r_squared": fit.r_squared,
+        "log_likelihood": fit.log_likelihood,
+        "condition_number": fit.condition_number,
+        "held_out": figures,
+    });
+}
+
+/// The report must be the model the definition declares, on permitted predictors.
+fn permitted(spec: &Spec, d: &Dictionary, result: &mut CheckResult) {
+    if spec.outcome != d.outcome {
+        result.fail(format!(
+            "the definition's outcome {:?} is not the dictionary's {:?}",
+            spec.outcome, d.outcome
+        ));
+    }
+    for p in spec.predictors.iter().chain(&spec.categorical) {
+        if !d.predictors.contains(p) {
+            result.fail(format!(
+                "{p:?} is not a permitted predictor in the dictionary"
+            ));
+        }
+    }
+}
+
+fn declared(spec: &Spec, report: &LinearReport, result: &mut CheckResult) {
+    if report.outcome != spec.outcome {
+        result.fail(format!(
+            "the report models {:?}; the definition declares {:?}",
+            report.outcome, spec.outcome
+        ));
+    }
+    if report.family != spec.family.name() {
+        result.fail(format!(
+            "the report's family is {:?}; the definition declares {:?}",
+            report.family,
+            spec.family.name()
+        ));
+    }
+    if report.std_errors != spec.std_errors {
+        result.fail(format!(
+            "the report's standard errors are {:?}; the definition declares {:?}",
+            report.std_errors, spec.std_errors
+        ));
+    }
+}
+
+fn column_of(table: &Table, name: &str) -> Result<usize, String> {
+    table
+        .column(name)
+        .ok_or_else(|| format!("the table has no column {name:?}"))
+}
+
+fn numeric(table: &Table, name: &str, rows: &[usize]) -> Result<Column, String> {
+    let at = column_of(table, name)?;
+    Column::from_text(rows.iter().map(|&i| &table.rows[i][at])).map_err(|(row, _)| {
+        format!(
+            "column {name:?}: the value {:?} is not a plain decimal number",
+            &table.rows[rows[row]][at]
+        )
+    })
+}
+
+fn labels(table: &Table, name: &str, rows: &[usize]) -> Result<Vec<String>, String> {
+    let at = column_of(table, name)?;
+    Ok(rows.iter().map(|&i| table.rows[i][at].to_owned()).collect())
+}
+
+fn model(spec: &Spec, table: &Table, rows: &[usize]) -> Result<Model, String> {
+    let mut predictors = Vec::new();
+    for name in &spec.predictors {
+        predictors.push(Predictor::Numeric {
+            name: name.clone(),
+            column: numeric(table, name, rows)?,
+        });
+    }
+    for name in &spec.categorical {
+        predictors.push(Predictor::Categorical {
+            name: name.clone(),
+            labels: labels(table, name, rows)?,
+        });
+    }
+    Ok(Model {
+        outcome: numeric(table, &spec.outcome, rows)?,
+        predictors,
+        intercept: spec.intercept,
+        fixed_effects: match &spec.fixed_effects {
+            Some(name) => Some(labels(table, name, rows)?),
+            None => None,
+        },
+        family: spec.family,
+        errors: match spec.std_errors.as_str() {
+            "hc0" => StdErrors::Hc0,
+            "hc1" => StdErrors::Hc1,
+            "hc2" => StdErrors::Hc2,
+            "hc3" => StdErrors::Hc3,
+            "cluster" => StdErrors::Cluster(labels(
+                table,
+                spec.cluster.as_deref().unwrap_or_default(),
+                rows,
+            )?),
+            _ => StdErrors::Classical,
+        },
+    })
+}
+
+/// Compares every coefficient, in order; returns the recomputed estimates by name.
+fn compare_coefficients(
+    report: &LinearReport,
+    fit: &heartwood_stats::Fit,
+    result: &mut CheckResult,
+) -> HashMap<String, f64> {
+    let names: Vec<&str> = fit.coefficients.iter().map(|c| c.name.as_str()).collect();
+    let reported: Vec<&str> = report
+        .coefficients
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    if names != reported {
+        result.fail(format!(
+            "the report's coefficients are [{}]; the declared model's are [{}], in that order",
+            reported.join(", "),
+            names.join(", ")
+        ));
+    }
+    let mut estimates = HashMap::new();
+    for c in &fit.coefficients {
+        let (Some(estimate), Some(se)) = (c.estimate, c.std_error) else {
+            continue;
+        };
+        estimates.insert(c.name.clone(), estimate);
+        let Some(r) = report.coefficients.iter().find(|r| r.name == c.name) else {
+            continue;
+        };
+        let scale = estimate.abs().max(se);
+        let what = format!("coefficient {}", c.name);
+        compare_within(result, &what, r.estimate, estimate, scale, estimate);
+        let what = format!("standard error of {}", c.name);
+        compare_within(result, &what, r.std_error, se, se, se);
+    }
+    estimates
+}
+
+/// The linear predictor of row `i` from the recomputed estimates (`None` when a level of a
+/// categorical predictor was not seen in training, or the model absorbs fixed effects).
+fn linear_predictor(
+    spec: &Spec,
+    table: &Table,
+    i: usize,
+    estimates: &HashMap<String, f64>,
+    levels: &BTreeMap<&str, BTreeSet<&str>>,
+) -> Option<f64> {
+    if spec.fixed_effects.is_some() {
+        return None;
+    }
+    let mut eta = if spec.intercept {
+        *estimates.get("intercept")?
+    } else {
+        0.0
+    };
+    for name in &spec.predictors {
+        let x = crate::table::number(&table.rows[i][table.column(name)?])?;
+        eta += estimates.get(name)? * x;
+    }
+    for name in &spec.categorical {
+        let level = &table.rows[i][table.column(name)?];
+        if !levels.get(name.as_str())?.contains(level) {
+            return None;
+        }
+        let dummy = estimates
+            .get(&format!("{name}[T.{level}]"))
+            .or_else(|| estimates.get(&format!("{name}[{level}]")));
+        eta += dummy.copied().unwrap_or(0.0);
+    }
+    Some(eta)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn held_out_figures(
+    spec: &Spec,
+    table: &Table,
+    key: usize,
+    held_out: &[usize],
+    train: &[usize],
+    estimates: &HashMap<String, f64>,
+    report: &LinearReport,
+    result: &mut CheckResult,
+) -> serde_json::Value {
+    let Some(y_at) = table.column(&spec.outcome) else {
+        return serde_json::Value::Null;
+    };
+    let mut levels: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for name in &spec.categorical {
+        if let Some(at) = table.column(name) {
+            levels.insert(name, train.iter().map(|&i| &table.rows[i][at]).collect());
+        }
+    }
+    let mut reported: HashMap<&str, f64> = HashMap::new();
+    for p in &report.held_out_predictions {
+        if reported.insert(p.key.as_str(), p.predicted).is_some() {
+            result.fail(format!("the report predicts row {:?} twice", p.key));
+        }
+    }
+    let mut outcomes = Vec::new();
+    let mut predictions = Vec::new();
+    let mut keyed = Vec::new();
+    for &i in held_out {
+        let row_key = &table.rows[i][key];
+        let Some(eta) = linear_predictor(spec, table, i, estimates, &levels) else {
+            result.mark_unverified(format!(
+                "held-out row {row_key:?} cannot be predicted from the training fit (a level \
+                 unseen in training, absorbed fixed effects, or a missing value)"
+            ));
+            return serde_json::Value::Null;
+        };
+        let predicted = match spec.family {
+            Family::Gaussian => eta,
+            Family::Binomial => 1.0 / (1.0 + (-eta).exp()),
+        };
+        let y = crate::table::number(&table.rows[i][y_at]).unwrap_or(f64::NAN);
+        match reported.remove(row_key) {
+            Some(r) => compare_within(
+                result,
+                &format!("held-out prediction for {row_key:?}"),
+                r,
+                predicted,
+                1.0f64.max(predicted.abs()),
+                predicted,
+            ),
+            None => result.fail(format!(
+                "the report gives no prediction for held-out row {row_key:?}"
+            )),
+        }
+        outcomes.push(y);
+        predictions.push(predicted);
+        keyed.push(serde_json::json!({"key": row_key, "predicted": predicted}));
+    }
+    for extra in reported.keys() {
+        result.fail(format!(
+            "the report predicts {extra:?}, which is not a held-out row"
+        ));
+    }
+    let mut figures = match spec.family {
+        Family::Gaussian => {
+            gaussian_figures(table, train, y_at, &outcomes, &predictions, report, result)
+        }
+        Family::Binomial => binomial_figures(&outcomes, &predictions, report, result),
+    };
+    if let Some(map) = figures.as_object_mut() {
+        map.insert("predictions".into(), serde_json::Value::Array(keyed));
+    }
+    figures
+}
+
+fn rmse(errors: impl Iterator<Item = f64> + Clone) -> f64 {
+    super::root_mean_square(errors)
+}
+
+fn gaussian_figures(
+    table: &Table,
+    train: &[usize],
+    y_at: usize,
+    outcomes: &[f64],
+    predictions: &[f64],
+    report: &LinearReport,
+    result: &mut CheckResult,
+) -> serde_json::Value {
+    let train_mean = super::mean(
+        train
+            .iter()
+            .filter_map(|&i| crate::table::number(&table.rows[i][y_at])),
+    );
+    let model_rmse = rmse(outcomes.iter().zip(predictions).map(|(y, p)| y - p));
+    let comparator = rmse(outcomes.iter().map(|y| y - train_mean));
+    for (what, reported, recomputed) in [
+        ("held-out RMSE", report.held_out.rmse, model_rmse),
+        (
+            "held-out training-mean comparator RMSE",
+            report.held_out.mean_comparator_rmse,
+            comparator,
+        ),
+    ] {
+        match reported {
+            Some(r) => compare_within(
+                result,
+                what,
+                r,
+                recomputed,
+                recomputed.max(1e-12),
+                recomputed,
+            ),
+            None => result.fail(format!("the report does not state the {what}")),
+        }
+    }
+    serde_json::json!({"rmse": model_rmse, "mean_comparator_rmse": comparator})
+}
+
+fn binomial_figures(
+    outcomes: &[f64],
+    predictions: &[f64],
+    report: &LinearReport,
+    result: &mut CheckResult,
+) -> serde_json::Value {
+    let recomputed = (
+        heartwood_stats::metrics::log_loss(outcomes, predictions),
+        heartwood_stats::metrics::brier_score(outcomes, predictions),
+        heartwood_stats::metrics::auc(outcomes, predictions),
+    );
+    let (Ok(log_loss), Ok(brier), Ok(auc)) = recomputed else {
+        result.mark_unverified(
+            "the held-out figures cannot be computed (an outcome other than 0 or 1, or only one \
+             class among the held-out rows)",
+        );
+        return serde_json::Value::Null;
+    };
+    for (what, reported, value) in [
+        ("held-out log loss", report.held_out.log_loss, log_loss),
+        ("held-out Brier score", report.held_out.brier, brier),
+        ("held-out AUC", report.held_out.auc, auc),
+    ] {
+        match reported {
+            Some(r) => compare_within(result, what, r, value, value.max(1e-3), value),
+            None => result.fail(format!("the report does not state the {what}")),
+        }
+    }
+    serde_json::json!({"log_loss": log_loss, "brier": brier, "auc": auc})
+}
