@@ -30,8 +30,17 @@ export async function scenario(viewport, screenshot, body) {
 // many members were still unseen before reading, as the page said.
 export async function allowSet(page, timeout = 20000) {
   const before = (await page.textContent("#unseen")) || "";
+  // The list may be drawn again while it is read (a later update of the same set): a member
+  // replaced under the scroll is looked up again, as a reader's eyes would find it.
   for (const end of await page.locator("#review-members li > span:last-child").all()) {
-    await end.scrollIntoViewIfNeeded();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await end.scrollIntoViewIfNeeded({ timeout: 5000 });
+        break;
+      } catch (error) {
+        if (attempt >= 4 || !String(error).includes("not attached")) throw error;
+      }
+    }
   }
   await page.waitForSelector("#allow:not([disabled])", { timeout });
   if ((await page.textContent("#unseen")) !== "") throw new Error("members still unseen after reading them all");
