@@ -3,24 +3,16 @@
 //! environment cannot be read through `/proc`, and an ordinary command still runs (so none of
 //! this passes by running nothing). Unsandboxed, the same probes succeed: the tests can fail.
 
+mod support;
+
 use std::path::Path;
 
 use heartwood_agent::tools::sandbox::{Sandbox, support};
-use heartwood_agent::tools::{SandboxLevel, Terminal, TerminalLimits, ToolCallRequest};
+use heartwood_agent::tools::{SandboxLevel, Terminal, TerminalLimits};
+use support::run;
 
 /// The secret this test process holds (set for every test by `.cargo/config.toml`).
 const SECRET: &str = "sk-test-secret-123";
-
-async fn run(term: &mut Terminal, command: &str, level: SandboxLevel) -> String {
-    let value = serde_json::json!({ "command": command });
-    let ToolCallRequest::Terminal(args) =
-        ToolCallRequest::parse("terminal", &value.to_string()).expect("valid args")
-    else {
-        panic!("a terminal call");
-    };
-    let observation = term.run(&args, level).await;
-    format!("{}[exit {:?}]", observation.content, observation.exit_code)
-}
 
 /// A project with a table, Heartwood's state and a git history, plus a hidden folder outside.
 fn project() -> (tempfile::TempDir, tempfile::TempDir) {

@@ -4,23 +4,15 @@
 //! writable descriptor and the network at project-write. Each probe runs confined and, as its
 //! control, unsandboxed, where it must succeed: so none of them passes by running nothing.
 
+mod support;
+
 use std::io::Write;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
 use heartwood_agent::tools::sandbox::Sandbox;
-use heartwood_agent::tools::{SandboxLevel, Terminal, TerminalLimits, ToolCallRequest};
-
-async fn run(term: &mut Terminal, command: &str, level: SandboxLevel) -> String {
-    let value = serde_json::json!({ "command": command });
-    let ToolCallRequest::Terminal(args) =
-        ToolCallRequest::parse("terminal", &value.to_string()).expect("valid args")
-    else {
-        panic!("a terminal call");
-    };
-    let observation = term.run(&args, level).await;
-    format!("{}[exit {:?}]", observation.content, observation.exit_code)
-}
+use heartwood_agent::tools::{SandboxLevel, Terminal, TerminalLimits};
+use support::run;
 
 fn put(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");

@@ -43,6 +43,15 @@ fn git(project: &Path, args: &[&str]) {
     assert!(out.status.success(), "{out:?}");
 }
 
+/// Every session journal of the project, one after another.
+fn journals(project: &Path) -> String {
+    std::fs::read_dir(project.join(".heartwood/sessions"))
+        .expect("sessions")
+        .flatten()
+        .map(|s| std::fs::read_to_string(s.path().join("events.jsonl")).unwrap_or_default())
+        .collect()
+}
+
 fn calls(commands: &[Value]) -> Turn {
     let calls: Vec<(&str, Value)> = commands.iter().map(|c| ("terminal", c.clone())).collect();
     Turn::calls(&calls)
@@ -93,11 +102,7 @@ async fn low_risk_automation_runs_disguised_writers_and_secret_readers_harmlessl
     }
     let shown = heartwood(p, &["sessions", "show", "last", "--json"]);
     let record = text(&shown.stdout);
-    let journal: String = std::fs::read_dir(p.join(".heartwood/sessions"))
-        .expect("sessions")
-        .flatten()
-        .map(|s| std::fs::read_to_string(s.path().join("events.jsonl")).unwrap_or_default())
-        .collect();
+    let journal = journals(p);
     for secret in [SIGNIN, ENV_SECRET] {
         assert!(
             !record.contains(secret) && !journal.contains(secret),
@@ -239,11 +244,7 @@ async fn credentials_inside_allowed_values_do_not_reach_commands() {
         .await
         .expect("heartwood");
     assert_eq!(code(&out), 0, "{}{}", text(&out.stdout), text(&out.stderr));
-    let journal: String = std::fs::read_dir(p.join(".heartwood/sessions"))
-        .expect("sessions")
-        .flatten()
-        .map(|s| std::fs::read_to_string(s.path().join("events.jsonl")).unwrap_or_default())
-        .collect();
+    let journal = journals(p);
     // The package index reaches the command without its token; the host's proxy is of no use
     // inside the sandbox's network and is not given at all.
     assert!(
@@ -294,11 +295,7 @@ async fn a_reader_is_the_systems_never_one_the_project_put_on_path() {
         .await
         .expect("heartwood");
     assert_eq!(code(&out), 0, "{}{}", text(&out.stdout), text(&out.stderr));
-    let journal: String = std::fs::read_dir(p.join(".heartwood/sessions"))
-        .expect("sessions")
-        .flatten()
-        .map(|s| std::fs::read_to_string(s.path().join("events.jsonl")).unwrap_or_default())
-        .collect();
+    let journal = journals(p);
     assert!(
         journal.contains("REAL-CONTENT"),
         "the reader ran: {journal}"

@@ -185,6 +185,19 @@ pub(crate) fn descriptors() -> Result<Vec<OwnedFd>, SandboxError> {
         .collect()
 }
 
+/// bubblewrap's arguments that install `filters` (from [`descriptors`]).
+pub(crate) fn arguments(filters: &[OwnedFd]) -> Vec<std::ffi::OsString> {
+    filters
+        .iter()
+        .flat_map(|fd| {
+            [
+                "--add-seccomp-fd".into(),
+                std::os::fd::AsRawFd::as_raw_fd(fd).to_string().into(),
+            ]
+        })
+        .collect()
+}
+
 /// Whether the filters compile for this machine's architecture (for `support`).
 pub(crate) fn available() -> Result<(), SandboxError> {
     programs().map(|_| ())

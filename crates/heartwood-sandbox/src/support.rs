@@ -78,10 +78,7 @@ fn probe() -> SandboxSupport {
         Err(e) => return refused(e.to_string()),
     };
     let mut args = sandbox.arguments(SandboxLevel::ReadOnly);
-    for fd in &filters {
-        args.push("--add-seccomp-fd".into());
-        args.push(std::os::fd::AsRawFd::as_raw_fd(fd).to_string().into());
-    }
+    args.extend(seccomp::arguments(&filters));
     args.extend(["--".into(), "/usr/bin/true".into()]);
     let tried = std::process::Command::new(&bwrap)
         .args(&args)

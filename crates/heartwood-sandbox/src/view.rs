@@ -10,7 +10,7 @@
 //! starts with every inherited descriptor above 2 closed ([`crate::launcher`]).
 
 use std::ffi::{OsStr, OsString};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use crate::launcher::{Limits, PRELUDE_NAME, prelude};
@@ -161,10 +161,7 @@ impl Sandbox {
             .ok_or_else(|| SandboxError::Unavailable(found.detail.clone()))?;
         let filters = seccomp::descriptors()?;
         let mut out = self.arguments(level);
-        for fd in &filters {
-            out.push("--add-seccomp-fd".into());
-            out.push(fd.as_raw_fd().to_string().into());
-        }
+        out.extend(seccomp::arguments(&filters));
         out.extend(["--".into(), system_program("bash")?.into_os_string()]);
         out.extend([
             "-c".into(),

@@ -149,8 +149,7 @@ impl ToolEnvironment {
     /// The variables of this process that reach the shell, each value with any credential
     /// inside it taken out (see [`without_credentials`]).
     pub fn vars(&self) -> Vec<(OsString, OsString)> {
-        std::env::vars_os()
-            .filter(|(name, _)| name.to_str().is_some_and(|n| self.allows(n)))
+        self.allowed_vars()
             .map(|(name, value)| {
                 let kept = without_credentials(value.as_encoded_bytes());
                 (name, std::os::unix::ffi::OsStringExt::from_vec(kept))
@@ -158,11 +157,15 @@ impl ToolEnvironment {
             .collect()
     }
 
+    /// The variables of this process the list lets through, as they are.
+    fn allowed_vars(&self) -> impl Iterator<Item = (OsString, OsString)> + '_ {
+        std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(|n| self.allows(n)))
+    }
+
     /// The allowed variables of this process whose values carried a credential, which the
     /// shell gets without it (for `heartwood status`).
     pub fn scrubbed(&self) -> Vec<String> {
-        std::env::vars_os()
-            .filter(|(name, _)| name.to_str().is_some_and(|n| self.allows(n)))
+        self.allowed_vars()
             .filter(|(_, value)| {
                 without_credentials(value.as_encoded_bytes()) != value.as_encoded_bytes()
             })

@@ -270,7 +270,7 @@ impl Terminal {
                 "a command is still running; answer it with is_input=true, wait for it by sending an empty input, or start over with reset=true",
             );
         }
-        if let Err(message) = syntax_check(&self.root, &args.command).await {
+        if let Err(message) = syntax_check(&args.command).await {
             return Observation {
                 exit_code: Some(2),
                 ..Observation::error(message)
@@ -609,11 +609,12 @@ fn output_observation(out: String, code: i32) -> Observation {
 /// project's environment can put its own there), with a minimal environment, confined
 /// read-only where the machine confines: parsing reads no project file, but nothing Heartwood
 /// starts over the model's text runs on the host as itself.
-async fn syntax_check(root: &Path, command: &str) -> Result<(), String> {
-    let root = root.to_owned();
+async fn syntax_check(command: &str) -> Result<(), String> {
     let command = command.to_owned();
     let out = tokio::task::spawn_blocking(move || {
-        heartwood_sandbox::host::HostCommand::new("bash", &["-n", "-c", &command], &root, &[])
+        // Parsing reads no project file: no project is shown (and none is walked for nested
+        // state at every command).
+        heartwood_sandbox::host::HostCommand::without_project("bash", &["-n", "-c", &command])
             .map_err(|e| e.to_string())?
             .output()
             .map_err(|e| e.to_string())
