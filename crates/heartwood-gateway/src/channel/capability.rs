@@ -24,8 +24,7 @@ pub(super) struct Capability {
 
 /// Where the capability of the channel listening at `socket` is kept.
 fn location(socket: &Path) -> std::io::Result<PathBuf> {
-    let digest = heartwood_audit::Digest::of(socket.as_os_str().as_encoded_bytes()).to_hex();
-    Ok(super::private_dir()?.join(format!("{}.capability", &digest[..32])))
+    super::private_file(socket, "capability")
 }
 
 impl Capability {

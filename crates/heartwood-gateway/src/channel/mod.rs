@@ -48,10 +48,7 @@ impl Address {
         if path.as_os_str().len() <= MAX_SOCKET_PATH {
             return Ok(Address(path.to_owned()));
         }
-        let digest = heartwood_audit::Digest::of(path.as_os_str().as_encoded_bytes()).to_hex();
-        Ok(Address(
-            private_dir()?.join(format!("{}.sock", &digest[..32])),
-        ))
+        Ok(Address(private_file(path, "sock")?))
     }
 
     fn bind(&self) -> std::io::Result<UnixListener> {
@@ -90,6 +87,12 @@ impl Address {
     fn remove(&self) {
         let _ = std::fs::remove_file(&self.0);
     }
+}
+
+/// A file in the user's private directory named after a digest of `path`, with `extension`.
+fn private_file(path: &Path, extension: &str) -> std::io::Result<PathBuf> {
+    let digest = heartwood_audit::Digest::of(path.as_os_str().as_encoded_bytes()).to_hex();
+    Ok(private_dir()?.join(format!("{}.{extension}", &digest[..32])))
 }
 
 /// The user's private directory for channel sockets: `$XDG_RUNTIME_DIR/heartwood`, else
