@@ -443,12 +443,14 @@ impl Terminal {
             self.proxy = Some(heartwood_sandbox::network::Proxy::start(network)?);
         }
         let socket = self.proxy.as_ref().filter(|_| reach).map(|p| p.socket());
-        let confined = self
-            .sandbox
-            .clone()
-            .with_network(socket)
-            .wrap(level, "bash", &["--noprofile", "--norc"])
-            .map_err(std::io::Error::other)?;
+        // Building the view reads the project's directories (nested state): off the runtime.
+        let sandbox = self.sandbox.clone().with_network(socket);
+        let confined = tokio::task::spawn_blocking(move || {
+            sandbox.wrap(level, "bash", &["--noprofile", "--norc"])
+        })
+        .await
+        .map_err(std::io::Error::other)?
+        .map_err(std::io::Error::other)?;
         let mut command = Command::new(&confined.program);
         command
             .args(&confined.args)
