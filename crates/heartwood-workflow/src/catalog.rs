@@ -15,10 +15,20 @@ use crate::definition::{Definition, DefinitionError};
 use crate::registry::Registry;
 
 /// The maintained definitions, as shipped: `(id, bytes)`.
-const MAINTAINED: [(&str, &str); 1] = [(
-    "tabular-ols",
-    include_str!("../../../fixtures/workflows/tabular-ols.json"),
-)];
+const MAINTAINED: [(&str, &str); 3] = [
+    (
+        "tabular-ols",
+        include_str!("../../../fixtures/workflows/tabular-ols.json"),
+    ),
+    (
+        "tabular-linear",
+        include_str!("../../../fixtures/workflows/tabular-linear.json"),
+    ),
+    (
+        "tabular-logistic",
+        include_str!("../../../fixtures/workflows/tabular-logistic.json"),
+    ),
+];
 
 /// The project folder lab definitions are read from.
 pub const PROJECT_FOLDER: &str = "workflows";

@@ -5,7 +5,7 @@ use heartwood_workspace::{EvidenceError, ProjectPath, Workspace};
 use crate::check::{CheckResult, MAX_FILE_BYTES};
 use crate::checks;
 use crate::definition::{CheckUse, Definition};
-use crate::registry::Registry;
+use crate::registry::{Params, Registry};
 
 /// Runs every check of `stage` (read-only). Unknown stages give `None`.
 pub fn check_stage(
@@ -138,10 +138,16 @@ pub fn run_with(
     files: &[Vec<u8>],
     digests: Vec<heartwood_workspace::FileDigest>,
 ) -> CheckResult {
-    if check.check == "linear_model" {
+    let with_params: Option<fn(checks::Files<'_>, &Params, &mut CheckResult)> =
+        match check.check.as_str() {
+            "linear_model" => Some(checks::linear_model),
+            "model_plan" => Some(checks::model_plan),
+            _ => None,
+        };
+    if let Some(run) = with_params {
         let mut result = CheckResult::new(&check.check);
         result.inspected = digests;
-        checks::linear_model(files, &check.params, &mut result);
+        run(files, &check.params, &mut result);
         return result;
     }
     run_on(&check.check, files, digests)

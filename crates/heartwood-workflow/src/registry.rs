@@ -45,6 +45,58 @@ pub struct CheckSpec {
     pub summary: &'static str,
     /// The parameters it takes (none for most checks: they read their settings from files).
     pub params: &'static [Param],
+    /// Rules that tie parameters to each other, beyond each one's type.
+    #[serde(skip)]
+    pub rules: Rules,
+}
+
+/// Rules that relate a check's parameters to each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Rules {
+    /// None beyond each parameter's own.
+    #[default]
+    None,
+    /// A model is declared either by the parameters (`outcome` and `predictors`, `cluster`
+    /// exactly with `std_errors: cluster`) or by the run's plan (`declared_by: plan`, then
+    /// only `family` may pin what the plan may declare).
+    ModelDeclaration,
+}
+
+impl Rules {
+    fn problems(self, params: &Params) -> Vec<String> {
+        match self {
+            Rules::None => Vec::new(),
+            Rules::ModelDeclaration => model_declaration_problems(params),
+        }
+    }
+}
+
+fn model_declaration_problems(params: &Params) -> Vec<String> {
+    let by_plan = params.get("declared_by").and_then(|v| v.as_str()) == Some("plan");
+    let mut problems = Vec::new();
+    if by_plan {
+        for name in params.keys() {
+            if !matches!(name.as_str(), "declared_by" | "family") {
+                problems.push(format!(
+                    "parameter {name:?} cannot be given with `declared_by: plan` (the plan \
+                     declares the model; only `family` may pin it)"
+                ));
+            }
+        }
+        return problems;
+    }
+    for name in ["outcome", "predictors"] {
+        if !params.contains_key(name) {
+            problems.push(format!(
+                "needs the parameter {name:?} (or `declared_by: plan`)"
+            ));
+        }
+    }
+    let clustered = params.get("std_errors").and_then(|v| v.as_str()) == Some("cluster");
+    if clustered != params.contains_key("cluster") {
+        problems.push("gives `cluster` exactly when `std_errors` is `cluster`".into());
+    }
+    problems
 }
 
 /// Parameters as a definition gives them.
@@ -80,6 +132,7 @@ impl CheckSpec {
                 }
             }
         }
+        problems.extend(self.rules.problems(params));
         problems
     }
 }
@@ -116,15 +169,23 @@ const NO_PARAMS: &[Param] = &[];
 /// The parameters of `linear_model`.
 pub const LINEAR_MODEL_PARAMS: &[Param] = &[
     Param {
+        name: "declared_by",
+        kind: ParamKind::OneOf(&["definition", "plan"]),
+        required: false,
+        description: "who declares the model: these parameters (default), or the run's model \
+                      plan, read as the check's fifth file and bound to the dictionary as \
+                      `model_plan` binds it",
+    },
+    Param {
         name: "outcome",
         kind: ParamKind::Text,
-        required: true,
+        required: false,
         description: "the outcome column (0/1 for the binomial family)",
     },
     Param {
         name: "predictors",
         kind: ParamKind::TextList,
-        required: true,
+        required: false,
         description: "numeric predictor columns, in the order their coefficients are reported",
     },
     Param {
@@ -174,8 +235,17 @@ const fn check(id: &'static str, version: &'static str, summary: &'static str) -
         version,
         summary,
         params: NO_PARAMS,
+        rules: Rules::None,
     }
 }
+
+/// The parameters of `model_plan`.
+pub const MODEL_PLAN_PARAMS: &[Param] = &[Param {
+    name: "family",
+    kind: ParamKind::OneOf(&["gaussian", "binomial"]),
+    required: false,
+    description: "the family every plan of this workflow must declare; default any",
+}];
 
 /// The checks this build implements.
 const BUILTIN: &[CheckSpec] = &[
@@ -210,6 +280,16 @@ const BUILTIN: &[CheckSpec] = &[
         summary: "a multivariable linear or logistic model's coefficients, standard errors and \
                   held-out figures match recomputation on the training rows",
         params: LINEAR_MODEL_PARAMS,
+        rules: Rules::ModelDeclaration,
+    },
+    CheckSpec {
+        id: "model_plan",
+        version: "1",
+        summary: "the plan declares a model the dictionary permits (outcome, predictors, \
+                  standard errors and clusters), its grouping, held-out groups and a \
+                  group-disjoint split",
+        params: MODEL_PLAN_PARAMS,
+        rules: Rules::None,
     },
     check(
         "python_syntax",

@@ -17,6 +17,7 @@ pub mod tui;
 pub mod web;
 pub mod web_load;
 pub mod workflow;
+pub mod workflow_models;
 pub mod workspace;
 
 use std::time::Instant;

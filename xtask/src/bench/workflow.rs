@@ -82,6 +82,7 @@ pub fn run() -> Result<()> {
         "  python3 interpreter start-up alone",
         python * 1e3
     );
+    super::workflow_models::run()?;
     let transition = stage_transition()?;
     println!(
         "{:<52} {:>8.2} ms   target < 5 ms  {}",

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use heartwood_stats::{Column, Family, Model, Predictor, StdErrors};
 use serde::Deserialize;
 
+use super::model_plan::{self, ModelSpec, declared_by_plan};
 use super::{Files, compare_within, strict_json, tabular::checked_split};
 use crate::check::CheckResult;
 use crate::registry::Params;
@@ -64,67 +65,33 @@ pub struct HeldOut {
     pub auc: Option<f64>,
 }
 
-/// The model as the definition declares it.
-struct Spec {
-    outcome: String,
-    predictors: Vec<String>,
-    categorical: Vec<String>,
-    intercept: bool,
-    std_errors: String,
-    cluster: Option<String>,
-    fixed_effects: Option<String>,
-    family: Family,
-}
+type Spec = ModelSpec;
 
-fn spec(params: &Params) -> Result<Spec, String> {
-    let text = |name: &str| params.get(name).and_then(|v| v.as_str()).map(str::to_owned);
-    let list = |name: &str| -> Vec<String> {
-        params
-            .get(name)
-            .and_then(|v| v.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let outcome = text("outcome").ok_or("the definition gives linear_model no outcome")?;
-    let family = match text("family").as_deref() {
-        None | Some("gaussian") => Family::Gaussian,
-        Some("binomial") => Family::Binomial,
-        Some(other) => return Err(format!("unknown family {other:?}")),
-    };
-    let std_errors = text("std_errors").unwrap_or_else(|| "classical".into());
-    let cluster = text("cluster");
-    if (std_errors == "cluster") != cluster.is_some() {
-        return Err(
-            "the definition must give `cluster` exactly when `std_errors` is `cluster`".into(),
-        );
-    }
-    Ok(Spec {
-        outcome,
-        predictors: list("predictors"),
-        categorical: list("categorical"),
-        intercept: params
-            .get("intercept")
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(true),
-        std_errors,
-        cluster,
-        fixed_effects: text("fixed_effects"),
-        family,
-    })
-}
-
-/// `linear_model`: reads table, dictionary, split, model report.
+/// `linear_model`: reads table, dictionary, split, model report, and the model plan when the
+/// definition leaves the model to it (`declared_by: plan`).
 pub fn linear_model(files: Files<'_>, params: &Params, result: &mut CheckResult) {
-    let spec = match spec(params) {
-        Ok(s) => s,
-        Err(why) => return result.fail(why),
+    let from_params = if declared_by_plan(params) {
+        None
+    } else {
+        match model_plan::from_params(params) {
+            Ok(s) => Some(s),
+            Err(why) => return result.fail(why),
+        }
     };
     let Some((split, table, dictionary)) = checked_split(files, result) else {
         return;
+    };
+    let spec = match from_params {
+        Some(spec) => spec,
+        None => {
+            let Some(plan) = model_plan::read_plan(files, 4, result) else {
+                return;
+            };
+            match model_plan::from_plan(&plan, &dictionary, params, result) {
+                Some(spec) => spec,
+                None => return,
+            }
+        }
     };
     permitted(&spec, &dictionary, result);
     let report: LinearReport = match files.get(3).map(|b| strict_json(b)) {

@@ -29,6 +29,7 @@
 
 mod claims;
 mod linear;
+mod model_plan;
 mod reports;
 mod source;
 mod tabular;
@@ -40,6 +41,7 @@ use serde::de::{DeserializeOwned, Deserializer, Error as _, MapAccess, SeqAccess
 
 pub use claims::report_claims;
 pub use linear::{HeldOut, LinearReport, ReportedCoefficient, linear_model};
+pub use model_plan::{ModelPlan, model_plan};
 pub use reports::{
     AnalysisPlan, MIN_REPORT_WORDS, NumericSummary, ReadinessReport, analysis_plan,
     nonempty_report, readiness_report,
