@@ -47,20 +47,17 @@ export type BudgetLine = { exhausted: boolean; label: string; limit: number; ove
  * (unknown), never 0. */
 export type BudgetUse = { actions: number; model_calls: number; seconds: number; tokens?: number | null };
 
+/** A cancellation taken: the worker stops between chunks and the transfer ends cancelled. */
+export type Cancelled = { handle: string };
+
 /** A file a review captured before dispatch: its bytes by digest and count. */
 export type CapturedFile = { bytes: number; path: string; sha256: string };
-
-/** A catalog entry to download, with the license accepted. */
-export type CatalogDownload = { accept_license: string; catalog: string };
 
 /** One catalog entry. */
 export type CatalogEntry = { id: string; inputs: string[]; location?: string; missing_checks: string[]; problems?: string[]; sha256?: string; source?: DefinitionSource; source_summary?: string; stages: CatalogStage[]; supported: boolean; title: string; version: string };
 
 /** One catalog entry as interfaces list it. */
 export type CatalogLine = { does_not_fit?: string | null; download_bytes: number; id: string; label: string; license: string; memory_bytes: number; source: string; stored: boolean; summary: string };
-
-/** A catalog entry to review. */
-export type CatalogReview = { catalog: string };
 
 /** One stage of a catalog entry. */
 export type CatalogStage = { budget: Budget; budget_summary?: string; checks: string[]; id: string; produces: string[]; researcher_gate: boolean; title: string };
@@ -129,6 +126,10 @@ export type DiffLimits = { max_bytes: number; max_lines: number };
 /** What a diff request found. */
 export type DiffStatus = "changed" | "unchanged" | "binary" | "too_large" | "not_git";
 
+/** What a download fetches: a trusted catalog entry, or a hub repository inspected at a
+ * revision (resolved to its commit when reviewed; unvalidated unless the catalog knows it). */
+export type DownloadSource = { catalog: string } | { context_length?: number | null; files?: string[]; name?: string | null; repository: string; revision: string };
+
 /** What sits at a path, seen without following links. */
 export type EntryKind = "file" | "dir" | "symlink" | "special";
 
@@ -165,7 +166,7 @@ export type Finding = { check: string; claims: unknown[][]; condition: ReviewCon
 export type Health = { ok: boolean };
 
 /** Every route of `heartwood serve`, below its base path, by method and path: its query parameters, JSON body and answer. Every route needs the launch capability; a failure is answered in plain text with a status by its kind. */
-export type HttpApi = { "GET /": { answer: string }; "GET /api/health": { answer: Health }; "GET /api/models": { answer: LocalModelsView }; "GET /api/models/catalog": { answer: ModelCatalogView }; "GET /api/sessions": { answer: SessionRow[] }; "GET /api/sessions/{session}/events": { answer: Update; query?: Since }; "GET /api/sessions/{session}/snapshot": { answer: Snapshot; query?: Since }; "GET /api/sessions/{session}/workflow/figure.svg": { answer: string }; "GET /api/sessions/{session}/workflow/preview": { answer: BoundFilePreview; query?: FileAt }; "GET /api/sessions/{session}/ws": { answer: Update; query?: Since }; "GET /api/signin": { answer: SignInStatus }; "GET /api/skills": { answer: SkillCatalogView }; "GET /api/skills/show": { answer: SkillDetail; query?: SkillName }; "GET /api/status": { answer: StartupPlan }; "GET /api/workflows": { answer: CatalogEntry[] }; "GET /api/workspace/change_diff": { answer: ChangeDiff; query?: Place }; "GET /api/workspace/changes": { answer: ChangeReport; query?: Place }; "GET /api/workspace/diff": { answer: FileDiff; query?: Place }; "GET /api/workspace/file": { answer: TextFile; query?: Place }; "GET /api/workspace/tree": { answer: Tree; query?: Place }; "GET /s/{session}": { answer: string }; "POST /api/models/download": { answer: StartedDownload; body: CatalogDownload }; "POST /api/models/review": { answer: ModelReview; body: CatalogReview }; "POST /api/sessions": { answer: NewSession }; "POST /api/sessions/{session}/commands": { answer: Receipt; body: CommandRequest; query?: Wait }; "POST /api/sessions/{session}/say": { answer: Receipt[]; body: Said; query?: Wait }; "POST /api/signin": { answer: SignInPending }; "POST /api/signin/poll": { answer: SignInProgress }; "POST /api/skills/{decision}": { answer: SkillView; body: SkillDecision } };
+export type HttpApi = { "GET /": { answer: string }; "GET /api/health": { answer: Health }; "GET /api/models": { answer: LocalModelsView }; "GET /api/models/catalog": { answer: ModelCatalogView }; "GET /api/sessions": { answer: SessionRow[] }; "GET /api/sessions/{session}/events": { answer: Update; query?: Since }; "GET /api/sessions/{session}/snapshot": { answer: Snapshot; query?: Since }; "GET /api/sessions/{session}/workflow/figure.svg": { answer: string }; "GET /api/sessions/{session}/workflow/preview": { answer: BoundFilePreview; query?: FileAt }; "GET /api/sessions/{session}/ws": { answer: Update; query?: Since }; "GET /api/signin": { answer: SignInStatus }; "GET /api/skills": { answer: SkillCatalogView }; "GET /api/skills/show": { answer: SkillDetail; query?: SkillName }; "GET /api/status": { answer: StartupPlan }; "GET /api/workflows": { answer: CatalogEntry[] }; "GET /api/workspace/change_diff": { answer: ChangeDiff; query?: Place }; "GET /api/workspace/changes": { answer: ChangeReport; query?: Place }; "GET /api/workspace/diff": { answer: FileDiff; query?: Place }; "GET /api/workspace/file": { answer: TextFile; query?: Place }; "GET /api/workspace/tree": { answer: Tree; query?: Place }; "GET /s/{session}": { answer: string }; "POST /api/models/cancel": { answer: Cancelled; body: TransferCancel }; "POST /api/models/download": { answer: StartedDownload; body: ModelDownload }; "POST /api/models/review": { answer: ModelReview; body: DownloadSource }; "POST /api/sessions": { answer: NewSession }; "POST /api/sessions/{session}/commands": { answer: Receipt; body: CommandRequest; query?: Wait }; "POST /api/sessions/{session}/say": { answer: Receipt[]; body: Said; query?: Wait }; "POST /api/signin": { answer: SignInPending }; "POST /api/signin/poll": { answer: SignInProgress }; "POST /api/skills/{decision}": { answer: SkillView; body: SkillDecision } };
 
 /** How `heartwood serve` may be reached here. */
 export type IngressOffer = { mode: "loopback" } | { base_path?: string | null; external_host?: string | null; mode: "jupyter_proxy" } | { base_path?: string | null; mode: "trusted_proxy"; origin?: string | null; proxies?: string[] };
@@ -191,6 +192,9 @@ export type MemberReview = { action_id: number; headline: string; predicted_risk
 
 /** The deployment's catalog: its entries, and where it came from (or how to install one). */
 export type ModelCatalogView = { entries: CatalogLine[]; note?: string | null; source?: string | null };
+
+/** A download, with the license accepted. */
+export type ModelDownload = { accept_license: string } & ({ catalog: string } | { context_length?: number | null; files?: string[]; name?: string | null; repository: string; revision: string });
 
 /** A stored model as every interface lists it. */
 export type ModelListing = { label: string; license: string; manifest_sha256: string; memory_bytes: number; name: string; payload_bytes: number; running: boolean; selected: boolean; source: string; validation: Validation; way_in: WayIn };
@@ -411,7 +415,7 @@ export type StageTurn = { base_seconds?: number; exhausted?: boolean; open: bool
 export type StageView = { accepted_evidence?: InspectedFile[]; budget?: Budget | null; budget_lines?: BudgetLine[]; id: string; researcher_gate: boolean; status: StageStatus; title: string; used?: BudgetUse };
 
 /** A download started in the background. */
-export type StartedDownload = { manifest_sha256: string; name: string; transfer: number };
+export type StartedDownload = { manifest_sha256: string; name: string; transfer: number; transfer_handle?: string | null };
 
 /** The startup plan. */
 export type StartupPlan = { explanation: string; next_action: string; pending_decisions?: PendingDecision[]; phase: Phase; platform: PlatformSummary; route?: RouteSummary | null; sandbox?: SandboxSummary; sessions: number; stopped_sessions?: PendingDecision[] };
@@ -439,11 +443,14 @@ export type Timestamp = string;
 /** What a running action has printed so far. */
 export type ToolOutput = { action_id: number; text: string };
 
+/** A transfer to cancel. */
+export type TransferCancel = { handle: string };
+
 /** What a transfer does. */
 export type TransferKind = "download" | "import" | "export" | "verify";
 
 /** A transfer with the line and fraction every interface shows. */
-export type TransferLine = { bytes_done: number; bytes_per_second: number; bytes_total: number; eta_seconds?: number | null; fraction?: number | null; id: number; kind: TransferKind; label: string; running: boolean; subject: string; warnings: string[] } & ({ state: "running" } | { detail: string; state: "done" } | { detail: string; state: "failed" } | { state: "cancelled" });
+export type TransferLine = { bytes_done: number; bytes_per_second: number; bytes_total: number; eta_seconds?: number | null; fraction?: number | null; handle?: string | null; id: number; kind: TransferKind; label: string; running: boolean; subject: string; warnings: string[] } & ({ state: "running" } | { detail: string; state: "done" } | { detail: string; state: "failed" } | { state: "cancelled" });
 
 /** A bounded listing. */
 export type Tree = { depth_limited: number; entries: TreeEntry[]; limits: TreeLimits; root: ProjectPath; truncated: boolean; unsupported_names: number };

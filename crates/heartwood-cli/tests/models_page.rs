@@ -28,6 +28,14 @@ fn the_page_downloads_a_catalog_model_after_its_licence_is_accepted() {
     let hub = HubServer::start();
     let work = tempfile::tempdir().expect("work");
     let catalog = tiny_catalog(&hub, &work.path().join("models.toml"));
+    // A repository the catalog does not list, inspected on the page by name and revision.
+    let other: Vec<u8> = (0..40_000u32).map(|i| (i * 13 % 241) as u8).collect();
+    hub.publish(
+        "heartwood-tests/other-GGUF",
+        "main",
+        "mit",
+        &[("other.gguf", &other)],
+    );
     let endpoint = hub.endpoint();
     let project = tempfile::tempdir().expect("project");
     let served = support::serve_with(
@@ -80,6 +88,25 @@ fn the_page_downloads_a_catalog_model_after_its_licence_is_accepted() {
         .output()
         .expect("model list");
     let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("json");
-    assert_eq!(listed[0]["name"], "tiny", "{listed}");
-    assert_eq!(listed[0]["validation"], "validated", "{listed}");
+    let named = |name: &str| {
+        listed
+            .as_array()
+            .and_then(|l| l.iter().find(|m| m["name"] == name))
+            .unwrap_or_else(|| panic!("{name} is stored: {listed}"))
+            .clone()
+    };
+    assert_eq!(named("tiny")["validation"], "validated", "{listed}");
+
+    // Issue 56 item 3, the seed's rule that the transfer manager serves "the terminal, browser,
+    // and notebook adapters" alike: a repository inspected at a revision is downloaded from
+    // the page too, unvalidated (no catalog vouches for it), under the licence it declares.
+    assert!(
+        stdout.contains("other-gguf (unvalidated) license: mit"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("license: mit"), "{stdout}");
+    assert!(stdout.contains("repository stored: other-gguf"), "{stdout}");
+    let other = named("other-gguf");
+    assert_eq!(other["validation"], "unvalidated", "{other}");
+    assert_eq!(other["license"], "mit", "{other}");
 }

@@ -88,6 +88,14 @@ fn the_notebook_modules_pytest_suite_passes() {
     let hub = heartwood_testkit::hub::HubServer::start();
     let work = tempfile::tempdir().expect("work");
     let catalog = heartwood_testkit::hub::tiny_catalog(&hub, &work.path().join("models.toml"));
+    // A repository no catalog lists, which the notebook inspects at a revision and downloads.
+    let other: Vec<u8> = (0..40_000u32).map(|i| (i * 13 % 241) as u8).collect();
+    hub.publish(
+        "heartwood-tests/other-GGUF",
+        "main",
+        "mit",
+        &[("other.gguf", &other)],
+    );
     run(
         "pytest crates/heartwood-notebook/tests",
         Command::new(venv.join("bin/python"))

@@ -42,6 +42,10 @@ pub enum TransferState {
 /// A transfer as every interface shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TransferView {
+    /// Its name in the project (`<pid>-<id>`), by which any interface cancels it; absent for
+    /// a transfer only its own process shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
     /// The manager's id for it.
     pub id: u64,
     /// What it does.
@@ -150,9 +154,21 @@ impl Transfer {
         self.0.cancel.store(true, Ordering::Relaxed);
     }
 
-    /// Has cancellation been asked for? Workers check between chunks.
+    /// Has cancellation been asked for, by this process or (for a persisted transfer) by any
+    /// interface of the project through [`request_cancel`]? Workers check between chunks.
     pub fn is_cancelled(&self) -> bool {
-        self.0.cancel.load(Ordering::Relaxed)
+        if self.0.cancel.load(Ordering::Relaxed) {
+            return true;
+        }
+        let asked = self
+            .0
+            .persist
+            .as_ref()
+            .is_some_and(|(path, _)| path.with_extension("cancel").exists());
+        if asked {
+            self.cancel();
+        }
+        asked
     }
 
     /// Ends the transfer with its outcome.
@@ -168,6 +184,11 @@ impl Transfer {
         });
     }
 
+    /// Ends the transfer as cancelled, having published nothing.
+    pub fn end_cancelled(&self) {
+        self.end(TransferState::Cancelled);
+    }
+
     /// Ends the transfer as done, having produced `what`.
     pub fn succeed(&self, what: String) {
         self.end(TransferState::Done(what));
@@ -176,6 +197,9 @@ impl Transfer {
     fn end(&self, state: TransferState) {
         *lock(&self.0.state) = state;
         self.persist(true);
+        if let Some((path, _)) = &self.0.persist {
+            let _ = std::fs::remove_file(path.with_extension("cancel"));
+        }
     }
 
     /// The transfer as interfaces show it.
@@ -193,6 +217,11 @@ impl Transfer {
         let eta_seconds = (state == TransferState::Running && total > 0 && rate > 0)
             .then(|| total.saturating_sub(done) / rate);
         TransferView {
+            handle: s
+                .persist
+                .as_ref()
+                .and_then(|(path, _)| path.file_stem())
+                .map(|stem| stem.to_string_lossy().into_owned()),
             id: s.id,
             kind: s.kind,
             label: s.label.clone(),
@@ -268,6 +297,72 @@ impl Transfers {
     }
 }
 
+/// Why a cancellation request was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum CancelRefused {
+    /// No transfer of the project has that name.
+    #[error("no transfer is named {0:?}; `heartwood model list` shows the project's transfers")]
+    Unknown(String),
+    /// It is no longer running.
+    #[error("transfer {0:?} is not running (it finished, failed or was cancelled)")]
+    NotRunning(String),
+    /// The request could not be written.
+    #[error("the cancellation of {handle:?} could not be written: {source}")]
+    Unwritten {
+        /// The transfer.
+        handle: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Asks the transfer `handle` of the project whose transfers are in `dir` to stop, whichever
+/// process runs it: the worker sees the request between chunks, publishes nothing and ends
+/// as cancelled. Refused when no such transfer is running.
+pub fn request_cancel(dir: &Path, handle: &str) -> Result<(), CancelRefused> {
+    let named = |h: &str| {
+        !h.is_empty() && h.len() <= 41 && h.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+    };
+    if !named(handle) {
+        return Err(CancelRefused::Unknown(handle.to_owned()));
+    }
+    let view = dir.join(format!("{handle}.json"));
+    let Ok(bytes) = std::fs::read(&view) else {
+        return Err(CancelRefused::Unknown(handle.to_owned()));
+    };
+    let running =
+        read_persisted_one(&view, &bytes).is_some_and(|v| v.state == TransferState::Running);
+    if !running {
+        return Err(CancelRefused::NotRunning(handle.to_owned()));
+    }
+    std::fs::write(view.with_extension("cancel"), b"").map_err(|source| CancelRefused::Unwritten {
+        handle: handle.to_owned(),
+        source,
+    })
+}
+
+/// One persisted view, with a running transfer whose process ended read as interrupted.
+fn read_persisted_one(path: &Path, bytes: &[u8]) -> Option<TransferView> {
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let pid = name
+        .strip_suffix(".json")?
+        .split('-')
+        .next()?
+        .parse::<u32>()
+        .ok()?;
+    let mut view: TransferView = serde_json::from_slice(bytes).ok()?;
+    let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
+    if view.state == TransferState::Running && !alive {
+        view.state = TransferState::Failed(
+            "interrupted: the process running it ended; run the same command again \
+             (a download resumes)"
+                .to_owned(),
+        );
+        view.eta_seconds = None;
+    }
+    Some(view)
+}
+
 /// The views other processes wrote to `dir`, newest first, at most `limit`. A transfer still
 /// marked running whose process has ended is shown as interrupted.
 pub fn read_persisted(dir: &Path, limit: usize) -> Vec<TransferView> {
@@ -277,25 +372,12 @@ pub fn read_persisted(dir: &Path, limit: usize) -> Vec<TransferView> {
     let mut found: Vec<(std::time::SystemTime, TransferView)> = entries
         .flatten()
         .filter_map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let pid = name
-                .strip_suffix(".json")?
-                .split('-')
-                .next()?
-                .parse::<u32>()
-                .ok()?;
-            let modified = entry.metadata().ok()?.modified().ok()?;
-            let mut view: TransferView =
-                serde_json::from_slice(&std::fs::read(entry.path()).ok()?).ok()?;
-            let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
-            if view.state == TransferState::Running && !alive {
-                view.state = TransferState::Failed(
-                    "interrupted: the process running it ended; run the same command again \
-                     (a download resumes)"
-                        .to_owned(),
-                );
-                view.eta_seconds = None;
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "json") {
+                return None;
             }
+            let modified = entry.metadata().ok()?.modified().ok()?;
+            let view = read_persisted_one(&path, &std::fs::read(&path).ok()?)?;
             Some((modified, view))
         })
         .collect();
@@ -332,6 +414,36 @@ mod tests {
         assert!(
             !transfers.cancel(1),
             "a finished transfer cannot be cancelled"
+        );
+    }
+
+    #[test]
+    fn a_persisted_transfer_is_cancelled_by_name_from_anywhere_in_the_project() {
+        let dir = tempfile::tempdir().expect("dir");
+        let root = dir.path().join("transfers");
+        let worker = Transfers::persisted(root.clone());
+        let t = worker.begin(TransferKind::Download, "tiny");
+        let handle = t.view().handle.expect("a persisted transfer has a handle");
+        assert!(!t.is_cancelled());
+        // Another interface (another process) knows only the directory and the handle.
+        request_cancel(&root, &handle).expect("running");
+        assert!(
+            t.is_cancelled(),
+            "the worker sees the request between chunks"
+        );
+        t.finish::<()>(&Err(crate::ModelError::Cancelled), |_| String::new());
+        assert_eq!(read_persisted(&root, 5)[0].state, TransferState::Cancelled);
+        assert!(matches!(
+            request_cancel(&root, &handle),
+            Err(CancelRefused::NotRunning(h)) if h == handle
+        ));
+        assert!(matches!(
+            request_cancel(&root, "../../etc/passwd"),
+            Err(CancelRefused::Unknown(_))
+        ));
+        assert!(
+            !root.join(format!("{handle}.cancel")).exists(),
+            "the request is consumed"
         );
     }
 

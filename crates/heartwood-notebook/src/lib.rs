@@ -11,6 +11,7 @@
 mod convert;
 mod html;
 mod session;
+mod stats;
 mod view;
 mod workspace;
 
@@ -209,27 +210,44 @@ impl Heartwood {
         convert::to_python(py, &view)
     }
 
-    /// Downloads trusted catalog entry ``id``. Without ``accept_license`` it returns the review
-    /// (the exact manifest and its ``manifest_sha256``) and writes nothing; with that SHA-256
-    /// the gateway downloads it, its progress shown as it moves, and it returns the model's
-    /// listing. A kernel interrupt cancels the download: nothing is published.
-    #[pyo3(signature = (id, accept_license=None))]
+    /// Downloads trusted catalog entry ``id``, or, with ``revision``, the hub repository ``id``
+    /// (``owner/name``) at that revision (optionally only ``files``, stored as ``name``).
+    /// Without ``accept_license`` it returns the review (the exact manifest and its
+    /// ``manifest_sha256``) and writes nothing; with that SHA-256 the gateway downloads it, its
+    /// progress shown as it moves, and it returns the model's listing. A kernel interrupt
+    /// cancels the download (so does ``cancel_transfer`` from any interface): nothing is
+    /// published.
+    #[pyo3(signature = (id, accept_license=None, revision=None, files=None, name=None, context=None))]
+    #[allow(clippy::too_many_arguments)]
     fn download_model(
         &self,
         py: Python<'_>,
         id: String,
         accept_license: Option<String>,
+        revision: Option<String>,
+        files: Option<Vec<String>>,
+        name: Option<String>,
+        context: Option<u32>,
     ) -> PyResult<Py<PyAny>> {
+        use heartwood_gateway::model_catalog::DownloadSource;
         let project = self.project.clone();
+        let source = match revision {
+            None => DownloadSource::Catalog { catalog: id },
+            Some(revision) => DownloadSource::Repository {
+                repository: id,
+                revision,
+                files: files.unwrap_or_default(),
+                name,
+                context_length: context,
+            },
+        };
         let Some(sha) = accept_license else {
             let desk = heartwood_gateway::models::ModelDesk::new(&project);
-            let review = py
-                .detach(move || desk.review_catalog(&id, None))
-                .map_err(failed)?;
+            let review = py.detach(move || source.review(&desk)).map_err(failed)?;
             return convert::to_python(py, &review);
         };
         let started = py
-            .detach(|| heartwood_gateway::model_catalog::start_download(&project, &id, &sha))
+            .detach(|| heartwood_gateway::model_catalog::start_download_of(&project, &source, &sha))
             .map_err(failed)?;
         let show = py.import("heartwood")?.getattr("_show_transfer")?;
         let last = loop {
@@ -260,6 +278,14 @@ impl Heartwood {
             }
             _ => Err(failed(last.label)),
         }
+    }
+
+    /// Cancels the project's running transfer ``handle`` (each of ``models()["transfers"]``
+    /// carries its ``handle``), whichever interface or process runs it: nothing is published.
+    fn cancel_transfer(&self, py: Python<'_>, handle: String) -> PyResult<()> {
+        let desk = heartwood_gateway::models::ModelDesk::new(&self.project);
+        py.detach(move || desk.cancel_transfer(&handle))
+            .map_err(failed)
     }
 
     /// Imports local model files (one a ``.gguf``). Without ``accept_license`` it returns the
@@ -406,6 +432,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<view::Projection>()?;
     m.add_class::<view::Pending>()?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(stats::_stats_fit, m)?)?;
     m.add("HeartwoodError", py.get_type::<HeartwoodError>())?;
     m.add("StaleDecision", py.get_type::<StaleDecision>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

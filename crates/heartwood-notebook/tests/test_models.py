@@ -61,3 +61,26 @@ def test_a_notebook_shows_the_download_as_a_progress_bar(project):
     assert "<progress" in shown and "download tiny" in shown, downloaded.outputs
     printed = "".join(o.get("text", "") for o in downloaded.outputs if o.get("output_type") == "stream")
     assert "validated" in printed, downloaded.outputs
+
+
+def test_an_inspected_repository_is_downloaded_and_a_transfer_cancelled_by_name(project, capsys):
+    """Issue 56 item 3, the seed's rule: "The shared transfer manager owns byte progress,
+    lifecycle, warnings, cancellation, and results for the terminal, browser, and notebook
+    adapters." The notebook downloads a repository inspected at a revision (not only catalog
+    entries), and cancels a transfer by the handle every interface lists."""
+    _catalog()
+    hw = heartwood.open(project)
+    review = hw.download_model("heartwood-tests/other-GGUF", revision="main")
+    assert review["manifest"]["license"] == "mit", review
+    assert review["validation"] == "unvalidated", review
+    listing = hw.download_model(
+        "heartwood-tests/other-GGUF", revision="main", accept_license=review["manifest_sha256"]
+    )
+    assert listing["name"] == "other-gguf", listing
+    done = [t for t in hw.models()["transfers"] if t["subject"] == "download other-gguf"]
+    assert done and done[0]["handle"], hw.models()["transfers"]
+    with pytest.raises(heartwood.HeartwoodError, match="is not running"):
+        hw.cancel_transfer(done[0]["handle"])
+    with pytest.raises(heartwood.HeartwoodError, match="no transfer is named"):
+        hw.cancel_transfer("../../escape")
+    hw.close()

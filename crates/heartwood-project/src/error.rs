@@ -64,6 +64,9 @@ pub enum ProjectError {
     /// A local model operation did not complete (nothing was published).
     #[error(transparent)]
     Models(#[from] heartwood_models::ModelError),
+    /// A transfer's cancellation was not taken.
+    #[error(transparent)]
+    Cancel(#[from] heartwood_models::transfer::CancelRefused),
 }
 
 /// What a request names that is not there.
@@ -172,6 +175,11 @@ impl ProjectError {
             ProjectError::Io { .. } => ErrorKind::Io,
             ProjectError::Skills(heartwood_skills::SkillError::Read { .. }) => ErrorKind::Io,
             ProjectError::Skills(_) => ErrorKind::Invalid,
+            ProjectError::Cancel(e) => match e {
+                heartwood_models::transfer::CancelRefused::Unknown(_) => ErrorKind::NotFound,
+                heartwood_models::transfer::CancelRefused::NotRunning(_) => ErrorKind::Stale,
+                heartwood_models::transfer::CancelRefused::Unwritten { .. } => ErrorKind::Io,
+            },
             ProjectError::Models(e) => match e {
                 ModelError::Io { .. } => ErrorKind::Io,
                 ModelError::Integrity(_) => ErrorKind::Damaged,

@@ -1,12 +1,13 @@
-//! The trusted model catalog as every interface lists it, and a download of one of its entries
-//! started from an interface that cannot wait for it (the page, the notebook): the license
+//! The trusted model catalog as every interface lists it, and a download (of one of its entries
+//! or of a hub repository inspected at a revision) started from an interface that cannot wait
+//! for it (the page, the notebook): the license
 //! decision is checked before anything starts, the bytes move on a thread of their own, and its
 //! progress is the gateway's one transfer record, which every process (and a reloaded page)
 //! reads back.
 
 use heartwood_models::catalog::Catalog;
 use heartwood_models::planner::{Machine, check_fits};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::models::{ModelDesk, Review, Transfer, TransferKind, TransferLine, human_bytes};
 use crate::{ProjectContext, ProjectError};
@@ -46,6 +47,57 @@ pub struct CatalogView {
     pub note: Option<String>,
 }
 
+/// What a download fetches: a trusted catalog entry, or a hub repository inspected at a
+/// revision (resolved to its commit when reviewed; unvalidated unless the catalog knows it).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum DownloadSource {
+    /// A catalog entry.
+    Catalog {
+        /// The entry's id.
+        catalog: String,
+    },
+    /// A repository on the hub.
+    #[serde(rename_all = "snake_case")]
+    Repository {
+        /// `owner/name`.
+        repository: String,
+        /// A branch, tag or commit.
+        revision: String,
+        /// The files to fetch (all of its one GGUF file when empty).
+        #[serde(default)]
+        files: Vec<String>,
+        /// The store name (from the repository's when absent).
+        #[serde(default)]
+        name: Option<String>,
+        /// The context length to serve it with.
+        #[serde(default)]
+        context_length: Option<u32>,
+    },
+}
+
+impl DownloadSource {
+    /// The review of what this names: the exact manifest a license decision binds to.
+    pub fn review(&self, desk: &ModelDesk) -> Result<Review, ProjectError> {
+        match self {
+            DownloadSource::Catalog { catalog } => desk.review_catalog(catalog, None),
+            DownloadSource::Repository {
+                repository,
+                revision,
+                files,
+                name,
+                context_length,
+            } => desk.review_hub(
+                repository,
+                revision,
+                files,
+                name.as_deref(),
+                *context_length,
+            ),
+        }
+    }
+}
+
 /// A download started in the background.
 #[derive(Clone, Serialize, schemars::JsonSchema)]
 pub struct StartedDownload {
@@ -53,6 +105,8 @@ pub struct StartedDownload {
     pub name: String,
     /// The transfer's id in the project's transfer record (`LocalModelsView.transfers`).
     pub transfer: u64,
+    /// The transfer's name in the project, by which any interface cancels it.
+    pub transfer_handle: Option<String>,
     /// The manifest whose license was accepted.
     pub manifest_sha256: String,
     #[serde(skip)]
@@ -142,8 +196,22 @@ pub fn start_download(
     id: &str,
     accepted: &str,
 ) -> Result<StartedDownload, ProjectError> {
+    let source = DownloadSource::Catalog {
+        catalog: id.to_owned(),
+    };
+    start_download_of(project, &source, accepted)
+}
+
+/// Starts downloading what `source` names once `accepted` is the SHA-256 of the manifest its
+/// review shows now (a repository's revision is resolved again: a branch that moved since the
+/// review refuses, since its manifest differs); refuses, starting nothing, otherwise.
+pub fn start_download_of(
+    project: &ProjectContext,
+    source: &DownloadSource,
+    accepted: &str,
+) -> Result<StartedDownload, ProjectError> {
     let desk = ModelDesk::new(project);
-    let review: Review = desk.review_catalog(id, None)?;
+    let review: Review = source.review(&desk)?;
     review.decided(Some(accepted))?;
     let transfer = desk
         .transfers()
@@ -151,6 +219,7 @@ pub fn start_download(
     let started = StartedDownload {
         name: review.manifest.name.clone(),
         transfer: transfer.view().id,
+        transfer_handle: transfer.view().handle,
         manifest_sha256: review.manifest_sha256.clone(),
         handle: transfer.clone(),
     };

@@ -245,6 +245,13 @@ impl ModelDesk {
         &self.transfers
     }
 
+    /// Cancels the project's transfer `handle` (as `view` lists it), whichever interface or
+    /// process runs it: nothing is published, and it ends as cancelled.
+    pub fn cancel_transfer(&self, handle: &str) -> Result<(), ProjectError> {
+        heartwood_models::transfer::request_cancel(&self.store.root().join("transfers"), handle)?;
+        Ok(())
+    }
+
     /// Every stored model.
     pub fn list(&self) -> Result<Vec<ModelListing>, ProjectError> {
         let route = local_route(&self.project);

@@ -515,7 +515,17 @@ async function loadModels() {
   for (const t of data.transfers) {
     const row = el("div", "", "transfer");
     if (t.fraction !== null) { const bar = document.createElement("progress"); bar.max = 1; bar.value = t.fraction; row.append(bar); }
-    row.append(el("span", " " + t.label)); transfers.append(row);
+    row.append(el("span", " " + t.label));
+    if (t.running && t.handle) {
+      const stop = el("button", "Cancel"); stop.setAttribute("aria-label", "Cancel " + t.subject);
+      stop.onclick = async () => {
+        const {status, data} = await call("models/cancel", {handle: t.handle});
+        $("model-notice").textContent = status === 200 ? "Cancelling " + t.subject + ": nothing is published." : String(data);
+        loadModels();
+      };
+      row.append(stop);
+    }
+    transfers.append(row);
   }
   const moving = data.transfers.some(t => t.running);
   if (moving) setTimeout(loadModels, 1000);
@@ -540,12 +550,19 @@ async function loadCatalog() {
     list.append(li);
   }
 }
-async function reviewModel(id) {
-  const {status, data: raw} = await call("models/review", {catalog: id});
+// A catalog entry or a repository inspected at a revision: either way the review shows the
+// exact manifest, and the download binds the license to that manifest's SHA-256.
+async function reviewModel(id) { return reviewSource({catalog: id}); }
+$("repo-inspect").onsubmit = (e) => {
+  e.preventDefault();
+  reviewSource({repository: $("repo-name").value.trim(), revision: $("repo-revision").value.trim()});
+};
+async function reviewSource(source) {
+  const {status, data: raw} = await call("models/review", source);
   /** @type {Answer<"POST /api/models/review">} */ const data = raw;
   $("model-notice").textContent = status === 200 ? "" : String(raw);
   if (status !== 200) { $("model-review").hidden = true; return; }
-  reviewedModel = {id, sha: data.manifest_sha256};
+  reviewedModel = {source, sha: data.manifest_sha256};
   const m = data.manifest;
   $("model-review").hidden = false;
   $("model-review-name").textContent = m.name + " (" + data.validation + ")";
@@ -559,7 +576,7 @@ async function reviewModel(id) {
 }
 $("model-accept").onclick = async () => {
   if (!reviewedModel) return;
-  const {status, data} = await call("models/download", {catalog: reviewedModel.id, accept_license: reviewedModel.sha});
+  const {status, data} = await call("models/download", {...reviewedModel.source, accept_license: reviewedModel.sha});
   $("model-notice").textContent = status === 202 ? "Downloading " + data.name + ": the progress is above, and stays there if you reload." : String(data);
   if (status === 202) { $("model-review").hidden = true; reviewedModel = null; }
   await loadModels(); loadCatalog();

@@ -424,6 +424,22 @@ async fn the_page_shows_local_models_and_a_transfer_moving() {
     moving.set_total(100);
     std::thread::sleep(std::time::Duration::from_millis(300));
     moving.advance(40);
+    // Another download, which the page cancels: its worker sees the request between chunks
+    // and ends it cancelled, publishing nothing.
+    let slow = desk
+        .transfers()
+        .begin(heartwood_gateway::models::TransferKind::Download, "slow");
+    slow.set_total(1000);
+    slow.advance(10);
+    let slow_worker = tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !slow.is_cancelled() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let cancelled = slow.is_cancelled();
+        slow.end_cancelled();
+        cancelled
+    });
 
     let capability = Capability::generate().expect("capability");
     let secret = capability.reveal().to_owned();
@@ -450,6 +466,14 @@ async fn the_page_shows_local_models_and_a_transfer_moving() {
     )
     .await;
     finisher.await.expect("finisher");
+    assert!(
+        slow_worker.await.expect("worker"),
+        "the page's Cancel reached the worker: {stdout}"
+    );
+    assert!(
+        stdout.contains("cancelled: download slow: cancelled"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("model: tiny · unvalidated") && stdout.contains("license mit"),
         "{stdout}"

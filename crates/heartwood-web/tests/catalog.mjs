@@ -36,4 +36,14 @@ await scenario({ width: 1280, height: 900 }, screenshot, async (page) => {
   await page.waitForFunction(() => [...document.querySelectorAll("#transfers .transfer")].some(r => r.textContent.includes("download tiny: done")), null, { timeout: patience });
   await page.waitForFunction(() => (document.querySelector('#model-catalog li[data-catalog="tiny"]')?.textContent || "").includes("stored"), null, { timeout: patience });
   step("after a reload: " + (await page.textContent("#transfers")).trim() + " | " + await page.textContent('#model-catalog li[data-catalog="tiny"]'));
+  // A repository inspected at a revision (issue 56 item 3: not only catalog entries): the same
+  // review of its exact manifest, the licence accepted by that manifest's SHA-256, the download.
+  await page.fill("#repo-name", "heartwood-tests/other-GGUF");
+  await page.fill("#repo-revision", "main");
+  await page.click('#repo-inspect button[type="submit"]');
+  await page.waitForFunction(() => (document.querySelector("#model-review-name")?.textContent || "").includes("other-gguf"), null, { timeout: patience });
+  step("repository review: " + (await page.textContent("#model-review")).replace(/\s+/g, " "));
+  await page.click("#model-accept");
+  await page.waitForSelector('#models li[data-model="other-gguf"]', { timeout: patience });
+  step("repository stored: " + await page.textContent('#models li[data-model="other-gguf"]'));
 });

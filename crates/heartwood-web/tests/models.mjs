@@ -14,6 +14,11 @@ await scenario({ width: 1280, height: 900 }, screenshot, async (page) => {
   const row = (text) => page.locator("#transfers .transfer", { hasText: text }).first();
   await page.waitForFunction(() => [...document.querySelectorAll("#transfers .transfer")].some(r => r.textContent.includes("40%") && r.querySelector("progress")), null, { timeout: patience });
   step("moving: " + (await row("40%").textContent()).trim());
+  // Issue 56 item 3: a running transfer is cancelled from the page, whichever process runs it.
+  const slow = page.locator("#transfers .transfer", { hasText: "download slow" }).first();
+  await slow.locator("button", { hasText: "Cancel" }).click();
+  await page.waitForFunction(() => [...document.querySelectorAll("#transfers .transfer")].some(r => r.textContent.includes("download slow: cancelled")), null, { timeout: patience });
+  step("cancelled: " + (await page.locator("#transfers .transfer", { hasText: "download slow" }).first().textContent()).trim());
   writeFileSync(seenFile, "seen");
   await page.waitForFunction(() => [...document.querySelectorAll("#transfers .transfer")].some(r => r.textContent.includes("download tiny: done")), null, { timeout: patience });
   step("ended: " + (await row("download tiny: done").textContent()).trim());

@@ -22,6 +22,7 @@ from ._native import (  # noqa: F401
     __version__,
     open,
 )
+from . import stats  # noqa: F401  (heartwood.stats.fit)
 
 __all__ = [
     "Heartwood",
@@ -32,6 +33,7 @@ __all__ = [
     "StaleDecision",
     "Workspace",
     "open",
+    "stats",
     "watch",
     "workflows",
     "load_ipython_extension",

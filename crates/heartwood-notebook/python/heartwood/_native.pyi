@@ -16,6 +16,9 @@ Policy = Literal["always-review", "low-risk"]
 def open(path: Optional[Union[str, PathLike[str]]] = None) -> Heartwood:
     """Opens the project in ``path``, or the kernel's current directory."""
 
+def _stats_fit(table: str, outcome: str, predictors: List[str], categorical: Optional[List[str]] = None, fixed_effects: Optional[str] = None, intercept: bool = True, se: str = "classical", family: str = "gaussian", is_text: bool = False) -> Dict[str, Any]:
+    """The statistics reference on a CSV file (or CSV text with ``is_text``); see ``heartwood.stats.fit``."""
+
 class Heartwood:
     def __init__(self, path: Optional[Union[str, PathLike[str]]] = None) -> None: ...
     @property
@@ -43,10 +46,14 @@ class Heartwood:
     def model_catalog(self) -> Dict[str, Any]:
         """The deployment's trusted model catalog: ``entries`` (``id``, ``label``, ``license``,
         ``does_not_fit``, ``stored``), ``source``, and a ``note`` when there is none."""
-    def download_model(self, id: str, accept_license: Optional[str] = None) -> Dict[str, Any]:
-        """Downloads catalog entry ``id``: the review (``manifest``, ``manifest_sha256``) without
-        ``accept_license``; with that SHA-256, the download with its progress shown, then the
-        model's listing. A kernel interrupt cancels it (nothing is published)."""
+    def download_model(self, id: str, accept_license: Optional[str] = None, revision: Optional[str] = None, files: Optional[List[str]] = None, name: Optional[str] = None, context: Optional[int] = None) -> Dict[str, Any]:
+        """Downloads catalog entry ``id`` (or, with ``revision``, hub repository ``id`` at that
+        revision): the review (``manifest``, ``manifest_sha256``) without ``accept_license``;
+        with that SHA-256, the download with its progress shown, then the model's listing. A
+        kernel interrupt cancels it (nothing is published)."""
+    def cancel_transfer(self, handle: str) -> None:
+        """Cancels the project's running transfer ``handle`` (as ``models()`` lists it),
+        whichever interface or process runs it."""
     def import_model(self, paths: List[str], license: str, accept_license: Optional[str] = None, name: Optional[str] = None, context: Optional[int] = None, chat_format: Optional[str] = None) -> Dict[str, Any]:
         """Imports local model files: the review (``manifest``, ``manifest_sha256``) without
         ``accept_license``; with that SHA-256, the imported model's listing."""
