@@ -276,6 +276,15 @@ impl SessionGateway {
         self
     }
 
+    /// The same gateway with its sessions kept in `store` (a shared PostgreSQL store lets
+    /// several replicas serve the same sessions). Call before any session is served.
+    pub fn with_store(mut self, store: &crate::SessionStoreChoice) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.store = store.store(shared.project.root());
+        }
+        self
+    }
+
     /// A fresh session id, in the one format every interface mints: the time to the second and
     /// 32 random bits (`s20261204-015300-3f9a2c01`), so ids sort by creation, stay short enough
     /// to read, and two processes do not pick the same one.

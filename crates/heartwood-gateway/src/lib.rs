@@ -43,6 +43,7 @@ mod review_evidence;
 pub mod session_diff;
 pub mod startup;
 pub mod stats;
+mod store_choice;
 pub mod transcript;
 pub mod translate;
 mod worker;
@@ -74,4 +75,5 @@ pub use heartwood_project::{
 pub use live::blank_snapshot;
 pub use native::NATIVE_BACKEND;
 pub use openhands::OPENHANDS_BACKEND;
+pub use store_choice::SessionStoreChoice;
 pub use workspace::WorkspaceService;

@@ -47,6 +47,17 @@ impl AppState {
         }
     }
 
+    /// The state for serving `project`'s sessions kept in `store` under `policy`.
+    pub fn in_store(
+        project: ProjectContext,
+        policy: IngressPolicy,
+        store: &heartwood_gateway::SessionStoreChoice,
+    ) -> Self {
+        let mut state = AppState::new(project, policy);
+        state.gateway = state.gateway.with_store(store);
+        state
+    }
+
     /// Session `id` from a request path, if the API serves it: minted here or on disk.
     /// Anything else is 400 (not an id) or 404 (an id nobody registered).
     pub(crate) fn known(&self, id: &str) -> Result<SessionId, (StatusCode, String)> {
