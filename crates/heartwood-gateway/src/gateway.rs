@@ -282,6 +282,10 @@ impl SessionGateway {
         if let Some(shared) = Arc::get_mut(&mut self.shared) {
             shared.store = store.store(shared.project.root());
         }
+        // This replica runs what the others forward to it for as long as the gateway lives.
+        if let Some(shared) = self.shared.store.shared() {
+            crate::relay::serve(shared.clone(), Arc::downgrade(&self.shared));
+        }
         self
     }
 

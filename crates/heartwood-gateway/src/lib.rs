@@ -36,6 +36,7 @@ pub mod parallel_review;
 pub mod preview;
 pub mod provenance;
 pub mod reducer;
+mod relay;
 pub mod replay;
 mod reproduction;
 pub mod review;

@@ -99,6 +99,16 @@ impl SessionGateway {
         );
         let live = match self.attach(&command.session, registers) {
             Ok(live) => live,
+            // Another replica of a shared store drives the session: the command goes to it
+            // through the store.
+            Err(e) if e.is_owned_elsewhere() && self.shared.store.shared().is_some() => {
+                return match self.shared.store.shared() {
+                    Some(store) => {
+                        crate::relay::forward(store, &command, e).map(Submitted::Answered)
+                    }
+                    None => Err(e),
+                };
+            }
             // Another process serves the session: the command goes to it.
             Err(e) if e.is_owned_elsewhere() => {
                 return match self.remote(&command.session) {

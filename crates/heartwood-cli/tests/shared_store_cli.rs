@@ -1,0 +1,145 @@
+//! Sessions in a shared PostgreSQL store, from the command line: `sessions copy` moves a
+//! session there and back byte for byte, and `sessions ls/show/verify/export --session-store`
+//! answer as they do for the same session in files. PostgreSQL is started by the test.
+
+use std::path::Path;
+
+mod support;
+use heartwood_testkit::postgres::PgServer;
+use support::{heartwood, text};
+
+fn ok(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "failed: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// Runs the journal's independent Python verifier on a bundle or session directory.
+fn python_verify(dir: &Path) -> bool {
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../heartwood-audit/tests/verify_session.py");
+    std::process::Command::new("python3")
+        .arg(script)
+        .arg(dir)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn a_session_copied_to_postgres_answers_ls_show_verify_and_export_as_in_files() {
+    let Some(server) = PgServer::start_or_skip() else {
+        return;
+    };
+    let url = server.url();
+    let project = heartwood_testkit::sessions::project_with_sessions(&["lab-1"], 3);
+    let dir = project.path();
+    let copied = ok(&heartwood(
+        dir,
+        &["sessions", "copy", "lab-1", "--to", &url],
+    ));
+    assert!(copied.contains("copied session lab-1"), "{copied}");
+
+    let listed = ok(&heartwood(
+        dir,
+        &["sessions", "--session-store", &url, "ls"],
+    ));
+    assert!(listed.contains("lab-1"), "{listed}");
+    let in_files = ok(&heartwood(dir, &["sessions", "verify", "lab-1"]));
+    let in_store = ok(&heartwood(
+        dir,
+        &["sessions", "verify", "lab-1", "--session-store", &url],
+    ));
+    assert_eq!(in_store, in_files, "the same chain, the same answer");
+    let shown = ok(&heartwood(
+        dir,
+        &[
+            "sessions",
+            "show",
+            "lab-1",
+            "--json",
+            "--session-store",
+            &url,
+        ],
+    ));
+    let shown: serde_json::Value = serde_json::from_str(&shown).expect("show --json");
+    assert_eq!(shown["integrity"]["intact"], true, "{shown}");
+
+    let out = tempfile::tempdir().expect("tempdir");
+    let bundle = out.path().join("bundle");
+    ok(&heartwood(
+        dir,
+        &[
+            "sessions",
+            "export",
+            "lab-1",
+            "--session-store",
+            &url,
+            "--out",
+            bundle.to_str().expect("utf-8"),
+        ],
+    ));
+    assert!(python_verify(&bundle), "the Python verifier refused it");
+    let files_bundle = out.path().join("files-bundle");
+    ok(&heartwood(
+        dir,
+        &[
+            "sessions",
+            "export",
+            "lab-1",
+            "--out",
+            files_bundle.to_str().expect("utf-8"),
+        ],
+    ));
+    for file in ["events.jsonl", "audit.jsonl", "meta.json"] {
+        assert_eq!(
+            std::fs::read(bundle.join(file)).expect("store bundle"),
+            std::fs::read(files_bundle.join(file)).expect("files bundle"),
+            "{file} differs between the stores' exports"
+        );
+    }
+
+    // And back into another project's files, where it verifies as well.
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    ok(&heartwood(
+        elsewhere.path(),
+        &["sessions", "copy", "lab-1", "--from", &url, "--to", "files"],
+    ));
+    ok(&heartwood(
+        elsewhere.path(),
+        &["sessions", "verify", "lab-1"],
+    ));
+    let refused = heartwood(dir, &["sessions", "copy", "lab-1", "--to", &url]);
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("already holds"),
+        "{}",
+        text(&refused.stderr)
+    );
+}
+
+#[test]
+fn serve_refuses_a_capability_file_others_can_read() {
+    use std::os::unix::fs::PermissionsExt;
+    let project = tempfile::tempdir().expect("tempdir");
+    let secret = project.path().join("capability");
+    std::fs::write(&secret, "0123456789abcdef0123456789abcdef\n").expect("write");
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let refused = heartwood(
+        project.path(),
+        &[
+            "serve",
+            "--capability-file",
+            secret.to_str().expect("utf-8"),
+        ],
+    );
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("chmod 600"),
+        "{}",
+        text(&refused.stderr)
+    );
+}
