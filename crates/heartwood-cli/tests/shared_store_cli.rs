@@ -143,3 +143,125 @@ fn serve_refuses_a_capability_file_others_can_read() {
         text(&refused.stderr)
     );
 }
+
+/// A capability file of mode 0600 the replicas share.
+fn capability_file(dir: &Path) -> (std::path::PathBuf, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let secret = "feedfacecafebeef".repeat(4);
+    let path = dir.join("capability");
+    std::fs::write(&path, format!("{secret}\n")).expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    (path, secret)
+}
+
+/// The JSON body of an HTTP response, and its status code.
+fn answer(response: &str) -> (u16, serde_json::Value) {
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (
+        status,
+        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_decision_sent_to_another_replica_is_relayed_to_the_replica_driving_the_run() {
+    use heartwood_testkit::Script;
+    let Some(server) = PgServer::start_or_skip() else {
+        return;
+    };
+    let (project, _model) = support::project_with(Script::of(vec![
+        support::two_actions(),
+        support::finish("done"),
+    ]))
+    .await;
+    let secrets = tempfile::tempdir().expect("tempdir");
+    let (file, token) = capability_file(secrets.path());
+    let url = server.url();
+    let (a, b) = tokio::task::spawn_blocking({
+        let dir = project.path().to_owned();
+        let (url, file) = (url.clone(), file.display().to_string());
+        move || {
+            let args = ["--session-store", &url, "--capability-file", &file];
+            (
+                support::serve_with(&dir, &args, &[]),
+                support::serve_with(&dir, &args, &[]),
+            )
+        }
+    })
+    .await
+    .expect("replicas");
+    assert_eq!(
+        (a.token.as_str(), b.token.as_str()),
+        (token.as_str(), token.as_str())
+    );
+    let (a_port, b_port) = (a.port, b.port);
+
+    let ran = tokio::task::spawn_blocking(move || {
+        let call = |port: u16, method: &str, path: &str, body: Option<&str>| {
+            answer(&support::http(port, method, path, Some(&token), body))
+        };
+        let (status, minted) = call(a_port, "POST", "/api/sessions", None);
+        assert_eq!(status, 201, "{minted}");
+        let id = minted["session"].as_str().expect("id").to_owned();
+        let task = r#"{"type": "submit_task", "text": "write ran.txt", "command_id": "t1"}"#;
+        let (status, body) = call(
+            a_port,
+            "POST",
+            &format!("/api/sessions/{id}/commands"),
+            Some(task),
+        );
+        assert_eq!(status, 200, "{body}");
+
+        // Replica b reads the session from the store and sees the set waiting.
+        let set = loop {
+            let (_, snapshot) = call(b_port, "GET", &format!("/api/sessions/{id}/snapshot"), None);
+            if !snapshot["projection"]["pending"].is_null() {
+                break snapshot["projection"]["pending"].clone();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        let decide = serde_json::json!({"type": "decide", "set_id": set["set_id"],
+            "revision": set["revision"], "decision": "allow_once", "command_id": "d1"});
+        let (status, body) = call(
+            b_port,
+            "POST",
+            &format!("/api/sessions/{id}/commands"),
+            Some(&decide.to_string()),
+        );
+        assert_eq!(status, 200, "the relayed decision: {body}");
+        // A retry through either replica is answered from the receipt, not run again.
+        let (status, body) = call(
+            a_port,
+            "POST",
+            &format!("/api/sessions/{id}/commands"),
+            Some(&decide.to_string()),
+        );
+        assert_eq!(status, 200, "{body}");
+        loop {
+            let (_, snapshot) = call(b_port, "GET", &format!("/api/sessions/{id}/snapshot"), None);
+            if snapshot["projection"]["lifecycle"] == "finished" {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        id
+    })
+    .await
+    .expect("client");
+    drop((a, b));
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("ran.txt")).expect("ran"),
+        "one\ntwo\n",
+        "each action ran once"
+    );
+    let verified = ok(&heartwood(
+        project.path(),
+        &["sessions", "verify", &ran, "--session-store", &url],
+    ));
+    assert!(verified.contains("intact"), "{verified}");
+}

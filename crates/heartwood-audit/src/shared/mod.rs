@@ -53,7 +53,7 @@ struct Inner {
     /// restarted replica is a new holder and never mistakes an old lease for its own.
     holder: String,
     lease: Duration,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<Conn>>,
     schema_ready: std::sync::atomic::AtomicBool,
 }
 
@@ -118,15 +118,22 @@ impl SharedStore {
 
     /// Runs `work` with a connection (from the pool, or a new one), creating the tables on
     /// first use. A connection that failed is dropped, never pooled again.
-    pub(crate) fn with_client<T>(
+    pub(crate) fn with_client<T: Send>(
         &self,
-        work: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
+        work: impl FnOnce(&mut Client) -> Result<T, postgres::Error> + Send,
     ) -> Result<T, AuditError> {
         self.try_with_client(|client| work(client).map_err(|e| self.unavailable(e)))
     }
 
     /// [`SharedStore::with_client`] for work whose own failures are typed already.
-    pub(crate) fn try_with_client<T>(
+    pub(crate) fn try_with_client<T: Send>(
+        &self,
+        work: impl FnOnce(&mut Client) -> Result<T, AuditError> + Send,
+    ) -> Result<T, AuditError> {
+        off_runtime(|| self.pooled(work))
+    }
+
+    fn pooled<T>(
         &self,
         work: impl FnOnce(&mut Client) -> Result<T, AuditError>,
     ) -> Result<T, AuditError> {
@@ -138,7 +145,7 @@ impl SharedStore {
             .pop();
         let mut client = match pooled.filter(|c| !c.is_closed()) {
             Some(client) => client,
-            None => self.connect()?,
+            None => Conn(Some(self.connect_here()?)),
         };
         let result = work(&mut client);
         let broken = match &result {
@@ -159,7 +166,11 @@ impl SharedStore {
     }
 
     /// A new connection, with the tables in place.
-    pub(crate) fn connect(&self) -> Result<Client, AuditError> {
+    pub(crate) fn connect(&self) -> Result<Conn, AuditError> {
+        off_runtime(|| self.connect_here()).map(|c| Conn(Some(c)))
+    }
+
+    fn connect_here(&self) -> Result<Client, AuditError> {
         let mut client = self
             .inner
             .config
@@ -180,6 +191,57 @@ impl SharedStore {
             detail: error_text(&e),
         }
     }
+}
+
+/// A connection that is never dropped on a thread driving asynchronous tasks: the client
+/// says goodbye to the server by blocking on its own small runtime, which such a thread forbids.
+pub(crate) struct Conn(Option<Client>);
+
+impl std::ops::Deref for Conn {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        // Only `Drop` takes the client out.
+        self.0
+            .as_ref()
+            .expect("a connection is present until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut Client {
+        self.0
+            .as_mut()
+            .expect("a connection is present until dropped")
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.take() {
+            let _ = off_runtime(move || {
+                drop(client);
+                Ok::<(), AuditError>(())
+            });
+        }
+    }
+}
+
+/// Runs `work` here, or on a thread of its own when this thread drives asynchronous tasks
+/// (the agent's worker does, and appends from there): the synchronous client blocks on a
+/// runtime of its own, which tokio refuses inside another. The caller blocks either way, as
+/// it does for the journal's own `fsync`.
+fn off_runtime<T: Send>(
+    work: impl FnOnce() -> Result<T, AuditError> + Send,
+) -> Result<T, AuditError> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return work();
+    }
+    std::thread::scope(|scope| scope.spawn(work).join()).unwrap_or_else(|_| {
+        Err(AuditError::StoreUnavailable {
+            store: "the session store".into(),
+            detail: "the thread talking to it stopped unexpectedly".into(),
+        })
+    })
 }
 
 /// The tables, created once by whichever replica comes first (an advisory lock keeps two

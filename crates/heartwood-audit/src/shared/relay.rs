@@ -34,7 +34,7 @@ pub struct RelayedCommand {
 /// A connection that listens for the store's notifications.
 pub struct Relays {
     store: SharedStore,
-    client: Client,
+    client: super::Conn,
 }
 
 impl std::fmt::Debug for Relays {
@@ -49,21 +49,30 @@ impl Relays {
     /// Waits up to `wait` for notifications, returning each as (channel, payload). An empty
     /// list: none came (the caller looks at the tables anyway; a notification is a hint).
     pub fn wait(&mut self, wait: Duration) -> Result<Vec<(String, String)>, AuditError> {
-        let mut got = Vec::new();
-        let mut notes = self.client.notifications();
-        let first = notes.timeout_iter(wait).next();
-        match first {
-            Ok(Some(n)) => got.push((n.channel().to_owned(), n.payload().to_owned())),
-            Ok(None) => return Ok(got),
-            Err(e) => return Err(self.store.unavailable(e)),
-        }
-        // Whatever else has arrived already.
-        let mut rest = notes.iter();
-        while let Ok(Some(n)) = rest.next() {
-            got.push((n.channel().to_owned(), n.payload().to_owned()));
-        }
-        Ok(got)
+        let Relays { store, client } = self;
+        super::off_runtime(move || wait_here(store, client, wait))
     }
+}
+
+fn wait_here(
+    store: &SharedStore,
+    client: &mut Client,
+    wait: Duration,
+) -> Result<Vec<(String, String)>, AuditError> {
+    let mut got = Vec::new();
+    let mut notes = client.notifications();
+    let first = notes.timeout_iter(wait).next();
+    match first {
+        Ok(Some(n)) => got.push((n.channel().to_owned(), n.payload().to_owned())),
+        Ok(None) => return Ok(got),
+        Err(e) => return Err(store.unavailable(e)),
+    }
+    // Whatever else has arrived already.
+    let mut rest = notes.iter();
+    while let Ok(Some(n)) = rest.next() {
+        got.push((n.channel().to_owned(), n.payload().to_owned()));
+    }
+    Ok(got)
 }
 
 impl SharedStore {
@@ -71,12 +80,15 @@ impl SharedStore {
     /// replica: what a replica's relay and its event streams wait on.
     pub fn listen(&self) -> Result<Relays, AuditError> {
         let mut client = self.connect()?;
-        client
-            .batch_execute(&format!(
-                "LISTEN {}; LISTEN {COMMANDS_CHANNEL}; LISTEN {REPLIES_CHANNEL}",
-                super::rows::JOURNAL_CHANNEL
-            ))
-            .map_err(|e| self.unavailable(e))?;
+        let listening = format!(
+            "LISTEN {}; LISTEN {COMMANDS_CHANNEL}; LISTEN {REPLIES_CHANNEL}",
+            super::rows::JOURNAL_CHANNEL
+        );
+        let conn = &mut *client;
+        super::off_runtime(move || {
+            conn.batch_execute(&listening)
+                .map_err(|e| self.unavailable(e))
+        })?;
         Ok(Relays {
             store: self.clone(),
             client,
