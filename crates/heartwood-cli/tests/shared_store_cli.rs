@@ -144,6 +144,15 @@ fn serve_refuses_a_capability_file_others_can_read() {
     );
 }
 
+/// Stops a replica as Ctrl-C does, so it lets go of its sessions' leases.
+fn stop(mut served: support::Served) {
+    let pid = served.child.id().to_string();
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status();
+    let _ = served.child.wait();
+}
+
 /// A capability file of mode 0600 the replicas share.
 fn capability_file(dir: &Path) -> (std::path::PathBuf, String) {
     use std::os::unix::fs::PermissionsExt;
@@ -264,4 +273,106 @@ async fn a_decision_sent_to_another_replica_is_relayed_to_the_replica_driving_th
         &["sessions", "verify", &ran, "--session-store", &url],
     ));
     assert!(verified.contains("intact"), "{verified}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replica_killed_while_a_set_waits_is_replaced_and_nothing_runs_twice() {
+    use heartwood_testkit::Script;
+    let Some(server) = PgServer::start_or_skip() else {
+        return;
+    };
+    let (project, _model) = support::project_with(Script::of(vec![
+        support::two_actions(),
+        support::finish("done"),
+    ]))
+    .await;
+    let secrets = tempfile::tempdir().expect("tempdir");
+    let (file, token) = capability_file(secrets.path());
+    let url = server.url();
+    let (mut a, b) = tokio::task::spawn_blocking({
+        let dir = project.path().to_owned();
+        let (url, file) = (url.clone(), file.display().to_string());
+        move || {
+            let args = [
+                "--session-store",
+                &url,
+                "--capability-file",
+                &file,
+                "--lease-seconds",
+                "2",
+            ];
+            (
+                support::serve_with(&dir, &args, &[]),
+                support::serve_with(&dir, &args, &[]),
+            )
+        }
+    })
+    .await
+    .expect("replicas");
+    let (a_port, b_port) = (a.port, b.port);
+    let id = tokio::task::spawn_blocking(move || {
+        let call = |port: u16, method: &str, path: &str, body: Option<&str>| {
+            answer(&support::http(port, method, path, Some(&token), body))
+        };
+        let (_, minted) = call(a_port, "POST", "/api/sessions", None);
+        let id = minted["session"].as_str().expect("id").to_owned();
+        let task = r#"{"type": "submit_task", "text": "write ran.txt", "command_id": "t1"}"#;
+        let (status, body) = call(
+            a_port,
+            "POST",
+            &format!("/api/sessions/{id}/commands"),
+            Some(task),
+        );
+        assert_eq!(status, 200, "{body}");
+        let set = loop {
+            let (_, snapshot) = call(b_port, "GET", &format!("/api/sessions/{id}/snapshot"), None);
+            if !snapshot["projection"]["pending"].is_null() {
+                break snapshot["projection"]["pending"].clone();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        // Replica a dies at once (SIGKILL): it releases nothing.
+        let _ = a.child.kill();
+        let _ = a.child.wait();
+        let decide = serde_json::json!({"type": "decide", "set_id": set["set_id"],
+            "revision": set["revision"], "decision": "allow_once", "command_id": "d1"});
+        let (status, body) = call(
+            b_port,
+            "POST",
+            &format!("/api/sessions/{id}/commands"),
+            Some(&decide.to_string()),
+        );
+        assert_eq!(status, 200, "the decision after the kill: {body}");
+        loop {
+            let (_, snapshot) = call(b_port, "GET", &format!("/api/sessions/{id}/snapshot"), None);
+            if snapshot["projection"]["lifecycle"] == "finished" {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        id
+    })
+    .await
+    .expect("client");
+    stop(b);
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("ran.txt")).expect("ran"),
+        "one\ntwo\n",
+        "each action ran once"
+    );
+    let out = tempfile::tempdir().expect("tempdir");
+    let bundle = out.path().join("bundle");
+    ok(&heartwood(
+        project.path(),
+        &[
+            "sessions",
+            "export",
+            &id,
+            "--session-store",
+            &url,
+            "--out",
+            bundle.to_str().expect("utf-8"),
+        ],
+    ));
+    assert!(python_verify(&bundle), "the exported chain did not verify");
 }

@@ -12,6 +12,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use heartwood_audit::SharedStore;
+use heartwood_audit::shared::Relayed;
 use heartwood_events::{Command, Receipt, SessionId};
 use serde::{Deserialize, Serialize};
 
@@ -34,26 +35,37 @@ enum Reply {
     Refused { kind: ErrorKind, message: String },
 }
 
+/// What forwarding a command came to.
+pub(crate) enum Forwarded {
+    /// The driving replica's receipt.
+    Answered(Receipt),
+    /// No replica drives the session now (its driver let go, or died and its lease expired):
+    /// the caller opens it itself.
+    Free,
+}
+
 /// Sends `command` to the replica that drives its session and returns that replica's
 /// receipt. `owned` is the error that said the session is driven elsewhere: it is the answer
-/// when no replica holds the lease any more (the caller retries and opens it itself).
+/// when the driver holds on but does not reply in time (a retry is answered once).
 pub(crate) fn forward(
     shared: &SharedStore,
     command: &Command,
     owned: GatewayError,
-) -> Result<Receipt, GatewayError> {
+) -> Result<Forwarded, GatewayError> {
     let Some(holder) = shared.lease_holder(&command.session)? else {
-        return Err(owned);
+        return Ok(Forwarded::Free);
     };
     let bytes = serde_json::to_vec(command).map_err(|e| GatewayError::Forwarded {
         kind: ErrorKind::Invalid,
         message: format!("the command cannot be encoded: {e}"),
     })?;
-    let Some(reply) = shared.relay(&command.session, &holder, &bytes, REPLY_WAIT)? else {
-        return Err(owned);
+    let reply = match shared.relay(&command.session, &holder, &bytes, REPLY_WAIT)? {
+        Relayed::Reply(reply) => reply,
+        Relayed::HolderGone => return Ok(Forwarded::Free),
+        Relayed::NoReply => return Err(owned),
     };
     match serde_json::from_slice::<Reply>(&reply) {
-        Ok(Reply::Receipt(receipt)) => Ok(receipt),
+        Ok(Reply::Receipt(receipt)) => Ok(Forwarded::Answered(receipt)),
         Ok(Reply::Refused { kind, message }) => Err(GatewayError::Forwarded { kind, message }),
         Err(e) => Err(GatewayError::Forwarded {
             kind: ErrorKind::Io,

@@ -31,6 +31,18 @@ pub struct RelayedCommand {
     pub command: Vec<u8>,
 }
 
+/// What became of a relayed command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Relayed {
+    /// The holder's reply.
+    Reply(Vec<u8>),
+    /// No reply in time, from a holder that still holds the lease.
+    NoReply,
+    /// The holder let go of the lease, or lost it (it died, say), before answering; the
+    /// command was withdrawn unless the holder had taken it.
+    HolderGone,
+}
+
 /// A connection that listens for the store's notifications.
 pub struct Relays {
     store: SharedStore,
@@ -96,15 +108,15 @@ impl SharedStore {
     }
 
     /// Posts `command` for session `session` to the replica `holder` and waits up to `wait`
-    /// for its reply. `Ok(None)`: no reply in time (the holder may still run it; a retry with
-    /// the same command id is answered once).
+    /// for its reply, or until `holder` no longer holds the session. Without a reply the
+    /// holder may still run it: a retry with the same command id is answered once.
     pub fn relay(
         &self,
         session: &SessionId,
         holder: &str,
         command: &[u8],
         wait: Duration,
-    ) -> Result<Option<Vec<u8>>, AuditError> {
+    ) -> Result<Relayed, AuditError> {
         let mut relays = self.listen()?;
         let id: i64 = self.with_client(|c| {
             let row = c.query_one(
@@ -125,10 +137,11 @@ impl SharedStore {
                 )
             })?;
             if let Some(row) = reply {
-                return Ok(Some(row.get(0)));
+                return Ok(Relayed::Reply(row.get(0)));
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+            let gone = self.lease_holder(session)?.as_deref() != Some(holder);
+            if left.is_zero() || gone {
                 // Withdrawn unless it was taken: a command nobody ran is never run late.
                 let _ = self.with_client(|c| {
                     c.execute(
@@ -136,7 +149,11 @@ impl SharedStore {
                         &[&id],
                     )
                 });
-                return Ok(None);
+                return Ok(if gone {
+                    Relayed::HolderGone
+                } else {
+                    Relayed::NoReply
+                });
             }
             // The reply's notification wakes this early; the poll above is what decides.
             relays.wait(left.min(Duration::from_millis(250)))?;

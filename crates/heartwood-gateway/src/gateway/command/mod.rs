@@ -102,10 +102,13 @@ impl SessionGateway {
             // Another replica of a shared store drives the session: the command goes to it
             // through the store.
             Err(e) if e.is_owned_elsewhere() && self.shared.store.shared().is_some() => {
+                use crate::relay::Forwarded;
                 return match self.shared.store.shared() {
-                    Some(store) => {
-                        crate::relay::forward(store, &command, e).map(Submitted::Answered)
-                    }
+                    Some(store) => match crate::relay::forward(store, &command, e)? {
+                        Forwarded::Answered(receipt) => Ok(Submitted::Answered(receipt)),
+                        // Nobody drives it now: open it here (the submit loop tries again).
+                        Forwarded::Free => Ok(Submitted::Released(command)),
+                    },
                     None => Err(e),
                 };
             }
