@@ -97,6 +97,22 @@ impl SessionStore {
         }
     }
 
+    /// Records that session id `id` was handed out (a shared store only: replicas serve the
+    /// ids any of them issued; a file store's process remembers its own).
+    pub fn record_issued(&self, id: &SessionId) -> Result<(), AuditError> {
+        match &self.shared {
+            Some(shared) => shared.issue(id),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether another replica handed out session id `id` (always `false` for files).
+    pub fn was_issued(&self, id: &SessionId) -> bool {
+        self.shared
+            .as_ref()
+            .is_some_and(|shared| shared.issued(id).unwrap_or(false))
+    }
+
     /// The length in bytes of session `id`'s event log (`None` before it exists): what a
     /// process that follows a session nobody serves compares to notice that it moved on.
     /// Reads one file's metadata and creates nothing.

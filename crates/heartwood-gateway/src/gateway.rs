@@ -312,6 +312,17 @@ impl SessionGateway {
         self.shared.store.exists(id)
     }
 
+    /// Records that an interface handed out session id `id`, so every replica sharing this
+    /// gateway's store serves it (nothing to do for sessions kept in files).
+    pub fn record_issued(&self, id: &SessionId) -> Result<(), GatewayError> {
+        Ok(self.shared.store.record_issued(id)?)
+    }
+
+    /// Whether another replica sharing this gateway's store handed out session id `id`.
+    pub fn was_issued(&self, id: &SessionId) -> bool {
+        self.shared.store.was_issued(id)
+    }
+
     /// Whether this process serves `session` (holds its lease and runs its agent here), so
     /// closing this gateway would pause a run of it that is going.
     pub fn serves_here(&self, session: &SessionId) -> bool {

@@ -111,6 +111,29 @@ impl SharedStore {
         })
     }
 
+    /// Records that a replica handed out session id `id`, so every replica serves it before
+    /// its first command registers it.
+    pub fn issue(&self, id: &SessionId) -> Result<(), AuditError> {
+        self.with_client(|c| {
+            c.execute(
+                "INSERT INTO heartwood_issued (id) VALUES ($1) ON CONFLICT DO NOTHING",
+                &[&id.as_str()],
+            )
+        })
+        .map(|_| ())
+    }
+
+    /// Whether a replica handed out session id `id`.
+    pub fn issued(&self, id: &SessionId) -> Result<bool, AuditError> {
+        self.with_client(|c| {
+            c.query_opt(
+                "SELECT 1 FROM heartwood_issued WHERE id = $1",
+                &[&id.as_str()],
+            )
+        })
+        .map(|row| row.is_some())
+    }
+
     /// Whether the store holds session `id`.
     pub fn exists(&self, id: &SessionId) -> Result<bool, AuditError> {
         self.with_client(|c| {

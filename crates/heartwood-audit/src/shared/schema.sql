@@ -44,3 +44,8 @@ CREATE TABLE IF NOT EXISTS heartwood_commands (
     posted_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX IF NOT EXISTS heartwood_commands_waiting ON heartwood_commands (holder) WHERE NOT taken;
+-- Session ids a replica handed out before their first command: any replica serves them.
+CREATE TABLE IF NOT EXISTS heartwood_issued (
+    id        text PRIMARY KEY,
+    issued_at timestamptz NOT NULL DEFAULT now()
+);
