@@ -36,8 +36,11 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
 /// How long connecting to the store may take before a request answers that it is unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Idle connections kept for reuse.
-const POOL: usize = 8;
+/// Idle connections kept for reuse. Sessions driven at once each use one per append, and a
+/// connection opened per append would cost more than the append; three replicas at this size
+/// stay under PostgreSQL's default `max_connections` (100) only when they are not all busy, so
+/// a deployment sizes `max_connections` to replicas × this (see docs/deployment.md).
+const POOL: usize = 32;
 
 /// A PostgreSQL session store, shared by the replicas that name the same database.
 #[derive(Clone)]
