@@ -223,14 +223,11 @@ fn renew_until_stopped(
                 &[&id.as_str(), &token, &lease_ms],
             )
         });
-        match renewed {
-            Ok(0) => {
-                // Gone for good: the next append is refused by the store in any case.
-                lost.store(true, Ordering::Release);
-                return;
-            }
-            // An unreachable store is tried again; the lease may still be ours when it returns.
-            Ok(_) | Err(_) => {}
+        // Gone for good: the next append is refused by the store in any case. An unreachable
+        // store is tried again: the lease may still be ours when it returns.
+        if let Ok(0) = renewed {
+            lost.store(true, Ordering::Release);
+            return;
         }
     }
 }
