@@ -113,6 +113,15 @@ impl SessionStore {
             .is_some_and(|shared| shared.issued(id).unwrap_or(false))
     }
 
+    /// [`SessionStore::exists`], saying when a shared store cannot be reached instead of
+    /// answering no.
+    pub fn exists_checked(&self, id: &SessionId) -> Result<bool, AuditError> {
+        match &self.shared {
+            Some(shared) => shared.exists(id),
+            None => Ok(self.paths(id).dir.is_dir()),
+        }
+    }
+
     /// The length in bytes of session `id`'s event log (`None` before it exists): what a
     /// process that follows a session nobody serves compares to notice that it moved on.
     /// Reads one file's metadata and creates nothing.

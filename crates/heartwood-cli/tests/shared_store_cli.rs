@@ -376,3 +376,59 @@ async fn a_replica_killed_while_a_set_waits_is_replaced_and_nothing_runs_twice()
     ));
     assert!(python_verify(&bundle), "the exported chain did not verify");
 }
+
+#[test]
+fn a_replica_answers_503_with_the_reason_while_the_store_is_down_and_recovers() {
+    let Some(server) = PgServer::start_or_skip() else {
+        return;
+    };
+    let url = server.url();
+    let project = heartwood_testkit::sessions::project_with_sessions(&["kept"], 2);
+    ok(&heartwood(
+        project.path(),
+        &["sessions", "copy", "kept", "--to", &url],
+    ));
+    let secrets = tempfile::tempdir().expect("tempdir");
+    let (file, token) = capability_file(secrets.path());
+    let file = file.display().to_string();
+    let replica = support::serve_with(
+        project.path(),
+        &["--session-store", &url, "--capability-file", &file],
+        &[],
+    );
+    let get = |path: &str| {
+        answer_text(&support::http(
+            replica.port,
+            "GET",
+            path,
+            Some(&token),
+            None,
+        ))
+    };
+    let (status, body) = get("/api/sessions");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("kept"), "{body}");
+
+    server.stop();
+    let (status, body) = get("/api/sessions");
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("cannot be reached"), "{body}");
+    let (status, body) = get("/api/sessions/kept/snapshot");
+    assert_eq!(status, 503, "not 'no such session': {body}");
+
+    server.resume().expect("the store comes back");
+    let (status, body) = get("/api/sessions");
+    assert_eq!(status, 200, "after the store returned: {body}");
+    assert!(body.contains("kept"), "{body}");
+}
+
+/// An HTTP response's status and body text.
+fn answer_text(response: &str) -> (u16, String) {
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (status, body.to_owned())
+}

@@ -318,6 +318,12 @@ impl SessionGateway {
         Ok(self.shared.store.record_issued(id)?)
     }
 
+    /// [`SessionGateway::exists`], failing when the shared store cannot be reached (so an
+    /// interface answers "unavailable", not "no such session").
+    pub fn exists_checked(&self, id: &SessionId) -> Result<bool, GatewayError> {
+        Ok(self.shared.store.exists_checked(id)?)
+    }
+
     /// Whether another replica sharing this gateway's store handed out session id `id`.
     pub fn was_issued(&self, id: &SessionId) -> bool {
         self.shared.store.was_issued(id)

@@ -64,7 +64,11 @@ impl AppState {
         let Ok(id) = SessionId::parse(id) else {
             return Err((StatusCode::BAD_REQUEST, "not a session id".into()));
         };
-        if self.minted.contains(&id) || self.gateway.exists(&id) || self.gateway.was_issued(&id) {
+        let stored = self
+            .gateway
+            .exists_checked(&id)
+            .map_err(|e| (crate::answer::status_of(&e), e.to_string()))?;
+        if self.minted.contains(&id) || stored || self.gateway.was_issued(&id) {
             Ok(id)
         } else {
             Err((
