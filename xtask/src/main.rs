@@ -35,7 +35,7 @@ enum Task {
     DemoRecording,
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
-        /// Which benchmark: `journal`, `agent`, `backends`, `gateway`, `workspace`, `tui`, `workflow`, `web`, `sandbox`, `batch`,
+        /// Which benchmark: `journal`, `agent`, `backends`, `gateway`, `workspace`, `tui`, `workflow`, `web`, `sandbox`, `batch`, `replicas`,
         /// `web-load`, `page` (first paint in Chromium), `notebook` or `stats`.
         name: String,
     },
@@ -96,8 +96,9 @@ fn main() -> Result<()> {
             "review" => bench::review::run(),
             "stats" => bench::stats::run(),
             "export" => bench::export::run(),
+            "replicas" => bench::replicas::run(),
             other => bail!(
-                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, page, notebook, models, sandbox, batch, review, stats, export"
+                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, page, notebook, models, sandbox, batch, review, stats, export, replicas"
             ),
         },
         Task::Fuzz {
@@ -112,6 +113,7 @@ fn main() -> Result<()> {
             None if step == "stats-large" => bench::stats::child(),
             None if step == "gateway-steps" => bench::gateway::steps_child(&arg),
             None if step == "workspace-memory" => bench::workspace::child(&arg),
+            None if step == "replicas-hold" => bench::replicas::hold(&arg.display().to_string()),
             None => bench::journal::child(&step, &arg),
         },
     }

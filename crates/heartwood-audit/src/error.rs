@@ -147,6 +147,51 @@ pub enum AuditError {
         /// The limit.
         max: usize,
     },
+    /// The shared session store (PostgreSQL) could not be reached or refused the request.
+    /// Nothing this request would have recorded was acknowledged.
+    #[error(
+        "the session store {store} cannot be reached ({detail}); nothing of this request was \
+         recorded. Check that the store is running and reachable, then retry: a retried \
+         command id is answered once"
+    )]
+    StoreUnavailable {
+        /// The store, without its password.
+        store: String,
+        /// What the client reported.
+        detail: String,
+    },
+    /// This process no longer holds the session's lease in the shared store (it expired while
+    /// the process was paused or cut off, or another replica took it over): it cannot append.
+    #[error(
+        "this replica no longer holds session \"{id}\" ({detail}); nothing more was recorded \
+         here. Another replica drives it now, or the next request takes it over"
+    )]
+    LeaseLost {
+        /// The session.
+        id: SessionId,
+        /// Why the store refused the append.
+        detail: String,
+    },
+    /// A copy's destination holds a session with this id already.
+    #[error(
+        "the destination already holds a session \"{id}\"; it was left as it was (remove it \
+         there first to copy this one over it)"
+    )]
+    AlreadyExists {
+        /// The session.
+        id: SessionId,
+    },
+    /// An operation that repairs files in place was asked of a session kept in the shared
+    /// store, where appends are transactions and nothing is torn.
+    #[error(
+        "`{action}` works on sessions kept in files; a session in the shared store is written \
+         in transactions and needs no repair (copy it to files with `heartwood sessions copy` \
+         to inspect it there)"
+    )]
+    FilesOnly {
+        /// What was asked.
+        action: &'static str,
+    },
     /// A metadata or checkpoint file is not what it should be.
     #[error("{} is not valid: {detail}", path.display())]
     BadFile {

@@ -97,6 +97,11 @@ impl WriterLease {
         self.unclean = false;
     }
 
+    /// Whether the session is to be released as a crash would leave it.
+    pub fn is_unclean(&self) -> bool {
+        self.unclean
+    }
+
     /// Whether the previous holder ended without closing the session (a crash or a kill).
     pub fn inherited_from_crash(&self) -> bool {
         self.inherited_from_crash

@@ -23,6 +23,9 @@ pub struct SessionReader {
     id: SessionId,
     paths: SessionPaths,
     meta: SessionMeta,
+    /// The private copy a session read from the shared store was written to, removed when the
+    /// reader (and every clone of the handle) is gone.
+    _scratch: Option<std::sync::Arc<tempfile::TempDir>>,
 }
 
 impl SessionReader {
@@ -35,7 +38,25 @@ impl SessionReader {
             id: id.clone(),
             paths,
             meta,
+            _scratch: None,
         })
+    }
+
+    /// A reader of `image` (a session read from the shared store), written to a private
+    /// temporary directory outside the project, so reading creates nothing in it.
+    pub(crate) fn materialized(
+        id: &SessionId,
+        image: &crate::shared::SessionImage,
+    ) -> Result<Self, AuditError> {
+        let scratch = tempfile::Builder::new()
+            .prefix("heartwood-view-")
+            .tempdir()
+            .ctx("create a temporary directory", &std::env::temp_dir())?;
+        let paths = SessionPaths::new(scratch.path(), id);
+        image.write_files(&paths.dir)?;
+        let mut reader = SessionReader::open(id, paths)?;
+        reader._scratch = Some(std::sync::Arc::new(scratch));
+        Ok(reader)
     }
 
     /// The session's id.

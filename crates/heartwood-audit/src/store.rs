@@ -1,5 +1,7 @@
 //! The project's session store: finding, listing, reading, opening and removing sessions under
-//! `<project>/.heartwood/sessions/`.
+//! `<project>/.heartwood/sessions/`, or in a shared PostgreSQL store (see [`crate::shared`]),
+//! where this process drives a session from a working copy under
+//! `<project>/.heartwood/replicas/<holder>/sessions/`. Callers see one store either way.
 
 use std::path::{Path, PathBuf};
 
@@ -9,9 +11,10 @@ use crate::error::IoContext;
 use crate::intent::read_pending;
 use crate::layout::{SESSIONS_DIR, STATE_DIR};
 use crate::lease::WriterLease;
+use crate::shared::{SessionImage, SharedStore};
 use crate::{
     AuditError, RebuiltReceipt, ReceiptRepair, Recovery, SessionMeta, SessionPaths, SessionReader,
-    SessionWriter, WriterInfo,
+    SessionWriter, Verified, WriterInfo,
 };
 
 /// One line of a session listing. Gathered without verifying the session (that is
@@ -36,6 +39,8 @@ pub struct SessionSummary {
 #[derive(Debug, Clone)]
 pub struct SessionStore {
     sessions_root: PathBuf,
+    /// The shared store the sessions are kept in, when they are not kept in files.
+    shared: Option<SharedStore>,
 }
 
 impl SessionStore {
@@ -44,7 +49,33 @@ impl SessionStore {
         let project_root = project_root.as_ref();
         SessionStore {
             sessions_root: project_root.join(STATE_DIR).join(SESSIONS_DIR),
+            shared: None,
         }
+    }
+
+    /// The sessions kept in `shared`, driven by this process from working copies under
+    /// `<project>/.heartwood/replicas/<holder>/sessions` (created only when a session is
+    /// opened for writing).
+    pub fn in_shared(project_root: impl AsRef<Path>, shared: SharedStore) -> Self {
+        let holder: String = shared
+            .holder()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        SessionStore {
+            sessions_root: project_root
+                .as_ref()
+                .join(STATE_DIR)
+                .join("replicas")
+                .join(holder)
+                .join(SESSIONS_DIR),
+            shared: Some(shared),
+        }
+    }
+
+    /// The shared store, when the sessions are kept in one.
+    pub fn shared(&self) -> Option<&SharedStore> {
+        self.shared.as_ref()
     }
 
     /// `<project>/.heartwood/sessions`.
@@ -57,15 +88,47 @@ impl SessionStore {
         SessionPaths::new(&self.sessions_root, id)
     }
 
-    /// Whether session `id` is registered (its directory exists). Creates nothing.
+    /// Whether session `id` is registered (its directory exists). Creates nothing. A shared
+    /// store that cannot be reached holds nothing as far as this answer goes.
     pub fn exists(&self, id: &SessionId) -> bool {
-        self.paths(id).dir.is_dir()
+        match &self.shared {
+            Some(shared) => shared.exists(id).unwrap_or(false),
+            None => self.paths(id).dir.is_dir(),
+        }
+    }
+
+    /// Records that session id `id` was handed out (a shared store only: replicas serve the
+    /// ids any of them issued; a file store's process remembers its own).
+    pub fn record_issued(&self, id: &SessionId) -> Result<(), AuditError> {
+        match &self.shared {
+            Some(shared) => shared.issue(id),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether another replica handed out session id `id` (always `false` for files).
+    pub fn was_issued(&self, id: &SessionId) -> bool {
+        self.shared
+            .as_ref()
+            .is_some_and(|shared| shared.issued(id).unwrap_or(false))
+    }
+
+    /// [`SessionStore::exists`], saying when a shared store cannot be reached instead of
+    /// answering no.
+    pub fn exists_checked(&self, id: &SessionId) -> Result<bool, AuditError> {
+        match &self.shared {
+            Some(shared) => shared.exists(id),
+            None => Ok(self.paths(id).dir.is_dir()),
+        }
     }
 
     /// The length in bytes of session `id`'s event log (`None` before it exists): what a
     /// process that follows a session nobody serves compares to notice that it moved on.
     /// Reads one file's metadata and creates nothing.
     pub fn journal_len(&self, id: &SessionId) -> Option<u64> {
+        if let Some(shared) = &self.shared {
+            return shared.journal_len(id).ok().flatten();
+        }
         std::fs::metadata(self.paths(id).events)
             .ok()
             .map(|m| m.len())
@@ -73,6 +136,9 @@ impl SessionStore {
 
     /// Every session, most recently active first. A project without `.heartwood/` has none.
     pub fn list(&self) -> Result<Vec<SessionSummary>, AuditError> {
+        if let Some(shared) = &self.shared {
+            return shared.summaries();
+        }
         let entries = match std::fs::read_dir(&self.sessions_root) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -103,6 +169,9 @@ impl SessionStore {
 
     /// Session `id`'s summary, as [`SessionStore::list`] gives it, or `None` before it exists.
     pub fn summary(&self, id: &SessionId) -> Result<Option<SessionSummary>, AuditError> {
+        if let Some(shared) = &self.shared {
+            return Ok(shared.summaries()?.into_iter().find(|s| &s.id == id));
+        }
         if !self.exists(id) {
             return Ok(None);
         }
@@ -136,6 +205,7 @@ impl SessionStore {
         id: &SessionId,
         describe: &dyn Fn(&RecordedEvent) -> Option<RebuiltReceipt>,
     ) -> Result<ReceiptRepair, AuditError> {
+        self.files_only("sessions repair")?;
         crate::receipt_repair::repair(id, &self.paths(id), describe)
     }
 
@@ -148,18 +218,25 @@ impl SessionStore {
         &self,
         id: &SessionId,
     ) -> Result<(Recovery, Option<crate::TornTailCut>), AuditError> {
+        self.files_only("sessions recover --cut-torn-tail")?;
         crate::torn::cut_torn_tail(id, &self.paths(id))
     }
 
     /// Opens a session read-only.
     pub fn reader(&self, id: &SessionId) -> Result<SessionReader, AuditError> {
-        SessionReader::open(id, self.paths(id))
+        match &self.shared {
+            Some(shared) => SessionReader::materialized(id, &shared.image(id)?),
+            None => SessionReader::open(id, self.paths(id)),
+        }
     }
 
     /// Opens an existing session for writing: takes the lease, completes an interrupted append,
     /// and verifies the session.
     pub fn open_writer(&self, id: &SessionId) -> Result<(SessionWriter, Recovery), AuditError> {
-        SessionWriter::open(&self.sessions_root, id, self.paths(id), None)
+        match &self.shared {
+            Some(shared) => self.open_shared(shared, id, None),
+            None => SessionWriter::open(&self.sessions_root, id, self.paths(id), None, None),
+        }
     }
 
     /// Opens session `id` for writing, registering it (served by `backend`) if it is new.
@@ -168,11 +245,86 @@ impl SessionStore {
         id: &SessionId,
         backend: &str,
     ) -> Result<(SessionWriter, Recovery), AuditError> {
-        SessionWriter::open(&self.sessions_root, id, self.paths(id), Some(backend))
+        match &self.shared {
+            Some(shared) => self.open_shared(shared, id, Some(backend)),
+            None => {
+                SessionWriter::open(&self.sessions_root, id, self.paths(id), Some(backend), None)
+            }
+        }
+    }
+
+    /// Opens session `id` kept in `shared` for writing: registers it there if it is new (and
+    /// `register` names its engine), takes its lease, and materializes it into this process's
+    /// working copy, where the file writer verifies it as it verifies any session.
+    fn open_shared(
+        &self,
+        shared: &SharedStore,
+        id: &SessionId,
+        register: Option<&str>,
+    ) -> Result<(SessionWriter, Recovery), AuditError> {
+        if let Some(backend) = register
+            && !shared.exists(id)?
+        {
+            // Another replica registering it at the same moment is fine: one registration wins.
+            shared.insert_session(id, &crate::register::registration_image(id, backend)?)?;
+        }
+        let taken = shared.take_lease(id)?;
+        let fence = crate::shared::Fence::hold(shared.clone(), id.clone(), taken.token);
+        let image = shared.image(id)?;
+        let paths = self.paths(id);
+        if paths.dir.exists() {
+            std::fs::remove_dir_all(&paths.dir).ctx("remove the stale working copy", &paths.dir)?;
+        }
+        crate::register::place_image(&self.sessions_root, id, &paths, &image, "materializing")?;
+        if taken.taken_over {
+            // The previous holder never let go: its working copy is gone with it, and what its
+            // engine did past the journal must be reconciled as after a crash.
+            crate::durable::write_atomic(&paths.writer, b"{}")?;
+        }
+        SessionWriter::open(&self.sessions_root, id, paths, None, Some(fence))
+    }
+
+    /// Copies session `id`, byte for byte, from this store to `to`, which must not hold it
+    /// yet: the source is verified first and the copy after, and the copy's lease is free.
+    pub fn copy_to(&self, id: &SessionId, to: &SessionStore) -> Result<Verified, AuditError> {
+        let source = self.reader(id)?;
+        let verified = source.verify()?;
+        let image = SessionImage::read_files(source.paths())?;
+        let placed = match &to.shared {
+            Some(shared) => shared.insert_session(id, &image)?,
+            None => crate::register::place_image(
+                &to.sessions_root,
+                id,
+                &to.paths(id),
+                &image,
+                "copying",
+            )?,
+        };
+        if !placed {
+            return Err(AuditError::AlreadyExists { id: id.clone() });
+        }
+        let copied = to.reader(id)?.verify()?;
+        if copied.terminal_hash != verified.terminal_hash || copied.count != verified.count {
+            return Err(AuditError::CheckpointMismatch {
+                id: id.clone(),
+                detail: "the copy does not end where the source does".into(),
+            });
+        }
+        Ok(copied)
+    }
+
+    fn files_only(&self, action: &'static str) -> Result<(), AuditError> {
+        match self.shared {
+            Some(_) => Err(AuditError::FilesOnly { action }),
+            None => Ok(()),
+        }
     }
 
     /// Deletes a session and everything in it. Refused while another process owns it.
     pub fn remove(&self, id: &SessionId) -> Result<(), AuditError> {
+        if let Some(shared) = &self.shared {
+            return shared.remove(id);
+        }
         let paths = self.paths(id);
         if !paths.dir.is_dir() {
             return Err(AuditError::NoSession { id: id.clone() });

@@ -21,6 +21,7 @@ use crate::intent::{BackendBytes, Intent, IntentFile};
 use crate::merkle::RootBuilder;
 use crate::record::AuditRecord;
 use crate::recovery::recover;
+use crate::shared::Fence;
 use crate::verify::{Tree, verify_session};
 use crate::{
     AuditError, Checkpoint, Digest, MAX_LINE_BYTES, SessionMeta, SessionPaths, Verified, durable,
@@ -85,6 +86,9 @@ pub struct SessionWriter {
     /// Backend logs that pending intents made durable, synced with the data files.
     backend_logs: std::collections::BTreeSet<std::path::PathBuf>,
     failed: Option<String>,
+    /// The hold on the session in the shared store, when it is kept there: every append goes
+    /// to the store first, and reaches the files only once the store took it.
+    fence: Option<Fence>,
     // Declared last so it is released after the files above are closed.
     lease: WriterLease,
 }
@@ -105,12 +109,13 @@ impl SessionWriter {
         id: &SessionId,
         paths: SessionPaths,
         register_backend: Option<&str>,
+        fence: Option<Fence>,
     ) -> Result<(Self, Recovery), AuditError> {
         if !paths.dir.is_dir() {
             let Some(backend) = register_backend else {
                 return Err(AuditError::NoSession { id: id.clone() });
             };
-            create_registered_dir(sessions_root, id, &paths, backend)?;
+            crate::register::create_registered_dir(sessions_root, id, &paths, backend)?;
         }
         let lease = WriterLease::acquire(id, &paths)?;
         let meta = match (paths.meta.exists(), register_backend) {
@@ -163,6 +168,7 @@ impl SessionWriter {
             receipts,
             backend_logs: Default::default(),
             failed: None,
+            fence,
             lease,
         };
         Ok((writer, recovery))
@@ -191,6 +197,12 @@ impl SessionWriter {
         if self.failed.is_none() {
             self.lease.mark_clean();
         }
+    }
+
+    /// The fencing token this writer's appends carry, when the session is kept in the shared
+    /// store.
+    pub fn fencing_token(&self) -> Option<i64> {
+        self.fence.as_ref().map(Fence::token)
     }
 
     /// The session's files.
@@ -656,6 +668,9 @@ impl SessionWriter {
     /// Records the intent (the append's one sync), then appends to the data files; syncs
     /// them together only every [`crate::intent::SYNC_EVERY`] appends.
     fn write_durably(&mut self, intent: &Intent) -> Result<(), AuditError> {
+        if let Some(fence) = self.fence.as_mut() {
+            fence.append(intent)?;
+        }
         self.intent.record(intent)?;
         let files = [
             (&mut self.events, &self.paths.events, &intent.events),
@@ -702,60 +717,9 @@ impl Drop for SessionWriter {
         if self.failed.is_none() && self.intent.has_pending() {
             let _ = self.sync_data_files();
         }
-    }
-}
-
-/// Creates the session directory with its `meta.json` already inside, by preparing it under a
-/// hidden name and renaming it into place: a crash can never leave a session directory without
-/// metadata. If another process created the session first, its directory is kept.
-fn create_registered_dir(
-    sessions_root: &Path,
-    id: &SessionId,
-    paths: &SessionPaths,
-    backend: &str,
-) -> Result<(), AuditError> {
-    durable::create_private_dir_all(sessions_root)?;
-    let staging = sessions_root.join(format!(".creating-{id}-{}", std::process::id()));
-    durable::create_private_dir(&staging)?;
-    // The first event is sealed before the directory appears, so a registered session always
-    // holds a chain that starts with its registration: an emptied or deleted chain can never
-    // pass for a new session.
-    let registered = RecordedEvent::new(
-        Seq::new(1).map_err(|e| AuditError::BadFile {
-            path: paths.events.clone(),
-            detail: e.to_string(),
-        })?,
-        None,
-        Event::SessionRegistered {
-            backend: backend.to_owned(),
-            workflow: None,
-        },
-    );
-    let mut line = to_canonical_bytes(&registered)?;
-    let record = AuditRecord::seal(
-        1,
-        registered.event.kind(),
-        registered.time.as_str(),
-        Digest::of(&line),
-        crate::record::genesis(id),
-    );
-    line.push(b'\n');
-    let mut record_line = record.to_line();
-    record_line.push(b'\n');
-    durable::write_atomic(&staging.join(crate::layout::EVENTS_FILE), &line)?;
-    durable::write_atomic(&staging.join(crate::layout::AUDIT_FILE), &record_line)?;
-    let mut meta = SessionMeta::new(id.clone(), backend, None);
-    meta.created_at = registered.time.clone();
-    let mut bytes = serde_json::to_vec_pretty(&meta).unwrap_or_default();
-    bytes.push(b'\n');
-    durable::write_atomic(&staging.join("meta.json"), &bytes)?;
-    match std::fs::rename(&staging, &paths.dir) {
-        Ok(()) => durable::sync_dir(sessions_root),
-        Err(_) if paths.dir.is_dir() => {
-            let _ = std::fs::remove_dir_all(&staging);
-            Ok(())
+        if let Some(mut fence) = self.fence.take() {
+            fence.release(self.failed.is_none() && !self.lease.is_unclean());
         }
-        Err(e) => Err(e).ctx("create", &paths.dir),
     }
 }
 

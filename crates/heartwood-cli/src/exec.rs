@@ -79,6 +79,10 @@ pub struct DecideArgs {
     /// An id for this command; repeating a command with the same id acts only once.
     #[arg(long)]
     command_id: Option<String>,
+    /// Where the session is kept: `files` (the project's, the default) or a `postgres://`
+    /// URL shared by `heartwood serve` replicas.
+    #[arg(long, value_name = "URL")]
+    session_store: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -140,12 +144,16 @@ pub fn decide(project: ProjectContext, args: DecideArgs) -> Result<ExitCode> {
     };
     let decision = DecisionArg::from_str(decision, true)
         .map_err(|_| anyhow::anyhow!("the decision is `allow` or `reject`, not {decision:?}"))?;
-    let session = heartwood_gateway::SessionAdmin::new(&project).resolve(named)?;
+    let store = match &args.session_store {
+        Some(url) => heartwood_gateway::SessionStoreChoice::parse(url)?,
+        None => heartwood_gateway::SessionStoreChoice::Files,
+    };
+    let session = heartwood_gateway::SessionAdmin::with_store(&project, &store).resolve(named)?;
     let (set_id, revision) = match (args.set_id, args.revision) {
         (Some(set), Some(revision)) => (ActionSetId::parse(&set)?, revision),
         _ => {
             // The set pending now, as the session shows it (there is at most one).
-            let gateway = SessionGateway::new(project.clone());
+            let gateway = SessionGateway::new(project.clone()).with_store(&store);
             let projection = gateway.projection(&session)?;
             let Some(set) = projection.pending else {
                 anyhow::bail!(
@@ -173,7 +181,7 @@ pub fn decide(project: ProjectContext, args: DecideArgs) -> Result<ExitCode> {
         reason: args.reason,
     };
     let id = command_id(args.command_id)?;
-    follow(project, session.clone(), args.json, move |gateway| {
+    follow_in_store(project, store, session.clone(), args.json, move |gateway| {
         let command = Command::new(id.clone(), session.clone(), kind.clone());
         Ok(vec![gateway.submit_blocking(command)?])
     })
@@ -243,8 +251,25 @@ fn follow(
     json: bool,
     act: impl Fn(&SessionGateway) -> Result<Vec<Receipt>>,
 ) -> Result<ExitCode> {
+    follow_in_store(
+        project,
+        heartwood_gateway::SessionStoreChoice::Files,
+        session,
+        json,
+        act,
+    )
+}
+
+/// [`follow`] for a session kept in `store`.
+fn follow_in_store(
+    project: ProjectContext,
+    store: heartwood_gateway::SessionStoreChoice,
+    session: SessionId,
+    json: bool,
+    act: impl Fn(&SessionGateway) -> Result<Vec<Receipt>>,
+) -> Result<ExitCode> {
     heartwood_cli::runtime::block_on(heartwood_cli::runtime::Workers::Two, async move {
-        let gateway = SessionGateway::new(project.clone());
+        let gateway = SessionGateway::new(project.clone()).with_store(&store);
         let result = match act_when_free(&gateway, &session, act).await {
             Ok(receipts) => follow_in(&gateway, session.clone(), receipts, json).await,
             Err(e) => Err(e),

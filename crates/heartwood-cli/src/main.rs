@@ -66,8 +66,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Inspect, verify, export and remove this project's sessions.
-    #[command(subcommand)]
-    Sessions(sessions::SessionsCommand),
+    Sessions(sessions::SessionsArgs),
     /// Exported RO-Crates: verify one without its session (needs no project).
     #[command(subcommand)]
     Crate(ro_crate::CrateCommand),
@@ -174,7 +173,7 @@ fn quiet_on_closed_pipe() {
 
 fn run(project: heartwood_gateway::ProjectContext, command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Sessions(cmd) => sessions::run(&project, cmd),
+        Command::Sessions(args) => sessions::run_in_store(&project, args),
         Command::Status { json } => status::run(&project, json),
         Command::Model(cmd) => model::run(&project, cmd),
         Command::Backend(cmd) => backend::run(&project, cmd),

@@ -34,6 +34,18 @@ pub struct ServeArgs {
     /// bookmarks and reloads still work.
     #[arg(long)]
     new_token: bool,
+    /// Where sessions are kept: `files` (the project's, the default) or a `postgres://` URL
+    /// shared by several replicas behind a load balancer (see docs/deployment.md).
+    #[arg(long, value_name = "URL")]
+    session_store: Option<String>,
+    /// The launch capability the deployment provides (one secret in a file of mode 0600),
+    /// shared by every replica; replaces the drawn one, and is never saved.
+    #[arg(long, value_name = "FILE", conflicts_with = "new_token")]
+    capability_file: Option<std::path::PathBuf>,
+    /// How long a replica's lease on a session lasts without renewal, in seconds (a shared
+    /// store only): a replica that dies is replaced after this long.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    lease_seconds: u64,
 }
 
 /// The ingress mode the arguments declare (`None`: none was declared).
@@ -173,6 +185,19 @@ pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
             .parent()
             .map(|dir| heartwood_web::launch::path_for(dir, project.root().as_std_path()))
     });
+    let store = match &args.session_store {
+        Some(url) => heartwood_gateway::SessionStoreChoice::parse(url)?
+            .with_lease(std::time::Duration::from_secs(args.lease_seconds)),
+        None => heartwood_gateway::SessionStoreChoice::Files,
+    };
+    let provided = match &args.capability_file {
+        Some(path) => Some(Capability::read_file(path)?),
+        None => None,
+    };
+    // A deployment's replicas share its capability and their ports: nothing of this run is
+    // kept for the next one.
+    let from_file = provided.is_some();
+    let kept = kept.filter(|_| !from_file);
     let saved = kept
         .as_deref()
         .filter(|_| !args.new_token)
@@ -192,9 +217,10 @@ pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
         .await?;
         let port = listener.local_addr()?.port();
         say!("Listening on {address}:{port}.");
-        let capability = match saved {
-            Some(saved) => saved.capability,
-            None => Capability::generate()
+        let capability = match (provided, saved) {
+            (Some(provided), _) => provided,
+            (None, Some(saved)) => saved.capability,
+            (None, None) => Capability::generate()
                 .map_err(|e| anyhow::anyhow!("no randomness for the launch capability: {e}"))?,
         };
         let launch = heartwood_web::launch::Launch {
@@ -214,6 +240,7 @@ pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
             Some(Err(e)) => eprintln!(
                 "heartwood: the port and capability were not kept for the next run ({e}); links will change"
             ),
+            None if from_file => {}
             None => eprintln!(
                 "heartwood: no configuration folder (set HOME), so the port and capability are not kept for the next run"
             ),
@@ -238,9 +265,13 @@ pub fn run(project: ProjectContext, mut args: ServeArgs) -> Result<ExitCode> {
             },
             capability.reveal()
         );
-        let state = Arc::new(AppState::new(
+        if let heartwood_gateway::SessionStoreChoice::Shared(_) = &store {
+            say!("Sessions are kept in {}.", store.shown());
+        }
+        let state = Arc::new(AppState::in_store(
             project,
             IngressPolicy::new(mode, port, capability),
+            &store,
         ));
         // Showing a session is not acting on it: sessions idle for a while are let go, so
         // another interface takes them directly (pages keep following them).

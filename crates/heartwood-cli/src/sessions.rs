@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use heartwood_gateway::{Checkpoint, ProjectContext, Recovery, SessionAdmin};
+use heartwood_gateway::{Checkpoint, ProjectContext, Recovery, SessionAdmin, SessionStoreChoice};
 
 use crate::render;
 
@@ -75,6 +75,18 @@ pub enum SessionsCommand {
         #[arg(required = true, num_args = 1..)]
         title: Vec<String>,
     },
+    /// Copy a session, byte for byte, between stores (`files` or a `postgres://` URL): it
+    /// is verified before and after, and the destination must not hold it yet.
+    Copy {
+        /// The session id, a unique prefix of it, or `last` (in the source store).
+        id: String,
+        /// The store to copy from.
+        #[arg(long, value_name = "STORE", default_value = "files")]
+        from: String,
+        /// The store to copy to.
+        #[arg(long, value_name = "STORE")]
+        to: String,
+    },
     /// Delete a session and everything in it.
     Rm {
         /// The session id, a unique prefix of it, or `last`.
@@ -100,9 +112,54 @@ pub enum ExportFormat {
 /// interrupted waits for recovery (as `exec` exits 3 when a decision waits for you).
 pub const EXIT_AWAITING_RECOVERY: u8 = 3;
 
+/// `heartwood sessions [--session-store URL] …`.
+#[derive(clap::Args)]
+pub struct SessionsArgs {
+    /// Where the sessions are kept: `files` (the project's, the default) or a `postgres://`
+    /// URL shared by `heartwood serve` replicas.
+    #[arg(long, value_name = "URL", global = true)]
+    session_store: Option<String>,
+    #[command(subcommand)]
+    command: SessionsCommand,
+}
+
+/// Runs one `sessions` subcommand against the current project, in the store it names.
+pub fn run_in_store(project: &ProjectContext, args: SessionsArgs) -> Result<ExitCode> {
+    let store = match &args.session_store {
+        Some(url) => SessionStoreChoice::parse(url)?,
+        None => SessionStoreChoice::Files,
+    };
+    if let SessionsCommand::Copy { id, from, to } = &args.command {
+        let from = SessionAdmin::with_store(project, &SessionStoreChoice::parse(from)?);
+        let to_store = SessionStoreChoice::parse(to)?;
+        let to = SessionAdmin::with_store(project, &to_store);
+        let count = from.copy_to(id, &to)?;
+        say!(
+            "copied session {id} to {} ({count} events, verified there)",
+            to_store.shown()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    match store {
+        SessionStoreChoice::Files => run(project, args.command),
+        shared => run_with(
+            project,
+            SessionAdmin::with_store(project, &shared),
+            args.command,
+        ),
+    }
+}
+
 /// Runs one `sessions` subcommand against the current project.
 pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
-    let admin = SessionAdmin::new(project);
+    run_with(project, SessionAdmin::new(project), cmd)
+}
+
+fn run_with(
+    project: &ProjectContext,
+    admin: SessionAdmin,
+    cmd: SessionsCommand,
+) -> Result<ExitCode> {
     match cmd {
         SessionsCommand::Ls { json, limit } => list(&admin, json, limit),
         SessionsCommand::Show { id, json } => show(project, &admin, &id, json),
@@ -175,6 +232,9 @@ pub fn run(project: &ProjectContext, cmd: SessionsCommand) -> Result<ExitCode> {
                 .unwrap_or_default();
             say!("session {id} is now titled \"{shown}\"");
             Ok(ExitCode::SUCCESS)
+        }
+        SessionsCommand::Copy { .. } => {
+            anyhow::bail!("`sessions copy` names its stores with --from and --to")
         }
         SessionsCommand::Rm { id, yes } => {
             let id = admin.resolve(&id)?;

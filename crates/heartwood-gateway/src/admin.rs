@@ -391,6 +391,21 @@ impl SessionAdmin {
         }
     }
 
+    /// Administration for `project`'s sessions kept in `store`.
+    pub fn with_store(project: &ProjectContext, store: &crate::SessionStoreChoice) -> Self {
+        SessionAdmin {
+            store: store.store(project.root()),
+            project: project.clone(),
+        }
+    }
+
+    /// Copies session `id` byte for byte into `to`'s store (which must not hold it), verifying
+    /// it before and after; returns the copy's event count.
+    pub fn copy_to(&self, id: &str, to: &SessionAdmin) -> Result<u64, GatewayError> {
+        let id = self.resolve(id)?;
+        Ok(self.store.copy_to(&id, &to.store)?.count)
+    }
+
     /// Sessions, most recently active first, at most `limit`.
     pub fn list(&self, limit: Option<usize>) -> Result<Vec<SessionSummary>, GatewayError> {
         let mut sessions = self.store.list()?;

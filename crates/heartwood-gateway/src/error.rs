@@ -408,7 +408,13 @@ impl GatewayError {
                 AuditError::CommandIdReused { .. } | AuditError::TooLarge { .. } => {
                     ErrorKind::Invalid
                 }
-                AuditError::Io { .. } | AuditError::WriterFailed { .. } => ErrorKind::Io,
+                AuditError::Io { .. }
+                | AuditError::WriterFailed { .. }
+                | AuditError::StoreUnavailable { .. } => ErrorKind::Io,
+                AuditError::LeaseLost { .. } => ErrorKind::Owned,
+                AuditError::FilesOnly { .. } | AuditError::AlreadyExists { .. } => {
+                    ErrorKind::Invalid
+                }
                 AuditError::Damaged { .. }
                 | AuditError::Interrupted { .. }
                 | AuditError::CheckpointMismatch { .. }

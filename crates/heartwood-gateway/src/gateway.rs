@@ -276,6 +276,19 @@ impl SessionGateway {
         self
     }
 
+    /// The same gateway with its sessions kept in `store` (a shared PostgreSQL store lets
+    /// several replicas serve the same sessions). Call before any session is served.
+    pub fn with_store(mut self, store: &crate::SessionStoreChoice) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.store = store.store(shared.project.root());
+        }
+        // This replica runs what the others forward to it for as long as the gateway lives.
+        if let Some(shared) = self.shared.store.shared() {
+            crate::relay::serve(shared.clone(), Arc::downgrade(&self.shared));
+        }
+        self
+    }
+
     /// A fresh session id, in the one format every interface mints: the time to the second and
     /// 32 random bits (`s20261204-015300-3f9a2c01`), so ids sort by creation, stay short enough
     /// to read, and two processes do not pick the same one.
@@ -297,6 +310,23 @@ impl SessionGateway {
     /// Whether the project holds session `id` on disk.
     pub fn exists(&self, id: &SessionId) -> bool {
         self.shared.store.exists(id)
+    }
+
+    /// Records that an interface handed out session id `id`, so every replica sharing this
+    /// gateway's store serves it (nothing to do for sessions kept in files).
+    pub fn record_issued(&self, id: &SessionId) -> Result<(), GatewayError> {
+        Ok(self.shared.store.record_issued(id)?)
+    }
+
+    /// [`SessionGateway::exists`], failing when the shared store cannot be reached (so an
+    /// interface answers "unavailable", not "no such session").
+    pub fn exists_checked(&self, id: &SessionId) -> Result<bool, GatewayError> {
+        Ok(self.shared.store.exists_checked(id)?)
+    }
+
+    /// Whether another replica sharing this gateway's store handed out session id `id`.
+    pub fn was_issued(&self, id: &SessionId) -> bool {
+        self.shared.store.was_issued(id)
     }
 
     /// Whether this process serves `session` (holds its lease and runs its agent here), so

@@ -13,6 +13,7 @@ pub mod chatgpt;
 pub mod child;
 pub mod hub;
 pub mod load;
+pub mod postgres;
 mod script;
 mod server;
 pub mod sessions;

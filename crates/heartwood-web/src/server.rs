@@ -47,13 +47,28 @@ impl AppState {
         }
     }
 
+    /// The state for serving `project`'s sessions kept in `store` under `policy`.
+    pub fn in_store(
+        project: ProjectContext,
+        policy: IngressPolicy,
+        store: &heartwood_gateway::SessionStoreChoice,
+    ) -> Self {
+        let mut state = AppState::new(project, policy);
+        state.gateway = state.gateway.with_store(store);
+        state
+    }
+
     /// Session `id` from a request path, if the API serves it: minted here or on disk.
     /// Anything else is 400 (not an id) or 404 (an id nobody registered).
     pub(crate) fn known(&self, id: &str) -> Result<SessionId, (StatusCode, String)> {
         let Ok(id) = SessionId::parse(id) else {
             return Err((StatusCode::BAD_REQUEST, "not a session id".into()));
         };
-        if self.minted.contains(&id) || self.gateway.exists(&id) {
+        let stored = self
+            .gateway
+            .exists_checked(&id)
+            .map_err(|e| (crate::answer::status_of(&e), e.to_string()))?;
+        if self.minted.contains(&id) || stored || self.gateway.was_issued(&id) {
             Ok(id)
         } else {
             Err((

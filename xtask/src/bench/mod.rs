@@ -10,6 +10,7 @@ pub mod journal;
 pub mod models;
 pub mod notebook;
 pub mod page;
+pub mod replicas;
 pub mod review;
 pub mod sandbox;
 pub mod stats;

@@ -36,6 +36,12 @@ impl SessionGateway {
         let kinds = if self.shared.store.exists(session) {
             let live = match self.attach(session, false) {
                 Ok(live) => live,
+                // Driven by another replica of a shared store: the text means what the
+                // session's projection says, and each command is forwarded by `submit`.
+                Err(e) if e.is_owned_elsewhere() && self.shared.store.shared().is_some() => {
+                    let kinds = self.projection(session)?.text_commands(text, policy);
+                    return self.say_kinds(session, kinds, command_id, actor);
+                }
                 Err(e) if e.is_owned_elsewhere() => {
                     return match self.remote(session) {
                         Some(remote) => remote
@@ -74,6 +80,21 @@ impl SessionGateway {
             core.projection().text_commands(text, policy)
         } else {
             SessionProjection::empty(session.clone()).text_commands(text, policy)
+        };
+        self.say_kinds(session, kinds, command_id, actor)
+    }
+
+    /// Submits what typed text means (`kinds`), stopping at the first refusal.
+    fn say_kinds(
+        &self,
+        session: &SessionId,
+        kinds: Vec<CommandKind>,
+        command_id: heartwood_events::CommandId,
+        actor: Option<&str>,
+    ) -> Result<Vec<Receipt>, GatewayError> {
+        let stamped = |command: Command| match actor {
+            Some(actor) => command.acting_for(actor),
+            None => command,
         };
         let mut receipts = Vec::new();
         for (n, kind) in kinds.into_iter().enumerate() {

@@ -124,14 +124,17 @@ async fn list(State(app): State<Arc<AppState>>) -> Response {
     blocking_json(move || app.gateway.rows(LISTED_SESSIONS)).await
 }
 
-/// The server mints the id; callers cannot choose one.
+/// The server mints the id; callers cannot choose one. Replicas sharing a session store
+/// record it there, so the next request may reach any of them.
 async fn mint(State(app): State<Arc<AppState>>) -> Response {
-    json_response(
-        StatusCode::CREATED,
-        &NewSession {
-            session: app.minted.mint(),
-        },
-    )
+    crate::answer::blocking(move || {
+        let session = app.minted.mint();
+        match app.gateway.record_issued(&session) {
+            Ok(()) => json_response(StatusCode::CREATED, &NewSession { session }),
+            Err(e) => crate::answer::failure(e),
+        }
+    })
+    .await
 }
 
 async fn snapshot(

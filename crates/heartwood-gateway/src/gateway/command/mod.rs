@@ -99,6 +99,19 @@ impl SessionGateway {
         );
         let live = match self.attach(&command.session, registers) {
             Ok(live) => live,
+            // Another replica of a shared store drives the session: the command goes to it
+            // through the store.
+            Err(e) if e.is_owned_elsewhere() && self.shared.store.shared().is_some() => {
+                use crate::relay::Forwarded;
+                return match self.shared.store.shared() {
+                    Some(store) => match crate::relay::forward(store, &command, e)? {
+                        Forwarded::Answered(receipt) => Ok(Submitted::Answered(receipt)),
+                        // Nobody drives it now: open it here (the submit loop tries again).
+                        Forwarded::Free => Ok(Submitted::Released(command)),
+                    },
+                    None => Err(e),
+                };
+            }
             // Another process serves the session: the command goes to it.
             Err(e) if e.is_owned_elsewhere() => {
                 return match self.remote(&command.session) {

@@ -1,0 +1,195 @@
+//! Several `heartwood serve` replicas behind a real load balancer (HAProxy from Debian, round
+//! robin, so consecutive requests reach different replicas), sharing a real PostgreSQL session
+//! store: a session minted, driven and decided entirely through the balancer is one session.
+//! Where HAProxy or PostgreSQL is missing, the test fails under `CI=true` and skips otherwise.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+mod support;
+use heartwood_testkit::postgres::PgServer;
+
+/// A free TCP port of 127.0.0.1.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A running process, killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// HAProxy in front of `replicas`, round robin, one connection per request.
+fn balancer(dir: &Path, port: u16, replicas: &[u16]) -> Option<Running> {
+    let servers: String = replicas
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("    server r{i} 127.0.0.1:{p}\n"))
+        .collect();
+    let config = format!(
+        "global\n    maxconn 256\ndefaults\n    mode http\n    timeout connect 2s\n    \
+         timeout client 60s\n    timeout server 60s\n    option http-server-close\n\
+         frontend heartwood\n    bind 127.0.0.1:{port}\n    default_backend replicas\n\
+         backend replicas\n    balance roundrobin\n{servers}"
+    );
+    let path = dir.join("haproxy.cfg");
+    std::fs::write(&path, config).expect("haproxy.cfg");
+    let started = Command::new("haproxy")
+        .arg("-db")
+        .arg("-f")
+        .arg(&path)
+        .stdout(Stdio::null())
+        .spawn();
+    match started {
+        Ok(child) => Some(Running(child)),
+        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("HAProxy is required under CI=true: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipped: HAProxy could not start here ({e}); apt-get install haproxy");
+            None
+        }
+    }
+}
+
+/// Waits until something accepts connections on `port`.
+fn accepting(port: u16) {
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("nothing listens on {port}");
+}
+
+fn answer(response: &str) -> (u16, serde_json::Value) {
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (
+        status,
+        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_driven_through_a_balancer_over_two_replicas_is_one_session() {
+    use heartwood_testkit::Script;
+    let Some(server) = PgServer::start_or_skip() else {
+        return;
+    };
+    let (project, _model) = support::project_with(Script::of(vec![
+        support::two_actions(),
+        support::finish("done"),
+    ]))
+    .await;
+    let secrets = tempfile::tempdir().expect("tempdir");
+    let token = "0badc0de".repeat(8);
+    let file = secrets.path().join("capability");
+    std::fs::write(&file, &token).expect("write");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
+    let lb = free_port();
+    let ports = [free_port(), free_port()];
+    let origin = format!("http://127.0.0.1:{lb}");
+    let replicas: Vec<Running> = ports
+        .iter()
+        .map(|port| {
+            let child = Command::new(env!("CARGO_BIN_EXE_heartwood"))
+                .args(["serve", "--port", &port.to_string()])
+                .args(["--session-store", &server.url()])
+                .args(["--capability-file", file.to_str().expect("utf-8")])
+                .args(["--trusted-proxy", "127.0.0.1", "--origin", &origin])
+                .args(["--base-path", "/"])
+                .current_dir(project.path())
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("serve");
+            Running(child)
+        })
+        .collect();
+    for port in ports {
+        accepting(port);
+    }
+    let Some(_balancer) = balancer(secrets.path(), lb, &ports) else {
+        return;
+    };
+    accepting(lb);
+
+    let id = tokio::task::spawn_blocking(move || {
+        // Every request goes through the balancer, which alternates between the replicas.
+        let call = |method: &str, path: &str, body: Option<&str>| {
+            answer(&support::http(lb, method, path, Some(&token), body))
+        };
+        let (status, minted) = call("POST", "/api/sessions", None);
+        assert_eq!(status, 201, "{minted}");
+        let id = minted["session"].as_str().expect("id").to_owned();
+        let task = r#"{"type": "submit_task", "text": "write ran.txt", "command_id": "t1"}"#;
+        let (status, body) = call("POST", &format!("/api/sessions/{id}/commands"), Some(task));
+        assert_eq!(status, 200, "the task, on the other replica: {body}");
+        let set = loop {
+            let (_, snapshot) = call("GET", &format!("/api/sessions/{id}/snapshot"), None);
+            if !snapshot["projection"]["pending"].is_null() {
+                break snapshot["projection"]["pending"].clone();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let decide = serde_json::json!({"type": "decide", "set_id": set["set_id"],
+            "revision": set["revision"], "decision": "allow_once", "command_id": "d1"})
+        .to_string();
+        for _ in 0..2 {
+            // The same decision through both replicas: answered once.
+            let (status, body) = call(
+                "POST",
+                &format!("/api/sessions/{id}/commands"),
+                Some(&decide),
+            );
+            assert_eq!(status, 200, "{body}");
+        }
+        loop {
+            let (_, snapshot) = call("GET", &format!("/api/sessions/{id}/snapshot"), None);
+            if snapshot["projection"]["lifecycle"] == "finished" {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let (status, rows) = call("GET", "/api/sessions", None);
+        assert_eq!(status, 200);
+        assert!(rows.to_string().contains(&id), "{rows}");
+        id
+    })
+    .await
+    .expect("client");
+    drop(replicas);
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("ran.txt")).expect("ran"),
+        "one\ntwo\n",
+        "each action ran once"
+    );
+    // The replicas were killed: the store's leases expire, then the command line verifies.
+    let verified = loop {
+        let out = support::heartwood(
+            project.path(),
+            &["sessions", "verify", &id, "--session-store", &server.url()],
+        );
+        if out.status.success() {
+            break support::text(&out.stdout);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert!(verified.contains("intact"), "{verified}");
+}
