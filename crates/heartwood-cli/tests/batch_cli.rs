@@ -381,6 +381,38 @@ async fn a_workflow_batch_stops_for_each_decision_and_acceptance_and_collects_ac
         Some(64)
     );
     assert_eq!(results[1]["accepted_stages"], json!([]), "{}", results[1]);
+    // Where each item stands is the batch's word and its session's, never the agent's
+    // "finished": the first waits for the plan's decision, the second failed its checks.
+    assert_eq!(
+        (
+            results[0]["state"].as_str(),
+            results[0]["waits_for"]["kind"].as_str()
+        ),
+        (Some("waiting"), Some("decision")),
+        "{}",
+        results[0]
+    );
+    assert_eq!(results[1]["state"], "failed", "{}", results[1]);
+    assert_eq!(
+        results[1]["waits_for"]["kind"], "workflow_correction",
+        "{}",
+        results[1]
+    );
+    let report =
+        std::fs::read_to_string(root.path().join("study.batch/report.md")).expect("report");
+    assert!(
+        !report.contains("finished") && report.contains("| failed | stage readiness"),
+        "{report}"
+    );
+    // One column per figure, integers as integers.
+    let csv = std::fs::read_to_string(root.path().join("study.batch/results.csv")).expect("csv");
+    let header: Vec<&str> = csv.lines().next().expect("header").split(',').collect();
+    let rows_column = header
+        .iter()
+        .position(|h| *h == "reports/readiness.json:rows")
+        .unwrap_or_else(|| panic!("no column for the figure: {csv}"));
+    let first: Vec<&str> = csv.lines().nth(1).expect("row").split(',').collect();
+    assert_eq!(first[rows_column], "12", "{csv}");
 
     // The batch as one RO-Crate: the accepted item's own crate and the results table, which
     // `crate verify` and the bundled Python verifier check part by part.

@@ -133,6 +133,37 @@ pub struct StartupPlan {
     /// each with what continues it (in `answer`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stopped_sessions: Vec<PendingDecision>,
+    /// Whether `.heartwood/` is kept out of version control.
+    #[serde(default)]
+    pub state_folder: StateFolder,
+    /// Sessions whose workflow run waits for the researcher (a stage's acceptance, correction,
+    /// checks or next run), most recent first, each with what it waits for and what continues
+    /// it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workflow_waits: Vec<WorkflowWait>,
+}
+
+/// `.heartwood/` and version control.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StateFolder {
+    /// Whether the folder exists yet.
+    pub exists: bool,
+    /// Whether its own ignore file leaves everything in it out of git.
+    pub ignored: bool,
+    /// The same in words, with what to do when it is not ignored.
+    pub detail: String,
+}
+
+/// A session whose workflow run waits for the researcher.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkflowWait {
+    /// The session.
+    pub session: crate::SessionId,
+    /// What it is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it waits for and the steps that continue it.
+    pub waits_for: crate::WaitsFor,
 }
 
 /// Whether this machine confines tool processes, and how (or why not).

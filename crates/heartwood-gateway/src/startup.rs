@@ -3,7 +3,8 @@
 //! stopped), which only the gateway reads.
 
 pub use heartwood_project::startup::{
-    PendingDecision, Phase, RouteSummary, SessionsSeen, StartupPlan, Unreachable, probe,
+    PendingDecision, Phase, RouteSummary, SessionsSeen, StartupPlan, Unreachable, WorkflowWait,
+    probe,
 };
 
 use crate::{GatewayError, ProjectContext, SessionAdmin};
@@ -37,6 +38,17 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
                 session: session.id.clone(),
                 title: session.title.clone(),
                 answer: session.status.clone(),
+            });
+        }
+        if let Some(waits_for) = session
+            .waits_for
+            .clone()
+            .filter(|w| w.kind != heartwood_events::WaitKind::Decision)
+        {
+            seen.workflow_waits.push(WorkflowWait {
+                session: session.id.clone(),
+                title: session.title.clone(),
+                waits_for,
             });
         }
         if let Some(set) = session.pending {

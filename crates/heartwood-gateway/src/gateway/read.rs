@@ -121,6 +121,7 @@ impl SessionGateway {
                     status_line: format!("cannot be read: {e}"),
                     pending: false,
                     title: None,
+                    waits_for: None,
                 },
             });
             // Reading it may have taken it over (and so completed the append) already.
