@@ -293,6 +293,10 @@ export type ReviewChildState = { action_id: number; role: string; state: ActionS
 /** The kinds of defect a review may claim; the gateway can observe the first four. */
 export type ReviewCondition = "plan_incompatible" | "python_invalid" | "results_inconsistent" | "artifact_mismatch" | "other";
 
+/** The operator's parallel-review evidence (`HEARTWOOD_REVIEW_QUALIFICATIONS`), as the gateway
+ * would judge it for this project's route now. */
+export type ReviewEvidenceStanding = { accepted: boolean; configured: boolean; detail: string };
+
 /** The one review-execution summary: made by the gateway, rendered unchanged everywhere. */
 export type ReviewExecution = { admitted?: number | null; children: ReviewChildState[]; consented: boolean; mode: ExecutionMode; preview?: ParallelPreview | null; reviewers: ReviewChild[]; said: string[]; set_id: string; tokens: number; why: string };
 
@@ -417,7 +421,7 @@ export type StageView = { accepted_evidence?: InspectedFile[]; budget?: Budget |
 export type StartedDownload = { manifest_sha256: string; name: string; transfer: number };
 
 /** The startup plan. */
-export type StartupPlan = { explanation: string; next_action: string; pending_decisions?: PendingDecision[]; phase: Phase; platform: PlatformSummary; route?: RouteSummary | null; sandbox?: SandboxSummary; sessions: number; state_folder?: StateFolder; stopped_sessions?: PendingDecision[]; workflow_waits?: WorkflowWait[] };
+export type StartupPlan = { explanation: string; next_action: string; parallel_review?: ReviewEvidenceStanding; pending_decisions?: PendingDecision[]; phase: Phase; platform: PlatformSummary; route?: RouteSummary | null; sandbox?: SandboxSummary; sessions: number; state_folder?: StateFolder; stopped_sessions?: PendingDecision[]; workflow_waits?: WorkflowWait[] };
 
 /** `.heartwood/` and version control. */
 export type StateFolder = { detail: string; exists: boolean; ignored: boolean };

@@ -140,5 +140,6 @@ pub fn print_plan(plan: &StartupPlan) {
     say!("sandbox   {}", plan.sandbox.detail);
     say!("sessions  {}", plan.sessions);
     say!("state     {}", plan.state_folder.detail);
+    say!("review    {}", plan.parallel_review.detail);
     say!("next      {}", plan.next_action);
 }

@@ -136,11 +136,27 @@ pub struct StartupPlan {
     /// Whether `.heartwood/` is kept out of version control.
     #[serde(default)]
     pub state_folder: StateFolder,
+    /// Whether the operator's parallel-review evidence counts for this project's route now.
+    #[serde(default)]
+    pub parallel_review: ReviewEvidenceStanding,
     /// Sessions whose workflow run waits for the researcher (a stage's acceptance, correction,
     /// checks or next run), most recent first, each with what it waits for and what continues
     /// it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workflow_waits: Vec<WorkflowWait>,
+}
+
+/// The operator's parallel-review evidence (`HEARTWOOD_REVIEW_QUALIFICATIONS`), as the gateway
+/// would judge it for this project's route now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReviewEvidenceStanding {
+    /// Whether the variable names a file.
+    pub configured: bool,
+    /// Whether the evidence is accepted for the route: reviews may be offered at once.
+    pub accepted: bool,
+    /// The same in words: the qualification in force, or why the evidence is refused (inside
+    /// the project, writable by others, another route, expired) and what to do.
+    pub detail: String,
 }
 
 /// `.heartwood/` and version control.

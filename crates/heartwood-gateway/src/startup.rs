@@ -62,5 +62,7 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             });
         }
     }
-    Ok(heartwood_project::startup::plan(project, seen))
+    let mut plan = heartwood_project::startup::plan(project, seen);
+    plan.parallel_review = crate::parallel_review::evidence::standing(project);
+    Ok(plan)
 }

@@ -84,6 +84,8 @@ pub fn plan(project: &ProjectContext, sessions: SessionsSeen) -> StartupPlan {
         pending_decisions: sessions.pending_decisions,
         stopped_sessions: sessions.stopped_sessions,
         state_folder: project.state_folder(),
+        // The gateway judges the evidence (it knows reviews); the plan starts without it.
+        parallel_review: Default::default(),
         workflow_waits: sessions.workflow_waits,
     }
 }
