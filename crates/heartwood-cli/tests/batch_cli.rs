@@ -247,6 +247,39 @@ async fn a_route_nobody_serves_fails_every_item_saying_why_and_starts_no_session
             "nothing saved"
         );
     }
+
+    // The route fixed: a plain run says what to run instead of "nothing to run" and exit 0,
+    // and the failed items run again on request, to their decisions.
+    let server = ScriptedModelServer::start(Script::of(vec![]))
+        .await
+        .expect("server");
+    for k in 0..2 {
+        server.push_lane(
+            &marker(k),
+            vec![Turn::calls(&[(
+                "terminal",
+                json!({"command": "echo counted >> ran.txt"}),
+            )])],
+        );
+    }
+    let manifest =
+        support::batch::manifest(root.path(), &server.base_url(), 2, "always-review", "count");
+    let m = manifest.to_string_lossy().into_owned();
+    let again = batch(root.path(), &["run", &m]).await;
+    exits(&again, 1);
+    let said = text(&again.stdout);
+    assert!(
+        said.contains("2 failed")
+            && said.contains(&format!("heartwood batch run {m} --rerun-failed")),
+        "{said}"
+    );
+    let rerun = batch(root.path(), &["run", &m, "--rerun-failed"]).await;
+    exits(&rerun, 3);
+    let shown = support::batch::status(root.path(), &manifest).await;
+    for k in 0..2 {
+        let r = row(&shown, k);
+        assert_eq!(r["phase"], "waiting", "{r}");
+    }
 }
 
 /// A workflow stage's turn: a command that writes its file, then `finish` with the outcome.

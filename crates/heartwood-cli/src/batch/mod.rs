@@ -73,6 +73,10 @@ pub struct RunArgs {
     /// At most this many items at once (default: the cores, within what the route allows).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Run failed items again too (after fixing what failed them: the route, an input): each
+    /// continues its own session where it stopped.
+    #[arg(long)]
+    rerun_failed: bool,
 }
 
 /// Where a batch's items run.
@@ -116,6 +120,35 @@ pub fn run(command: BatchCommand) -> Result<ExitCode> {
             })
         }
     }
+}
+
+/// Nothing is left to run: what stands, and what would move it (failed items are run again
+/// only on request, each costs model calls). Exits 1 while any item failed, 3 while any waits.
+fn nothing_to_run(manifest: &Manifest, shown: &status::Status, path: &std::path::Path) -> ExitCode {
+    let path = path.display();
+    say!(
+        "batch {}: nothing new to run ({})",
+        manifest.name,
+        status::counts_line(&shown.counts)
+    );
+    let count = |phase: Phase| shown.items.iter().filter(|r| r.phase == phase).count();
+    let (failed, waiting) = (count(Phase::Failed), count(Phase::Waiting));
+    if failed > 0 {
+        say!(
+            "{failed} failed: `heartwood batch status {path}` says why; once that is fixed \
+             (the route, an input), `heartwood batch run {path} --rerun-failed` runs them again"
+        );
+        return ExitCode::FAILURE;
+    }
+    if waiting > 0 {
+        say!(
+            "{waiting} wait for you: `heartwood batch status {path}` lists each with the command \
+             that answers it; then `heartwood batch resume {path}`"
+        );
+        return ExitCode::from(EXIT_WAITING);
+    }
+    say!("every item is done: `heartwood batch collect {path}` verifies and summarises them");
+    ExitCode::SUCCESS
 }
 
 /// The manifest, or exit code 2 with every problem printed.
@@ -163,19 +196,13 @@ fn start(args: RunArgs, resume: bool) -> Result<ExitCode> {
             if resume {
                 r.phase != Phase::Done
             } else {
-                r.phase.needs_work()
+                r.phase.needs_work() || (args.rerun_failed && r.phase == Phase::Failed)
             }
         })
         .map(|r| r.index)
         .collect();
     if indices.is_empty() {
-        say!(
-            "batch {}: nothing to run ({}); `heartwood batch status {}` shows the items",
-            manifest.name,
-            status::counts_line(&shown.counts),
-            args.manifest.display()
-        );
-        return Ok(ExitCode::SUCCESS);
+        return Ok(nothing_to_run(&manifest, &shown, &args.manifest));
     }
     let jobs = args
         .jobs
