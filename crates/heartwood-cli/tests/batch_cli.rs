@@ -377,8 +377,53 @@ async fn a_workflow_batch_stops_for_each_decision_and_acceptance_and_collects_ac
             .contains("heartwood workflow run"),
         "running the stage again is the researcher's call: {second}"
     );
-    let accepted = run_printed(accept).await;
-    assert_eq!(code(&accepted), 0, "{}", text(&accepted.stderr));
+    // One review of the stage for every item: the eligible item's checks with its fingerprint,
+    // the failed one named; one decision accepts what was shown, and only that.
+    let reviewed = batch(root.path(), &["review", &m, "readiness"]).await;
+    exits(&reviewed, 0);
+    let shown_review = text(&reviewed.stdout);
+    let fingerprint = accept
+        .split("--fingerprint ")
+        .nth(1)
+        .expect("fingerprint")
+        .split_whitespace()
+        .next()
+        .expect("fingerprint");
+    assert!(
+        shown_review.contains("stage readiness: 1 item waits for your acceptance")
+            && shown_review.contains("readiness_report")
+            && shown_review.contains(&fingerprint[..16])
+            && shown_review.contains("item-01  not offered: not eligible"),
+        "{shown_review}"
+    );
+    let digest = shown_review
+        .split("--accept ")
+        .nth(1)
+        .expect("the decision's digest")
+        .trim()
+        .to_owned();
+    let stale = batch(
+        root.path(),
+        &["review", &m, "readiness", "--accept", "0123456789abcdef"],
+    )
+    .await;
+    exits(&stale, 1);
+    assert!(
+        text(&stale.stderr).contains("nothing was accepted"),
+        "{}",
+        text(&stale.stderr)
+    );
+    let accepted = batch(
+        root.path(),
+        &["review", &m, "readiness", "--accept", &digest],
+    )
+    .await;
+    exits(&accepted, 0);
+    assert!(
+        text(&accepted.stdout).contains("item-00: stage readiness accepted"),
+        "{}",
+        text(&accepted.stdout)
+    );
     // On to the next stage, which waits for its decision in turn.
     let resumed = batch(root.path(), &["resume", &m]).await;
     assert_eq!(code(&resumed), 1, "{}", text(&resumed.stdout));

@@ -576,6 +576,12 @@ fn look_at(admin: &SessionAdmin, session: &str) -> Result<Option<Look>> {
     }))
 }
 
+/// The item's session's projection as it stands (read-only), or `None` when it cannot be read
+/// or does not exist yet.
+pub fn projection_of(project: &Path, session: &str) -> Option<SessionProjection> {
+    look_at(&admin_of(project).ok()?, session).ok()??.projection
+}
+
 /// Whether the item's session still needs a person (a set, a paused run, an acceptance) or
 /// is open elsewhere; `None` when it cannot be read.
 pub fn still_waiting(project: &Path, session: &str) -> Option<bool> {

@@ -15,6 +15,7 @@ mod drive;
 mod local;
 mod manifest;
 mod record;
+mod review;
 mod route;
 mod slurm;
 mod status;
@@ -42,6 +43,18 @@ pub enum BatchCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// One workflow stage's checks for every item waiting for its acceptance, side by side;
+    /// with --accept DIGEST (printed with the table), the eligible ones are accepted in one
+    /// decision, each bound to its own fingerprint, and refused items are named.
+    Review {
+        /// The batch manifest.
+        manifest: PathBuf,
+        /// The stage (its id, as `batch status` shows it).
+        stage: String,
+        /// Accept every eligible item shown under this digest.
+        #[arg(long, value_name = "DIGEST")]
+        accept: Option<String>,
     },
     /// Verify every item's session and evidence, and write the results table and report.
     Collect {
@@ -95,6 +108,14 @@ pub fn run(command: BatchCommand) -> Result<ExitCode> {
         BatchCommand::Resume(args) => start(args, true),
         BatchCommand::Status { manifest, json } => match load(&manifest) {
             Ok(m) => status::print(&m, json),
+            Err(code) => Ok(code),
+        },
+        BatchCommand::Review {
+            manifest,
+            stage,
+            accept,
+        } => match load(&manifest) {
+            Ok(m) => review::review(&m, &manifest, &stage, accept.as_deref()),
             Err(code) => Ok(code),
         },
         BatchCommand::Collect { manifest, ro_crate } => match load(&manifest) {
