@@ -212,6 +212,9 @@ export type ModelTransport = { base_url: string; model: string; required: boolea
  * cannot). */
 export type NewSession = { session: SessionId };
 
+/** One step that continues a waiting session. */
+export type NextStep = { command: CommandName; label: string; shell: string };
+
 /** Which backend event a journaled event came from. */
 export type Origin = { event: number; sha256: string };
 
@@ -294,6 +297,10 @@ export type ReviewChildState = { action_id: number; role: string; state: ActionS
 /** The kinds of defect a review may claim; the gateway can observe the first four. */
 export type ReviewCondition = "plan_incompatible" | "python_invalid" | "results_inconsistent" | "artifact_mismatch" | "other";
 
+/** The operator's parallel-review evidence (`HEARTWOOD_REVIEW_QUALIFICATIONS`), as the gateway
+ * would judge it for this project's route now. */
+export type ReviewEvidenceStanding = { accepted: boolean; configured: boolean; detail: string };
+
 /** The one review-execution summary: made by the gateway, rendered unchanged everywhere. */
 export type ReviewExecution = { admitted?: number | null; children: ReviewChildState[]; consented: boolean; mode: ExecutionMode; preview?: ParallelPreview | null; reviewers: ReviewChild[]; said: string[]; set_id: string; tokens: number; why: string };
 
@@ -343,10 +350,10 @@ export type Seq = number;
 export type SessionId = string;
 
 /** Everything an interface shows about one session. */
-export type SessionProjection = { actions: ActionView[]; activity: string; available_commands: CommandName[]; closed: boolean; conversation: ConversationEntry[]; exports: number; interrupted?: boolean; last_decision?: DecisionView | null; last_error?: string | null; lifecycle: Lifecycle; pending?: ActionSet | null; policy: ActionPolicy; revision: number; session: SessionId; specialists?: SpecialistTaskView[]; status_line: string; stopping?: string | null; suggestions: Suggestion[]; task_plan: PlanTask[]; text_means: CommandName; title?: string | null; usage: UsageView; workflow?: WorkflowView | null };
+export type SessionProjection = { actions: ActionView[]; activity: string; available_commands: CommandName[]; closed: boolean; conversation: ConversationEntry[]; exports: number; interrupted?: boolean; last_decision?: DecisionView | null; last_error?: string | null; lifecycle: Lifecycle; pending?: ActionSet | null; policy: ActionPolicy; revision: number; session: SessionId; specialists?: SpecialistTaskView[]; status_line: string; stopping?: string | null; suggestions: Suggestion[]; task_plan: PlanTask[]; text_means: CommandName; title?: string | null; usage: UsageView; waits_for?: WaitsFor | null; workflow?: WorkflowView | null };
 
 /** One row of a session list, the same in every interface. */
-export type SessionRow = { last_activity?: Timestamp | null; lifecycle?: Lifecycle | null; pending: boolean; session: SessionId; status_line: string; title?: string | null };
+export type SessionRow = { last_activity?: Timestamp | null; lifecycle?: Lifecycle | null; pending: boolean; session: SessionId; status_line: string; title?: string | null; waits_for?: WaitKind | null };
 
 /** The one thing a request may wait for. */
 export type Settled = "settled";
@@ -418,7 +425,10 @@ export type StageView = { accepted_evidence?: InspectedFile[]; budget?: Budget |
 export type StartedDownload = { manifest_sha256: string; name: string; transfer: number; transfer_handle?: string | null };
 
 /** The startup plan. */
-export type StartupPlan = { explanation: string; next_action: string; pending_decisions?: PendingDecision[]; phase: Phase; platform: PlatformSummary; route?: RouteSummary | null; sandbox?: SandboxSummary; sessions: number; stopped_sessions?: PendingDecision[] };
+export type StartupPlan = { explanation: string; next_action: string; parallel_review?: ReviewEvidenceStanding; pending_decisions?: PendingDecision[]; phase: Phase; platform: PlatformSummary; route?: RouteSummary | null; sandbox?: SandboxSummary; sessions: number; state_folder?: StateFolder; stopped_sessions?: PendingDecision[]; workflow_waits?: WorkflowWait[] };
+
+/** `.heartwood/` and version control. */
+export type StateFolder = { detail: string; exists: boolean; ignored: boolean };
 
 /** A next step, with how to take it: the typed command it means (each interface shows its own
  * key or button for it) or, for something outside the session, the shell command to run. */
@@ -479,6 +489,12 @@ export type Verdict = "verified" | "not_observed" | "unverified";
 /** Whether to answer at once or after the run settles. */
 export type Wait = { wait?: Settled | null };
 
+/** What a settled session waits for from the researcher. */
+export type WaitKind = "decision" | "workflow_acceptance" | "workflow_evaluation" | "workflow_correction" | "workflow_next_stage";
+
+/** What a session waits for, and what continues it. */
+export type WaitsFor = { kind: WaitKind; stage?: string | null; steps: NextStep[]; text: string };
+
 /** How a model entered the store. */
 export type WayIn = "download" | "import" | "bundle";
 
@@ -498,6 +514,9 @@ export type WorkflowStart = { bindings: WorkflowBinding[]; definition: string; d
 
 /** The workflow run in a session's projection. */
 export type WorkflowView = { assessment?: AssessmentView | null; bindings: WorkflowBinding[]; cancelled: boolean; controls: WorkflowControl[]; current?: string | null; definition: string; definition_sha256?: string | null; question: string; reproduction?: ReproductionView | null; review_execution?: ReviewExecution | null; reviews?: ReviewView[]; revision: number; run_id: string; source?: DefinitionSource | null; stages: StageView[]; title: string; turn?: StageTurn | null; used?: BudgetUse; version: string };
+
+/** A session whose workflow run waits for the researcher. */
+export type WorkflowWait = { session: SessionId; title?: string | null; waits_for: WaitsFor };
 
 /** One changed path. */
 export type WorkspaceChange = { from?: ProjectPath | null; kind: ChangeKind; path: ProjectPath };

@@ -483,6 +483,15 @@ fn outcome(snapshot: &heartwood_events::Snapshot, json: bool) -> u8 {
     let waiting = p.lifecycle == Lifecycle::WaitingForDecision;
     if !json && !waiting {
         say!("\n{}", p.status_line);
+        // A settled agent whose workflow run waits: the command that continues it.
+        if let Some(step) = p
+            .waits_for
+            .as_ref()
+            .filter(|w| w.kind != heartwood_events::WaitKind::Decision)
+            .and_then(|w| w.steps.first())
+        {
+            say!("next: {}", step.shell);
+        }
     }
     if !json && !p.usage.summary.is_empty() {
         say!("usage: {}", p.usage.summary);

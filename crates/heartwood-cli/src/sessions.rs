@@ -350,6 +350,12 @@ fn list(admin: &SessionAdmin, json: bool, limit: Option<usize>) -> Result<ExitCo
         for s in &sessions {
             let state = match (&s.pending, s.state) {
                 (Some(_), _) => "waiting for a decision".to_owned(),
+                // A settled agent whose workflow run waits is not "finished".
+                _ if s.waits_for.is_some() => s
+                    .waits_for
+                    .as_ref()
+                    .map(|w| w.kind.words().to_owned())
+                    .unwrap_or_default(),
                 _ if s.stopped => "stopped".to_owned(),
                 (None, Some(state)) => state.as_str().replace('_', " "),
                 (None, None) => "unreadable".to_owned(),
@@ -367,6 +373,11 @@ fn list(admin: &SessionAdmin, json: bool, limit: Option<usize>) -> Result<ExitCo
             );
             if s.writer_pid.is_some() || s.interrupted || s.metadata_error.is_some() || s.stopped {
                 say!("{:<width$}  {}", "", s.status);
+            } else if let Some(w) = &s.waits_for {
+                say!("{:<width$}  {}", "", w.text);
+                if let Some(step) = w.steps.first() {
+                    say!("{:<width$}  next: {}", "", step.shell);
+                }
             }
         }
     }

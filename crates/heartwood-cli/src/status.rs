@@ -77,6 +77,22 @@ pub fn print_plan(plan: &StartupPlan) {
         );
         say!("          {}", waiting.answer);
     }
+    for waiting in &plan.workflow_waits {
+        say!(
+            "waiting   session {}{} {}",
+            waiting.session,
+            waiting
+                .title
+                .as_deref()
+                .map(|t| format!(" ({t})"))
+                .unwrap_or_default(),
+            waiting.waits_for.kind.words()
+        );
+        say!("          {}", waiting.waits_for.text);
+        if let Some(step) = waiting.waits_for.steps.first() {
+            say!("          {}", step.shell);
+        }
+    }
     for stopped in &plan.stopped_sessions {
         say!(
             "stopped   session {}{}",
@@ -123,5 +139,7 @@ pub fn print_plan(plan: &StartupPlan) {
     print_platform(&plan.platform);
     say!("sandbox   {}", plan.sandbox.detail);
     say!("sessions  {}", plan.sessions);
+    say!("state     {}", plan.state_folder.detail);
+    say!("review    {}", plan.parallel_review.detail);
     say!("next      {}", plan.next_action);
 }

@@ -235,16 +235,7 @@ pub fn run(project: &ProjectContext, command: WorkflowCommand) -> Result<ExitCod
             apply,
             json,
         } => correct(project, &session, finding, destination, (apply, json)),
-        WorkflowCommand::Evaluate { session, json } => {
-            let (session, workflow) = current(project, &session)?;
-            let revision = workflow.revision;
-            act(
-                project,
-                &session,
-                CommandKind::WorkflowEvaluate { revision },
-            )?;
-            status(project, session.as_str(), json)
-        }
+        WorkflowCommand::Evaluate { session, json } => evaluate(project, &session, json),
         WorkflowCommand::Accept {
             session,
             revision,
@@ -355,6 +346,34 @@ fn print_assessment(a: &Assessment) {
             "    the stage also needs your acceptance; passing checks grant nothing by themselves"
         );
     }
+}
+
+/// Runs the current stage's checks and shows the run; checks that do not pass are a failed
+/// step for scripts too (exit 1, as `workflow assess` says it), with what continues the run.
+fn evaluate(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCode> {
+    let (session, workflow) = current(project, named)?;
+    let revision = workflow.revision;
+    act(
+        project,
+        &session,
+        CommandKind::WorkflowEvaluate { revision },
+    )?;
+    let shown = status(project, session.as_str(), json)?;
+    let (_, w) = current(project, session.as_str())?;
+    let Some(a) = w.assessment.as_ref().filter(|a| !a.eligible) else {
+        return Ok(shown);
+    };
+    eprintln!(
+        "heartwood: stage {} is not eligible: {}{}",
+        a.stage,
+        a.problems
+            .first()
+            .map_or("its checks did not pass", String::as_str),
+        w.control(heartwood_events::CommandName::WorkflowRun)
+            .map(|c| format!("; correct it, or run it again: {}", c.shell))
+            .unwrap_or_default()
+    );
+    Ok(ExitCode::FAILURE)
 }
 
 /// The session named and its workflow run, or why there is none.

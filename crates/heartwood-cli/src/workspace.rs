@@ -42,9 +42,11 @@ pub enum WorkspaceCommand {
         #[arg(long)]
         json: bool,
     },
-    /// What changed: against HEAD in a Git project, else the session's file edits.
+    /// What changed: against HEAD in a Git project, else the session's file edits; with
+    /// --session, what that session's file edits changed (in Git too).
     Changes {
-        /// The session whose file edits count (non-Git projects; default: the latest).
+        /// The session whose file edits count (without Git the default is the latest; in Git,
+        /// without it every change against HEAD is listed).
         #[arg(long)]
         session: Option<String>,
         /// Print JSON.

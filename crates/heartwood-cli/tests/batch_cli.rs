@@ -247,6 +247,39 @@ async fn a_route_nobody_serves_fails_every_item_saying_why_and_starts_no_session
             "nothing saved"
         );
     }
+
+    // The route fixed: a plain run says what to run instead of "nothing to run" and exit 0,
+    // and the failed items run again on request, to their decisions.
+    let server = ScriptedModelServer::start(Script::of(vec![]))
+        .await
+        .expect("server");
+    for k in 0..2 {
+        server.push_lane(
+            &marker(k),
+            vec![Turn::calls(&[(
+                "terminal",
+                json!({"command": "echo counted >> ran.txt"}),
+            )])],
+        );
+    }
+    let manifest =
+        support::batch::manifest(root.path(), &server.base_url(), 2, "always-review", "count");
+    let m = manifest.to_string_lossy().into_owned();
+    let again = batch(root.path(), &["run", &m]).await;
+    exits(&again, 1);
+    let said = text(&again.stdout);
+    assert!(
+        said.contains("2 failed")
+            && said.contains(&format!("heartwood batch run {m} --rerun-failed")),
+        "{said}"
+    );
+    let rerun = batch(root.path(), &["run", &m, "--rerun-failed"]).await;
+    exits(&rerun, 3);
+    let shown = support::batch::status(root.path(), &manifest).await;
+    for k in 0..2 {
+        let r = row(&shown, k);
+        assert_eq!(r["phase"], "waiting", "{r}");
+    }
 }
 
 /// A workflow stage's turn: a command that writes its file, then `finish` with the outcome.
@@ -344,8 +377,53 @@ async fn a_workflow_batch_stops_for_each_decision_and_acceptance_and_collects_ac
             .contains("heartwood workflow run"),
         "running the stage again is the researcher's call: {second}"
     );
-    let accepted = run_printed(accept).await;
-    assert_eq!(code(&accepted), 0, "{}", text(&accepted.stderr));
+    // One review of the stage for every item: the eligible item's checks with its fingerprint,
+    // the failed one named; one decision accepts what was shown, and only that.
+    let reviewed = batch(root.path(), &["review", &m, "readiness"]).await;
+    exits(&reviewed, 0);
+    let shown_review = text(&reviewed.stdout);
+    let fingerprint = accept
+        .split("--fingerprint ")
+        .nth(1)
+        .expect("fingerprint")
+        .split_whitespace()
+        .next()
+        .expect("fingerprint");
+    assert!(
+        shown_review.contains("stage readiness: 1 item waits for your acceptance")
+            && shown_review.contains("readiness_report")
+            && shown_review.contains(&fingerprint[..16])
+            && shown_review.contains("item-01  not offered: not eligible"),
+        "{shown_review}"
+    );
+    let digest = shown_review
+        .split("--accept ")
+        .nth(1)
+        .expect("the decision's digest")
+        .trim()
+        .to_owned();
+    let stale = batch(
+        root.path(),
+        &["review", &m, "readiness", "--accept", "0123456789abcdef"],
+    )
+    .await;
+    exits(&stale, 1);
+    assert!(
+        text(&stale.stderr).contains("nothing was accepted"),
+        "{}",
+        text(&stale.stderr)
+    );
+    let accepted = batch(
+        root.path(),
+        &["review", &m, "readiness", "--accept", &digest],
+    )
+    .await;
+    exits(&accepted, 0);
+    assert!(
+        text(&accepted.stdout).contains("item-00: stage readiness accepted"),
+        "{}",
+        text(&accepted.stdout)
+    );
     // On to the next stage, which waits for its decision in turn.
     let resumed = batch(root.path(), &["resume", &m]).await;
     assert_eq!(code(&resumed), 1, "{}", text(&resumed.stdout));
@@ -381,6 +459,38 @@ async fn a_workflow_batch_stops_for_each_decision_and_acceptance_and_collects_ac
         Some(64)
     );
     assert_eq!(results[1]["accepted_stages"], json!([]), "{}", results[1]);
+    // Where each item stands is the batch's word and its session's, never the agent's
+    // "finished": the first waits for the plan's decision, the second failed its checks.
+    assert_eq!(
+        (
+            results[0]["state"].as_str(),
+            results[0]["waits_for"]["kind"].as_str()
+        ),
+        (Some("waiting"), Some("decision")),
+        "{}",
+        results[0]
+    );
+    assert_eq!(results[1]["state"], "failed", "{}", results[1]);
+    assert_eq!(
+        results[1]["waits_for"]["kind"], "workflow_correction",
+        "{}",
+        results[1]
+    );
+    let report =
+        std::fs::read_to_string(root.path().join("study.batch/report.md")).expect("report");
+    assert!(
+        !report.contains("finished") && report.contains("| failed | stage readiness"),
+        "{report}"
+    );
+    // One column per figure, integers as integers.
+    let csv = std::fs::read_to_string(root.path().join("study.batch/results.csv")).expect("csv");
+    let header: Vec<&str> = csv.lines().next().expect("header").split(',').collect();
+    let rows_column = header
+        .iter()
+        .position(|h| *h == "reports/readiness.json:rows")
+        .unwrap_or_else(|| panic!("no column for the figure: {csv}"));
+    let first: Vec<&str> = csv.lines().nth(1).expect("row").split(',').collect();
+    assert_eq!(first[rows_column], "12", "{csv}");
 
     // The batch as one RO-Crate: the accepted item's own crate and the results table, which
     // `crate verify` and the bundled Python verifier check part by part.

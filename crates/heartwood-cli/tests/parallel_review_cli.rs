@@ -393,3 +393,76 @@ async fn a_batch_the_stage_cannot_pay_for_is_not_offered_at_once() {
     assert_eq!(code(&consent), 1, "nothing to consent to");
     verified(root);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn status_says_whether_the_operators_evidence_is_accepted_or_why_not() {
+    use std::os::unix::fs::PermissionsExt;
+    let operator = tempfile::tempdir().expect("operator's folder");
+    let evidence = operator.path().join("qualifications.json");
+    let project = tempfile::tempdir().expect("project");
+    let root = project.path();
+    let server =
+        ScriptedModelServer::start(Script::of((0..9).map(|_| reviewer_answer(0)).collect()))
+            .await
+            .expect("server");
+    connect_scripted(root, &server.base_url());
+    let review_line = |out: &Output| {
+        text(&out.stdout)
+            .lines()
+            .find(|l| l.starts_with("review    "))
+            .unwrap_or_else(|| panic!("no review line:\n{}", text(&out.stdout)))
+            .to_owned()
+    };
+    let said = review_line(&hw(root, None, &["status"]).await);
+    assert!(
+        said.contains("HEARTWOOD_REVIEW_QUALIFICATIONS is not set"),
+        "{said}"
+    );
+
+    let qualified = hw(root, Some(&evidence), &["review", "qualify", "--max", "3"]).await;
+    assert!(qualified.status.success(), "{}", text(&qualified.stderr));
+    let said = review_line(&hw(root, Some(&evidence), &["status"]).await);
+    assert!(
+        said.contains("accepted") && said.contains("for 3 reviewers at once until"),
+        "{said}"
+    );
+    let kept = std::fs::read_to_string(&evidence).expect("evidence");
+    let refusal = |file: &Path| {
+        let file = file.to_path_buf();
+        async move { review_line(&hw(root, Some(&file), &["status"]).await) }
+    };
+    // Inside the project.
+    let inside = root.join("qualifications.json");
+    std::fs::write(&inside, &kept).expect("copy");
+    let said = refusal(&inside).await;
+    assert!(
+        said.contains("refused") && said.contains("inside the project"),
+        "{said}"
+    );
+    // Writable by others.
+    let open = operator.path().join("open.json");
+    std::fs::write(&open, &kept).expect("copy");
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    let said = refusal(&open).await;
+    assert!(
+        said.contains("written by its group or by everyone"),
+        "{said}"
+    );
+    // Another route's entry.
+    let mut other: Value = serde_json::from_str(&kept).expect("json");
+    other["entries"][0]["route"] = json!("0".repeat(64));
+    let elsewhere = operator.path().join("other.json");
+    std::fs::write(&elsewhere, other.to_string()).expect("write");
+    let said = refusal(&elsewhere).await;
+    assert!(
+        said.contains("no qualification evidence for this route"),
+        "{said}"
+    );
+    // Expired.
+    let mut old: Value = serde_json::from_str(&kept).expect("json");
+    old["entries"][0]["expires_at"] = json!("2020-01-01T00:00:00Z");
+    let expired = operator.path().join("expired.json");
+    std::fs::write(&expired, old.to_string()).expect("write");
+    let said = refusal(&expired).await;
+    assert!(said.contains("expired at 2020-01-01"), "{said}");
+}

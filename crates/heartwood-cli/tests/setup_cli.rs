@@ -354,3 +354,55 @@ fn a_users_default_route_serves_every_project_without_its_own_and_status_says_so
             .contains("512")
     );
 }
+
+#[test]
+fn heartwood_keeps_its_own_folder_out_of_git_and_status_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .expect("git");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    git(&["init", "-q", "."]);
+    std::fs::write(dir.path().join("analysis.py"), "print(1)\n").expect("file");
+    let said = String::from_utf8_lossy(&heartwood(dir.path(), &["status"]).stdout).to_string();
+    assert!(said.contains("state     not created yet"), "{said}");
+
+    // The first write creates `.heartwood/` with its own ignore file.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let saved = support::connect_anyway(dir.path(), &format!("http://127.0.0.1:{port}/v1"));
+    assert!(
+        dir.path().join(".heartwood/config.toml").is_file(),
+        "{saved:?}"
+    );
+    git(&["add", "-A"]);
+    let staged = git(&["diff", "--cached", "--name-only"]);
+    assert_eq!(
+        staged.trim(),
+        "analysis.py",
+        "git add -A took Heartwood's state"
+    );
+    let said = String::from_utf8_lossy(&heartwood(dir.path(), &["status"]).stdout).to_string();
+    assert!(
+        said.contains("kept out of git by its own .gitignore"),
+        "{said}"
+    );
+    let (_, plan) = phase(dir.path());
+    assert_eq!(plan["state_folder"]["ignored"], true, "{plan}");
+
+    // Without it, status says what `git add -A` would do and how to stop it.
+    std::fs::remove_file(dir.path().join(".heartwood/.gitignore")).expect("rm");
+    let said = String::from_utf8_lossy(&heartwood(dir.path(), &["status"]).stdout).to_string();
+    assert!(said.contains("would commit its journals"), "{said}");
+}

@@ -255,3 +255,85 @@ fn odd_paths_get_plain_answers_not_false_ones() {
         text(&changes.stdout)
     );
 }
+
+/// The paths of a `workspace changes --json` report, or of an `exec --json` summary's
+/// `files_changed`.
+fn paths_of(list: &Value) -> Vec<String> {
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .map(|c| c["path"].as_str().or(c.as_str()).unwrap_or("").to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_git_a_sessions_changes_are_its_own_edits_not_other_work() {
+    let project = tempfile::tempdir().expect("project");
+    let d = project.path();
+    std::fs::write(d.join("notes.md"), "base\n").expect("write");
+    git(d, &["init", "-q", "-b", "main"]);
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-q", "-m", "base"]);
+    // Other work, uncommitted before the session starts.
+    std::fs::write(d.join("notes.md"), "someone else's edit\n").expect("write");
+    let server = ScriptedModelServer::start(Script::of(vec![
+        Turn::calls(&[
+            (
+                "file_editor",
+                json!({"command": "create", "path": "reports/readiness.md", "file_text": "# Ready\n"}),
+            ),
+            ("terminal", json!({"command": "echo x > by-terminal.txt"})),
+        ]),
+        Turn::calls(&[("finish", json!({"message": "done"}))]),
+    ]))
+    .await
+    .expect("server");
+    connect_scripted(d, &server.base_url());
+    let run = heartwood_async(d, &["exec", "--session", "w", "write the report"]).await;
+    assert_eq!(run.status.code(), Some(3), "{}", text(&run.stderr));
+    let (set, revision) = pending(d);
+    let decided = heartwood_async(
+        d,
+        &[
+            "decide",
+            "w",
+            "--set",
+            &set,
+            "--revision",
+            &revision,
+            "allow",
+            "--json",
+        ],
+    )
+    .await;
+    assert!(decided.status.success(), "{}", text(&decided.stderr));
+    let summary: Value = serde_json::from_str(
+        text(&decided.stdout)
+            .lines()
+            .last()
+            .expect("a summary line"),
+    )
+    .expect("json");
+    assert_eq!(summary["type"], "summary", "{summary}");
+    assert_eq!(
+        paths_of(&summary["files_changed"]),
+        ["reports/readiness.md"],
+        "{summary}"
+    );
+
+    let mine = heartwood(d, &["workspace", "changes", "--session", "w", "--json"]);
+    let report: Value = serde_json::from_slice(&mine.stdout).expect("json");
+    assert_eq!(report["session"], "w", "{report}");
+    assert_eq!(
+        paths_of(&report["changes"]),
+        ["reports/readiness.md"],
+        "{report}"
+    );
+    // Without a session, every change against HEAD, whoever made it.
+    let all = heartwood(d, &["workspace", "changes", "--json"]);
+    let report: Value = serde_json::from_slice(&all.stdout).expect("json");
+    let every = paths_of(&report["changes"]);
+    for path in ["by-terminal.txt", "notes.md"] {
+        assert!(every.iter().any(|p| p == path), "{report}");
+    }
+}

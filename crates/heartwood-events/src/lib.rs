@@ -43,8 +43,8 @@ pub use export::{ExportFormat, ExportRequest};
 pub use id::{ActionSetId, CommandId, IdError, Seq, SessionId};
 pub use markdown::{Block, Inline};
 pub use projection::{
-    ActionView, ConversationEntry, DecisionView, PurposeUsage, SessionProjection, SessionRow,
-    SpecialistTaskView, Suggestion, UsageView,
+    ActionView, ConversationEntry, DecisionView, NextStep, PurposeUsage, SessionProjection,
+    SessionRow, SpecialistTaskView, Suggestion, UsageView, WaitKind, WaitsFor,
 };
 pub use receipt::{Outcome, Receipt};
 pub use review::{MemberReview, Preview, Review};

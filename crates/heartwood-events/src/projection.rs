@@ -30,6 +30,9 @@ pub struct SessionRow {
     /// Its title: the first task's first line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// What it waits for from the researcher, if anything (the projection's `waits_for`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waits_for: Option<WaitKind>,
 }
 
 impl SessionRow {
@@ -42,6 +45,7 @@ impl SessionRow {
             status_line: projection.status_line.clone(),
             pending: projection.pending.is_some(),
             title: projection.title.clone(),
+            waits_for: projection.waits_for.as_ref().map(|w| w.kind),
         }
     }
 }
@@ -119,6 +123,67 @@ pub struct SessionProjection {
     /// action), state, answer and usage.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub specialists: Vec<SpecialistTaskView>,
+    /// What the session waits for from the researcher before anything goes on (a decision, a
+    /// workflow stage's acceptance, evaluation, correction or next run), with the steps that
+    /// continue it; `None` while work is active or nothing waits. The one rule every interface
+    /// reads instead of taking a settled agent ("finished") for a finished session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waits_for: Option<WaitsFor>,
+}
+
+/// What a settled session waits for from the researcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitKind {
+    /// A set of proposed actions waits for a decision.
+    Decision,
+    /// A workflow stage passed its checks and waits for the researcher's acceptance.
+    WorkflowAcceptance,
+    /// A workflow stage's turn ended and its checks have not been run.
+    WorkflowEvaluation,
+    /// A workflow stage's checks did not pass: correct it, run it again, or cancel.
+    WorkflowCorrection,
+    /// The next workflow stage waits to be run.
+    WorkflowNextStage,
+}
+
+impl WaitKind {
+    /// In a few words, as lists print it ("waiting for acceptance").
+    pub fn words(self) -> &'static str {
+        match self {
+            WaitKind::Decision => "waiting for a decision",
+            WaitKind::WorkflowAcceptance => "waiting for acceptance",
+            WaitKind::WorkflowEvaluation => "waiting for checks",
+            WaitKind::WorkflowCorrection => "checks failed, waiting",
+            WaitKind::WorkflowNextStage => "waiting: next stage",
+        }
+    }
+}
+
+/// What a session waits for, and what continues it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WaitsFor {
+    /// What it waits for.
+    pub kind: WaitKind,
+    /// The workflow stage it waits at (its id), for a workflow wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// In words, with what continues it (the status line says the same).
+    pub text: String,
+    /// The steps that continue it, the usual one first: each interface offers them as its own
+    /// keys, buttons or commands.
+    pub steps: Vec<NextStep>,
+}
+
+/// One step that continues a waiting session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NextStep {
+    /// The step, in words ("Accept “Data readiness”").
+    pub label: String,
+    /// The command it submits.
+    pub command: crate::CommandName,
+    /// The same from a shell, run in the project's folder.
+    pub shell: String,
 }
 
 /// One specialist task: the parent's `task` action, what the child answered, what it used.
@@ -252,6 +317,7 @@ impl SessionProjection {
             suggestions: Vec::new(),
             workflow: None,
             specialists: Vec::new(),
+            waits_for: None,
         }
     }
 

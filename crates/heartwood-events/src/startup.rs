@@ -133,6 +133,53 @@ pub struct StartupPlan {
     /// each with what continues it (in `answer`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stopped_sessions: Vec<PendingDecision>,
+    /// Whether `.heartwood/` is kept out of version control.
+    #[serde(default)]
+    pub state_folder: StateFolder,
+    /// Whether the operator's parallel-review evidence counts for this project's route now.
+    #[serde(default)]
+    pub parallel_review: ReviewEvidenceStanding,
+    /// Sessions whose workflow run waits for the researcher (a stage's acceptance, correction,
+    /// checks or next run), most recent first, each with what it waits for and what continues
+    /// it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workflow_waits: Vec<WorkflowWait>,
+}
+
+/// The operator's parallel-review evidence (`HEARTWOOD_REVIEW_QUALIFICATIONS`), as the gateway
+/// would judge it for this project's route now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReviewEvidenceStanding {
+    /// Whether the variable names a file.
+    pub configured: bool,
+    /// Whether the evidence is accepted for the route: reviews may be offered at once.
+    pub accepted: bool,
+    /// The same in words: the qualification in force, or why the evidence is refused (inside
+    /// the project, writable by others, another route, expired) and what to do.
+    pub detail: String,
+}
+
+/// `.heartwood/` and version control.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StateFolder {
+    /// Whether the folder exists yet.
+    pub exists: bool,
+    /// Whether its own ignore file leaves everything in it out of git.
+    pub ignored: bool,
+    /// The same in words, with what to do when it is not ignored.
+    pub detail: String,
+}
+
+/// A session whose workflow run waits for the researcher.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkflowWait {
+    /// The session.
+    pub session: crate::SessionId,
+    /// What it is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What it waits for and the steps that continue it.
+    pub waits_for: crate::WaitsFor,
 }
 
 /// Whether this machine confines tool processes, and how (or why not).

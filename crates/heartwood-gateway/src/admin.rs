@@ -152,6 +152,11 @@ pub struct SessionListing {
     pub state: Option<heartwood_events::Lifecycle>,
     /// The set waiting for a decision, if one does.
     pub pending: Option<PendingListing>,
+    /// What it waits for from the researcher (a decision, a workflow stage's acceptance,
+    /// correction, checks or next run) with the steps that continue it: the projection's
+    /// `waits_for`, absent while another process holds it or it stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waits_for: Option<heartwood_events::WaitsFor>,
 }
 
 /// The set a listed session waits on.
@@ -239,6 +244,9 @@ impl SessionListing {
                     revision: set.revision,
                     members: set.members.len(),
                 }),
+            waits_for: projection
+                .filter(|_| s.writer.is_none() && !stopped)
+                .and_then(|p| p.waits_for.clone()),
         }
     }
 }

@@ -486,6 +486,8 @@ impl SessionGateway {
             return Ok(found);
         }
         let (writer, _recovery) = if register {
+            // The first session may be what creates `.heartwood/`: with its ignore file.
+            self.shared.project.prepare_state_dir()?;
             self.shared.store.create_or_open_writer(
                 session,
                 self.shared.backends.for_new_session(&self.shared.project)?,

@@ -7,6 +7,7 @@
 use heartwood_events::{
     ActionPolicy, ActionState, ActionView, CommandName, ConversationEntry, DecisionView, Event,
     Lifecycle, PurposeUsage, RecordedEvent, Role, SessionId, SessionProjection, Suggestion,
+    WaitKind,
 };
 
 /// The projection of a stored session's events.
@@ -300,8 +301,13 @@ fn derive(p: &mut SessionProjection) {
     p.specialists = specialists(p);
     crate::workflow_run::derive(p);
     crate::parallel_review::derive(p);
-    if let Some(waiting) = crate::workflow_run::waiting_line(p) {
-        p.status_line = waiting;
+    p.waits_for = crate::workflow_run::waits_for(p);
+    if let Some(w) = p
+        .waits_for
+        .as_ref()
+        .filter(|w| w.kind != WaitKind::Decision)
+    {
+        p.status_line = w.text.clone();
     }
 }
 

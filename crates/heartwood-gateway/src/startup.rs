@@ -3,7 +3,8 @@
 //! stopped), which only the gateway reads.
 
 pub use heartwood_project::startup::{
-    PendingDecision, Phase, RouteSummary, SessionsSeen, StartupPlan, Unreachable, probe,
+    PendingDecision, Phase, RouteSummary, SessionsSeen, StartupPlan, Unreachable, WorkflowWait,
+    probe,
 };
 
 use crate::{GatewayError, ProjectContext, SessionAdmin};
@@ -39,6 +40,17 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
                 answer: session.status.clone(),
             });
         }
+        if let Some(waits_for) = session
+            .waits_for
+            .clone()
+            .filter(|w| w.kind != heartwood_events::WaitKind::Decision)
+        {
+            seen.workflow_waits.push(WorkflowWait {
+                session: session.id.clone(),
+                title: session.title.clone(),
+                waits_for,
+            });
+        }
         if let Some(set) = session.pending {
             seen.pending_decisions.push(PendingDecision {
                 answer: format!(
@@ -50,5 +62,7 @@ pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
             });
         }
     }
-    Ok(heartwood_project::startup::plan(project, seen))
+    let mut plan = heartwood_project::startup::plan(project, seen);
+    plan.parallel_review = crate::parallel_review::evidence::standing(project);
+    Ok(plan)
 }

@@ -1,9 +1,10 @@
 //! The project's files, as interfaces see them: the gateway's one workspace service over
 //! `heartwood-workspace`, with the session attribution a non-Git project needs.
 //!
-//! In a project without Git, "what changed" is exactly what the selected session's successful
-//! file-editor actions wrote, taken from the session's projection; nothing is inferred from
-//! terminal commands.
+//! A session's changes are exactly what its successful file-editor actions wrote, taken from
+//! the session's verified projection, in a Git project (of the changes against HEAD) as in one
+//! without Git; nothing is inferred from terminal commands. Without a session named, a Git
+//! project lists every change against HEAD.
 
 use heartwood_events::{ActionState, SessionId};
 use heartwood_workspace::Workspace;
@@ -30,7 +31,7 @@ pub struct ChangeReport {
     /// The changes.
     #[serde(flatten)]
     pub changes: Changes,
-    /// The session whose file edits were used (non-Git projects).
+    /// The session whose file edits were used (always without Git; in Git when one is named).
     pub session: Option<String>,
     /// Where the list comes from, in words, as every interface heads it.
     pub summary: String,
@@ -79,14 +80,32 @@ impl WorkspaceService {
         limits: ChangeLimits,
     ) -> Result<ChangeReport, GatewayError> {
         if self.workspace.is_git() {
-            let changes = self
+            let mut changes = self
                 .workspace
                 .changes(&[], limits)
                 .map_err(GatewayError::Workspace)?;
+            let Some(named) = session else {
+                return Ok(ChangeReport {
+                    changes,
+                    session: None,
+                    summary: "changes against HEAD (including untracked files)".to_owned(),
+                });
+            };
+            // A session's changes are what its own record says it wrote, as without Git: of
+            // the changes against HEAD, those its file edits made.
+            let id = self.admin.resolve(named)?.to_string();
+            let edits = self.session_edits(&id)?;
+            changes
+                .changes
+                .retain(|c| edits.iter().any(|e| e == c.path.as_str()));
             return Ok(ChangeReport {
                 changes,
-                session: None,
-                summary: "changes against HEAD (including untracked files)".to_owned(),
+                summary: format!(
+                    "changes against HEAD written by session {id}'s file edits (what its \
+                     commands wrote is not attributed; `heartwood workspace changes` lists \
+                     every change)"
+                ),
+                session: Some(id),
             });
         }
         let session = match session {

@@ -47,6 +47,19 @@ impl Projection {
         self.snapshot.projection.status_line.clone()
     }
 
+    /// What the session waits for from you (`kind`: decision, workflow_acceptance,
+    /// workflow_evaluation, workflow_correction, workflow_next_stage; `text`; `steps`, each with
+    /// its `label`, `command` and `shell`), or None while work is active or nothing waits: a
+    /// settled agent whose workflow run waits is not finished.
+    #[getter]
+    fn waits_for(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        // Left out of the dict when nothing waits.
+        match &self.snapshot.projection.waits_for {
+            Some(w) => convert::to_python(py, w),
+            None => Ok(py.None()),
+        }
+    }
+
     /// The first task's first line.
     #[getter]
     fn title(&self) -> Option<String> {

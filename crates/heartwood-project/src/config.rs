@@ -430,6 +430,7 @@ impl ProjectConfig {
         project: &ProjectContext,
         change: impl FnOnce(&mut ProjectConfig),
     ) -> Result<Self, ProjectError> {
+        project.prepare_state_dir()?;
         write_config(&project.state_dir(), &config_path(project), change)
     }
 }

@@ -73,7 +73,61 @@ impl ProjectContext {
     pub fn state_dir(&self) -> Utf8PathBuf {
         self.root.join(".heartwood")
     }
+
+    /// Creates `.heartwood/` (private to its owner) when it is missing, and then writes its
+    /// own ignore file in it, so `git add -A` in the project never commits journals, leases or
+    /// settings. A folder that already exists is left as it is: whoever removed the ignore file
+    /// meant to. Call it before the first write beneath the folder.
+    pub fn prepare_state_dir(&self) -> Result<(), ProjectError> {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir = self.state_dir();
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+            Err(e) => return Err(ProjectError::io(format!("cannot create {dir}"), e)),
+        }
+        let ignore = dir.join(STATE_IGNORE_FILE);
+        std::fs::write(&ignore, STATE_IGNORE_TEXT)
+            .map_err(|e| ProjectError::io(format!("cannot write {ignore}"), e))
+    }
+
+    /// Whether version control leaves `.heartwood/` out, in words for `status`.
+    pub fn state_folder(&self) -> heartwood_events::startup::StateFolder {
+        let dir = self.state_dir();
+        let ignore = dir.join(STATE_IGNORE_FILE);
+        // Git leaves the whole folder out when its own ignore file names everything.
+        let ignored = std::fs::read_to_string(&ignore)
+            .is_ok_and(|text| text.lines().any(|line| line.trim() == "*"));
+        let detail = if !dir.is_dir() {
+            "not created yet; Heartwood writes its own .gitignore in .heartwood/ when it \
+             creates it, so `git add -A` never commits the journals"
+                .to_owned()
+        } else if ignored {
+            ".heartwood/ is kept out of git by its own .gitignore: `git add -A` does not \
+             commit journals, leases or settings"
+                .to_owned()
+        } else {
+            format!(
+                ".heartwood/ is not kept out of git (its .gitignore does not leave out `*`): \
+                 `git add -A` would commit its journals; `printf '*\\n' > {ignore}` keeps them \
+                 out"
+            )
+        };
+        heartwood_events::startup::StateFolder {
+            exists: dir.is_dir(),
+            ignored,
+            detail,
+        }
+    }
 }
+
+/// The ignore file Heartwood writes in `.heartwood/`: read by git from inside the folder, so
+/// it needs no change to the project's own `.gitignore`.
+const STATE_IGNORE_FILE: &str = ".gitignore";
+
+/// Its text: everything in the folder, the file itself included, is left out.
+const STATE_IGNORE_TEXT: &str = "# Written by Heartwood when it created this folder: its journals, leases and\n\
+# settings are the project's private state. Delete this file to commit them on purpose.\n*\n";
 
 /// The nearest strict ancestor of `start` holding `.heartwood/`, when `start` holds none; the
 /// search stops below the home folder and the filesystem root, and at a filesystem boundary.

@@ -12,7 +12,9 @@ use crate::{ProjectContext, ProjectError};
 /// How long the planner waits for the model service to accept a connection.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
-pub use heartwood_events::startup::{PendingDecision, Phase, RouteSummary, StartupPlan};
+pub use heartwood_events::startup::{
+    PendingDecision, Phase, RouteSummary, StartupPlan, WorkflowWait,
+};
 
 /// What the planner is told of the project's sessions (the gateway reads them; this crate
 /// knows no sessions).
@@ -26,6 +28,8 @@ pub struct SessionsSeen {
     pub pending_decisions: Vec<PendingDecision>,
     /// Sessions whose run stopped with nobody serving them, with what continues each.
     pub stopped_sessions: Vec<PendingDecision>,
+    /// Sessions whose workflow run waits for the researcher, with what continues each.
+    pub workflow_waits: Vec<WorkflowWait>,
 }
 
 /// Plans startup for `project`, whose sessions are as `sessions` says.
@@ -79,6 +83,10 @@ pub fn plan(project: &ProjectContext, sessions: SessionsSeen) -> StartupPlan {
         sessions: sessions.count,
         pending_decisions: sessions.pending_decisions,
         stopped_sessions: sessions.stopped_sessions,
+        state_folder: project.state_folder(),
+        // The gateway judges the evidence (it knows reviews); the plan starts without it.
+        parallel_review: Default::default(),
+        workflow_waits: sessions.workflow_waits,
     }
 }
 

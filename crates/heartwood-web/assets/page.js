@@ -85,6 +85,7 @@ async function loadSessions() {
     b.dataset.session = s.session;
     if (s.session === session) b.setAttribute("aria-current", "true");
     b.append(el("strong", s.title || "(no task yet)"), el("div", s.session + " — " + s.status_line, "muted"));
+    if (s.waits_for) b.dataset.waits = s.waits_for;
     b.onclick = () => openSession(s.session); list.append(b);
   }
 }
@@ -191,10 +192,12 @@ let listedLifecycle = null;
 function render(p, streaming, reviewed, output) {
   projection = p;
   // The list's rows carry each session's status: refresh them when this one's changes.
-  if (p && p.lifecycle !== listedLifecycle) { listedLifecycle = p.lifecycle; loadSessions(); }
+  const listed = p ? p.lifecycle + (p.waits_for ? ":" + p.waits_for.kind : "") : "";
+  if (p && listed !== listedLifecycle) { listedLifecycle = listed; loadSessions(); }
   const status = $("status");
   status.textContent = p ? p.status_line : session ? "Ready for a task." : "Choose a session or start a new one.";
-  status.className = p && p.lifecycle === "waiting_for_decision" ? "waiting" : (p && (p.lifecycle === "failed" || p.lifecycle === "stuck") ? "failed" : "");
+  // The projection says what waits for the researcher (a decision, a stage's acceptance, ...).
+  status.className = p && p.waits_for ? "waiting" : (p && (p.lifecycle === "failed" || p.lifecycle === "stuck") ? "failed" : "");
   const conv = $("conversation"); conv.replaceChildren();
   if (p) {
     const items = p.conversation.map(m => ({seq: m.seq, node: (() => { const d = el("div", undefined, "msg"); d.append(el("span", m.speaker || m.role, "who")); d.append(m.blocks && m.blocks.length ? markdown(m.blocks) : document.createTextNode(m.text)); return d; })()}))

@@ -9,12 +9,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use heartwood_events::workflow::{StageStatus, WorkflowView};
-use heartwood_events::{Lifecycle, SessionProjection};
+use heartwood_events::{Lifecycle, SessionProjection, WaitsFor};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::manifest::Manifest;
-use super::record::BatchDir;
+use super::record::{BatchDir, Phase, Record};
 
 /// Figures read from one accepted JSON report, at most.
 const MAX_FIGURES_PER_FILE: usize = 16;
@@ -32,12 +32,24 @@ pub struct ResultRow {
     pub verified: bool,
     /// Why it is not summarised, when it is not.
     pub refused: Option<String>,
-    /// Where its session stands.
-    pub state: Option<Lifecycle>,
+    /// Where the item stands: `done`, `waiting` (its session waits for a person: see
+    /// `waits_for`), `answered` (a person answered; `batch resume` goes on), `failed`,
+    /// `interrupted`, `running` or `queued`. Never the agent's "finished" for an item whose
+    /// run waits or failed.
+    pub state: String,
+    /// Why, in words (the batch's last word on it).
+    pub detail: String,
+    /// The command that moves it on, when a person must act.
+    pub next: Option<String>,
+    /// What its session waits for from a person, with the steps that continue it (the
+    /// projection's `waits_for`).
+    pub waits_for: Option<WaitsFor>,
+    /// Where its session's agent stands (its last turn), when the session can be read.
+    pub lifecycle: Option<Lifecycle>,
     /// Accepted workflow stages, in order.
     pub accepted_stages: Vec<String>,
-    /// Numbers from the accepted JSON reports (`file:field`).
-    pub figures: BTreeMap<String, f64>,
+    /// Numbers from the accepted JSON reports (`file:field`), integers kept as integers.
+    pub figures: BTreeMap<String, serde_json::Number>,
     /// The accepted evidence: path → SHA-256.
     pub evidence: BTreeMap<String, String>,
     /// Usage and cost.
@@ -58,7 +70,7 @@ pub fn collect(manifest: &Manifest, ro_crate: bool) -> Result<ExitCode> {
     for (index, item) in manifest.items.iter().enumerate() {
         let record = dir.record(index, item)?;
         eprint!("\rverifying {}/{}", index + 1, manifest.items.len());
-        rows.push(row(&record.item, &record.session, &record.project));
+        rows.push(row(&record));
         projects.push(record.project);
     }
     eprintln!();
@@ -98,19 +110,23 @@ pub fn collect(manifest: &Manifest, ro_crate: bool) -> Result<ExitCode> {
     })
 }
 
-fn row(item: &str, session: &str, project: &Path) -> ResultRow {
+fn row(record: &Record) -> ResultRow {
     let mut row = ResultRow {
-        item: item.to_owned(),
-        session: session.to_owned(),
+        item: record.item.clone(),
+        session: record.session.clone(),
         verified: false,
         refused: None,
-        state: None,
+        state: record.phase.as_str().to_owned(),
+        detail: record.detail.clone(),
+        next: record.next.clone(),
+        waits_for: None,
+        lifecycle: None,
         accepted_stages: Vec::new(),
         figures: BTreeMap::new(),
         evidence: BTreeMap::new(),
         usage: None,
     };
-    if let Err(why) = fill(&mut row, project) {
+    if let Err(why) = fill(&mut row, &record.project, record.phase) {
         row.refused = Some(why);
         row.accepted_stages.clear();
         row.figures.clear();
@@ -122,7 +138,7 @@ fn row(item: &str, session: &str, project: &Path) -> ResultRow {
 }
 
 /// Fills in what the item's session proves, or says why it proves nothing.
-fn fill(row: &mut ResultRow, project: &Path) -> Result<(), String> {
+fn fill(row: &mut ResultRow, project: &Path, phase: Phase) -> Result<(), String> {
     let heartwood =
         |args: &[&str]| super::drive::heartwood_in(project, args).map_err(|e| format!("{e:#}"));
     let verified = heartwood(&["sessions", "verify", &row.session])?;
@@ -139,12 +155,26 @@ fn fill(row: &mut ResultRow, project: &Path) -> Result<(), String> {
         .ok()
         .and_then(|s| s.projection)
         .ok_or("its session's record cannot be read")?;
-    row.state = Some(projection.lifecycle);
+    row.lifecycle = Some(projection.lifecycle);
+    row.waits_for = projection.waits_for.clone();
+    row.state = state(phase, row.waits_for.as_ref()).to_owned();
     row.usage = Some(projection.usage.summary.clone()).filter(|s| !s.is_empty());
     if let Some(w) = &projection.workflow {
         evidence(row, project, w)?;
     }
     Ok(())
+}
+
+/// Where an item stands, from what the batch last saw and what its session waits for now: a
+/// failure or an interruption stands (the batch judged it); otherwise a session that waits for
+/// a person is waiting, and one the batch left waiting that no longer waits was answered.
+fn state(phase: Phase, waits_for: Option<&WaitsFor>) -> &'static str {
+    match (phase, waits_for) {
+        (Phase::Failed | Phase::Interrupted, _) => phase.as_str(),
+        (_, Some(_)) => "waiting",
+        (Phase::Waiting, None) => "answered",
+        (phase, None) => phase.as_str(),
+    }
 }
 
 /// The accepted stages, their evidence read again, and the figures of their JSON reports.
@@ -183,8 +213,9 @@ fn evidence(row: &mut ResultRow, project: &Path, w: &WorkflowView) -> Result<(),
     Ok(())
 }
 
-/// The top-level numbers of a JSON object file, at most [`MAX_FIGURES_PER_FILE`].
-fn figures(path: &Path) -> Vec<(String, f64)> {
+/// The top-level numbers of a JSON object file, at most [`MAX_FIGURES_PER_FILE`], as written
+/// (an integer stays one).
+fn figures(path: &Path) -> Vec<(String, serde_json::Number)> {
     let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= MAX_REPORT_BYTES);
     let Some(serde_json::Value::Object(map)) = small
         .then(|| std::fs::read(path).ok())
@@ -194,7 +225,10 @@ fn figures(path: &Path) -> Vec<(String, f64)> {
         return Vec::new();
     };
     map.iter()
-        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+        .filter_map(|(k, v)| match v {
+            serde_json::Value::Number(n) => Some((k.clone(), n.clone())),
+            _ => None,
+        })
         .take(MAX_FIGURES_PER_FILE)
         .collect()
 }
@@ -206,29 +240,76 @@ fn sha256_of(path: &Path) -> std::io::Result<String> {
     Ok(format!("{:x}", hasher.finalize()))
 }
 
+/// The table: one row per item, one column per figure any item reports (`file:field`, in
+/// order), empty where an item has none.
 fn csv(rows: &[ResultRow]) -> String {
-    let mut out = String::from(
-        "item,session,verified,refused,state,accepted_stages,figures,evidence,usage\n",
-    );
+    let columns: std::collections::BTreeSet<&String> =
+        rows.iter().flat_map(|r| r.figures.keys()).collect();
+    let mut header: Vec<String> = [
+        "item",
+        "session",
+        "verified",
+        "refused",
+        "state",
+        "waits_for",
+        "next",
+        "accepted_stages",
+    ]
+    .iter()
+    .map(|h| (*h).to_owned())
+    .collect();
+    header.extend(columns.iter().map(|c| (*c).clone()));
+    header.extend(["evidence".to_owned(), "usage".to_owned()]);
+    let mut out = header
+        .iter()
+        .map(|c| csv_cell(c))
+        .collect::<Vec<_>>()
+        .join(",");
+    out.push('\n');
     for r in rows {
-        let figures: Vec<String> = r.figures.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let evidence: Vec<String> = r.evidence.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let cells = [
+        let mut cells = vec![
             r.item.clone(),
             r.session.clone(),
             r.verified.to_string(),
             r.refused.clone().unwrap_or_default(),
-            r.state.map(|s| s.as_str().to_owned()).unwrap_or_default(),
+            r.state.clone(),
+            r.waits_for
+                .as_ref()
+                .map(|w| w.kind.words().to_owned())
+                .unwrap_or_default(),
+            r.next.clone().unwrap_or_default(),
             r.accepted_stages.join(";"),
-            figures.join(";"),
-            evidence.join(";"),
-            r.usage.clone().unwrap_or_default(),
         ];
+        cells.extend(
+            columns
+                .iter()
+                .map(|c| r.figures.get(*c).map(figure_text).unwrap_or_default()),
+        );
+        cells.extend([evidence.join(";"), r.usage.clone().unwrap_or_default()]);
         let cells: Vec<String> = cells.iter().map(|c| csv_cell(c)).collect();
         out.push_str(&cells.join(","));
         out.push('\n');
     }
     out
+}
+
+/// A figure as written for people: a whole number as an integer (`12`, not `12.000000`),
+/// anything else in the shortest form that reads back as the same double.
+fn figure_text(n: &serde_json::Number) -> String {
+    if let Some(i) = n.as_i64() {
+        return i.to_string();
+    }
+    if let Some(u) = n.as_u64() {
+        return u.to_string();
+    }
+    let f = n.as_f64().unwrap_or(f64::NAN);
+    // Beyond 2^53 a double's digits are not all meaningful: written as it is.
+    if f.fract() == 0.0 && f.abs() < 9.0e15 {
+        format!("{f:.0}")
+    } else {
+        f.to_string()
+    }
 }
 
 fn csv_cell(text: &str) -> String {
@@ -251,17 +332,26 @@ fn report(manifest: &Manifest, rows: &[ResultRow]) -> String {
         "Each summarised item's session chain verified (`heartwood sessions verify`) and every \
          file its accepted stages relied on still has the bytes that were accepted.\n\n",
     );
-    out.push_str("| item | state | accepted stages | figures |\n|---|---|---|---|\n");
+    out.push_str(
+        "| item | state | waits for, or why | accepted stages | figures |\n|---|---|---|---|---|\n",
+    );
     for r in rows.iter().filter(|r| r.verified) {
         let figures: Vec<String> = r
             .figures
             .iter()
-            .map(|(k, v)| format!("{}={v:.6}", k.rsplit(':').next().unwrap_or(k)))
+            .map(|(k, v)| format!("{}={}", k.rsplit(':').next().unwrap_or(k), figure_text(v)))
             .collect();
+        // A failure is said as the batch judged it; a wait as the session says it.
+        let waits = match (r.state.as_str(), &r.waits_for) {
+            ("failed" | "interrupted", _) => r.detail.clone(),
+            (_, Some(w)) => w.text.clone(),
+            _ => "-".to_owned(),
+        };
         out.push_str(&format!(
-            "| {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} |\n",
             r.item,
-            r.state.map_or("-", |s| s.as_str()),
+            r.state,
+            waits.replace('|', "\\|"),
             if r.accepted_stages.is_empty() {
                 "-".to_owned()
             } else {

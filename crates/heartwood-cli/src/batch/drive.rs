@@ -349,9 +349,7 @@ fn workflow_step(
                 .control(CommandName::WorkflowAccept)
                 .map(|c| run.in_project(&c.shell)),
         }),
-        StageStatus::AwaitingEvaluation if evaluated.insert(id.clone()) => {
-            run.step(&["workflow", "evaluate", &session])
-        }
+        StageStatus::AwaitingEvaluation if evaluated.insert(id.clone()) => run.evaluate(&session),
         StageStatus::AwaitingEvaluation => Ok(not_eligible(run, &w, &id)),
         StageStatus::Pending | StageStatus::Running => {
             if w.control(CommandName::WorkflowRun).is_none() {
@@ -478,13 +476,15 @@ impl Runner<'_> {
         ])
     }
 
-    /// Runs a command that only records (evaluate): a refusal is a failure.
-    fn step(&mut self, args: &[&str]) -> Result<Step> {
-        let status = self.logged(args)?;
-        Ok(if status.success() {
-            Step::Again
-        } else {
-            settle(Phase::Failed, &self.said_why("refused"))
+    /// Runs the current stage's checks: checks that do not pass exit 1 like a refusal does,
+    /// but move the session on (the next look settles the item with them); a refusal fails it.
+    fn evaluate(&mut self, session: &str) -> Result<Step> {
+        let status = self.logged(&["workflow", "evaluate", session])?;
+        let why = self.said_why("refused");
+        Ok(match status.code() {
+            Some(0) => Step::Again,
+            Some(1) if why.starts_with("stage ") && why.contains("is not eligible") => Step::Again,
+            _ => settle(Phase::Failed, &why),
         })
     }
 
@@ -574,6 +574,12 @@ fn look_at(admin: &SessionAdmin, session: &str) -> Result<Option<Look>> {
         listing,
         projection,
     }))
+}
+
+/// The item's session's projection as it stands (read-only), or `None` when it cannot be read
+/// or does not exist yet.
+pub fn projection_of(project: &Path, session: &str) -> Option<SessionProjection> {
+    look_at(&admin_of(project).ok()?, session).ok()??.projection
 }
 
 /// Whether the item's session still needs a person (a set, a paused run, an acceptance) or

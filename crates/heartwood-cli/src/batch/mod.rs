@@ -15,6 +15,7 @@ mod drive;
 mod local;
 mod manifest;
 mod record;
+mod review;
 mod route;
 mod slurm;
 mod status;
@@ -42,6 +43,18 @@ pub enum BatchCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// One workflow stage's checks for every item waiting for its acceptance, side by side;
+    /// with --accept DIGEST (printed with the table), the eligible ones are accepted in one
+    /// decision, each bound to its own fingerprint, and refused items are named.
+    Review {
+        /// The batch manifest.
+        manifest: PathBuf,
+        /// The stage (its id, as `batch status` shows it).
+        stage: String,
+        /// Accept every eligible item shown under this digest.
+        #[arg(long, value_name = "DIGEST")]
+        accept: Option<String>,
     },
     /// Verify every item's session and evidence, and write the results table and report.
     Collect {
@@ -73,6 +86,10 @@ pub struct RunArgs {
     /// At most this many items at once (default: the cores, within what the route allows).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Run failed items again too (after fixing what failed them: the route, an input): each
+    /// continues its own session where it stopped.
+    #[arg(long)]
+    rerun_failed: bool,
 }
 
 /// Where a batch's items run.
@@ -91,6 +108,14 @@ pub fn run(command: BatchCommand) -> Result<ExitCode> {
         BatchCommand::Resume(args) => start(args, true),
         BatchCommand::Status { manifest, json } => match load(&manifest) {
             Ok(m) => status::print(&m, json),
+            Err(code) => Ok(code),
+        },
+        BatchCommand::Review {
+            manifest,
+            stage,
+            accept,
+        } => match load(&manifest) {
+            Ok(m) => review::review(&m, &manifest, &stage, accept.as_deref()),
             Err(code) => Ok(code),
         },
         BatchCommand::Collect { manifest, ro_crate } => match load(&manifest) {
@@ -116,6 +141,35 @@ pub fn run(command: BatchCommand) -> Result<ExitCode> {
             })
         }
     }
+}
+
+/// Nothing is left to run: what stands, and what would move it (failed items are run again
+/// only on request, each costs model calls). Exits 1 while any item failed, 3 while any waits.
+fn nothing_to_run(manifest: &Manifest, shown: &status::Status, path: &std::path::Path) -> ExitCode {
+    let path = path.display();
+    say!(
+        "batch {}: nothing new to run ({})",
+        manifest.name,
+        status::counts_line(&shown.counts)
+    );
+    let count = |phase: Phase| shown.items.iter().filter(|r| r.phase == phase).count();
+    let (failed, waiting) = (count(Phase::Failed), count(Phase::Waiting));
+    if failed > 0 {
+        say!(
+            "{failed} failed: `heartwood batch status {path}` says why; once that is fixed \
+             (the route, an input), `heartwood batch run {path} --rerun-failed` runs them again"
+        );
+        return ExitCode::FAILURE;
+    }
+    if waiting > 0 {
+        say!(
+            "{waiting} wait for you: `heartwood batch status {path}` lists each with the command \
+             that answers it; then `heartwood batch resume {path}`"
+        );
+        return ExitCode::from(EXIT_WAITING);
+    }
+    say!("every item is done: `heartwood batch collect {path}` verifies and summarises them");
+    ExitCode::SUCCESS
 }
 
 /// The manifest, or exit code 2 with every problem printed.
@@ -163,19 +217,13 @@ fn start(args: RunArgs, resume: bool) -> Result<ExitCode> {
             if resume {
                 r.phase != Phase::Done
             } else {
-                r.phase.needs_work()
+                r.phase.needs_work() || (args.rerun_failed && r.phase == Phase::Failed)
             }
         })
         .map(|r| r.index)
         .collect();
     if indices.is_empty() {
-        say!(
-            "batch {}: nothing to run ({}); `heartwood batch status {}` shows the items",
-            manifest.name,
-            status::counts_line(&shown.counts),
-            args.manifest.display()
-        );
-        return Ok(ExitCode::SUCCESS);
+        return Ok(nothing_to_run(&manifest, &shown, &args.manifest));
     }
     let jobs = args
         .jobs

@@ -150,7 +150,7 @@ async fn a_whole_run_is_accepted_through_its_reviewed_reproduction() {
     let run = heartwood_async(root, &["workflow", "run"]).await;
     assert_eq!(code(&run), 0, "{}{}", text(&run.stdout), text(&run.stderr));
     let evaluated = heartwood(root, &["workflow", "evaluate"]);
-    assert!(evaluated.status.success(), "{}", text(&evaluated.stderr));
+    assert_eq!(code(&evaluated), 1, "{}", text(&evaluated.stderr));
     let w = status(root);
     assert_eq!(w["current"], "reproduction");
     assert_eq!(w["assessment"]["eligible"], false);

@@ -122,8 +122,16 @@ async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
     );
 
     // The model said it wrote the report; the checks say the report is wrong.
+    // A stage that is not eligible is a failed step for scripts: exit 1, saying why and
+    // what continues the run.
     let evaluated = heartwood(project.path(), &["workflow", "evaluate"]);
-    assert!(evaluated.status.success(), "{}", text(&evaluated.stderr));
+    assert_eq!(code(&evaluated), 1, "{}", text(&evaluated.stderr));
+    assert!(
+        text(&evaluated.stderr).contains("stage readiness is not eligible")
+            && text(&evaluated.stderr).contains("heartwood workflow run"),
+        "{}",
+        text(&evaluated.stderr)
+    );
     assert!(
         text(&evaluated.stdout).contains("not eligible"),
         "{}",
@@ -169,7 +177,7 @@ async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
         "{w:#}"
     );
     let evaluated = heartwood(project.path(), &["workflow", "evaluate"]);
-    assert!(evaluated.status.success(), "{}", text(&evaluated.stderr));
+    assert_eq!(code(&evaluated), 1, "{}", text(&evaluated.stderr));
     let w = status(project.path());
     assert_eq!(w["assessment"]["eligible"], false, "{w:#}");
     assert!(
@@ -391,6 +399,17 @@ async fn run_and_allow(project: &Path) {
     assert_eq!(code(&run), 3, "{}{}", text(&run.stdout), text(&run.stderr));
     let decided = heartwood_async(project, &["decide", "--last", "allow"]).await;
     assert_eq!(code(&decided), 0, "{}", text(&decided.stderr));
+    // The stage's turn is over, the run is not: the last word is what waits and the command
+    // that continues it, never "Finished.".
+    let said = text(&decided.stdout);
+    let last: Vec<&str> = said.lines().rev().take(3).collect();
+    assert!(
+        !said.contains("\nFinished.")
+            && last
+                .iter()
+                .any(|l| l.starts_with("next: heartwood workflow evaluate")),
+        "{said}"
+    );
 }
 
 /// Evaluates the current stage and accepts it with the command the gateway printed.
@@ -418,6 +437,21 @@ fn evaluate_edit_and_accept(project: &Path, edited: &[&str]) {
     assert!(
         status_line.starts_with("Workflow waiting for you") && status_line.contains("Accept"),
         "{status_line}"
+    );
+    // Every list says so too, with the command: `sessions ls` and `status`.
+    let listed = text(&heartwood(project, &["sessions", "ls"]).stdout);
+    assert!(
+        listed.contains("waiting for acceptance")
+            && listed.contains("next: heartwood workflow accept")
+            && !listed.contains("finished"),
+        "{listed}"
+    );
+    let status = text(&heartwood(project, &["status"]).stdout);
+    assert!(
+        status.contains("waiting for acceptance")
+            && status.contains("Workflow waiting for you")
+            && status.contains("heartwood workflow accept"),
+        "{status}"
     );
     let words: Vec<&str> = line[line.find("heartwood").expect("cmd")..]
         .split_whitespace()

@@ -142,6 +142,7 @@ impl SessionGateway {
                     status_line: format!("cannot be read: {e}"),
                     pending: false,
                     title: None,
+                    waits_for: None,
                 },
             });
             // Reading it may have taken it over (and so completed the append) already.

@@ -191,6 +191,57 @@ pub fn current(
     Ok((entry, path))
 }
 
+/// Whether the configured evidence counts for `project`'s own route now, in words for
+/// `status`: an operator sees it accepted, or why it is refused, before any review waits.
+pub fn standing(
+    project: &crate::ProjectContext,
+) -> heartwood_events::startup::ReviewEvidenceStanding {
+    use heartwood_events::startup::ReviewEvidenceStanding;
+    let refused = |configured: bool, detail: String| ReviewEvidenceStanding {
+        configured,
+        accepted: false,
+        detail,
+    };
+    let path = match configured() {
+        Ok(path) => path,
+        Err(e) => return refused(false, format!("{e}: reviewers run one after another")),
+    };
+    let root = project.root().as_std_path();
+    let route = match crate::config::ProjectConfig::load(project) {
+        Ok(config) => config
+            .model
+            .map(|route| RouteIdentity::of(&route, config.backend)),
+        Err(e) => return refused(true, format!("refused: the project's settings: {e}")),
+    };
+    let Some(route) = route else {
+        return refused(
+            true,
+            format!(
+                "{} is set, but this project has no route of its own to qualify; connect one \
+                 with `heartwood model connect`",
+                path.display()
+            ),
+        );
+    };
+    match read_trusted(&path, root).and_then(|f| f.entry_for(&route, &Timestamp::now())) {
+        Ok(q) => ReviewEvidenceStanding {
+            configured: true,
+            accepted: true,
+            detail: format!(
+                "accepted: {} qualifies {} for {} reviewers at once until {}",
+                path.display(),
+                q.route_label,
+                q.max_parallelism,
+                q.expires_at
+            ),
+        },
+        Err(e) => refused(
+            true,
+            format!("refused, reviewers run one after another: {e}"),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,33 +36,77 @@ pub(crate) fn derive(p: &mut SessionProjection) {
     }
 }
 
-/// The status line of a session whose agent has settled while its workflow run waits for the
-/// researcher (an acceptance, a correction, a failed stage's next step): what it waits on and
-/// the controls that continue it, instead of the agent's "Finished." — one rule, so every
-/// interface that shows the status line (the session list, the page, the notebook, the
-/// terminal) says the run is not done. `None` when no workflow run waits.
-pub(crate) fn waiting_line(p: &SessionProjection) -> Option<String> {
+/// What a settled session waits for from the researcher: a set's decision, or its workflow
+/// run's acceptance, correction, evaluation or next stage, with the steps that continue it.
+/// One rule, so every interface that lists or shows a session (the session list, `status`,
+/// the page, the notebook, the terminal, a batch's results) says the run is not done instead
+/// of the agent's "Finished.". `None` while work is active or nothing waits.
+pub(crate) fn waits_for(p: &SessionProjection) -> Option<WaitsFor> {
+    if let Some(set) = p.pending.as_ref().filter(|_| p.is_settled()) {
+        let decide = |answer: &str, label: &str| NextStep {
+            label: label.to_owned(),
+            command: CommandName::Decide,
+            shell: format!(
+                "heartwood decide {} --set {} --revision {} {answer}",
+                p.session, set.set_id, set.revision
+            ),
+        };
+        return Some(WaitsFor {
+            kind: WaitKind::Decision,
+            stage: p.workflow.as_ref().and_then(|w| w.current.clone()),
+            text: p.status_line.clone(),
+            steps: vec![
+                decide("allow", "Allow the set once"),
+                decide("reject", "Reject the set"),
+            ],
+        });
+    }
     let w = p.workflow.as_ref().filter(|w| !w.cancelled && !p.closed)?;
-    if w.controls.is_empty() || p.pending.is_some() {
+    if w.controls.is_empty() {
         return None;
     }
     let stage = w.current_stage()?;
-    let why = match stage.status {
-        StageStatus::AwaitingResearcher => "its checks passed and it waits for your acceptance",
+    let (kind, why) = match stage.status {
+        StageStatus::AwaitingResearcher => (
+            WaitKind::WorkflowAcceptance,
+            "its checks passed and it waits for your acceptance",
+        ),
         StageStatus::AwaitingEvaluation => match &w.assessment {
-            Some(a) if !a.eligible => "its checks did not pass; correct it, run it again or cancel",
-            _ => "its turn ended and it waits for evaluation",
+            Some(a) if !a.eligible => (
+                WaitKind::WorkflowCorrection,
+                "its checks did not pass; correct it, run it again or cancel",
+            ),
+            _ => (
+                WaitKind::WorkflowEvaluation,
+                "its turn ended and it waits for evaluation",
+            ),
         },
-        StageStatus::Pending => "it is next and waits to be run",
+        StageStatus::Pending => (
+            WaitKind::WorkflowNextStage,
+            "it is next and waits to be run",
+        ),
         StageStatus::Running | StageStatus::Accepted => return None,
     };
     // The controls' labels: each interface offers them as its own keys, buttons or commands.
-    let steps: Vec<&str> = w.controls.iter().map(|c| c.label.as_str()).collect();
-    Some(format!(
-        "Workflow waiting for you at stage {} ({why}): {}.",
-        stage.spec.title,
-        steps.join("; ")
-    ))
+    let labels: Vec<&str> = w.controls.iter().map(|c| c.label.as_str()).collect();
+    Some(WaitsFor {
+        kind,
+        stage: Some(stage.spec.id.clone()),
+        text: format!(
+            "Workflow waiting for you at stage {} ({why}): {}.",
+            stage.spec.title,
+            labels.join("; ")
+        ),
+        steps: w
+            .controls
+            .iter()
+            .map(|c| NextStep {
+                label: c.label.clone(),
+                command: c.command,
+                shell: c.shell.clone(),
+            })
+            .collect(),
+    })
 }
 
 /// Whether the session's work has ended: settled, or paused because the current stage's

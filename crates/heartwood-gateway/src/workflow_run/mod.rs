@@ -32,7 +32,8 @@ use heartwood_events::workflow::{
     WorkflowView,
 };
 use heartwood_events::{
-    ActionState, CommandKind, CommandName, Event, Lifecycle, RecordedEvent, SessionProjection,
+    ActionState, CommandKind, CommandName, Event, Lifecycle, NextStep, RecordedEvent,
+    SessionProjection, WaitKind, WaitsFor,
 };
 
 use crate::error::WorkflowUnavailable;

@@ -15,6 +15,9 @@ fn a_preset_fills_the_connect_form_and_the_key_variable_goes_with_it() {
     let plan = StartupPlan {
         pending_decisions: Vec::new(),
         stopped_sessions: Vec::new(),
+        workflow_waits: Vec::new(),
+        state_folder: Default::default(),
+        parallel_review: Default::default(),
         phase: Phase::ModelRequired,
         explanation: String::new(),
         next_action: String::new(),
@@ -64,6 +67,9 @@ fn startup_asks_for_a_model_with_a_form() {
     let plan = StartupPlan {
         pending_decisions: Vec::new(),
         stopped_sessions: Vec::new(),
+        workflow_waits: Vec::new(),
+        state_folder: Default::default(),
+        parallel_review: Default::default(),
         phase: Phase::ModelRequired,
         explanation: "No model is connected to this project yet.".into(),
         next_action:
@@ -92,6 +98,9 @@ fn startup_explains_an_unreachable_service() {
     let plan = StartupPlan {
         pending_decisions: Vec::new(),
         stopped_sessions: Vec::new(),
+        workflow_waits: Vec::new(),
+        state_folder: Default::default(),
+        parallel_review: Default::default(),
         phase: Phase::ConnectionRequired,
         explanation: "Nothing answers at http://127.0.0.1:9/v1 (connection refused).".into(),
         next_action: "Start the model service, then press Enter to check again.".into(),
@@ -144,6 +153,9 @@ fn startup_shows_local_models_and_a_transfer_with_its_gauge() {
     let plan = StartupPlan {
         pending_decisions: Vec::new(),
         stopped_sessions: Vec::new(),
+        workflow_waits: Vec::new(),
+        state_folder: Default::default(),
+        parallel_review: Default::default(),
         phase: Phase::ComputeRequired,
         explanation: "the local model tiny is selected and its runtime is not running".into(),
         next_action: "heartwood model start".into(),
