@@ -486,3 +486,68 @@ async fn a_workflow_stage_runs_on_openhands_and_its_finish_reports_the_structure
     );
     f.gateway.close().await;
 }
+
+/// The usage records of the session's journal as `gateway` has it, in order: (purpose,
+/// prompt, completion, calls).
+fn usage_records(gateway: &SessionGateway, session: &SessionId) -> Vec<(String, u64, u64, u64)> {
+    gateway
+        .snapshot(session, 0)
+        .expect("stored")
+        .events
+        .iter()
+        .filter_map(|e| match &e.event {
+            heartwood_events::Event::UsageRecorded { purpose, usage } => Some((
+                purpose.clone(),
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                usage.calls,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// "Run and stage budgets use the same observed usage": each model call OpenHands makes is
+/// journaled as one usage record with that call's own figures (a cumulative figure is
+/// differenced, never counted twice), including a call made by a server started again for a
+/// decision from another process (which re-points the conversation at its relay), and the
+/// last call of a run.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_model_call_is_one_usage_record_with_its_own_figures() {
+    if !installed() {
+        return;
+    }
+    let f = Fixture::new(Script::of(vec![
+        Turn::calls(&[("terminal", json!({"command": "echo one >> ran.txt"}))]).with_usage(100, 10),
+        Turn::calls(&[("finish", json!({"message": "done"}))]).with_usage(230, 7),
+    ]))
+    .await;
+    applied(&f.task("write the file"));
+    let waiting = f.settled().await;
+    assert_eq!(waiting.lifecycle, Lifecycle::WaitingForDecision);
+    // The owner closes; another gateway answers, with a server of its own.
+    f.gateway.close().await;
+    let other = SessionGateway::new(f.context());
+    applied(&f.decide_with(&other, &waiting, Decision::AllowOnce, None));
+    let started = Instant::now();
+    let done = loop {
+        let p = other.projection(&f.session).expect("projection");
+        if p.lifecycle == Lifecycle::Finished {
+            break p;
+        }
+        assert!(started.elapsed() < WITHIN, "{p:#?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let records = usage_records(&other, &f.session);
+    assert_eq!(
+        records,
+        [
+            ("agent".to_owned(), 100, 10, 1),
+            ("agent".to_owned(), 230, 7, 1)
+        ],
+        "one record per model call, with that call's figures"
+    );
+    assert_eq!(done.usage.total.calls, 2);
+    assert_eq!(done.usage.total.prompt_tokens, 330);
+    other.close().await;
+}

@@ -7,7 +7,15 @@
 # - a terminal pane is handed out only once its shell shows the prompt: OpenHands waits a fixed
 #   0.1 s after typing its prompt setup, and a shell slower to start (a long ~/.bashrc, a busy
 #   machine) printed that prompt after the screen was cleared, so the first command sent was
-#   taken as finished at once, without running.
+#   taken as finished at once, without running;
+# - every model response reports the conversation's usage as an event (`stats`): the server
+#   wires that report to the agent's models once, when the conversation starts, so a model
+#   given later (`switch_llm`, which Heartwood sends a restarted server) or a sub-agent's
+#   (the `task` tool's specialists) reported nothing, and its calls were missing from the
+#   journal and the budgets. A server holds one conversation (Heartwood starts one per
+#   session), so its report is the one every model of the process falls back to. And a
+#   model given by `switch_llm` to a conversation restored from its store counted its calls
+#   apart from the conversation's figures, which the report is made of: it counts into them.
 import ctypes, os, runpy, sys, time
 
 ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
@@ -45,6 +53,45 @@ def create_ready_pane(self):
 
 
 tmux_pane_pool.TmuxPanePool._create_pane = create_ready_pane
+
+from openhands.sdk.llm.utils import telemetry
+
+stats_report = []
+set_stats_update_callback = telemetry.Telemetry.set_stats_update_callback
+
+
+def remember_stats_report(self, callback):
+    if callback is not None:
+        stats_report[:] = [callback]
+    set_stats_update_callback(self, callback)
+
+
+on_response = telemetry.Telemetry.on_response
+
+
+def on_response_reported(self, *args, **kwargs):
+    if self._stats_update_callback is None and stats_report:
+        self._stats_update_callback = stats_report[0]
+    return on_response(self, *args, **kwargs)
+
+
+telemetry.Telemetry.set_stats_update_callback = remember_stats_report
+telemetry.Telemetry.on_response = on_response_reported
+
+from openhands.sdk.conversation.impl.local_conversation import LocalConversation
+
+switch_llm = LocalConversation.switch_llm
+
+
+def switch_llm_counted(self, llm):
+    switch_llm(self, llm)
+    model = self.agent.llm
+    counted = self._state.stats.usage_to_metrics.get(model.usage_id)
+    if counted is not None and model.metrics is not counted:
+        model.restore_metrics(counted)
+
+
+LocalConversation.switch_llm = switch_llm_counted
 
 sys.argv[0] = "openhands.agent_server"
 runpy.run_module("openhands.agent_server", run_name="__main__", alter_sys=True)

@@ -44,6 +44,8 @@ pub(super) struct Log {
     pub(super) inputs: Vec<String>,
     /// The last execution status the log recorded.
     pub(super) status: Option<OhStatus>,
+    /// How many usage reports (`stats`) the log holds: the server writes one per completion.
+    pub(super) usage_reports: u64,
     /// Actions proposed and not yet resolved, in order.
     open: Vec<OpenAction>,
     /// Each tool call's action index.
@@ -218,7 +220,10 @@ impl Log {
                     .into_iter()
                     .collect()
             }
-            OhEvent::State { key, value, .. } if key == "stats" => self.usage_since(&value),
+            OhEvent::State { key, value, .. } if key == "stats" => {
+                self.usage_reports += 1;
+                self.usage_since(&value)
+            }
             OhEvent::State { .. } | OhEvent::Other { .. } => Vec::new(),
         }
     }

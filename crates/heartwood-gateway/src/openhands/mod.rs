@@ -86,6 +86,7 @@ impl BackendFactory for OpenHandsBackendFactory {
             queued_messages: Vec::new(),
             queued_decision: None,
             policy_sent: None,
+            reports_before_server: 0,
         }))
     }
 }
@@ -117,6 +118,10 @@ struct OpenHandsBackend {
     queued_decision: Option<Queued>,
     policy: ActionPolicy,
     policy_sent: Option<ActionPolicy>,
+    /// The usage reports the log held when the running server started: the server writes one
+    /// report per completion its relay answers, after it, so a run has been read whole when
+    /// the log holds this many more reports than the relay answered completions.
+    reports_before_server: u64,
 }
 
 /// Requests from outside the worker, acted on by the run in progress at its next poll.
@@ -223,6 +228,9 @@ impl OpenHandsBackend {
         .map_err(oh_error)?;
         let client = Client::new(&server);
         self.server = Some((server, client.clone()));
+        // Everything an earlier server wrote is read before this one's first completion.
+        self.deliver()?;
+        self.reports_before_server = self.log.usage_reports;
         // A restarted server has the conversation's policy from its store, not from us.
         self.policy_sent = None;
         // And its model as it was created: at the relay of the server before, which is gone.
@@ -430,12 +438,21 @@ impl OpenHandsBackend {
     }
 
     /// Reads the log until it records the status the server reported (it writes the event as
-    /// it changes the status; the two are not one step).
+    /// it changes the status; the two are not one step) and the usage of every completion the
+    /// relay answered: the server writes a completion's usage report from another thread, as
+    /// late as after the run has stopped, and a run that returned without it left that call
+    /// out of the journal and the budgets.
     async fn catch_up(&mut self, status: OhStatus) -> Result<(), BackendError> {
         let started = Instant::now();
         loop {
             self.deliver()?;
-            if self.log.status == Some(status) || started.elapsed() > STORE_CATCH_UP {
+            let answered = self.relay.as_ref().map_or(0, relay::ModelRelay::served);
+            let reported = self
+                .log
+                .usage_reports
+                .saturating_sub(self.reports_before_server);
+            let read_whole = self.log.status == Some(status) && reported >= answered;
+            if read_whole || started.elapsed() > STORE_CATCH_UP {
                 return Ok(());
             }
             tokio::time::sleep(POLL).await;
