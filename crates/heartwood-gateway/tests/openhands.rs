@@ -551,3 +551,110 @@ async fn each_model_call_is_one_usage_record_with_its_own_figures() {
     assert_eq!(done.usage.total.prompt_tokens, 330);
     other.close().await;
 }
+
+/// "The default tool contract enables the OpenHands terminal, project file editor, Task
+/// Tracker, and sequential Task tool": the agent is offered `task` with the catalog's
+/// specialists (and no other sub-agent), a call to the planner is answered by it (tool-free,
+/// on the same route, with its own instructions), and the answer and the child's usage are
+/// journaled as the native engine journals a specialist task.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_call_to_the_planner_is_answered_and_journaled_as_a_specialist_task() {
+    if !installed() {
+        return;
+    }
+    let f = Fixture::new(Script::of(vec![
+        Turn::calls(&[(
+            "task",
+            json!({"description": "plan the analysis", "subagent_type": "planner",
+                   "prompt": "The table has sleep and score columns. Plan the analysis."}),
+        )])
+        .with_usage(50, 5),
+        Turn::text("1. Load the table. 2. Fit score on sleep by OLS.").with_usage(40, 12),
+        Turn::calls(&[("finish", json!({"message": "planned"}))]).with_usage(60, 6),
+    ]))
+    .await;
+    applied(&f.task("plan the analysis"));
+    let waiting = f.settled().await;
+    assert_eq!(
+        waiting.lifecycle,
+        Lifecycle::WaitingForDecision,
+        "{waiting:#?}"
+    );
+    let offered = f.model.requests()[0]["tools"].clone();
+    let task = offered
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["function"]["name"] == "task")
+        .cloned()
+        .expect("the task tool is offered");
+    let told = task["function"]["description"].as_str().unwrap_or_default();
+    assert!(
+        told.contains("planner") && told.contains("reviewer"),
+        "the catalog's specialists are its sub-agents: {told}"
+    );
+    assert!(
+        !told.contains("general-purpose") && !told.contains("code-explorer"),
+        "no sub-agent of OpenHands' own (with tools) is offered: {told}"
+    );
+    applied(&f.decide_with(&f.gateway, &waiting, Decision::AllowOnce, None));
+    let done = f.settled().await;
+    assert_eq!(done.lifecycle, Lifecycle::Finished, "{done:#?}");
+
+    let asked = f.model.requests();
+    assert_eq!(asked.len(), 3, "the parent, the planner, the parent");
+    let child = asked[1].to_string();
+    assert!(
+        child.contains("advisory planning specialist") && child.contains("sleep and score"),
+        "the planner got its instructions and the parent's prompt: {child}"
+    );
+    let child_tools: Vec<String> = asked[1]["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        child_tools
+            .iter()
+            .all(|t| t != "terminal" && t != "file_editor" && t != "task"),
+        "the planner is tool-free: {child_tools:?}"
+    );
+
+    let [consulted] = done.specialists.as_slice() else {
+        panic!("one specialist task: {:#?}", done.specialists);
+    };
+    assert_eq!(consulted.role, "planner");
+    assert_eq!(consulted.description, "plan the analysis");
+    assert_eq!(consulted.state, ActionState::Completed);
+    assert!(
+        consulted
+            .answer
+            .as_deref()
+            .is_some_and(|a| a.contains("Fit score on sleep by OLS")),
+        "{consulted:#?}"
+    );
+    assert_eq!(
+        (
+            consulted.usage.prompt_tokens,
+            consulted.usage.completion_tokens,
+            consulted.usage.calls
+        ),
+        (40, 12, 1),
+        "the planner's own call, under its task"
+    );
+    let mut records = usage_records(&f.gateway, &f.session);
+    records.sort();
+    let purpose = format!("task:{}", consulted.action_id);
+    let mut expected = vec![
+        ("agent".to_owned(), 50, 5, 1),
+        ("agent".to_owned(), 60, 6, 1),
+        (purpose, 40, 12, 1),
+    ];
+    expected.sort();
+    assert_eq!(records, expected);
+    f.gateway.close().await;
+}

@@ -16,6 +16,13 @@
 #   session), so its report is the one every model of the process falls back to. And a
 #   model given by `switch_llm` to a conversation restored from its store counted its calls
 #   apart from the conversation's figures, which the report is made of: it counts into them.
+# - the `task` tool's sub-agents are Heartwood's specialists (HEARTWOOD_SPECIALISTS: role,
+#   description, instructions, most model calls), tool-free and nothing else: OpenHands
+#   registers its own agents (some with a terminal and an editor) and the project's agent
+#   files, and a sub-agent's actions run without the researcher's review, so no other agent
+#   enters the registry. Each task's calls count under `task:<the parent's tool call id>` in
+#   the conversation's figures as they are made (OpenHands adds them once, at the task's end,
+#   under a number its next server would give again).
 import ctypes, os, runpy, sys, time
 
 ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
@@ -24,7 +31,7 @@ import openhands.sdk.utils.command as command
 
 hidden = [n for n in os.environ.get("HEARTWOOD_TOOL_HIDDEN", "").split(",") if n]
 command._SENSITIVE_ENV_VARS = command._SENSITIVE_ENV_VARS | frozenset(
-    hidden + ["HEARTWOOD_TOOL_HIDDEN"]
+    hidden + ["HEARTWOOD_TOOL_HIDDEN", "HEARTWOOD_SPECIALISTS"]
 )
 
 from openhands.tools.terminal.constants import CMD_OUTPUT_PS1_END
@@ -92,6 +99,85 @@ def switch_llm_counted(self, llm):
 
 
 LocalConversation.switch_llm = switch_llm_counted
+
+import json
+
+from openhands.sdk.context.condenser import NoOpCondenser
+from openhands.sdk.conversation.state import ConversationState
+from openhands.sdk.subagent import registry as subagents
+from openhands.sdk.subagent.schema import AgentDefinition
+from openhands.tools.task import impl as task_impl
+from openhands.tools.task import manager as task_manager
+
+
+class SpecialistsOnly(dict):
+    """The sub-agent registry, holding Heartwood's specialists; any other is not entered."""
+
+    def __setitem__(self, name, factory):
+        pass
+
+
+specialists = SpecialistsOnly()
+for role in json.loads(os.environ.get("HEARTWOOD_SPECIALISTS", "[]")):
+    definition = AgentDefinition(
+        name=role["role"],
+        description=role["description"],
+        system_prompt=role["system_prompt"],
+        tools=[],
+        max_iteration_per_run=role["max_iterations"],
+        # Tool-free: nothing it proposes acts on anything (`finish` and `think` only).
+        permission_mode="never_confirm",
+        condenser=NoOpCondenser(),
+        level="programmatic",
+    )
+    factory = subagents.agent_definition_to_factory(definition)
+    dict.__setitem__(
+        specialists, role["role"], subagents.AgentFactory(factory, definition)
+    )
+subagents._agent_factories = specialists
+
+call_task = task_impl.TaskExecutor.__call__
+
+
+def call_task_counted(self, action, conversation=None):
+    self._manager.heartwood_usage_id = None
+    if conversation is not None:
+        asked = [
+            event
+            for event in ConversationState.get_unmatched_actions(conversation.state.events)
+            if event.tool_name == "task" and event.action == action
+        ]
+        if asked:
+            self._manager.heartwood_usage_id = f"task:{asked[-1].tool_call_id}"
+    return call_task(self, action, conversation)
+
+
+def task_usage_id(manager, task):
+    return getattr(manager, "heartwood_usage_id", None) or f"task:{task.id}"
+
+
+run_task = task_manager.TaskManager._run_task
+
+
+def run_task_counted(self, task, prompt):
+    if task.conversation is not None:
+        task.conversation._ensure_agent_ready()
+        figures = self.parent_conversation.conversation_stats.usage_to_metrics
+        figures[task_usage_id(self, task)] = task.conversation.agent.llm.metrics
+    return run_task(self, task, prompt)
+
+
+def update_parent_metrics(self, parent, task):
+    if task.conversation is not None:
+        figures = parent.conversation_stats.usage_to_metrics
+        figures[task_usage_id(self, task)] = (
+            task.conversation.conversation_stats.get_combined_metrics()
+        )
+
+
+task_impl.TaskExecutor.__call__ = call_task_counted
+task_manager.TaskManager._run_task = run_task_counted
+task_manager.TaskManager._update_parent_metrics = update_parent_metrics
 
 sys.argv[0] = "openhands.agent_server"
 runpy.run_module("openhands.agent_server", run_name="__main__", alter_sys=True)

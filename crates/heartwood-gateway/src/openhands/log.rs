@@ -288,13 +288,23 @@ impl Log {
             };
             if delta.prompt_tokens + delta.completion_tokens + delta.cost_micros > 0 {
                 kinds.push(EventKind::Usage {
-                    usage_id: usage_id.clone(),
+                    usage_id: self.purpose(usage_id),
                     usage: delta,
                 });
             }
             self.usage.insert(usage_id.clone(), total);
         }
         kinds
+    }
+
+    /// The purpose a usage id stands for: a specialist task's calls count (by the launcher's
+    /// naming) under `task:<the parent's tool call id>`, and are recorded under the parent's
+    /// action, `task:<action id>`, as the native engine records them.
+    fn purpose(&self, usage_id: &str) -> String {
+        usage_id
+            .strip_prefix("task:")
+            .and_then(|call| self.calls.get(call))
+            .map_or_else(|| usage_id.to_owned(), |action| format!("task:{action}"))
     }
 
     /// The actions the log shows waiting: the unresolved ones of the last reply, while the

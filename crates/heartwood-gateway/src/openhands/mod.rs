@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use heartwood_events::ActionPolicy;
+use heartwood_openhands::server::{SPECIALISTS_VAR, SpecialistRole, specialists_json};
 use heartwood_openhands::{
     AgentServer, Client, ConversationSpec, ConversationStore, ExecutionStatus as OhStatus,
     Installation, OpenHandsError,
@@ -218,6 +219,11 @@ impl OpenHandsBackend {
             .hiding(self.spec.route.api_key_env.iter().cloned())
             .vars();
         env.push(("OPENAI_API_KEY".into(), key.into()));
+        // The `task` tool's sub-agents: the catalog's specialists, and only those.
+        env.push((
+            SPECIALISTS_VAR.into(),
+            specialists_json(&self.specialists()).into(),
+        ));
         let server = AgentServer::start(
             &self.installation,
             self.spec.state_dir.as_std_path(),
@@ -275,7 +281,26 @@ impl OpenHandsBackend {
             // A workflow stage's turn reports its outcome through `finish`, as on the native
             // engine; the stage's checks still judge the files themselves.
             finish_outcome: self.spec.finish_outcome.clone(),
+            task_tool: !self.specialists().is_empty(),
         }
+    }
+
+    /// The specialists a `task` call may start, as the native engine offers them: the
+    /// registered roles whose skills are all active and verified, with those skills in their
+    /// instructions. They answer in text (a review's structured proposals are the native
+    /// engine's only).
+    fn specialists(&self) -> Vec<SpecialistRole> {
+        self.spec
+            .specialists
+            .iter()
+            .filter_map(|s| Some((s, self.spec.skills.injected(&s.skills).ok()?)))
+            .map(|(s, skills)| SpecialistRole {
+                role: s.role.clone(),
+                description: s.description.clone(),
+                system_prompt: format!("{}{skills}", s.system_prompt),
+                max_iterations: s.max_iterations,
+            })
+            .collect()
     }
 
     /// The conversation's id, starting the conversation on the first run.
