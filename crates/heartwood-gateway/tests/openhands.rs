@@ -658,3 +658,92 @@ async fn a_task_call_to_the_planner_is_answered_and_journaled_as_a_specialist_ta
     assert_eq!(records, expected);
     f.gateway.close().await;
 }
+
+/// "A preview must never promise what the engine will not keep": the review says an edit
+/// outside the project would fail, and on OpenHands it does. An allowed set whose editor
+/// would write outside is refused by Heartwood before OpenHands confirms it (nothing in it
+/// runs, and it is recorded as failed, not as the researcher's rejection); a path that leaves
+/// the project only through a link an earlier member made is refused by the editor when it
+/// runs. Nothing is written outside.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_edit_outside_the_project_is_refused_and_nothing_is_written_there() {
+    if !installed() {
+        return;
+    }
+    let outside = tempfile::tempdir().expect("outside");
+    let escaped = outside.path().join("escaped.txt");
+    let f = Fixture::new(Script::of(vec![Turn::calls(&[
+        ("terminal", json!({"command": "echo kept >> ran.txt"})),
+        (
+            "file_editor",
+            json!({"command": "create", "path": escaped.to_str().expect("UTF-8"),
+                   "file_text": "out"}),
+        ),
+    ])]))
+    .await;
+    // The second set names the project's path, known once the fixture exists.
+    let through = f.project.path().join("link/through.txt");
+    f.model.push_turns([
+        Turn::calls(&[
+            (
+                "terminal",
+                json!({"command": format!("ln -s {} link", outside.path().display())}),
+            ),
+            (
+                "file_editor",
+                json!({"command": "create", "file_text": "through",
+                       "path": through.to_str().expect("UTF-8")}),
+            ),
+        ]),
+        Turn::calls(&[("finish", json!({"message": "gave up"}))]),
+    ]);
+    applied(&f.task("write the files"));
+    let waiting = f.settled().await;
+    assert_eq!(
+        waiting.lifecycle,
+        Lifecycle::WaitingForDecision,
+        "{waiting:#?}"
+    );
+    let review = f.gateway.snapshot(&f.session, 0).expect("snapshot").review;
+    assert!(
+        format!("{review:?}").contains("outside the project"),
+        "the preview says the edit would fail: {review:?}"
+    );
+    applied(&f.decide_with(&f.gateway, &waiting, Decision::AllowOnce, None));
+    let next = f.settled().await;
+    assert_eq!(next.lifecycle, Lifecycle::WaitingForDecision, "{next:#?}");
+    assert!(!escaped.exists(), "the editor wrote outside the project");
+    assert!(
+        !f.project.path().join("ran.txt").exists(),
+        "nothing in a refused set runs"
+    );
+    let refused: Vec<_> = next.actions.iter().take(2).collect();
+    assert!(
+        refused.iter().all(|a| a.state == ActionState::Failed
+            && a.detail
+                .as_deref()
+                .is_some_and(|d| d.contains("outside the project"))),
+        "{refused:#?}"
+    );
+    let told = f.model.requests().last().map(ToString::to_string);
+    assert!(
+        told.is_some_and(|t| t.contains("outside the project")),
+        "the model was told why"
+    );
+
+    // The link is made by the set's first member; the editor refuses when it runs.
+    applied(&f.decide_with(&f.gateway, &next, Decision::AllowOnce, None));
+    let done = f.settled().await;
+    assert_eq!(done.lifecycle, Lifecycle::Finished, "{done:#?}");
+    assert!(
+        f.project.path().join("link").is_symlink(),
+        "the link was made"
+    );
+    assert!(
+        !outside.path().join("through.txt").exists(),
+        "the editor wrote outside the project through a link"
+    );
+    let through_link = &done.actions[3];
+    assert_eq!(through_link.state, ActionState::Failed, "{through_link:#?}");
+    f.gateway.close().await;
+}

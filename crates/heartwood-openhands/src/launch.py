@@ -23,6 +23,9 @@
 #   enters the registry. Each task's calls count under `task:<the parent's tool call id>` in
 #   the conversation's figures as they are made (OpenHands adds them once, at the task's end,
 #   under a number its next server would give again).
+# - the file editor works inside the project only, as the native engine's does (the review's
+#   preview says an edit outside it would fail): a path outside the working directory, once
+#   its symbolic links are resolved when the edit runs, is refused, not written.
 import ctypes, os, runpy, sys, time
 
 ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
@@ -178,6 +181,28 @@ def update_parent_metrics(self, parent, task):
 task_impl.TaskExecutor.__call__ = call_task_counted
 task_manager.TaskManager._run_task = run_task_counted
 task_manager.TaskManager._update_parent_metrics = update_parent_metrics
+
+from openhands.tools.file_editor import impl as editor_impl
+from openhands.tools.file_editor.definition import FileEditorObservation
+
+edit = editor_impl.FileEditorExecutor.__call__
+
+
+def edit_inside_project(self, action, conversation=None):
+    project = os.path.realpath(self.editor._cwd)
+    if os.path.isabs(action.path):
+        target = os.path.realpath(action.path)
+        if target != project and not target.startswith(project + os.sep):
+            return FileEditorObservation.from_text(
+                text=f"{action.path} is outside the project ({project}): the file "
+                "editor works only inside it, so nothing was done",
+                command=action.command,
+                is_error=True,
+            )
+    return edit(self, action, conversation)
+
+
+editor_impl.FileEditorExecutor.__call__ = edit_inside_project
 
 sys.argv[0] = "openhands.agent_server"
 runpy.run_module("openhands.agent_server", run_name="__main__", alter_sys=True)

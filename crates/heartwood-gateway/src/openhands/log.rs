@@ -170,8 +170,9 @@ impl Log {
                     return Vec::new();
                 };
                 // Only the researcher rejects a set; an allowed action resolved this way was
-                // cut off (see `CUT_OFF`), and is recorded as failed, not as rejected.
-                if allowed {
+                // cut off (see `CUT_OFF`) or refused by Heartwood's bound on the editor (see
+                // `confine`), and is recorded as failed, not as rejected.
+                if allowed || reason.starts_with(super::confine::REFUSED) {
                     vec![EventKind::AgentError {
                         action_id,
                         message: reason,

@@ -31,6 +31,7 @@ use crate::backend::{
 use crate::error::BackendFailure;
 use crate::translate::proposal_of;
 
+mod confine;
 mod log;
 mod relay;
 
@@ -376,7 +377,16 @@ impl OpenHandsBackend {
             self.policy_sent = Some(self.policy);
         }
         self.deliver()?;
-        let decision = self.queued_decision.take();
+        let decision = match self.queued_decision.take() {
+            // The researcher's allow covers what the review showed; an edit outside the
+            // project is refused before OpenHands is told to confirm anything.
+            Some(Queued::Allow) => Some(
+                confine::refusal(&self.spec.project, &self.log.waiting())
+                    .await
+                    .map_or(Queued::Allow, Queued::Reject),
+            ),
+            other => other,
+        };
         match &decision {
             Some(Queued::Allow) => client.respond(&id, true, None).await,
             Some(Queued::Reject(reason)) => client.respond(&id, false, Some(reason)).await,
