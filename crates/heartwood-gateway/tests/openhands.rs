@@ -530,15 +530,21 @@ async fn each_model_call_is_one_usage_record_with_its_own_figures() {
     let other = SessionGateway::new(f.context());
     applied(&f.decide_with(&other, &waiting, Decision::AllowOnce, None));
     let started = Instant::now();
-    let done = loop {
+    loop {
         let p = other.projection(&f.session).expect("projection");
         if p.lifecycle == Lifecycle::Finished {
-            break p;
+            break;
         }
         assert!(started.elapsed() < WITHIN, "{p:#?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    let records = usage_records(&other, &f.session);
+    }
+    // The run's end is shown as soon as the log says so; its last usage report is written
+    // from another thread, and the run reads on until the log holds it.
+    let mut records = usage_records(&other, &f.session);
+    while records.len() < 2 && started.elapsed() < WITHIN {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        records = usage_records(&other, &f.session);
+    }
     assert_eq!(
         records,
         [
@@ -547,6 +553,7 @@ async fn each_model_call_is_one_usage_record_with_its_own_figures() {
         ],
         "one record per model call, with that call's figures"
     );
+    let done = other.projection(&f.session).expect("projection");
     assert_eq!(done.usage.total.calls, 2);
     assert_eq!(done.usage.total.prompt_tokens, 330);
     other.close().await;
@@ -600,6 +607,12 @@ async fn a_task_call_to_the_planner_is_answered_and_journaled_as_a_specialist_ta
     applied(&f.decide_with(&f.gateway, &waiting, Decision::AllowOnce, None));
     let done = f.settled().await;
     assert_eq!(done.lifecycle, Lifecycle::Finished, "{done:#?}");
+    // The run's last usage report may be written after its end is shown (see the test above).
+    let started = Instant::now();
+    while usage_records(&f.gateway, &f.session).len() < 3 && started.elapsed() < WITHIN {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let done = f.gateway.projection(&f.session).expect("projection");
 
     let asked = f.model.requests();
     assert_eq!(asked.len(), 3, "the parent, the planner, the parent");
