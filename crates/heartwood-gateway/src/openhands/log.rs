@@ -462,6 +462,69 @@ mod tests {
         assert!(!log.cut_off());
     }
 
+    fn stats(by_id: serde_json::Value) -> serde_json::Value {
+        json!({"kind": "ConversationStateUpdateEvent", "key": "stats",
+               "value": {"usage_to_metrics": by_id}})
+    }
+
+    fn tokens(prompt: u64, completion: u64) -> serde_json::Value {
+        json!({"accumulated_token_usage": {"prompt_tokens": prompt,
+               "completion_tokens": completion}, "accumulated_cost": 0.0})
+    }
+
+    fn usage(events: &[Event]) -> Vec<(String, u64, u64)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::UsageRecorded { purpose, usage } => Some((
+                    purpose.clone(),
+                    usage.prompt_tokens,
+                    usage.completion_tokens,
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_report_is_one_call_differenced_and_a_tasks_calls_are_its_actions() {
+        let mut log = Log::default();
+        let task = json!({"kind": "ActionEvent", "id": "t", "llm_response_id": "r1",
+            "tool_name": "task", "tool_call_id": "call-7",
+            "tool_call": {"arguments": "{\"subagent_type\":\"planner\",\"prompt\":\"p\"}"}});
+        let events = translate(
+            &mut log,
+            vec![
+                stats(json!({"agent": tokens(100, 10)})),
+                task,
+                stats(json!({"agent": tokens(100, 10), "task:call-7": tokens(40, 12)})),
+                stats(json!({"agent": tokens(330, 17), "task:call-7": tokens(40, 12)})),
+            ],
+        );
+        assert_eq!(
+            usage(&events),
+            [
+                ("agent".to_owned(), 100, 10),
+                ("task:2".to_owned(), 40, 12),
+                ("agent".to_owned(), 230, 7),
+            ],
+            "one record per report, the cumulative figures differenced"
+        );
+        assert_eq!(log.usage_reports, 3);
+    }
+
+    #[test]
+    fn a_set_heartwood_refused_is_failed_not_rejected_by_the_researcher() {
+        let mut log = Log::default();
+        translate(
+            &mut log,
+            vec![action("c1", "echo"), status("waiting_for_confirmation")],
+        );
+        let reason = format!("{}: outside the project", super::super::confine::REFUSED);
+        let events = translate(&mut log, vec![reject("c1", &reason)]);
+        assert_eq!(states(&events), [ActionState::Failed]);
+    }
+
     #[test]
     fn finish_ends_with_the_agents_message_and_the_digests_name_each_entry() {
         let mut log = Log::default();
