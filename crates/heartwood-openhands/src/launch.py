@@ -25,7 +25,8 @@
 #   under a number its next server would give again).
 # - the file editor works inside the project only, as the native engine's does (the review's
 #   preview says an edit outside it would fail): a path outside the working directory, once
-#   its symbolic links are resolved when the edit runs, is refused, not written.
+#   its symbolic links are resolved when the edit runs, is refused, not written (and so is one
+#   in the project's `.heartwood/` or `.git/`, as in the native engine).
 import ctypes, os, runpy, sys, time
 
 ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
@@ -192,10 +193,12 @@ def edit_inside_project(self, action, conversation=None):
     project = os.path.realpath(self.editor._cwd)
     if os.path.isabs(action.path):
         target = os.path.realpath(action.path)
-        if target != project and not target.startswith(project + os.sep):
+        inside = os.path.relpath(target, project).split(os.sep)
+        if inside[0] == ".." or ".heartwood" in inside or ".git" in inside:
             return FileEditorObservation.from_text(
-                text=f"{action.path} is outside the project ({project}): the file "
-                "editor works only inside it, so nothing was done",
+                text=f"{action.path} is outside the project ({project}) or in its "
+                ".heartwood/ or .git/: the file editor works only inside it, so nothing "
+                "was done",
                 command=action.command,
                 is_error=True,
             )

@@ -9,6 +9,9 @@ use std::path::{Component, Path, PathBuf};
 use camino::Utf8Path;
 use heartwood_agent::conversation::{AgentEvent, EventKind};
 
+/// Directories inside the project the editor never reaches (the native engine's rule).
+const RESERVED: [&str; 2] = [".heartwood", ".git"];
+
 /// How a refusal's reason starts: the log records the set as failed by Heartwood's rule, not
 /// as rejected by the researcher.
 pub(super) const REFUSED: &str = "Heartwood refused the set";
@@ -33,8 +36,8 @@ pub(super) async fn refusal(project: &Utf8Path, waiting: &[&AgentEvent]) -> Opti
     .unwrap_or(all);
     (!outside.is_empty()).then(|| {
         format!(
-            "{REFUSED}: the file editor may not reach {}, outside the project; nothing in the \
-             set ran",
+            "{REFUSED}: the file editor may not reach {}, outside the project (or in its \
+             .heartwood/ or .git/); nothing in the set ran",
             outside.join(", ")
         )
     })
@@ -53,8 +56,8 @@ fn editor_path(action: &AgentEvent) -> Option<String> {
     }
 }
 
-/// Whether `path` lies outside `project`, with the links of its longest existing ancestor
-/// resolved. A relative path is the editor's to refuse (it takes absolute paths only).
+/// Whether `path` lies outside `project` (or in its `.heartwood/` or `.git/`), with the links
+/// of its longest existing ancestor resolved. A relative path is the editor's to refuse (it takes absolute paths only).
 fn is_outside(project: &Path, path: &str) -> bool {
     let path = Path::new(path);
     if !path.is_absolute() {
@@ -78,7 +81,12 @@ fn is_outside(project: &Path, path: &str) -> bool {
     loop {
         if let Ok(real) = std::fs::canonicalize(existing) {
             let full = rest.iter().rev().fold(real, |full, part| full.join(part));
-            return !full.starts_with(&root);
+            // Heartwood's state and git's are not the editor's, as in the native engine.
+            return full.strip_prefix(&root).map_or(true, |inside| {
+                inside
+                    .components()
+                    .any(|part| RESERVED.iter().any(|r| part.as_os_str() == *r))
+            });
         }
         match (existing.parent(), existing.file_name()) {
             (Some(parent), Some(name)) => {
@@ -106,6 +114,8 @@ mod tests {
         assert!(!inside(&root.join("../escaped.txt")));
         assert!(!inside(&elsewhere.path().join("x.txt")));
         assert!(!inside(&root.join("out/x.txt")), "through a link");
+        assert!(!inside(&root.join(".heartwood/sessions/s/events.jsonl")));
+        assert!(!inside(&root.join("sub/.git/config")));
         assert!(!is_outside(root, "relative.txt"), "the editor's to refuse");
     }
 }
