@@ -486,3 +486,277 @@ async fn a_workflow_stage_runs_on_openhands_and_its_finish_reports_the_structure
     );
     f.gateway.close().await;
 }
+
+/// The usage records of the session's journal as `gateway` has it, in order: (purpose,
+/// prompt, completion, calls).
+fn usage_records(gateway: &SessionGateway, session: &SessionId) -> Vec<(String, u64, u64, u64)> {
+    gateway
+        .snapshot(session, 0)
+        .expect("stored")
+        .events
+        .iter()
+        .filter_map(|e| match &e.event {
+            heartwood_events::Event::UsageRecorded { purpose, usage } => Some((
+                purpose.clone(),
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                usage.calls,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// "Run and stage budgets use the same observed usage": each model call OpenHands makes is
+/// journaled as one usage record with that call's own figures (a cumulative figure is
+/// differenced, never counted twice), including a call made by a server started again for a
+/// decision from another process (which re-points the conversation at its relay), and the
+/// last call of a run.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_model_call_is_one_usage_record_with_its_own_figures() {
+    if !installed() {
+        return;
+    }
+    let f = Fixture::new(Script::of(vec![
+        Turn::calls(&[("terminal", json!({"command": "echo one >> ran.txt"}))]).with_usage(100, 10),
+        Turn::calls(&[("finish", json!({"message": "done"}))]).with_usage(230, 7),
+    ]))
+    .await;
+    applied(&f.task("write the file"));
+    let waiting = f.settled().await;
+    assert_eq!(waiting.lifecycle, Lifecycle::WaitingForDecision);
+    // The owner closes; another gateway answers, with a server of its own.
+    f.gateway.close().await;
+    let other = SessionGateway::new(f.context());
+    applied(&f.decide_with(&other, &waiting, Decision::AllowOnce, None));
+    let started = Instant::now();
+    loop {
+        let p = other.projection(&f.session).expect("projection");
+        if p.lifecycle == Lifecycle::Finished {
+            break;
+        }
+        assert!(started.elapsed() < WITHIN, "{p:#?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The run's end is shown as soon as the log says so; its last usage report is written
+    // from another thread, and the run reads on until the log holds it.
+    let mut records = usage_records(&other, &f.session);
+    while records.len() < 2 && started.elapsed() < WITHIN {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        records = usage_records(&other, &f.session);
+    }
+    assert_eq!(
+        records,
+        [
+            ("agent".to_owned(), 100, 10, 1),
+            ("agent".to_owned(), 230, 7, 1)
+        ],
+        "one record per model call, with that call's figures"
+    );
+    let done = other.projection(&f.session).expect("projection");
+    assert_eq!(done.usage.total.calls, 2);
+    assert_eq!(done.usage.total.prompt_tokens, 330);
+    other.close().await;
+}
+
+/// "The default tool contract enables the OpenHands terminal, project file editor, Task
+/// Tracker, and sequential Task tool": the agent is offered `task` with the catalog's
+/// specialists (and no other sub-agent), a call to the planner is answered by it (tool-free,
+/// on the same route, with its own instructions), and the answer and the child's usage are
+/// journaled as the native engine journals a specialist task.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_call_to_the_planner_is_answered_and_journaled_as_a_specialist_task() {
+    if !installed() {
+        return;
+    }
+    let f = Fixture::new(Script::of(vec![
+        Turn::calls(&[(
+            "task",
+            json!({"description": "plan the analysis", "subagent_type": "planner",
+                   "prompt": "The table has sleep and score columns. Plan the analysis."}),
+        )])
+        .with_usage(50, 5),
+        Turn::text("1. Load the table. 2. Fit score on sleep by OLS.").with_usage(40, 12),
+        Turn::calls(&[("finish", json!({"message": "planned"}))]).with_usage(60, 6),
+    ]))
+    .await;
+    applied(&f.task("plan the analysis"));
+    let waiting = f.settled().await;
+    assert_eq!(
+        waiting.lifecycle,
+        Lifecycle::WaitingForDecision,
+        "{waiting:#?}"
+    );
+    let offered = f.model.requests()[0]["tools"].clone();
+    let task = offered
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["function"]["name"] == "task")
+        .cloned()
+        .expect("the task tool is offered");
+    let told = task["function"]["description"].as_str().unwrap_or_default();
+    assert!(
+        told.contains("planner") && told.contains("reviewer"),
+        "the catalog's specialists are its sub-agents: {told}"
+    );
+    assert!(
+        !told.contains("general-purpose") && !told.contains("code-explorer"),
+        "no sub-agent of OpenHands' own (with tools) is offered: {told}"
+    );
+    applied(&f.decide_with(&f.gateway, &waiting, Decision::AllowOnce, None));
+    let done = f.settled().await;
+    assert_eq!(done.lifecycle, Lifecycle::Finished, "{done:#?}");
+    // The run's last usage report may be written after its end is shown (see the test above).
+    let started = Instant::now();
+    while usage_records(&f.gateway, &f.session).len() < 3 && started.elapsed() < WITHIN {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let done = f.gateway.projection(&f.session).expect("projection");
+
+    let asked = f.model.requests();
+    assert_eq!(asked.len(), 3, "the parent, the planner, the parent");
+    let child = asked[1].to_string();
+    assert!(
+        child.contains("advisory planning specialist") && child.contains("sleep and score"),
+        "the planner got its instructions and the parent's prompt: {child}"
+    );
+    let child_tools: Vec<String> = asked[1]["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        child_tools
+            .iter()
+            .all(|t| t != "terminal" && t != "file_editor" && t != "task"),
+        "the planner is tool-free: {child_tools:?}"
+    );
+
+    let [consulted] = done.specialists.as_slice() else {
+        panic!("one specialist task: {:#?}", done.specialists);
+    };
+    assert_eq!(consulted.role, "planner");
+    assert_eq!(consulted.description, "plan the analysis");
+    assert_eq!(consulted.state, ActionState::Completed);
+    assert!(
+        consulted
+            .answer
+            .as_deref()
+            .is_some_and(|a| a.contains("Fit score on sleep by OLS")),
+        "{consulted:#?}"
+    );
+    assert_eq!(
+        (
+            consulted.usage.prompt_tokens,
+            consulted.usage.completion_tokens,
+            consulted.usage.calls
+        ),
+        (40, 12, 1),
+        "the planner's own call, under its task"
+    );
+    let mut records = usage_records(&f.gateway, &f.session);
+    records.sort();
+    let purpose = format!("task:{}", consulted.action_id);
+    let mut expected = vec![
+        ("agent".to_owned(), 50, 5, 1),
+        ("agent".to_owned(), 60, 6, 1),
+        (purpose, 40, 12, 1),
+    ];
+    expected.sort();
+    assert_eq!(records, expected);
+    f.gateway.close().await;
+}
+
+/// "A preview must never promise what the engine will not keep": the review says an edit
+/// outside the project would fail, and on OpenHands it does. An allowed set whose editor
+/// would write outside is refused by Heartwood before OpenHands confirms it (nothing in it
+/// runs, and it is recorded as failed, not as the researcher's rejection); a path that leaves
+/// the project only through a link an earlier member made is refused by the editor when it
+/// runs. Nothing is written outside.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_edit_outside_the_project_is_refused_and_nothing_is_written_there() {
+    if !installed() {
+        return;
+    }
+    let outside = tempfile::tempdir().expect("outside");
+    let escaped = outside.path().join("escaped.txt");
+    let f = Fixture::new(Script::of(vec![Turn::calls(&[
+        ("terminal", json!({"command": "echo kept >> ran.txt"})),
+        (
+            "file_editor",
+            json!({"command": "create", "path": escaped.to_str().expect("UTF-8"),
+                   "file_text": "out"}),
+        ),
+    ])]))
+    .await;
+    // The second set names the project's path, known once the fixture exists.
+    let through = f.project.path().join("link/through.txt");
+    f.model.push_turns([
+        Turn::calls(&[
+            (
+                "terminal",
+                json!({"command": format!("ln -s {} link", outside.path().display())}),
+            ),
+            (
+                "file_editor",
+                json!({"command": "create", "file_text": "through",
+                       "path": through.to_str().expect("UTF-8")}),
+            ),
+        ]),
+        Turn::calls(&[("finish", json!({"message": "gave up"}))]),
+    ]);
+    applied(&f.task("write the files"));
+    let waiting = f.settled().await;
+    assert_eq!(
+        waiting.lifecycle,
+        Lifecycle::WaitingForDecision,
+        "{waiting:#?}"
+    );
+    let review = f.gateway.snapshot(&f.session, 0).expect("snapshot").review;
+    assert!(
+        format!("{review:?}").contains("outside the project"),
+        "the preview says the edit would fail: {review:?}"
+    );
+    applied(&f.decide_with(&f.gateway, &waiting, Decision::AllowOnce, None));
+    let next = f.settled().await;
+    assert_eq!(next.lifecycle, Lifecycle::WaitingForDecision, "{next:#?}");
+    assert!(!escaped.exists(), "the editor wrote outside the project");
+    assert!(
+        !f.project.path().join("ran.txt").exists(),
+        "nothing in a refused set runs"
+    );
+    let refused: Vec<_> = next.actions.iter().take(2).collect();
+    assert!(
+        refused.iter().all(|a| a.state == ActionState::Failed
+            && a.detail
+                .as_deref()
+                .is_some_and(|d| d.contains("outside the project"))),
+        "{refused:#?}"
+    );
+    let told = f.model.requests().last().map(ToString::to_string);
+    assert!(
+        told.is_some_and(|t| t.contains("outside the project")),
+        "the model was told why"
+    );
+
+    // The link is made by the set's first member; the editor refuses when it runs.
+    applied(&f.decide_with(&f.gateway, &next, Decision::AllowOnce, None));
+    let done = f.settled().await;
+    assert_eq!(done.lifecycle, Lifecycle::Finished, "{done:#?}");
+    assert!(
+        f.project.path().join("link").is_symlink(),
+        "the link was made"
+    );
+    assert!(
+        !outside.path().join("through.txt").exists(),
+        "the editor wrote outside the project through a link"
+    );
+    let through_link = &done.actions[3];
+    assert_eq!(through_link.state, ActionState::Failed, "{through_link:#?}");
+    f.gateway.close().await;
+}

@@ -66,6 +66,9 @@ pub struct ConversationSpec {
     /// stage's), if any: the server's finish tool then takes it beside its message, validates
     /// it, and keeps it in the call's arguments.
     pub finish_outcome: Option<Value>,
+    /// Whether the agent has the sequential `task` tool, whose sub-agents are the specialists
+    /// the server was started with ([`crate::server::SPECIALISTS_VAR`]).
+    pub task_tool: bool,
 }
 
 /// A conversation as the server reports it (the parts Heartwood reads).
@@ -107,6 +110,18 @@ const TOOLS: [(&str, &str); 3] = [
     ("file_editor", "openhands.tools.file_editor"),
     ("task_tracker", "openhands.tools.task_tracker"),
 ];
+
+/// The `task` tool (the tool set's name; the model calls it `task`), and its module.
+const TASK_TOOL: (&str, &str) = ("task_tool_set", "openhands.tools.task");
+
+/// The tools of a conversation made by `spec`.
+fn tools(spec: &ConversationSpec) -> Vec<(&'static str, &'static str)> {
+    let mut tools = TOOLS.to_vec();
+    if spec.task_tool {
+        tools.push(TASK_TOOL);
+    }
+    tools
+}
 
 impl Client {
     /// A client of `server`.
@@ -175,15 +190,16 @@ impl Client {
     ) -> Result<ConversationInfo, OpenHandsError> {
         let llm = llm_config(spec);
         let policy = confirmation_policy(spec.confirm_every_action);
+        let tools = tools(spec);
         let mut body = json!({
             "workspace": {"kind": "LocalWorkspace", "working_dir": spec.working_dir},
             "agent": {
                 "kind": "Agent",
                 "llm": llm,
-                "tools": TOOLS.iter().map(|(name, _)| json!({"name": name})).collect::<Vec<_>>(),
+                "tools": tools.iter().map(|(name, _)| json!({"name": name})).collect::<Vec<_>>(),
                 "tool_concurrency_limit": 1,
             },
-            "tool_module_qualnames": TOOLS.iter().map(|(n, m)| (n.to_string(), json!(m))).collect::<serde_json::Map<_, _>>(),
+            "tool_module_qualnames": tools.iter().map(|(n, m)| (n.to_string(), json!(m))).collect::<serde_json::Map<_, _>>(),
             "confirmation_policy": policy,
             "max_iterations": spec.max_iterations,
             "stuck_detection": true,

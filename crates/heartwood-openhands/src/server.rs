@@ -19,6 +19,28 @@ const READY_WITHIN: Duration = Duration::from_secs(180);
 /// Heartwood needs (the script says which and why).
 const LAUNCH: &str = include_str!("launch.py");
 
+/// The variable that gives the server the specialists its `task` tool may start (see
+/// [`specialists_json`]); no other sub-agent is registered.
+pub const SPECIALISTS_VAR: &str = "HEARTWOOD_SPECIALISTS";
+
+/// One specialist a `task` call may start: advisory and tool-free, on the agent's model.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SpecialistRole {
+    /// The role the `task` tool names (`subagent_type`).
+    pub role: String,
+    /// What it does, shown to the agent.
+    pub description: String,
+    /// Its instructions.
+    pub system_prompt: String,
+    /// Most model calls per task.
+    pub max_iterations: u32,
+}
+
+/// The value of [`SPECIALISTS_VAR`] for `roles`.
+pub fn specialists_json(roles: &[SpecialistRole]) -> String {
+    serde_json::to_string(roles).unwrap_or_else(|_| "[]".to_owned())
+}
+
 /// A running agent server.
 #[derive(Debug)]
 pub struct AgentServer {

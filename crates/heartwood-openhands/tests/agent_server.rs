@@ -67,6 +67,7 @@ async fn a_set_waits_whole_a_rejection_reaches_the_model_and_an_allowed_action_r
             system_suffix: Some("## Skills\n- check-units: SUFFIX-MARK-7".into()),
             cost_per_token: None,
             finish_outcome: None,
+            task_tool: false,
         })
         .await
         .expect("a conversation");

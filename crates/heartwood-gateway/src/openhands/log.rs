@@ -44,6 +44,8 @@ pub(super) struct Log {
     pub(super) inputs: Vec<String>,
     /// The last execution status the log recorded.
     pub(super) status: Option<OhStatus>,
+    /// How many usage reports (`stats`) the log holds: the server writes one per completion.
+    pub(super) usage_reports: u64,
     /// Actions proposed and not yet resolved, in order.
     open: Vec<OpenAction>,
     /// Each tool call's action index.
@@ -168,8 +170,9 @@ impl Log {
                     return Vec::new();
                 };
                 // Only the researcher rejects a set; an allowed action resolved this way was
-                // cut off (see `CUT_OFF`), and is recorded as failed, not as rejected.
-                if allowed {
+                // cut off (see `CUT_OFF`) or refused by Heartwood's bound on the editor (see
+                // `confine`), and is recorded as failed, not as rejected.
+                if allowed || reason.starts_with(super::confine::REFUSED) {
                     vec![EventKind::AgentError {
                         action_id,
                         message: reason,
@@ -218,7 +221,10 @@ impl Log {
                     .into_iter()
                     .collect()
             }
-            OhEvent::State { key, value, .. } if key == "stats" => self.usage_since(&value),
+            OhEvent::State { key, value, .. } if key == "stats" => {
+                self.usage_reports += 1;
+                self.usage_since(&value)
+            }
             OhEvent::State { .. } | OhEvent::Other { .. } => Vec::new(),
         }
     }
@@ -283,13 +289,23 @@ impl Log {
             };
             if delta.prompt_tokens + delta.completion_tokens + delta.cost_micros > 0 {
                 kinds.push(EventKind::Usage {
-                    usage_id: usage_id.clone(),
+                    usage_id: self.purpose(usage_id),
                     usage: delta,
                 });
             }
             self.usage.insert(usage_id.clone(), total);
         }
         kinds
+    }
+
+    /// The purpose a usage id stands for: a specialist task's calls count (by the launcher's
+    /// naming) under `task:<the parent's tool call id>`, and are recorded under the parent's
+    /// action, `task:<action id>`, as the native engine records them.
+    fn purpose(&self, usage_id: &str) -> String {
+        usage_id
+            .strip_prefix("task:")
+            .and_then(|call| self.calls.get(call))
+            .map_or_else(|| usage_id.to_owned(), |action| format!("task:{action}"))
     }
 
     /// The actions the log shows waiting: the unresolved ones of the last reply, while the
@@ -444,6 +460,69 @@ mod tests {
         let events = translate(&mut log, vec![reject("c1", CUT_OFF)]);
         assert_eq!(states(&events), [ActionState::Failed]);
         assert!(!log.cut_off());
+    }
+
+    fn stats(by_id: serde_json::Value) -> serde_json::Value {
+        json!({"kind": "ConversationStateUpdateEvent", "key": "stats",
+               "value": {"usage_to_metrics": by_id}})
+    }
+
+    fn tokens(prompt: u64, completion: u64) -> serde_json::Value {
+        json!({"accumulated_token_usage": {"prompt_tokens": prompt,
+               "completion_tokens": completion}, "accumulated_cost": 0.0})
+    }
+
+    fn usage(events: &[Event]) -> Vec<(String, u64, u64)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::UsageRecorded { purpose, usage } => Some((
+                    purpose.clone(),
+                    usage.prompt_tokens,
+                    usage.completion_tokens,
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_report_is_one_call_differenced_and_a_tasks_calls_are_its_actions() {
+        let mut log = Log::default();
+        let task = json!({"kind": "ActionEvent", "id": "t", "llm_response_id": "r1",
+            "tool_name": "task", "tool_call_id": "call-7",
+            "tool_call": {"arguments": "{\"subagent_type\":\"planner\",\"prompt\":\"p\"}"}});
+        let events = translate(
+            &mut log,
+            vec![
+                stats(json!({"agent": tokens(100, 10)})),
+                task,
+                stats(json!({"agent": tokens(100, 10), "task:call-7": tokens(40, 12)})),
+                stats(json!({"agent": tokens(330, 17), "task:call-7": tokens(40, 12)})),
+            ],
+        );
+        assert_eq!(
+            usage(&events),
+            [
+                ("agent".to_owned(), 100, 10),
+                ("task:2".to_owned(), 40, 12),
+                ("agent".to_owned(), 230, 7),
+            ],
+            "one record per report, the cumulative figures differenced"
+        );
+        assert_eq!(log.usage_reports, 3);
+    }
+
+    #[test]
+    fn a_set_heartwood_refused_is_failed_not_rejected_by_the_researcher() {
+        let mut log = Log::default();
+        translate(
+            &mut log,
+            vec![action("c1", "echo"), status("waiting_for_confirmation")],
+        );
+        let reason = format!("{}: outside the project", super::super::confine::REFUSED);
+        let events = translate(&mut log, vec![reject("c1", &reason)]);
+        assert_eq!(states(&events), [ActionState::Failed]);
     }
 
     #[test]

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use heartwood_events::ActionPolicy;
+use heartwood_openhands::server::{SPECIALISTS_VAR, SpecialistRole, specialists_json};
 use heartwood_openhands::{
     AgentServer, Client, ConversationSpec, ConversationStore, ExecutionStatus as OhStatus,
     Installation, OpenHandsError,
@@ -30,6 +31,7 @@ use crate::backend::{
 use crate::error::BackendFailure;
 use crate::translate::proposal_of;
 
+mod confine;
 mod log;
 mod relay;
 
@@ -86,6 +88,7 @@ impl BackendFactory for OpenHandsBackendFactory {
             queued_messages: Vec::new(),
             queued_decision: None,
             policy_sent: None,
+            reports_before_server: 0,
         }))
     }
 }
@@ -117,6 +120,10 @@ struct OpenHandsBackend {
     queued_decision: Option<Queued>,
     policy: ActionPolicy,
     policy_sent: Option<ActionPolicy>,
+    /// The usage reports the log held when the running server started: the server writes one
+    /// report per completion its relay answers, after it, so a run has been read whole when
+    /// the log holds this many more reports than the relay answered completions.
+    reports_before_server: u64,
 }
 
 /// Requests from outside the worker, acted on by the run in progress at its next poll.
@@ -213,6 +220,11 @@ impl OpenHandsBackend {
             .hiding(self.spec.route.api_key_env.iter().cloned())
             .vars();
         env.push(("OPENAI_API_KEY".into(), key.into()));
+        // The `task` tool's sub-agents: the catalog's specialists, and only those.
+        env.push((
+            SPECIALISTS_VAR.into(),
+            specialists_json(&self.specialists()).into(),
+        ));
         let server = AgentServer::start(
             &self.installation,
             self.spec.state_dir.as_std_path(),
@@ -223,6 +235,9 @@ impl OpenHandsBackend {
         .map_err(oh_error)?;
         let client = Client::new(&server);
         self.server = Some((server, client.clone()));
+        // Everything an earlier server wrote is read before this one's first completion.
+        self.deliver()?;
+        self.reports_before_server = self.log.usage_reports;
         // A restarted server has the conversation's policy from its store, not from us.
         self.policy_sent = None;
         // And its model as it was created: at the relay of the server before, which is gone.
@@ -267,7 +282,26 @@ impl OpenHandsBackend {
             // A workflow stage's turn reports its outcome through `finish`, as on the native
             // engine; the stage's checks still judge the files themselves.
             finish_outcome: self.spec.finish_outcome.clone(),
+            task_tool: !self.specialists().is_empty(),
         }
+    }
+
+    /// The specialists a `task` call may start, as the native engine offers them: the
+    /// registered roles whose skills are all active and verified, with those skills in their
+    /// instructions. They answer in text (a review's structured proposals are the native
+    /// engine's only).
+    fn specialists(&self) -> Vec<SpecialistRole> {
+        self.spec
+            .specialists
+            .iter()
+            .filter_map(|s| Some((s, self.spec.skills.injected(&s.skills).ok()?)))
+            .map(|(s, skills)| SpecialistRole {
+                role: s.role.clone(),
+                description: s.description.clone(),
+                system_prompt: format!("{}{skills}", s.system_prompt),
+                max_iterations: s.max_iterations,
+            })
+            .collect()
     }
 
     /// The conversation's id, starting the conversation on the first run.
@@ -343,7 +377,16 @@ impl OpenHandsBackend {
             self.policy_sent = Some(self.policy);
         }
         self.deliver()?;
-        let decision = self.queued_decision.take();
+        let decision = match self.queued_decision.take() {
+            // The researcher's allow covers what the review showed; an edit outside the
+            // project is refused before OpenHands is told to confirm anything.
+            Some(Queued::Allow) => Some(
+                confine::refusal(&self.spec.project, &self.log.waiting())
+                    .await
+                    .map_or(Queued::Allow, Queued::Reject),
+            ),
+            other => other,
+        };
         match &decision {
             Some(Queued::Allow) => client.respond(&id, true, None).await,
             Some(Queued::Reject(reason)) => client.respond(&id, false, Some(reason)).await,
@@ -430,12 +473,21 @@ impl OpenHandsBackend {
     }
 
     /// Reads the log until it records the status the server reported (it writes the event as
-    /// it changes the status; the two are not one step).
+    /// it changes the status; the two are not one step) and the usage of every completion the
+    /// relay answered: the server writes a completion's usage report from another thread, as
+    /// late as after the run has stopped, and a run that returned without it left that call
+    /// out of the journal and the budgets.
     async fn catch_up(&mut self, status: OhStatus) -> Result<(), BackendError> {
         let started = Instant::now();
         loop {
             self.deliver()?;
-            if self.log.status == Some(status) || started.elapsed() > STORE_CATCH_UP {
+            let answered = self.relay.as_ref().map_or(0, relay::ModelRelay::served);
+            let reported = self
+                .log
+                .usage_reports
+                .saturating_sub(self.reports_before_server);
+            let read_whole = self.log.status == Some(status) && reported >= answered;
+            if read_whole || started.elapsed() > STORE_CATCH_UP {
                 return Ok(());
             }
             tokio::time::sleep(POLL).await;

@@ -12,6 +12,7 @@
 
 use std::borrow::Cow;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Json;
@@ -37,6 +38,7 @@ pub(super) const RELAYED_MODEL: &str = "heartwood-relay";
 pub(super) struct ModelRelay {
     base_url: String,
     key: String,
+    served: Arc<AtomicU64>,
     _stop: oneshot::Sender<()>,
 }
 
@@ -48,6 +50,8 @@ struct Relayed {
     recorder: Arc<Mutex<Recorder>>,
     /// The project's folder, as the prompt names it.
     project: String,
+    /// How many completions were answered: the agent server reports its usage once for each.
+    served: Arc<AtomicU64>,
 }
 
 /// What stands for the project's folder in a request's digest.
@@ -70,11 +74,13 @@ impl ModelRelay {
             .await
             .map_err(BackendError::engine)?;
         let port = listener.local_addr().map_err(BackendError::engine)?.port();
+        let served = Arc::new(AtomicU64::new(0));
         let relayed = Arc::new(Relayed {
             client,
             authorization: format!("Bearer {key}"),
             recorder: Arc::new(Mutex::new(recorder)),
             project: project.to_owned(),
+            served: Arc::clone(&served),
         });
         let app = axum::Router::new()
             .route("/v1/chat/completions", post(complete))
@@ -91,6 +97,7 @@ impl ModelRelay {
         Ok(ModelRelay {
             base_url: format!("http://127.0.0.1:{port}/v1"),
             key,
+            served,
             _stop: stop,
         })
     }
@@ -103,6 +110,11 @@ impl ModelRelay {
     /// The key the agent server must present.
     pub(super) fn key(&self) -> &str {
         &self.key
+    }
+
+    /// How many completions this relay has answered.
+    pub(super) fn served(&self) -> u64 {
+        self.served.load(Ordering::SeqCst)
     }
 }
 
@@ -145,6 +157,7 @@ async fn complete(
             .record("agent", &placed, &recorded)
     })
     .await;
+    relayed.served.fetch_add(1, Ordering::SeqCst);
     if body["stream"] == json!(true) {
         streamed(&reply)
     } else {
