@@ -38,6 +38,8 @@ def test_a_stage_is_run_checked_and_accepted_from_a_notebook(project, model):
     assert "Data readiness" in s._repr_html_() and "heartwood.current().run_stage()" in s._repr_html_()
     assessment = s.evaluate_stage()
     assert assessment["eligible"] is True, assessment["problems"]
+    # The assessment is plain data that a notebook shows as the run's panel.
+    assert isinstance(assessment, dict) and "Checks of readiness" in assessment._repr_html_()
     assert {c["check"] for c in assessment["checks"]} == {"data_dictionary", "readiness_report"}
     html = s._repr_html_()
     assert "heartwood.current().accept_stage()" in html

@@ -130,8 +130,9 @@ def _current(name=None):
 
 
 def _variable_for(session_id):
-    """The notebook variable bound to the session with this id (the first defined), so a hint
-    names what the researcher called it; ``None`` outside IPython or when none is."""
+    """The notebook variable bound to the session with this id (the researcher's own before
+    the magics' ``session``), so a hint names what the researcher called it; ``None`` outside
+    IPython or when none is."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -139,10 +140,14 @@ def _variable_for(session_id):
     shell = get_ipython()
     if shell is None:
         return None
-    for name, value in list(shell.user_ns.items()):
-        if not name.startswith("_") and isinstance(value, Session) and value.id == session_id:
-            return name
-    return None
+    names = [
+        name
+        for name, value in list(shell.user_ns.items())
+        if not name.startswith("_") and isinstance(value, Session) and value.id == session_id
+    ]
+    # The researcher's own name first; `session` is the one the magics bind.
+    names.sort(key=lambda name: name == "session")
+    return names[0] if names else None
 
 
 def _follow(session):
