@@ -250,6 +250,9 @@ function render(p, streaming, reviewed, output) {
   // Allow waits until every member was on screen, as in the terminal interface.
   showUnseen(set);
   $("pause").disabled = !allows("pause"); $("resume").disabled = !allows("resume");
+  // A Provenance Run Crate maps a workflow run: the button is there for sessions that run one.
+  $("export-crate").hidden = !(p && p.workflow);
+  $("export-crate").disabled = !p || !allows("export");
   $("interrupt").disabled = !allows("interrupt");
   $("send").disabled = !(allows("submit_task") || allows("send_guidance"));
   const asTask = !p || p.text_means === "submit_task";
@@ -411,6 +414,16 @@ $("composer").onsubmit = async (e) => {
 $("pause").onclick = () => command({type: "pause"});
 $("interrupt").onclick = () => command({type: "interrupt"});
 $("resume").onclick = () => command({type: "resume"});
+// The same export as `heartwood sessions export --format ro-crate`, into exports/ in the
+// project; the notice says where it went (or the gateway's refusal).
+$("export-crate").onclick = async () => {
+  const to = "exports/" + session + "-ro-crate-" + new Date().toISOString().replace(/[:.]/g, "-");
+  const {status, data} = await call("sessions/" + session + "/commands", {type: "export", format: "ro_crate", destination: to});
+  const r = Array.isArray(data) ? data[data.length - 1] : data;
+  const done = status === 200 && r && r.outcome && r.outcome.result;
+  $("notice").textContent = done ? "Exported as an RO-Crate to " + (r.outcome.result.destination || to) + " (verify_crate.py inside checks it without Heartwood)."
+    : (r && r.outcome ? r.outcome.reason : String(data));
+};
 // The set last brought into view (by set and revision).
 let shownSet = null;
 // Which members of each set (by set and revision) have been on screen to their end.

@@ -71,6 +71,12 @@ await scenario({ width: 1280, height: 800 }, screenshot, async (page) => {
     await page.click(accept);
     await waitStage(stage, "accepted");
     step(stage + " accepted");
+    if (stage === "readiness") {
+      // Issue 57: the run exports as a Provenance Run RO-Crate from the page.
+      await page.click("#export-crate");
+      await page.waitForFunction(() => document.querySelector("#notice").textContent.length > 0, null, { timeout: 20000 });
+      step("exported: " + await page.textContent("#notice"));
+    }
     if (stage === "model") {
       // The accepted model stays in the picture while the next stages run.
       await page.waitForFunction(() => { const i = document.querySelector("#wf-figure"); return i && !i.hidden && i.naturalWidth > 0; }, null, { timeout: 20000 });
