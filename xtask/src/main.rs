@@ -1,4 +1,4 @@
-//! Project automation: `cargo xtask ci | schema | fixtures | bench <name> | fuzz | soak`.
+//! Project automation: `cargo xtask ci | schema | fixtures | dist | bench <name> | fuzz | soak`.
 //!
 //! Runs optimized (see `.cargo/config.toml`) so that benchmarks measure release code.
 
@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod demo;
+mod dist;
 mod fixtures;
 mod fuzz;
 mod soak;
@@ -33,10 +34,14 @@ enum Task {
     /// Regenerate fixtures/demo/recording.jsonl by running the demo task against the scripted
     /// model server.
     DemoRecording,
+    /// Build what a release ships into `<target>/packages/`: the stripped binary as a tarball
+    /// and the notebook module as an abi3 wheel.
+    Dist,
     /// Run a benchmark and print each figure with its ratio to the named reference.
     Bench {
         /// Which benchmark: `journal`, `agent`, `backends`, `gateway`, `workspace`, `tui`, `workflow`, `web`, `sandbox`, `batch`, `replicas`,
-        /// `web-load`, `page` (first paint in Chromium), `notebook` or `stats`.
+        /// `web-load`, `page` (first paint in Chromium), `notebook`, `notebook-install` (the
+        /// wheel from `dist` into a fresh virtualenv, offline) or `stats`.
         name: String,
     },
     /// Build the libFuzzer targets in fuzz/ (nightly toolchain) and fuzz each for a while,
@@ -78,6 +83,7 @@ fn main() -> Result<()> {
         Task::Schema => schema(),
         Task::Fixtures => fixtures::generate(),
         Task::DemoRecording => demo::generate(),
+        Task::Dist => dist::run_dist(),
         Task::Bench { name } => match name.as_str() {
             "journal" => bench::journal::run(),
             "agent" => bench::agent::run(),
@@ -90,6 +96,7 @@ fn main() -> Result<()> {
             "web-load" => bench::web_load::run(),
             "page" => bench::page::run(),
             "notebook" => bench::notebook::run(),
+            "notebook-install" => bench::notebook_install::run(),
             "models" => bench::models::run(),
             "sandbox" => bench::sandbox::run(),
             "batch" => bench::batch::run(),
@@ -98,7 +105,7 @@ fn main() -> Result<()> {
             "export" => bench::export::run(),
             "replicas" => bench::replicas::run(),
             other => bail!(
-                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, page, notebook, models, sandbox, batch, review, stats, export, replicas"
+                "no benchmark named {other:?}; available: journal, agent, backends, gateway, workspace, tui, workflow, web, web-load, page, notebook, notebook-install, models, sandbox, batch, review, stats, export, replicas"
             ),
         },
         Task::Fuzz {

@@ -31,13 +31,15 @@ pub(crate) fn escape(text: &str) -> String {
 }
 
 /// The session: title and status, the conversation, the plan, usage, and the pending set.
-pub(crate) fn session(snapshot: &Snapshot) -> String {
-    session_with(snapshot, None)
+/// `who` is how the hints name the session (the notebook's variable for it; see
+/// [`crate::rich::who`]).
+pub(crate) fn session(snapshot: &Snapshot, who: &str) -> String {
+    session_with(snapshot, None, who)
 }
 
 /// The session, with the picture of the model its workflow run has just judged (SVG the
 /// gateway drew; plotters escapes every text in it) beside the checks.
-pub(crate) fn session_with(snapshot: &Snapshot, figure: Option<&str>) -> String {
+pub(crate) fn session_with(snapshot: &Snapshot, figure: Option<&str>, who: &str) -> String {
     let p = &snapshot.projection;
     let mut out = format!("<div class=\"heartwood-session\" style=\"{BOX}\">");
     let _ = write!(
@@ -59,7 +61,7 @@ pub(crate) fn session_with(snapshot: &Snapshot, figure: Option<&str>) -> String 
         );
     }
     if let Some(w) = &p.workflow {
-        out.push_str(&workflow(w, figure));
+        out.push_str(&workflow(w, figure, who));
     }
     if !p.task_plan.is_empty() {
         out.push_str(
@@ -83,7 +85,7 @@ pub(crate) fn session_with(snapshot: &Snapshot, figure: Option<&str>) -> String 
         );
     }
     if p.pending.is_some() {
-        out.push_str(&pending(snapshot));
+        out.push_str(&pending(snapshot, who));
     }
     out.push_str("</div>");
     out
@@ -91,7 +93,11 @@ pub(crate) fn session_with(snapshot: &Snapshot, figure: Option<&str>) -> String 
 
 /// A workflow run: its stages, the latest checks, and what can be done now (as the calls to
 /// make).
-fn workflow(w: &heartwood_events::workflow::WorkflowView, figure: Option<&str>) -> String {
+pub(crate) fn workflow(
+    w: &heartwood_events::workflow::WorkflowView,
+    figure: Option<&str>,
+    who: &str,
+) -> String {
     let mut out = format!(
         "<div class=\"heartwood-workflow\" style=\"margin:8px 0\"><strong>{}</strong> \
          <span style=\"{MUTED}\">{} {}, run revision {}{}</span><ol style=\"margin:2px 0\">",
@@ -199,16 +205,15 @@ fn workflow(w: &heartwood_events::workflow::WorkflowView, figure: Option<&str>) 
     }
     for control in &w.controls {
         let call = match control.command {
-            heartwood_events::CommandName::WorkflowRun => "session.run_stage()",
-            heartwood_events::CommandName::WorkflowEvaluate => "session.evaluate_stage()",
-            heartwood_events::CommandName::WorkflowAccept => "session.accept_stage()",
-            heartwood_events::CommandName::WorkflowCancel => "session.cancel_workflow()",
-            heartwood_events::CommandName::WorkflowReview => "session.review_stage()",
-            heartwood_events::CommandName::WorkflowReviewParallel => {
-                "session.consent_parallel_review()"
-            }
+            heartwood_events::CommandName::WorkflowRun => "run_stage()",
+            heartwood_events::CommandName::WorkflowEvaluate => "evaluate_stage()",
+            heartwood_events::CommandName::WorkflowAccept => "accept_stage()",
+            heartwood_events::CommandName::WorkflowCancel => "cancel_workflow()",
+            heartwood_events::CommandName::WorkflowReview => "review_stage()",
+            heartwood_events::CommandName::WorkflowReviewParallel => "consent_parallel_review()",
             _ => continue,
         };
+        let call = format!("{}.{call}", escape(who));
         let _ = write!(
             out,
             "<div>{} — <code>{call}</code></div>",
@@ -220,7 +225,7 @@ fn workflow(w: &heartwood_events::workflow::WorkflowView, figure: Option<&str>) 
 }
 
 /// The set waiting for a decision: every action with its preview, and how to answer.
-pub(crate) fn pending(snapshot: &Snapshot) -> String {
+pub(crate) fn pending(snapshot: &Snapshot, who: &str) -> String {
     let Some(set) = &snapshot.projection.pending else {
         return String::new();
     };
@@ -260,10 +265,11 @@ pub(crate) fn pending(snapshot: &Snapshot) -> String {
             }
         }
     }
+    let who = escape(who);
     let _ = write!(
         out,
-        "<div style=\"margin-top:8px\">Decide with <code>session.allow()</code> (every action \
-         runs once) or <code>session.reject(\"why\")</code> (none runs; the agent reads why).\
+        "<div style=\"margin-top:8px\">Decide with <code>{who}.allow()</code> (every action \
+         runs once) or <code>{who}.reject(\"why\")</code> (none runs; the agent reads why).\
          </div></div>"
     );
     out
@@ -375,7 +381,7 @@ pub(crate) fn plan(plan: &StartupPlan) -> String {
 }
 
 /// The session as Markdown, for frontends that do not show HTML.
-pub(crate) fn session_markdown(snapshot: &Snapshot) -> String {
+pub(crate) fn session_markdown(snapshot: &Snapshot, who: &str) -> String {
     let p = &snapshot.projection;
     let mut out = format!(
         "**{}** — {}\n\n",
@@ -388,8 +394,8 @@ pub(crate) fn session_markdown(snapshot: &Snapshot) -> String {
     if let Some(set) = &p.pending {
         let _ = writeln!(
             out,
-            "\nWaiting for a decision on set {} (revision {}): `session.allow()` or \
-             `session.reject(\"why\")`.",
+            "\nWaiting for a decision on set {} (revision {}): `{who}.allow()` or \
+             `{who}.reject(\"why\")`.",
             set.set_id, set.revision
         );
     }

@@ -10,6 +10,7 @@
 
 mod convert;
 mod html;
+mod rich;
 mod session;
 mod stats;
 mod view;
@@ -54,6 +55,37 @@ fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
         })
         .as_ref()
         .map_err(|e| HeartwoodError::new_err(format!("cannot start Heartwood's runtime: {e}")))
+}
+
+/// The notebook's current session: the one the researcher last made or opened (in Python or
+/// by a magic), which `%%heartwood` and `%heartwood` act on. One per interpreter.
+static CURRENT: std::sync::Mutex<Option<Py<Session>>> = std::sync::Mutex::new(None);
+
+/// Makes `session` the current one; returns the Python object (the one the caller gets).
+fn make_current(py: Python<'_>, session: Session) -> PyResult<Py<Session>> {
+    let session = Py::new(py, session)?;
+    *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.clone_ref(py));
+    Ok(session)
+}
+
+/// The current session's id, if there is one.
+pub(crate) fn current_id() -> Option<heartwood_events::SessionId> {
+    CURRENT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|s| s.get().id.clone())
+}
+
+/// The notebook's current session: the one last made or opened (`hw.session()`,
+/// `hw.start_workflow()`, `%%heartwood`, `%heartwood use`); `None` before any.
+#[pyfunction]
+fn current(py: Python<'_>) -> Option<Py<Session>> {
+    CURRENT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|s| s.clone_ref(py))
 }
 
 /// A gateway failure as a Python exception with the gateway's message.
@@ -118,8 +150,9 @@ impl Heartwood {
     }
 
     /// A session: a new one (`id=None`), or an existing one by id, unique prefix, or `"last"`.
+    /// It becomes the notebook's current session (the one the magics act on).
     #[pyo3(signature = (id=None))]
-    fn session(&self, py: Python<'_>, id: Option<&str>) -> PyResult<Session> {
+    fn session(&self, py: Python<'_>, id: Option<&str>) -> PyResult<Py<Session>> {
         let id = match id {
             None => SessionGateway::new_session_id(),
             Some(text) => {
@@ -129,16 +162,15 @@ impl Heartwood {
                     .map_err(failed)?
             }
         };
-        Ok(Session::new(
-            Arc::clone(&self.gateway),
-            self.project.clone(),
-            id,
-        ))
+        make_current(
+            py,
+            Session::new(Arc::clone(&self.gateway), self.project.clone(), id),
+        )
     }
 
     /// Starts a research workflow run (`definition`, see the catalog) in a new session, with
     /// the researcher's `question`; `inputs` maps input ids to paths other than the
-    /// definition's. Returns the session.
+    /// definition's. Returns the session, which becomes the notebook's current one.
     #[pyo3(signature = (definition, question, inputs=None))]
     fn start_workflow(
         &self,
@@ -146,7 +178,7 @@ impl Heartwood {
         definition: &str,
         question: &str,
         inputs: Option<std::collections::BTreeMap<String, String>>,
-    ) -> PyResult<Session> {
+    ) -> PyResult<Py<Session>> {
         let id = SessionGateway::new_session_id();
         let command = heartwood_events::Command::new(
             SessionGateway::new_command_id(),
@@ -164,11 +196,10 @@ impl Heartwood {
         if let heartwood_events::Outcome::Refused { reason } = receipt.outcome {
             return Err(HeartwoodError::new_err(reason));
         }
-        Ok(Session::new(
-            Arc::clone(&self.gateway),
-            self.project.clone(),
-            id,
-        ))
+        make_current(
+            py,
+            Session::new(Arc::clone(&self.gateway), self.project.clone(), id),
+        )
     }
 
     /// The workflow catalog: every definition this build maintains, with its inputs, stages and
@@ -179,7 +210,7 @@ impl Heartwood {
         let catalog = py
             .detach(move || heartwood_gateway::workspace::workflow_catalog(&project))
             .map_err(failed)?;
-        convert::to_python(py, &catalog)
+        rich::shown(py, &catalog, rich::catalog(&catalog))
     }
 
     /// The project's Agent Skills: every skill the sources offer, with its source, status and
@@ -433,6 +464,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<view::Pending>()?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(stats::_stats_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(current, m)?)?;
     m.add("HeartwoodError", py.get_type::<HeartwoodError>())?;
     m.add("StaleDecision", py.get_type::<StaleDecision>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -27,7 +27,7 @@ const WAIT_STEP: Duration = Duration::from_millis(100);
 pub struct Session {
     gateway: Arc<SessionGateway>,
     project: ProjectContext,
-    id: SessionId,
+    pub(crate) id: SessionId,
     /// The set (and revision) last shown here, which `allow` and `reject` answer.
     shown: Mutex<Option<(ActionSetId, u64)>>,
     /// The workflow run revision and assessment fingerprint last shown here, which
@@ -164,6 +164,16 @@ impl Session {
             .map_err(failed)
     }
 
+    /// The run's panel as HTML, with the model's picture when one can be drawn now.
+    fn workflow_html(
+        &self,
+        py: Python<'_>,
+        w: &heartwood_events::workflow::WorkflowView,
+    ) -> String {
+        let figure = self.model_figure(py).ok().flatten().map(|f| f.svg);
+        html::workflow(w, figure.as_deref(), &crate::rich::who(py, &self.id))
+    }
+
     fn show_workflow(&self, snapshot: &Snapshot) {
         let shown = snapshot.projection.workflow.as_ref().map(|w| {
             let fingerprint = w
@@ -177,12 +187,21 @@ impl Session {
             .unwrap_or_else(|e| e.into_inner()) = shown;
     }
 
-    fn decide(&self, py: Python<'_>, decision: Decision, reason: Option<String>) -> PyResult<()> {
+    fn decide(
+        &self,
+        py: Python<'_>,
+        decision: Decision,
+        reason: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
         let shown = self.shown.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let Some((set_id, revision)) = shown else {
             return Err(HeartwoodError::new_err(
                 "no set has been shown here to decide: look at `session.pending` first",
             ));
+        };
+        let said = match decision {
+            Decision::AllowOnce => format!("Allowed set {set_id} (revision {revision}) once"),
+            Decision::RejectAll => format!("Rejected set {set_id} (revision {revision})"),
         };
         let kind = CommandKind::Decide {
             set_id,
@@ -191,9 +210,11 @@ impl Session {
             reason,
         };
         match self.submit(py, kind) {
-            Ok(_) => {
+            Ok(receipt) => {
                 *self.shown.lock().unwrap_or_else(|e| e.into_inner()) = None;
-                Ok(())
+                // The receipt, to show: what was decided and how to follow the run.
+                let html = crate::rich::decided(&receipt, &said, &crate::rich::who(py, &self.id));
+                crate::rich::shown(py, &receipt, html)
             }
             Err(refused) => {
                 // A refusal because the set moved on is a stale decision: say which is current.
@@ -271,13 +292,15 @@ impl Session {
     }
 
     /// Allows every action of the set last shown, once; the run continues (call `wait()`).
-    fn allow(&self, py: Python<'_>) -> PyResult<()> {
+    /// Returns the decision's receipt (a dict that shows what was decided).
+    fn allow(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.decide(py, Decision::AllowOnce, None)
     }
 
-    /// Rejects every action of the set last shown; the agent reads `reason`.
+    /// Rejects every action of the set last shown; the agent reads `reason`. Returns the
+    /// decision's receipt.
     #[pyo3(signature = (reason=None))]
-    fn reject(&self, py: Python<'_>, reason: Option<String>) -> PyResult<()> {
+    fn reject(&self, py: Python<'_>, reason: Option<String>) -> PyResult<Py<PyAny>> {
         self.decide(py, Decision::RejectAll, reason)
     }
 
@@ -347,12 +370,19 @@ impl Session {
     }
 
     /// The workflow run in this session (stages, the latest checks, what can be done now), as
-    /// a dict; `None` when none was started. Looking binds `accept_stage` to what it shows.
+    /// a dict that shows as the run's panel in a notebook; `None` when none was started.
+    /// Looking binds `accept_stage` to what it shows.
     #[getter]
     fn workflow(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let snapshot = self.snapshot(py)?;
         self.show_workflow(&snapshot);
-        convert::to_python(py, &snapshot.projection.workflow)
+        match &snapshot.projection.workflow {
+            Some(w) => {
+                let html = self.workflow_html(py, w);
+                crate::rich::shown(py, w, html)
+            }
+            None => convert::to_python(py, &snapshot.projection.workflow),
+        }
     }
 
     /// Runs the workflow's current stage as an agent turn and waits until it settles.
@@ -444,12 +474,20 @@ impl Session {
             .map(|w| w.revision)
             .ok_or_else(|| HeartwoodError::new_err("this session runs no workflow"))?;
         let receipt = self.submit(py, CommandKind::WorkflowEvaluate { revision })?;
-        self.show_workflow(&self.snapshot(py)?);
+        let after = self.snapshot(py)?;
+        self.show_workflow(&after);
         let result = match receipt.outcome {
             Outcome::Applied { result, .. } => result,
             Outcome::Refused { .. } => serde_json::Value::Null,
         };
-        convert::to_python(py, &result)
+        // Shown as the run's panel now stands: the checks just run, and what comes next.
+        match &after.projection.workflow {
+            Some(w) => {
+                let html = self.workflow_html(py, w);
+                crate::rich::shown(py, &result, html)
+            }
+            None => convert::to_python(py, &result),
+        }
     }
 
     /// Accepts the current stage, bound to the revision and assessment last shown here.
@@ -574,22 +612,46 @@ impl Session {
         // A picture that cannot be drawn now (files changed since the checks) is left out;
         // `session.figure()` says why.
         let figure = self.model_figure(py).ok().flatten().map(|f| f.svg);
-        Ok(html::session_with(&snapshot, figure.as_deref()))
+        Ok(html::session_with(
+            &snapshot,
+            figure.as_deref(),
+            &crate::rich::who(py, &self.id),
+        ))
     }
 
     /// The picture of the model the workflow run's latest checks judged, drawn by the gateway
     /// from the bytes they read: a dict with the series (`train`, `held_out`, `predictions`,
-    /// `line`, `training_mean`, `group_slopes`) and `svg`; `None` when the latest checks are
-    /// not of a model stage. Raises when the files changed since the checks.
+    /// `line`, `training_mean`, `group_slopes`) and `svg`. Raises, saying why, when there is
+    /// none: no workflow run, no model judged yet, or the files changed since the checks.
     fn figure(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let figure = self.model_figure(py)?;
-        convert::to_python(py, &figure)
+        let Some(figure) = self.model_figure(py)? else {
+            let snapshot = self.snapshot(py)?;
+            let why = match &snapshot.projection.workflow {
+                None => "this session runs no workflow".to_owned(),
+                Some(w) => format!(
+                    "no model has been judged in this run yet (the latest checks are {}): the \
+                     picture comes with a model stage's checks",
+                    w.assessment
+                        .as_ref()
+                        .map_or("none".to_owned(), |a| format!("of stage {}", a.stage))
+                ),
+            };
+            return Err(HeartwoodError::new_err(format!("no model figure: {why}")));
+        };
+        let html = format!(
+            "<div class=\"heartwood-figure\" style=\"max-width:640px\">{}</div>",
+            figure.svg
+        );
+        crate::rich::shown(py, &figure, html)
     }
 
     /// The session as Markdown (where HTML is not shown).
     fn _repr_markdown_(&self, py: Python<'_>) -> PyResult<String> {
         let snapshot = self.snapshot(py)?;
-        Ok(html::session_markdown(&snapshot))
+        Ok(html::session_markdown(
+            &snapshot,
+            &crate::rich::who(py, &self.id),
+        ))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

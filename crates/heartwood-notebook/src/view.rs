@@ -113,8 +113,9 @@ impl Projection {
         self.data.clone_ref(py)
     }
 
-    fn _repr_html_(&self) -> String {
-        html::session(&self.snapshot)
+    fn _repr_html_(&self, py: Python<'_>) -> String {
+        let who = crate::rich::who(py, &self.snapshot.projection.session);
+        html::session(&self.snapshot, &who)
     }
 
     fn __repr__(&self) -> String {
@@ -182,8 +183,9 @@ impl Pending {
         self.set().members.len()
     }
 
-    fn _repr_html_(&self) -> String {
-        html::pending(&self.snapshot)
+    fn _repr_html_(&self, py: Python<'_>) -> String {
+        let who = crate::rich::who(py, &self.snapshot.projection.session);
+        html::pending(&self.snapshot, &who)
     }
 
     fn __repr__(&self) -> String {

@@ -23,7 +23,8 @@ impl Workspace {
 
 #[pymethods]
 impl Workspace {
-    /// The changed paths: against Git's `HEAD`, or, outside Git, the files the session edited.
+    /// The changed paths: against Git's `HEAD`, or, outside Git, the files the session edited
+    /// (a dict that shows as a table in a notebook).
     fn changes(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let (project, session) = (self.project.clone(), self.session.clone());
         let report = py
@@ -32,7 +33,7 @@ impl Workspace {
                     .changes(session.as_deref(), ChangeLimits::default())
             })
             .map_err(failed)?;
-        convert::to_python(py, &report)
+        crate::rich::shown(py, &report, crate::rich::changes(&report))
     }
 
     /// The unified diff of one file against `HEAD`.

@@ -41,7 +41,8 @@ def test_a_notebook_runs_a_task_renders_the_set_and_decides_it(project, model):
     assert "Waiting for your decision" in html_of(run)
     shown = html_of(pending)
     assert "echo from-the-notebook &gt;&gt; ran.txt" in shown, shown
-    assert "session.allow()" in shown and "session.reject(" in shown
+    # The hint names the notebook's own variable for the session.
+    assert "<code>s.allow()</code>" in shown and "<code>s.reject(" in shown, shown
     assert "finished" in decided.outputs[0]["text"]
     assert (project / "ran.txt").read_text() == "from-the-notebook\n"
     assert (project / "data.csv").read_text() == "id,y\n1,2\n2,4.5\n"
@@ -111,3 +112,49 @@ def test_the_magics_act_on_the_notebooks_session_and_every_hint_runs_as_printed(
     assert "tabular-ols" in text_of(catalog), text_of(catalog)
     assert "Data readiness" in html_of(started) + html_of(stage), html_of(stage)
     assert "%heartwood allow" in text_of(helped)
+
+
+def plain_of(cell):
+    return "".join(output.get("data", {}).get("text/plain", "") for output in cell.outputs)
+
+
+def test_the_magics_follow_the_session_made_in_python_and_results_render_as_html(project, model):
+    import shutil
+
+    shutil.copytree(FIXTURE, project, dirs_exist_ok=True)
+    model([terminal("echo first >> ran.txt"), finish("Wrote ran.txt.")])
+    cells = [
+        "import heartwood\nhw = heartwood.open()\nmine = hw.session()",
+        "%load_ext heartwood",
+        # The session made in Python is the current one: the cell's task goes to it.
+        "%%heartwood\nwrite ran.txt",
+        "print(session.id == mine.id, heartwood.current().id == mine.id)",
+        "mine.pending",
+        "mine.allow()",
+        "mine.wait(timeout=60)\nmine.workspace.changes()",
+        "hw.workflows()",
+        "run = hw.start_workflow('tabular-ols', 'Does sleep predict the score')",
+        # The run just made is now the current session: the stage is its.
+        "%heartwood stage",
+        "run.workflow",
+        "try:\n    run.figure()\nexcept heartwood.HeartwoodError as e:\n    print(e)",
+    ]
+    (_, _, magic, same, pending, allowed, changes, catalog, _, stage, workflow, figure
+     ) = run_notebook(cells, project)
+
+    assert "echo first &gt;&gt; ran.txt" in html_of(magic), html_of(magic)
+    assert same.outputs[0]["text"].split() == ["True", "True"], same.outputs
+    assert "<code>mine.allow()</code>" in html_of(pending), html_of(pending)
+    # allow() returns its receipt, which shows what was decided.
+    assert "Allowed set" in html_of(allowed) and "mine.wait()" in html_of(allowed), allowed.outputs
+    assert "'command_id'" in plain_of(allowed), "the plain repr is the receipt's data"
+    assert (project / "ran.txt").read_text() == "first\n"
+    # Rich HTML with the plain data kept for scripts.
+    assert "Changed files" in html_of(changes), changes.outputs
+    assert plain_of(changes).startswith("{"), plain_of(changes)
+    assert "Workflows" in html_of(catalog) and "tabular-ols" in html_of(catalog), catalog.outputs
+    assert plain_of(catalog).startswith("[{"), plain_of(catalog)[:200]
+    assert "Data readiness" in html_of(stage), stage.outputs
+    assert "heartwood-workflow" in html_of(workflow) and "run.run_stage()" in html_of(workflow)
+    assert plain_of(workflow).startswith("{"), plain_of(workflow)[:200]
+    assert "no model figure" in figure.outputs[0]["text"], figure.outputs

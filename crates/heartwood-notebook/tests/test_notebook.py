@@ -32,7 +32,7 @@ def test_a_run_stops_for_a_set_a_rejection_reaches_the_model_and_the_next_set_ru
     previews = [m["preview"] for m in pending.members]
     assert [p["command"] for p in previews] == ["echo one >> ran.txt", "echo two >> ran.txt"]
     html = s._repr_html_()
-    assert "echo one &gt;&gt; ran.txt" in html and "session.allow()" in html
+    assert "echo one &gt;&gt; ran.txt" in html and "heartwood.current().allow()" in html
 
     s.reject("use scratch.txt instead")
     s.wait(timeout=60)

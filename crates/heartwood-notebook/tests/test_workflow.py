@@ -35,16 +35,19 @@ def test_a_stage_is_run_checked_and_accepted_from_a_notebook(project, model):
 
     s.run_stage(timeout=60)
     assert s.workflow["stages"][0]["status"] == "awaiting_evaluation"
-    assert "Data readiness" in s._repr_html_() and "session.run_stage()" in s._repr_html_()
+    assert "Data readiness" in s._repr_html_() and "heartwood.current().run_stage()" in s._repr_html_()
     assessment = s.evaluate_stage()
     assert assessment["eligible"] is True, assessment["problems"]
+    # The assessment is plain data that a notebook shows as the run's panel.
+    assert isinstance(assessment, dict) and "Checks of readiness" in assessment._repr_html_()
     assert {c["check"] for c in assessment["checks"]} == {"data_dictionary", "readiness_report"}
     html = s._repr_html_()
-    assert "session.accept_stage()" in html
+    assert "heartwood.current().accept_stage()" in html
     assert "budget: model calls 1 of 20" in html, html
     assert "Latest turn: reported completed: reports/readiness.json" in html, html
-    # The readiness stage fits no model: there is no picture to draw.
-    assert s.figure() is None
+    # The readiness stage fits no model: there is no picture to draw, and figure() says why.
+    with pytest.raises(heartwood.HeartwoodError, match="no model figure: no model has been judged"):
+        s.figure()
     s.accept_stage()
     w = s.workflow
     assert w["stages"][0]["status"] == "accepted"

@@ -48,6 +48,9 @@ async function loadStartup() {
   const automation = plan.route ? " Low-risk automation " + (plan.route.low_risk_automation.allowed ? "allowed: " : "off: ") + plan.route.low_risk_automation.reason + "." : "";
   const sentence = (t) => /[.!?]$/.test(t) ? t : t + ".";
   $("startup").textContent = (plan.phase === "ready" ? "" : sentence(plan.explanation) + " Next: " + sentence(plan.next_action) + " ") + plan.platform.headline + "." + automation;
+  // The top of the screen says only what needs doing; the platform's details live with the
+  // project's setup in the side column.
+  $("startup-next").textContent = plan.phase === "ready" ? "" : sentence(plan.explanation) + " Next: " + sentence(plan.next_action);
 }
 // ChatGPT sign-in: the gateway holds the device code's handle; the page shows the code and the
 // page to open, and polls the gateway until the sign-in is done.
@@ -237,12 +240,22 @@ function render(p, streaming, reviewed, output) {
       const end = el("span"); end.dataset.action = m.action_id;
       li.append(det, end); ol.append(li); watchEnd(set, end);
     }
+    // A set shown for the first time is brought into view (on a phone the reader may be far
+    // below it, at the end of the conversation).
+    if (shownSet !== seenKey(set)) {
+      shownSet = seenKey(set);
+      const top = review.getBoundingClientRect().top;
+      if (top < 0 || top > window.innerHeight * 0.5) review.scrollIntoView({block: "start"});
+    }
   }
   const allows = (c) => !p ? c === "submit_task" : p.available_commands.includes(c);
   $("allow").disabled = $("reject").disabled = !allows("decide");
   // Allow waits until every member was on screen, as in the terminal interface.
   showUnseen(set);
   $("pause").disabled = !allows("pause"); $("resume").disabled = !allows("resume");
+  // A Provenance Run Crate maps a workflow run: the button is there for sessions that run one.
+  $("export-crate").hidden = !(p && p.workflow);
+  $("export-crate").disabled = !p || !allows("export");
   $("interrupt").disabled = !allows("interrupt");
   $("send").disabled = !(allows("submit_task") || allows("send_guidance"));
   const asTask = !p || p.text_means === "submit_task";
@@ -280,10 +293,12 @@ function renderWorkflow(w) {
   }
   const controls = $("wf-controls"); controls.replaceChildren();
   for (const c of w.controls) {
-    const asksTwice = c.command === "workflow_accept" || c.command === "workflow_cancel";
+    // Accepting is the step the run waits for: the primary button, one click (it is bound to
+    // the revision and assessment shown). Cancelling ends the run, so it asks twice.
+    const asksTwice = c.command === "workflow_cancel";
     const key = c.command + "@" + c.revision;
     const armed = armedControl === key;
-    const b = el("button", armed ? "Click again: " + c.label : c.label, armed ? "armed" : undefined);
+    const b = el("button", armed ? "Click again: " + c.label : c.label, armed ? "armed" : c.command === "workflow_accept" ? "primary" : undefined);
     b.dataset.command = c.command;
     if (c.fingerprint) b.title = "bound to run revision " + c.revision + " and assessment " + c.fingerprint;
     b.onclick = () => {
@@ -330,13 +345,17 @@ function renderWorkflow(w) {
   }
   // The picture is drawn by the gateway from the bytes the checks read; an image, so nothing in it runs.
   const img = $("wf-figure"), note = $("wf-figure-note");
+  // Once a stage is accepted the gateway keeps drawing the model accepted last, so the picture
+  // stays while later stages run (it answers 404 when no model was judged: nothing is shown).
   const model = a && a.checks.some(c => c.check === "univariate_ols");
-  if (!model) { img.hidden = true; note.hidden = true; figureFor = null; }
-  else if (figureFor !== a.fingerprint) {
-    figureFor = a.fingerprint;
+  const accepted = w.stages.filter(st => st.status === "accepted").length;
+  const figureKey = model ? a.fingerprint : accepted ? "accepted-" + accepted : null;
+  if (!figureKey) { img.hidden = true; note.hidden = true; figureFor = null; }
+  else if (figureFor !== figureKey) {
+    figureFor = figureKey;
     img.onload = () => { img.hidden = false; note.hidden = true; };
-    img.onerror = () => { img.hidden = true; note.hidden = false; note.textContent = "No picture: the model's files changed since its checks ran, or they cannot be drawn. Check the stage again."; };
-    img.src = api("sessions/" + session + "/workflow/figure.svg?assessment=" + a.fingerprint);
+    img.onerror = () => { img.hidden = true; note.hidden = !model; note.textContent = "No picture: the model's files changed since its checks ran, or they cannot be drawn. Check the stage again."; };
+    img.src = api("sessions/" + session + "/workflow/figure.svg?assessment=" + encodeURIComponent(figureKey));
   }
   const files = $("wf-files"); files.replaceChildren();
   for (const b of w.bindings) {
@@ -398,6 +417,18 @@ $("composer").onsubmit = async (e) => {
 $("pause").onclick = () => command({type: "pause"});
 $("interrupt").onclick = () => command({type: "interrupt"});
 $("resume").onclick = () => command({type: "resume"});
+// The same export as `heartwood sessions export --format ro-crate`, into exports/ in the
+// project; the notice says where it went (or the gateway's refusal).
+$("export-crate").onclick = async () => {
+  const to = "exports/" + session + "-ro-crate-" + new Date().toISOString().replace(/[:.]/g, "-");
+  const {status, data} = await call("sessions/" + session + "/commands", {type: "export", format: "ro_crate", destination: to});
+  const r = Array.isArray(data) ? data[data.length - 1] : data;
+  const done = status === 200 && r && r.outcome && r.outcome.result;
+  $("notice").textContent = done ? "Exported as an RO-Crate to " + (r.outcome.result.destination || to) + " (verify_crate.py inside checks it without Heartwood)."
+    : (r && r.outcome ? r.outcome.reason : String(data));
+};
+// The set last brought into view (by set and revision).
+let shownSet = null;
 // Which members of each set (by set and revision) have been on screen to their end.
 const seenMembers = new Map();
 const seenKey = (set) => set.set_id + "@" + set.revision;
@@ -645,7 +676,21 @@ document.addEventListener("keydown", (e) => {
     "w": () => open("new-workflow"),
   };
   const act = keys[e.key];
-  if (act) { e.preventDefault(); act(); }
+  if (act) { e.preventDefault(); act(); return; }
+  // While a set waits, Page Down, Page Up, End and Home scroll the review's list (its own
+  // scroll box), so a keyboard reader reaches every member, and with them Allow.
+  const list = $("review-members"), paging = {PageDown: 1, PageUp: -1, End: "end", Home: "home"}[e.key];
+  if (paging && projection && projection.pending && list.scrollHeight > list.clientHeight) {
+    e.preventDefault();
+    // The list on screen first; a page is what of it the window shows (on a phone, less
+    // than its box), so no member's end is jumped over unseen.
+    list.scrollIntoView({block: "nearest"});
+    const box = list.getBoundingClientRect();
+    const shown = Math.max(40, Math.min(box.bottom, window.innerHeight) - Math.max(box.top, 0));
+    if (paging === "end") list.scrollTop = list.scrollHeight;
+    else if (paging === "home") list.scrollTop = 0;
+    else list.scrollBy({top: paging * shown * 0.9});
+  }
 });
 render(null, "", null, null);
 loadStartup(); loadSessions(); loadWorkflows(); loadSkills(); loadSignIn(); loadModels();

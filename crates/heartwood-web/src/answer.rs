@@ -64,3 +64,31 @@ pub(crate) fn json_response(status: StatusCode, value: &impl serde::Serialize) -
 pub(crate) fn plain(status: StatusCode, text: &str) -> Response {
     (status, format!("{text}\n")).into_response()
 }
+
+/// The page a browser without the launch capability gets for a page address (a bookmark
+/// opened in a fresh browser): 401, what to do, and a field for the token that comes back to
+/// the same address with `?token=` (which sets the cookie and lands on that page). It holds no
+/// secret and runs no script.
+pub(crate) fn sign_in_page(reason: &str) -> Response {
+    let body = format!(
+        "<!doctype html><html lang=\"en\"><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>Heartwood: open the launch link</title>\
+         <style>body{{font:16px system-ui,sans-serif;max-width:36em;margin:2em auto;padding:0 1em}}\
+         input{{font:inherit;width:100%;box-sizing:border-box;padding:.4em}}\
+         button{{font:inherit;margin-top:.6em;padding:.4em 1em}}\
+         @media (prefers-color-scheme: dark){{body{{background:#0d1117;color:#e6edf3}}}}</style>\
+         <main><h1>Open Heartwood with its launch link</h1><p>{}.</p>\
+         <form method=\"get\"><label for=\"token\">Launch token (the part after \
+         <code>?token=</code>)</label><input id=\"token\" name=\"token\" \
+         autocomplete=\"off\" required><button type=\"submit\">Open this page</button>\
+         </form></main></html>",
+        reason.replace('&', "&amp;").replace('<', "&lt;")
+    );
+    (
+        StatusCode::UNAUTHORIZED,
+        [(axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}

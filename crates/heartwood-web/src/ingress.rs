@@ -82,6 +82,11 @@ const SINGLE: [&str; 12] = [
     "sec-websocket-protocol",
 ];
 
+/// Why a page (a bookmarked `s/<id>`, say) opened without the capability is refused: the
+/// answer is a page that asks for the launch link and comes back to the same address.
+pub const PAGE_WITHOUT_CAPABILITY: &str = "this browser does not hold the launch capability yet; open the URL `heartwood serve` \
+     printed (it ends in ?token=…), or paste its token here";
+
 /// The actor every admitted request acts for.
 pub const ACTOR: &str = "researcher (launch capability)";
 
@@ -232,6 +237,9 @@ impl IngressPolicy {
                 actor: ACTOR,
                 exchange_token: true,
             });
+        }
+        if page && !upgrade {
+            return refuse(401, PAGE_WITHOUT_CAPABILITY);
         }
         refuse(
             401,

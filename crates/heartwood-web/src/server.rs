@@ -132,6 +132,9 @@ async fn admit(
         .admit(request.method().as_str(), &target, &headers, peer.ip())
     {
         Ok(admitted) => admitted,
+        Err(refused) if refused.reason == crate::ingress::PAGE_WITHOUT_CAPABILITY => {
+            return crate::answer::sign_in_page(refused.reason);
+        }
         Err(refused) => {
             let status = StatusCode::from_u16(refused.status).unwrap_or(StatusCode::BAD_REQUEST);
             return plain(status, refused.reason);
@@ -139,7 +142,7 @@ async fn admit(
     };
     app.admitted.fetch_add(1, Ordering::SeqCst);
     if admitted.exchange_token {
-        return exchange(&app);
+        return exchange(&app, &admitted.route);
     }
     let relative = match &admitted.query {
         Some(query) => format!("{}?{query}", admitted.route),
@@ -153,18 +156,22 @@ async fn admit(
     next.run(request).await
 }
 
-/// Sets the capability cookie and sends the browser to the same page without the token.
-fn exchange(app: &AppState) -> Response {
+/// Sets the capability cookie and sends the browser to the same page without the token: a
+/// launch link to `s/<id>` lands on that session, not on the start page.
+fn exchange(app: &AppState, route: &str) -> Response {
     let base = app.policy.base_path();
+    // The route was judged unambiguous (no `..`, `//` or encoding) and starts with `/`.
+    let location = format!("{}{route}", base.trim_end_matches('/'));
     let cookie = format!(
         "{COOKIE}={}; HttpOnly; SameSite=Strict; Path={base}",
         app.policy.capability().reveal()
     );
     let mut response = StatusCode::SEE_OTHER.into_response();
     let headers = response.headers_mut();
-    if let (Ok(location), Ok(cookie)) =
-        (HeaderValue::from_str(base), HeaderValue::from_str(&cookie))
-    {
+    if let (Ok(location), Ok(cookie)) = (
+        HeaderValue::from_str(&location),
+        HeaderValue::from_str(&cookie),
+    ) {
         headers.insert(header::LOCATION, location);
         headers.insert(header::SET_COOKIE, cookie);
     }

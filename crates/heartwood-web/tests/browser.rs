@@ -328,6 +328,14 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
     assert!(screenshot.exists(), "no screenshot");
     assert!(stdout.contains("figure drawn"), "{stdout}");
     assert!(
+        stdout.contains("figure kept after the model stage"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("exported: Exported as an RO-Crate to"),
+        "{stdout}"
+    );
+    assert!(
         stdout.contains("the bytes the latest checks judged"),
         "{stdout}"
     );

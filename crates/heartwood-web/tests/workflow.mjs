@@ -64,13 +64,23 @@ await scenario({ width: 1280, height: 800 }, screenshot, async (page) => {
       await page.waitForSelector('#wf-controls button[data-command="workflow_accept"]', { timeout: 20000 });
       await page.screenshot({ path: screenshot, fullPage: true });
     }
-    // Accepting takes a second click.
-    await page.click('#wf-controls button[data-command="workflow_accept"]');
-    const armed = await page.textContent('#wf-controls button[data-command="workflow_accept"]');
-    if (!armed.startsWith("Click again")) throw new Error("one click accepted: " + armed);
-    if ((await stageStatus(stage)).includes("accepted")) throw new Error("accepted on the first click");
-    await page.click('#wf-controls button[data-command="workflow_accept"]');
+    // Accepting is the primary button and takes one click (bound to what is shown).
+    const accept = '#wf-controls button[data-command="workflow_accept"]';
+    const classes = (await page.getAttribute(accept, "class")) || "";
+    if (!classes.includes("primary")) throw new Error("Accept is not the primary button: " + classes);
+    await page.click(accept);
     await waitStage(stage, "accepted");
     step(stage + " accepted");
+    if (stage === "readiness") {
+      // Issue 57: the run exports as a Provenance Run RO-Crate from the page.
+      await page.click("#export-crate");
+      await page.waitForFunction(() => document.querySelector("#notice").textContent.length > 0, null, { timeout: 20000 });
+      step("exported: " + await page.textContent("#notice"));
+    }
+    if (stage === "model") {
+      // The accepted model stays in the picture while the next stages run.
+      await page.waitForFunction(() => { const i = document.querySelector("#wf-figure"); return i && !i.hidden && i.naturalWidth > 0; }, null, { timeout: 20000 });
+      step("figure kept after the model stage");
+    }
   }
 });

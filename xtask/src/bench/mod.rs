@@ -9,6 +9,7 @@ pub mod gateway;
 pub mod journal;
 pub mod models;
 pub mod notebook;
+pub mod notebook_install;
 pub mod page;
 pub mod replicas;
 pub mod review;

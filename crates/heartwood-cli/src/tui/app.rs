@@ -144,8 +144,9 @@ pub enum Focus {
     /// The message line.
     Input,
     /// The review, which owns the keyboard while a set waits: `a` then Enter allows all once,
-    /// `r` then Enter asks for a reason and rejects all; any other letter (including one after
-    /// `a` or `r`) is typing and goes to the message line, so a sentence cannot decide anything.
+    /// `r` then Enter (or `r` then the reason's text) asks for a reason and rejects all; any
+    /// other letter (including one after `a`) is typing and goes to the message line, so a
+    /// sentence cannot allow anything.
     Review,
     /// The reason for rejecting all.
     Reason,
@@ -420,77 +421,7 @@ impl App {
             .and_then(|s| s.projection.pending.as_ref())
             .map(|set| (set.set_id.clone(), set.revision));
         match self.focus {
-            Focus::Review => {
-                let armed = self.armed.take();
-                match key.code {
-                    KeyCode::Enter => match armed {
-                        Some(Decision::AllowOnce) => {
-                            let unseen = self.unseen();
-                            if !unseen.is_empty() {
-                                self.notice = Some(not_yet_seen(&unseen));
-                                return None;
-                            }
-                            self.notice = None;
-                            pending.map(|(set, rev)| decide(set, rev, Decision::AllowOnce, None))
-                        }
-                        Some(Decision::RejectAll) => {
-                            self.focus = Focus::Reason;
-                            None
-                        }
-                        None => None,
-                    },
-                    KeyCode::Char('a') if !ctrl && armed.is_none() => {
-                        self.armed = pending.is_some().then_some(Decision::AllowOnce);
-                        None
-                    }
-                    KeyCode::Char('r') if !ctrl && armed.is_none() => {
-                        self.armed = pending.is_some().then_some(Decision::RejectAll);
-                        None
-                    }
-                    KeyCode::Char('?') if armed.is_none() => {
-                        self.help = true;
-                        None
-                    }
-                    // Any other letter is typing, never a decision: it goes to the message
-                    // line (with the letter that armed, which was typing too).
-                    KeyCode::Char(c) if !ctrl => {
-                        match armed {
-                            Some(Decision::AllowOnce) => self.input.push('a'),
-                            Some(Decision::RejectAll) => self.input.push('r'),
-                            None => {}
-                        }
-                        self.input.push(c);
-                        self.focus = Focus::Input;
-                        self.notice = Some(
-                            "Typing goes to the message line; the set still waits. Tab returns to \
-                             the review."
-                                .to_owned(),
-                        );
-                        None
-                    }
-                    KeyCode::Up => {
-                        self.review_scroll = self.review_scroll.saturating_sub(1);
-                        None
-                    }
-                    KeyCode::Down => {
-                        self.review_scroll += 1;
-                        None
-                    }
-                    KeyCode::PageUp => {
-                        self.review_scroll = self.review_scroll.saturating_sub(10);
-                        None
-                    }
-                    KeyCode::PageDown => {
-                        self.review_scroll += 10;
-                        None
-                    }
-                    KeyCode::Tab => {
-                        self.focus = Focus::Input;
-                        None
-                    }
-                    _ => None,
-                }
-            }
+            Focus::Review => self.review_key(key, ctrl, pending),
             Focus::Reason => match key.code {
                 KeyCode::Enter => {
                     let reason = std::mem::take(&mut self.reason);
@@ -562,6 +493,96 @@ impl App {
         }
     }
 
+    /// Keys while the review has the keyboard (see [`Focus::Review`]).
+    fn review_key(
+        &mut self,
+        key: KeyEvent,
+        ctrl: bool,
+        pending: Option<(ActionSetId, u64)>,
+    ) -> Option<Intent> {
+        let armed = self.armed.take();
+        match key.code {
+            KeyCode::Enter => match armed {
+                Some(Decision::AllowOnce) => {
+                    // Refused while members were never on screen: allow stays armed, so
+                    // the review's footer says why (and which), and the first scroll
+                    // key, which disarms, clears it.
+                    if !self.unseen().is_empty() {
+                        self.armed = Some(Decision::AllowOnce);
+                        return None;
+                    }
+                    self.notice = None;
+                    pending.map(|(set, rev)| decide(set, rev, Decision::AllowOnce, None))
+                }
+                Some(Decision::RejectAll) => {
+                    self.focus = Focus::Reason;
+                    None
+                }
+                None => None,
+            },
+            KeyCode::Char('a') if !ctrl && armed.is_none() => {
+                self.armed = pending.is_some().then_some(Decision::AllowOnce);
+                None
+            }
+            KeyCode::Char('r') if !ctrl && armed.is_none() => {
+                self.armed = pending.is_some().then_some(Decision::RejectAll);
+                None
+            }
+            KeyCode::Char('?') if armed.is_none() => {
+                self.help = true;
+                None
+            }
+            // `r` and then text is a rejection with that reason: the reason line opens
+            // with it (`r use x` gives "use x"; `rerun it` keeps its `r`), and Enter
+            // rejects. Nothing is decided until then, nothing is allowed, Esc leaves it.
+            KeyCode::Char(c) if !ctrl && armed == Some(Decision::RejectAll) => {
+                self.focus = Focus::Reason;
+                self.reason.clear();
+                if c != ' ' {
+                    self.reason.push('r');
+                    self.reason.push(c);
+                }
+                None
+            }
+            // Any other letter is typing, never a decision: it goes to the message
+            // line (with the `a` that armed, which was typing too).
+            KeyCode::Char(c) if !ctrl => {
+                if armed == Some(Decision::AllowOnce) {
+                    self.input.push('a');
+                }
+                self.input.push(c);
+                self.focus = Focus::Input;
+                self.notice = Some(
+                    "Typing goes to the message line; the set still waits. Tab returns to \
+                     the review."
+                        .to_owned(),
+                );
+                None
+            }
+            KeyCode::Up => {
+                self.review_scroll = self.review_scroll.saturating_sub(1);
+                None
+            }
+            KeyCode::Down => {
+                self.review_scroll += 1;
+                None
+            }
+            KeyCode::PageUp => {
+                self.review_scroll = self.review_scroll.saturating_sub(10);
+                None
+            }
+            KeyCode::PageDown => {
+                self.review_scroll += 10;
+                None
+            }
+            KeyCode::Tab => {
+                self.focus = Focus::Input;
+                None
+            }
+            _ => None,
+        }
+    }
+
     /// A workflow control's key: submits the control the gateway offers now, unchanged; an
     /// acceptance or a cancellation asks for the same key again first.
     fn workflow_key(&mut self, n: u8) -> Option<Intent> {
@@ -609,21 +630,6 @@ impl App {
         self.scroll = 0;
         Some(Intent::Say(text))
     }
-}
-
-/// Why allow waits: which actions were never on screen, and how to see them.
-fn not_yet_seen(unseen: &[u64]) -> String {
-    let ids: Vec<String> = unseen.iter().map(|id| format!("#{id}")).collect();
-    format!(
-        "not allowed: {} not on screen yet ({}); scroll down (↓, PgDn) to read every proposed \
-         action, then allow",
-        if unseen.len() == 1 {
-            "one action was"
-        } else {
-            "some actions were"
-        },
-        ids.join(", ")
-    )
 }
 
 fn decide(

@@ -88,7 +88,8 @@ fn preview_lines(preview: &Preview, width: usize, out: &mut Vec<Line<'static>>) 
             context,
             ..
         } => {
-            out.push(Line::styled(format!("    {context}"), dim));
+            // Where it runs (the sandbox's level) is part of what is allowed: wrapped, never cut.
+            push_wrapped(out, "", context, width, dim);
             for line in heartwood_events::shell_lines(command) {
                 let prompt = line.prompt(*input);
                 push_wrapped(

@@ -29,6 +29,12 @@ fn draw(app: &App) -> String {
     terminal.backend().to_string()
 }
 
+fn draw_at(app: &App, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("terminal");
+    terminal.draw(|f| view::render(f, app)).expect("draw");
+    terminal.backend().to_string()
+}
+
 fn session() -> SessionId {
     SessionId::parse("s20261130-101500-4242-0").expect("id")
 }

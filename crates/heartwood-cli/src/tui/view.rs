@@ -199,11 +199,22 @@ fn session(frame: &mut Frame<'_>, app: &App, area: Rect, snapshot: &heartwood_ev
         (Some(set), false) => (set.members.len() as u16 + 3).min(area.height / 3),
         _ => 0,
     };
+    // The status line, the notice and the usage are read whole, whatever the side column
+    // holds: as many rows as they wrap to, up to five.
+    let usage = (!p.usage.summary.is_empty()).then(|| format!("Usage: {}", p.usage.summary));
+    let mut status_text = vec![p.status_line.clone()];
+    status_text.extend(app.notice.clone());
+    status_text.extend(usage.clone());
+    let status_height = status_text
+        .iter()
+        .map(|t| super::timeline::wrap(t, area.width as usize).len())
+        .sum::<usize>()
+        .clamp(2, 5) as u16;
     let [main, summary, input, status, keys_area] = Layout::vertical([
         Constraint::Min(5),
         Constraint::Length(summary_height),
         Constraint::Length(3),
-        Constraint::Length(2),
+        Constraint::Length(status_height),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -269,6 +280,9 @@ fn session(frame: &mut Frame<'_>, app: &App, area: Rect, snapshot: &heartwood_ev
             Style::default().fg(Color::Red),
         ));
     }
+    if let Some(usage) = usage {
+        status_lines.push(Line::styled(usage, Style::default().fg(Color::DarkGray)));
+    }
     frame.render_widget(
         Paragraph::new(status_lines).wrap(Wrap { trim: true }),
         status,
@@ -296,6 +310,7 @@ fn help(frame: &mut Frame<'_>, area: Rect) {
         Line::raw(
             "r, Enter    (review) reject every proposed action, then give an optional reason",
         ),
+        Line::raw("r, text     (review) reject every proposed action with this reason (Enter)"),
         Line::raw("letters     (review) any other letter starts typing guidance; it never decides"),
         Line::raw("Ctrl-P      pause the agent at its next step"),
         Line::raw("Ctrl-R      resume a paused task"),
@@ -331,6 +346,10 @@ fn help(frame: &mut Frame<'_>, area: Rect) {
     );
 }
 
+/// The narrowest the session screen's side column gets (a generated session id in a shell
+/// command, with the border), unless the screen is narrower than twice that.
+const SIDE_MIN: u16 = 31;
+
 fn keys(text: &str) -> Line<'static> {
     Line::styled(text.to_owned(), Style::default().fg(Color::DarkGray))
 }
@@ -358,13 +377,13 @@ fn conversation_and_plan(
         .now
         .clone()
         .unwrap_or_else(heartwood_events::Timestamp::now);
-    // A workflow run's panel needs room for its budget bars and checks.
+    // A workflow run's panel needs room for its budget bars and checks; at any width it keeps
+    // room for a shell command's session id on one line (31 columns: a generated id and the
+    // border), so a command copied from it is whole.
     let side_share = if p.workflow.is_some() { 36 } else { 30 };
-    let [conversation, side] = Layout::horizontal([
-        Constraint::Percentage(100 - side_share),
-        Constraint::Percentage(side_share),
-    ])
-    .areas(main);
+    let side_width = (main.width * side_share / 100).max(SIDE_MIN.min(main.width / 2));
+    let [conversation, side] =
+        Layout::horizontal([Constraint::Min(20), Constraint::Length(side_width)]).areas(main);
     // The judged model's picture takes the lower part of the conversation's column.
     let figure = app
         .figure
@@ -379,11 +398,15 @@ fn conversation_and_plan(
         }
         _ => conversation,
     };
-    let title = format!(
+    let mut title = format!(
         " {} · {} ",
         p.session,
         p.lifecycle.as_str().replace('_', " ")
     );
+    // Where both do not fit, the id stays whole (the status line below says the state).
+    if title.chars().count() + 2 > conversation.width as usize {
+        title = format!(" {} ", p.session);
+    }
     let inner_height = conversation.height.saturating_sub(2) as usize;
     let inner_width = conversation.width.saturating_sub(2) as usize;
     let lines = visible_lines(
@@ -441,14 +464,6 @@ fn conversation_and_plan(
                 Style::default().fg(Color::Cyan),
             ));
         }
-    }
-    if !p.usage.summary.is_empty() {
-        side_lines.push(Line::default());
-        side_lines.push(Line::styled(
-            "Usage",
-            Style::default().add_modifier(Modifier::BOLD),
-        ));
-        side_lines.push(Line::raw(p.usage.summary.clone()));
     }
     frame.render_widget(
         Paragraph::new(side_lines)
@@ -516,7 +531,7 @@ fn review_summary(
         None => vec![Line::raw("  (the review is being prepared)")],
     };
     lines.push(keys(
-        "  Tab review the whole set and decide · typing here sends guidance, never a decision",
+        "  Tab review and decide · typing here is guidance, never a decision",
     ));
     frame.render_widget(
         Paragraph::new(lines).block(
@@ -599,8 +614,14 @@ fn review_screen(
         {
             Line::styled(
                 format!(
-                    "{} of {n} not shown yet: read them with ↓ PgDn first; Enter will not allow",
-                    app.unseen().len()
+                    "not allowed: {} of {n} not shown yet ({}); read them with ↓ PgDn first; \
+                     Enter will not allow",
+                    app.unseen().len(),
+                    app.unseen()
+                        .iter()
+                        .map(|id| format!("#{id}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 Style::default().fg(Color::Yellow),
             )
@@ -616,7 +637,7 @@ fn review_screen(
         ),
         _ if app.armed == Some(heartwood_events::Decision::RejectAll) => Line::styled(
             format!(
-                "Press Enter to reject all {n} action{} (you can give a reason next). Any other key cancels.",
+                "Press Enter to reject all {n} action{} (a reason next), or type the reason. Esc cancels.",
                 if n == 1 { "" } else { "s" }
             ),
             Style::default()
@@ -635,7 +656,10 @@ fn review_screen(
             ),
         },
     };
-    frame.render_widget(Paragraph::new(vec![prompt]), footer);
+    frame.render_widget(
+        Paragraph::new(vec![prompt]).wrap(Wrap { trim: true }),
+        footer,
+    );
 }
 
 /// The project's local models and transfers: the gateway's lines, each transfer with a gauge.

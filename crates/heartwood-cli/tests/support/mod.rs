@@ -230,3 +230,4 @@ pub fn agent_server_log_tail(project: &Path) -> String {
     out
 }
 pub mod batch;
+pub mod tmux;

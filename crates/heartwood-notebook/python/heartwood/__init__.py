@@ -20,6 +20,7 @@ from ._native import (  # noqa: F401
     StaleDecision,
     Workspace,
     __version__,
+    current,
     open,
 )
 from . import stats  # noqa: F401  (heartwood.stats.fit)
@@ -32,6 +33,7 @@ __all__ = [
     "Session",
     "StaleDecision",
     "Workspace",
+    "current",
     "open",
     "stats",
     "watch",
@@ -110,23 +112,44 @@ def _has_widgets():
     return True
 
 
-# The notebook's current session: the one `%%heartwood` and `%heartwood` act on, bound in the
-# notebook as `session` so every hint the rendered session prints (`session.allow()`) runs as
-# printed. Made on first use; `%%heartwood ID` or `%heartwood use ID` switches to another.
-_notebook = {"hw": None, "session": None, "ipython": None}
+# The magics' Heartwood (for sessions they make) and the IPython shell they bind `session` in.
+# The current session itself is the compiled module's (`heartwood.current()`): the one last
+# made or opened, in Python or by a magic.
+_notebook = {"hw": None, "ipython": None}
 
 
 def _current(name=None):
-    if _notebook["hw"] is None:
-        _notebook["hw"] = open()
-    if name:
-        _notebook["session"] = _notebook["hw"].session(name)
-    elif _notebook["session"] is None:
-        _notebook["session"] = _notebook["hw"].session()
-    session = _notebook["session"]
+    """The notebook's current session (made on first use); with `name`, that session, which
+    becomes the current one. Bound as ``session`` in the notebook."""
+    session = None if name else current()
+    if session is None:
+        if _notebook["hw"] is None:
+            _notebook["hw"] = open()
+        session = _notebook["hw"].session(name)
     if _notebook["ipython"] is not None:
         _notebook["ipython"].user_ns["session"] = session
     return session
+
+
+def _variable_for(session_id):
+    """The notebook variable bound to the session with this id (the researcher's own before
+    the magics' ``session``), so a hint names what the researcher called it; ``None`` outside
+    IPython or when none is."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None:
+        return None
+    names = [
+        name
+        for name, value in list(shell.user_ns.items())
+        if not name.startswith("_") and isinstance(value, Session) and value.id == session_id
+    ]
+    # The researcher's own name first; `session` is the one the magics bind.
+    names.sort(key=lambda name: name == "session")
+    return names[0] if names else None
 
 
 def _follow(session):
@@ -145,8 +168,9 @@ def _cell_magic(line, cell):
     """``%%heartwood [session]``: the cell's text goes to the notebook's current session (a task,
     or guidance while one runs); the output is the live session.
 
-    The first use makes a session; ``%%heartwood last`` (or an id) switches to that one. The
-    session is bound as ``session`` in the notebook, so ``session.allow()`` works as printed.
+    The current session is the one last made or opened (``hw.session()`` in Python counts);
+    with none yet, the first use makes one; ``%%heartwood last`` (or an id) switches to that
+    one. The session is bound as ``session`` in the notebook.
     """
     text = cell.strip()
     if not text:
@@ -195,7 +219,7 @@ def _line_magic(line):
             raise HeartwoodError("say which workflow and the question: %heartwood start tabular-ols Does sleep matter")
         if _notebook["hw"] is None:
             _notebook["hw"] = open()
-        _notebook["session"] = _notebook["hw"].start_workflow(definition, question.strip())
+        _notebook["hw"].start_workflow(definition, question.strip())
         return _current()
     session = _current()
     if verb == "allow":
@@ -208,7 +232,8 @@ def _line_magic(line):
         workflow = session.workflow
         if workflow is None:
             raise HeartwoodError(
-                "the current session runs no workflow; %heartwood start ID QUESTION starts one"
+                f"the current session ({session.id}) runs no workflow; %heartwood start ID "
+                "QUESTION starts one, or %heartwood use ID switches to a session that runs one"
             )
         display(session)
         return None
@@ -219,8 +244,7 @@ def _line_magic(line):
             pass
         return _follow(session)
     if verb == "evaluate":
-        session.evaluate_stage()
-        return session
+        return session.evaluate_stage()
     if verb == "accept":
         session.accept_stage()
         return session

@@ -9,6 +9,7 @@ from ._native import (
     StaleDecision as StaleDecision,
     Workspace as Workspace,
     __version__ as __version__,
+    current as current,
     open as open,
 )
 

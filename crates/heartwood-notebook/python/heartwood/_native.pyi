@@ -19,6 +19,9 @@ def open(path: Optional[Union[str, PathLike[str]]] = None) -> Heartwood:
 def _stats_fit(table: str, outcome: str, predictors: List[str], categorical: Optional[List[str]] = None, fixed_effects: Optional[str] = None, intercept: bool = True, se: str = "classical", family: str = "gaussian", is_text: bool = False) -> Dict[str, Any]:
     """The statistics reference on a CSV file (or CSV text with ``is_text``); see ``heartwood.stats.fit``."""
 
+def current() -> Optional[Session]:
+    """The notebook's current session: the one last made or opened (what the magics act on)."""
+
 class Heartwood:
     def __init__(self, path: Optional[Union[str, PathLike[str]]] = None) -> None: ...
     @property
@@ -81,11 +84,12 @@ class Session:
     @property
     def pending(self) -> Optional[Pending]:
         """The set waiting for a decision, with previews; binds ``allow``/``reject`` to it."""
-    def allow(self) -> None:
-        """Allows every action of the set last shown, once. Raises ``StaleDecision`` if it was
-        shown again since."""
-    def reject(self, reason: Optional[str] = None) -> None:
-        """Rejects every action of the set last shown; the agent reads ``reason``."""
+    def allow(self) -> Dict[str, Any]:
+        """Allows every action of the set last shown, once; returns the receipt (shown as what
+        was decided). Raises ``StaleDecision`` if it was shown again since."""
+    def reject(self, reason: Optional[str] = None) -> Dict[str, Any]:
+        """Rejects every action of the set last shown; the agent reads ``reason``. Returns the
+        receipt."""
     def guide(self, text: str) -> None:
         """Adds guidance the agent reads before its next step."""
     def pause(self) -> None: ...
@@ -118,9 +122,10 @@ class Session:
         """Plans, rechecks (once ``to`` is written) or, with ``apply``, binds a correction of a finding."""
     def review_stage(self, timeout: Optional[float] = None) -> Session:
         """Has the stage's files reviewed by the review specialist; Heartwood verifies its proposals."""
-    def figure(self) -> Optional[Dict[str, Any]]:
-        """The model the latest checks judged, drawn from the bytes they read: its series and ``svg``;
-        ``None`` when those checks are not of a model stage. Raises when the files changed since."""
+    def figure(self) -> Dict[str, Any]:
+        """The model the latest checks judged, drawn from the bytes they read: its series and ``svg``.
+        Raises ``HeartwoodError`` saying why when there is none (no workflow, no model judged yet,
+        or the files changed since)."""
     def verify(self) -> Dict[str, Any]:
         """Verifies the session's hash chain: ``{"intact": True, "events": n, "terminal_hash": …}``."""
     def transcript(self) -> str:

@@ -49,6 +49,47 @@ fn rejecting_asks_for_a_reason_and_names_the_set_and_revision_shown() {
     ));
 }
 
+#[test]
+fn r_then_text_starts_the_rejection_reason_and_a_sentence_still_cannot_allow() {
+    let mut app = session_app(snapshot(pending_events(), ""));
+    for c in "r use the held-out groups".chars() {
+        assert_eq!(app.on_key(key(KeyCode::Char(c))), None, "typing decided");
+    }
+    assert_eq!(app.focus, Focus::Reason);
+    assert!(app.input.is_empty(), "sent as guidance: {:?}", app.input);
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        Some(Intent::Submit(CommandKind::Decide {
+            set_id: ActionSetId::parse("set-4").expect("id"),
+            revision: 8,
+            decision: Decision::RejectAll,
+            reason: Some("use the held-out groups".into()),
+        }))
+    );
+    // A word that starts with `r` is kept whole as the reason.
+    let mut app = session_app(snapshot(pending_events(), ""));
+    for c in "run the tests again".chars() {
+        app.on_key(key(KeyCode::Char(c)));
+    }
+    assert_eq!(app.reason, "run the tests again");
+    assert!(matches!(
+        app.on_key(key(KeyCode::Enter)),
+        Some(Intent::Submit(CommandKind::Decide {
+            decision: Decision::RejectAll,
+            ..
+        }))
+    ));
+    // `a` and then text is typing on the message line, never an allow.
+    let mut app = session_app(snapshot(pending_events(), ""));
+    for c in "add a test".chars() {
+        app.on_key(key(KeyCode::Char(c)));
+    }
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        Some(Intent::Say("add a test".into()))
+    );
+}
+
 /// A pending set of the given members (ids from 4), reviewed against `project`.
 fn pending_with(project: &std::path::Path, members: Vec<ActionProposal>) -> Snapshot {
     let revision = 4 + members.len() as u64 + 2;
@@ -136,7 +177,7 @@ fn a_large_created_file_is_cut_with_a_count_and_the_rest_scrolls() {
 
 #[test]
 fn typing_while_a_set_waits_decides_nothing() {
-    for sentence in ["add more checks", "run the tests again", "ok", "yes do it"] {
+    for sentence in ["add more checks", "ok", "yes do it"] {
         let mut app = session_app(snapshot(pending_events(), ""));
         assert_eq!(app.focus, Focus::Review);
         for c in sentence.chars() {
@@ -249,12 +290,6 @@ fn long_set(project: &std::path::Path) -> Snapshot {
     )
 }
 
-fn draw_at(app: &App, width: u16, height: u16) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("terminal");
-    terminal.draw(|f| view::render(f, app)).expect("draw");
-    terminal.backend().to_string()
-}
-
 #[test]
 fn allow_waits_until_every_member_was_on_screen() {
     let project = tempfile::tempdir().expect("project");
@@ -267,15 +302,17 @@ fn allow_waits_until_every_member_was_on_screen() {
         None,
         "allowed unseen actions"
     );
+    let refused = draw_at(&app, 80, 24);
     assert!(
-        app.notice.as_deref().unwrap_or_default().contains("#5, #6"),
-        "{:?}",
-        app.notice
+        refused.contains("not allowed") && refused.contains("#5, #6"),
+        "{refused}"
     );
-    // Reading on, a page at a time, shows every member; then allow goes through.
+    // Reading on, a page at a time, shows every member (and the refusal goes with the first
+    // scroll); then allow goes through.
     for _ in 0..20 {
         app.on_key(key(KeyCode::PageDown));
-        draw_at(&app, 80, 24);
+        let screen = draw_at(&app, 80, 24);
+        assert!(!screen.contains("not allowed"), "{screen}");
     }
     assert!(app.unseen().is_empty(), "{:?}", app.unseen());
     app.on_key(key(KeyCode::Char('a')));

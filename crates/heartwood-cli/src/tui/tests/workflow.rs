@@ -227,7 +227,12 @@ fn a_workflow_run_shows_each_state_with_its_budget_checks_and_keys() {
     );
     insta::assert_snapshot!("workflow_running", screen);
 
-    let screen = draw(&session_app(snapshot(workflow_events("unusable"), "")));
+    // (Four rows taller: the status line names every control, and the usage has its line.)
+    let screen = draw_at(
+        &session_app(snapshot(workflow_events("unusable"), "")),
+        WIDTH,
+        HEIGHT + 4,
+    );
     assert!(screen.contains("Checks not passed"), "{screen}");
     assert!(screen.contains("✘ univariate_ols"), "{screen}");
     assert!(screen.contains("slope: reported 9.1"), "{screen}");
