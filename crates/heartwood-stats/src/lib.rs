@@ -18,6 +18,7 @@ mod column;
 mod covariance;
 pub mod dd;
 pub mod decimal;
+pub mod distribution;
 mod design;
 mod error;
 mod linear;
