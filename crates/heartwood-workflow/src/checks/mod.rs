@@ -28,6 +28,7 @@
 //! twice.
 
 mod claims;
+mod identity;
 mod linear;
 mod reports;
 mod source;

@@ -10,7 +10,7 @@ use super::{
     Files, compare_within, fit, root_mean_square, strict_json, table_and_dictionary, table_from,
 };
 use crate::check::{CheckResult, MAX_GROUPS};
-use crate::table::{ColumnType, Dictionary, Table, ambiguous_labels, number};
+use crate::table::{ColumnType, Dictionary, Table, number};
 
 /// `data_dictionary`: reads table, dictionary. Every column rule holds on every row, the key is
 /// unique, and the declared roles name real columns.
@@ -134,18 +134,9 @@ pub(crate) fn checked_split(
         }
     }
     let table_groups: BTreeSet<&str> = table.rows.iter().map(|r| &r[group]).collect();
-    // Two spellings a reader takes for one group would let its rows sit on both sides.
-    let labels = table_groups
-        .iter()
-        .copied()
-        .chain(dictionary.held_out_groups.iter().map(String::as_str));
-    for (one, other) in ambiguous_labels(labels) {
-        result.fail(format!(
-            "group labels {one:?} and {other:?} differ only in spacing, case, Unicode form or \
-             number spelling, so it is ambiguous whether they are one group: the split cannot \
-             be judged disjoint. Spell each group one way in the table and the dictionary"
-        ));
-    }
+    // Two spellings a reader takes for one group would let its rows sit on both sides; two
+    // for one key would let one row be assigned twice.
+    super::identity::labels_and_keys(&table, &dictionary, &split_table, (key, group, sk), result);
     if dictionary.held_out_groups.is_empty() {
         result.fail("the dictionary holds out no group, so nothing is held out");
     }
@@ -224,6 +215,7 @@ pub(crate) fn checked_split(
             result.fail(format!("the {side} partition is empty"));
         }
     }
+    super::identity::identical_across(&table, &dictionary, &split, result);
     Some((split, table, dictionary))
 }
 
