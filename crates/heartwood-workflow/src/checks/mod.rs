@@ -27,7 +27,7 @@
 //! readers disagree on which one wins), and so is any list of keyed entries that names a key
 //! twice.
 
-mod claims;
+pub mod claims;
 mod identity;
 mod linear;
 mod reports;

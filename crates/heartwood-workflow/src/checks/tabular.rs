@@ -372,7 +372,7 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
 
 /// The report and the plan it must be the model of, the split, table and dictionary; `None`
 /// once the result says why the model cannot be checked.
-fn model_inputs(
+pub(crate) fn model_inputs(
     files: Files<'_>,
     result: &mut CheckResult,
 ) -> Option<(OlsReport, Split, Arc<Table>, Dictionary)> {
@@ -431,10 +431,10 @@ fn model_inputs(
 }
 
 /// Training rows (predictor, outcome, group) and held-out rows by key (predictor, outcome).
-type Partitions = (Vec<(f64, f64, String)>, BTreeMap<String, (f64, f64)>);
+pub(crate) type Partitions = (Vec<(f64, f64, String)>, BTreeMap<String, (f64, f64)>);
 
 /// The table's rows as the split assigns them; `None` once the result says why not.
-fn partitioned(
+pub(crate) fn partitioned(
     report: &OlsReport,
     split: &Split,
     table: &Table,
