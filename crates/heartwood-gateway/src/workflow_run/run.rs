@@ -371,6 +371,7 @@ pub(crate) fn evaluate(
                         sha256: Some(f.sha256.clone()),
                     })
                     .collect(),
+                claims: r.claims.clone(),
             })
             .collect(),
     })
