@@ -262,6 +262,9 @@ pub struct ClaimView {
     /// Why not, when it is not `passed`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
+    /// The one line every interface prints for it (`line 5: 0.1320 is value estimate,
+    /// recomputed 0.131969: passed`).
+    pub text: String,
 }
 
 /// A stage's evaluation: its independent checks on the exact bytes now in the project.

@@ -189,6 +189,13 @@ fn workflow(w: &heartwood_events::workflow::WorkflowView, figure: Option<&str>) 
                     .map(|r| format!(": {}", escape(r)))
                     .unwrap_or_default()
             );
+            for claim in &check.claims {
+                let _ = write!(
+                    out,
+                    "<div style=\"{MUTED}\">claim {}</div>",
+                    escape(&claim.text)
+                );
+            }
         }
     }
     // How the review batch runs, in the gateway's words.

@@ -4,6 +4,24 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// What the agent writing a report is told about its claims file (`path`).
+pub fn prompt(path: &str) -> String {
+    format!(
+        "The claims file `{path}` binds every number your report's results state (in sentences \
+         and in table cells) to what it is. Write JSON: {{\"claims\": [{{\"line\": 7, \
+         \"value\": \"0.31\", \"quantity\": \"r_squared\", \"sample\": \"held_out\"}}, ...]}}, \
+         one entry per number: `line` is the report line it stands on (from 1), `value` the \
+         number exactly as written there; `quantity` is one of r_squared, rmse, mae, \
+         comparator_rmse, n (with `sample`: training, held_out or all), estimate, std_error, \
+         t_value, p_value, ci_lower, ci_upper (with `coefficient`: intercept or the \
+         predictor's name; `level` for an interval, default 0.95), or other (with a `note`) for \
+         anything else. Every figure is recomputed and must be the true value rounded to the \
+         digits you write; name the rows (training, held-out, all) next to every R², RMSE and \
+         MAE; write fractions with a decimal point and at least two decimals. A number with \
+         no claim, or of quantity other, leaves the stage unverified."
+    )
+}
+
 /// A report's claims file (`reports/claims.json` in the maintained definition).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

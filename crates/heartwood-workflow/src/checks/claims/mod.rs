@@ -105,7 +105,15 @@ pub fn report_claims(files: Files<'_>, result: &mut CheckResult) {
     }
     let computed = quantities::compute(files.get(2..).unwrap_or_default());
     for (claim, i) in pairs {
-        let view = judge(claim, &figures[i], &computed);
+        let mut view = judge(claim, &figures[i], &computed);
+        view.text = format!(
+            "line {}: {} is {}, recomputed {}: {}",
+            view.line,
+            view.written,
+            view.quantity,
+            view.recomputed.as_deref().unwrap_or("(not computable)"),
+            view.status
+        );
         match view.status {
             Status::Failed => result.fail(view.note.clone()),
             Status::Unverified => result.mark_unverified(view.note.clone()),
@@ -150,6 +158,7 @@ fn judge(
         recomputed: None,
         status: Status::Unverified,
         note: String::new(),
+        text: String::new(),
     };
     let at = format!("line {}: {} {}", figure.line, view.quantity, figure.written);
     let quote = &figure.quote;
