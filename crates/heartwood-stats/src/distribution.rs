@@ -67,8 +67,8 @@ fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
     if x >= 1.0 {
         return 1.0;
     }
-    let front = (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln())
-        .exp();
+    let front =
+        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
     // The continued fraction converges fast for x < (a + 1)/(a + b + 2); otherwise use the
     // symmetry I_x(a, b) = 1 − I_{1−x}(b, a).
     if x < (a + 1.0) / (a + b + 2.0) {

@@ -74,9 +74,7 @@ impl std::fmt::Display for Ambiguity<'_> {
 /// Every pair of distinct raw spellings in `items` (spelling, where it stands) that share one
 /// canonical form, each pair once, in the order given. The same spelling twice is not
 /// ambiguous (whether it may repeat is the caller's rule).
-pub fn ambiguities<'a>(
-    items: impl IntoIterator<Item = (&'a str, String)>,
-) -> Vec<Ambiguity<'a>> {
+pub fn ambiguities<'a>(items: impl IntoIterator<Item = (&'a str, String)>) -> Vec<Ambiguity<'a>> {
     let mut first: HashMap<String, Vec<(&'a str, String)>> = HashMap::new();
     let mut found = Vec::new();
     for (raw, at) in items {
@@ -107,11 +105,11 @@ mod tests {
         for other in [
             "West",
             " west ",
-            "w\u{435}st",       // Cyrillic е
-            "we\u{200B}st",     // zero-width space
-            "\u{FF57}est",      // fullwidth w
-            "w\u{AD}est",       // soft hyphen
-            "\u{2060}west",     // word joiner
+            "w\u{435}st",   // Cyrillic е
+            "we\u{200B}st", // zero-width space
+            "\u{FF57}est",  // fullwidth w
+            "w\u{AD}est",   // soft hyphen
+            "\u{2060}west", // word joiner
         ] {
             assert_eq!(canonical(other), west, "{other:?}");
         }

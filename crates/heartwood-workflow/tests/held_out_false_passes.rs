@@ -144,7 +144,10 @@ fn group_labels_spelled_two_ways_fail_the_split_naming_both_spellings() {
         }
         let split = result(p.path(), "split", "group_disjoint_split");
         // Both spellings are named, each with where it stands.
-        let named = [format!("{from:?} (table line"), format!("{spelling:?} (table line")];
+        let named = [
+            format!("{from:?} (table line"),
+            format!("{spelling:?} (table line"),
+        ];
         assert!(
             split
                 .reasons
@@ -309,7 +312,9 @@ fn a_report_that_states_the_training_fit_as_held_out_performance_fails() {
     let r = result(p.path(), "report", "report_claims");
     assert_eq!(r.status, Status::Failed, "{:?}", r.reasons);
     assert!(
-        r.reasons.iter().any(|m| m.contains("it is the training figure")),
+        r.reasons
+            .iter()
+            .any(|m| m.contains("it is the training figure")),
         "{:?}",
         r.reasons
     );

@@ -15,7 +15,9 @@ use heartwood_workspace::Workspace;
 const GRUNFELD: &str = "../../fixtures/datasets/grunfeld";
 
 fn grunfeld() -> Vec<Vec<String>> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(GRUNFELD).join("grunfeld.csv");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(GRUNFELD)
+        .join("grunfeld.csv");
     std::fs::read_to_string(path)
         .expect("the Grunfeld table")
         .lines()
@@ -81,7 +83,11 @@ fn project(table: &[Vec<String>], held_out: &[&str], control_bytes: bool) -> tem
     let columns: serde_json::Map<String, serde_json::Value> = table[0]
         .iter()
         .map(|c| {
-            let rule = if c == "id" || c == "firm" { &text } else { &number };
+            let rule = if c == "id" || c == "firm" {
+                &text
+            } else {
+                &number
+            };
             (c.clone(), rule.clone())
         })
         .collect();
@@ -97,7 +103,11 @@ fn project(table: &[Vec<String>], held_out: &[&str], control_bytes: bool) -> tem
         .arg("value")
         .output()
         .expect("python3");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::write(d.join("analysis/fit.py"), "print('fitted')\n").expect("fit code");
     dir
 }
@@ -173,27 +183,84 @@ fn a_correct_report_with_every_kind_of_figure_passes() {
     let written = |path: &[&str], decimals: usize| format!("{:.*}", decimals, f(path));
     let value = coefficient("value");
     let claims = [
-        claim(5, &f(&["n", "training"]).to_string(), "n", sample("training")),
-        claim(5, &written(&["coefficients", "value", "estimate"], 4), "estimate", value.clone()),
-        claim(5, &written(&["coefficients", "value", "std_error"], 5), "std_error", value.clone()),
-        claim(5, &written(&["coefficients", "value", "ci_lower"], 4), "ci_lower", value.clone()),
-        claim(5, &written(&["coefficients", "value", "ci_upper"], 4), "ci_upper", value.clone()),
-        claim(5, &format!("{:.2e}", f(&["coefficients", "value", "p_value"])), "p_value", value),
-        claim(7, &written(&["held_out", "rmse"], 1), "rmse", sample("held_out")),
-        claim(11, &written(&["training", "r_squared"], 3), "r_squared", sample("training")),
-        claim(11, &written(&["training", "mae"], 2), "mae", sample("training")),
+        claim(
+            5,
+            &f(&["n", "training"]).to_string(),
+            "n",
+            sample("training"),
+        ),
+        claim(
+            5,
+            &written(&["coefficients", "value", "estimate"], 4),
+            "estimate",
+            value.clone(),
+        ),
+        claim(
+            5,
+            &written(&["coefficients", "value", "std_error"], 5),
+            "std_error",
+            value.clone(),
+        ),
+        claim(
+            5,
+            &written(&["coefficients", "value", "ci_lower"], 4),
+            "ci_lower",
+            value.clone(),
+        ),
+        claim(
+            5,
+            &written(&["coefficients", "value", "ci_upper"], 4),
+            "ci_upper",
+            value.clone(),
+        ),
+        claim(
+            5,
+            &format!("{:.2e}", f(&["coefficients", "value", "p_value"])),
+            "p_value",
+            value,
+        ),
+        claim(
+            7,
+            &written(&["held_out", "rmse"], 1),
+            "rmse",
+            sample("held_out"),
+        ),
+        claim(
+            11,
+            &written(&["training", "r_squared"], 3),
+            "r_squared",
+            sample("training"),
+        ),
+        claim(
+            11,
+            &written(&["training", "mae"], 2),
+            "mae",
+            sample("training"),
+        ),
         claim(
             12,
-            &format!("{:.1}%", 100.0 * f(&["held_out", "r_squared_vs_comparator"])),
+            &format!(
+                "{:.1}%",
+                100.0 * f(&["held_out", "r_squared_vs_comparator"])
+            ),
             "r_squared",
             sample("held_out"),
         ),
-        claim(12, &written(&["held_out", "mae"], 2), "mae", sample("held_out")),
+        claim(
+            12,
+            &written(&["held_out", "mae"], 2),
+            "mae",
+            sample("held_out"),
+        ),
     ];
     let r = claims_result(p.path(), &report, &claims);
     assert_eq!(r.status, Status::Passed, "{:?}\n{report}", r.reasons);
     assert_eq!(r.claims.len(), claims.len());
-    assert!(r.claims.iter().all(|c| c.recomputed.is_some()), "{:?}", r.claims);
+    assert!(
+        r.claims.iter().all(|c| c.recomputed.is_some()),
+        "{:?}",
+        r.claims
+    );
 }
 
 /// The training R² (0.767) presented as the held-out one, in four shapes the old reader let
@@ -205,9 +272,15 @@ fn a_training_fit_presented_as_held_out_fails_however_it_is_written() {
     let p = us_steel();
     let shapes = [
         // Wrapped onto a second line.
-        (format!("# Result\n\nOn the held-out firm the model\nexplains R² = {training}.\n"), 4),
+        (
+            format!("# Result\n\nOn the held-out firm the model\nexplains R² = {training}.\n"),
+            4,
+        ),
         // A non-breaking Unicode hyphen.
-        (format!("# Result\n\nHeld\u{2011}out R² is {training}.\n"), 3),
+        (
+            format!("# Result\n\nHeld\u{2011}out R² is {training}.\n"),
+            3,
+        ),
         // The clause also mentions training.
         (
             format!(
@@ -217,13 +290,21 @@ fn a_training_fit_presented_as_held_out_fails_however_it_is_written() {
             3,
         ),
         // In a Markdown table.
-        (format!("# Result\n\n| sample | R² |\n|---|---|\n| held-out | {training} |\n"), 5),
+        (
+            format!("# Result\n\n| sample | R² |\n|---|---|\n| held-out | {training} |\n"),
+            5,
+        ),
     ];
     for (report, line) in shapes {
         for bound in ["training", "held_out"] {
             let claims = [claim(line, &training, "r_squared", sample(bound))];
             let r = claims_result(p.path(), &report, &claims);
-            assert_eq!(r.status, Status::Failed, "{bound}: {:?}\n{report}", r.reasons);
+            assert_eq!(
+                r.status,
+                Status::Failed,
+                "{bound}: {:?}\n{report}",
+                r.reasons
+            );
         }
         let dishonest = claims_result(
             p.path(),
@@ -242,7 +323,11 @@ fn a_training_fit_presented_as_held_out_fails_however_it_is_written() {
 fn figures_no_claim_binds_or_heartwood_cannot_compute_are_unverified() {
     let p = us_steel();
     let report = "# Result\n\nThe held-out RMSE is 195.2, as in the 1950 study.\n";
-    let r = claims_result(p.path(), report, &[claim(3, "195.2", "rmse", sample("held_out"))]);
+    let r = claims_result(
+        p.path(),
+        report,
+        &[claim(3, "195.2", "rmse", sample("held_out"))],
+    );
     assert_eq!(r.status, Status::Unverified, "{:?}", r.reasons);
     assert!(mentions(&r, "1950 is bound to no claim"), "{:?}", r.reasons);
     let r = claims_result(
@@ -250,13 +335,26 @@ fn figures_no_claim_binds_or_heartwood_cannot_compute_are_unverified() {
         report,
         &[
             claim(3, "195.2", "rmse", sample("held_out")),
-            claim(3, "1950", "other", serde_json::json!({"note": "the year of the study"})),
+            claim(
+                3,
+                "1950",
+                "other",
+                serde_json::json!({"note": "the year of the study"}),
+            ),
         ],
     );
     assert_eq!(r.status, Status::Unverified, "{:?}", r.reasons);
-    assert!(mentions(&r, "cannot compute this figure"), "{:?}", r.reasons);
+    assert!(
+        mentions(&r, "cannot compute this figure"),
+        "{:?}",
+        r.reasons
+    );
     // A claim whose line does not say what it claims fails.
-    let r = claims_result(p.path(), report, &[claim(3, "195.3", "rmse", sample("held_out"))]);
+    let r = claims_result(
+        p.path(),
+        report,
+        &[claim(3, "195.3", "rmse", sample("held_out"))],
+    );
     assert_eq!(r.status, Status::Failed, "{:?}", r.reasons);
 }
 
@@ -286,11 +384,19 @@ fn other_quantities_are_computed_and_a_wrong_one_fails() {
     let upper = f(&["coefficients", "value", "ci_upper"]);
     let cases = [
         // A sample size.
-        ("Fitted on 210 training rows.".to_owned(), claim(3, "210", "n", sample("training"))),
+        (
+            "Fitted on 210 training rows.".to_owned(),
+            claim(3, "210", "n", sample("training")),
+        ),
         // An interval bound.
         (
             format!("The slope's 95% CI ends at {:.3}.", upper + 0.01),
-            claim(3, &format!("{:.3}", upper + 0.01), "ci_upper", coefficient("value")),
+            claim(
+                3,
+                &format!("{:.3}", upper + 0.01),
+                "ci_upper",
+                coefficient("value"),
+            ),
         ),
         // A p-value.
         (
@@ -298,8 +404,14 @@ fn other_quantities_are_computed_and_a_wrong_one_fails() {
             claim(3, "0.015", "p_value", coefficient("intercept")),
         ),
         // The MAE under the RMSE's name, bound honestly and dishonestly.
-        (format!("The held-out RMSE is {mae}."), claim(3, &mae, "mae", sample("held_out"))),
-        (format!("The held-out RMSE is {mae}."), claim(3, &mae, "rmse", sample("held_out"))),
+        (
+            format!("The held-out RMSE is {mae}."),
+            claim(3, &mae, "mae", sample("held_out")),
+        ),
+        (
+            format!("The held-out RMSE is {mae}."),
+            claim(3, &mae, "rmse", sample("held_out")),
+        ),
         // The RMSE under the MAE's name.
         (
             format!("The held-out mean absolute error is {rmse}."),
@@ -315,7 +427,11 @@ fn other_quantities_are_computed_and_a_wrong_one_fails() {
 
 #[test]
 fn look_alike_and_invisible_group_labels_fail_the_split_naming_both() {
-    for spelling in ["US St\u{435}\u{435}l", "US\u{200B} Steel", "US\u{00A0}Steel"] {
+    for spelling in [
+        "US St\u{435}\u{435}l",
+        "US\u{200B} Steel",
+        "US\u{00A0}Steel",
+    ] {
         let mut table = grunfeld();
         for row in &mut table[1..] {
             if row[1] == "US Steel" && row[2].parse::<u32>().expect("year") >= 1945 {
@@ -324,7 +440,12 @@ fn look_alike_and_invisible_group_labels_fail_the_split_naming_both() {
         }
         let p = project(&table, &[spelling], false);
         let split = result(p.path(), "split", "group_disjoint_split");
-        assert_eq!(split.status, Status::Failed, "{spelling:?}: {:?}", split.reasons);
+        assert_eq!(
+            split.status,
+            Status::Failed,
+            "{spelling:?}: {:?}",
+            split.reasons
+        );
         assert!(
             mentions(&split, &format!("{spelling:?} (")) && mentions(&split, "\"US Steel\" ("),
             "{:?}",
@@ -340,7 +461,11 @@ fn keys_and_headers_that_differ_only_in_white_space_are_refused() {
     let p = project(&table, &["US Steel"], false);
     let split = result(p.path(), "split", "group_disjoint_split");
     assert_eq!(split.status, Status::Failed, "{:?}", split.reasons);
-    assert!(mentions(&split, "\"r001 \" (table line 6)"), "{:?}", split.reasons);
+    assert!(
+        mentions(&split, "\"r001 \" (table line 6)"),
+        "{:?}",
+        split.reasons
+    );
 
     let mut table = grunfeld();
     for (i, row) in table.iter_mut().enumerate() {
@@ -348,8 +473,17 @@ fn keys_and_headers_that_differ_only_in_white_space_are_refused() {
     }
     let p = project(&table, &["US Steel"], false);
     let dictionary = result(p.path(), "readiness", "data_dictionary");
-    assert_eq!(dictionary.status, Status::Failed, "{:?}", dictionary.reasons);
-    assert!(mentions(&dictionary, "\"value \""), "{:?}", dictionary.reasons);
+    assert_eq!(
+        dictionary.status,
+        Status::Failed,
+        "{:?}",
+        dictionary.reasons
+    );
+    assert!(
+        mentions(&dictionary, "\"value \""),
+        "{:?}",
+        dictionary.reasons
+    );
 }
 
 #[test]
@@ -381,11 +515,16 @@ fn a_summary_is_judged_by_its_own_digits_not_the_columns_spread() {
     // One firm-year with a huge market value: the column's spread is about 6.7e7.
     table[3][4] = "1000000000".into();
     let p = project(&table, &["US Steel"], false);
-    assert_eq!(result(p.path(), "readiness", "readiness_report").status, Status::Passed);
+    assert_eq!(
+        result(p.path(), "readiness", "readiness_report").status,
+        Status::Passed
+    );
     let path = p.path().join("reports/readiness.json");
     let mut readiness: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
-    let mean = readiness["numeric"]["value"]["mean"].as_f64().expect("mean");
+    let mean = readiness["numeric"]["value"]["mean"]
+        .as_f64()
+        .expect("mean");
     readiness["numeric"]["value"]["mean"] = serde_json::json!(mean + 10.0);
     std::fs::write(&path, readiness.to_string()).expect("write");
     let r = result(p.path(), "readiness", "readiness_report");
@@ -401,7 +540,10 @@ fn an_intercept_at_a_large_offset_is_judged_by_the_predictions_it_implies() {
         row[3] = format!("{}", 1e9 + invest / 1000.0);
     }
     let p = project(&table, &["US Steel"], false);
-    assert_eq!(result(p.path(), "model", "univariate_ols").status, Status::Passed);
+    assert_eq!(
+        result(p.path(), "model", "univariate_ols").status,
+        Status::Passed
+    );
     let path = p.path().join("outputs/model.json");
     let mut model: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");

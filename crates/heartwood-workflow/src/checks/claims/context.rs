@@ -117,7 +117,11 @@ fn nearest<T: Copy>(
             } else {
                 (start.saturating_sub(at), true)
             };
-            let crossed = if after { breaks(at, start) } else { breaks(end, at) };
+            let crossed = if after {
+                breaks(at, start)
+            } else {
+                breaks(end, at)
+            };
             ((crossed, distance, after), item)
         })
         .min_by_key(|(key, _)| *key)
@@ -143,10 +147,19 @@ mod tests {
     #[test]
     fn the_nearest_mention_names_the_sample() {
         let text = "training r2 was 0.62 and held-out r2 0.31";
-        assert_eq!(sample(text, text.find("0.62").unwrap_or(0)), Some(Sample::Training));
-        assert_eq!(sample(text, text.find("0.31").unwrap_or(0)), Some(Sample::HeldOut));
+        assert_eq!(
+            sample(text, text.find("0.62").unwrap_or(0)),
+            Some(Sample::Training)
+        );
+        assert_eq!(
+            sample(text, text.find("0.31").unwrap_or(0)),
+            Some(Sample::HeldOut)
+        );
         let text = "0.62 on training data, 0.31 on held-out data";
-        assert_eq!(sample(text, text.find("0.31").unwrap_or(0)), Some(Sample::HeldOut));
+        assert_eq!(
+            sample(text, text.find("0.31").unwrap_or(0)),
+            Some(Sample::HeldOut)
+        );
         let text = "the training-mean comparator rmse 9.4";
         assert_eq!(sample(text, text.len()), None);
     }
@@ -154,8 +167,14 @@ mod tests {
     #[test]
     fn the_metric_named_before_a_figure_is_its_name() {
         let text = "held-out rmse 4.2 and mae 3.1";
-        assert_eq!(metric(text, text.find("4.2").unwrap_or(0)), Some(Metric::Rmse));
-        assert_eq!(metric(text, text.find("3.1").unwrap_or(0)), Some(Metric::Mae));
+        assert_eq!(
+            metric(text, text.find("4.2").unwrap_or(0)),
+            Some(Metric::Rmse)
+        );
+        assert_eq!(
+            metric(text, text.find("3.1").unwrap_or(0)),
+            Some(Metric::Mae)
+        );
         assert_eq!(metric("hr2 unit 5", 9), None);
     }
 }

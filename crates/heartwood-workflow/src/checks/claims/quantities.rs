@@ -167,7 +167,9 @@ impl Computed {
                 }
                 accepted.retain(|v| v.is_finite());
                 if accepted.is_empty() {
-                    return Err("the outcome does not vary on these rows, so R² is undefined".into());
+                    return Err(
+                        "the outcome does not vary on these rows, so R² is undefined".into(),
+                    );
                 }
                 accepted
             }
@@ -184,9 +186,10 @@ impl Computed {
                     .into(),
             );
         }
-        let name = claim.coefficient.as_deref().ok_or(
-            "the claim names no coefficient; say `intercept` or the predictor's name",
-        )?;
+        let name = claim
+            .coefficient
+            .as_deref()
+            .ok_or("the claim names no coefficient; say `intercept` or the predictor's name")?;
         let intercept = self.coefficient(name).ok_or_else(|| {
             format!(
                 "the model has no coefficient {name:?}; its coefficients are `intercept` and \
@@ -202,7 +205,9 @@ impl Computed {
         let t = estimate / se;
         let level = claim.level.unwrap_or(0.95);
         if !(level > 0.0 && level < 1.0) {
-            return Err(format!("a confidence level of {level} is not between 0 and 1"));
+            return Err(format!(
+                "a confidence level of {level} is not between 0 and 1"
+            ));
         }
         let half_width = || -> Result<f64, String> {
             heartwood_stats::distribution::t_quantile(1.0 - (1.0 - level) / 2.0, df)
@@ -213,8 +218,9 @@ impl Computed {
             Quantity::Estimate => estimate,
             Quantity::StdError => se,
             Quantity::TValue => t,
-            Quantity::PValue => heartwood_stats::distribution::t_two_sided_p(t, df)
-                .map_err(|e| e.to_string())?,
+            Quantity::PValue => {
+                heartwood_stats::distribution::t_two_sided_p(t, df).map_err(|e| e.to_string())?
+            }
             Quantity::CiLower => estimate - half_width()?,
             Quantity::CiUpper => estimate + half_width()?,
             other => return Err(format!("Heartwood cannot compute {}", other.name())),

@@ -53,8 +53,14 @@ pub(crate) fn fold(line: &str) -> String {
     line.nfkc()
         .filter(|&c| !crate::identity::default_ignorable(c))
         .map(|c| match c {
-            '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{2043}' | '\u{FE58}' | '\u{FE63}'
-            | '\u{FF0D}' | '\u{2E3A}' | '\u{2E3B}' => '-',
+            '\u{2010}'..='\u{2015}'
+            | '\u{2212}'
+            | '\u{2043}'
+            | '\u{FE58}'
+            | '\u{FE63}'
+            | '\u{FF0D}'
+            | '\u{2E3A}'
+            | '\u{2E3B}' => '-',
             other => other,
         })
         .collect()
@@ -384,8 +390,7 @@ fn read_number(text: &str, chars: &[(usize, char)], i: usize) -> (Token, usize) 
     } else {
         number_text.parse::<f64>().unwrap_or(f64::NAN)
     };
-    let half_unit =
-        0.5 * 10f64.powi(exponent - i32::try_from(decimals).unwrap_or(i32::MAX));
+    let half_unit = 0.5 * 10f64.powi(exponent - i32::try_from(decimals).unwrap_or(i32::MAX));
     (
         Token {
             start: 0,
@@ -428,7 +433,11 @@ mod tests {
         );
         let all = figures(report);
         assert_eq!(all[3].relation, Relation::Below);
-        assert!(all[0].context.contains("held-out r2 was 0.31"), "{}", all[0].context);
+        assert!(
+            all[0].context.contains("held-out r2 was 0.31"),
+            "{}",
+            all[0].context
+        );
         assert!((all[4].half_unit - 0.05e-5).abs() < 1e-20);
         assert_eq!(all[4].context, "r2 | held-out");
     }
