@@ -27,7 +27,7 @@ pub fn t_two_sided_p(t: f64, df: f64) -> Result<f64, StatsError> {
 /// The `probability` quantile of the t distribution with `df` degrees of freedom (for a 95%
 /// interval, `probability` is 0.975).
 pub fn t_quantile(probability: f64, df: f64) -> Result<f64, StatsError> {
-    if !(probability > 0.0 && probability < 1.0) || !(df > 0.0 && df.is_finite()) {
+    if !(probability > 0.0 && probability < 1.0 && df > 0.0 && df.is_finite()) {
         return Err(StatsError::Distribution(format!(
             "the t distribution with {df} degrees of freedom has no {probability} quantile"
         )));

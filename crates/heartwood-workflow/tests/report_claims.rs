@@ -289,6 +289,11 @@ fn a_training_fit_presented_as_held_out_fails_however_it_is_written() {
             ),
             3,
         ),
+        // In a heading, above a results section that does not repeat it.
+        (
+            format!("# Result\n\n## Held-out R² = {training}\n\n## Results\n\nSee above.\n"),
+            3,
+        ),
         // In a Markdown table.
         (
             format!("# Result\n\n| sample | R² |\n|---|---|\n| held-out | {training} |\n"),

@@ -1,4 +1,4 @@
-//! Reading a report's figures: every number a reader sees in its results, in sentences and in
+//! Reading a report's figures: every number a reader sees in it, in sentences, headings and
 //! Markdown table cells, with the line it stands on, the digits written and the words around it.
 //!
 //! The text is read as a reader reads it, not as bytes: each line is put in Unicode
@@ -66,19 +66,22 @@ pub(crate) fn fold(line: &str) -> String {
         .collect()
 }
 
-/// Every figure in the report's results: the section under the first heading that names
-/// results (to the next heading of its level or above), or the whole report when no heading
-/// does.
+/// Every figure in the report: an abstract or a heading states results as much as a results
+/// section does, so every line is read. A heading is read as a sentence of its own, without its
+/// section number (`## 3. Results`).
 pub(crate) fn figures(report: &str) -> Vec<Figure> {
     let lines: Vec<String> = report.lines().map(fold).collect();
-    let (from, to) = results_section(&lines);
     let mut out = Vec::new();
     let mut paragraph: Vec<(usize, &str)> = Vec::new();
     let mut table: Vec<(usize, &str)> = Vec::new();
-    for (i, line) in lines.iter().enumerate().take(to).skip(from) {
+    for (i, line) in lines.iter().enumerate() {
         let trimmed = line.trim();
         let is_table = trimmed.starts_with('|');
-        let breaks = trimmed.is_empty() || heading_level(line).is_some() || is_table;
+        let heading = heading_level(line).map(|level| {
+            let text = trimmed[level..].trim_start();
+            list_item(text).unwrap_or(text)
+        });
+        let breaks = trimmed.is_empty() || heading.is_some() || is_table;
         if breaks || list_item(trimmed).is_some() {
             read_paragraph(&paragraph, &mut out);
             paragraph.clear();
@@ -87,7 +90,9 @@ pub(crate) fn figures(report: &str) -> Vec<Figure> {
             read_table(&table, &mut out);
             table.clear();
         }
-        if is_table {
+        if let Some(text) = heading {
+            read_paragraph(&[(i + 1, text)], &mut out);
+        } else if is_table {
             table.push((i + 1, trimmed));
         } else if !breaks {
             let body = list_item(trimmed).unwrap_or(trimmed);
@@ -108,24 +113,6 @@ fn heading_level(line: &str) -> Option<usize> {
         .contains(&level)
         .then_some(level)
         .filter(|_| rest.is_empty() || rest.starts_with(' '))
-}
-
-/// The line range of the results section.
-fn results_section(lines: &[String]) -> (usize, usize) {
-    let Some((start, level)) = lines.iter().enumerate().find_map(|(i, l)| {
-        heading_level(l)
-            .filter(|_| l.to_lowercase().contains("result"))
-            .map(|level| (i, level))
-    }) else {
-        return (0, lines.len());
-    };
-    let end = lines
-        .iter()
-        .enumerate()
-        .skip(start + 1)
-        .find(|(_, l)| heading_level(l).is_some_and(|n| n <= level))
-        .map_or(lines.len(), |(i, _)| i);
-    (start + 1, end)
 }
 
 /// The text of a list item after its marker (`- `, `* `, `+ `, `1. `, `1) `).
@@ -417,29 +404,31 @@ mod tests {
     }
 
     #[test]
-    fn figures_are_read_from_sentences_and_table_cells_but_not_from_names() {
-        let report = "# Study\n\nIntro 2024.\n\n## Results\n\nThe held\u{2011}out R² was\n0.31 \
+    fn figures_are_read_from_sentences_headings_and_table_cells_but_not_from_names() {
+        let report = "# Study\n\nIntro 2024.\n\n## 3. Results\n\nThe held\u{2011}out R² was\n0.31 \
                       (95% CI 0.2 to −0.4; p < .001), HC3 errors.\n\n| sample | R² |\n|---|---|\n\
-                      | held-out | 1.2e-05 |\n\n## Discussion\n\nMore 7.\n";
+                      | held-out | 1.2e-05 |\n\n## Discussion of 7\n";
         assert_eq!(
             written(report),
             vec![
+                (3, "2024".to_owned()),
                 (8, "0.31".to_owned()),
                 (8, "0.2".to_owned()),
                 (8, "-0.4".to_owned()),
                 (8, ".001".to_owned()),
                 (12, "1.2e-05".to_owned()),
+                (14, "7".to_owned()),
             ]
         );
         let all = figures(report);
-        assert_eq!(all[3].relation, Relation::Below);
+        assert_eq!(all[4].relation, Relation::Below);
         assert!(
-            all[0].context.contains("held-out r2 was 0.31"),
+            all[1].context.contains("held-out r2 was 0.31"),
             "{}",
-            all[0].context
+            all[1].context
         );
-        assert!((all[4].half_unit - 0.05e-5).abs() < 1e-20);
-        assert_eq!(all[4].context, "r2 | held-out");
+        assert!((all[5].half_unit - 0.05e-5).abs() < 1e-20);
+        assert_eq!(all[5].context, "r2 | held-out");
     }
 
     #[test]
