@@ -34,6 +34,12 @@ pub fn default_ignorable(c: char) -> bool {
 
 /// The canonical form of a label, key or header (see the module documentation).
 pub fn canonical(text: &str) -> String {
+    // Most fields are plain ASCII numbers: NFKC and the skeleton leave nothing to do there.
+    if text.is_ascii()
+        && let Some(v) = crate::table::number(text.trim())
+    {
+        return format!("#{}", v + 0.0);
+    }
     let visible: String = text.nfkc().filter(|&c| !default_ignorable(c)).collect();
     let spaced = visible.split_whitespace().collect::<Vec<_>>().join(" ");
     let folded = spaced.to_lowercase();
@@ -77,8 +83,11 @@ impl std::fmt::Display for Ambiguity<'_> {
 pub fn ambiguities<'a>(items: impl IntoIterator<Item = (&'a str, String)>) -> Vec<Ambiguity<'a>> {
     let mut first: HashMap<String, Vec<(&'a str, String)>> = HashMap::new();
     let mut found = Vec::new();
+    // A spelling seen before has the same canonical form: compute each once.
+    let mut known: HashMap<&'a str, String> = HashMap::new();
     for (raw, at) in items {
-        let seen = first.entry(canonical(raw)).or_default();
+        let form = known.entry(raw).or_insert_with(|| canonical(raw)).clone();
+        let seen = first.entry(form).or_default();
         if seen.iter().any(|(s, _)| *s == raw) {
             continue;
         }

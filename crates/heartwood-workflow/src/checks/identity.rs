@@ -63,9 +63,9 @@ pub(crate) fn labels_and_keys(
     }
 }
 
-/// Marks the split `unverified` when one observation (every column other than the key and the
-/// group equal; numbers compared as numbers, text by its canonical form) is on both sides,
-/// naming the rows.
+/// Marks the split `unverified` when one observation (the outcome and every permitted predictor
+/// equal; numbers compared as numbers, text by its canonical form) is on both sides, naming the
+/// rows.
 pub(crate) fn identical_across(
     table: &Table,
     dictionary: &Dictionary,
@@ -78,7 +78,11 @@ pub(crate) fn identical_across(
     ) else {
         return;
     };
-    let analysed: Vec<usize> = (0..table.columns.len())
+    // The analysed columns: the outcome and the permitted predictors (the only columns a
+    // model of this split can read).
+    let analysed: Vec<usize> = std::iter::once(&dictionary.outcome)
+        .chain(&dictionary.predictors)
+        .filter_map(|name| table.column(name))
         .filter(|&c| c != key && c != group)
         .collect();
     if analysed.is_empty() {
@@ -121,12 +125,11 @@ pub(crate) fn identical_across(
         .collect();
     let more = shared.len().saturating_sub(LISTED);
     result.mark_unverified(format!(
-        "{} observation(s) are on both sides of the split under different keys (every column \
-         but {:?} and {:?} equal): {}{}. The held-out figures would test the model on rows it \
-         was trained on; remove the duplicates or say why they are distinct observations",
+        "{} observation(s) are on both sides of the split under different keys (the outcome \
+         and every permitted predictor equal): {}{}. The held-out figures would test the model \
+         on rows it was trained on; remove the duplicates or say why they are distinct \
+         observations",
         shared.len(),
-        dictionary.primary_key,
-        dictionary.group,
         named.join("; "),
         if more > 0 {
             format!(" and {more} more")

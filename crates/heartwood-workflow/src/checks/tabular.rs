@@ -273,24 +273,34 @@ pub struct GroupSlope {
 /// on the training partition, the held-out predictions and errors, the training-mean comparator
 /// and the leave-one-group-out slopes, and compares each with the report.
 pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
+    checked_model(files, result);
+}
+
+/// The model inputs as the model check read them: the report, split, table and dictionary.
+pub(crate) type ModelInputs = (OlsReport, Split, Arc<Table>, Dictionary);
+
+/// [`univariate_ols`], handing back its inputs when it judged every figure (so the report's
+/// claims are recomputed from the same parse, not a second one).
+pub(crate) fn checked_model(files: Files<'_>, result: &mut CheckResult) -> Option<ModelInputs> {
     let Some((report, split, table, dictionary)) = model_inputs(files, result) else {
-        return;
+        return None;
     };
     let Some((train, held_out)) = partitioned(&report, &split, &table, &dictionary, result) else {
-        return;
+        return None;
     };
     let points: Vec<(f64, f64)> = train.iter().map(|(x, y, _)| (*x, *y)).collect();
     let Some(line) = fit(&points) else {
         result.mark_unverified(
             "the training predictor has no variance (or fewer than two rows), so the slope is undefined",
         );
-        return;
+        return None;
     };
     if !(line.slope.is_finite() && line.intercept.is_finite()) {
-        return result.mark_unverified(
+        result.mark_unverified(
             "fitting the line overflows double precision at values this large, so Heartwood \
              cannot judge the reported model; rescale the data (other units) to have it checked",
         );
+        return None;
     }
     // The residual scale: what an error in a prediction or a residual figure is measured
     // against. A perfect fit has none; the outcome's spread stands in, and rounding covers an
@@ -366,16 +376,17 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
             "{} training groups; leave-one-group-out is checked for at most {MAX_GROUPS}",
             groups.len()
         ));
-        return;
+        return None;
     }
     figures["leave_one_group_out"] =
         leave_one_group_out(&train, &groups, &reported_logo, slope_scale, result);
     result.figures = figures;
+    Some((report, split, table, dictionary))
 }
 
 /// The report and the plan it must be the model of, the split, table and dictionary; `None`
 /// once the result says why the model cannot be checked.
-pub(crate) fn model_inputs(
+fn model_inputs(
     files: Files<'_>,
     result: &mut CheckResult,
 ) -> Option<(OlsReport, Split, Arc<Table>, Dictionary)> {

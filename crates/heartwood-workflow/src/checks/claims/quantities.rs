@@ -36,7 +36,7 @@ pub(crate) type Recomputed = Result<Vec<f64>, String>;
 /// `files` are table, dictionary, split, model report, plan.
 pub(crate) fn compute(files: Files<'_>) -> Result<Computed, String> {
     let mut model = CheckResult::new("univariate_ols");
-    crate::checks::univariate_ols(files, &mut model);
+    let inputs = crate::checks::tabular::checked_model(files, &mut model);
     if model.status != Status::Passed {
         return Err(format!(
             "the model the report describes does not check ({})",
@@ -44,9 +44,7 @@ pub(crate) fn compute(files: Files<'_>) -> Result<Computed, String> {
         ));
     }
     let mut scratch = CheckResult::new("univariate_ols");
-    let (report, split, table, dictionary) =
-        crate::checks::tabular::model_inputs(files, &mut scratch)
-            .ok_or("the model's inputs cannot be read")?;
+    let (report, split, table, dictionary) = inputs.ok_or("the model's inputs cannot be read")?;
     let (train, held_out) =
         crate::checks::tabular::partitioned(&report, &split, &table, &dictionary, &mut scratch)
             .ok_or("the table cannot be split")?;
