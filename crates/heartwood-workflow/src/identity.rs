@@ -36,14 +36,14 @@ pub fn default_ignorable(c: char) -> bool {
 pub fn canonical(text: &str) -> String {
     // Most fields are plain ASCII numbers: NFKC and the skeleton leave nothing to do there.
     if text.is_ascii()
-        && let Some(v) = crate::table::number(text.trim())
+        && let Some(v) = number(text.trim())
     {
         return format!("#{}", v + 0.0);
     }
     let visible: String = text.nfkc().filter(|&c| !default_ignorable(c)).collect();
     let spaced = visible.split_whitespace().collect::<Vec<_>>().join(" ");
     let folded = spaced.to_lowercase();
-    if let Some(v) = crate::table::number(&folded) {
+    if let Some(v) = number(&folded) {
         // Adding 0 turns `-0` into `0`; `{}` writes every f64 in one shortest form.
         return format!("#{}", v + 0.0);
     }
@@ -51,6 +51,11 @@ pub fn canonical(text: &str) -> String {
     unicode_security::skeleton(&folded)
         .collect::<String>()
         .to_lowercase()
+}
+
+/// A text as a finite number (the tables' reading, kept here so identity depends on nothing).
+fn number(text: &str) -> Option<f64> {
+    text.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
 /// Two distinct raw spellings that share one canonical form, with where each stands.

@@ -6,12 +6,20 @@
 //! comparison says it does not. And a split whose two sides share an observation (every
 //! analysed column equal, under different keys) tests the model on a row it was trained on.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use super::tabular::Split;
 use crate::check::CheckResult;
 use crate::identity::ambiguities;
 use crate::table::{Dictionary, Table};
+
+/// One analysed field of an observation, as the identity rule compares it.
+#[derive(Debug, PartialEq, Eq, Hash)]
+enum Field {
+    /// A number, by the bits of its value (`-0` read as `0`).
+    Number(u64),
+    /// Text, by its canonical form.
+    Text(String),
+}
 
 /// Most rows a finding lists before saying how many more there are.
 const LISTED: usize = 10;
@@ -63,13 +71,13 @@ pub(crate) fn labels_and_keys(
     }
 }
 
-/// Marks the split `unverified` when one observation (the outcome and every permitted predictor
+/// Marks the split (`partition`: key → `train` or `held_out`) `unverified` when one observation (the outcome and every permitted predictor
 /// equal; numbers compared as numbers, text by its canonical form) is on both sides, naming the
 /// rows.
 pub(crate) fn identical_across(
     table: &Table,
     dictionary: &Dictionary,
-    split: &Split,
+    partition: &BTreeMap<String, String>,
     result: &mut CheckResult,
 ) {
     let (Some(key), Some(group)) = (
@@ -89,16 +97,21 @@ pub(crate) fn identical_across(
         return;
     }
     // Observation → (first training row, first held-out row), by line.
-    let mut seen: HashMap<Vec<String>, [Option<usize>; 2]> = HashMap::new();
+    let mut seen: HashMap<Vec<Field>, [Option<usize>; 2]> = HashMap::new();
     for (i, row) in table.rows.iter().enumerate() {
-        let side = match split.partition.get(&row[key]).map(String::as_str) {
+        let side = match partition.get(&row[key]).map(String::as_str) {
             Some("train") => 0,
             Some("held_out") => 1,
             _ => continue,
         };
-        let observation: Vec<String> = analysed
+        // Numbers by their value's bits (the common case, no allocation), else the canonical
+        // form of the text.
+        let observation: Vec<Field> = analysed
             .iter()
-            .map(|&c| crate::identity::canonical(&row[c]))
+            .map(|&c| match crate::table::number(&row[c]) {
+                Some(v) => Field::Number((v + 0.0).to_bits()),
+                None => Field::Text(crate::identity::canonical(&row[c])),
+            })
             .collect();
         seen.entry(observation).or_default()[side].get_or_insert(i);
     }

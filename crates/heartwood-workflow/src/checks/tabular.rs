@@ -215,7 +215,7 @@ pub(crate) fn checked_split(
             result.fail(format!("the {side} partition is empty"));
         }
     }
-    super::identity::identical_across(&table, &dictionary, &split, result);
+    super::identity::identical_across(&table, &dictionary, &split.partition, result);
     Some((split, table, dictionary))
 }
 
