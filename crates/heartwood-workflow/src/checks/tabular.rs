@@ -282,12 +282,8 @@ pub(crate) type ModelInputs = (OlsReport, Split, Arc<Table>, Dictionary);
 /// [`univariate_ols`], handing back its inputs when it judged every figure (so the report's
 /// claims are recomputed from the same parse, not a second one).
 pub(crate) fn checked_model(files: Files<'_>, result: &mut CheckResult) -> Option<ModelInputs> {
-    let Some((report, split, table, dictionary)) = model_inputs(files, result) else {
-        return None;
-    };
-    let Some((train, held_out)) = partitioned(&report, &split, &table, &dictionary, result) else {
-        return None;
-    };
+    let (report, split, table, dictionary) = model_inputs(files, result)?;
+    let (train, held_out) = partitioned(&report, &split, &table, &dictionary, result)?;
     let points: Vec<(f64, f64)> = train.iter().map(|(x, y, _)| (*x, *y)).collect();
     let Some(line) = fit(&points) else {
         result.mark_unverified(
