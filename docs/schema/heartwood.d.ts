@@ -81,7 +81,11 @@ export type ChangeSource = "git" | "session_edits";
 export type CheckStatus = "passed" | "failed" | "unverified";
 
 /** One check's result, as evaluated by the gateway (never reported by the model). */
-export type CheckView = { check: string; inspected: InspectedFile[]; reasons: string[]; status: CheckStatus; version?: string | null };
+export type CheckView = { check: string; claims?: ClaimView[]; inspected: InspectedFile[]; reasons: string[]; status: CheckStatus; version?: string | null };
+
+/** One figure a report states, bound to the quantity its claim names, with what the check
+ * recomputed: the one field every interface shows for a report's figures. */
+export type ClaimView = { line: number; note?: string; quantity: string; recomputed?: string | null; status: CheckStatus; text: string; written: string };
 
 /** One request from an interface to a session. */
 export type Command = { actor?: string | null; command_id: CommandId; schema?: number; session: SessionId } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | ExportRequest & { type: "export" } | { type: "close" } | { title: string; type: "rename" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" } | { preview: string; revision: number; type: "workflow_review_parallel" } | { destination: string; finding: number; review_id: string; revision: number; type: "workflow_correct" });

@@ -584,6 +584,9 @@ fn check(
             for reason in &r.reasons {
                 say!("    {reason}");
             }
+            for claim in &r.claims {
+                say!("    claim {}", claim.text);
+            }
             for file in &r.inspected {
                 say!(
                     "    read {} ({} bytes, sha256 {})",

@@ -238,6 +238,33 @@ pub struct CheckView {
     pub reasons: Vec<String>,
     /// The files it read, by digest.
     pub inspected: Vec<InspectedFile>,
+    /// Each figure the checked report states, with the value recomputed for it (report claims
+    /// only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<ClaimView>,
+}
+
+/// One figure a report states, bound to the quantity its claim names, with what the check
+/// recomputed: the one field every interface shows for a report's figures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClaimView {
+    /// The report line it stands on (from 1).
+    pub line: u64,
+    /// The figure as the report writes it.
+    pub written: String,
+    /// What the claim says it is, in words (`held-out R²`, `sleep_hours standard error`).
+    pub quantity: String,
+    /// The value recomputed from the bound files (absent when Heartwood cannot compute it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recomputed: Option<String>,
+    /// Whether the figure is the recomputed one to the digits written.
+    pub status: CheckStatus,
+    /// Why not, when it is not `passed`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+    /// The one line every interface prints for it (`line 5: 0.1320 is value estimate,
+    /// recomputed 0.131969: passed`).
+    pub text: String,
 }
 
 /// A stage's evaluation: its independent checks on the exact bytes now in the project.

@@ -195,6 +195,13 @@ pub(crate) fn workflow(
                     .map(|r| format!(": {}", escape(r)))
                     .unwrap_or_default()
             );
+            for claim in &check.claims {
+                let _ = write!(
+                    out,
+                    "<div style=\"{MUTED}\">claim {}</div>",
+                    escape(&claim.text)
+                );
+            }
         }
     }
     // How the review batch runs, in the gateway's words.

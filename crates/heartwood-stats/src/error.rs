@@ -4,6 +4,9 @@
 /// Why a model could not be fitted at all. Each message says what to change.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StatsError {
+    /// A distribution asked for something it does not have.
+    #[error("{0}")]
+    Distribution(String),
     /// A cell is not a number.
     #[error(
         "row {row} of column {column:?} is not a number ({text:?}); give a plain decimal such as 12.5 or -3e-4"

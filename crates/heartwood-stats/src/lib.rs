@@ -19,6 +19,7 @@ mod covariance;
 pub mod dd;
 pub mod decimal;
 mod design;
+pub mod distribution;
 mod error;
 mod linear;
 mod logistic;

@@ -329,6 +329,7 @@ function renderWorkflow(w) {
     for (const c of a.checks) {
       const d = el("div", c.check, "check " + c.status);
       for (const r of c.reasons) d.append(el("span", r, "why"));
+      for (const claim of c.claims || []) d.append(el("span", "claim " + claim.text, "why"));
       checks.append(d);
     }
     for (const problem of a.problems.filter(x => !a.checks.some(c => x.startsWith(c.check)))) checks.append(el("div", problem, "muted"));

@@ -19,6 +19,8 @@ pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// A check's answer: the one type the record, the gateway's projection and the checks share.
 pub use heartwood_events::workflow::CheckStatus as Status;
+/// One figure of a report with its recomputed value: the type the record and the projection share.
+pub use heartwood_events::workflow::ClaimView;
 
 /// One check's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +39,9 @@ pub struct CheckResult {
     /// Figures the check computed (for the OLS check: slope, intercept, errors).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub figures: serde_json::Value,
+    /// Each figure a checked report states, with its recomputed value (`report_claims`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<ClaimView>,
 }
 
 impl CheckResult {
@@ -51,6 +56,7 @@ impl CheckResult {
             reasons: Vec::new(),
             inspected: Vec::new(),
             figures: serde_json::Value::Null,
+            claims: Vec::new(),
         }
     }
 

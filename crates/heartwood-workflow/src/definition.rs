@@ -18,7 +18,15 @@ pub fn schema() -> Vec<(&'static str, String)> {
         .into_root_schema_for::<Definition>();
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
     text.push('\n');
-    vec![("workflow-definition.schema.json", text)]
+    let claims = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<crate::checks::claims::format::ClaimsFile>();
+    let mut claims_text = serde_json::to_string_pretty(&claims).unwrap_or_default();
+    claims_text.push('\n');
+    vec![
+        ("workflow-definition.schema.json", text),
+        ("report-claims.schema.json", claims_text),
+    ]
 }
 
 /// The definition format version this build reads.

@@ -15,6 +15,7 @@ pub mod checks;
 pub mod definition;
 pub mod evaluate;
 pub mod gate;
+pub mod identity;
 pub mod registry;
 pub mod specialists;
 pub mod table;

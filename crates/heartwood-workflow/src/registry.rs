@@ -300,7 +300,7 @@ const BUILTIN: &[CheckSpec] = &[
     check(
         "report_claims",
         "1",
-        "every held-out R² or RMSE the report states is the recomputed one",
+        "every figure in the report's results is bound to a claim and is the recomputed quantity to the digits written",
     ),
     check(
         "byte_comparison",

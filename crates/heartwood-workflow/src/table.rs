@@ -98,13 +98,24 @@ impl Table {
 
 /// A header that names a column twice is no table: readers disagree on which of the two a
 /// name means (the first, the last, or both merged), so no check can say which one it judged.
+/// Two names a reader takes for one (`score` and `score `, or with a look-alike letter: see
+/// [`crate::identity`]) are refused the same way.
 fn refuse_repeated_names(columns: &[String]) -> Result<(), TableError> {
-    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
     for (i, name) in columns.iter().enumerate() {
-        if let Some(first) = seen.insert(name.as_str(), i) {
+        if let Some(first) = seen.insert(crate::identity::canonical(name), i) {
+            let what = if columns[first] == *name {
+                format!("the header names column {name:?} twice")
+            } else {
+                format!(
+                    "the header names columns {:?} and {name:?}, which a reader takes for one \
+                     (they differ only in spacing, case, Unicode form, invisible characters or \
+                     look-alike letters)",
+                    columns[first]
+                )
+            };
             return Err(TableError::Malformed(format!(
-                "the header names column {name:?} twice (columns {} and {}); rename one so \
-                 every column has one name",
+                "{what} (columns {} and {}); rename one so every column has one name",
                 first + 1,
                 i + 1
             )));
@@ -168,34 +179,4 @@ pub enum ColumnType {
 /// A field as a finite number.
 pub fn number(field: &str) -> Option<f64> {
     field.parse::<f64>().ok().filter(|v| v.is_finite())
-}
-
-/// How group labels are compared: two labels are the same group to a reader when they differ
-/// only in surrounding or repeated white space, letter case, Unicode form (NFKC), or the
-/// spelling of one number (`6`, `6.0`, `6e0`). Checks never merge such labels silently; they
-/// use this to find two spellings that would be read as one group and refuse the table.
-pub fn group_label_key(label: &str) -> String {
-    use unicode_normalization::UnicodeNormalization;
-    let normalized: String = label.nfkc().collect();
-    let words: Vec<&str> = normalized.split_whitespace().collect();
-    let spaced = words.join(" ");
-    match number(&spaced) {
-        // Adding 0 turns `-0` into `0`; `{}` writes every f64 in one shortest form.
-        Some(v) => format!("#{}", v + 0.0),
-        None => spaced.to_lowercase(),
-    }
-}
-
-/// Every pair of distinct raw labels that [`group_label_key`] reads as one group, each pair
-/// once, in the order the labels are given.
-pub fn ambiguous_labels<'a>(labels: impl IntoIterator<Item = &'a str>) -> Vec<(&'a str, &'a str)> {
-    let mut first: HashMap<String, &'a str> = HashMap::new();
-    let mut pairs = Vec::new();
-    for label in labels {
-        let seen = *first.entry(group_label_key(label)).or_insert(label);
-        if seen != label && !pairs.contains(&(seen, label)) {
-            pairs.push((seen, label));
-        }
-    }
-    pairs
 }

@@ -143,10 +143,17 @@ fn group_labels_spelled_two_ways_fail_the_split_naming_both_spellings() {
             assert_eq!(r.status, Status::Failed, "{spelling:?}: {check} passed");
         }
         let split = result(p.path(), "split", "group_disjoint_split");
-        let named = format!("{from:?} and {spelling:?}");
+        // Both spellings are named, each with where it stands.
+        let named = [
+            format!("{from:?} (table line"),
+            format!("{spelling:?} (table line"),
+        ];
         assert!(
-            split.reasons.iter().any(|m| m.contains(&named)),
-            "{named}: {:?}",
+            split
+                .reasons
+                .iter()
+                .any(|m| named.iter().all(|n| m.contains(n.as_str()))),
+            "{named:?}: {:?}",
             split.reasons
         );
     }
@@ -164,7 +171,7 @@ fn group_labels_spelled_two_ways_fail_the_split_naming_both_spellings() {
         split
             .reasons
             .iter()
-            .any(|m| m.contains("\"1954\" and \"1954.0\"")),
+            .any(|m| m.contains("\"1954\" (table line") && m.contains("\"1954.0\" (")),
         "{:?}",
         split.reasons
     );
@@ -294,11 +301,20 @@ fn a_report_that_states_the_training_fit_as_held_out_performance_fails() {
              variance in investment, so the relation carries over to a firm it never saw.\n"
         )
     };
+    // The claims file binds the figure (line 3) to the held-out R², as the sentence does.
+    let claims = |r2: f64| {
+        serde_json::json!({"claims": [{"line": 3, "value": format!("{r2:.2}"),
+            "quantity": "r_squared", "sample": "held_out"}]})
+        .to_string()
+    };
     std::fs::write(p.path().join("reports/final.md"), report(training)).expect("report");
+    std::fs::write(p.path().join("reports/claims.json"), claims(training)).expect("claims");
     let r = result(p.path(), "report", "report_claims");
     assert_eq!(r.status, Status::Failed, "{:?}", r.reasons);
     assert!(
-        r.reasons.iter().any(|m| m.contains("training-set figure")),
+        r.reasons
+            .iter()
+            .any(|m| m.contains("it is the training figure")),
         "{:?}",
         r.reasons
     );
@@ -309,6 +325,7 @@ fn a_report_that_states_the_training_fit_as_held_out_performance_fails() {
     );
 
     std::fs::write(p.path().join("reports/final.md"), report(held_out)).expect("report");
+    std::fs::write(p.path().join("reports/claims.json"), claims(held_out)).expect("claims");
     let r = result(p.path(), "report", "report_claims");
     assert_eq!(r.status, Status::Passed, "{:?}", r.reasons);
 }

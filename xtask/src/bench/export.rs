@@ -211,6 +211,7 @@ fn record(project: &Path, id: &SessionId) -> Result<()> {
                     status: CheckStatus::Failed,
                     reasons: vec!["bench".into()],
                     inspected: inspected.clone(),
+                    claims: Vec::new(),
                 }],
             }),
         });

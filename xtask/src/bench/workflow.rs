@@ -160,6 +160,7 @@ fn stage_transition() -> Result<f64> {
                         sha256: Some(digest.clone()),
                     })
                     .collect(),
+                claims: Vec::new(),
             })
             .collect(),
     };
@@ -288,7 +289,26 @@ fn generate(dir: &std::path::Path) -> Result<()> {
         dir.join("analysis/fit.py"),
         "import statistics\nprint(statistics.fmean([1, 2]))\n",
     )?;
-    std::fs::write(dir.join("reports/final.md"), "word ".repeat(50))?;
+    // A report whose figures are bound by a claims file, as the report stage asks.
+    let held_out_rmse = rmse(&|x| line.predict(x));
+    std::fs::write(
+        dir.join("reports/final.md"),
+        format!(
+            "# Result\n\n{}\n\nThe held-out RMSE is {held_out_rmse:.4} over {} held-out \
+             rows, and the training slope estimate is {slope:.4}.\n",
+            "word ".repeat(50),
+            held.len()
+        ),
+    )?;
+    std::fs::write(
+        dir.join("reports/claims.json"),
+        serde_json::json!({"claims": [
+            {"line": 5, "value": format!("{held_out_rmse:.4}"), "quantity": "rmse", "sample": "held_out"},
+            {"line": 5, "value": held.len().to_string(), "quantity": "n", "sample": "held_out"},
+            {"line": 5, "value": format!("{slope:.4}"), "quantity": "estimate", "coefficient": "x"},
+        ]})
+        .to_string(),
+    )?;
     std::fs::copy(
         dir.join("outputs/model.json"),
         dir.join("outputs/model.reproduced.json"),

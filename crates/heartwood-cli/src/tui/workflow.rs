@@ -92,6 +92,9 @@ pub(super) fn lines(p: &SessionProjection) -> Vec<Line<'static>> {
             for reason in check.reasons.iter().take(2) {
                 lines.push(Line::styled(format!("    {reason}"), muted));
             }
+            for claim in &check.claims {
+                lines.push(Line::styled(format!("    claim {}", claim.text), muted));
+            }
         }
         // Problems already shown (a check's reasons, the turn's problem) are not repeated.
         let turn_problem = w.turn.as_ref().and_then(|t| t.problem.as_ref());

@@ -78,6 +78,9 @@ pub(super) fn status(project: &ProjectContext, named: &str, json: bool) -> Resul
             for reason in &check.reasons {
                 say!("      {reason}");
             }
+            for claim in &check.claims {
+                say!("      claim {}", claim.text);
+            }
         }
         for problem in &a.problems {
             say!("  problem: {problem}");

@@ -16,6 +16,7 @@ async fn a_whole_run_is_accepted_through_its_reviewed_reproduction() {
         "analysis/fit.py",
         "outputs/model.json",
         "reports/final.md",
+        "reports/claims.json",
     ];
     std::fs::create_dir(root.join("stash")).expect("stash");
     for path in artifacts {
@@ -34,7 +35,10 @@ async fn a_whole_run_is_accepted_through_its_reviewed_reproduction() {
             "cp stash/fit.py analysis/ && cp stash/model.json outputs/",
             vec!["analysis/fit.py", "outputs/model.json"],
         ),
-        ("cp stash/final.md reports/", vec!["reports/final.md"]),
+        (
+            "cp stash/final.md stash/claims.json reports/",
+            vec!["reports/final.md", "reports/claims.json"],
+        ),
     ] {
         turns.extend(stage_turns(command, &wrote));
     }

@@ -18,6 +18,7 @@ async fn accepted_run(root: &Path) {
         "analysis/fit.py",
         "outputs/model.json",
         "reports/final.md",
+        "reports/claims.json",
     ];
     std::fs::create_dir(root.join("stash")).expect("stash");
     for path in artifacts {
@@ -45,8 +46,8 @@ async fn accepted_run(root: &Path) {
             vec!["analysis/fit.py", "outputs/model.json"],
         ),
         (
-            "cp stash/final.md reports/".into(),
-            vec!["reports/final.md"],
+            "cp stash/final.md stash/claims.json reports/".into(),
+            vec!["reports/final.md", "reports/claims.json"],
         ),
         (
             "cp stash/model.json outputs/model.reproduced.json".into(),

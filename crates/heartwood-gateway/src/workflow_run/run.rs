@@ -262,9 +262,21 @@ pub(crate) fn stage_prompt(
             spec.skills.join(", ")
         )
     };
+    // A report's figures are judged through its claims file: say how to write one.
+    let claims = spec
+        .checks
+        .iter()
+        .find(|c| c.check == "report_claims")
+        .and_then(|c| c.reads.get(1))
+        .map_or_else(String::new, |id| {
+            format!(
+                "\n\n{}",
+                heartwood_workflow::checks::claims::format::prompt(&path_of(id))
+            )
+        });
     Ok(format!(
         "Workflow “{}”, stage “{}”.\n\nResearch question: {}\n\n{skills}Read:\n{}\n\nWrite:\n{}\n\n\
-         Independent checks will judge the files you write, on their exact bytes:\n{}\n\n\
+         Independent checks will judge the files you write, on their exact bytes:\n{}{claims}\n\n\
          Write only the files listed under Write. Then call `finish` with a short summary as \
          `message` and the structured `outcome`: `status` (`completed`, or `blocked` if the \
          files could not be written), `artifacts` (the paths you wrote) and `notes`.",
@@ -371,6 +383,7 @@ pub(crate) fn evaluate(
                         sha256: Some(f.sha256.clone()),
                     })
                     .collect(),
+                claims: r.claims.clone(),
             })
             .collect(),
     })

@@ -285,7 +285,12 @@ fn compare_coefficients(
         let Some(r) = report.coefficients.iter().find(|r| r.name == c.name) else {
             continue;
         };
-        let scale = estimate.abs().max(se);
+        // An intercept shifts every prediction it implies: judged against the residual
+        // scale when the model has one, never against its own size alone.
+        let scale = match fit.residual_sd {
+            Some(residual) if c.name == "intercept" => estimate.abs().max(se).min(residual),
+            _ => estimate.abs().max(se),
+        };
         let what = format!("coefficient {}", c.name);
         compare_within(result, &what, r.estimate, estimate, scale, estimate);
         let what = format!("standard error of {}", c.name);

@@ -27,7 +27,8 @@
 //! readers disagree on which one wins), and so is any list of keyed entries that names a key
 //! twice.
 
-mod claims;
+pub mod claims;
+mod identity;
 mod linear;
 mod model_plan;
 mod reports;
@@ -267,6 +268,61 @@ pub(crate) fn compare_within(
         "{what}: the report says {reported}, recomputed {recomputed} (allowed difference \
          {:.3e})",
         stated + capped
+    ));
+}
+
+/// Half a unit of the last digit of `value` as a JSON writer writes it (the shortest decimal
+/// that reads back as the same double, without an exponent): how far rounding to the digits
+/// written can move a value.
+pub(crate) fn written_half_unit(value: f64) -> f64 {
+    let text = format!("{value}");
+    let decimals = text.split_once('.').map_or(0, |(_, d)| d.len());
+    0.5 * 10f64.powi(-i32::try_from(decimals).unwrap_or(i32::MAX))
+}
+
+/// Compares a figure a file states with the recomputed one by the written-figure rule: it
+/// agrees within half a unit of its last written digit and the value's own representation,
+/// plus the rounding of a correct computation over terms of size `magnitude` (about nine unit
+/// roundoffs of it). Beyond that, a difference that summing `count` such terms naively could
+/// still leave is `unverified`; anything else fails. The allowance is never borrowed from a
+/// larger scale (a column's spread), so a figure passes only as its own digits allow.
+pub(crate) fn compare_written(
+    result: &mut CheckResult,
+    what: &str,
+    reported: f64,
+    recomputed: f64,
+    magnitude: f64,
+    count: usize,
+) {
+    if !reported.is_finite() {
+        return result.fail(format!(
+            "{what}: the report says {reported}, not a finite number"
+        ));
+    }
+    if !recomputed.is_finite() || !magnitude.is_finite() {
+        return result.mark_unverified(format!(
+            "{what}: recomputing it overflows double precision, so Heartwood cannot judge the \
+             reported {reported}; rescale the data (other units) to have it checked"
+        ));
+    }
+    let written = written_half_unit(reported) + REPRESENTATION * recomputed.abs();
+    let difference = (reported - recomputed).abs();
+    if difference <= written + ROUNDING * magnitude {
+        return;
+    }
+    let naive = count as f64 * f64::EPSILON * magnitude;
+    if difference <= written + naive {
+        return result.mark_unverified(format!(
+            "{what}: the report says {reported}, recomputed {recomputed}; the difference \
+             {difference:.3e} is more than its digits allow but within what summing {count} \
+             values near {magnitude:.3e} naively can leave, so a correct figure cannot be told \
+             from a wrong one here. Compute it with a compensated sum (math.fsum) and report again"
+        ));
+    }
+    result.fail(format!(
+        "{what}: the report says {reported}, recomputed {recomputed} (its digits allow a \
+         difference of {:.3e})",
+        written + ROUNDING * magnitude
     ));
 }
 

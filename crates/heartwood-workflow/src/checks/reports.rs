@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::{Files, compare_within, mean, spread, strict_json, table_and_dictionary};
+use super::{Files, compare_written, mean, strict_json, table_and_dictionary};
 use crate::check::CheckResult;
 use crate::table::{Dictionary, number};
 
@@ -134,22 +134,23 @@ pub fn readiness_report(files: Files<'_>, result: &mut CheckResult) {
         let min = values.iter().copied().fold(f64::INFINITY, f64::min);
         let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let centre = mean(values.iter().copied());
-        // A summary is measured against the column's spread, not its distance from zero; a
-        // column that does not vary is held to rounding alone.
-        let scale = spread(values.iter().copied());
+        // A summary is judged in its own units, by the digits it is written with, never
+        // against the column's spread (a mean off by a whole unit would pass a column whose
+        // spread is 10⁶). The extremes are values of the column; the mean's rounding is what
+        // summing `values.len()` values of this size can leave.
         let magnitude = min.abs().max(max.abs());
-        for (what, stated, recomputed) in [
-            ("minimum", stated.min, min),
-            ("maximum", stated.max, max),
-            ("mean", stated.mean, centre),
+        for (what, stated, recomputed, rounding) in [
+            ("minimum", stated.min, min, 0.0),
+            ("maximum", stated.max, max, 0.0),
+            ("mean", stated.mean, centre, magnitude),
         ] {
-            compare_within(
+            compare_written(
                 result,
                 &format!("{name} {what}"),
                 stated,
                 recomputed,
-                scale,
-                magnitude,
+                rounding,
+                values.len(),
             );
         }
     }

@@ -10,7 +10,7 @@ use super::{
     Files, compare_within, fit, root_mean_square, strict_json, table_and_dictionary, table_from,
 };
 use crate::check::{CheckResult, MAX_GROUPS};
-use crate::table::{ColumnType, Dictionary, Table, ambiguous_labels, number};
+use crate::table::{ColumnType, Dictionary, Table, number};
 
 /// `data_dictionary`: reads table, dictionary. Every column rule holds on every row, the key is
 /// unique, and the declared roles name real columns.
@@ -134,18 +134,9 @@ pub(crate) fn checked_split(
         }
     }
     let table_groups: BTreeSet<&str> = table.rows.iter().map(|r| &r[group]).collect();
-    // Two spellings a reader takes for one group would let its rows sit on both sides.
-    let labels = table_groups
-        .iter()
-        .copied()
-        .chain(dictionary.held_out_groups.iter().map(String::as_str));
-    for (one, other) in ambiguous_labels(labels) {
-        result.fail(format!(
-            "group labels {one:?} and {other:?} differ only in spacing, case, Unicode form or \
-             number spelling, so it is ambiguous whether they are one group: the split cannot \
-             be judged disjoint. Spell each group one way in the table and the dictionary"
-        ));
-    }
+    // Two spellings a reader takes for one group would let its rows sit on both sides; two
+    // for one key would let one row be assigned twice.
+    super::identity::labels_and_keys(&table, &dictionary, &split_table, (key, group, sk), result);
     if dictionary.held_out_groups.is_empty() {
         result.fail("the dictionary holds out no group, so nothing is held out");
     }
@@ -224,6 +215,7 @@ pub(crate) fn checked_split(
             result.fail(format!("the {side} partition is empty"));
         }
     }
+    super::identity::identical_across(&table, &dictionary, &split.partition, result);
     Some((split, table, dictionary))
 }
 
@@ -281,24 +273,30 @@ pub struct GroupSlope {
 /// on the training partition, the held-out predictions and errors, the training-mean comparator
 /// and the leave-one-group-out slopes, and compares each with the report.
 pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
-    let Some((report, split, table, dictionary)) = model_inputs(files, result) else {
-        return;
-    };
-    let Some((train, held_out)) = partitioned(&report, &split, &table, &dictionary, result) else {
-        return;
-    };
+    checked_model(files, result);
+}
+
+/// The model inputs as the model check read them: the report, split, table and dictionary.
+pub(crate) type ModelInputs = (OlsReport, Split, Arc<Table>, Dictionary);
+
+/// [`univariate_ols`], handing back its inputs when it judged every figure (so the report's
+/// claims are recomputed from the same parse, not a second one).
+pub(crate) fn checked_model(files: Files<'_>, result: &mut CheckResult) -> Option<ModelInputs> {
+    let (report, split, table, dictionary) = model_inputs(files, result)?;
+    let (train, held_out) = partitioned(&report, &split, &table, &dictionary, result)?;
     let points: Vec<(f64, f64)> = train.iter().map(|(x, y, _)| (*x, *y)).collect();
     let Some(line) = fit(&points) else {
         result.mark_unverified(
             "the training predictor has no variance (or fewer than two rows), so the slope is undefined",
         );
-        return;
+        return None;
     };
     if !(line.slope.is_finite() && line.intercept.is_finite()) {
-        return result.mark_unverified(
+        result.mark_unverified(
             "fitting the line overflows double precision at values this large, so Heartwood \
              cannot judge the reported model; rescale the data (other units) to have it checked",
         );
+        return None;
     }
     // The residual scale: what an error in a prediction or a residual figure is measured
     // against. A perfect fit has none; the outcome's spread stands in, and rounding covers an
@@ -321,12 +319,15 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
         slope_scale(line.slope),
         line.slope,
     );
+    // An intercept is judged by the predictions it implies: a shift of it shifts every one,
+    // so it is measured against the residual scale, never against its own size (at an offset
+    // of 10⁶ that would admit errors of many residual scales).
     compare_within(
         result,
         "intercept",
         report.intercept,
         line.intercept,
-        line.intercept.abs().max(scale),
+        scale,
         line.magnitude_at(line.mean_x.0),
     );
 
@@ -371,11 +372,12 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
             "{} training groups; leave-one-group-out is checked for at most {MAX_GROUPS}",
             groups.len()
         ));
-        return;
+        return None;
     }
     figures["leave_one_group_out"] =
         leave_one_group_out(&train, &groups, &reported_logo, slope_scale, result);
     result.figures = figures;
+    Some((report, split, table, dictionary))
 }
 
 /// The report and the plan it must be the model of, the split, table and dictionary; `None`
@@ -439,10 +441,10 @@ fn model_inputs(
 }
 
 /// Training rows (predictor, outcome, group) and held-out rows by key (predictor, outcome).
-type Partitions = (Vec<(f64, f64, String)>, BTreeMap<String, (f64, f64)>);
+pub(crate) type Partitions = (Vec<(f64, f64, String)>, BTreeMap<String, (f64, f64)>);
 
 /// The table's rows as the split assigns them; `None` once the result says why not.
-fn partitioned(
+pub(crate) fn partitioned(
     report: &OlsReport,
     split: &Split,
     table: &Table,

@@ -181,6 +181,7 @@ fn workflow_events(state: &str) -> Vec<Event> {
             path: "outputs/model.json".into(),
             sha256: Some("2".repeat(64)),
         }],
+        claims: Vec::new(),
     };
     events.push(Event::WorkflowStageEvaluated {
         run_id: "w-1".into(),

@@ -1,0 +1,343 @@
+//! `report_claims`: every figure a written report states is bound to a computed quantity, and
+//! is that quantity to the digits written.
+//!
+//! A report can be long, fluent and wrong in the one way that matters: stating the training
+//! fit as held-out performance, an MAE under the name RMSE, or a figure nobody computed. So the
+//! report comes with a claims file ([`format`]) that binds each figure (by line and digits) to
+//! a quantity: a metric on a sample, a row count, or a coefficient's estimate, standard error,
+//! t, p-value or interval bound. The check reads every number a reader sees in the report's
+//! results ([`text`]: sentences and table cells after NFKC, dash folding, line joining), and:
+//!
+//! - a claim whose line does not state its digits fails;
+//! - a number no claim binds is `unverified`, naming it;
+//! - a figure Heartwood cannot compute (`other`), or written with a precision that cannot tell
+//!   right from wrong (a whole-number R², a decimal comma), is `unverified`, saying what to
+//!   write;
+//! - the words around a figure ([`context`]) must not name another sample or metric than its
+//!   claim;
+//! - every other figure is recomputed ([`quantities`]) and judged by the one tolerance rule:
+//!   it passes only within what its own written precision and the computation's rounding
+//!   explain, in the figure's own units; an intercept or slope also by the predictions it
+//!   implies.
+//!
+//! It proves the figures a report states follow from the bound files; it says nothing of what
+//! the prose around them argues.
+
+mod context;
+pub mod format;
+mod quantities;
+mod text;
+
+use self::format::{Claim, ClaimsFile, Quantity};
+use self::text::{Figure, Relation};
+use super::{Files, strict_json};
+use crate::check::{CheckResult, ClaimView, Status};
+
+/// How much of a figure's size the recomputation may be off by rounding: the statistics
+/// engine certifies at least ten significant digits, and the metrics are compensated sums.
+pub const CLAIM_ROUNDING: f64 = 1e-9;
+
+/// The most a coefficient written within its precision may move every prediction it implies,
+/// in training residual scales, before its digits are too few to stand for it.
+pub const IMPLIED_SHIFT: f64 = 0.5;
+
+/// `report_claims`: reads report, claims, table, dictionary, split, model report, plan.
+pub fn report_claims(files: Files<'_>, result: &mut CheckResult) {
+    let Some(report) = files.first() else {
+        return result.fail("the check needs the report");
+    };
+    let Ok(report) = std::str::from_utf8(report) else {
+        return result.fail("the report is not UTF-8 text");
+    };
+    let claims: ClaimsFile = match files.get(1).map(|b| strict_json(b)) {
+        Some(Ok(c)) => c,
+        Some(Err(e)) => {
+            return result.fail(format!(
+                "the claims file is not valid ({e}); see docs/workflow-format.md, \"Report claims\""
+            ));
+        }
+        None => return result.fail("the check needs the claims file"),
+    };
+    let figures = text::figures(report);
+    let mut bound: Vec<Option<usize>> = vec![None; figures.len()];
+    let mut pairs: Vec<(&Claim, usize)> = Vec::new();
+    for (n, claim) in claims.claims.iter().enumerate() {
+        let digits = text::fold(&claim.value).trim().to_owned();
+        let found = figures
+            .iter()
+            .enumerate()
+            .position(|(i, f)| bound[i].is_none() && f.line == claim.line && f.written == digits);
+        match found {
+            Some(i) => {
+                bound[i] = Some(n);
+                pairs.push((claim, i));
+            }
+            None => {
+                let on_line: Vec<&str> = figures
+                    .iter()
+                    .filter(|f| f.line == claim.line)
+                    .map(|f| f.written.as_str())
+                    .collect();
+                result.fail(format!(
+                    "claim {} says line {} of the report states {:?}, but it does not (the \
+                     figures read on that line: {})",
+                    n + 1,
+                    claim.line,
+                    claim.value,
+                    if on_line.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        on_line.join(", ")
+                    }
+                ));
+            }
+        }
+    }
+    for (i, figure) in figures.iter().enumerate() {
+        if bound[i].is_none() {
+            result.mark_unverified(format!(
+                "line {}: the figure {} is bound to no claim, so nothing says what it is or \
+                 checks it: “{}”. Add a claim for it (quantity `other` if Heartwood cannot \
+                 compute it)",
+                figure.line, figure.written, figure.quote
+            ));
+        }
+    }
+    let computed = quantities::compute(files.get(2..).unwrap_or_default());
+    for (claim, i) in pairs {
+        let mut view = judge(claim, &figures[i], &computed);
+        view.text = format!(
+            "line {}: {} is {}, recomputed {}: {}",
+            view.line,
+            view.written,
+            view.quantity,
+            view.recomputed.as_deref().unwrap_or("(not computable)"),
+            view.status
+        );
+        match view.status {
+            Status::Failed => result.fail(view.note.clone()),
+            Status::Unverified => result.mark_unverified(view.note.clone()),
+            Status::Passed => {}
+        }
+        result.claims.push(view);
+    }
+}
+
+/// What a claim says a figure is, in words.
+fn describe(claim: &Claim) -> String {
+    let what = claim.quantity.name();
+    if claim.quantity.is_coefficient() {
+        let name = claim.coefficient.as_deref().unwrap_or("?");
+        let level = match claim.quantity {
+            Quantity::CiLower | Quantity::CiUpper => {
+                format!(" ({}%)", claim.level.unwrap_or(0.95) * 100.0)
+            }
+            _ => String::new(),
+        };
+        return format!("{name} {what}{level}");
+    }
+    match claim.sample {
+        Some(sample) if claim.quantity != Quantity::Other => format!("{} {what}", sample.name()),
+        _ => claim
+            .note
+            .clone()
+            .map_or_else(|| what.to_owned(), |note| format!("{what} ({note})")),
+    }
+}
+
+/// Judges one bound figure: its precision, its words, then its value.
+fn judge(
+    claim: &Claim,
+    figure: &Figure,
+    computed: &Result<quantities::Computed, String>,
+) -> ClaimView {
+    let mut view = ClaimView {
+        line: claim.line as u64,
+        written: figure.written.clone(),
+        quantity: describe(claim),
+        recomputed: None,
+        status: Status::Unverified,
+        note: String::new(),
+        text: String::new(),
+    };
+    let at = format!("line {}: {} {}", figure.line, view.quantity, figure.written);
+    let quote = &figure.quote;
+    if claim.quantity == Quantity::Other {
+        view.note =
+            format!("{at}: Heartwood cannot compute this figure, so it is not checked: “{quote}”");
+        return view;
+    }
+    if figure.comma {
+        view.note = format!(
+            "{at}: a comma in a number is a decimal comma to some readers and digit grouping to \
+             others; write it with a decimal point and no grouping (for example {}): “{quote}”",
+            figure.written.replace(',', ".")
+        );
+        return view;
+    }
+    let percent = figure.percent;
+    if percent && !claim.quantity.is_fraction() {
+        view.note = format!(
+            "{at}: a {} is not a percentage; write it in the outcome's units",
+            claim.quantity.name()
+        );
+        return view;
+    }
+    let scale = if percent { 0.01 } else { 1.0 };
+    let (value, half_unit) = (figure.value * scale, figure.half_unit * scale);
+    if claim.quantity.is_fraction() && half_unit >= 0.5 {
+        view.note = format!(
+            "{at}: a whole number cannot tell a right {} from a wrong one (every value from \
+             {} to {} rounds to it); write at least two decimals (for example 0.31) or a \
+             percentage: “{quote}”",
+            claim.quantity.name(),
+            value - half_unit,
+            value + half_unit
+        );
+        return view;
+    }
+    if let Some(why) = words_disagree(claim, figure) {
+        view.status = Status::Failed;
+        view.note = format!("{at}: {why}: “{quote}”");
+        return view;
+    }
+    let computed = match computed {
+        Ok(c) => c,
+        Err(why) => {
+            view.note = format!("{at}: cannot be recomputed: {why}");
+            return view;
+        }
+    };
+    let candidates = match computed.value(claim) {
+        Ok(c) => c,
+        Err(why) => {
+            view.note = format!("{at}: {why}: “{quote}”");
+            return view;
+        }
+    };
+    view.recomputed = Some(
+        candidates
+            .iter()
+            .map(|v| format!("{v:.6}"))
+            .collect::<Vec<_>>()
+            .join(" or "),
+    );
+    let allowed = |v: f64| half_unit + CLAIM_ROUNDING * v.abs();
+    let agrees = |v: f64| match figure.relation {
+        Relation::Equal => (value - v).abs() <= allowed(v),
+        Relation::Below => v < value + CLAIM_ROUNDING * v.abs(),
+        Relation::Above => v > value - CLAIM_ROUNDING * v.abs(),
+    };
+    let Some(&matched) = candidates.iter().find(|&&v| agrees(v)) else {
+        view.status = Status::Failed;
+        view.note = format!(
+            "{at}: the report states {}{}, but recomputation gives {}{}: “{quote}”",
+            match figure.relation {
+                Relation::Equal => "",
+                Relation::Below => "< ",
+                Relation::Above => "> ",
+            },
+            figure.written,
+            view.recomputed.as_deref().unwrap_or_default(),
+            other_sample_hint(claim, value, half_unit, computed)
+        );
+        return view;
+    };
+    if let Some(why) = implied_shift(claim, value, matched, computed) {
+        view.note = format!("{at}: {why}: “{quote}”");
+        return view;
+    }
+    view.status = Status::Passed;
+    view
+}
+
+/// Why the words around a figure name another sample or metric than its claim, if they do.
+fn words_disagree(claim: &Claim, figure: &Figure) -> Option<String> {
+    if let Some(metric) = claim.quantity.metric() {
+        let named = context::metric(&figure.context, figure.at);
+        if named.is_some_and(|m| m != metric) {
+            return Some(format!(
+                "the report names this figure {:?}, but its claim binds it to {}",
+                named?,
+                claim.quantity.name()
+            ));
+        }
+    }
+    if claim.quantity.is_coefficient() {
+        return None;
+    }
+    let said = context::sample(&figure.context, figure.at);
+    match (said, claim.sample) {
+        (Some(said), Some(bound)) if said != bound => Some(format!(
+            "the report presents this figure as {}, but its claim binds it to the {} rows",
+            said.name(),
+            bound.name()
+        )),
+        (None, _) if claim.quantity.metric().is_some() => Some(
+            "the report does not say on which rows (training, held-out, all) this figure is \
+             computed; name them next to it"
+                .into(),
+        ),
+        _ => None,
+    }
+}
+
+/// When a figure is wrong for its sample but right for another, says so.
+fn other_sample_hint(
+    claim: &Claim,
+    value: f64,
+    half_unit: f64,
+    computed: &quantities::Computed,
+) -> String {
+    use format::Sample;
+    for other in [Sample::Training, Sample::HeldOut, Sample::All] {
+        if Some(other) == claim.sample || claim.sample.is_none() {
+            continue;
+        }
+        let mut moved = claim.clone();
+        moved.sample = Some(other);
+        if let Ok(values) = computed.value(&moved)
+            && values
+                .iter()
+                .any(|v| (value - v).abs() <= half_unit + CLAIM_ROUNDING * v.abs())
+        {
+            return format!(
+                " (it is the {} figure, stated as the {} one)",
+                other.name(),
+                claim.sample.map_or("", format::Sample::name)
+            );
+        }
+    }
+    String::new()
+}
+
+/// For a coefficient's estimate: whether the digits written, though within their precision,
+/// leave every prediction it implies uncertain by more than [`IMPLIED_SHIFT`] residual scales.
+fn implied_shift(
+    claim: &Claim,
+    value: f64,
+    recomputed: f64,
+    computed: &quantities::Computed,
+) -> Option<String> {
+    if claim.quantity != Quantity::Estimate {
+        return None;
+    }
+    let intercept = computed.coefficient(claim.coefficient.as_deref()?)?;
+    let per_unit = if intercept {
+        1.0
+    } else {
+        computed.predictor_spread
+    };
+    let shift = (value - recomputed).abs() * per_unit;
+    let residual = computed.residual_scale;
+    if residual > 0.0 && shift > IMPLIED_SHIFT * residual {
+        let needed = ((IMPLIED_SHIFT * 0.1 * residual / per_unit).log10().floor()).abs();
+        return Some(format!(
+            "the digits written round {recomputed} correctly, but move every prediction they \
+             imply by {:.2} training residual scales ({shift:.3e}); write it to at least {needed} \
+             decimals",
+            shift / residual
+        ));
+    }
+    None
+}

@@ -1,0 +1,227 @@
+//! What a claim can be bound to, recomputed from the bound table, split and model (never from
+//! the model report's own figures): row counts, R², RMSE and MAE of the training fit on each
+//! sample, the training-mean comparator, and each coefficient's estimate, standard error, t
+//! statistic, p-value and confidence interval (classical errors, Student's t with n − k
+//! degrees of freedom, from `heartwood-stats`).
+
+use heartwood_stats::{Column, Family, Model, Predictor, StdErrors};
+
+use super::format::{Claim, Quantity, Sample};
+use crate::check::{CheckResult, Status};
+use crate::checks::{Files, Line, fit, mean, root_mean_square};
+
+/// The recomputation a report's claims are judged against.
+#[derive(Debug)]
+pub(crate) struct Computed {
+    line: Line,
+    predictor: String,
+    /// Training rows (predictor, outcome).
+    train: Vec<(f64, f64)>,
+    /// Held-out rows (predictor, outcome).
+    held_out: Vec<(f64, f64)>,
+    /// The least-squares fit of `heartwood-stats` on the training rows (classical errors).
+    reference: heartwood_stats::Fit,
+    /// The root mean square of the training residuals: what a shift of every prediction is
+    /// measured against.
+    pub residual_scale: f64,
+    /// The root mean square of the training predictor's deviations from its mean.
+    pub predictor_spread: f64,
+}
+
+/// One recomputed figure: the values a correct figure may be (held-out R² has two accepted
+/// definitions), or why there is none.
+pub(crate) type Recomputed = Result<Vec<f64>, String>;
+
+/// The computation, or why the claims cannot be recomputed (the model does not check).
+/// `files` are table, dictionary, split, model report, plan.
+pub(crate) fn compute(files: Files<'_>) -> Result<Computed, String> {
+    let mut model = CheckResult::new("univariate_ols");
+    let inputs = crate::checks::tabular::checked_model(files, &mut model);
+    if model.status != Status::Passed {
+        return Err(format!(
+            "the model the report describes does not check ({})",
+            model.reasons.join("; ")
+        ));
+    }
+    let mut scratch = CheckResult::new("univariate_ols");
+    let (report, split, table, dictionary) = inputs.ok_or("the model's inputs cannot be read")?;
+    let (train, held_out) =
+        crate::checks::tabular::partitioned(&report, &split, &table, &dictionary, &mut scratch)
+            .ok_or("the table cannot be split")?;
+    let train: Vec<(f64, f64)> = train.into_iter().map(|(x, y, _)| (x, y)).collect();
+    let held_out: Vec<(f64, f64)> = held_out.into_values().collect();
+    let line = fit(&train).ok_or("the training predictor does not vary")?;
+    // The reference fit reads the training cells as written (exactly, from decimal text).
+    let (x, y, k) = (
+        table.column(&report.predictor),
+        table.column(&dictionary.outcome),
+        table.column(&dictionary.primary_key),
+    );
+    let (Some(x), Some(y), Some(k)) = (x, y, k) else {
+        return Err("the table lacks the predictor, outcome or key column".into());
+    };
+    let training_rows: Vec<_> = table
+        .rows
+        .iter()
+        .filter(|r| split.partition.get(&r[k]).is_some_and(|p| p == "train"))
+        .collect();
+    let column = |c: usize| {
+        Column::from_text(training_rows.iter().map(|r| &r[c]))
+            .map_err(|(at, e)| format!("training row {} is not a number ({e:?})", at + 1))
+    };
+    let reference = heartwood_stats::fit(&Model {
+        outcome: column(y)?,
+        predictors: vec![Predictor::Numeric {
+            name: report.predictor.clone(),
+            column: column(x)?,
+        }],
+        intercept: true,
+        fixed_effects: None,
+        family: Family::Gaussian,
+        errors: StdErrors::Classical,
+    })
+    .map_err(|e| e.to_string())?;
+    if let Some(why) = &reference.reason {
+        return Err(format!("the reference fit is unreliable: {why}"));
+    }
+    let residual_scale = root_mean_square(train.iter().map(|&(x, y)| line.residual(x, y)));
+    let predictor_spread = root_mean_square(train.iter().map(|&(x, _)| line.dx(x)));
+    Ok(Computed {
+        line,
+        predictor: report.predictor,
+        train,
+        held_out,
+        reference,
+        residual_scale,
+        predictor_spread,
+    })
+}
+
+impl Computed {
+    /// The rows of a sample.
+    fn rows(&self, sample: Sample) -> Vec<(f64, f64)> {
+        match sample {
+            Sample::Training => self.train.clone(),
+            Sample::HeldOut => self.held_out.clone(),
+            Sample::All => self.train.iter().chain(&self.held_out).copied().collect(),
+        }
+    }
+
+    /// Whether `name` is the coefficient of the intercept (`true`), the predictor (`false`),
+    /// or neither.
+    pub(crate) fn coefficient(&self, name: &str) -> Option<bool> {
+        let canonical = crate::identity::canonical(name);
+        if canonical == crate::identity::canonical("intercept") {
+            Some(true)
+        } else if canonical == crate::identity::canonical(&self.predictor)
+            || canonical == crate::identity::canonical("slope")
+        {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// The figure `claim` names.
+    pub(crate) fn value(&self, claim: &Claim) -> Recomputed {
+        let quantity = claim.quantity;
+        if quantity.is_coefficient() {
+            return self.coefficient_figure(claim);
+        }
+        let sample = claim.sample.ok_or_else(|| {
+            format!(
+                "the claim names no sample; say whether this {} is on the training, held-out \
+                 or all rows",
+                quantity.name()
+            )
+        })?;
+        let rows = self.rows(sample);
+        let residuals = || rows.iter().map(|&(x, y)| self.line.residual(x, y));
+        let rmse = root_mean_square(residuals());
+        let own_spread = {
+            let m = mean(rows.iter().map(|r| r.1));
+            root_mean_square(rows.iter().map(move |r| r.1 - m))
+        };
+        Ok(match quantity {
+            Quantity::N => vec![rows.len() as f64],
+            Quantity::Rmse => vec![rmse],
+            Quantity::Mae => vec![mean(residuals().map(f64::abs))],
+            Quantity::ComparatorRmse if sample == Sample::HeldOut => {
+                vec![root_mean_square(rows.iter().map(|&(_, y)| self.line.dy(y)))]
+            }
+            Quantity::ComparatorRmse => {
+                return Err(
+                    "the training-mean comparator is a held-out figure; bind it to the held-out \
+                     sample"
+                        .into(),
+                );
+            }
+            Quantity::RSquared => {
+                let comparator = root_mean_square(rows.iter().map(|&(_, y)| self.line.dy(y)));
+                let mut accepted = vec![1.0 - (rmse / own_spread).powi(2)];
+                // Held-out R² is also written against the training-mean comparator.
+                if sample == Sample::HeldOut {
+                    accepted.push(1.0 - (rmse / comparator).powi(2));
+                }
+                accepted.retain(|v| v.is_finite());
+                if accepted.is_empty() {
+                    return Err(
+                        "the outcome does not vary on these rows, so R² is undefined".into(),
+                    );
+                }
+                accepted
+            }
+            _ => return Err(format!("Heartwood cannot compute {}", quantity.name())),
+        })
+    }
+
+    /// A coefficient's estimate, standard error, t, p or interval bound.
+    fn coefficient_figure(&self, claim: &Claim) -> Recomputed {
+        if claim.sample.is_some_and(|s| s != Sample::Training) {
+            return Err(
+                "coefficients are estimated on the training rows; bind the claim to the \
+                 training sample (or name none)"
+                    .into(),
+            );
+        }
+        let name = claim
+            .coefficient
+            .as_deref()
+            .ok_or("the claim names no coefficient; say `intercept` or the predictor's name")?;
+        let intercept = self.coefficient(name).ok_or_else(|| {
+            format!(
+                "the model has no coefficient {name:?}; its coefficients are `intercept` and \
+                 {:?}",
+                self.predictor
+            )
+        })?;
+        let reference = &self.reference.coefficients[usize::from(!intercept)];
+        let (Some(estimate), Some(se)) = (reference.estimate, reference.std_error) else {
+            return Err("the reference fit reports no figure for it".into());
+        };
+        let df = self.reference.df_residual as f64;
+        let t = estimate / se;
+        let level = claim.level.unwrap_or(0.95);
+        if !(level > 0.0 && level < 1.0) {
+            return Err(format!(
+                "a confidence level of {level} is not between 0 and 1"
+            ));
+        }
+        let half_width = || -> Result<f64, String> {
+            heartwood_stats::distribution::t_quantile(1.0 - (1.0 - level) / 2.0, df)
+                .map(|q| q * se)
+                .map_err(|e| e.to_string())
+        };
+        Ok(vec![match claim.quantity {
+            Quantity::Estimate => estimate,
+            Quantity::StdError => se,
+            Quantity::TValue => t,
+            Quantity::PValue => {
+                heartwood_stats::distribution::t_two_sided_p(t, df).map_err(|e| e.to_string())?
+            }
+            Quantity::CiLower => estimate - half_width()?,
+            Quantity::CiUpper => estimate + half_width()?,
+            other => return Err(format!("Heartwood cannot compute {}", other.name())),
+        }])
+    }
+}

@@ -1,0 +1,149 @@
+//! Identity by one rule: when two spellings of a group label, a key or a column header name the
+//! same thing to a reader.
+//!
+//! A reader takes `West`, ` west`, `wеst` (with a Cyrillic е), `we\u{200B}st` (with a zero-width
+//! space) and `ｗｅｓｔ` (fullwidth) for one group; a byte comparison takes them for five. Every
+//! check that matches labels, keys or headers therefore compares them by one canonical form:
+//!
+//! 1. Unicode compatibility normalization (NFKC, UAX #15);
+//! 2. default-ignorable code points removed (zero-width spaces and joiners, soft hyphens,
+//!    bidirectional controls, variation selectors: they draw nothing);
+//! 3. white space folded: trimmed, and every run of it one space;
+//! 4. letter case folded;
+//! 5. a text that is one number is that number (`6`, `6.0` and `6e0` are one label);
+//!    any other text is replaced by its confusable skeleton (UTS #39), which maps look-alike
+//!    letters from other scripts to one prototype.
+//!
+//! Checks never merge two spellings silently: two distinct raw spellings with one canonical form
+//! are ambiguous, and the check refuses them naming both and where each stands.
+
+use std::collections::HashMap;
+
+use unicode_normalization::UnicodeNormalization;
+
+/// Whether `c` is a default-ignorable code point (Unicode's `Default_Ignorable_Code_Point`,
+/// the table of Unicode 16): a character that draws nothing where it is not supported.
+pub fn default_ignorable(c: char) -> bool {
+    matches!(c,
+        '\u{AD}' | '\u{34F}' | '\u{61C}' | '\u{115F}'..='\u{1160}' | '\u{17B4}'..='\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}' | '\u{1BCA0}'..='\u{1BCA3}'
+        | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E0FFF}')
+}
+
+/// The canonical form of a label, key or header (see the module documentation).
+pub fn canonical(text: &str) -> String {
+    // Most fields are plain ASCII numbers: NFKC and the skeleton leave nothing to do there.
+    if text.is_ascii()
+        && let Some(v) = number(text.trim())
+    {
+        return format!("#{}", v + 0.0);
+    }
+    let visible: String = text.nfkc().filter(|&c| !default_ignorable(c)).collect();
+    let spaced = visible.split_whitespace().collect::<Vec<_>>().join(" ");
+    let folded = spaced.to_lowercase();
+    if let Some(v) = number(&folded) {
+        // Adding 0 turns `-0` into `0`; `{}` writes every f64 in one shortest form.
+        return format!("#{}", v + 0.0);
+    }
+    // The skeleton of a lower-cased text, lower-cased again: prototypes may be capitals.
+    unicode_security::skeleton(&folded)
+        .collect::<String>()
+        .to_lowercase()
+}
+
+/// A text as a finite number (the tables' reading, kept here so identity depends on nothing).
+fn number(text: &str) -> Option<f64> {
+    text.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// Two distinct raw spellings that share one canonical form, with where each stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ambiguity<'a> {
+    /// The spelling seen first.
+    pub first: &'a str,
+    /// Where it stands (as the caller named it).
+    pub first_at: String,
+    /// The other spelling.
+    pub second: &'a str,
+    /// Where it stands.
+    pub second_at: String,
+}
+
+impl std::fmt::Display for Ambiguity<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:?} ({}) and {:?} ({}) differ only in spacing, case, Unicode form, invisible \
+             characters, look-alike letters or number spelling, so a reader takes them for one",
+            self.first, self.first_at, self.second, self.second_at
+        )
+    }
+}
+
+/// Every pair of distinct raw spellings in `items` (spelling, where it stands) that share one
+/// canonical form, each pair once, in the order given. The same spelling twice is not
+/// ambiguous (whether it may repeat is the caller's rule).
+pub fn ambiguities<'a>(items: impl IntoIterator<Item = (&'a str, String)>) -> Vec<Ambiguity<'a>> {
+    let mut first: HashMap<String, Vec<(&'a str, String)>> = HashMap::new();
+    let mut found = Vec::new();
+    // A spelling seen before has the same canonical form: compute each once.
+    let mut known: HashMap<&'a str, String> = HashMap::new();
+    for (raw, at) in items {
+        let form = known.entry(raw).or_insert_with(|| canonical(raw)).clone();
+        let seen = first.entry(form).or_default();
+        if seen.iter().any(|(s, _)| *s == raw) {
+            continue;
+        }
+        if let Some((one, one_at)) = seen.first() {
+            found.push(Ambiguity {
+                first: one,
+                first_at: one_at.clone(),
+                second: raw,
+                second_at: at.clone(),
+            });
+        }
+        seen.push((raw, at));
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings_a_reader_takes_for_one_share_a_canonical_form() {
+        let west = canonical("west");
+        for other in [
+            "West",
+            " west ",
+            "w\u{435}st",   // Cyrillic е
+            "we\u{200B}st", // zero-width space
+            "\u{FF57}est",  // fullwidth w
+            "w\u{AD}est",   // soft hyphen
+            "\u{2060}west", // word joiner
+        ] {
+            assert_eq!(canonical(other), west, "{other:?}");
+        }
+        assert_eq!(canonical("North  site"), canonical("north site"));
+        assert_eq!(canonical("6"), canonical("6.0"));
+        assert_ne!(canonical("west"), canonical("east"));
+        assert_ne!(canonical("6"), canonical("7"));
+    }
+
+    #[test]
+    fn ambiguities_name_both_spellings_and_where_they_stand() {
+        let found = ambiguities([
+            ("west", "line 2".to_owned()),
+            ("west", "line 3".to_owned()),
+            ("w\u{435}st", "line 9".to_owned()),
+            ("east", "line 4".to_owned()),
+        ]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].first_at, "line 2");
+        assert_eq!(found[0].second_at, "line 9");
+        assert!(found[0].to_string().contains("line 9"));
+    }
+}
