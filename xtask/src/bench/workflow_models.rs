@@ -3,17 +3,13 @@
 //! stage timed together. The model report is written from the check's own recomputation, so
 //! every stage passes and the time is that of a full, passing evaluation.
 
-use std::time::Instant;
-
 use anyhow::{Result, anyhow, bail};
 use heartwood_workflow::check::{MAX_GROUPS, MAX_ROWS};
-use heartwood_workflow::evaluate::check_stage;
-use heartwood_workflow::{CheckResult, Status, catalog, checks};
+use heartwood_workflow::{CheckResult, catalog, checks};
 use heartwood_workspace::Workspace;
 use serde_json::json;
 
 const PREDICTORS: usize = 8;
-const REPEATS: usize = 5;
 
 pub fn run() -> Result<()> {
     let dir = crate::workspace_root().join("target/bench-workflow-linear");
@@ -24,33 +20,7 @@ pub fn run() -> Result<()> {
     let definition =
         catalog::definition("tabular-linear")?.ok_or_else(|| anyhow!("no tabular-linear"))?;
     let workspace = Workspace::open(&dir)?;
-    let mut best = f64::INFINITY;
-    let mut per_stage = vec![f64::INFINITY; definition.stages.len()];
-    for _ in 0..REPEATS {
-        let started = Instant::now();
-        for (i, stage) in definition.stages.iter().enumerate() {
-            let t = Instant::now();
-            let results = check_stage(&workspace, &definition, &stage.id).unwrap_or_default();
-            per_stage[i] = per_stage[i].min(t.elapsed().as_secs_f64());
-            let expected = |check: &str| {
-                if check == "byte_comparison" {
-                    Status::Unverified
-                } else {
-                    Status::Passed
-                }
-            };
-            if let Some(bad) = results.iter().find(|r| r.status != expected(&r.check)) {
-                bail!(
-                    "{}: {} is {:?}: {:?}",
-                    stage.id,
-                    bad.check,
-                    bad.status,
-                    bad.reasons
-                );
-            }
-        }
-        best = best.min(started.elapsed().as_secs_f64());
-    }
+    let (best, per_stage) = super::workflow::time_stages(&workspace, &definition)?;
     let ms = best * 1e3;
     println!(
         "{:<52} {ms:>8.1} ms   target < 100 ms  {}",
