@@ -136,6 +136,15 @@ pub struct Snapshot {
     pub review: Option<crate::Review>,
 }
 
+impl Snapshot {
+    /// Whether the run has stopped *and* everything it did is in the journal: a projection
+    /// can read settled while its last events are still staged, and whoever acts on "it
+    /// stopped" (verifies, copies, reads the file from another interface) must find them there.
+    pub fn is_settled(&self) -> bool {
+        self.projection.is_settled() && self.durable >= self.revision
+    }
+}
+
 /// What a running action has printed so far.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolOutput {

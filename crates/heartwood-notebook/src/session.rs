@@ -99,7 +99,7 @@ impl Session {
             let snapshot = py
                 .detach(move || runtime.block_on(gateway.settled(&id, step)))
                 .map_err(failed)?;
-            if snapshot.projection.is_settled() {
+            if snapshot.is_settled() {
                 self.show(&snapshot);
                 return Ok(snapshot);
             }
@@ -592,7 +592,7 @@ impl Session {
                 ),))?;
                 seen = event.seq.get();
             }
-            if snapshot.projection.is_settled() {
+            if snapshot.is_settled() {
                 this.show(&snapshot);
                 print.call1((snapshot.projection.status_line.clone(),))?;
                 return Ok(slf);

@@ -69,7 +69,7 @@ impl Projection {
     /// Whether the run has stopped (finished, failed, paused, or waiting for a decision).
     #[getter]
     fn settled(&self) -> bool {
-        self.snapshot.projection.is_settled()
+        self.snapshot.is_settled()
     }
 
     /// The messages, in order: `speaker`, `role`, `text`.

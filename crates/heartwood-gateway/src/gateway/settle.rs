@@ -29,7 +29,7 @@ impl SessionGateway {
         let mut updates = self.updates(session)?;
         loop {
             let snapshot = self.current(session).await?;
-            if snapshot.projection.is_settled() || Instant::now() >= deadline {
+            if snapshot.is_settled() || Instant::now() >= deadline {
                 return Ok(snapshot);
             }
             let look_again = deadline.min(Instant::now() + QUIET_LOOK);
@@ -82,7 +82,7 @@ mod tests {
             crate::config::RouteConfig::compatible(&server.base_url(), "scripted"),
         )
         .expect("route");
-        let gateway = SessionGateway::new(project);
+        let gateway = SessionGateway::new(project.clone());
         let id = SessionId::parse("settle").expect("id");
         let receipt = gateway
             .submit(Command::new(
@@ -118,6 +118,12 @@ mod tests {
             done.projection.lifecycle
         );
         assert_eq!(done.projection.lifecycle, Lifecycle::Finished);
+        // Settled means recorded: the journal on disk, read as another interface reads it,
+        // already holds every event the settled projection shows.
+        let (on_disk, _) = crate::SessionAdmin::new(&project)
+            .verify(id.as_str(), None)
+            .expect("the session verifies");
+        assert_eq!(on_disk.count, done.revision);
         gateway.close().await;
     }
 }
