@@ -147,6 +147,9 @@ export type ExportFormat = "bundle" | "markdown" | "ro_crate";
  * still asks for a bundle. */
 export type ExportRequest = { destination?: string | null; format?: ExportFormat; private?: string[]; zip?: boolean };
 
+/** One recomputed figure shown beside a picture: what it is and its value, as written. */
+export type FigureValue = { label: string; value: string };
+
 /** A file by its project-relative path. */
 export type FileAt = { path: string };
 
@@ -166,11 +169,14 @@ export type FileView = { directory: boolean; executable: boolean; path: string; 
  * reviewer's claim. */
 export type Finding = { check: string; claims: unknown[][]; condition: ReviewCondition; observed: string[]; path: string; severity: Severity };
 
+/** One leave-one-group-out slope. */
+export type GroupSlopeView = { group: string; slope: number };
+
 /** That the server takes requests. */
 export type Health = { ok: boolean };
 
 /** Every route of `heartwood serve`, below its base path, by method and path: its query parameters, JSON body and answer. Every route needs the launch capability; a failure is answered in plain text with a status by its kind. */
-export type HttpApi = { "GET /": { answer: string }; "GET /api/health": { answer: Health }; "GET /api/models": { answer: LocalModelsView }; "GET /api/models/catalog": { answer: ModelCatalogView }; "GET /api/sessions": { answer: SessionRow[] }; "GET /api/sessions/{session}/events": { answer: Update; query?: Since }; "GET /api/sessions/{session}/snapshot": { answer: Snapshot; query?: Since }; "GET /api/sessions/{session}/workflow/figure.svg": { answer: string }; "GET /api/sessions/{session}/workflow/preview": { answer: BoundFilePreview; query?: FileAt }; "GET /api/sessions/{session}/ws": { answer: Update; query?: Since }; "GET /api/signin": { answer: SignInStatus }; "GET /api/skills": { answer: SkillCatalogView }; "GET /api/skills/show": { answer: SkillDetail; query?: SkillName }; "GET /api/status": { answer: StartupPlan }; "GET /api/workflows": { answer: CatalogEntry[] }; "GET /api/workspace/change_diff": { answer: ChangeDiff; query?: Place }; "GET /api/workspace/changes": { answer: ChangeReport; query?: Place }; "GET /api/workspace/diff": { answer: FileDiff; query?: Place }; "GET /api/workspace/file": { answer: TextFile; query?: Place }; "GET /api/workspace/tree": { answer: Tree; query?: Place }; "GET /s/{session}": { answer: string }; "POST /api/models/cancel": { answer: Cancelled; body: TransferCancel }; "POST /api/models/download": { answer: StartedDownload; body: ModelDownload }; "POST /api/models/review": { answer: ModelReview; body: DownloadSource }; "POST /api/sessions": { answer: NewSession }; "POST /api/sessions/{session}/commands": { answer: Receipt; body: CommandRequest; query?: Wait }; "POST /api/sessions/{session}/say": { answer: Receipt[]; body: Said; query?: Wait }; "POST /api/signin": { answer: SignInPending }; "POST /api/signin/poll": { answer: SignInProgress }; "POST /api/skills/{decision}": { answer: SkillView; body: SkillDecision } };
+export type HttpApi = { "GET /": { answer: string }; "GET /api/health": { answer: Health }; "GET /api/models": { answer: LocalModelsView }; "GET /api/models/catalog": { answer: ModelCatalogView }; "GET /api/sessions": { answer: SessionRow[] }; "GET /api/sessions/{session}/events": { answer: Update; query?: Since }; "GET /api/sessions/{session}/snapshot": { answer: Snapshot; query?: Since }; "GET /api/sessions/{session}/workflow/figure": { answer: ModelFigure }; "GET /api/sessions/{session}/workflow/figure.svg": { answer: string }; "GET /api/sessions/{session}/workflow/preview": { answer: BoundFilePreview; query?: FileAt }; "GET /api/sessions/{session}/ws": { answer: Update; query?: Since }; "GET /api/signin": { answer: SignInStatus }; "GET /api/skills": { answer: SkillCatalogView }; "GET /api/skills/show": { answer: SkillDetail; query?: SkillName }; "GET /api/status": { answer: StartupPlan }; "GET /api/workflows": { answer: CatalogEntry[] }; "GET /api/workspace/change_diff": { answer: ChangeDiff; query?: Place }; "GET /api/workspace/changes": { answer: ChangeReport; query?: Place }; "GET /api/workspace/diff": { answer: FileDiff; query?: Place }; "GET /api/workspace/file": { answer: TextFile; query?: Place }; "GET /api/workspace/tree": { answer: Tree; query?: Place }; "GET /s/{session}": { answer: string }; "POST /api/models/cancel": { answer: Cancelled; body: TransferCancel }; "POST /api/models/download": { answer: StartedDownload; body: ModelDownload }; "POST /api/models/review": { answer: ModelReview; body: DownloadSource }; "POST /api/sessions": { answer: NewSession }; "POST /api/sessions/{session}/commands": { answer: Receipt; body: CommandRequest; query?: Wait }; "POST /api/sessions/{session}/say": { answer: Receipt[]; body: Said; query?: Wait }; "POST /api/signin": { answer: SignInPending }; "POST /api/signin/poll": { answer: SignInProgress }; "POST /api/skills/{decision}": { answer: SkillView; body: SkillDecision } };
 
 /** How `heartwood serve` may be reached here. */
 export type IngressOffer = { mode: "loopback" } | { base_path?: string | null; external_host?: string | null; mode: "jupyter_proxy" } | { base_path?: string | null; mode: "trusted_proxy"; origin?: string | null; proxies?: string[] };
@@ -199,6 +205,11 @@ export type ModelCatalogView = { entries: CatalogLine[]; note?: string | null; s
 
 /** A download, with the license accepted. */
 export type ModelDownload = { accept_license: string } & ({ catalog: string } | { context_length?: number | null; files?: string[]; name?: string | null; repository: string; revision: string });
+
+/** The picture of a fitted model, drawn by the gateway from the bytes its checks read:
+ * training and held-out points, the reported line, the held-out predictions and the
+ * training-mean comparator, and the leave-one-group-out slopes beside the full-data slope. */
+export type ModelFigure = { group_slopes: GroupSlopeView[]; held_out: number[][]; inspected: InspectedFile[]; line: number[][]; outcome: string; predictions: number[][]; predictor: string; slope: number; stage: string; svg: string; train: number[][]; training_mean: number; values?: FigureValue[]; x_range: number[]; y_range: number[] };
 
 /** A stored model as every interface lists it. */
 export type ModelListing = { label: string; license: string; manifest_sha256: string; memory_bytes: number; name: string; payload_bytes: number; running: boolean; selected: boolean; source: string; validation: Validation; way_in: WayIn };

@@ -467,8 +467,22 @@ pub struct ModelFigure {
     pub group_slopes: Vec<GroupSlopeView>,
     /// The files it was drawn from, by digest (the assessment's own).
     pub inspected: Vec<InspectedFile>,
+    /// The model's figures as the check recomputed them from those files (slope, held-out
+    /// errors, rows), labelled and formatted once here so every interface writes them the same
+    /// beside the picture, in text a reader can enlarge.
+    #[serde(default)]
+    pub values: Vec<FigureValue>,
     /// The same figure as SVG, for pages and notebooks.
     pub svg: String,
+}
+
+/// One recomputed figure shown beside a picture: what it is and its value, as written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FigureValue {
+    /// What it is (`held-out RMSE`).
+    pub label: String,
+    /// Its value, as written (`1.234`).
+    pub value: String,
 }
 
 /// One leave-one-group-out slope.

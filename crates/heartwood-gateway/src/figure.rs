@@ -7,7 +7,9 @@
 //! drawn only while the files still have the digests the assessment recorded, so it always
 //! shows what the checks judged.
 
-use heartwood_events::workflow::{GroupSlopeView, InspectedFile, ModelFigure, WorkflowView};
+use heartwood_events::workflow::{
+    FigureValue, GroupSlopeView, InspectedFile, ModelFigure, WorkflowView,
+};
 use plotters::prelude::*;
 
 use crate::workspace::WorkspaceService;
@@ -93,6 +95,7 @@ pub(crate) fn model_figure(
             })
             .collect(),
         inspected,
+        values: values(&series.recomputed),
         svg: String::new(),
     };
     let points = || {
@@ -148,13 +151,15 @@ fn draw_model(area: &Area<'_>, f: &ModelFigure) -> DrawResult {
             ("sans-serif", 16),
         )
         .margin(12)
-        .x_label_area_size(32)
+        .x_label_area_size(40)
         .y_label_area_size(48)
         .build_cartesian_2d(x0..x1, y0..y1)?;
     chart
         .configure_mesh()
         .x_desc(f.predictor.as_str())
         .y_desc(f.outcome.as_str())
+        .label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 14))
         .light_line_style(WHITE)
         .draw()?;
     chart
@@ -209,7 +214,7 @@ fn draw_slopes(area: &Area<'_>, f: &ModelFigure) -> DrawResult {
     let mut chart = ChartBuilder::on(area)
         .caption(
             "slope without each group (line: all training rows)",
-            ("sans-serif", 13),
+            ("sans-serif", 14),
         )
         .margin(12)
         .x_label_area_size(24)
@@ -220,7 +225,7 @@ fn draw_slopes(area: &Area<'_>, f: &ModelFigure) -> DrawResult {
         .disable_y_mesh()
         .disable_y_axis()
         .x_labels(6)
-        .x_label_style(("sans-serif", 11))
+        .x_label_style(("sans-serif", 13))
         .light_line_style(WHITE)
         .draw()?;
     chart.draw_series(LineSeries::new(
@@ -230,9 +235,50 @@ fn draw_slopes(area: &Area<'_>, f: &ModelFigure) -> DrawResult {
     chart.draw_series(f.group_slopes.iter().map(|g| {
         EmptyElement::at((g.slope, 0.5))
             + Circle::new((0, 0), 4, HELD_OUT.filled())
-            + Text::new(g.group.clone(), (6, -14), ("sans-serif", 11))
+            + Text::new(g.group.clone(), (6, -16), ("sans-serif", 13))
     }))?;
     Ok(())
+}
+
+/// The check's recomputed figures worth reading beside the picture, in the order a reader
+/// weighs them: the effect, then whether it predicts better than the comparator, then on how
+/// many rows. A figure the check could not compute is left out rather than shown as blank.
+fn values(recomputed: &serde_json::Value) -> Vec<FigureValue> {
+    const SHOWN: [(&str, &str); 7] = [
+        ("slope", "slope (training rows)"),
+        ("intercept", "intercept"),
+        ("held_out_rmse", "held-out RMSE"),
+        ("mean_comparator_rmse", "held-out RMSE of the training mean"),
+        ("held_out_r2", "held-out R² (against the training mean)"),
+        ("training_rows", "training rows"),
+        ("held_out_rows", "held-out rows"),
+    ];
+    SHOWN
+        .iter()
+        .filter_map(|(key, label)| {
+            let value = recomputed.get(key)?;
+            let written = match value.as_u64() {
+                Some(count) => count.to_string(),
+                None => significant(value.as_f64()?),
+            };
+            Some(FigureValue {
+                label: (*label).to_owned(),
+                value: written,
+            })
+        })
+        .collect()
+}
+
+/// `v` to four significant digits, in scientific form when very large or small.
+fn significant(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return v.to_string();
+    }
+    if v.abs() < 1e-3 || v.abs() >= 1e6 {
+        return format!("{v:.3e}");
+    }
+    let digits = (3 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{v:.digits$}")
 }
 
 /// The range of `values` with a margin, never empty.

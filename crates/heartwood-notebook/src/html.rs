@@ -170,11 +170,8 @@ pub(crate) fn workflow(
             );
         }
     }
-    if let Some(svg) = figure {
-        let _ = write!(
-            out,
-            "<div class=\"heartwood-figure\" style=\"max-width:640px\">{svg}</div>"
-        );
+    if let Some(figure) = figure {
+        out.push_str(figure);
     }
     if let Some(a) = &w.assessment {
         let _ = write!(
@@ -405,6 +402,28 @@ pub(crate) fn session_markdown(snapshot: &Snapshot, who: &str) -> String {
              `{who}.reject(\"why\")`.",
             set.set_id, set.revision
         );
+    }
+    out
+}
+
+/// The model's picture with the figures its check recomputed written beside it as text (the
+/// gateway's labels and values), so they stay legible wherever the picture is scaled down.
+pub(crate) fn figure(f: &heartwood_events::workflow::ModelFigure) -> String {
+    let mut out = format!(
+        "<div class=\"heartwood-figure\" style=\"max-width:640px\">{}</div>",
+        f.svg
+    );
+    if !f.values.is_empty() {
+        out.push_str("<dl class=\"heartwood-figure-values\" style=\"display:grid;grid-template-columns:auto auto;justify-content:start;column-gap:1em\">");
+        for v in &f.values {
+            let _ = write!(
+                out,
+                "<dt style=\"{MUTED}\">{}</dt><dd style=\"margin:0\">{}</dd>",
+                escape(&v.label),
+                escape(&v.value)
+            );
+        }
+        out.push_str("</dl>");
     }
     out
 }

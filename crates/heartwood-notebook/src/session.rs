@@ -170,7 +170,11 @@ impl Session {
         py: Python<'_>,
         w: &heartwood_events::workflow::WorkflowView,
     ) -> String {
-        let figure = self.model_figure(py).ok().flatten().map(|f| f.svg);
+        let figure = self
+            .model_figure(py)
+            .ok()
+            .flatten()
+            .map(|f| html::figure(&f));
         html::workflow(w, figure.as_deref(), &crate::rich::who(py, &self.id))
     }
 
@@ -611,7 +615,11 @@ impl Session {
         self.show(&snapshot);
         // A picture that cannot be drawn now (files changed since the checks) is left out;
         // `session.figure()` says why.
-        let figure = self.model_figure(py).ok().flatten().map(|f| f.svg);
+        let figure = self
+            .model_figure(py)
+            .ok()
+            .flatten()
+            .map(|f| html::figure(&f));
         Ok(html::session_with(
             &snapshot,
             figure.as_deref(),
@@ -638,10 +646,7 @@ impl Session {
             };
             return Err(HeartwoodError::new_err(format!("no model figure: {why}")));
         };
-        let html = format!(
-            "<div class=\"heartwood-figure\" style=\"max-width:640px\">{}</div>",
-            figure.svg
-        );
+        let html = html::figure(&figure);
         crate::rich::shown(py, &figure, html)
     }
 

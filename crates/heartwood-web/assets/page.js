@@ -351,12 +351,14 @@ function renderWorkflow(w) {
   const model = a && a.checks.some(c => c.check === "univariate_ols");
   const accepted = w.stages.filter(st => st.status === "accepted").length;
   const figureKey = model ? a.fingerprint : accepted ? "accepted-" + accepted : null;
-  if (!figureKey) { img.hidden = true; note.hidden = true; figureFor = null; }
+  const values = $("wf-figure-values");
+  if (!figureKey) { img.hidden = true; note.hidden = true; values.hidden = true; figureFor = null; }
   else if (figureFor !== figureKey) {
     figureFor = figureKey;
     img.onload = () => { img.hidden = false; note.hidden = true; };
     img.onerror = () => { img.hidden = true; note.hidden = !model; note.textContent = "No picture: the model's files changed since its checks ran, or they cannot be drawn. Check the stage again."; };
     img.src = api("sessions/" + session + "/workflow/figure.svg?assessment=" + encodeURIComponent(figureKey));
+    loadFigureValues(figureKey);
   }
   const files = $("wf-files"); files.replaceChildren();
   for (const b of w.bindings) {
@@ -367,6 +369,18 @@ function renderWorkflow(w) {
   }
   // A preview is read again whenever the run moves, so a changed file never passes as judged.
   if (previewPath && previewAt !== w.revision) { previewAt = w.revision; loadPreview(previewPath); }
+}
+// The figures beside the picture: labels and values are the gateway's (the check's own
+// recomputation), written as text so they stay legible where the picture is small.
+async function loadFigureValues(key) {
+  const {status, data: raw} = await call("sessions/" + session + "/workflow/figure");
+  /** @type {Answer<"GET /api/sessions/{session}/workflow/figure">} */ const data = raw;
+  const values = $("wf-figure-values");
+  if (figureFor !== key) return;
+  values.replaceChildren();
+  if (status !== 200) { values.hidden = true; return; }
+  for (const v of data.values) values.append(el("dt", v.label), el("dd", v.value));
+  values.hidden = data.values.length === 0;
 }
 async function loadPreview(path) {
   const {status, data: raw} = await call("sessions/" + session + "/workflow/preview?path=" + encodeURIComponent(path));

@@ -327,6 +327,8 @@ async fn the_page_runs_workflow_stages_and_shows_the_judged_model() {
     .await;
     assert!(screenshot.exists(), "no screenshot");
     assert!(stdout.contains("figure drawn"), "{stdout}");
+    assert!(stdout.contains("figures beside the picture"), "{stdout}");
+    assert!(stdout.contains("at 390 px: picture at"), "{stdout}");
     assert!(
         stdout.contains("figure kept after the model stage"),
         "{stdout}"

@@ -49,6 +49,22 @@ await scenario({ width: 1280, height: 800 }, screenshot, async (page) => {
     if (stage === "model") {
       await page.waitForFunction(() => { const i = document.querySelector("#wf-figure"); return i && !i.hidden && i.naturalWidth > 0; }, null, { timeout: 20000 });
       step("figure drawn, " + await page.evaluate(() => document.querySelector("#wf-figure").naturalWidth) + " px wide");
+      // Its figures are written beside it, as text; on a phone the picture scrolls sideways
+      // rather than shrinking its labels out of legibility.
+      await page.waitForSelector("#wf-figure-values:not([hidden]) dd", { timeout: 20000 });
+      const values = await page.evaluate(() => [...document.querySelectorAll("#wf-figure-values dt")].map(dt => dt.textContent + " " + dt.nextElementSibling.textContent));
+      if (!values.some(v => /^slope \(training rows\) -?\d/.test(v)) || !values.some(v => /^held-out RMSE \d/.test(v))) throw new Error("figures beside the picture: " + JSON.stringify(values));
+      step("figures beside the picture: " + values.join("; "));
+      await page.setViewportSize({ width: 390, height: 844 });
+      const phone = await page.evaluate(() => {
+        const img = document.querySelector("#wf-figure"), dd = document.querySelector("#wf-figure-values dd");
+        return { scale: img.getBoundingClientRect().width / img.naturalWidth, text: parseFloat(getComputedStyle(dd).fontSize), page: document.documentElement.scrollWidth };
+      });
+      // 13 px labels drawn at no less than 0.85 of their size, the figures at the body's size,
+      // and the page itself no wider than the phone (only the picture's frame scrolls).
+      if (phone.scale < 0.85 || phone.text < 14 || phone.page > 390) throw new Error("at 390 px: " + JSON.stringify(phone));
+      step("at 390 px: picture at " + phone.scale.toFixed(2) + "× with its figures in " + phone.text + " px text");
+      await page.setViewportSize({ width: 1280, height: 800 });
       await page.click('#wf-files button:text-is("outputs/model.json")');
       await page.waitForSelector("#wf-preview-head .evidence", { timeout: 20000 });
       step("preview: " + await page.textContent("#wf-preview-head"));

@@ -238,8 +238,12 @@ pub(super) fn chart(frame: &mut Frame<'_>, area: Rect, f: &ModelFigure) {
         .borders(Borders::ALL)
         .title(format!(" {} against {} ", f.outcome, f.predictor))
         .title_bottom(format!(
-            " slope {:.3}; without each group: {} ",
-            f.slope,
+            " {}; slope without each group: {} ",
+            f.values
+                .iter()
+                .map(|v| format!("{} {}", v.label, v.value))
+                .collect::<Vec<_>>()
+                .join(" · "),
             slopes.join(" · ")
         ));
     let label = |v: f64| Span::raw(format!("{v:.1}"));

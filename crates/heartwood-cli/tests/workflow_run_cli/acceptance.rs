@@ -117,6 +117,51 @@ async fn a_whole_run_is_accepted_through_its_reviewed_reproduction() {
         "{svg}"
     );
     assert!(svg.matches("<circle").count() >= 9 + 3 + 3, "{svg}");
+    // The figures written beside the picture are the check's recomputation, not the report's:
+    // a least-squares fit of the training points, done here, gives the same slope and
+    // held-out error to the four digits shown.
+    let points = |key: &str| -> Vec<(f64, f64)> {
+        figure[key]
+            .as_array()
+            .expect("points")
+            .iter()
+            .map(|p| (p[0].as_f64().expect("x"), p[1].as_f64().expect("y")))
+            .collect()
+    };
+    let (train, held_out) = (points("train"), points("held_out"));
+    let n = train.len() as f64;
+    let (mx, my) = (
+        train.iter().map(|p| p.0).sum::<f64>() / n,
+        train.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let slope = train.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>()
+        / train.iter().map(|p| (p.0 - mx).powi(2)).sum::<f64>();
+    let intercept = my - slope * mx;
+    let rmse = (held_out
+        .iter()
+        .map(|p| (p.1 - intercept - slope * p.0).powi(2))
+        .sum::<f64>()
+        / held_out.len() as f64)
+        .sqrt();
+    let shown = |label: &str| -> f64 {
+        figure["values"]
+            .as_array()
+            .expect("values")
+            .iter()
+            .find(|v| v["label"] == label)
+            .and_then(|v| v["value"].as_str())
+            .unwrap_or_else(|| panic!("no {label:?} beside the picture: {figure:#}"))
+            .parse()
+            .expect("a number")
+    };
+    for (label, expected) in [("slope (training rows)", slope), ("held-out RMSE", rmse)] {
+        let written = shown(label);
+        assert!(
+            (written - expected).abs() <= expected.abs() * 5e-4,
+            "{label}: written {written}, least squares here {expected}"
+        );
+    }
+    assert_eq!(shown("training rows"), 9.0);
     // A file edited after the checks: the picture is refused rather than drawn from bytes
     // nobody judged.
     let model = root.join("outputs/model.json");

@@ -9,6 +9,7 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use heartwood_events::workflow::ModelFigure;
 use heartwood_events::{NewSession, SessionId, SessionRow, Snapshot, Suspended, Update};
 use heartwood_gateway::preview::BoundFilePreview;
 use schemars::JsonSchema;
@@ -71,6 +72,13 @@ pub(super) fn routes() -> Vec<Route> {
             Answer::Media("image/svg+xml"),
         )
         .served_by(|| get(figure)),
+        read(
+            "/api/sessions/{session}/workflow/figure",
+            "The same picture's series and the figures the check recomputed, labelled, to \
+             write beside it; 404 before a model, 409 when its files changed since.",
+            answers::<ModelFigure>(),
+        )
+        .served_by(|| get(figure_values)),
     ]
     .into_iter()
     .chain(super::commands::routes())
@@ -165,6 +173,18 @@ async fn preview(
     blocking_json(move || app.gateway.workflow_preview(&id, &path)).await
 }
 
+/// The picture's data and recomputed figures, as JSON.
+async fn figure_values(State(app): State<Arc<AppState>>, Session(id): Session) -> Response {
+    blocking(move || match app.gateway.workflow_figure(&id) {
+        Ok(Some(figure)) => json_response(StatusCode::OK, &figure),
+        Ok(None) => plain(StatusCode::NOT_FOUND, NO_MODEL_YET),
+        Err(e) => failure(e),
+    })
+    .await
+}
+
+const NO_MODEL_YET: &str = "there is no model to draw yet: no model stage has been checked";
+
 /// The picture, as SVG (shown with `<img>`, so nothing in it runs).
 async fn figure(State(app): State<Arc<AppState>>, Session(id): Session) -> Response {
     blocking(move || match app.gateway.workflow_figure(&id) {
@@ -177,10 +197,7 @@ async fn figure(State(app): State<Arc<AppState>>, Session(id): Session) -> Respo
             figure.svg,
         )
             .into_response(),
-        Ok(None) => plain(
-            StatusCode::NOT_FOUND,
-            "there is no model to draw yet: no model stage has been checked",
-        ),
+        Ok(None) => plain(StatusCode::NOT_FOUND, NO_MODEL_YET),
         Err(e) => failure(e),
     })
     .await

@@ -672,6 +672,9 @@ pub fn ols_series(files: Files<'_>) -> Result<OlsSeries, String> {
         .iter()
         .map(|g| (g.group.clone(), g.slope))
         .collect();
+    let mut check = CheckResult::new("univariate_ols");
+    univariate_ols(files, &mut check);
+    series.recomputed = check.figures;
     Ok(series)
 }
 
@@ -696,4 +699,7 @@ pub struct OlsSeries {
     pub training_mean: f64,
     /// Reported slopes without each group.
     pub group_slopes: Vec<(String, f64)>,
+    /// The figures `univariate_ols` recomputes from the same files (its `figures`), so a
+    /// picture's numbers are the check's, never the report's.
+    pub recomputed: serde_json::Value,
 }

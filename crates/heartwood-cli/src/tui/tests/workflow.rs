@@ -322,7 +322,7 @@ fn accepting_a_stage_takes_a_second_press_and_submits_the_control_unchanged() {
 
 #[test]
 fn the_judged_model_is_drawn_as_a_chart_beside_its_checks() {
-    use heartwood_events::workflow::{GroupSlopeView, InspectedFile, ModelFigure};
+    use heartwood_events::workflow::{FigureValue, GroupSlopeView, InspectedFile, ModelFigure};
     let mut app = session_app(snapshot(workflow_events("acceptable"), ""));
     app.figure = Some(ModelFigure {
         stage: "model".into(),
@@ -344,6 +344,10 @@ fn the_judged_model_is_drawn_as_a_chart_beside_its_checks() {
             path: "outputs/model.json".into(),
             sha256: Some("2".repeat(64)),
         }],
+        values: vec![FigureValue {
+            label: "held-out RMSE".into(),
+            value: "0.6403".into(),
+        }],
         svg: String::new(),
     });
     let mut terminal = Terminal::new(TestBackend::new(120, 44)).expect("terminal");
@@ -351,7 +355,7 @@ fn the_judged_model_is_drawn_as_a_chart_beside_its_checks() {
     let screen = terminal.backend().to_string();
     assert!(screen.contains("score against sleep_hours"), "{screen}");
     assert!(
-        screen.contains("without each group: east 6.857"),
+        screen.contains("held-out RMSE 0.6403; slope without each group: east 6.857"),
         "{screen}"
     );
     insta::assert_snapshot!("workflow_chart", screen);
