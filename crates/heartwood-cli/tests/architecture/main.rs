@@ -145,12 +145,7 @@ fn function_lengths(text: &str) -> Vec<(usize, String)> {
     let mut lengths = Vec::new();
     for (start, line) in lines.iter().enumerate() {
         let code = line.trim_start();
-        let signature = ["fn ", "pub fn ", "async fn ", "pub async fn ", "const fn "]
-            .iter()
-            .any(|p| code.starts_with(p))
-            || (code.starts_with("pub(")
-                && (code.contains(") fn ") || code.contains(") async fn ")));
-        if !signature {
+        if !is_signature(code) {
             continue;
         }
         let indent = &line[..line.len() - code.len()];
@@ -169,6 +164,35 @@ fn function_lengths(text: &str) -> Vec<(usize, String)> {
         }
     }
     lengths
+}
+
+/// Whether `code` (a line, indentation removed) begins a function: any visibility, then any of
+/// `const`, `async`, `unsafe` and `extern "ABI"`, then `fn`.
+fn is_signature(code: &str) -> bool {
+    let mut rest = code;
+    if let Some(after) = rest.strip_prefix("pub") {
+        rest = match after.strip_prefix('(') {
+            Some(scoped) => match scoped.split_once(')') {
+                Some((_, tail)) => tail,
+                None => return false,
+            },
+            None => after,
+        }
+        .trim_start();
+    }
+    loop {
+        let before = rest;
+        for qualifier in ["const ", "async ", "unsafe "] {
+            rest = rest.strip_prefix(qualifier).unwrap_or(rest);
+        }
+        if let Some(abi) = rest.strip_prefix("extern \"") {
+            rest = abi.split_once("\" ").map_or(rest, |(_, tail)| tail);
+        }
+        if rest == before {
+            break;
+        }
+    }
+    rest.starts_with("fn ")
 }
 
 #[test]
@@ -199,6 +223,24 @@ fn no_product_function_is_over_150_lines() {
 
 #[test]
 fn a_function_is_measured_from_its_signature_to_its_closing_brace() {
+    for signature in [
+        "pub const fn f() {",
+        "pub(crate) const unsafe fn f() {",
+        "unsafe fn f() {",
+        "pub(in crate::a) async fn f() {",
+        "pub unsafe extern \"C\" fn f() {",
+        "const fn f() {",
+    ] {
+        assert!(is_signature(signature), "{signature}");
+    }
+    for not in [
+        "fn_name();",
+        "pub struct Fn {",
+        "let f = |x| x;",
+        "pub use a::fn_b;",
+    ] {
+        assert!(!is_signature(not), "{not}");
+    }
     let text = "fn short() {\n    one();\n}\n\n    pub(crate) async fn nested(\n        a: u8,\n    ) -> u8 {\n        a\n    }\nfn declared();\n";
     let lengths = function_lengths(text);
     assert_eq!(
