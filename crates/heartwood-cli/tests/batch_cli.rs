@@ -413,16 +413,39 @@ async fn a_workflow_batch_stops_for_each_decision_and_acceptance_and_collects_ac
         "{}",
         text(&stale.stderr)
     );
+    // The same review as JSON, for a script: the digest, each offered item with its checks and
+    // fingerprint, each other item with why; the decision's outcome item by item.
+    let as_json = batch(root.path(), &["review", &m, "readiness", "--json"]).await;
+    exits(&as_json, 0);
+    let review: serde_json::Value = serde_json::from_slice(&as_json.stdout).expect("review json");
+    assert_eq!(review["digest"], digest.as_str(), "{review:#}");
+    assert_eq!(review["offered"][0]["item"], "item-00", "{review:#}");
+    assert_eq!(
+        review["offered"][0]["fingerprint"], fingerprint,
+        "{review:#}"
+    );
+    assert!(
+        review["offered"][0]["checks"].as_array().is_some_and(|c| c
+            .iter()
+            .any(|c| c["check"] == "readiness_report" && c["status"] == "passed")),
+        "{review:#}"
+    );
+    assert_eq!(review["not_offered"][0]["item"], "item-01", "{review:#}");
     let accepted = batch(
         root.path(),
-        &["review", &m, "readiness", "--accept", &digest],
+        &["review", &m, "readiness", "--accept", &digest, "--json"],
     )
     .await;
     exits(&accepted, 0);
-    assert!(
-        text(&accepted.stdout).contains("item-00: stage readiness accepted"),
-        "{}",
-        text(&accepted.stdout)
+    let decided: serde_json::Value =
+        serde_json::from_slice(&accepted.stdout).expect("decision json");
+    assert_eq!(
+        (
+            &decided["decision"]["current"],
+            &decided["decision"]["accepted"]
+        ),
+        (&serde_json::json!(true), &serde_json::json!(["item-00"])),
+        "{decided:#}"
     );
     // On to the next stage, which waits for its decision in turn.
     let resumed = batch(root.path(), &["resume", &m]).await;

@@ -55,6 +55,9 @@ pub enum BatchCommand {
         /// Accept every eligible item shown under this digest.
         #[arg(long, value_name = "DIGEST")]
         accept: Option<String>,
+        /// Print the review (and the decision's outcome) as one JSON document.
+        #[arg(long)]
+        json: bool,
     },
     /// Verify every item's session and evidence, and write the results table and report.
     Collect {
@@ -114,8 +117,9 @@ pub fn run(command: BatchCommand) -> Result<ExitCode> {
             manifest,
             stage,
             accept,
+            json,
         } => match load(&manifest) {
-            Ok(m) => review::review(&m, &manifest, &stage, accept.as_deref()),
+            Ok(m) => review::review(&m, &manifest, &stage, accept.as_deref(), json),
             Err(code) => Ok(code),
         },
         BatchCommand::Collect { manifest, ro_crate } => match load(&manifest) {

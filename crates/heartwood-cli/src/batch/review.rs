@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use heartwood_events::workflow::AssessmentView;
 use heartwood_events::{CommandName, SessionProjection, WaitKind};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::drive::{heartwood_in, projection_of, shell_quote};
@@ -28,13 +29,59 @@ struct Eligible {
     assessment: AssessmentView,
 }
 
+/// What a review showed and, with `--accept`, what came of the decision: printed as text, or
+/// whole as JSON (`--json`) for a script that drives the batch.
+#[derive(Debug, Serialize)]
+struct Reviewed {
+    stage: String,
+    /// The digest of what is offered: the decision that accepts it names it.
+    digest: String,
+    offered: Vec<Offered>,
+    not_offered: Vec<NotOffered>,
+    /// Present when a decision was given: `accepted` is false when nothing was accepted
+    /// because what waits changed since the review the decision names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision: Option<Decided>,
+}
+
+#[derive(Debug, Serialize)]
+struct Offered {
+    item: String,
+    session: String,
+    revision: u64,
+    fingerprint: String,
+    checks: Vec<CheckShown>,
+}
+
+#[derive(Debug, Serialize)]
+struct CheckShown {
+    check: String,
+    status: String,
+}
+
+#[derive(Debug, Serialize)]
+struct NotOffered {
+    item: String,
+    why: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Decided {
+    given: String,
+    current: bool,
+    accepted: Vec<String>,
+    refused: Vec<NotOffered>,
+}
+
 /// Shows the stage's checks for every item side by side; with `accept`, accepts the eligible
-/// ones when `accept` is the digest of what is shown now. Exits 1 when any item was refused.
+/// ones when `accept` is the digest of what is shown now. Exits 1 when any item was refused or
+/// the decision named another review.
 pub fn review(
     manifest: &Manifest,
     path: &Path,
     stage: &str,
     accept: Option<&str>,
+    json: bool,
 ) -> Result<ExitCode> {
     let dir = BatchDir::of(manifest);
     let mut eligible = Vec::new();
@@ -55,30 +102,51 @@ pub fn review(
         }
     }
     let digest = shown_digest(&eligible);
-    print_table(stage, &eligible, &others);
-    let Some(given) = accept else {
-        if eligible.is_empty() {
-            say!("no item waits for the acceptance of stage {stage}");
-        } else {
-            say!(
-                "accept the {} eligible item{} in one decision (each bound to its own fingerprint \
-                 shown): heartwood batch review {} {stage} --accept {digest}",
-                eligible.len(),
-                if eligible.len() == 1 { "" } else { "s" },
-                shell_quote(&path.to_string_lossy())
-            );
-        }
-        return Ok(ExitCode::SUCCESS);
+    let decision = match accept {
+        None => None,
+        Some(given) if given != digest => Some(Decided {
+            given: given.to_owned(),
+            current: false,
+            accepted: Vec::new(),
+            refused: Vec::new(),
+        }),
+        Some(given) => Some(accept_each(&eligible, given)?),
     };
-    if given != digest {
-        eprintln!(
-            "heartwood: the items changed since that review was shown (it named {given}, what \
-             waits now is {digest}): nothing was accepted; look again"
-        );
-        return Ok(ExitCode::FAILURE);
+    let failed = decision
+        .as_ref()
+        .is_some_and(|d| !d.current || !d.refused.is_empty());
+    let reviewed = Reviewed {
+        stage: stage.to_owned(),
+        digest,
+        offered: eligible.iter().map(offered).collect(),
+        not_offered: others
+            .into_iter()
+            .map(|(item, why)| NotOffered { item, why })
+            .collect(),
+        decision,
+    };
+    if json {
+        say!("{}", serde_json::to_string_pretty(&reviewed)?);
+    } else {
+        print_text(&reviewed, path, &eligible);
     }
-    let mut refused = 0;
-    for e in &eligible {
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Accepts each eligible item in its own project, bound to its own revision and fingerprint;
+/// the gateway checks each again.
+fn accept_each(eligible: &[Eligible], given: &str) -> Result<Decided> {
+    let mut decided = Decided {
+        given: given.to_owned(),
+        current: true,
+        accepted: Vec::new(),
+        refused: Vec::new(),
+    };
+    for e in eligible {
         let revision = e.revision.to_string();
         let args = [
             "workflow",
@@ -91,27 +159,83 @@ pub fn review(
         ];
         let out = heartwood_in(&e.project, &args)?;
         if out.status.success() {
-            say!("{}: stage {stage} accepted", e.item);
+            decided.accepted.push(e.item.clone());
         } else {
-            refused += 1;
             let said = String::from_utf8_lossy(&out.stderr);
             let why = said
                 .lines()
                 .rev()
                 .find_map(|l| l.strip_prefix("heartwood: "))
                 .unwrap_or("refused");
-            say!("{}: refused: {why}", e.item);
+            decided.refused.push(NotOffered {
+                item: e.item.clone(),
+                why: why.to_owned(),
+            });
         }
+    }
+    Ok(decided)
+}
+
+fn offered(e: &Eligible) -> Offered {
+    Offered {
+        item: e.item.clone(),
+        session: e.session.clone(),
+        revision: e.revision,
+        fingerprint: e.fingerprint.clone(),
+        checks: e
+            .assessment
+            .checks
+            .iter()
+            .map(|c| CheckShown {
+                check: c.check.clone(),
+                status: c.status.as_str().to_owned(),
+            })
+            .collect(),
+    }
+}
+
+/// The review as text: the table, then what to type to accept, or what the decision did.
+fn print_text(r: &Reviewed, path: &Path, eligible: &[Eligible]) {
+    let others: Vec<(String, String)> = r
+        .not_offered
+        .iter()
+        .map(|n| (n.item.clone(), n.why.clone()))
+        .collect();
+    print_table(&r.stage, eligible, &others);
+    let stage = &r.stage;
+    let Some(decided) = &r.decision else {
+        if eligible.is_empty() {
+            say!("no item waits for the acceptance of stage {stage}");
+        } else {
+            say!(
+                "accept the {} eligible item{} in one decision (each bound to its own fingerprint \
+                 shown): heartwood batch review {} {stage} --accept {}",
+                eligible.len(),
+                if eligible.len() == 1 { "" } else { "s" },
+                shell_quote(&path.to_string_lossy()),
+                r.digest
+            );
+        }
+        return;
+    };
+    if !decided.current {
+        eprintln!(
+            "heartwood: the items changed since that review was shown (it named {}, what \
+             waits now is {}): nothing was accepted; look again",
+            decided.given, r.digest
+        );
+        return;
+    }
+    for item in &decided.accepted {
+        say!("{item}: stage {stage} accepted");
+    }
+    for refused in &decided.refused {
+        say!("{}: refused: {}", refused.item, refused.why);
     }
     say!(
         "then `heartwood batch resume {}` takes the accepted items on",
         shell_quote(&path.to_string_lossy())
     );
-    Ok(if refused == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
 }
 
 /// The run revision, fingerprint and assessment of a session that waits for the acceptance
