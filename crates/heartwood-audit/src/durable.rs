@@ -139,3 +139,6 @@ pub(crate) fn read_tail(file: &File, offset: u64, max: usize) -> std::io::Result
     file.read_exact_at(&mut tail, offset)?;
     Ok(tail)
 }
+
+/// A reader of one journal file (or of what it will hold).
+pub(crate) type Source = std::io::BufReader<Box<dyn std::io::Read + Send>>;

@@ -49,11 +49,12 @@ pub use meta::SessionMeta;
 pub use reader::SessionReader;
 pub use receipt_repair::{RebuiltReceipt, ReceiptRepair};
 pub use record::{AuditRecord, genesis};
+pub use recovery::Recovery;
 pub use shared::{SessionImage, SharedStore};
 pub use store::{SessionStore, SessionSummary};
 pub use torn::TornTailCut;
 pub use verify::Verified;
-pub use writer::{Recovery, SessionWriter};
+pub use writer::SessionWriter;
 
 /// The longest event, audit or receipt line accepted, in bytes. Longer lines are refused when
 /// written and reported as damage when read, so reading a session has bounded memory.

@@ -10,8 +10,13 @@ use heartwood_events::{CommandId, Outcome, Receipt, SessionId};
 use crate::error::IoContext;
 use crate::layout::RECEIPTS_FILE;
 use crate::line::{Line, read_line};
-use crate::verify::Commands;
 use crate::{AuditError, Damage, DamageKind, MAX_LINE_BYTES};
+
+/// Every command named on an event, with the sequence number of its last event.
+pub(crate) type Commands = std::collections::HashMap<String, u64>;
+
+/// The read buffer for `receipts.jsonl`.
+pub(crate) const RECEIPTS_BUF: usize = 64 * 1024;
 
 /// Loads every receipt; any damaged line refuses the whole file.
 pub(crate) fn load(
@@ -19,7 +24,7 @@ pub(crate) fn load(
     path: &Path,
 ) -> Result<(HashMap<CommandId, Receipt>, u64), AuditError> {
     let mut map = HashMap::new();
-    let reader = crate::durable::read_or_empty(path, crate::verify::RECEIPTS_BUF)?;
+    let reader = crate::durable::read_or_empty(path, RECEIPTS_BUF)?;
     let len = each(id, path, reader, |_, receipt| {
         map.insert(receipt.command_id.clone(), receipt);
         Ok(())
@@ -36,7 +41,7 @@ pub(crate) fn load(
 pub(crate) fn check(
     id: &SessionId,
     path: &Path,
-    receipts: crate::verify::Source,
+    receipts: crate::durable::Source,
     commands: &Commands,
 ) -> Result<(), AuditError> {
     let mut seen: HashSet<CommandId> = HashSet::new();
@@ -116,7 +121,7 @@ fn damage(id: &SessionId, line: u64, what: String, kind: DamageKind) -> AuditErr
 fn each(
     id: &SessionId,
     path: &Path,
-    mut reader: crate::verify::Source,
+    mut reader: crate::durable::Source,
     mut f: impl FnMut(u64, Receipt) -> Result<(), AuditError>,
 ) -> Result<u64, AuditError> {
     let mut buf = Vec::new();

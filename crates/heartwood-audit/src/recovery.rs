@@ -6,8 +6,24 @@ use heartwood_events::SessionId;
 
 use crate::intent::{Completion, IntentFile, Pending, Target, complete_file, read_pending};
 use crate::verify::{Tree, verify_session};
-use crate::writer::Recovery;
 use crate::{AuditError, Damage, DamageKind, SessionPaths};
+
+/// What opening a writer had to do before the session was usable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recovery {
+    /// Nothing: no append was in flight.
+    Clean,
+    /// An append interrupted by a crash was completed.
+    CompletedAppend {
+        /// First sequence number of the completed append.
+        first_seq: u64,
+        /// Last sequence number of the completed append.
+        last_seq: u64,
+    },
+    /// A recovery intent was cut short while being written, before any data was appended; the
+    /// files verified intact and the partial intent was discarded.
+    DiscardedPartialIntent,
+}
 
 /// Completes or discards whatever the recovery intent describes.
 pub(crate) fn recover(

@@ -17,16 +17,15 @@ use std::sync::mpsc;
 
 use heartwood_events::SessionId;
 
+use crate::durable::Source;
 use crate::error::IoContext;
 use crate::event_head::event_head;
 use crate::layout::{AUDIT_FILE, EVENTS_FILE};
 use crate::line::{Line, read_line};
 use crate::merkle::RootBuilder;
+use crate::receipts::{Commands, RECEIPTS_BUF};
 use crate::record::{LineProblem, check_line, genesis};
 use crate::{AuditError, Damage, DamageKind, Digest, MAX_LINE_BYTES, SessionPaths};
-
-/// Every command named on an event, with the sequence number of its last event.
-pub(crate) type Commands = std::collections::HashMap<String, u64>;
 
 /// What a successful verification established.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +69,6 @@ struct Batch {
 }
 
 pub(crate) const BUF: usize = 256 * 1024;
-pub(crate) const RECEIPTS_BUF: usize = 64 * 1024;
 const BATCH: usize = 512;
 
 /// Whether verification also builds the RFC 6962 Merkle tree (for checkpoints), which costs
@@ -117,9 +115,6 @@ pub(crate) fn verify_sources(
     crate::receipts::check(id, &paths.receipts, receipts, &commands)?;
     Ok((verified, root))
 }
-
-/// A reader of one journal file (or of what it will hold).
-pub(crate) type Source = BufReader<Box<dyn io::Read + Send>>;
 
 /// What verification reads in place of `events.jsonl`, `audit.jsonl` and `receipts.jsonl`.
 pub(crate) struct Sources {

@@ -20,30 +20,13 @@ use crate::error::IoContext;
 use crate::intent::{BackendBytes, Intent, IntentFile};
 use crate::merkle::RootBuilder;
 use crate::record::AuditRecord;
-use crate::recovery::recover;
+use crate::recovery::{Recovery, recover};
 use crate::shared::Fence;
 use crate::verify::{Tree, verify_session};
 use crate::{
     AuditError, Checkpoint, Digest, MAX_LINE_BYTES, SessionMeta, SessionPaths, Verified, durable,
     export, lease::WriterLease, receipts,
 };
-
-/// What opening a writer had to do before the session was usable.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Recovery {
-    /// Nothing: no append was in flight.
-    Clean,
-    /// An append interrupted by a crash was completed.
-    CompletedAppend {
-        /// First sequence number of the completed append.
-        first_seq: u64,
-        /// Last sequence number of the completed append.
-        last_seq: u64,
-    },
-    /// A recovery intent was cut short while being written, before any data was appended; the
-    /// files verified intact and the partial intent was discarded.
-    DiscardedPartialIntent,
-}
 
 /// The chain's state after the last durable append.
 struct Chain {

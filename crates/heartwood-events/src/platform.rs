@@ -7,7 +7,31 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::ActionPolicy;
-use crate::startup::CredentialBoundary;
+
+/// Where the model credential lives relative to the agent's tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CredentialBoundary {
+    /// The route needs no secret.
+    CredentialFree,
+    /// The secret is in Heartwood's environment and removed from what tools can see; the model
+    /// client and the tools still share an operating-system identity.
+    ApplicationScrubbed,
+    /// The platform's own model transport, authorized outside Heartwood: Heartwood and its
+    /// tools hold no secret for it. Trusted only after a live synthetic qualification request.
+    PlatformIsolated,
+}
+
+impl CredentialBoundary {
+    /// The name as serialized and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CredentialBoundary::CredentialFree => "credential_free",
+            CredentialBoundary::ApplicationScrubbed => "application_scrubbed",
+            CredentialBoundary::PlatformIsolated => "platform_isolated",
+        }
+    }
+}
 
 /// A platform adapter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
