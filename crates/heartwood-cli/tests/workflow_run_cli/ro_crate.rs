@@ -220,6 +220,23 @@ async fn an_accepted_run_exports_as_a_crate_that_verifies_and_names_each_change(
         std::fs::write(&path, serde_json::to_vec(&meta).expect("json")).expect("write");
     });
     assert!(said.contains("reports/final.md: changed"), "{said}");
+    let said = tampered(root, &krate, "check version", |c| {
+        let path = c.join("ro-crate-metadata.json");
+        let text = std::fs::read_to_string(&path).expect("metadata");
+        let mut meta: Value = serde_json::from_str(&text).expect("json");
+        for e in meta["@graph"].as_array_mut().expect("graph") {
+            if e["@id"] == "#check-data_dictionary-v1" {
+                e["softwareVersion"] = json!("2");
+            }
+        }
+        std::fs::write(&path, serde_json::to_vec(&meta).expect("json")).expect("write");
+    });
+    assert!(
+        said.contains(
+            "the metadata states check data_dictionary at version \"2\", the journal recorded \"1\""
+        ),
+        "{said}"
+    );
     let said = tampered(root, &krate, "journal", |c| {
         let path = c.join("journal/events.jsonl");
         let text = std::fs::read_to_string(&path).expect("events");
