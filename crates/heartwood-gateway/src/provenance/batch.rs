@@ -117,7 +117,7 @@ fn item_run(
             };
             if let Some(mapped) = own(at) {
                 out.push(id(&mapped));
-            } else if at == graph_main(inner) {
+            } else if at == main_path(inner) {
                 out.push(id(instrument));
             } else if at.starts_with('#') || at.contains("://") {
                 // Shared (steps, tools, the researcher, Heartwood) or withheld: kept as is when
@@ -167,7 +167,8 @@ fn item_run(
     ids_out
 }
 
-fn graph_main(inner: &Inner) -> &str {
+/// The item's main workflow's path in its own crate ("" when it states none).
+fn main_path(inner: &Inner) -> &str {
     inner.workflow().map(|(p, _)| p).unwrap_or_default()
 }
 
@@ -199,12 +200,8 @@ pub fn write_batch_crate(
     let inners: Vec<Inner> = items.iter().map(Inner::read).collect::<Result<_, _>>()?;
     // The batch's workflow: the first item's definition, copied to the top.
     let main = inners.iter().find_map(|inner| {
-        let (path, entity) = inner.workflow()?;
-        Some((
-            path.to_owned(),
-            entity.clone(),
-            inner.files.get(path)?.clone(),
-        ))
+        let (path, _) = inner.workflow()?;
+        Some((path.to_owned(), inner.files.get(path)?.clone()))
     });
     let mut runs = Vec::new();
     for (item, inner) in items.iter().zip(&inners) {
@@ -218,7 +215,7 @@ pub fn write_batch_crate(
         ));
         // An item that ran another definition's bytes names its own copy as instrument.
         let instrument = match (&main, inner.workflow()) {
-            (Some((path, _, bytes)), Some((own, _)))
+            (Some((path, bytes)), Some((own, _)))
                 if own == path && inner.files.get(own) == Some(bytes) =>
             {
                 path.clone()
@@ -264,7 +261,7 @@ pub fn write_batch_crate(
         "datePublished": heartwood_events::Timestamp::now().as_str(),
         "license": id("https://spdx.org/licenses/CC-BY-4.0"),
     });
-    if let Some((path, _, bytes)) = &main {
+    if let Some((path, bytes)) = &main {
         entries.push((path.clone(), bytes.clone()));
         parts.insert(0, id(path));
         // Only a batch with a run states the Run Crate profiles: they need a workflow run.
