@@ -538,6 +538,35 @@ async fn a_workflow_batch_stops_for_each_decision_and_acceptance_and_collects_ac
     };
     let (ok, said) = verify(&krate);
     assert!(ok && said.contains("1 acceptances"), "{said}");
+    // The same bar as a single run's crate: roc-validator finds no REQUIRED issue for RO-Crate
+    // 1.1 and each Run Crate profile, and the `rocrate` library loads it.
+    support::rocrate::validate(
+        &krate,
+        &support::rocrate::PROFILES,
+        Some("workflow/tabular-ols.json"),
+    );
+    // The item's run is the batch workflow's execution, over the item's own files.
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(krate.join("ro-crate-metadata.json")).expect("metadata"),
+    )
+    .expect("json");
+    let run = meta["@graph"]
+        .as_array()
+        .expect("graph")
+        .iter()
+        .find(|e| e["@id"] == format!("#item-{}", item(0)))
+        .unwrap_or_else(|| panic!("no run for the item: {meta:#}"));
+    assert_eq!(
+        run["instrument"],
+        json!([{"@id": "workflow/tabular-ols.json"}])
+    );
+    assert!(
+        run["object"]
+            .as_array()
+            .expect("object")
+            .contains(&json!({"@id": format!("items/{}/data/cohort.csv", item(0))})),
+        "{run:#}"
+    );
     assert!(
         krate
             .join(format!("items/{}/journal/audit.jsonl", item(0)))

@@ -244,8 +244,10 @@ const SECRET_PREFIXES: [&str; 12] = [
 ];
 
 /// Replaces every word shaped like a credential (a known prefix and at least 16 characters of
-/// key alphabet, or whatever follows `Bearer `) with `[redacted]`.
-pub(crate) fn redact_secret_shapes(text: &str) -> String {
+/// key alphabet, or whatever follows `Bearer `) with `[redacted]`. Public so that text leaving
+/// Heartwood in other forms (a provenance crate's command lines) is redacted the same way as
+/// what the journal records of a service's error.
+pub fn redact_secret_shapes(text: &str) -> String {
     let is_key_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
     let mut out = String::with_capacity(text.len());
     let mut rest = text;

@@ -13,7 +13,7 @@ mod wire;
 pub mod replay;
 
 pub use client::ModelClient;
-pub use error::ModelError;
+pub use error::{ModelError, redact_secret_shapes};
 pub use route::{ModelRoute, Prices, Subscription};
 #[doc(hidden)]
 pub use stream::decode_event_stream;

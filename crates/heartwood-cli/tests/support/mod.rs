@@ -230,4 +230,5 @@ pub fn agent_server_log_tail(project: &Path) -> String {
     out
 }
 pub mod batch;
+pub mod rocrate;
 pub mod tmux;

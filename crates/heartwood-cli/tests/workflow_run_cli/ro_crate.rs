@@ -7,6 +7,8 @@
 use super::*;
 
 const PLANTED: &str = "sk-planted-SECRET-7f3a9c";
+/// A token with no known prefix, found only by the `Bearer` before it.
+const BEARER: &str = "plantedBearerToken0123456789";
 
 async fn accepted_run(root: &Path) {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/projects/sleep-study");
@@ -25,12 +27,14 @@ async fn accepted_run(root: &Path) {
         let name = path.rsplit('/').next().expect("name");
         std::fs::rename(root.join(path), root.join("stash").join(name)).expect("stash it");
     }
-    // A key in a file outside the bound set, and a token in a command's text.
+    // A key in a file outside the bound set, and a key and a token in a command's text.
     std::fs::write(root.join(".env"), format!("OPENAI_API_KEY={PLANTED}\n")).expect("env");
     let mut turns = Vec::new();
     for (command, wrote) in [
         (
-            format!("cp stash/readiness.json reports/ # token {PLANTED}"),
+            format!(
+                "OPENAI_API_KEY={PLANTED} cp stash/readiness.json reports/ # Authorization: Bearer {BEARER}"
+            ),
             vec!["reports/readiness.json"],
         ),
         (
@@ -191,10 +195,13 @@ async fn an_accepted_run_exports_as_a_crate_that_verifies_and_names_each_change(
     for entry in walk(&krate) {
         all.extend(std::fs::read(entry).expect("read"));
     }
-    assert!(
-        !all.windows(PLANTED.len()).any(|w| w == PLANTED.as_bytes()),
-        "a planted secret leaked"
-    );
+    for planted in [PLANTED, BEARER] {
+        assert!(
+            !all.windows(planted.len()).any(|w| w == planted.as_bytes()),
+            "a planted secret leaked: {planted}"
+        );
+    }
+    described_as_recorded(&krate);
     assert!(verify_both(root, &zip).0);
 
     let said = tampered(root, &krate, "file", |c| {
@@ -213,6 +220,23 @@ async fn an_accepted_run_exports_as_a_crate_that_verifies_and_names_each_change(
         std::fs::write(&path, serde_json::to_vec(&meta).expect("json")).expect("write");
     });
     assert!(said.contains("reports/final.md: changed"), "{said}");
+    let said = tampered(root, &krate, "check version", |c| {
+        let path = c.join("ro-crate-metadata.json");
+        let text = std::fs::read_to_string(&path).expect("metadata");
+        let mut meta: Value = serde_json::from_str(&text).expect("json");
+        for e in meta["@graph"].as_array_mut().expect("graph") {
+            if e["@id"] == "#check-data_dictionary-v1" {
+                e["softwareVersion"] = json!("2");
+            }
+        }
+        std::fs::write(&path, serde_json::to_vec(&meta).expect("json")).expect("write");
+    });
+    assert!(
+        said.contains(
+            "the metadata states check data_dictionary at version \"2\", the journal recorded \"1\""
+        ),
+        "{said}"
+    );
     let said = tampered(root, &krate, "journal", |c| {
         let path = c.join("journal/events.jsonl");
         let text = std::fs::read_to_string(&path).expect("events");
@@ -224,7 +248,76 @@ async fn an_accepted_run_exports_as_a_crate_that_verifies_and_names_each_change(
     });
     assert!(said.contains("journal/events.jsonl line"), "{said}");
 
-    validate(&krate);
+    support::rocrate::validate(
+        &krate,
+        &support::rocrate::PROFILES,
+        Some("workflow/tabular-ols.json"),
+    );
+}
+
+/// Each command is stated by its text (its secrets redacted) and sandbox level, and each check
+/// at the version the journal recorded when it ran.
+fn described_as_recorded(krate: &Path) {
+    let meta: Value = serde_json::from_slice(
+        &std::fs::read(krate.join("ro-crate-metadata.json")).expect("metadata"),
+    )
+    .expect("json");
+    let graph = meta["@graph"].as_array().expect("graph");
+    let by_id = |at: &str| graph.iter().find(|e| e["@id"] == at);
+    let commands: Vec<(String, String)> = graph
+        .iter()
+        .filter(|e| {
+            e["@type"] == "CreateAction" && e["instrument"]["@id"] == "#agent-tool-terminal"
+        })
+        .map(|e| {
+            let props: Vec<&Value> = e["additionalProperty"]
+                .as_array()
+                .expect("properties")
+                .iter()
+                .filter_map(|p| by_id(p["@id"].as_str()?))
+                .collect();
+            let value = |name: &str| {
+                props
+                    .iter()
+                    .find(|p| p["name"] == name)
+                    .and_then(|p| p["value"].as_str())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            (value("command"), value("sandbox level"))
+        })
+        .collect();
+    let redacted = (
+        "OPENAI_API_KEY=[redacted] cp stash/readiness.json reports/ # Authorization: Bearer [redacted]".to_owned(),
+        "project_write".to_owned(),
+    );
+    assert!(commands.contains(&redacted), "{commands:#?}");
+    assert!(
+        commands.contains(&(
+            "cp stash/plan.json analysis/".to_owned(),
+            "project_write".to_owned()
+        )),
+        "{commands:#?}"
+    );
+
+    let events = std::fs::read_to_string(krate.join("journal/events.jsonl")).expect("events");
+    let mut seen = 0;
+    for line in events.lines() {
+        let event: Value = serde_json::from_str(line).expect("event");
+        for check in event["assessment"]["checks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let (id, version) = (check["check"].as_str().expect("id"), &check["version"]);
+            let version = version.as_str().expect("this build records check versions");
+            let tool = by_id(&format!("#check-{id}-v{version}"))
+                .unwrap_or_else(|| panic!("no entity for {id} {version}"));
+            assert_eq!(tool["softwareVersion"], version, "{tool}");
+            seen += 1;
+        }
+    }
+    assert!(seen > 0, "no check ran: {events}");
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
@@ -237,64 +330,4 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
-}
-
-/// roc-validator at the REQUIRED level, and the `rocrate` library, from their venv.
-fn validate(krate: &Path) {
-    let Some(venv) = std::env::var_os("HEARTWOOD_ROCRATE_VENV") else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true needs HEARTWOOD_ROCRATE_VENV"
-        );
-        eprintln!(
-            "skipped: HEARTWOOD_ROCRATE_VENV is not set, so roc-validator and rocrate cannot run"
-        );
-        return;
-    };
-    let venv = Path::new(&venv);
-    // Where w3id.org is out of reach, the 1.1 context comes from the venv (see .ci/run).
-    let cache = tempfile::tempdir().expect("cache");
-    let cache_path = cache.path().join("http");
-    let context = venv.join("ro-crate-1.1-context.jsonld");
-    if context.exists() {
-        let seeder = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fixtures/ro-crate/seed_validator_cache.py");
-        let seeded = std::process::Command::new(venv.join("bin/python"))
-            .arg(seeder)
-            .arg(&cache_path)
-            .arg(&context)
-            .output()
-            .expect("seed");
-        assert!(seeded.status.success(), "{}", text(&seeded.stderr));
-    }
-    for profile in [
-        "ro-crate-1.1",
-        "provenance-run-crate-0.5",
-        "workflow-run-crate-0.5",
-        "process-run-crate-0.5",
-    ] {
-        let out = std::process::Command::new(venv.join("bin/rocrate-validator"))
-            .args([
-                "-y", "validate", "-p", profile, "-l", "required", "-f", "json",
-            ])
-            .args(["--skip-availability-check", "--cache-path"])
-            .arg(&cache_path)
-            .arg(krate)
-            .output()
-            .expect("rocrate-validator");
-        let report: Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|_| panic!("{profile}: {}{}", text(&out.stdout), text(&out.stderr)));
-        assert_eq!(report["passed"], true, "{profile}: {report:#}");
-    }
-    let loaded = std::process::Command::new(venv.join("bin/python"))
-        .args(["-c", "import sys, rocrate.rocrate as r; c = r.ROCrate(sys.argv[1]); print(len(c.get_entities()), c.mainEntity.id)"])
-        .arg(krate)
-        .output()
-        .expect("python");
-    assert!(loaded.status.success(), "{}", text(&loaded.stderr));
-    assert!(
-        text(&loaded.stdout).contains("workflow/tabular-ols.json"),
-        "{}",
-        text(&loaded.stdout)
-    );
 }

@@ -344,22 +344,35 @@ fn file_entity(file: &ListedFile, start: &WorkflowStart) -> Value {
     entity
 }
 
-/// A software entity per check that ran, with its version.
-fn check_tools(journal: &Journal) -> Vec<Value> {
+/// A software entity per check and version that ran, the version as the journal recorded it
+/// when the check ran (`workflow_stage_evaluated`), never this build's: a crate exported by a
+/// later Heartwood still names the check that gave each answer.
+pub(super) fn check_tools(journal: &Journal) -> Vec<Value> {
     let mut seen = BTreeSet::new();
     for e in &journal.events {
         if let Event::WorkflowStageEvaluated { assessment, .. } = &e.event {
-            seen.extend(assessment.checks.iter().map(|c| c.check.clone()));
+            seen.extend(
+                assessment
+                    .checks
+                    .iter()
+                    .map(|c| (c.check.clone(), c.version.clone())),
+            );
         }
     }
     seen.iter()
-        .map(|c| {
-            json!({
-                "@id": format!("#check-{c}"), "@type": "SoftwareApplication",
+        .map(|(c, version)| {
+            let mut entity = json!({
+                "@id": runs::check_tool_id(c, version.as_deref()), "@type": "SoftwareApplication",
                 "name": format!("check {c}"), "identifier": c,
-                "softwareVersion": env!("CARGO_PKG_VERSION"),
                 "description": "A deterministic check of Heartwood's registry, run by the gateway on the exact bytes.",
-            })
+            });
+            match version {
+                Some(v) => entity["softwareVersion"] = json!(v),
+                None => {
+                    entity["description"] = json!("A deterministic check of Heartwood's registry, run by the gateway on the exact bytes. Its version is not stated: the journal was written before Heartwood recorded check versions.");
+                }
+            }
+            entity
         })
         .collect()
 }

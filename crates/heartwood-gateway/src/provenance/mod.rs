@@ -19,6 +19,8 @@ mod files;
 mod graph;
 mod journal;
 mod runs;
+#[cfg(test)]
+mod tests;
 mod verify;
 
 use std::path::PathBuf;

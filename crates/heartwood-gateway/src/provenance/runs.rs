@@ -1,7 +1,12 @@
-//! What happened, as actions: each stage execution (with its orchestration), each allowed
-//! tool action with its sandbox level, each check run over the files it read by digest, and
+//! What happened, as actions: each stage execution (with its orchestration), each tool action
+//! as the journal holds it (a command with its text and sandbox level, a file edit with its
+//! path; a rejected one as not run), each check run over the files it read by digest, and
 //! each decision and acceptance with the researcher as agent. Built from the decoded journal;
 //! every action names the journal line it comes from (`identifier`: `seq N`).
+//!
+//! Command text and edited paths pass through the same credential redaction as a service's
+//! error body before the journal records it (`heartwood_agent::model::redact_secret_shapes`),
+//! since a crate is meant to leave the machine.
 
 use std::collections::BTreeMap;
 
@@ -29,6 +34,47 @@ pub struct Runs {
     pub stages_ran: Vec<String>,
 }
 
+/// What a tool action did, from its arguments.
+#[derive(Debug, PartialEq)]
+enum What {
+    /// A terminal command (or input sent to the running one), redacted.
+    Command { text: String, input: bool },
+    /// A file edit: the path, the editor's command, and the SHA-256 of the text it wrote
+    /// when the arguments hold the whole of it (`create`).
+    Edit {
+        path: String,
+        edit: String,
+        wrote_sha256: Option<String>,
+    },
+    /// Any other tool: its arguments by digest (their text stays in the session's journal).
+    Other { arguments_sha256: String },
+}
+
+/// Reads a tool call's arguments as the journal holds them. Both backends name the tools
+/// `terminal` and `file_editor` with `command` and `path` fields.
+fn describe(tool: &str, arguments: &str) -> What {
+    use sha2::Digest as _;
+    let redact = heartwood_agent::model::redact_secret_shapes;
+    let parsed: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+    match (tool, parsed["command"].as_str(), parsed["path"].as_str()) {
+        ("terminal", Some(command), _) => What::Command {
+            text: redact(command),
+            input: parsed["is_input"] == true,
+        },
+        ("file_editor", Some(edit), Some(path)) => What::Edit {
+            path: redact(path),
+            edit: edit.to_owned(),
+            wrote_sha256: (edit == "create")
+                .then(|| parsed["file_text"].as_str())
+                .flatten()
+                .map(|t| hex(&sha2::Sha256::digest(t.as_bytes()))),
+        },
+        _ => What::Other {
+            arguments_sha256: hex(&sha2::Sha256::digest(arguments.as_bytes())),
+        },
+    }
+}
+
 struct Tool {
     id: String,
     tool: String,
@@ -36,7 +82,7 @@ struct Tool {
     end: String,
     state: ActionState,
     sandbox: Option<&'static str>,
-    arguments_sha256: String,
+    what: What,
     exit_code: Option<i64>,
     changed: Option<String>,
 }
@@ -106,7 +152,7 @@ pub fn actions(events: &[RecordedEvent], files: &FileIds, stage_files: &StageFil
                     let mut entity = json!({
                         "@id": at_id, "@type": "AssessAction",
                         "name": format!("check {} on stage {}: {}", check.check, assessment.stage, check.status),
-                        "identifier": at(e), "instrument": id(&format!("#check-{}", check.check)),
+                        "identifier": at(e), "instrument": id(&check_tool_id(&check.check, check.version.as_deref())),
                         "agent": id(HEARTWOOD), "endTime": time,
                         "object": refs(&read, files), "actionStatus": status(passed),
                     });
@@ -142,7 +188,6 @@ pub fn actions(events: &[RecordedEvent], files: &FileIds, stage_files: &StageFil
                 }
             }
             Event::ActionProposed { action } => {
-                use sha2::Digest as _;
                 touch(&mut runs, &open, &time);
                 tools.insert(
                     action.action_id,
@@ -153,7 +198,7 @@ pub fn actions(events: &[RecordedEvent], files: &FileIds, stage_files: &StageFil
                         end: time,
                         state: ActionState::Proposed,
                         sandbox: action.sandbox.map(sandbox_name),
-                        arguments_sha256: hex(&sha2::Sha256::digest(action.arguments.as_bytes())),
+                        what: describe(&action.tool, &action.arguments),
                         exit_code: None,
                         changed: None,
                     },
@@ -221,44 +266,100 @@ fn members_of(events: &[RecordedEvent], set_id: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn push_tool(runs: &mut Runs, tool: &Tool, files: &FileIds) {
-    let allowed = matches!(
-        tool.state,
-        ActionState::Approved | ActionState::Running | ActionState::Completed | ActionState::Failed
-    );
-    if !allowed {
-        return;
+/// The action's status and, when it did not simply run, why in words.
+fn tool_status(state: ActionState) -> (&'static str, Option<&'static str>) {
+    match state {
+        ActionState::Completed => ("CompletedActionStatus", None),
+        ActionState::Failed => ("FailedActionStatus", Some("failed")),
+        ActionState::Stopped => (
+            "FailedActionStatus",
+            Some("stopped by the researcher before it finished"),
+        ),
+        ActionState::Approved | ActionState::Running => (
+            "ActiveActionStatus",
+            Some("allowed; not finished when the session was exported"),
+        ),
+        ActionState::Rejected => ("PotentialActionStatus", Some("rejected: not run")),
+        ActionState::Proposed => (
+            "PotentialActionStatus",
+            Some("awaiting the researcher's decision: not run"),
+        ),
     }
-    let mut props = vec![format!("{}-arguments", tool.id)];
-    runs.entities.push(property(
-        &props[0],
-        "arguments SHA-256 (the text stays in the session's journal)",
-        tool.arguments_sha256.as_str(),
-    ));
+}
+
+fn push_tool(runs: &mut Runs, tool: &Tool, files: &FileIds) {
+    let ran = !matches!(tool.state, ActionState::Rejected | ActionState::Proposed);
+    let mut props: Vec<String> = Vec::new();
+    let mut prop = |runs: &mut Runs, key: &str, name: &str, value: Value| {
+        let at = format!("{}-{key}", tool.id);
+        runs.entities.push(property(&at, name, value));
+        props.push(at);
+    };
+    let name = match &tool.what {
+        What::Command { text, input } => {
+            prop(
+                runs,
+                "command",
+                if *input {
+                    "input sent to the running command"
+                } else {
+                    "command"
+                },
+                json!(text),
+            );
+            format!("{}: {}", tool.tool, first_line(text))
+        }
+        What::Edit {
+            path,
+            edit,
+            wrote_sha256,
+        } => {
+            prop(runs, "path", "path", json!(path));
+            prop(runs, "edit", "editor command", json!(edit));
+            if let Some(digest) = wrote_sha256 {
+                prop(runs, "wrote", "SHA-256 of the text written", json!(digest));
+            }
+            format!("{} {edit} {path}", tool.tool)
+        }
+        What::Other { arguments_sha256 } => {
+            prop(
+                runs,
+                "arguments",
+                "arguments SHA-256 (the text stays in the session's journal)",
+                json!(arguments_sha256),
+            );
+            format!("{} action", tool.tool)
+        }
+    };
     if let Some(level) = tool.sandbox {
-        props.push(format!("{}-sandbox", tool.id));
-        runs.entities
-            .push(property(&props[props.len() - 1], "sandbox level", level));
+        prop(runs, "sandbox", "sandbox level", json!(level));
     }
     if let Some(code) = tool.exit_code {
-        props.push(format!("{}-exit", tool.id));
-        runs.entities
-            .push(property(&props[props.len() - 1], "exit code", code));
+        prop(runs, "exit", "exit code", json!(code));
     }
     let result = tool
         .changed
         .as_ref()
         .and_then(|p| files.get(p))
+        .filter(|_| ran)
         .map(|f| vec![f.as_str()]);
-    runs.entities.push(json!({
-        "@id": tool.id, "@type": "CreateAction",
-        "name": format!("{} action", tool.tool),
+    let (state, why) = tool_status(tool.state);
+    let mut entity = json!({
+        "@id": tool.id, "@type": "CreateAction", "name": name,
         "instrument": id(&format!("#agent-tool-{}", tool.tool)),
-        "startTime": tool.start, "endTime": tool.end,
-        "actionStatus": status(tool.state == ActionState::Completed),
+        "actionStatus": id(&format!("http://schema.org/{state}")),
         "result": ids(result.unwrap_or_default()),
         "additionalProperty": ids(props.iter().map(String::as_str)),
-    }));
+    });
+    // An action that never ran has no start or end; its proposal time is when it was asked.
+    if ran {
+        entity["startTime"] = json!(tool.start);
+        entity["endTime"] = json!(tool.end);
+    }
+    if let Some(why) = why {
+        entity["description"] = json!(why);
+    }
+    runs.entities.push(entity);
     let instrument = format!("#agent-tool-{}", tool.tool);
     if !runs
         .entities
@@ -271,6 +372,16 @@ fn push_tool(runs: &mut Runs, tool: &Tool, files: &FileIds) {
         }));
     }
     runs.mentioned.push(tool.id.clone());
+}
+
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    let short: String = line.chars().take(80).collect();
+    if short.len() < text.len() {
+        format!("{short}…")
+    } else {
+        short
+    }
 }
 
 /// The open stage execution lasts at least until `time`.
@@ -298,6 +409,15 @@ fn sandbox_name(level: heartwood_events::SandboxLevel) -> &'static str {
         heartwood_events::SandboxLevel::ReadOnly => "read_only",
         heartwood_events::SandboxLevel::ProjectWrite => "project_write",
         heartwood_events::SandboxLevel::Unsandboxed => "unsandboxed",
+    }
+}
+
+/// The entity id of a check at the version the journal recorded for it (a journal written
+/// before check versions were recorded names none).
+pub fn check_tool_id(check: &str, version: Option<&str>) -> String {
+    match version {
+        Some(v) => format!("#check-{check}-v{v}"),
+        None => format!("#check-{check}"),
     }
 }
 

@@ -363,6 +363,19 @@ fn check_acceptances(
                     c["status"]
                 ));
             }
+            // The version is the one the journal recorded when the check ran (none for a
+            // journal older than recorded versions), so a restated version is named too.
+            let version = graph
+                .get(&id)
+                .and_then(|e| graph.get(e["instrument"]["@id"].as_str()?))
+                .map_or(Value::Null, |tool| tool["softwareVersion"].clone());
+            if graph.contains_key(&id) && version != c["version"] {
+                problems.push(format!(
+                    "{id}: the metadata states check {} at version {version}, the journal recorded {}",
+                    c["check"].as_str().unwrap_or("?"),
+                    c["version"]
+                ));
+            }
         }
     }
     accepted

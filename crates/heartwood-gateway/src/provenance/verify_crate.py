@@ -206,6 +206,13 @@ def check_acceptances(graph, events, problems):
             if e is None or stated_pass != (c["status"] == "passed"):
                 problems.append("#check-%d-%d: the metadata does not state check %s as the journal recorded it (%s)"
                                 % (ev["seq"], n, c["check"], c["status"]))
+            if e is not None:
+                instrument = e.get("instrument")
+                tool = graph.get(instrument.get("@id"), {}) if isinstance(instrument, dict) else {}
+                if tool.get("softwareVersion") != c.get("version"):
+                    problems.append("#check-%d-%d: the metadata states check %s at version %s, the journal recorded %s"
+                                    % (ev["seq"], n, c["check"], json.dumps(tool.get("softwareVersion")),
+                                       json.dumps(c.get("version"))))
     return accepted
 
 
