@@ -84,6 +84,72 @@ fn answer(response: &str) -> (u16, serde_json::Value) {
     )
 }
 
+/// The event stream of session `id` through the balancer from `since`, followed as the page
+/// follows it: the sequence numbers of the durable events it delivers (and, when it says
+/// `lagged`, those a snapshot adds), in order, read until one is `until()` (0 while unknown)
+/// or a minute has passed.
+fn streamed(port: u16, token: &str, id: &str, since: u64, until: &dyn Fn() -> u64) -> Vec<u64> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        stream,
+        "GET /api/sessions/{id}/events?since={since} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+         Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .expect("write");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_millis(200)))
+        .expect("timeout");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let (mut text, mut seqs) = (String::new(), Vec::new());
+    let mut buffer = [0u8; 8192];
+    while std::time::Instant::now() < deadline {
+        match stream.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => text.push_str(&String::from_utf8_lossy(&buffer[..n])),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => panic!("reading the stream: {e}"),
+        }
+        while let Some(end) = text.find('\n') {
+            let line: String = text.drain(..=end).collect();
+            let Some(data) = line.trim_end().strip_prefix("data:") else {
+                continue;
+            };
+            let update: serde_json::Value = serde_json::from_str(data.trim()).unwrap_or_default();
+            if let Some(seq) = update["event"]["seq"].as_u64() {
+                seqs.push(seq);
+            } else if update["update"] == "lagged" {
+                // As the page does: the events it may have missed, from a snapshot (through
+                // the balancer, so from either replica), then on with the stream.
+                let since = seqs.last().copied().unwrap_or(0);
+                let (_, snapshot) = answer(&support::http(
+                    port,
+                    "GET",
+                    &format!("/api/sessions/{id}/snapshot?since={since}"),
+                    Some(token),
+                    None,
+                ));
+                seqs.extend(
+                    snapshot["events"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|e| e["seq"].as_u64()),
+                );
+            }
+        }
+        let last = until();
+        if last > 0 && seqs.last().is_some_and(|s| *s >= last) {
+            break;
+        }
+    }
+    seqs
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_session_driven_through_a_balancer_over_two_replicas_is_one_session() {
     use heartwood_testkit::Script;
@@ -148,6 +214,17 @@ async fn a_session_driven_through_a_balancer_over_two_replicas_is_one_session() 
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         };
+        // A reader follows the session's stream through the balancer while the decision is
+        // answered through the replicas: it sees every event once, in order, live.
+        let finished = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let follower = {
+            let (finished, token, id) = (finished.clone(), token.clone(), id.clone());
+            std::thread::spawn(move || {
+                streamed(lb, &token, &id, 0, &|| {
+                    finished.load(std::sync::atomic::Ordering::SeqCst)
+                })
+            })
+        };
         let decide = serde_json::json!({"type": "decide", "set_id": set["set_id"],
             "revision": set["revision"], "decision": "allow_once", "command_id": "d1"})
         .to_string();
@@ -160,12 +237,27 @@ async fn a_session_driven_through_a_balancer_over_two_replicas_is_one_session() 
             );
             assert_eq!(status, 200, "{body}");
         }
-        loop {
+        let last = loop {
             let (_, snapshot) = call("GET", &format!("/api/sessions/{id}/snapshot"), None);
-            if snapshot["projection"]["lifecycle"] == "finished" {
-                break;
+            if snapshot["projection"]["lifecycle"] == "finished"
+                && snapshot["durable"] == snapshot["revision"]
+            {
+                break snapshot["revision"].as_u64().expect("revision");
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        finished.store(last, std::sync::atomic::Ordering::SeqCst);
+        let every: Vec<u64> = (1..=last).collect();
+        assert_eq!(follower.join().expect("follower"), every, "followed live");
+        // A reader that lost its connection resumes from the last event it saw, on whichever
+        // replica the balancer sends it to (two in a row reach both).
+        let half = last / 2;
+        for _ in 0..2 {
+            assert_eq!(
+                streamed(lb, &token, &id, half, &|| last),
+                every[half as usize..].to_vec(),
+                "resumed after event {half}"
+            );
         }
         let (status, rows) = call("GET", "/api/sessions", None);
         assert_eq!(status, 200);
