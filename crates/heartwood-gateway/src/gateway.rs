@@ -27,10 +27,12 @@ use crate::{GatewayError, ProjectContext, reducer};
 use heartwood_events::{Snapshot, Update};
 
 mod command;
+mod follow_from;
 mod read;
 mod settle;
 mod updates;
 
+pub use follow_from::SessionFollow;
 pub use updates::SessionUpdates;
 
 /// How long [`SessionGateway::close`] waits for a busy agent to reach its next step before it
