@@ -129,8 +129,15 @@ impl SessionFollow {
     /// events were not: they were sent before it).
     pub async fn next(&mut self) -> Option<Update> {
         loop {
+            // Owed until a look succeeds: a caller that drops this future mid-look (a
+            // `select!`) is owed it still at its next call.
             if self.must_look {
-                self.look_after_lag().await?;
+                match self.look().await {
+                    Ok(_) => self.must_look = false,
+                    Err(GatewayError::Closed(_)) => return None,
+                    // Looked at again at the next lag or gap; `lagged` is said already.
+                    Err(_) => self.must_look = false,
+                }
             }
             if let Some(update) = self.ready.pop_front() {
                 return Some(update);
@@ -142,7 +149,7 @@ impl SessionFollow {
 
     /// The next update already here, without waiting (a caller that draws one frame for every
     /// update queued); `None` when there is none now. A lag found here is recovered by the
-    /// next [`Self::next`], and said as `lagged` at once.
+    /// next [`Self::next`], and said as `lagged` at once (before the events it recovers).
     pub fn try_next(&mut self) -> Option<Update> {
         loop {
             if let Some(update) = self.ready.pop_front() {
@@ -153,9 +160,6 @@ impl SessionFollow {
             }
             let update = self.updates.try_next()?;
             self.take(update);
-            if self.must_look {
-                return Some(Update::lagged(self.sent));
-            }
         }
     }
 
@@ -202,10 +206,10 @@ impl SessionFollow {
         match &update.change {
             Change::Event { .. } => {
                 if !self.accept(update) {
-                    self.must_look = true;
+                    self.lagged();
                 }
             }
-            Change::Lagged {} => self.must_look = true,
+            Change::Lagged {} => self.lagged(),
             change => {
                 if matches!(
                     change,
@@ -221,22 +225,20 @@ impl SessionFollow {
         self.release();
     }
 
-    /// After a lag: events not yet sent are taken again from the session as it stands (held
-    /// ones included: a crash may have replaced what was staged), then `lagged` is sent.
-    async fn look_after_lag(&mut self) -> Option<()> {
-        self.must_look = false;
+    /// After a lag: `lagged` is said, and events not yet sent are taken again by the look the
+    /// next [`Self::next`] owes (held ones included: a crash may have replaced what was
+    /// staged).
+    fn lagged(&mut self) {
+        if self.must_look {
+            return;
+        }
+        self.must_look = true;
         self.look_due = true;
         self.held.clear();
         self.taken = self.sent;
-        // A failed look is retried at the next lag or gap; the caller is told `lagged` still.
-        // Said first: what follows it is what was missed.
         let mut lagged = Update::lagged(self.sent);
         lagged.durable = self.durable;
         self.ready.push_back(lagged);
-        if let Err(GatewayError::Closed(_)) = self.look().await {
-            return None;
-        }
-        Some(())
     }
 
     /// Takes the events of `snapshot` not taken yet, in order.
