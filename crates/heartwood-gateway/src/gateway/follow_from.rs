@@ -74,9 +74,24 @@ impl SessionGateway {
         durable_only: bool,
     ) -> Result<SessionFollow, GatewayError> {
         // Followed before the first look, so an update between the two is not missed (and,
-        // if it repeats an event the look returned, is not sent twice).
-        let updates = self.updates(session)?;
-        let first = self.snapshot_off_pool(session, since).await?;
+        // if it repeats an event the look returned, is not sent twice). Both may read files
+        // or connect to the session's server: on the blocking pool.
+        let gateway = SessionGateway::from_shared(Arc::clone(&self.shared));
+        let id = session.clone();
+        let opened = tokio::task::spawn_blocking(move || {
+            let updates = gateway.updates(&id)?;
+            let first = gateway.snapshot(&id, since)?;
+            Ok::<_, GatewayError>((updates, first))
+        })
+        .await;
+        let (updates, first) = match opened {
+            Ok(opened) => opened?,
+            // A panic while reading is a defect: it is this caller's panic, not an answer.
+            Err(e) => match e.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(_) => return Err(GatewayError::Closed(session.clone())),
+            },
+        };
         let from = since.min(first.revision);
         let mut follow = SessionFollow {
             shared: Arc::downgrade(&self.shared),

@@ -53,7 +53,14 @@ impl SessionUpdates {
             Err(RecvError::Closed) => {
                 tokio::time::sleep(FOLLOW_AGAIN).await;
                 let shared = self.shared.upgrade()?;
-                self.receiver = crate::follow::subscribe(&shared, &self.session);
+                let session = self.session.clone();
+                // Finding the session's source may connect to its server: off the async thread.
+                let subscribed = tokio::task::spawn_blocking(move || {
+                    crate::follow::subscribe(&shared, &session)
+                })
+                .await
+                .ok()?;
+                self.receiver = subscribed;
                 Some(Update::lagged(0))
             }
         }
