@@ -200,6 +200,9 @@ impl SessionGateway {
     /// The events after `since` and the projection, taken together. A session this process is
     /// not serving is read from disk, verified first, and creates nothing; a valid id with no
     /// session yet (one an interface just made up for its first task) has the blank snapshot.
+    /// A read never takes a session over: a run nobody serves is shown stopped, saying how to
+    /// continue it, and an append a crash interrupted is shown as the intact record before
+    /// it, until someone acts ([`SessionGateway::serve`], or any command).
     pub fn snapshot(&self, session: &SessionId, since: u64) -> Result<Snapshot, GatewayError> {
         let served = lock(&self.shared.live).get(session).cloned();
         if let Some(live) = served {
