@@ -184,8 +184,9 @@ impl SessionFollow {
     /// settled (or [`Self::look_again`] asked), on the blocking pool.
     pub async fn settled(&mut self) -> Result<Option<Snapshot>, GatewayError> {
         if self.look_due {
-            self.look_due = false;
             let snapshot = self.look().await?;
+            // Cleared once looked: a caller that drops this future mid-look looks again.
+            self.look_due = false;
             self.settled = snapshot.is_settled().then_some(snapshot);
         }
         Ok(self
