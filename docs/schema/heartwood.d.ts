@@ -487,7 +487,7 @@ export type TreeEntry = { kind: EntryKind; path: ProjectPath; size?: number | nu
 export type TreeLimits = { max_depth: number; max_entries: number };
 
 /** One update to a session, in order. */
-export type Update = { revision: number; transient_revision: number } & ({ event: RecordedEvent; update: "event" } | { text: string; update: "token" } | { action_id: number; text: string; update: "output" } | { lifecycle: Lifecycle; update: "execution_settled" } | Suspended & { update: "suspended" } | { update: "lagged" });
+export type Update = { durable?: number; revision: number; transient_revision: number } & ({ event: RecordedEvent; update: "event" } | { text: string; update: "token" } | { action_id: number; text: string; update: "output" } | { lifecycle: Lifecycle; update: "execution_settled" } | Suspended & { update: "suspended" } | { update: "lagged" });
 
 /** Token counts and cost (integers, so they stay canonical JSON). */
 export type UsageFigures = { cache_read_tokens: number; calls: number; completion_tokens: number; cost_micros: number; priced_calls?: number; prompt_tokens: number; reasoning_tokens: number };

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use heartwood_events::{
-    ActionPolicy, ActionSetId, Command, CommandId, CommandKind, Decision, Lifecycle, Outcome,
-    Receipt, SessionId,
+    ActionPolicy, ActionSetId, Change, Command, CommandId, CommandKind, Decision, Lifecycle,
+    Outcome, Receipt, SessionId,
 };
 use heartwood_gateway::{ProjectContext, SessionGateway};
 
@@ -395,7 +395,7 @@ async fn follow_in(
             }
         }
     }
-    let mut seen = seen.unwrap_or(0);
+    let seen = seen.unwrap_or(0);
     if json {
         // Every line names the session, so lines from several runs can be told apart.
         say!(
@@ -405,60 +405,53 @@ async fn follow_in(
     } else {
         say!("session {session}");
     }
-    let mut updates = gateway.subscribe(&session)?;
+    // Only what the journal holds: a line printed is never one a crash could take back. The
+    // gateway's follow sends each such event once, in order, lags included.
+    let mut follow = gateway.follow_durable(&session, seen).await?;
     let mut interrupted = false;
     let mut quiet_since = Instant::now();
     let mut last_notice = Instant::now();
-    // Lines of the running action's output already printed: (action, lines).
-    let mut printed: (u64, usize) = (0, 0);
     let settled = loop {
-        let snapshot = gateway.snapshot(&session, seen)?;
-        // Only what the journal holds: a line printed is never one a crash could take back.
-        let durable = snapshot
-            .events
-            .iter()
-            .filter(|e| e.seq.get() <= snapshot.durable);
-        for event in durable {
-            if json {
-                say!("{}", crate::json_stream::event_line(&session, event)?);
-            } else {
-                say!(
-                    "{:>5}  {}",
-                    event.seq,
-                    heartwood_gateway::transcript::line(event)
-                );
-            }
-            seen = event.seq.get();
-            quiet_since = Instant::now();
-        }
-        if let (Some(output), false) = (&snapshot.output, json) {
-            if printed.0 != output.action_id {
-                printed = (output.action_id, 0);
-            }
-            for line in output.text.lines().skip(printed.1) {
-                say!("       | {line}");
-                printed.1 += 1;
-                quiet_since = Instant::now();
-            }
-        }
-        // Settled, and every event printed: the last ones are durable too (settling flushes).
-        if snapshot.projection.is_settled() && seen >= snapshot.revision {
-            break snapshot;
+        if let Some(settled) = follow.settled().await? {
+            break settled;
         }
         // A run that says nothing for a while says what it is waiting on, and for how long.
         let quiet = quiet_since.elapsed();
         if quiet >= QUIET_NOTICE && last_notice.elapsed() >= QUIET_NOTICE {
             last_notice = Instant::now();
+            let now = follow.look().await?;
             eprintln!(
                 "heartwood: still {} ({} s so far; Ctrl-C pauses, twice stops)",
-                snapshot.projection.activity,
+                now.projection.activity,
                 quiet.as_secs()
             );
         }
         tokio::select! {
-            // Any update (or a quiet second) means: look again.
-            _ = updates.recv() => {}
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            update = follow.next() => {
+                let Some(update) = update else {
+                    anyhow::bail!("the gateway closed while following session {session}");
+                };
+                match &update.change {
+                    Change::Event { event } => {
+                        if json {
+                            say!("{}", crate::json_stream::event_line(&session, event)?);
+                        } else {
+                            say!("{:>5}  {}", event.seq, heartwood_gateway::transcript::line(event));
+                        }
+                        quiet_since = Instant::now();
+                    }
+                    Change::Output { text, .. } if !json => {
+                        for line in text.lines() {
+                            say!("       | {line}");
+                        }
+                        quiet_since = Instant::now();
+                    }
+                    _ => {}
+                }
+            }
+            // Heard nothing for a second: look again (a session served elsewhere that went
+            // quiet, or released and served again, is still seen).
+            _ = tokio::time::sleep(Duration::from_secs(1)) => follow.look_again(),
             _ = tokio::signal::ctrl_c() => {
                 if interrupted {
                     eprintln!("heartwood: stopping the agent now");
@@ -466,7 +459,7 @@ async fn follow_in(
                 } else {
                     interrupted = true;
                     eprintln!("heartwood: stopping the running action and pausing (Ctrl-C again to stop the agent entirely)");
-                    if let Some(kind) = snapshot.projection.stop_command() {
+                    if let Some(kind) = follow.look().await?.projection.stop_command() {
                         gateway.submit(Command::new(SessionGateway::new_command_id(), session.clone(), kind)).await?;
                     }
                 }

@@ -62,6 +62,13 @@ pub enum SessionsCommand {
         #[arg(long, value_name = "PATH")]
         private: Vec<String>,
     },
+    /// Take over a session whose run was cut off (the process running it ended): serve it
+    /// here, let its engine carry the run on or record where it stopped, and stay until it
+    /// settles. Looking at a session never does this.
+    Resume {
+        /// The session id, a unique prefix of it, or `last`.
+        id: String,
+    },
     /// Complete an append that a crash interrupted, then verify the session.
     Recover {
         /// The session id, a unique prefix of it, or `last`.
@@ -175,6 +182,7 @@ fn run_with(
             zip,
             private,
         } => export(&admin, &id, format, out, zip, private),
+        SessionsCommand::Resume { id } => resume(project, &admin.resolve(&id)?),
         SessionsCommand::Recover { id } => {
             let id = admin.resolve(&id)?;
             let report = admin.recover(id.as_str())?;
@@ -382,6 +390,34 @@ fn list(admin: &SessionAdmin, json: bool, limit: Option<usize>) -> Result<ExitCo
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The longest `sessions resume` stays with a run it took over (Ctrl-C pauses it sooner).
+const RESUME_WAIT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Takes session `id` over explicitly (the gateway's `serve`), then follows it until it
+/// settles and says where it stands.
+fn resume(project: &ProjectContext, id: &heartwood_events::SessionId) -> Result<ExitCode> {
+    heartwood_cli::runtime::block_on(heartwood_cli::runtime::Workers::Two, async {
+        let gateway = heartwood_gateway::SessionGateway::new(project.clone());
+        // Serving opens, verifies and reconciles the session's files: where blocking is allowed.
+        let served = tokio::task::block_in_place(|| gateway.serve(id));
+        let settled = match served {
+            Ok(()) => tokio::select! {
+                settled = gateway.settled(id, RESUME_WAIT) => settled.map(Some),
+                _ = tokio::signal::ctrl_c() => Ok(None),
+            },
+            Err(e) => Err(e),
+        };
+        // Closing pauses a run still going (Ctrl-C) and lets the session go.
+        gateway.close().await;
+        let status = match settled? {
+            Some(snapshot) => snapshot.projection.status_line,
+            None => "paused at its next step (Ctrl-C)".to_owned(),
+        };
+        say!("session {id}: {status}");
+        Ok(ExitCode::SUCCESS)
+    })?
 }
 
 fn show(project: &ProjectContext, admin: &SessionAdmin, id: &str, json: bool) -> Result<ExitCode> {

@@ -78,8 +78,8 @@ async fn after_the_owner_is_killed_the_next_process_takes_the_session_over() {
             && status.contains("heartwood exec --session taken \"go on\""),
         "{status}"
     );
-    // The rows the terminal interface and the page list say it stopped too (reading them
-    // serves the session, which records the cut-off run as interrupted).
+    // The rows the terminal interface and the page list say it stopped too; reading them
+    // takes nothing over (the next command does).
     let project_context = heartwood_gateway::ProjectContext::at(project.path()).expect("project");
     let gateway = std::sync::Arc::new(heartwood_gateway::SessionGateway::new(project_context));
     let reading = std::sync::Arc::clone(&gateway);
@@ -87,6 +87,10 @@ async fn after_the_owner_is_killed_the_next_process_takes_the_session_over() {
         .await
         .expect("rows")
         .expect("rows");
+    assert!(
+        !gateway.serves_here(&heartwood_events::SessionId::parse("taken").expect("id")),
+        "a read took the session over"
+    );
     // Closed, not merely dropped: a dropped gateway releases what it serves once its workers
     // have stopped, a moment later, and the next process would rightly wait for that.
     gateway.close().await;

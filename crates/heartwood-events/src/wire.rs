@@ -11,10 +11,14 @@ use crate::{Lifecycle, RecordedEvent, SessionProjection};
 /// One update to a session, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Update {
-    /// The durable revision after this update.
+    /// The revision after this update: the last event applied (recorded or staged).
     pub revision: u64,
-    /// Token-only updates since the durable revision; orders streamed text between events.
+    /// Token-only updates since the last event; orders streamed text between events.
     pub transient_revision: u64,
+    /// The last event the journal held durably when this update was sent (0: not said): an
+    /// interface that prints only what a crash cannot take back prints events up to here.
+    #[serde(default)]
+    pub durable: u64,
     /// What changed.
     #[serde(flatten)]
     pub change: Change,
@@ -28,16 +32,18 @@ impl Update {
         Update {
             revision,
             transient_revision: 0,
+            durable: 0,
             change: Change::Lagged {},
         }
     }
 
     /// A recorded event as an update, at its own revision: what a receiver is sent of events
-    /// recorded before it followed (a backlog).
+    /// recorded before it followed (a backlog). `durable` is not said (0).
     pub fn event(event: Arc<RecordedEvent>) -> Update {
         Update {
             revision: event.seq.get(),
             transient_revision: 0,
+            durable: 0,
             change: Change::Event { event },
         }
     }

@@ -179,6 +179,17 @@ pub(crate) fn interrupted_status(id: &SessionId) -> String {
     )
 }
 
+/// Why a run nobody serves is shown stopped, and how to take it over (see
+/// [`crate::SessionGateway::serve`]): the words a read of it gives as its last error.
+pub(crate) fn cut_off_reason(id: &SessionId) -> String {
+    format!(
+        "the Heartwood process running it ended mid-run and nobody serves it now; \
+         `heartwood exec --session {id} \"go on\"` continues it, and `heartwood sessions \
+         resume {id}` takes it over as it stands (its engine carries the run on or records \
+         where it stopped)"
+    )
+}
+
 /// Why a session whose record says a run is on is stopped, with the commands that continue
 /// it, when no process holds it: the one that ran it ended (a crash, a kill, a closed terminal).
 pub(crate) fn stopped_status(s: &SessionSummary, p: &SessionProjection) -> Option<String> {

@@ -27,10 +27,12 @@ use crate::{GatewayError, ProjectContext, reducer};
 use heartwood_events::{Snapshot, Update};
 
 mod command;
+mod follow_from;
 mod read;
 mod settle;
 mod updates;
 
+pub use follow_from::SessionFollow;
 pub use updates::SessionUpdates;
 
 /// How long [`SessionGateway::close`] waits for a busy agent to reach its next step before it
@@ -343,6 +345,11 @@ impl SessionGateway {
     /// Makes sure the session is served somewhere, serving it here (taking its lease, and
     /// reconciling it with its engine) if nobody does, so the state a caller reads next is
     /// where the agent really stands. A session that does not exist yet is fine.
+    ///
+    /// This is how a run whose process ended is taken over ("resume"): reads never do it (a
+    /// snapshot shows such a run stopped, saying so), so an interface calls this, or submits
+    /// a command, when the researcher acts. Serving it completes an append a crash
+    /// interrupted, and its engine carries the run on or records where it stopped.
     pub fn serve(&self, session: &SessionId) -> Result<(), GatewayError> {
         if !self.shared.store.exists(session) {
             return Ok(());

@@ -62,7 +62,7 @@ pub use error::{
 };
 // The project's services live below the sessions, in heartwood-project; interfaces reach
 // them through this door like everything else.
-pub use gateway::{IDLE_RELEASE, SessionGateway, SessionUpdates};
+pub use gateway::{IDLE_RELEASE, SessionFollow, SessionGateway, SessionUpdates};
 pub use heartwood_audit::{
     Checkpoint, CheckpointReport, Damage, DamageKind, ReceiptRepair, Recovery, SessionMeta,
     SessionSummary, TornTailCut, Verified,

@@ -479,6 +479,7 @@ impl Core {
         let _ = self.updates.send(Update {
             revision: self.projection.revision,
             transient_revision: self.transient_revision,
+            durable: self.writer.as_ref().map_or(0, |w| w.count()),
             change,
         });
     }

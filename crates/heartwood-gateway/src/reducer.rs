@@ -287,6 +287,20 @@ fn purpose_label(purpose: &str) -> String {
     }
 }
 
+/// `p` as a run nobody serves reads to a reader: the process running it ended mid-run, so it
+/// is stopped (interrupted, `reason` saying how to take it over), as the next process to serve
+/// it records unless its engine can carry it on. Nothing is recorded: a read changes nothing.
+pub(crate) fn as_cut_off(p: &mut SessionProjection, reason: String) {
+    if !p.run_is_open() {
+        return;
+    }
+    p.lifecycle = Lifecycle::Failed;
+    p.interrupted = true;
+    p.stopping = None;
+    p.last_error = Some(reason);
+    derive(p);
+}
+
 /// Refreshes what follows from the rest: activity, available commands, status line and
 /// suggestions. These rules are the single source of "what may happen now" for every interface.
 fn derive(p: &mut SessionProjection) {

@@ -9,18 +9,77 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use heartwood_events::{
-    ActionPolicy, ActionSetId, Command, CommandKind, Decision, Outcome, Receipt, SessionId,
-    Snapshot,
+    ActionPolicy, ActionSetId, Change, Command, CommandKind, Decision, Outcome, Receipt, SessionId,
+    Snapshot, Update,
 };
-use heartwood_gateway::{ProjectContext, SessionGateway};
+use heartwood_gateway::{GatewayError, ProjectContext, SessionFollow, SessionGateway};
 use pyo3::exceptions::{PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::view::{Pending, Projection};
 use crate::{HeartwoodError, StaleDecision, convert, failed, html};
 
-/// How often a wait looks for a kernel interrupt (and at the session, if nothing woke it).
+/// How often a wait looks for a kernel interrupt.
 const WAIT_STEP: Duration = Duration::from_millis(100);
+
+/// How long a wait goes without an update before it looks at the session again (one served
+/// elsewhere that went quiet is still seen).
+const QUIET_LOOK: Duration = Duration::from_secs(1);
+
+/// A session followed from Python: the gateway's follower, driven a step at a time with the
+/// GIL released.
+struct Following {
+    follow: SessionFollow,
+    runtime: &'static tokio::runtime::Runtime,
+    quiet_since: Instant,
+}
+
+impl Following {
+    /// The updates that come within `step`, and where the session stopped if it settled
+    /// meanwhile (every event up to there among the updates).
+    fn step(
+        &mut self,
+        py: Python<'_>,
+        step: Duration,
+    ) -> PyResult<(Vec<Update>, Option<Snapshot>)> {
+        if self.quiet_since.elapsed() >= QUIET_LOOK {
+            self.follow.look_again();
+            self.quiet_since = Instant::now();
+        }
+        let (follow, runtime) = (&mut self.follow, self.runtime);
+        let (updates, settled) = py
+            .detach(move || {
+                runtime.block_on(async {
+                    let until = tokio::time::Instant::now() + step;
+                    let mut updates = Vec::new();
+                    loop {
+                        if let Some(settled) = follow.settled().await? {
+                            return Ok((updates, Some(settled)));
+                        }
+                        match tokio::time::timeout_at(until, follow.next()).await {
+                            Ok(Some(update)) => updates.push(update),
+                            Ok(None) => {
+                                return Err(GatewayError::Closed(follow.session().clone()));
+                            }
+                            Err(_) => return Ok((updates, None)),
+                        }
+                    }
+                })
+            })
+            .map_err(failed)?;
+        if !updates.is_empty() {
+            self.quiet_since = Instant::now();
+        }
+        Ok((updates, settled))
+    }
+
+    /// The session as it stands now.
+    fn look(&mut self, py: Python<'_>) -> PyResult<Snapshot> {
+        let (follow, runtime) = (&mut self.follow, self.runtime);
+        py.detach(move || runtime.block_on(follow.look()))
+            .map_err(failed)
+    }
+}
 
 /// A session of the project, new or existing.
 #[pyclass(module = "heartwood", frozen)]
@@ -89,23 +148,20 @@ impl Session {
             Some(secs) => Some(Instant::now() + Duration::from_secs_f64(secs)),
             None => None,
         };
-        let runtime = crate::runtime()?;
+        let mut follow = self.follow(py, u64::MAX)?;
         loop {
-            // The gateway's wait, a step at a time so an interrupt is seen between steps.
+            // Followed a step at a time, so an interrupt is seen between steps.
             let step = deadline.map_or(WAIT_STEP, |d| {
                 d.saturating_duration_since(Instant::now()).min(WAIT_STEP)
             });
-            let (gateway, id) = (Arc::clone(&self.gateway), self.id.clone());
-            let snapshot = py
-                .detach(move || runtime.block_on(gateway.settled(&id, step)))
-                .map_err(failed)?;
-            if snapshot.is_settled() {
+            let (_, settled) = follow.step(py, step)?;
+            if let Some(snapshot) = settled {
                 self.show(&snapshot);
                 return Ok(snapshot);
             }
             if let Err(interrupted) = py.check_signals() {
                 // As `exec` does on Ctrl-C: stop the running action and pause.
-                if let Some(kind) = snapshot.projection.stop_command() {
+                if let Some(kind) = follow.look(py)?.projection.stop_command() {
                     let _ = self.submit(py, kind);
                 }
                 return Err(interrupted);
@@ -114,10 +170,25 @@ impl Session {
                 return Err(PyTimeoutError::new_err(format!(
                     "session {} is still {} after the timeout; it goes on: call wait() to \
                      follow it, or pause() to stop it at its next step",
-                    self.id, snapshot.projection.activity
+                    self.id,
+                    follow.look(py)?.projection.activity
                 )));
             }
         }
+    }
+
+    /// This session followed through the gateway's one stream, from revision `since`.
+    fn follow(&self, py: Python<'_>, since: u64) -> PyResult<Following> {
+        let runtime = crate::runtime()?;
+        let (gateway, id) = (Arc::clone(&self.gateway), self.id.clone());
+        let follow = py
+            .detach(move || runtime.block_on(gateway.follow(&id, since)))
+            .map_err(failed)?;
+        Ok(Following {
+            follow,
+            runtime,
+            quiet_since: Instant::now(),
+        })
     }
 
     /// The run revision shown, refusing when no workflow run was shown here.
@@ -580,23 +651,20 @@ impl Session {
     fn watch(slf: Py<Self>, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<Self>> {
         let this = slf.get();
         let print = py.import("builtins")?.getattr("print")?;
-        let mut seen = this.snapshot(py)?.revision;
         let deadline = timeout.map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+        let mut follow = this.follow(py, u64::MAX)?;
         loop {
-            let snapshot = {
-                let (gateway, id) = (Arc::clone(&this.gateway), this.id.clone());
-                py.detach(move || gateway.snapshot(&id, seen))
-                    .map_err(failed)?
-            };
-            for event in &snapshot.events {
-                print.call1((format!(
-                    "{:>5}  {}",
-                    event.seq,
-                    heartwood_gateway::transcript::line(event)
-                ),))?;
-                seen = event.seq.get();
+            let (updates, settled) = follow.step(py, WAIT_STEP)?;
+            for update in updates {
+                if let Change::Event { event } = &update.change {
+                    print.call1((format!(
+                        "{:>5}  {}",
+                        event.seq,
+                        heartwood_gateway::transcript::line(event)
+                    ),))?;
+                }
             }
-            if snapshot.is_settled() {
+            if let Some(snapshot) = settled {
                 this.show(&snapshot);
                 print.call1((snapshot.projection.status_line.clone(),))?;
                 return Ok(slf);
@@ -605,7 +673,6 @@ impl Session {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(PyTimeoutError::new_err("still running after the timeout"));
             }
-            py.detach(|| std::thread::sleep(WAIT_STEP));
         }
     }
 

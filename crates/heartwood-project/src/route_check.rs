@@ -186,7 +186,7 @@ pub fn check(route: &RouteConfig) -> RouteCheck {
     }
 }
 
-/// `GET {base_url}/models` through the agent's model client, on a runtime of its own (the
+/// `GET {base_url}/models` through the agent's model client, on the requests' runtime (the
 /// caller may be inside one or on a blocking thread).
 fn list_models(route: &RouteConfig) -> Result<Option<Vec<String>>, String> {
     let mut model_route = route.model_route(std::path::Path::new("."));
@@ -195,7 +195,8 @@ fn list_models(route: &RouteConfig) -> Result<Option<Vec<String>>, String> {
     model_route.idle_timeout = LISTING_TIMEOUT;
     let client =
         heartwood_agent::model::ModelClient::new(model_route).map_err(|e| e.to_string())?;
-    crate::own_runtime::on_own_runtime(client.list_models()).map_err(|e| e.to_string())
+    crate::own_runtime::on_own_runtime(async move { client.list_models().await })
+        .map_err(|e| e.to_string())
 }
 
 /// Sends the platform transport's qualification request: one short synthetic chat completion
@@ -213,7 +214,7 @@ pub fn qualify(route: &RouteConfig) -> Result<(), ProjectError> {
     model_route.connect_timeout = QUALIFICATION_TIMEOUT;
     model_route.idle_timeout = QUALIFICATION_TIMEOUT;
     let client = heartwood_agent::model::ModelClient::new(model_route)?;
-    let messages = [
+    let messages = vec![
         ChatMessage::System {
             content: "This is a connectivity check from Heartwood; no task follows.".into(),
         },
@@ -221,7 +222,7 @@ pub fn qualify(route: &RouteConfig) -> Result<(), ProjectError> {
             content: "Reply with the single word: ready".into(),
         },
     ];
-    crate::own_runtime::on_own_runtime(async {
+    crate::own_runtime::on_own_runtime(async move {
         client.complete(&messages, &[], &mut |_| {}).await
     })?;
     Ok(())

@@ -196,7 +196,7 @@ impl SignInDesk {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Starts a sign-in (blocking: the service is asked on a runtime of its own).
+    /// Starts a sign-in (blocking: the service is asked on the requests' runtime).
     pub fn start(&self) -> Result<Pending, ProjectError> {
         let sign_in = crate::own_runtime::on_own_runtime(SignIn::start())?;
         let pending = sign_in.pending();
@@ -214,7 +214,8 @@ impl SignInDesk {
         let Some(sign_in) = self.slot().clone() else {
             return Err(crate::Absent::SignIn.into());
         };
-        let progress = crate::own_runtime::on_own_runtime(sign_in.poll())?;
+        let polled = std::sync::Arc::clone(&sign_in);
+        let progress = crate::own_runtime::on_own_runtime(async move { polled.poll().await })?;
         if !matches!(progress, Progress::Waiting { .. }) {
             let mut slot = self.slot();
             if slot

@@ -420,3 +420,94 @@ async fn a_workflow_runs_bound_files_preview_with_their_evidence_and_nothing_els
     assert!(verdict.problems.is_empty(), "{:?}", verdict.problems);
     assert!(krate.join("data/cohort.csv").exists());
 }
+
+/// The event stream's events up to `last`, read from a fresh connection that sends
+/// `Last-Event-ID: resume` when given: each event's SSE id and its sequence number.
+fn sse_events(addr: SocketAddr, id: &str, resume: Option<u64>, last: u64) -> Vec<(String, u64)> {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    let resume = resume
+        .map(|n| format!("Last-Event-ID: {n}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "GET /api/sessions/{id}/events?since=0 HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {SECRET}\r\n{resume}\r\n",
+        addr.port()
+    )
+    .expect("write");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let (mut events, mut sse_id) = (Vec::new(), String::new());
+    for line in BufReader::new(stream).lines() {
+        let line = line.expect("the stream went on until the last event");
+        if let Some(given) = line.strip_prefix("id: ") {
+            sse_id = given.to_owned();
+        } else if let Some(data) = line.strip_prefix("data: ") {
+            let update: Value = serde_json::from_str(data).expect("update json");
+            if let Some(seq) = update["event"]["seq"].as_u64() {
+                events.push((std::mem::take(&mut sse_id), seq));
+                if seq >= last {
+                    break;
+                }
+            }
+        }
+    }
+    events
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_event_stream_resumes_after_the_last_event_id_it_sent() {
+    let model = ScriptedModelServer::start(Script::of(vec![Turn::text("Done.")]))
+        .await
+        .expect("model");
+    let project = tempfile::tempdir().expect("project");
+    support::connect_model(project.path(), &model.base_url());
+    let (addr, state) = support::serve(
+        project.path(),
+        Mode::Loopback,
+        Capability::from_secret(SECRET),
+    )
+    .await;
+    let id = heartwood_events::SessionId::parse("resumed").expect("id");
+    let task = heartwood_events::Command::new(
+        heartwood_events::CommandId::parse("c1").expect("id"),
+        id.clone(),
+        heartwood_events::CommandKind::SubmitTask {
+            text: "say done".into(),
+            policy: Default::default(),
+        },
+    );
+    state.gateway.submit(task).await.expect("submitted");
+    let done = state
+        .gateway
+        .settled(&id, Duration::from_secs(60))
+        .await
+        .expect("settled");
+    let last = done.revision;
+    assert!(last > 3, "a run records several events: {last}");
+    let read = tokio::task::spawn_blocking(move || {
+        let all = sse_events(addr, "resumed", None, last);
+        // A client that reconnects after event 2 (EventSource sends the last id it got) is
+        // sent what followed it, from event 3, once each: not the whole session again.
+        let resumed = sse_events(addr, "resumed", Some(2), last);
+        (all, resumed)
+    })
+    .await
+    .expect("client");
+    let (all, resumed) = read;
+    assert_eq!(
+        all.iter().map(|(_, seq)| *seq).collect::<Vec<_>>(),
+        (1..=last).collect::<Vec<_>>()
+    );
+    for (sse_id, seq) in &all {
+        assert_eq!(
+            sse_id,
+            &seq.to_string(),
+            "each event carries its seq as its id"
+        );
+    }
+    assert_eq!(
+        resumed.iter().map(|(_, seq)| *seq).collect::<Vec<_>>(),
+        (3..=last).collect::<Vec<_>>()
+    );
+}

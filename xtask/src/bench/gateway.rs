@@ -435,8 +435,8 @@ fn workload(n: usize) -> Vec<Event> {
         out.extend(batch);
     }
     out.truncate(n);
-    // The run ends: a stored session whose run is still open would be taken over (and its
-    // cut-off run recorded) by the first look, which is not the read this measures.
+    // The run ends: a stored session whose run is still open reads as cut off (nobody serves
+    // it), which is not the read this measures.
     if let Some(last) = out.last_mut() {
         *last = Event::LifecycleChanged {
             lifecycle: Lifecycle::Finished,

@@ -306,9 +306,9 @@ fn workflow_step(
         return Ok(step);
     }
     if look.listing.state == Some(Lifecycle::Running) {
-        // Cut off mid-turn, and nobody holds it: looking at it through the gateway records the
-        // interruption (no model call), and the stage can then run again.
-        let status = run.logged(&["workflow", "status", &session])?;
+        // Cut off mid-turn, and nobody holds it: taking it over (explicitly: looking never
+        // does) records the interruption, and the stage can then run again.
+        let status = run.logged(&["sessions", "resume", &session])?;
         if !status.success() {
             return Ok(settle(
                 Phase::Failed,

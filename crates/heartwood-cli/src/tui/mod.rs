@@ -1,10 +1,11 @@
 //! The terminal interface: `heartwood` with no command.
 //!
 //! It renders the gateway's projection and submits typed commands; it keeps no reducer and
-//! infers no labels. Keys are read on their own thread; gateway updates arrive on the session's
-//! subscription; each wakes the loop, which takes one snapshot and draws one frame. The terminal
-//! is restored on every exit, panics included (`ratatui::init` installs the hook), and quitting
-//! with a decision pending leaves it pending for any other interface.
+//! infers no labels. Keys are read on their own thread; gateway updates arrive through the
+//! gateway's one way to follow a session (`SessionGateway::follow`); each wakes the loop, which
+//! takes one snapshot and draws one frame. The terminal is restored on every exit, panics
+//! included (`ratatui::init` installs the hook), and quitting with a decision pending leaves
+//! it pending for any other interface.
 
 mod app;
 mod catalog;
@@ -32,9 +33,9 @@ use heartwood_events::{Command, Outcome, SessionId};
 use heartwood_gateway::config::RouteConfig;
 use heartwood_gateway::skills::SkillsService;
 use heartwood_gateway::startup::{self, Phase};
-use heartwood_gateway::{ProjectContext, SessionGateway, Update};
+use heartwood_gateway::{ProjectContext, SessionFollow, SessionGateway};
 use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
 pub use app::{App, ConnectForm, Intent, Screen, SessionRow, SkillDecision};
 
@@ -119,7 +120,7 @@ async fn event_loop(
         }
     });
     let exit_after_first = std::env::var_os(EXIT_AFTER_FIRST_FRAME).is_some();
-    let mut updates: Option<broadcast::Receiver<Update>> = None;
+    let mut updates: Option<SessionFollow> = None;
     loop {
         terminal.draw(|frame| view::render(frame, &app))?;
         if exit_after_first {
@@ -188,16 +189,16 @@ fn action_running(app: &App) -> bool {
 }
 
 /// Waits for the next update, then takes any others already queued (one frame covers them).
-async fn next_update(updates: &mut Option<broadcast::Receiver<Update>>) -> bool {
-    let Some(receiver) = updates.as_mut() else {
+async fn next_update(updates: &mut Option<SessionFollow>) -> bool {
+    let Some(follow) = updates.as_mut() else {
         return std::future::pending().await;
     };
-    match receiver.recv().await {
-        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
-            while receiver.try_recv().is_ok() {}
+    match follow.next().await {
+        Some(_) => {
+            while follow.try_next().is_some() {}
             true
         }
-        Err(broadcast::error::RecvError::Closed) => {
+        None => {
             *updates = None;
             false
         }
@@ -244,7 +245,7 @@ async fn apply(
     intent: Intent,
     gateway: &SessionGateway,
     project: &ProjectContext,
-    updates: &mut Option<broadcast::Receiver<Update>>,
+    updates: &mut Option<SessionFollow>,
 ) -> Result<bool> {
     app.notice = None;
     match intent {
@@ -437,12 +438,13 @@ fn decide_skill(
 async fn open(
     app: &mut App,
     gateway: &SessionGateway,
-    updates: &mut Option<broadcast::Receiver<Update>>,
+    updates: &mut Option<SessionFollow>,
     id: SessionId,
 ) {
-    match gateway.subscribe(&id) {
-        Ok(receiver) => {
-            *updates = Some(receiver);
+    // Followed from now: the frame shows a fresh snapshot, not the events one by one.
+    match gateway.follow(&id, u64::MAX).await {
+        Ok(follow) => {
+            *updates = Some(follow);
             app.screen = Screen::Session { id, snapshot: None };
             app.scroll = 0;
             refresh(app, gateway).await;
@@ -456,7 +458,7 @@ async fn open(
 async fn start_workflow(
     app: &mut App,
     gateway: &SessionGateway,
-    updates: &mut Option<broadcast::Receiver<Update>>,
+    updates: &mut Option<SessionFollow>,
     definition: String,
     question: String,
 ) {
@@ -552,7 +554,7 @@ fn show_skill(app: &mut App, project: &ProjectContext, name: &str, source: &str)
 async fn answered(
     app: &mut App,
     gateway: &SessionGateway,
-    updates: &mut Option<broadcast::Receiver<Update>>,
+    updates: &mut Option<SessionFollow>,
     id: &heartwood_events::SessionId,
     receipts: Result<Vec<heartwood_events::Receipt>, heartwood_gateway::GatewayError>,
 ) {
@@ -564,7 +566,7 @@ async fn answered(
                 }
             }
             if updates.is_none() {
-                *updates = gateway.subscribe(id).ok();
+                *updates = gateway.follow(id, u64::MAX).await.ok();
             }
             refresh(app, gateway).await;
         }

@@ -145,7 +145,6 @@ impl SessionGateway {
                     waits_for: None,
                 },
             });
-            // Reading it may have taken it over (and so completed the append) already.
             if summary.interrupted
                 && !lock(&self.shared.live).contains_key(&summary.id)
                 && let Some(row) = rows.last_mut()
@@ -201,6 +200,9 @@ impl SessionGateway {
     /// The events after `since` and the projection, taken together. A session this process is
     /// not serving is read from disk, verified first, and creates nothing; a valid id with no
     /// session yet (one an interface just made up for its first task) has the blank snapshot.
+    /// A read never takes a session over: a run nobody serves is shown stopped, saying how to
+    /// continue it, and an append a crash interrupted is shown as the intact record before
+    /// it, until someone acts ([`SessionGateway::serve`], or any command).
     pub fn snapshot(&self, session: &SessionId, since: u64) -> Result<Snapshot, GatewayError> {
         let served = lock(&self.shared.live).get(session).cloned();
         if let Some(live) = served {
@@ -230,28 +232,29 @@ impl SessionGateway {
             (verifying.join(), events)
         });
         // A panic while verifying is a defect: it is this caller's panic, not an answer.
-        match verified.unwrap_or_else(|panic| std::panic::resume_unwind(panic)) {
-            Ok(_) => {}
-            // An append a crash interrupted (the record intact, the append whole in the
-            // recovery journal) and nobody serves the session: looking at it takes it over,
-            // and opening it for writing completes the append, exactly once.
-            Err(e @ heartwood_audit::AuditError::Interrupted { .. }) => {
-                return match self.attach(session, false) {
-                    Ok(live) => Ok(live.lock().snapshot(since)),
-                    Err(_) => Err(e.into()),
-                };
-            }
+        // An append a crash interrupted (the record intact, the append whole in the recovery
+        // journal) is shown as the intact record; completing it is a write, which a read
+        // never does: serving the session (`serve`, any command) or `sessions recover` does.
+        let append_waits = match verified.unwrap_or_else(|panic| std::panic::resume_unwind(panic)) {
+            Ok(_) => false,
+            Err(heartwood_audit::AuditError::Interrupted { .. }) => true,
             Err(e) => return Err(e.into()),
-        }
+        };
         let events = decoded(events?)?;
-        let projection = reducer::replay(session.clone(), &events);
-        // A run is open on disk but nobody serves it: its process ended mid-run. Looking at it
-        // takes it over (serving it reconciles it with its engine, which records how the run
-        // ended or carries it on) rather than showing a run that no longer runs.
-        if !projection.is_settled()
-            && let Ok(live) = self.attach(session, false)
-        {
-            return Ok(live.lock().snapshot(since));
+        let mut projection = reducer::replay(session.clone(), &events);
+        // A run is open on disk but nobody serves it (no live process holds its lease): its
+        // process ended mid-run. It is shown stopped, saying how to take it over; looking at
+        // it does not (see `serve`). In a shared store another replica may drive it: it is
+        // shown as recorded.
+        let nobody_holds = self.shared.store.shared().is_none()
+            && !reader
+                .writer()
+                .is_some_and(|w| heartwood_audit::WriterInfo::looks_alive(&w));
+        if !projection.is_settled() && nobody_holds {
+            reducer::as_cut_off(&mut projection, crate::admin::cut_off_reason(session));
+        }
+        if append_waits {
+            projection.status_line = crate::admin::interrupted_status(session);
         }
         let revision = projection.revision;
         let from = usize::try_from(since)

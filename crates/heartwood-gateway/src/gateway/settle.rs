@@ -44,11 +44,20 @@ impl SessionGateway {
     /// (the projection and what is live), taken on the blocking pool; what an async caller
     /// reads when its [`updates`](SessionGateway::updates) say `lagged`.
     pub async fn current(&self, session: &SessionId) -> Result<Snapshot, GatewayError> {
+        self.snapshot_off_pool(session, u64::MAX).await
+    }
+
+    /// [`SessionGateway::snapshot`] with the events after `since`, taken on the blocking pool.
+    pub(crate) async fn snapshot_off_pool(
+        &self,
+        session: &SessionId,
+        since: u64,
+    ) -> Result<Snapshot, GatewayError> {
         let gateway = SessionGateway {
             shared: Arc::clone(&self.shared),
         };
         let id = session.clone();
-        match tokio::task::spawn_blocking(move || gateway.snapshot(&id, u64::MAX)).await {
+        match tokio::task::spawn_blocking(move || gateway.snapshot(&id, since)).await {
             Ok(snapshot) => snapshot,
             // A panic while reading is a defect: it is this caller's panic, not an answer.
             Err(e) => match e.try_into_panic() {

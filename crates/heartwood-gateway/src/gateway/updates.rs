@@ -7,7 +7,7 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use futures_util::Stream;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
 use super::*;
 
@@ -53,9 +53,26 @@ impl SessionUpdates {
             Err(RecvError::Closed) => {
                 tokio::time::sleep(FOLLOW_AGAIN).await;
                 let shared = self.shared.upgrade()?;
-                self.receiver = crate::follow::subscribe(&shared, &self.session);
+                let session = self.session.clone();
+                // Finding the session's source may connect to its server: off the async thread.
+                let subscribed = tokio::task::spawn_blocking(move || {
+                    crate::follow::subscribe(&shared, &session)
+                })
+                .await
+                .ok()?;
+                self.receiver = subscribed;
                 Some(Update::lagged(0))
             }
+        }
+    }
+
+    /// The next update already here, without waiting; `None` when there is none now (or the
+    /// feed closed: the next [`Self::next`] follows again).
+    pub fn try_next(&mut self) -> Option<Update> {
+        match self.receiver.try_recv() {
+            Ok(update) => Some(update),
+            Err(TryRecvError::Lagged(_)) => Some(Update::lagged(0)),
+            Err(TryRecvError::Empty | TryRecvError::Closed) => None,
         }
     }
 

@@ -98,9 +98,23 @@ async fn a_crash_before_the_set_is_published_is_republished_by_the_next_process(
         stored.pending.is_none(),
         "the crash window: waiting, no set"
     );
-    // Looking at the session through the gateway takes it over (nobody serves it): serving it
-    // republishes the set the engine waits on, which can then be decided.
+    // Looking at it changes nothing: nobody serves it, so it reads as stopped, saying how to
+    // take it over.
     let next = SessionGateway::new(context);
+    let seen = next.projection(&f.session).expect("projection");
+    assert!(
+        !next.serves_here(&f.session),
+        "a read took the session over"
+    );
+    assert!(seen.interrupted && seen.pending.is_none(), "{seen:?}");
+    assert!(
+        seen.status_line.contains("sessions resume"),
+        "{}",
+        seen.status_line
+    );
+    // Taking it over explicitly republishes the set the engine waits on, which can then be
+    // decided.
+    next.serve(&f.session).expect("taken over");
     let p = next.projection(&f.session).expect("projection");
     let set = p.pending.clone().expect("the set is published again");
     assert_eq!(set.set_id, shown.set_id);
@@ -441,9 +455,23 @@ async fn looking_at_a_session_whose_append_a_crash_interrupted_completes_it_once
         "the listing says so"
     );
 
-    // The next process to look at it (a `serve`, a terminal) takes it over, which completes it.
+    // Looking at it shows the intact record and completes nothing; the next process to take
+    // it over (a `serve`, any command) completes it.
     let next = SessionGateway::new(context.clone());
-    let seen = next.snapshot(&f.session, 0).expect("looking completes it");
+    let looked = next.snapshot(&f.session, 0).expect("the intact record");
+    assert_eq!(looked.revision, before.count, "a read completed the append");
+    assert!(
+        looked
+            .projection
+            .status_line
+            .contains("waiting for recovery"),
+        "{}",
+        looked.projection.status_line
+    );
+    next.serve(&f.session).expect("taken over");
+    let seen = next
+        .snapshot(&f.session, 0)
+        .expect("taking it over completes it");
     assert_eq!(
         seen.projection.title.as_deref(),
         Some("renamed in the append")

@@ -1,38 +1,63 @@
-//! A session's live updates, as server-sent events and over a WebSocket: one feed for both,
-//! the events after `since` first, then every update as it happens.
+//! A session's live updates, as server-sent events and over a WebSocket: both are the gateway's
+//! one way to follow a session ([`heartwood_gateway::SessionGateway::follow`]), the events
+//! after `since` first, then every update as it happens; this module only words it for HTTP.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocketUpgrade};
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use heartwood_events::{Change, SessionId, Suspended, Update};
-use tokio::sync::{broadcast, mpsc};
+use heartwood_events::{Change, SessionId};
 
 use super::sessions::{Session, Since};
 use crate::answer::{plain, status_of};
 use crate::server::AppState;
 
-/// Server-sent events: the events after `since`, then every update as it happens.
+/// Server-sent events: the events after `since`, then every update as it happens. Each event
+/// carries its sequence number as the SSE id, so a client that reconnects (with
+/// `Last-Event-ID`) resumes after the last event it got, missing and repeating none.
 pub(super) async fn events(
     State(app): State<Arc<AppState>>,
     Session(id): Session,
     Query(Since { since }): Query<Since>,
+    headers: HeaderMap,
 ) -> Response {
-    let feed = match opened(app, id, since).await {
-        Ok(feed) => feed,
+    let since = last_event_id(&headers).unwrap_or(since);
+    let follow = match opened(&app, &id, since).await {
+        Ok(follow) => follow,
         Err(refused) => return refused,
     };
-    let stream = futures_util::stream::unfold(feed, |mut feed| async move {
-        let text = feed.recv().await?;
-        Some((Ok::<_, Infallible>(SseEvent::default().data(text)), feed))
+    let stream = futures_util::stream::unfold(follow, |mut follow| async move {
+        loop {
+            let update = follow.next().await?;
+            let Ok(text) = serde_json::to_string(&update) else {
+                continue;
+            };
+            let mut sse = SseEvent::default();
+            if let Change::Event { event } = &update.change {
+                sse = sse.id(event.seq.to_string());
+            }
+            return Some((Ok::<_, Infallible>(sse.data(text)), follow));
+        }
     });
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()
+}
+
+/// The event id a reconnecting `EventSource` sends: the sequence number of the last event it
+/// got.
+fn last_event_id(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get("last-event-id")?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// The same updates over a WebSocket (the policy has checked its Origin).
@@ -42,12 +67,15 @@ pub(super) async fn websocket(
     Query(Since { since }): Query<Since>,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    let mut feed = match opened(app, id, since).await {
-        Ok(feed) => feed,
+    let mut follow = match opened(&app, &id, since).await {
+        Ok(follow) => follow,
         Err(refused) => return refused,
     };
     upgrade.on_upgrade(move |mut socket| async move {
-        while let Some(text) = feed.recv().await {
+        while let Some(update) = follow.next().await {
+            let Ok(text) = serde_json::to_string(&update) else {
+                continue;
+            };
             if socket.send(Message::Text(text.into())).await.is_err() {
                 return;
             }
@@ -55,75 +83,16 @@ pub(super) async fn websocket(
     })
 }
 
-/// [`feed`], opened off the runtime's workers (the snapshot reads the journal).
+/// The session followed from `since` through the gateway's one stream (see
+/// [`heartwood_gateway::SessionFollow`]: backlog, live updates, lags recovered, each event
+/// once in order), or the answer that refuses it.
 async fn opened(
-    app: Arc<AppState>,
-    id: SessionId,
-    since: u64,
-) -> Result<mpsc::Receiver<String>, Response> {
-    match tokio::task::spawn_blocking(move || feed(&app, &id, since)).await {
-        Ok(Ok(feed)) => Ok(feed),
-        Ok(Err(e)) => Err(plain(status_of(&e), &e.to_string())),
-        Err(_) => Err(plain(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the request failed",
-        )),
-    }
-}
-
-/// One session's updates as JSON text, in order, for the event stream and the WebSocket alike:
-/// the events after `since`, then every update as it happens (durable events the backlog already
-/// carried are skipped). One task writes both, so live updates never overtake the backlog.
-fn feed(
     app: &AppState,
-    session: &SessionId,
+    id: &SessionId,
     since: u64,
-) -> Result<mpsc::Receiver<String>, heartwood_gateway::GatewayError> {
-    let mut updates = app.gateway.subscribe(session)?;
-    let first = app.gateway.snapshot(session, since)?;
-    let (sender, receiver) = mpsc::channel(256);
-    // The blocking pool's threads run inside the runtime: the writer task is spawned on it.
-    tokio::spawn(async move {
-        let mut last = first.revision;
-        let backlog = first.events.into_iter().map(Update::event);
-        // A client that connects while the run waits is told so at once, as one that was
-        // following when it stopped was.
-        let waiting = Suspended::of(&first.projection).map(|suspended| Update {
-            revision: first.revision,
-            transient_revision: first.transient_revision,
-            change: Change::Suspended(suspended),
-        });
-        for update in backlog.chain(waiting) {
-            let Ok(text) = serde_json::to_string(&update) else {
-                continue;
-            };
-            if sender.send(text).await.is_err() {
-                return;
-            }
-        }
-        loop {
-            let text = match updates.recv().await {
-                Ok(update) => {
-                    if let Change::Event { event } = &update.change {
-                        if event.seq.get() <= last {
-                            continue;
-                        }
-                        last = event.seq.get();
-                    }
-                    let Ok(text) = serde_json::to_string(&update) else {
-                        continue;
-                    };
-                    text
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    serde_json::to_string(&Update::lagged(last)).unwrap_or_default()
-                }
-                Err(broadcast::error::RecvError::Closed) => return,
-            };
-            if sender.send(text).await.is_err() {
-                return;
-            }
-        }
-    });
-    Ok(receiver)
+) -> Result<heartwood_gateway::SessionFollow, Response> {
+    app.gateway
+        .follow(id, since)
+        .await
+        .map_err(|e| plain(status_of(&e), &e.to_string()))
 }
