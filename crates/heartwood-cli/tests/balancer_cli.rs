@@ -84,17 +84,19 @@ fn answer(response: &str) -> (u16, serde_json::Value) {
     )
 }
 
-/// The event stream of session `id` through the balancer from `since`, followed as the page
-/// follows it: the sequence numbers of the durable events it delivers (and, when it says
-/// `lagged`, those a snapshot adds), in order, read until one is `until()` (0 while unknown)
-/// or a minute has passed.
+/// The event stream of session `id` through the balancer, resumed after event `since` as a
+/// browser resumes it (`Last-Event-ID`): the sequence numbers of
+/// the durable events it delivers, in order (a replica that does not drive the session sends
+/// what it reads from the store as it moves), read until one is `until()` (0 while unknown) or
+/// a minute has passed.
 fn streamed(port: u16, token: &str, id: &str, since: u64, until: &dyn Fn() -> u64) -> Vec<u64> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
     write!(
         stream,
-        "GET /api/sessions/{id}/events?since={since} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
-         Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
+        "GET /api/sessions/{id}/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+         Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\
+         Last-Event-ID: {since}\r\n\r\n"
     )
     .expect("write");
     stream
@@ -122,24 +124,6 @@ fn streamed(port: u16, token: &str, id: &str, since: u64, until: &dyn Fn() -> u6
             let update: serde_json::Value = serde_json::from_str(data.trim()).unwrap_or_default();
             if let Some(seq) = update["event"]["seq"].as_u64() {
                 seqs.push(seq);
-            } else if update["update"] == "lagged" {
-                // As the page does: the events it may have missed, from a snapshot (through
-                // the balancer, so from either replica), then on with the stream.
-                let since = seqs.last().copied().unwrap_or(0);
-                let (_, snapshot) = answer(&support::http(
-                    port,
-                    "GET",
-                    &format!("/api/sessions/{id}/snapshot?since={since}"),
-                    Some(token),
-                    None,
-                ));
-                seqs.extend(
-                    snapshot["events"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|e| e["seq"].as_u64()),
-                );
             }
         }
         let last = until();
