@@ -143,6 +143,15 @@ pub enum Metric {
     Mae,
 }
 
+/// The name a reader knows a metric by.
+pub fn metric_name(metric: Metric) -> &'static str {
+    match metric {
+        Metric::RSquared => "R²",
+        Metric::Rmse => "RMSE",
+        Metric::Mae => "MAE",
+    }
+}
+
 /// The rows a figure is computed on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
