@@ -94,3 +94,56 @@ fn the_shipped_example_report_passes() {
     let r = super::result(dir.path(), "report", "report_claims");
     assert_eq!(r.status, Status::Passed, "{:?}", r.reasons);
 }
+
+fn case_status(name: &str) -> (Status, Vec<String>) {
+    let all = cases();
+    let case = all["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .find(|c| c["case"] == name)
+        .unwrap_or_else(|| panic!("{name}"))
+        .clone();
+    status(&all, &case)
+}
+
+/// Words naming another coefficient, statistic, interval level, metric or sample than the
+/// claim's, and a figure off by 900 at an offset of 10¹², fail outright.
+#[test]
+fn a_figure_whose_words_name_another_quantity_fails() {
+    for name in [
+        "c01_coefswap",
+        "c02_se_as_est",
+        "p06_ci_level_mismatch",
+        "m02_mse",
+        "m06_r_lower",
+        "m07_comp_as_rmse",
+        "z01_comment_sample",
+        "z03_link_url_sample",
+        "o12_ci_off900",
+        "o12_int_off04",
+        "n07_entity_minus",
+    ] {
+        let (status, reasons) = case_status(name);
+        assert_eq!(status, Status::Failed, "{name}: {reasons:?}");
+    }
+}
+
+/// Correct reports the reviewer wrote in the grammar still pass: bold figures, an interval in
+/// brackets or with an en dash, a sentence wrapped in a quote, a percentage R², all rows.
+#[test]
+fn correct_reports_in_the_grammar_pass() {
+    for name in [
+        "b01_correct",
+        "f09_bold_md",
+        "f12_ci_brackets",
+        "p07_ci_dash",
+        "q02_blockquote_wrap_correct",
+        "r15_rmse_pct",
+        "x01_all",
+        "o00_int_correct",
+    ] {
+        let (status, reasons) = case_status(name);
+        assert_eq!(status, Status::Passed, "{name}: {reasons:?}");
+    }
+}

@@ -72,6 +72,16 @@ pub(crate) enum Kind {
     CiSecond,
 }
 
+/// The names of this project a sentence may use: the predictor's (a coefficient) and each
+/// group's (the held-out site is a held-out sample).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Vocabulary {
+    /// The predictor's name.
+    pub predictor: Option<String>,
+    /// Each group's label, lower-cased, and the side of the split it is on.
+    pub groups: Vec<(String, Sample)>,
+}
+
 /// What a reader takes one figure for.
 #[derive(Debug, Clone)]
 pub(crate) struct Reading {
@@ -427,9 +437,18 @@ fn bound(segment: &[Tok]) -> Option<Relation> {
 }
 
 /// Reads every figure of a sentence (`toks`, a table cell's header and label first).
-pub(crate) fn read(toks: &[Tok], predictor: Option<&str>) -> Vec<Reading> {
+pub(crate) fn read(toks: &[Tok], vocabulary: &Vocabulary) -> Vec<Reading> {
+    let predictor = vocabulary.predictor.as_deref();
     let whole = joined(toks);
-    let samples: Vec<Sample> = named(&whole, SAMPLES, COMPARATOR)
+    let mut sample_words: Vec<(&str, Sample)> = SAMPLES.to_vec();
+    sample_words.extend(
+        vocabulary
+            .groups
+            .iter()
+            .filter(|(g, _)| g.chars().count() >= 3)
+            .map(|(g, s)| (g.as_str(), *s)),
+    );
+    let samples: Vec<Sample> = named(&whole, &sample_words, COMPARATOR)
         .into_iter()
         .map(|(_, s)| s)
         .collect();
@@ -639,13 +658,23 @@ mod tests {
             .collect()
     }
 
+    fn read_with(toks: &[Tok], predictor: Option<&str>) -> Vec<Reading> {
+        read(
+            toks,
+            &Vocabulary {
+                predictor: predictor.map(str::to_owned),
+                groups: Vec::new(),
+            },
+        )
+    }
+
     #[test]
     fn the_grammar_names_sample_metric_coefficient_and_statistic() {
-        let r = read(&toks("the held-out rmse is # and mae #"), None);
+        let r = read_with(&toks("the held-out rmse is # and mae #"), None);
         assert_eq!(r[0].samples, Named::One(Sample::HeldOut));
         assert_eq!(r[0].metric, Named::One(Said::Known(Metric::Rmse)));
         assert_eq!(r[1].metric, Named::One(Said::Known(Metric::Mae)));
-        let r = read(&toks("the slope is # se # 95% ci # to # p < #"), Some("x"));
+        let r = read_with(&toks("the slope is # se # 95% ci # to # p < #"), Some("x"));
         let kinds: Vec<Named<Kind>> = r.iter().map(|r| r.kind.clone()).collect();
         assert_eq!(
             kinds,
@@ -665,15 +694,15 @@ mod tests {
 
     #[test]
     fn two_samples_or_a_comparison_word_leave_a_figure_unread() {
-        let r = read(
+        let r = read_with(
             &toks("on the held-out site which had no training rows r2 is #"),
             None,
         );
         assert_eq!(r[0].samples, Named::Many);
         assert!(!r[0].doubts.is_empty());
-        let r = read(&toks("the mae unlike the rmse is #"), None);
+        let r = read_with(&toks("the mae unlike the rmse is #"), None);
         assert_eq!(r[0].metric, Named::Many);
-        let r = read(&toks("the intercept is # and the slope is #"), Some("x"));
+        let r = read_with(&toks("the intercept is # and the slope is #"), Some("x"));
         assert_eq!(r[0].coefficient, Named::One(true));
         assert_eq!(r[1].coefficient, Named::One(false));
     }

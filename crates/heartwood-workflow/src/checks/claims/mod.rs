@@ -62,7 +62,10 @@ pub fn report_claims(files: Files<'_>, result: &mut CheckResult) {
         None => return result.fail("the check needs the claims file"),
     };
     let computed = quantities::compute(files.get(2..).unwrap_or_default());
-    let predictor = computed.as_ref().ok().map(quantities::Computed::predictor);
+    let vocabulary = computed
+        .as_ref()
+        .map(quantities::Computed::vocabulary)
+        .unwrap_or_default();
     let rendered = render::render(report);
     for line in &rendered.html_lines {
         result.mark_unverified(format!(
@@ -70,7 +73,7 @@ pub fn report_claims(files: Files<'_>, result: &mut CheckResult) {
              it can be read as a reader sees it; write the report in Markdown only"
         ));
     }
-    let read = text::figures(&rendered, predictor);
+    let read = text::figures(&rendered, &vocabulary);
     for doubt in &read.doubts {
         result.mark_unverified(doubt.clone());
     }
@@ -283,6 +286,16 @@ fn precision(claim: &Claim, figure: &Figure) -> Option<String> {
         return Some(format!(
             "a whole number cannot tell a right {} from a wrong one (every value from {} to {} \
              rounds to it); write at least two decimals (for example 0.31) or a percentage",
+            q.name(),
+            value - half_unit,
+            value + half_unit
+        ));
+    }
+    let coarse = half_unit >= 0.05 * value.abs() && value != 0.0;
+    if coarse && !matches!(q, Quantity::N | Quantity::PValue) {
+        return Some(format!(
+            "written to fewer than two significant digits, it cannot tell a right {} from a \
+             wrong one (every value from {} to {} rounds to it); write at least two",
             q.name(),
             value - half_unit,
             value + half_unit

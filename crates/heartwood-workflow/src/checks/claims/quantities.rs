@@ -7,6 +7,7 @@
 use heartwood_stats::{Column, Family, Model, Predictor, StdErrors};
 
 use super::CLAIM_ROUNDING;
+use super::context::Vocabulary;
 use super::format::{Claim, Quantity, Sample};
 use crate::check::{CheckResult, Status};
 use crate::checks::{Files, Line, fit, mean, root_mean_square};
@@ -31,6 +32,8 @@ pub(crate) struct Computed {
     data_scale: f64,
     /// The smallest spread of the outcome a metric is divided by (training, held-out).
     outcome_spread: f64,
+    /// Each group's label (lower case) and its side of the split.
+    groups: Vec<(String, Sample)>,
 }
 
 /// One recomputed figure: the values a correct figure may be (held-out R² has two accepted
@@ -65,6 +68,20 @@ pub(crate) fn compute(files: Files<'_>) -> Result<Computed, String> {
     let (Some(x), Some(y), Some(k)) = (x, y, k) else {
         return Err("the table lacks the predictor, outcome or key column".into());
     };
+    let mut groups: Vec<(String, Sample)> = Vec::new();
+    if let Some(g) = table.column(&dictionary.group) {
+        for row in &table.rows {
+            let side = match split.partition.get(&row[k]).map(String::as_str) {
+                Some("train") => Sample::Training,
+                Some(_) => Sample::HeldOut,
+                None => continue,
+            };
+            let label = row[g].trim().to_lowercase();
+            if !groups.iter().any(|(l, s)| *l == label && *s == side) {
+                groups.push((label, side));
+            }
+        }
+    }
     let training_rows: Vec<_> = table
         .rows
         .iter()
@@ -111,13 +128,17 @@ pub(crate) fn compute(files: Files<'_>) -> Result<Computed, String> {
         predictor_spread,
         data_scale,
         outcome_spread,
+        groups,
     })
 }
 
 impl Computed {
-    /// The predictor's name.
-    pub(crate) fn predictor(&self) -> &str {
-        &self.predictor
+    /// The names a report may use for this project's coefficients and samples.
+    pub(crate) fn vocabulary(&self) -> Vocabulary {
+        Vocabulary {
+            predictor: Some(self.predictor.clone()),
+            groups: self.groups.clone(),
+        }
     }
 
     /// How far floating-point rounding may move the recomputed `claim`: [`CLAIM_ROUNDING`] of

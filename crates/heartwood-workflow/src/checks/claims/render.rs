@@ -61,14 +61,31 @@ impl Lines {
     }
 }
 
+/// Where the comment opened just before `after` ends, as a browser reads it (HTML's
+/// `<!-->` and `<!--->` are whole, empty comments; `--!>` closes one too), if it does.
+fn comment_end(after: &str) -> Option<usize> {
+    if after.starts_with('>') {
+        return Some(1);
+    }
+    if after.starts_with("->") {
+        return Some(2);
+    }
+    let plain = after.find("-->").map(|i| i + 3);
+    let bang = after.find("--!>").map(|i| i + 4);
+    match (plain, bang) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Whether an HTML fragment is only comments (and white space).
 fn only_comments(html: &str) -> bool {
     let mut rest = html.trim();
     while let Some(after) = rest.strip_prefix("<!--") {
-        let Some(end) = after.find("-->") else {
+        let Some(end) = comment_end(after) else {
             return false;
         };
-        rest = after[end + 3..].trim_start();
+        rest = after[end..].trim_start();
     }
     rest.is_empty()
 }
@@ -121,11 +138,16 @@ impl Renderer {
     fn inline_html(&mut self, html: &str) {
         let trimmed = html.trim();
         if self.in_comment {
-            self.in_comment = !trimmed.contains("-->");
+            self.in_comment = !(trimmed.contains("-->") || trimmed.contains("--!>"));
             return;
         }
-        if trimmed.starts_with("<!--") {
-            self.in_comment = !only_comments(trimmed);
+        if let Some(after) = trimmed.strip_prefix("<!--") {
+            match comment_end(after) {
+                // Text after a comment inside one inline fragment: a browser shows it.
+                Some(end) if !after[end..].trim().is_empty() => self.passage().html = true,
+                Some(_) => {}
+                None => self.in_comment = true,
+            }
             return;
         }
         self.passage().html = true;

@@ -13,7 +13,7 @@
 
 use unicode_normalization::UnicodeNormalization;
 
-use super::context::{self, Reading};
+use super::context::{self, Reading, Vocabulary};
 use super::render::{Passage, Rendered};
 
 /// How a figure is related to the quantity it states.
@@ -318,6 +318,13 @@ fn doubt(word: &str) -> Option<String> {
              1.2e-05, 31%) with its unit as a separate word"
         ));
     }
+    let looks_like_digits =
+        !word.is_ascii() && unicode_security::skeleton(word).any(|c| c.is_ascii_digit());
+    if looks_like_digits {
+        return Some(format!(
+            "{word:?} holds a letter that looks like a digit; write figures with the digits 0-9"
+        ));
+    }
     let folded = word_form(word);
     if folded.split('-').any(|part| NUMBER_WORDS.contains(&part)) {
         return Some(format!(
@@ -339,10 +346,13 @@ fn word_form(word: &str) -> String {
         .collect()
 }
 
-/// A section number opening a heading (`3.`, `2.1`).
+/// A section number opening a heading (`3.`, `2.1.`: it ends in a point).
 fn section_number(word: &str) -> bool {
-    word.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-        && word.bytes().any(|b| b.is_ascii_digit())
+    word.split('.').all(|part| {
+        (1..=2).contains(&part.len())
+            && part.bytes().all(|b| b.is_ascii_digit())
+            && !part.starts_with('0')
+    })
 }
 
 /// One sentence being read.
@@ -355,10 +365,10 @@ struct Sentence {
 }
 
 /// Reads every figure and doubt of a rendered report.
-pub(crate) fn figures(rendered: &Rendered, predictor: Option<&str>) -> Read {
+pub(crate) fn figures(rendered: &Rendered, vocabulary: &Vocabulary) -> Read {
     let mut read = Read::default();
     for passage in &rendered.passages {
-        read_passage(passage, predictor, &mut read);
+        read_passage(passage, vocabulary, &mut read);
     }
     read
 }
@@ -379,7 +389,7 @@ fn prefix_tokens(passage: &Passage) -> Vec<Tok> {
     toks
 }
 
-fn read_passage(passage: &Passage, predictor: Option<&str>, read: &mut Read) {
+fn read_passage(passage: &Passage, vocabulary: &Vocabulary, read: &mut Read) {
     let prefix = prefix_tokens(passage);
     let mut sentence = Sentence::default();
     let mut first = passage.heading;
@@ -393,7 +403,7 @@ fn read_passage(passage: &Passage, predictor: Option<&str>, read: &mut Read) {
                     passage,
                     &prefix,
                     std::mem::take(&mut sentence),
-                    predictor,
+                    vocabulary,
                     read,
                 );
             }
@@ -405,13 +415,20 @@ fn read_passage(passage: &Passage, predictor: Option<&str>, read: &mut Read) {
             Raw::Word(at, word) => {
                 sentence.start.get_or_insert(*at);
                 sentence.end = at + word.len();
-                if std::mem::take(&mut first) && section_number(word) {
+                let numbered = matches!(raws.get(k + 1), Some(Raw::End(_)));
+                if std::mem::take(&mut first) && numbered && section_number(word) {
                     // A heading's section number: skip it and the `.` after it.
-                    if matches!(raws.get(k + 1), Some(Raw::End(_))) {
-                        k += 1;
-                    }
+                    k += 1;
                     sentence = Sentence::default();
                 } else if let Some(mut parsed) = parse(word) {
+                    let text = &passage.text;
+                    if text[..*at].ends_with('(') && text[at + word.len()..].starts_with(')') {
+                        read.doubts.push(format!(
+                            "line {}: ({word}) in parentheses alone is a negative number to an \
+                             accountant; write the sign, or words with it in the parentheses",
+                            passage.line_at(*at)
+                        ));
+                    }
                     // `95 %`: a percent sign standing apart is the figure's.
                     if !parsed.percent
                         && matches!(raws.get(k + 1), Some(Raw::Word(_, w)) if w == "%")
@@ -422,7 +439,7 @@ fn read_passage(passage: &Passage, predictor: Option<&str>, read: &mut Read) {
                     }
                     let level = parsed.percent
                         && matches!(raws.get(k + 1), Some(Raw::Word(_, w))
-                            if { let w = w.to_lowercase(); w == "ci" || w.starts_with("confidence") });
+                            if matches!(w.to_lowercase().as_str(), "ci" | "confidence" | "confidence-interval"));
                     if level {
                         sentence.toks.push(Tok::Level(parsed.value / 100.0));
                     } else {
@@ -446,7 +463,7 @@ fn read_passage(passage: &Passage, predictor: Option<&str>, read: &mut Read) {
         }
         k += 1;
     }
-    finish(passage, &prefix, sentence, predictor, read);
+    finish(passage, &prefix, sentence, vocabulary, read);
 }
 
 /// `6.28-7.81`: two figures joined by a hyphen.
@@ -470,7 +487,7 @@ fn finish(
     passage: &Passage,
     prefix: &[Tok],
     sentence: Sentence,
-    predictor: Option<&str>,
+    vocabulary: &Vocabulary,
     read: &mut Read,
 ) {
     if sentence.figures.is_empty() {
@@ -485,7 +502,7 @@ fn finish(
         .to_owned();
     let mut toks = prefix.to_vec();
     toks.extend(sentence.toks);
-    let readings = context::read(&toks, predictor);
+    let readings = context::read(&toks, vocabulary);
     for ((parsed, line), mut reading) in sentence.figures.into_iter().zip(readings) {
         if passage.html {
             reading.doubts.push(
@@ -511,7 +528,11 @@ mod tests {
     use super::*;
 
     fn read(report: &str) -> Read {
-        figures(&super::super::render::render(report), Some("sleep_hours"))
+        let vocabulary = Vocabulary {
+            predictor: Some("sleep_hours".into()),
+            groups: vec![("west".into(), super::super::format::Sample::HeldOut)],
+        };
+        figures(&super::super::render::render(report), &vocabulary)
     }
 
     fn written(report: &str) -> Vec<(usize, String)> {
