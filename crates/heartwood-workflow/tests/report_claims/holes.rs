@@ -147,3 +147,27 @@ fn correct_reports_in_the_grammar_pass() {
         assert_eq!(status, Status::Passed, "{name}: {reasons:?}");
     }
 }
+
+/// The sentences the agent's prompt gives as examples pass on the example project.
+#[test]
+fn the_prompts_example_sentences_pass() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE),
+        dir.path(),
+    );
+    let report = "# Sleep and test scores\n\nThe held-out RMSE is 0.58.\n\
+                  The slope is 7.05 (SE 0.32, 95% CI 6.28 to 7.81, p < 0.001).\n";
+    let claims = serde_json::json!({"claims": [
+        {"line": 3, "value": "0.58", "quantity": "rmse", "sample": "held_out"},
+        {"line": 4, "value": "7.05", "quantity": "estimate", "coefficient": "sleep_hours"},
+        {"line": 4, "value": "0.32", "quantity": "std_error", "coefficient": "sleep_hours"},
+        {"line": 4, "value": "6.28", "quantity": "ci_lower", "coefficient": "sleep_hours"},
+        {"line": 4, "value": "7.81", "quantity": "ci_upper", "coefficient": "sleep_hours"},
+        {"line": 4, "value": "0.001", "quantity": "p_value", "coefficient": "sleep_hours"}
+    ]});
+    std::fs::write(dir.path().join("reports/final.md"), report).expect("report");
+    std::fs::write(dir.path().join("reports/claims.json"), claims.to_string()).expect("claims");
+    let r = super::result(dir.path(), "report", "report_claims");
+    assert_eq!(r.status, Status::Passed, "{:?}", r.reasons);
+}

@@ -5,20 +5,23 @@
 //! fit as held-out performance, an MAE under the name RMSE, or a figure nobody computed. So the
 //! report comes with a claims file ([`format`]) that binds each figure (by line and digits) to
 //! a quantity: a metric on a sample, a row count, or a coefficient's estimate, standard error,
-//! t, p-value or interval bound. The check reads every number a reader sees in the report's
-//! results ([`text`]: sentences and table cells after NFKC, dash folding, line joining), and:
+//! t, p-value or interval bound. The check renders the report as a reader sees it
+//! ([`render`]: Markdown, no markup, comments, URLs or hidden HTML), reads every figure by an
+//! allow-list ([`text`]: anything else a reader may take for a number is a doubt), reads what
+//! the words of its sentence say it is by a small fixed grammar ([`context`]), and:
 //!
 //! - a claim whose line does not state its digits fails;
-//! - a number no claim binds is `unverified`, naming it;
+//! - a number no claim binds, or anything outside the allow-list, is `unverified`, naming it;
 //! - a figure Heartwood cannot compute (`other`), or written with a precision that cannot tell
-//!   right from wrong (a whole-number R², a decimal comma), is `unverified`, saying what to
-//!   write;
-//! - the words around a figure ([`context`]) must not name another sample or metric than its
-//!   claim;
+//!   right from wrong (a whole-number R², a decimal comma, one significant digit, a zero), is
+//!   `unverified`, saying what to write;
+//! - words naming another sample, metric, coefficient, statistic or level than the claim's
+//!   fail; words naming none, several, or something the grammar does not read (a comparison,
+//!   a negation, a hedge) leave it `unverified` ([`verdict`]);
 //! - every other figure is recomputed ([`quantities`]) and judged by the one tolerance rule:
-//!   it passes only within what its own written precision and the computation's rounding
-//!   explain, in the figure's own units; an intercept or slope also by the predictions it
-//!   implies.
+//!   half a unit of its last written digit plus the computation's own rounding (from the size
+//!   of the terms it is computed from, never the figure's); digits finer than that rounding
+//!   are `unverified`; an estimate's digits must also pin the predictions it implies.
 //!
 //! It proves the figures a report states follow from the bound files; it says nothing of what
 //! the prose around them argues.
@@ -37,7 +40,7 @@ use crate::check::{CheckResult, ClaimView, Status};
 
 /// How much the recomputation may be off by floating-point rounding, as a share of the size of
 /// the terms it is computed from (its own scale, never the figure's size): about 450 unit
-/// roundoffs. See [`quantities::Computed::allowance`].
+/// roundoffs (see `Computed::allowance` in the quantities module).
 pub const CLAIM_ROUNDING: f64 = 1e-13;
 
 /// The most a coefficient written within its precision may move every prediction it implies,
