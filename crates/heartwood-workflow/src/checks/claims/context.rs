@@ -23,7 +23,30 @@
 //!   relation understood is a p-value's bound, `p < 0.001`.
 
 use super::format::{Metric, Sample};
-use super::text::{Relation, Tok};
+
+/// How a figure is related to the quantity it states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Relation {
+    /// `= figure` (the ordinary case).
+    Equal,
+    /// `p < figure` or `p ≤ figure`.
+    Below,
+    /// `p > figure` or `p ≥ figure`.
+    Above,
+}
+
+/// A token of a sentence, as the grammar ([`super::context`]) reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Tok {
+    /// A word: lower-cased, NFKC, every Unicode dash one `-`.
+    Word(String),
+    /// A symbol that says how a figure relates (`<`, `≠`, `~`, `±`, `=`, `–`).
+    Sym(char),
+    /// A figure (the index of it among the sentence's figures).
+    Figure(usize),
+    /// A percentage naming an interval's level (a fraction).
+    Level(f64),
+}
 
 /// What a word names: nothing, one thing, or several (ambiguous).
 #[derive(Debug, Clone, PartialEq)]

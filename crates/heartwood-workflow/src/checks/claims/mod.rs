@@ -33,8 +33,9 @@ mod render;
 mod text;
 mod verdict;
 
+use self::context::Relation;
 use self::format::{Claim, ClaimsFile, Quantity};
-use self::text::{Figure, Relation};
+use self::text::Figure;
 use super::{Files, strict_json};
 use crate::check::{CheckResult, ClaimView, Status};
 

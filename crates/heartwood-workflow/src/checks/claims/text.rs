@@ -13,19 +13,8 @@
 
 use unicode_normalization::UnicodeNormalization;
 
-use super::context::{self, Reading, Vocabulary};
+use super::context::{self, Reading, Tok, Vocabulary};
 use super::render::{Passage, Rendered};
-
-/// How a figure is related to the quantity it states.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Relation {
-    /// `= figure` (the ordinary case).
-    Equal,
-    /// `p < figure` or `p ≤ figure`.
-    Below,
-    /// `p > figure` or `p ≥ figure`.
-    Above,
-}
 
 /// One number a reader sees.
 #[derive(Debug, Clone)]
@@ -56,19 +45,6 @@ pub(crate) struct Read {
     pub figures: Vec<Figure>,
     /// `line N: why`, each making the report `unverified`.
     pub doubts: Vec<String>,
-}
-
-/// A token of a sentence, as the grammar ([`super::context`]) reads it.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Tok {
-    /// A word: lower-cased, NFKC, every Unicode dash one `-`.
-    Word(String),
-    /// A symbol that says how a figure relates (`<`, `≠`, `~`, `±`, `=`, `–`).
-    Sym(char),
-    /// A figure (the index of it among the sentence's figures).
-    Figure(usize),
-    /// A percentage naming an interval's level (a fraction).
-    Level(f64),
 }
 
 /// Folds a claim's value as figures are written: trimmed, `−` as `-`, no inner spaces.
@@ -299,7 +275,7 @@ fn doubt(word: &str) -> Option<String> {
             && w.chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
     };
-    let metric = matches!(word, "R²" | "r²");
+    let metric = matches!(word, "R²" | "r²" | "R^2" | "r^2");
     if !metric && word.chars().any(|c| c.is_numeric() && !c.is_ascii_digit()) {
         return Some(format!(
             "{word:?} holds a digit that is not an ASCII digit (another script's, a superscript \
@@ -312,7 +288,7 @@ fn doubt(word: &str) -> Option<String> {
              digits directly followed by %"
         ));
     }
-    if word.bytes().any(|b| b.is_ascii_digit()) && !name(word) {
+    if word.bytes().any(|b| b.is_ascii_digit()) && !name(word) && !metric {
         return Some(format!(
             "{word:?} glues letters or symbols to digits; write the figure alone (0.31, -2.4, \
              1.2e-05, 31%) with its unit as a separate word"
@@ -561,7 +537,7 @@ mod tests {
             ]
         );
         let all = read(report).figures;
-        assert_eq!(all[4].reading.relation, Relation::Below);
+        assert_eq!(all[4].reading.relation, context::Relation::Below);
         assert!((all[5].half_unit - 0.05e-5).abs() < 1e-20);
     }
 
@@ -601,6 +577,6 @@ mod tests {
                 !r.doubts.is_empty() || r.figures.iter().any(|f| !f.reading.doubts.is_empty());
             assert!(doubted, "{text}");
         }
-        assert!(read("HC3 errors for x1 and R² are fine.").doubts.is_empty());
+        assert!(read("HC3 errors for x1, R² and R^2 are fine.").doubts.is_empty());
     }
 }

@@ -3,9 +3,8 @@
 //! words naming nothing, several things, or something the grammar does not understand leave the
 //! figure `unverified`, saying what to write. Never a guess, never a pass by default.
 
-use super::context::{Kind, Named, Reading, Said};
+use super::context::{Kind, Named, Reading, Relation, Said};
 use super::format::{self, Claim, Quantity, Sample};
-use super::text::Relation;
 use crate::check::Status;
 
 /// What the words decide, if anything short of a pass.
