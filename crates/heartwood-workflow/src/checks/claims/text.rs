@@ -301,6 +301,19 @@ fn doubt(word: &str) -> Option<String> {
             "{word:?} holds a letter that looks like a digit; write figures with the digits 0-9"
         ));
     }
+    // A word a reader takes for an English one but the check would not match: letters of two
+    // scripts (`hеld-out` with a Cyrillic `е`), or letters of another script or width that
+    // look like ASCII ones (`ｈｅｌｄ`, `хоld`).
+    let disguised = word.chars().any(|c| !c.is_ascii() && c.is_alphabetic())
+        && !metric
+        && (!unicode_security::MixedScript::is_single_script(word)
+            || unicode_security::skeleton(word).all(|c| c.is_ascii()));
+    if disguised {
+        return Some(format!(
+            "{word:?} mixes scripts or uses letters that look like ASCII ones, so a reader and \
+             the check would read it differently; write it in plain letters"
+        ));
+    }
     let folded = word_form(word);
     if folded.split('-').any(|part| NUMBER_WORDS.contains(&part)) {
         return Some(format!(
@@ -571,12 +584,18 @@ mod tests {
             "RMSE 7.05².",
             "RMSE \u{202E}85.0.",
             "n = +3.",
+            "In training terms, the h\u{435}ld-out R² is 0.986.",
         ] {
             let r = read(text);
             let doubted =
                 !r.doubts.is_empty() || r.figures.iter().any(|f| !f.reading.doubts.is_empty());
             assert!(doubted, "{text}");
         }
-        assert!(read("HC3 errors for x1, R² and R^2 are fine.").doubts.is_empty());
+        assert!(
+            read("HC3 errors for x1, R² and R^2 are fine.")
+                .doubts
+                .is_empty()
+        );
+        assert!(read("The São Paulo café site.").doubts.is_empty());
     }
 }
