@@ -171,3 +171,58 @@ fn the_prompts_example_sentences_pass() {
     let r = super::result(dir.path(), "report", "report_claims");
     assert_eq!(r.status, Status::Passed, "{:?}", r.reasons);
 }
+
+/// Attacks on the grammar itself, each stating the training R² (0.986) while a reader takes it
+/// for something else or cannot tell: never passed.
+#[test]
+fn a_figure_the_grammar_cannot_attribute_is_never_passed() {
+    let all = cases();
+    for (attack, report) in [
+        (
+            "sample in a heading",
+            "# Sleep\n\n## Held-out site\n\nR² is\n0.986.\n",
+        ),
+        (
+            "two samples",
+            "# Sleep\n\nHeld-out data were set aside.\n\nThe training R² is 0.986\n(held-out data were set aside).\n",
+        ),
+        (
+            "sample only in another column",
+            "# Sleep\n\n| held-out | |\n|---|---|\n| R² | 0.986 |\n",
+        ),
+        (
+            "metric after the figure",
+            "# Sleep\n\nOn the training rows,\n\n0.986 is the R².\n",
+        ),
+        (
+            "a statistic's name",
+            "# Sleep\n\nOn the training rows\n\nR² 95% CI 0.986.\n",
+        ),
+        (
+            "look-alike letters",
+            "# Sleep\n\nIn training terms,\n\nthe h\u{435}ld-out R² is 0.986.\n",
+        ),
+    ] {
+        // The claim binds the figure where it stands, honestly: only the words are at issue.
+        let line = 1 + report
+            .lines()
+            .position(|l| l.contains("0.986"))
+            .expect("the figure");
+        let claims = serde_json::json!({"claims": [{"line": line, "value": "0.986",
+            "quantity": "r_squared", "sample": "training"}]});
+        let case = serde_json::json!({"case": attack, "report": report,
+            "claims": claims.to_string()});
+        let (status, reasons) = status(&all, &case);
+        assert_eq!(
+            status,
+            Status::Unverified,
+            "{attack}: {reasons:?}\n{report}"
+        );
+        assert!(
+            !reasons
+                .iter()
+                .any(|r| r.contains("does not") && r.contains("figures read on that line")),
+            "{attack}: {reasons:?}"
+        );
+    }
+}

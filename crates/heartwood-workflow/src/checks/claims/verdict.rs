@@ -37,6 +37,16 @@ pub(crate) fn verdict(claim: &Claim, reading: &Reading, intercept: Option<bool>)
     if q.is_coefficient() {
         return coefficient(claim, reading, intercept);
     }
+    // A metric or count is not an interval bound, standard error, t or p.
+    if matches!(reading.kind, Named::Many)
+        || matches!(&reading.kind, Named::One(k) if *k != Kind::Estimate)
+    {
+        return unverified(format!(
+            "the words before this figure name a coefficient's statistic (SE, t, p, CI), not \
+             the {} its claim binds",
+            q.name()
+        ));
+    }
     let counted = if q == Quantity::N && !reading.counted {
         unverified("say what the figure counts: `n = 9` or `9 training rows`")
     } else {
