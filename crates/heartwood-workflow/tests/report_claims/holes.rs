@@ -148,7 +148,8 @@ fn correct_reports_in_the_grammar_pass() {
     }
 }
 
-/// The sentences the agent's prompt gives as examples pass on the example project.
+/// The sentences the agent's prompt gives as examples, and the shape of the benchmark's report
+/// (`xtask/src/bench/workflow.rs`), pass on the example project.
 #[test]
 fn the_prompts_example_sentences_pass() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -157,14 +158,18 @@ fn the_prompts_example_sentences_pass() {
         dir.path(),
     );
     let report = "# Sleep and test scores\n\nThe held-out RMSE is 0.58.\n\
-                  The slope is 7.05 (SE 0.32, 95% CI 6.28 to 7.81, p < 0.001).\n";
+                  The slope is 7.05 (SE 0.32, 95% CI 6.28 to 7.81, p < 0.001).\n\
+                  The held-out RMSE is 0.576 (n = 3). The slope on sleep_hours is 7.045.\n";
     let claims = serde_json::json!({"claims": [
         {"line": 3, "value": "0.58", "quantity": "rmse", "sample": "held_out"},
         {"line": 4, "value": "7.05", "quantity": "estimate", "coefficient": "sleep_hours"},
         {"line": 4, "value": "0.32", "quantity": "std_error", "coefficient": "sleep_hours"},
         {"line": 4, "value": "6.28", "quantity": "ci_lower", "coefficient": "sleep_hours"},
         {"line": 4, "value": "7.81", "quantity": "ci_upper", "coefficient": "sleep_hours"},
-        {"line": 4, "value": "0.001", "quantity": "p_value", "coefficient": "sleep_hours"}
+        {"line": 4, "value": "0.001", "quantity": "p_value", "coefficient": "sleep_hours"},
+        {"line": 5, "value": "0.576", "quantity": "rmse", "sample": "held_out"},
+        {"line": 5, "value": "3", "quantity": "n", "sample": "held_out"},
+        {"line": 5, "value": "7.045", "quantity": "estimate", "coefficient": "sleep_hours"}
     ]});
     std::fs::write(dir.path().join("reports/final.md"), report).expect("report");
     std::fs::write(dir.path().join("reports/claims.json"), claims.to_string()).expect("claims");

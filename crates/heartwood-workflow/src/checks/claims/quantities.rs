@@ -68,20 +68,26 @@ pub(crate) fn compute(files: Files<'_>) -> Result<Computed, String> {
     let (Some(x), Some(y), Some(k)) = (x, y, k) else {
         return Err("the table lacks the predictor, outcome or key column".into());
     };
-    let mut groups: Vec<(String, Sample)> = Vec::new();
+    // Each group label once per side (a set: tables hold up to the row limit).
+    let mut sides: std::collections::BTreeSet<(String, bool)> = std::collections::BTreeSet::new();
     if let Some(g) = table.column(&dictionary.group) {
         for row in &table.rows {
-            let side = match split.partition.get(&row[k]).map(String::as_str) {
-                Some("train") => Sample::Training,
-                Some(_) => Sample::HeldOut,
-                None => continue,
-            };
-            let label = row[g].trim().to_lowercase();
-            if !groups.iter().any(|(l, s)| *l == label && *s == side) {
-                groups.push((label, side));
+            if let Some(side) = split.partition.get(&row[k]) {
+                sides.insert((row[g].trim().to_lowercase(), side == "train"));
             }
         }
     }
+    let groups: Vec<(String, Sample)> = sides
+        .into_iter()
+        .map(|(label, train)| {
+            let side = if train {
+                Sample::Training
+            } else {
+                Sample::HeldOut
+            };
+            (label, side)
+        })
+        .collect();
     let training_rows: Vec<_> = table
         .rows
         .iter()
