@@ -584,7 +584,7 @@ fn kind(own: &[Tok], previous: Option<Named<Kind>>, names_coefficient: bool) -> 
         return found;
     }
     let joiner = own.iter().all(|t| match t {
-        Tok::Word(w) => matches!(w.as_str(), "to" | "and"),
+        Tok::Word(w) => matches!(w.as_str(), "to" | "and" | "-"),
         Tok::Sym(c) => matches!(c, '–' | '—'),
         _ => false,
     });
@@ -616,7 +616,15 @@ fn counted(own: &[Tok], after: &[Tok]) -> bool {
         "firm-years",
         "individuals",
     ];
-    matches!(last_word, Some(Tok::Word(w)) if w == "n")
+    // A table cell under a column headed `n` or `rows`.
+    let header: Vec<&Tok> = own.iter().take_while(|t| **t != Tok::Sym('|')).collect();
+    let in_table = own.contains(&Tok::Sym('|'));
+    let headed = in_table
+        && header
+            .iter()
+            .any(|t| matches!(t, Tok::Word(w) if w == "n" || nouns.contains(&w.as_str())));
+    headed
+        || matches!(last_word, Some(Tok::Word(w)) if w == "n")
         || after
             .iter()
             .take(3)
@@ -651,13 +659,16 @@ fn doubts(own: &[Tok], after: &[Tok], bounded: bool, first: bool) -> Vec<String>
         }
     }
     // A dash right before a figure that follows no figure reads as a minus sign.
-    if let [.., Tok::Sym(c)] = own
-        && matches!(c, '–' | '—')
-    {
+    let dash = match own {
+        [.., Tok::Sym(c)] if matches!(c, '–' | '—') => Some(c.to_string()),
+        [.., Tok::Word(w)] if w == "-" => Some(w.clone()),
+        _ => None,
+    };
+    if let Some(dash) = dash {
         let follows_figure = own.len() == 1 && !first;
         if !follows_figure {
             out.push(format!(
-                "the dash {c:?} before it may be read as a minus sign"
+                "the dash {dash:?} before it may be read as a minus sign"
             ));
         }
     }
