@@ -305,8 +305,8 @@ fn generate(dir: &std::path::Path) -> Result<()> {
     std::fs::write(
         dir.join("reports/final.md"),
         format!(
-            "# Result\n\n{}\n\nThe held-out RMSE is {held_out_rmse:.4} over {} held-out \
-             rows, and the training slope estimate is {slope:.4}.\n",
+            "# Result\n\n{}\n\nThe held-out RMSE is {held_out_rmse:.4} (n = {}). The slope \
+             on x is {slope:.4}.\n",
             "word ".repeat(50),
             held.len()
         ),

@@ -1,14 +1,135 @@
-//! What the words around a figure say it is: which rows (training, held-out, all) and which fit
-//! metric (R², RMSE, MAE). The claims file says what a figure is; these words are what a reader
-//! takes it for, and the two must not disagree: a training R² stated in a sentence about
-//! held-out data, or an MAE under the name RMSE, misleads whatever the claims file says.
+//! The grammar: what the words of a figure's own sentence (for a table cell, its column's
+//! header, its row's label and the cell) say the figure is. The claims file says what a figure
+//! is; these words are what a reader takes it for, and the two must agree.
 //!
-//! A figure is attributed the mention nearest to it in its sentence (for a table cell, in its
-//! column's header and row label, the row label first); a mention before the figure wins a tie.
+//! The grammar is small and fixed, and anything outside it is a doubt, never a guess:
+//!
+//! - **Sample**: the rows named anywhere in the sentence (training, held-out, all). A sentence
+//!   naming two samples is ambiguous for every figure in it; naming none leaves a metric or a
+//!   count unread.
+//! - **Metric**: named in the words between the previous figure and this one (its own
+//!   segment): exactly one of R², RMSE, MAE, or another metric (MSE, adjusted R², a
+//!   correlation, ...) that the claim cannot be; the comparator's RMSE names the comparator
+//!   there too.
+//! - **Coefficient**: the intercept (`intercept`, `constant`) or the slope (`slope`, the
+//!   predictor's name) named last before the figure in the sentence; its own segment naming
+//!   both is ambiguous. **Statistic**: `SE`/`standard error`, `t`, `p`/`p-value`, `CI`/
+//!   `confidence interval` in its own segment (the figure after an interval's first bound,
+//!   joined by `to` or a dash, is its second), else the estimate when the segment names the
+//!   coefficient. **Level**: the percentage before `CI`.
+//! - **Doubts**: a comparison, negation, hedge or reference word (`not`, `unlike`, `vs`,
+//!   `than`, `below`, `about`, `respectively`, `i.e.`, ...) or symbol (`<`, `≠`, `≈`, `±`,
+//!   `→`, `+`) in its own segment or the words after it up to the next figure. The one
+//!   relation understood is a p-value's bound, `p < 0.001`.
 
 use super::format::{Metric, Sample};
 
-/// How each sample is written (after folding: every dash is `-`).
+/// How a figure is related to the quantity it states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Relation {
+    /// `= figure` (the ordinary case).
+    Equal,
+    /// `p < figure` or `p ≤ figure`.
+    Below,
+    /// `p > figure` or `p ≥ figure`.
+    Above,
+}
+
+/// A token of a sentence, as the grammar ([`super::context`]) reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Tok {
+    /// A word: lower-cased, NFKC, every Unicode dash one `-`.
+    Word(String),
+    /// A symbol that says how a figure relates (`<`, `≠`, `~`, `±`, `=`, `–`).
+    Sym(char),
+    /// A figure (the index of it among the sentence's figures).
+    Figure(usize),
+    /// A percentage naming an interval's level (a fraction).
+    Level(f64),
+}
+
+/// What a word names: nothing, one thing, or several (ambiguous).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Named<T> {
+    /// Nothing.
+    None,
+    /// One thing.
+    One(T),
+    /// Several different things.
+    Many,
+}
+
+impl<T: PartialEq + Clone> Named<T> {
+    fn of(items: &[T]) -> Named<T> {
+        let mut distinct: Vec<T> = Vec::new();
+        for item in items {
+            if !distinct.contains(item) {
+                distinct.push(item.clone());
+            }
+        }
+        match distinct.len() {
+            0 => Named::None,
+            1 => Named::One(distinct.swap_remove(0)),
+            _ => Named::Many,
+        }
+    }
+}
+
+/// A metric a report names: one the claims file knows, or another's name.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Said {
+    /// R², RMSE or MAE.
+    Known(Metric),
+    /// Another metric (MSE, adjusted R², a correlation...).
+    Other(&'static str),
+}
+
+/// Which figure of a coefficient.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Estimate,
+    StdError,
+    TValue,
+    PValue,
+    CiFirst,
+    CiSecond,
+}
+
+/// The names of this project a sentence may use: the predictor's (a coefficient) and each
+/// group's (the held-out site is a held-out sample).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Vocabulary {
+    /// The predictor's name.
+    pub predictor: Option<String>,
+    /// Each group's label, lower-cased, and the side of the split it is on.
+    pub groups: Vec<(String, Sample)>,
+}
+
+/// What a reader takes one figure for.
+#[derive(Debug, Clone)]
+pub(crate) struct Reading {
+    /// The samples the sentence names.
+    pub samples: Named<Sample>,
+    /// The metric its own segment names.
+    pub metric: Named<Said>,
+    /// Its own segment names the training-mean comparator.
+    pub comparator: bool,
+    /// The coefficient: `true` the intercept, `false` the slope.
+    pub coefficient: Named<bool>,
+    /// Which figure of a coefficient.
+    pub kind: Named<Kind>,
+    /// The interval level named before it.
+    pub level: Named<u32>,
+    /// It is said to be a count (`n = 9`, `9 rows`).
+    pub counted: bool,
+    /// A p-value's bound.
+    pub relation: Relation,
+    /// A robust or one-sided statistic is named in the sentence.
+    pub other_statistic: Option<String>,
+    /// Words or symbols near it that the grammar does not understand.
+    pub doubts: Vec<String>,
+}
+
 const SAMPLES: &[(&str, Sample)] = &[
     ("held-out", Sample::HeldOut),
     ("held out", Sample::HeldOut),
@@ -24,28 +145,35 @@ const SAMPLES: &[(&str, Sample)] = &[
     ("test partition", Sample::HeldOut),
     ("test rows", Sample::HeldOut),
     ("validation", Sample::HeldOut),
+    ("unseen", Sample::HeldOut),
     ("training", Sample::Training),
-    ("train set", Sample::Training),
-    ("train data", Sample::Training),
-    ("train partition", Sample::Training),
-    ("train rows", Sample::Training),
     ("in-sample", Sample::Training),
     ("in sample", Sample::Training),
     ("all rows", Sample::All),
     ("all observations", Sample::All),
     ("all data", Sample::All),
+    ("all participants", Sample::All),
     ("full sample", Sample::All),
     ("whole sample", Sample::All),
     ("entire sample", Sample::All),
     ("full data", Sample::All),
     ("pooled", Sample::All),
+    ("overall", Sample::All),
 ];
 
-/// Phrases that contain a sample's word without naming the rows a figure is on: the
-/// comparator predicts the training mean for held-out rows.
-const NOT_SAMPLES: &[&str] = &["training mean", "training-mean"];
+/// Phrases holding a sample's word that name the comparator, not the rows.
+const COMPARATOR: &[&str] = &[
+    "training mean",
+    "training-mean",
+    "comparator",
+    "baseline",
+    "mean model",
+    "null model",
+    "naive",
+    "intercept-only",
+    "mean-only",
+];
 
-/// How each metric is written (after NFKC: `R²` is `r2`).
 const METRICS: &[(&str, Metric)] = &[
     ("coefficient of determination", Metric::RSquared),
     ("variance explained", Metric::RSquared),
@@ -63,118 +191,553 @@ const METRICS: &[(&str, Metric)] = &[
     ("mae", Metric::Mae),
 ];
 
-/// The sample the words nearest `at` in `context` name, if any.
-pub(crate) fn sample(context: &str, at: usize) -> Option<Sample> {
-    let excluded: Vec<(usize, usize)> = NOT_SAMPLES
-        .iter()
-        .flat_map(|p| mentions(context, p))
-        .collect();
-    let found = SAMPLES.iter().flat_map(|&(word, sample)| {
-        mentions(context, word)
-            .filter(|&(s, e)| !excluded.iter().any(|&(xs, xe)| s < xe && xs < e))
-            .map(move |span| (span, sample))
-            .collect::<Vec<_>>()
-    });
-    nearest(context, found, at)
-}
+/// Metrics the claims file has no quantity for: a figure named so is none of R², RMSE, MAE.
+const OTHER_METRICS: &[&str] = &[
+    "mse",
+    "mean squared error",
+    "mean square error",
+    "adjusted",
+    "adj",
+    "correlation",
+    "r",
+    "rho",
+    "pearson",
+    "spearman",
+    "mape",
+    "rmsle",
+    "nrmse",
+    "median",
+    "maximum",
+    "max",
+    "bias",
+    "aic",
+    "bic",
+    "deviance",
+    "accuracy",
+    "auc",
+    "log loss",
+    "log-loss",
+    "brier",
+    "variance",
+    "sd",
+    "standard deviation",
+];
 
-/// The metric the words nearest before `at` name, or else the nearest after.
-pub(crate) fn metric(context: &str, at: usize) -> Option<Metric> {
-    let found: Vec<((usize, usize), Metric)> = METRICS
-        .iter()
-        .flat_map(|&(word, metric)| mentions(context, word).map(move |span| (span, metric)))
-        .collect();
-    let before = found
-        .iter()
-        .filter(|((_, end), _)| *end <= at)
-        .max_by_key(|((_, end), _)| *end)
-        .map(|(_, m)| *m);
-    before.or_else(|| {
-        found
-            .iter()
-            .filter(|((start, _), _)| *start >= at)
-            .min_by_key(|((start, _), _)| *start)
-            .map(|(_, m)| *m)
-    })
-}
+const INTERCEPT: &[&str] = &["intercept", "constant"];
 
-/// The item whose span is nearest `at` within its clause (no `,`, `;`, `:` or bracket
-/// between), else nearest at all; before wins a tie.
-fn nearest<T: Copy>(
-    context: &str,
-    found: impl Iterator<Item = ((usize, usize), T)>,
-    at: usize,
-) -> Option<T> {
-    let breaks = |from: usize, to: usize| {
-        context
-            .get(from.min(to)..to.max(from))
-            .is_some_and(|between| between.contains([',', ';', ':', '(', ')', '[', ']']))
-    };
-    found
-        .map(|((start, end), item)| {
-            let (distance, after) = if end <= at {
-                (at - end, false)
-            } else {
-                (start.saturating_sub(at), true)
-            };
-            let crossed = if after {
-                breaks(at, start)
-            } else {
-                breaks(end, at)
-            };
-            ((crossed, distance, after), item)
-        })
-        .min_by_key(|(key, _)| *key)
-        .map(|(_, item)| item)
-}
+const KINDS: &[(&str, Kind)] = &[
+    ("standard error", Kind::StdError),
+    ("std error", Kind::StdError),
+    ("se", Kind::StdError),
+    ("s.e", Kind::StdError),
+    ("t", Kind::TValue),
+    ("t-value", Kind::TValue),
+    ("t value", Kind::TValue),
+    ("t-statistic", Kind::TValue),
+    ("t statistic", Kind::TValue),
+    ("t-stat", Kind::TValue),
+    ("p", Kind::PValue),
+    ("p-value", Kind::PValue),
+    ("p value", Kind::PValue),
+    ("ci", Kind::CiFirst),
+    ("confidence interval", Kind::CiFirst),
+    ("confidence", Kind::CiFirst),
+    ("interval", Kind::CiFirst),
+];
 
-/// Where `word` stands in `text` as words of its own.
-fn mentions<'a>(text: &'a str, word: &'a str) -> impl Iterator<Item = (usize, usize)> + 'a {
-    text.match_indices(word).filter_map(move |(start, _)| {
-        let end = start + word.len();
+/// Statistics the claims file has no quantity for.
+const OTHER_STATISTICS: &[&str] = &[
+    "hc0",
+    "hc1",
+    "hc2",
+    "hc3",
+    "hc4",
+    "robust",
+    "sandwich",
+    "heteroskedasticity",
+    "heteroscedasticity",
+    "heteroskedasticity-consistent",
+    "heteroscedasticity-consistent",
+    "cluster",
+    "clustered",
+    "cluster-robust",
+    "newey",
+    "bootstrap",
+    "bootstrapped",
+    "huber",
+    "one-sided",
+    "one sided",
+    "one-tailed",
+    "one tailed",
+    "directional",
+    "bayesian",
+    "credible",
+    "prediction interval",
+    "adjusted",
+];
+
+/// Words that compare, negate, hedge or refer elsewhere: a figure near them is not simply
+/// the quantity its words name.
+const DOUBT_WORDS: &[&str] = &[
+    "not",
+    "no",
+    "never",
+    "neither",
+    "nor",
+    "without",
+    "non",
+    "isn",
+    "wasn",
+    "aren",
+    "weren",
+    "doesn",
+    "don",
+    "didn",
+    "cannot",
+    "unlike",
+    "vs",
+    "versus",
+    "cf",
+    "compared",
+    "compare",
+    "comparison",
+    "against",
+    "than",
+    "below",
+    "above",
+    "under",
+    "over",
+    "exceed",
+    "exceeds",
+    "exceeded",
+    "exceeding",
+    "beyond",
+    "within",
+    "less",
+    "more",
+    "greater",
+    "fewer",
+    "least",
+    "most",
+    "lower",
+    "higher",
+    "smaller",
+    "larger",
+    "bigger",
+    "approximately",
+    "approx",
+    "about",
+    "around",
+    "roughly",
+    "nearly",
+    "almost",
+    "circa",
+    "ca",
+    "respectively",
+    "resp",
+    "i.e",
+    "e.g",
+    "rather",
+    "instead",
+    "except",
+    "excluding",
+    "unless",
+    "if",
+    "would",
+    "could",
+    "might",
+    "may",
+    "should",
+    "expected",
+    "target",
+    "threshold",
+    "minus",
+    "plus",
+    "negative",
+    "difference",
+    "differs",
+    "differ",
+    "change",
+    "changed",
+    "improves",
+    "improved",
+    "improvement",
+    "reduction",
+    "reduced",
+    "reduces",
+    "decrease",
+    "decreased",
+    "increase",
+    "increased",
+    "gain",
+    "drop",
+    "dropped",
+    "ratio",
+    "times",
+    "fold",
+    "previously",
+    "published",
+    "prior",
+    "reported",
+    "literature",
+    "between",
+    "up",
+    "whereas",
+    "hypothetical",
+    "simulated",
+    "excluded",
+    "omitted",
+];
+
+/// Symbols a figure may stand next to without doubt (`=`, the table's `|`).
+const PLAIN_SYMBOLS: &[char] = &['=', '|'];
+
+/// Where `phrase` stands in `text` as words of its own.
+fn mentions<'a>(text: &'a str, phrase: &'a str) -> impl Iterator<Item = (usize, usize)> + 'a {
+    text.match_indices(phrase).filter_map(move |(start, _)| {
+        let end = start + phrase.len();
         let before = text[..start].chars().next_back();
         let after = text[end..].chars().next();
-        let alone = before.is_none_or(|c| !c.is_alphanumeric())
-            && after.is_none_or(|c| !c.is_alphanumeric());
+        let alone = before.is_none_or(|c| c == ' ' || c == '#')
+            && after.is_none_or(|c| c == ' ' || c == '#');
         alone.then_some((start, end))
     })
+}
+
+/// The words of some tokens as one text (a symbol or figure is `#`, which no phrase spans).
+fn joined(toks: &[Tok]) -> String {
+    toks.iter()
+        .map(|t| match t {
+            Tok::Word(w) => w.as_str(),
+            _ => "#",
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The items of `table` named in `text`; a phrase inside a longer one counts once.
+fn named<T: Clone>(text: &str, table: &[(&str, T)], excluded: &[&str]) -> Vec<(usize, T)> {
+    let mut spans: Vec<(usize, usize)> = excluded
+        .iter()
+        .flat_map(|p| mentions(text, p).collect::<Vec<_>>())
+        .collect();
+    let mut by_length: Vec<&(&str, T)> = table.iter().collect();
+    by_length.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+    let mut out = Vec::new();
+    for (phrase, item) in by_length {
+        for (s, e) in mentions(text, phrase).collect::<Vec<_>>() {
+            if !spans.iter().any(|&(xs, xe)| s < xe && xs < e) {
+                spans.push((s, e));
+                out.push((s, item.clone()));
+            }
+        }
+    }
+    out.sort_by_key(|(s, _)| *s);
+    out
+}
+
+/// Whether some words mention any of `phrases`.
+fn any(text: &str, phrases: &[&str]) -> Option<String> {
+    phrases
+        .iter()
+        .find(|p| mentions(text, p).next().is_some())
+        .map(|p| (*p).to_owned())
+}
+
+/// A p-value's bound at the end of a segment: `p <`.
+fn bound(segment: &[Tok]) -> Option<Relation> {
+    let [.., Tok::Word(w), Tok::Sym(c)] = segment else {
+        return None;
+    };
+    if !matches!(w.as_str(), "p" | "p-value") {
+        return None;
+    }
+    match c {
+        '<' | '≤' | '⩽' => Some(Relation::Below),
+        '>' | '≥' | '⩾' => Some(Relation::Above),
+        _ => None,
+    }
+}
+
+/// Reads every figure of a sentence (`toks`, a table cell's header and label first).
+pub(crate) fn read(toks: &[Tok], vocabulary: &Vocabulary) -> Vec<Reading> {
+    let predictor = vocabulary.predictor.as_deref();
+    let whole = joined(toks);
+    let mut sample_words: Vec<(&str, Sample)> = SAMPLES.to_vec();
+    sample_words.extend(
+        vocabulary
+            .groups
+            .iter()
+            .filter(|(g, _)| g.chars().count() >= 3)
+            .map(|(g, s)| (g.as_str(), *s)),
+    );
+    let samples: Vec<Sample> = named(&whole, &sample_words, COMPARATOR)
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    let samples = Named::of(&samples);
+    let other_statistic = any(&whole, OTHER_STATISTICS);
+    let levels: Vec<u32> = toks
+        .iter()
+        .filter_map(|t| match t {
+            Tok::Level(l) => Some((l * 1000.0).round() as u32),
+            _ => None,
+        })
+        .collect();
+    let figures: Vec<usize> = toks
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| matches!(t, Tok::Figure(_)))
+        .map(|(i, _)| i)
+        .collect();
+    let mut out: Vec<Reading> = Vec::new();
+    for (n, &at) in figures.iter().enumerate() {
+        let from = if n == 0 { 0 } else { figures[n - 1] + 1 };
+        let to = figures.get(n + 1).copied().unwrap_or(toks.len());
+        let own = &toks[from..at];
+        let after = &toks[at + 1..to];
+        let relation = bound(own).unwrap_or(Relation::Equal);
+        let previous = out.last().map(|r| r.kind.clone());
+        let mut reading = Reading {
+            samples: samples.clone(),
+            metric: metric(own),
+            comparator: any(&joined(own), COMPARATOR).is_some(),
+            coefficient: coefficient(&toks[..at], own, predictor),
+            kind: Named::None,
+            level: Named::None,
+            counted: counted(own, after),
+            relation,
+            other_statistic: other_statistic.clone(),
+            doubts: doubts(own, after, relation != Relation::Equal, n == 0),
+        };
+        let names_own = matches!(coefficient(own, own, predictor), Named::One(_));
+        reading.kind = kind(own, previous, names_own);
+        if matches!(reading.kind, Named::One(Kind::CiFirst | Kind::CiSecond)) {
+            let before: Vec<u32> = toks[..at]
+                .iter()
+                .filter_map(|t| match t {
+                    Tok::Level(l) => Some((l * 1000.0).round() as u32),
+                    _ => None,
+                })
+                .collect();
+            reading.level = match (Named::of(&levels), before.last()) {
+                (Named::Many, _) => Named::Many,
+                (_, Some(l)) => Named::One(*l),
+                _ => Named::None,
+            };
+        }
+        out.push(reading);
+    }
+    out
+}
+
+fn metric(own: &[Tok]) -> Named<Said> {
+    let text = joined(own);
+    let mut found: Vec<Said> = named(&text, METRICS, &[])
+        .into_iter()
+        .map(|(_, m)| Said::Known(m))
+        .collect();
+    let known: Vec<(usize, usize)> = METRICS
+        .iter()
+        .flat_map(|(p, _)| mentions(&text, p).collect::<Vec<_>>())
+        .collect();
+    for phrase in OTHER_METRICS {
+        for (s, e) in mentions(&text, phrase) {
+            if !known.iter().any(|&(ks, ke)| s < ke && ks < e) {
+                found.push(Said::Other(phrase));
+            }
+        }
+    }
+    Named::of(&found)
+}
+
+/// The coefficient named last before the figure; its own segment naming both is ambiguous.
+fn coefficient(before: &[Tok], own: &[Tok], predictor: Option<&str>) -> Named<bool> {
+    let predictor = predictor.map(str::to_lowercase);
+    let spaced = predictor.as_ref().map(|p| p.replace('_', " "));
+    let mut names: Vec<(&str, bool)> = INTERCEPT.iter().map(|w| (*w, true)).collect();
+    names.push(("slope", false));
+    if let (Some(p), Some(s)) = (&predictor, &spaced) {
+        names.push((p.as_str(), false));
+        names.push((s.as_str(), false));
+    }
+    let in_own: Vec<bool> = named(&joined(own), &names, &[])
+        .into_iter()
+        .map(|(_, b)| b)
+        .collect();
+    if let Named::Many = Named::of(&in_own) {
+        return Named::Many;
+    }
+    named(&joined(before), &names, &[])
+        .last()
+        .map_or(Named::None, |(_, b)| Named::One(*b))
+}
+
+fn kind(own: &[Tok], previous: Option<Named<Kind>>, names_coefficient: bool) -> Named<Kind> {
+    let text = joined(own);
+    let kinds: Vec<Kind> = named(&text, KINDS, &[])
+        .into_iter()
+        .map(|(_, k)| k)
+        .collect();
+    let found = Named::of(&kinds);
+    if found != Named::None {
+        return found;
+    }
+    let joiner = own.iter().all(|t| match t {
+        Tok::Word(w) => matches!(w.as_str(), "to" | "and" | "-"),
+        Tok::Sym(c) => matches!(c, '–' | '—'),
+        _ => false,
+    });
+    if joiner && previous == Some(Named::One(Kind::CiFirst)) {
+        return Named::One(Kind::CiSecond);
+    }
+    let estimate =
+        any(&text, &["estimate", "estimated", "coefficient"]).is_some() || names_coefficient;
+    if estimate {
+        Named::One(Kind::Estimate)
+    } else {
+        Named::None
+    }
+}
+
+fn counted(own: &[Tok], after: &[Tok]) -> bool {
+    let last_word = own.iter().rev().find(|t| !matches!(t, Tok::Sym('=')));
+    let nouns = [
+        "rows",
+        "row",
+        "observations",
+        "observation",
+        "participants",
+        "participant",
+        "subjects",
+        "people",
+        "records",
+        "cases",
+        "firm-years",
+        "individuals",
+    ];
+    // A table cell under a column headed `n` or `rows`.
+    let header: Vec<&Tok> = own.iter().take_while(|t| **t != Tok::Sym('|')).collect();
+    let in_table = own.contains(&Tok::Sym('|'));
+    let headed = in_table
+        && header
+            .iter()
+            .any(|t| matches!(t, Tok::Word(w) if w == "n" || nouns.contains(&w.as_str())));
+    headed
+        || matches!(last_word, Some(Tok::Word(w)) if w == "n")
+        || after
+            .iter()
+            .take(3)
+            .any(|t| matches!(t, Tok::Word(w) if nouns.contains(&w.as_str())))
+}
+
+fn doubts(own: &[Tok], after: &[Tok], bounded: bool, first: bool) -> Vec<String> {
+    let own = if bounded {
+        &own[..own.len().saturating_sub(1)]
+    } else {
+        own
+    };
+    // The next figure's own `p <` is not this figure's.
+    let after = if bound(after).is_some() {
+        &after[..after.len() - 1]
+    } else {
+        after
+    };
+    let mut out = Vec::new();
+    for toks in [own, after] {
+        if let Some(word) = any(&joined(toks), DOUBT_WORDS) {
+            out.push(format!("the word {word:?} stands next to it"));
+        }
+        let is_range = |c: &char| matches!(c, '–' | '—');
+        for t in toks {
+            if let Tok::Sym(c) = t
+                && !PLAIN_SYMBOLS.contains(c)
+                && !is_range(c)
+            {
+                out.push(format!("the symbol {c:?} stands next to it"));
+            }
+        }
+    }
+    // A dash right before a figure that follows no figure reads as a minus sign.
+    let dash = match own {
+        [.., Tok::Sym(c)] if matches!(c, '–' | '—') => Some(c.to_string()),
+        [.., Tok::Word(w)] if w == "-" => Some(w.clone()),
+        _ => None,
+    };
+    if let Some(dash) = dash {
+        let follows_figure = own.len() == 1 && !first;
+        if !follows_figure {
+            out.push(format!(
+                "the dash {dash:?} before it may be read as a minus sign"
+            ));
+        }
+    }
+    out.dedup();
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_nearest_mention_names_the_sample() {
-        let text = "training r2 was 0.62 and held-out r2 0.31";
-        assert_eq!(
-            sample(text, text.find("0.62").unwrap_or(0)),
-            Some(Sample::Training)
-        );
-        assert_eq!(
-            sample(text, text.find("0.31").unwrap_or(0)),
-            Some(Sample::HeldOut)
-        );
-        let text = "0.62 on training data, 0.31 on held-out data";
-        assert_eq!(
-            sample(text, text.find("0.31").unwrap_or(0)),
-            Some(Sample::HeldOut)
-        );
-        let text = "the training-mean comparator rmse 9.4";
-        assert_eq!(sample(text, text.len()), None);
+    fn toks(words: &str) -> Vec<Tok> {
+        words
+            .split(' ')
+            .map(|w| match w {
+                "#" => Tok::Figure(0),
+                "<" | "=" | "–" => Tok::Sym(w.chars().next().unwrap_or('=')),
+                "95%" => Tok::Level(0.95),
+                _ => Tok::Word(w.to_owned()),
+            })
+            .collect()
+    }
+
+    fn read_with(toks: &[Tok], predictor: Option<&str>) -> Vec<Reading> {
+        read(
+            toks,
+            &Vocabulary {
+                predictor: predictor.map(str::to_owned),
+                groups: Vec::new(),
+            },
+        )
     }
 
     #[test]
-    fn the_metric_named_before_a_figure_is_its_name() {
-        let text = "held-out rmse 4.2 and mae 3.1";
+    fn the_grammar_names_sample_metric_coefficient_and_statistic() {
+        let r = read_with(&toks("the held-out rmse is # and mae #"), None);
+        assert_eq!(r[0].samples, Named::One(Sample::HeldOut));
+        assert_eq!(r[0].metric, Named::One(Said::Known(Metric::Rmse)));
+        assert_eq!(r[1].metric, Named::One(Said::Known(Metric::Mae)));
+        let r = read_with(&toks("the slope is # se # 95% ci # to # p < #"), Some("x"));
+        let kinds: Vec<Named<Kind>> = r.iter().map(|r| r.kind.clone()).collect();
         assert_eq!(
-            metric(text, text.find("4.2").unwrap_or(0)),
-            Some(Metric::Rmse)
+            kinds,
+            vec![
+                Named::One(Kind::Estimate),
+                Named::One(Kind::StdError),
+                Named::One(Kind::CiFirst),
+                Named::One(Kind::CiSecond),
+                Named::One(Kind::PValue)
+            ]
         );
-        assert_eq!(
-            metric(text, text.find("3.1").unwrap_or(0)),
-            Some(Metric::Mae)
+        assert!(r.iter().all(|r| r.coefficient == Named::One(false)));
+        assert_eq!(r[2].level, Named::One(950));
+        assert_eq!(r[4].relation, Relation::Below);
+        assert!(r.iter().all(|r| r.doubts.is_empty()), "{r:?}");
+    }
+
+    #[test]
+    fn two_samples_or_a_comparison_word_leave_a_figure_unread() {
+        let r = read_with(
+            &toks("on the held-out site which had no training rows r2 is #"),
+            None,
         );
-        assert_eq!(metric("hr2 unit 5", 9), None);
+        assert_eq!(r[0].samples, Named::Many);
+        assert!(!r[0].doubts.is_empty());
+        let r = read_with(&toks("the mae unlike the rmse is #"), None);
+        assert_eq!(r[0].metric, Named::Many);
+        let r = read_with(&toks("the intercept is # and the slope is #"), Some("x"));
+        assert_eq!(r[0].coefficient, Named::One(true));
+        assert_eq!(r[1].coefficient, Named::One(false));
     }
 }

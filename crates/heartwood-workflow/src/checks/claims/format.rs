@@ -16,9 +16,15 @@ pub fn prompt(path: &str) -> String {
          t_value, p_value, ci_lower, ci_upper (with `coefficient`: intercept or the \
          predictor's name; `level` for an interval, default 0.95), or other (with a `note`) for \
          anything else. Every figure is recomputed and must be the true value rounded to the \
-         digits you write; name the rows (training, held-out, all) next to every R², RMSE and \
-         MAE; write fractions with a decimal point and at least two decimals. A number with \
-         no claim, or of quantity other, leaves the stage unverified."
+         digits you write (at least two significant digits; counts as whole numbers). Write \
+         plain Markdown (no HTML) and every figure as ASCII digits (no number words). Each \
+         sentence names one sample (training, held-out or all rows); write the metric (R², \
+         RMSE, MAE, the training-mean comparator's RMSE) or the coefficient and its statistic \
+         (slope or intercept, SE, t, p, 95% CI a to b) right before its figure, as in `The \
+         held-out RMSE is 0.58.` or `The slope is 7.05 (SE 0.32, 95% CI 6.28 to 7.81, p < \
+         0.001).` Keep comparisons, negations and hedges (not, vs, than, about, \
+         respectively) out of sentences that state figures. A number with no claim, of \
+         quantity other, or outside this grammar leaves the stage unverified."
     )
 }
 
@@ -141,6 +147,15 @@ pub enum Metric {
     Rmse,
     /// MAE.
     Mae,
+}
+
+/// The name a reader knows a metric by.
+pub fn metric_name(metric: Metric) -> &'static str {
+    match metric {
+        Metric::RSquared => "R²",
+        Metric::Rmse => "RMSE",
+        Metric::Mae => "MAE",
+    }
 }
 
 /// The rows a figure is computed on.

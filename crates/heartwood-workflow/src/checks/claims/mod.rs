@@ -5,20 +5,23 @@
 //! fit as held-out performance, an MAE under the name RMSE, or a figure nobody computed. So the
 //! report comes with a claims file ([`format`]) that binds each figure (by line and digits) to
 //! a quantity: a metric on a sample, a row count, or a coefficient's estimate, standard error,
-//! t, p-value or interval bound. The check reads every number a reader sees in the report's
-//! results ([`text`]: sentences and table cells after NFKC, dash folding, line joining), and:
+//! t, p-value or interval bound. The check renders the report as a reader sees it
+//! ([`render`]: Markdown, no markup, comments, URLs or hidden HTML), reads every figure by an
+//! allow-list ([`text`]: anything else a reader may take for a number is a doubt), reads what
+//! the words of its sentence say it is by a small fixed grammar ([`context`]), and:
 //!
 //! - a claim whose line does not state its digits fails;
-//! - a number no claim binds is `unverified`, naming it;
+//! - a number no claim binds, or anything outside the allow-list, is `unverified`, naming it;
 //! - a figure Heartwood cannot compute (`other`), or written with a precision that cannot tell
-//!   right from wrong (a whole-number R², a decimal comma), is `unverified`, saying what to
-//!   write;
-//! - the words around a figure ([`context`]) must not name another sample or metric than its
-//!   claim;
+//!   right from wrong (a whole-number R², a decimal comma, one significant digit, a zero), is
+//!   `unverified`, saying what to write;
+//! - words naming another sample, metric, coefficient, statistic or level than the claim's
+//!   fail; words naming none, several, or something the grammar does not read (a comparison,
+//!   a negation, a hedge) leave it `unverified` ([`verdict`]);
 //! - every other figure is recomputed ([`quantities`]) and judged by the one tolerance rule:
-//!   it passes only within what its own written precision and the computation's rounding
-//!   explain, in the figure's own units; an intercept or slope also by the predictions it
-//!   implies.
+//!   half a unit of its last written digit plus the computation's own rounding (from the size
+//!   of the terms it is computed from, never the figure's); digits finer than that rounding
+//!   are `unverified`; an estimate's digits must also pin the predictions it implies.
 //!
 //! It proves the figures a report states follow from the bound files; it says nothing of what
 //! the prose around them argues.
@@ -26,16 +29,20 @@
 mod context;
 pub mod format;
 mod quantities;
+mod render;
 mod text;
+mod verdict;
 
+use self::context::Relation;
 use self::format::{Claim, ClaimsFile, Quantity};
-use self::text::{Figure, Relation};
+use self::text::Figure;
 use super::{Files, strict_json};
 use crate::check::{CheckResult, ClaimView, Status};
 
-/// How much of a figure's size the recomputation may be off by rounding: the statistics
-/// engine certifies at least ten significant digits, and the metrics are compensated sums.
-pub const CLAIM_ROUNDING: f64 = 1e-9;
+/// How much the recomputation may be off by floating-point rounding, as a share of the size of
+/// the terms it is computed from (its own scale, never the figure's size): about 450 unit
+/// roundoffs (see `Computed::allowance` in the quantities module).
+pub const CLAIM_ROUNDING: f64 = 1e-13;
 
 /// The most a coefficient written within its precision may move every prediction it implies,
 /// in training residual scales, before its digits are too few to stand for it.
@@ -58,7 +65,23 @@ pub fn report_claims(files: Files<'_>, result: &mut CheckResult) {
         }
         None => return result.fail("the check needs the claims file"),
     };
-    let figures = text::figures(report);
+    let computed = quantities::compute(files.get(2..).unwrap_or_default());
+    let vocabulary = computed
+        .as_ref()
+        .map(quantities::Computed::vocabulary)
+        .unwrap_or_default();
+    let rendered = render::render(report);
+    for line in &rendered.html_lines {
+        result.mark_unverified(format!(
+            "line {line}: raw HTML, which a browser may show, hide or restyle, so no figure near \
+             it can be read as a reader sees it; write the report in Markdown only"
+        ));
+    }
+    let read = text::figures(&rendered, &vocabulary);
+    for doubt in &read.doubts {
+        result.mark_unverified(doubt.clone());
+    }
+    let figures = read.figures;
     let mut bound: Vec<Option<usize>> = vec![None; figures.len()];
     let mut pairs: Vec<(&Claim, usize)> = Vec::new();
     for (n, claim) in claims.claims.iter().enumerate() {
@@ -103,7 +126,6 @@ pub fn report_claims(files: Files<'_>, result: &mut CheckResult) {
             ));
         }
     }
-    let computed = quantities::compute(files.get(2..).unwrap_or_default());
     for (claim, i) in pairs {
         let mut view = judge(claim, &figures[i], &computed);
         view.text = format!(
@@ -162,42 +184,7 @@ fn judge(
     };
     let at = format!("line {}: {} {}", figure.line, view.quantity, figure.written);
     let quote = &figure.quote;
-    if claim.quantity == Quantity::Other {
-        view.note =
-            format!("{at}: Heartwood cannot compute this figure, so it is not checked: “{quote}”");
-        return view;
-    }
-    if figure.comma {
-        view.note = format!(
-            "{at}: a comma in a number is a decimal comma to some readers and digit grouping to \
-             others; write it with a decimal point and no grouping (for example {}): “{quote}”",
-            figure.written.replace(',', ".")
-        );
-        return view;
-    }
-    let percent = figure.percent;
-    if percent && !claim.quantity.is_fraction() {
-        view.note = format!(
-            "{at}: a {} is not a percentage; write it in the outcome's units",
-            claim.quantity.name()
-        );
-        return view;
-    }
-    let scale = if percent { 0.01 } else { 1.0 };
-    let (value, half_unit) = (figure.value * scale, figure.half_unit * scale);
-    if claim.quantity.is_fraction() && half_unit >= 0.5 {
-        view.note = format!(
-            "{at}: a whole number cannot tell a right {} from a wrong one (every value from \
-             {} to {} rounds to it); write at least two decimals (for example 0.31) or a \
-             percentage: “{quote}”",
-            claim.quantity.name(),
-            value - half_unit,
-            value + half_unit
-        );
-        return view;
-    }
-    if let Some(why) = words_disagree(claim, figure) {
-        view.status = Status::Failed;
+    if let Some(why) = precision(claim, figure) {
         view.note = format!("{at}: {why}: “{quote}”");
         return view;
     }
@@ -208,6 +195,15 @@ fn judge(
             return view;
         }
     };
+    let intercept = claim
+        .coefficient
+        .as_deref()
+        .and_then(|c| computed.coefficient(c));
+    if let Some((status, why)) = verdict::verdict(claim, &figure.reading, intercept) {
+        view.status = status;
+        view.note = format!("{at}: {why}: “{quote}”");
+        return view;
+    }
     let candidates = match computed.value(claim) {
         Ok(c) => c,
         Err(why) => {
@@ -222,28 +218,39 @@ fn judge(
             .collect::<Vec<_>>()
             .join(" or "),
     );
-    let allowed = |v: f64| half_unit + CLAIM_ROUNDING * v.abs();
-    let agrees = |v: f64| match figure.relation {
-        Relation::Equal => (value - v).abs() <= allowed(v),
-        Relation::Below => v < value + CLAIM_ROUNDING * v.abs(),
-        Relation::Above => v > value - CLAIM_ROUNDING * v.abs(),
+    let scale = if figure.percent { 0.01 } else { 1.0 };
+    let (value, half_unit) = (figure.value * scale, figure.half_unit * scale);
+    let rounding = computed.allowance(claim);
+    let relation = figure.reading.relation;
+    let agrees = |v: f64| match relation {
+        Relation::Equal => (value - v).abs() <= half_unit + rounding,
+        Relation::Below => v < value + rounding,
+        Relation::Above => v > value - rounding,
     };
     let Some(&matched) = candidates.iter().find(|&&v| agrees(v)) else {
         view.status = Status::Failed;
         view.note = format!(
             "{at}: the report states {}{}, but recomputation gives {}{}: “{quote}”",
-            match figure.relation {
+            match relation {
                 Relation::Equal => "",
                 Relation::Below => "< ",
                 Relation::Above => "> ",
             },
             figure.written,
             view.recomputed.as_deref().unwrap_or_default(),
-            other_sample_hint(claim, value, half_unit, computed)
+            other_sample_hint(claim, value, half_unit + rounding, computed)
         );
         return view;
     };
-    if let Some(why) = implied_shift(claim, value, matched, computed) {
+    if relation == Relation::Equal && half_unit < rounding {
+        view.note = format!(
+            "{at}: it is written to {half_unit:e} (half its last digit), finer than the \
+             computation's own rounding ({rounding:.1e}, from the size of the terms it is \
+             computed from), so its last digits cannot be checked; write fewer: “{quote}”"
+        );
+        return view;
+    }
+    if let Some(why) = implied_shift(claim, half_unit, matched, computed) {
         view.note = format!("{at}: {why}: “{quote}”");
         return view;
     }
@@ -251,42 +258,68 @@ fn judge(
     view
 }
 
-/// Why the words around a figure name another sample or metric than its claim, if they do.
-fn words_disagree(claim: &Claim, figure: &Figure) -> Option<String> {
-    if let Some(metric) = claim.quantity.metric() {
-        let named = context::metric(&figure.context, figure.at);
-        if named.is_some_and(|m| m != metric) {
-            return Some(format!(
-                "the report names this figure {:?}, but its claim binds it to {}",
-                named?,
-                claim.quantity.name()
-            ));
-        }
+/// Why a figure's writing cannot tell a right value from a wrong one, if it cannot.
+fn precision(claim: &Claim, figure: &Figure) -> Option<String> {
+    let q = claim.quantity;
+    if q == Quantity::Other {
+        return Some("Heartwood cannot compute this figure, so it is not checked".into());
     }
-    if claim.quantity.is_coefficient() {
-        return None;
+    if figure.comma {
+        return Some(format!(
+            "a comma in a number is a decimal comma to some readers and digit grouping to \
+             others; write it with a decimal point and no grouping (for example {})",
+            figure.written.replace(',', ".")
+        ));
     }
-    let said = context::sample(&figure.context, figure.at);
-    match (said, claim.sample) {
-        (Some(said), Some(bound)) if said != bound => Some(format!(
-            "the report presents this figure as {}, but its claim binds it to the {} rows",
-            said.name(),
-            bound.name()
-        )),
-        (None, _) if claim.quantity.metric().is_some() => Some(
-            "the report does not say on which rows (training, held-out, all) this figure is \
-             computed; name them next to it"
+    if figure.percent && !q.is_fraction() {
+        return Some(format!(
+            "a {} is not a percentage; write it in the outcome's units",
+            q.name()
+        ));
+    }
+    if q == Quantity::N && (figure.fractional || figure.value.fract() != 0.0) {
+        return Some(
+            "a count is a whole number written without a decimal point or exponent (9, not \
+             9.0 or 9.000000001)"
                 .into(),
-        ),
-        _ => None,
+        );
     }
+    let scale = if figure.percent { 0.01 } else { 1.0 };
+    let (value, half_unit) = (figure.value * scale, figure.half_unit * scale);
+    if q.is_fraction() && half_unit >= 0.5 {
+        return Some(format!(
+            "a whole number cannot tell a right {} from a wrong one (every value from {} to {} \
+             rounds to it); write at least two decimals (for example 0.31) or a percentage",
+            q.name(),
+            value - half_unit,
+            value + half_unit
+        ));
+    }
+    let coarse = half_unit >= 0.05 * value.abs() && value != 0.0;
+    if coarse && !matches!(q, Quantity::N | Quantity::PValue) {
+        return Some(format!(
+            "written to fewer than two significant digits, it cannot tell a right {} from a \
+             wrong one (every value from {} to {} rounds to it); write at least two",
+            q.name(),
+            value - half_unit,
+            value + half_unit
+        ));
+    }
+    if value == 0.0 && figure.reading.relation == Relation::Equal && q != Quantity::N {
+        return Some(format!(
+            "written as zero, its digits cannot tell the {} from any value within {half_unit} \
+             of zero; write it to its first significant digit",
+            q.name()
+        ));
+    }
+    None
 }
 
 /// When a figure is wrong for its sample but right for another, says so.
 fn other_sample_hint(
     claim: &Claim,
     value: f64,
-    half_unit: f64,
+    allowed: f64,
     computed: &quantities::Computed,
 ) -> String {
     use format::Sample;
@@ -297,9 +330,7 @@ fn other_sample_hint(
         let mut moved = claim.clone();
         moved.sample = Some(other);
         if let Ok(values) = computed.value(&moved)
-            && values
-                .iter()
-                .any(|v| (value - v).abs() <= half_unit + CLAIM_ROUNDING * v.abs())
+            && values.iter().any(|v| (value - v).abs() <= allowed)
         {
             return format!(
                 " (it is the {} figure, stated as the {} one)",
@@ -311,11 +342,12 @@ fn other_sample_hint(
     String::new()
 }
 
-/// For a coefficient's estimate: whether the digits written, though within their precision,
-/// leave every prediction it implies uncertain by more than [`IMPLIED_SHIFT`] residual scales.
+/// For a coefficient's estimate: whether the digits written (half a unit of the last one either
+/// way) leave every prediction it implies uncertain by more than [`IMPLIED_SHIFT`] residual
+/// scales.
 fn implied_shift(
     claim: &Claim,
-    value: f64,
+    half_unit: f64,
     recomputed: f64,
     computed: &quantities::Computed,
 ) -> Option<String> {
@@ -328,14 +360,14 @@ fn implied_shift(
     } else {
         computed.predictor_spread
     };
-    let shift = (value - recomputed).abs() * per_unit;
+    let shift = half_unit * per_unit;
     let residual = computed.residual_scale;
     if residual > 0.0 && shift > IMPLIED_SHIFT * residual {
         let needed = ((IMPLIED_SHIFT * 0.1 * residual / per_unit).log10().floor()).abs();
         return Some(format!(
-            "the digits written round {recomputed} correctly, but move every prediction they \
-             imply by {:.2} training residual scales ({shift:.3e}); write it to at least {needed} \
-             decimals",
+            "the digits written may stand for any value within {half_unit} of it (the true \
+             value is {recomputed}), which moves every prediction it implies by up to {:.2} \
+             training residual scales ({shift:.3e}); write it to at least {needed} decimals",
             shift / residual
         ));
     }

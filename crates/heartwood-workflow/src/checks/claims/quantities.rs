@@ -6,6 +6,8 @@
 
 use heartwood_stats::{Column, Family, Model, Predictor, StdErrors};
 
+use super::CLAIM_ROUNDING;
+use super::context::Vocabulary;
 use super::format::{Claim, Quantity, Sample};
 use crate::check::{CheckResult, Status};
 use crate::checks::{Files, Line, fit, mean, root_mean_square};
@@ -26,6 +28,12 @@ pub(crate) struct Computed {
     pub residual_scale: f64,
     /// The root mean square of the training predictor's deviations from its mean.
     pub predictor_spread: f64,
+    /// The size of the terms every residual is computed from: the largest `|y| + |b·x|`.
+    data_scale: f64,
+    /// The smallest spread of the outcome a metric is divided by (training, held-out).
+    outcome_spread: f64,
+    /// Each group's label (lower case) and its side of the split.
+    groups: Vec<(String, Sample)>,
 }
 
 /// One recomputed figure: the values a correct figure may be (held-out R² has two accepted
@@ -60,6 +68,26 @@ pub(crate) fn compute(files: Files<'_>) -> Result<Computed, String> {
     let (Some(x), Some(y), Some(k)) = (x, y, k) else {
         return Err("the table lacks the predictor, outcome or key column".into());
     };
+    // Each group label once per side (a set: tables hold up to the row limit).
+    let mut sides: std::collections::BTreeSet<(String, bool)> = std::collections::BTreeSet::new();
+    if let Some(g) = table.column(&dictionary.group) {
+        for row in &table.rows {
+            if let Some(side) = split.partition.get(&row[k]) {
+                sides.insert((row[g].trim().to_lowercase(), side == "train"));
+            }
+        }
+    }
+    let groups: Vec<(String, Sample)> = sides
+        .into_iter()
+        .map(|(label, train)| {
+            let side = if train {
+                Sample::Training
+            } else {
+                Sample::HeldOut
+            };
+            (label, side)
+        })
+        .collect();
     let training_rows: Vec<_> = table
         .rows
         .iter()
@@ -86,6 +114,16 @@ pub(crate) fn compute(files: Files<'_>) -> Result<Computed, String> {
     }
     let residual_scale = root_mean_square(train.iter().map(|&(x, y)| line.residual(x, y)));
     let predictor_spread = root_mean_square(train.iter().map(|&(x, _)| line.dx(x)));
+    let data_scale = train
+        .iter()
+        .chain(&held_out)
+        .map(|&(x, y)| y.abs() + (line.slope * x).abs())
+        .fold(0.0, f64::max);
+    let spread = |rows: &[(f64, f64)]| {
+        let m = mean(rows.iter().map(|r| r.1));
+        root_mean_square(rows.iter().map(move |r| r.1 - m))
+    };
+    let outcome_spread = spread(&train).min(spread(&held_out));
     Ok(Computed {
         line,
         predictor: report.predictor,
@@ -94,10 +132,62 @@ pub(crate) fn compute(files: Files<'_>) -> Result<Computed, String> {
         reference,
         residual_scale,
         predictor_spread,
+        data_scale,
+        outcome_spread,
+        groups,
     })
 }
 
 impl Computed {
+    /// The names a report may use for this project's coefficients and samples.
+    pub(crate) fn vocabulary(&self) -> Vocabulary {
+        Vocabulary {
+            predictor: Some(self.predictor.clone()),
+            groups: self.groups.clone(),
+        }
+    }
+
+    /// How far floating-point rounding may move the recomputed `claim`: [`CLAIM_ROUNDING`] of
+    /// the size of the terms it is computed from (the data's magnitude for a metric or an
+    /// intercept, the outcome's magnitude per unit of predictor spread for a slope), never of
+    /// the figure's own distance from zero. A count is exact.
+    pub(crate) fn allowance(&self, claim: &Claim) -> f64 {
+        let r = CLAIM_ROUNDING;
+        let data = self.data_scale;
+        let coefficient = claim
+            .coefficient
+            .as_deref()
+            .and_then(|c| self.coefficient(c));
+        let (terms, se, t) = match coefficient {
+            Some(intercept) => {
+                let c = &self.reference.coefficients[usize::from(!intercept)];
+                let se = c.std_error.unwrap_or(0.0).abs();
+                let t = c.estimate.unwrap_or(0.0).abs() / se.max(f64::MIN_POSITIVE);
+                let terms = if intercept {
+                    data + self.line.intercept.abs() + (self.line.slope * self.line.mean_x.0).abs()
+                } else {
+                    self.line.slope.abs() + data / self.predictor_spread.max(f64::MIN_POSITIVE)
+                };
+                (terms, se, t)
+            }
+            None => (data, 0.0, 0.0),
+        };
+        match claim.quantity {
+            Quantity::N => 0.0,
+            Quantity::Rmse | Quantity::Mae | Quantity::ComparatorRmse => r * data,
+            Quantity::RSquared => 4.0 * r * data / self.outcome_spread.max(f64::MIN_POSITIVE),
+            Quantity::Estimate | Quantity::StdError => r * (terms + se),
+            Quantity::CiLower | Quantity::CiUpper => r * (terms + 10.0 * se),
+            Quantity::TValue => r * (t + terms / se.max(f64::MIN_POSITIVE)),
+            // The t distribution's tail is computed to about ten significant digits.
+            Quantity::PValue => {
+                let df = self.reference.df_residual as f64;
+                1e-9 * heartwood_stats::distribution::t_two_sided_p(t, df).unwrap_or(1.0)
+            }
+            Quantity::Other => 0.0,
+        }
+    }
+
     /// The rows of a sample.
     fn rows(&self, sample: Sample) -> Vec<(f64, f64)> {
         match sample {

@@ -1,33 +1,27 @@
-//! Reading a report's figures: every number a reader sees in it, in sentences, headings and
-//! Markdown table cells, with the line it stands on, the digits written and the words around it.
+//! Reading a report's figures: every number a reader sees in it ([`super::render`]: sentences,
+//! headings, list items, quotes and table cells), with the line it stands on, the digits
+//! written and what the words of its sentence say it is ([`super::context`]).
 //!
-//! The text is read as a reader reads it, not as bytes: each line is put in Unicode
-//! compatibility form (NFKC), invisible characters are dropped, every Unicode dash, hyphen and
-//! minus sign is one ASCII hyphen, a paragraph's lines are joined before it is cut into
-//! sentences (a sentence that wraps is one sentence), and a Markdown table is read cell by
-//! cell, each with its column's header and its row's label as its context. A number glued to
-//! letters (`R²`, `HC3`, `x1`) is part of a name, not a figure; a percentage directly before
-//! `CI` or `confidence` is an interval's level.
+//! Figures are read by an allow-list, never by guessing: a figure is ASCII digits with an
+//! optional sign (`-` or `−`), one decimal point, an exponent (`e-05`) and `%`. Anything else
+//! that a reader could take for a number is a doubt that leaves the report `unverified`, naming
+//! it: another script's digits, superscripts and fractions, a decimal comma, letters or symbols
+//! glued to digits (`5.8pts`, `O.9O`, `R²0.90`), a number written in words, an invisible
+//! character (zero-width, bidirectional control, filler). A word that starts with a letter and
+//! holds digits but no point (`HC3`, `x1`, `sleep_hours2`) is a name, not a figure; `R²` is
+//! the metric's name; a percentage directly before `CI` or `confidence` is an interval's level.
 
 use unicode_normalization::UnicodeNormalization;
 
-/// How a figure is related to the quantity it states.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Relation {
-    /// `= figure` (the ordinary case).
-    Equal,
-    /// `< figure` or `≤ figure`: the quantity is below it.
-    Below,
-    /// `> figure` or `≥ figure`: the quantity is above it.
-    Above,
-}
+use super::context::{self, Reading, Tok, Vocabulary};
+use super::render::{Passage, Rendered};
 
 /// One number a reader sees.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Figure {
     /// The report line it stands on (from 1).
     pub line: usize,
-    /// As written, after normalization (`-0.31`, `31%`, `1.2e-05`, `0,31`).
+    /// As written, the sign as `-` (`-0.31`, `31%`, `1.2e-05`, `0,31`).
     pub written: String,
     /// Its value (a percentage as written, not divided).
     pub value: f64,
@@ -35,369 +29,504 @@ pub(crate) struct Figure {
     pub half_unit: f64,
     /// Whether it ends in `%`.
     pub percent: bool,
-    /// Written with a decimal comma or digit grouping (`0,31`, `1,234`): a reader cannot tell
-    /// which, so its value is not read.
+    /// Written with a decimal comma or digit grouping: its value is not read.
     pub comma: bool,
-    /// `<`, `>` or `=`.
-    pub relation: Relation,
-    /// The sentence (or the table row) it stands in, as written, for quoting.
+    /// Written with a decimal point or an exponent (a count is written without).
+    pub fractional: bool,
+    /// The sentence (or table cell) it stands in, for quoting.
     pub quote: String,
-    /// The lower-cased words around it: its sentence, or the cell's header and row label.
-    pub context: String,
-    /// Where the figure stands in `context` (for a table cell, past its end).
-    pub at: usize,
+    /// What the words of its sentence say it is.
+    pub reading: Reading,
 }
 
-/// Folds a line as a reader reads it: NFKC, invisible characters dropped, dashes one hyphen.
-pub(crate) fn fold(line: &str) -> String {
-    line.nfkc()
-        .filter(|&c| !crate::identity::default_ignorable(c))
-        .map(|c| match c {
-            '\u{2010}'..='\u{2015}'
-            | '\u{2212}'
-            | '\u{2043}'
-            | '\u{FE58}'
-            | '\u{FE63}'
-            | '\u{FF0D}'
-            | '\u{2E3A}'
-            | '\u{2E3B}' => '-',
-            other => other,
-        })
+/// Every figure of a report, and every doubt about what a reader takes for a number.
+#[derive(Debug, Default)]
+pub(crate) struct Read {
+    pub figures: Vec<Figure>,
+    /// `line N: why`, each making the report `unverified`.
+    pub doubts: Vec<String>,
+}
+
+/// Folds a claim's value as figures are written: trimmed, `−` as `-`, no inner spaces.
+pub(crate) fn fold(value: &str) -> String {
+    value
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .map(|c| if c == '\u{2212}' { '-' } else { c })
         .collect()
 }
 
-/// Every figure in the report: an abstract or a heading states results as much as a results
-/// section does, so every line is read. A heading is read as a sentence of its own, without its
-/// section number (`## 3. Results`).
-pub(crate) fn figures(report: &str) -> Vec<Figure> {
-    let lines: Vec<String> = report.lines().map(fold).collect();
+/// Symbols kept as tokens: they say how a figure relates to what it states.
+const SYMBOLS: &[char] = &[
+    '<', '>', '≤', '≥', '≦', '≧', '⩽', '⩾', '≠', '≈', '≃', '≅', '∼', '~', '±', '∓', '→', '⇒', '⟶',
+    '←', '=', '–', '—', '≪', '≫', '+',
+];
+
+/// Characters that separate words and mean nothing by themselves.
+const SEPARATORS: &[char] = &[
+    '(', ')', '[', ']', '{', '}', ',', ';', ':', '"', '“', '”', '‘', '’', '\'', '*', '|', '/',
+    '\\', '`',
+];
+
+/// Characters that scale a number a reader sees (per mille, another script's percent sign).
+const SCALES: &[char] = &['‰', '‱', '٪', '％', '﹪', '%'];
+
+/// Numbers in words: a reader sees a quantity the check does not read.
+const NUMBER_WORDS: &[&str] = &[
+    "zero",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+    "thirty",
+    "forty",
+    "fifty",
+    "sixty",
+    "seventy",
+    "eighty",
+    "ninety",
+    "hundred",
+    "hundreds",
+    "thousand",
+    "thousands",
+    "million",
+    "millions",
+    "billion",
+    "billions",
+    "trillion",
+    "dozen",
+    "dozens",
+    "percent",
+    "per-cent",
+    "pct",
+    "permille",
+    "half",
+    "quarter",
+    "thrice",
+    "twice",
+    "double",
+    "triple",
+    "tenth",
+    "hundredth",
+    "thousandth",
+];
+
+/// Words a `.` after which does not end a sentence.
+const ABBREVIATIONS: &[&str] = &[
+    "vs", "cf", "etc", "approx", "resp", "fig", "eq", "al", "ca", "incl", "std", "est", "no",
+];
+
+/// A raw word or mark of a passage, with its byte offset.
+enum Raw {
+    Word(usize, String),
+    Sym(usize, char),
+    End(usize),
+}
+
+/// Cuts a passage's text into raw words, symbols and sentence ends.
+fn raw(text: &str) -> Vec<Raw> {
     let mut out = Vec::new();
-    let mut paragraph: Vec<(usize, &str)> = Vec::new();
-    let mut table: Vec<(usize, &str)> = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let trimmed = line.trim();
-        let is_table = trimmed.starts_with('|');
-        let heading = heading_level(line).map(|level| {
-            let text = trimmed[level..].trim_start();
-            list_item(text).unwrap_or(text)
-        });
-        let breaks = trimmed.is_empty() || heading.is_some() || is_table;
-        if breaks || list_item(trimmed).is_some() {
-            read_paragraph(&paragraph, &mut out);
-            paragraph.clear();
-        }
-        if !is_table {
-            read_table(&table, &mut out);
-            table.clear();
-        }
-        if let Some(text) = heading {
-            read_paragraph(&[(i + 1, text)], &mut out);
-        } else if is_table {
-            table.push((i + 1, trimmed));
-        } else if !breaks {
-            let body = list_item(trimmed).unwrap_or(trimmed);
-            paragraph.push((i + 1, body));
-        }
-    }
-    read_paragraph(&paragraph, &mut out);
-    read_table(&table, &mut out);
-    out
-}
-
-/// The level of a Markdown heading (`## Results` is 2).
-fn heading_level(line: &str) -> Option<usize> {
-    let trimmed = line.trim_start();
-    let level = trimmed.chars().take_while(|&c| c == '#').count();
-    let rest = &trimmed[level..];
-    (1..=6)
-        .contains(&level)
-        .then_some(level)
-        .filter(|_| rest.is_empty() || rest.starts_with(' '))
-}
-
-/// The text of a list item after its marker (`- `, `* `, `+ `, `1. `, `1) `).
-fn list_item(line: &str) -> Option<&str> {
-    for marker in ["- ", "* ", "+ "] {
-        if let Some(rest) = line.strip_prefix(marker) {
-            return Some(rest);
-        }
-    }
-    let digits = line.chars().take_while(char::is_ascii_digit).count();
-    let rest = &line[digits..];
-    (digits > 0 && digits < 4)
-        .then(|| rest.strip_prefix(". ").or_else(|| rest.strip_prefix(") ")))
-        .flatten()
-}
-
-/// Joins a paragraph's lines, cuts it into sentences and reads each sentence's figures.
-fn read_paragraph(lines: &[(usize, &str)], out: &mut Vec<Figure>) {
-    if lines.is_empty() {
-        return;
-    }
-    let mut joined = String::new();
-    // Where each line starts in the joined text.
-    let mut starts: Vec<(usize, usize)> = Vec::new();
-    for (number, text) in lines {
-        if !joined.is_empty() {
-            joined.push(' ');
-        }
-        starts.push((joined.len(), *number));
-        joined.push_str(text);
-    }
-    let line_at = |offset: usize| {
-        starts
-            .iter()
-            .rev()
-            .find(|(start, _)| *start <= offset)
-            .map_or(0, |(_, n)| *n)
-    };
-    for (start, sentence) in sentences(&joined) {
-        let context = sentence.to_lowercase();
-        for token in tokens(sentence) {
-            // Lower-casing keeps offsets for the scripts reports are written in; clamp anyway.
-            let at = token.start.min(context.len());
-            let line = line_at(start + token.start);
-            out.push(token.figure(line, sentence, &context, at));
-        }
-    }
-}
-
-/// A paragraph's sentences with where each starts: cut after `.`, `;`, `!` or `?` followed by
-/// white space (a decimal point is followed by a digit, so numbers stay whole).
-fn sentences(text: &str) -> Vec<(usize, &str)> {
-    let mut out = Vec::new();
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut word = String::new();
     let mut start = 0;
-    let bytes = text.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        let ends = matches!(b, b'.' | b';' | b'!' | b'?')
-            && bytes.get(i + 1).is_none_or(u8::is_ascii_whitespace);
-        if ends {
-            out.push((start, &text[start..=i]));
-            start = i + 1;
+    let end_word = |word: &mut String, start: usize, out: &mut Vec<Raw>| {
+        if word.is_empty() {
+            return;
         }
-    }
-    if start < text.len() {
-        out.push((start, &text[start..]));
-    }
-    out.retain(|(_, s)| !s.trim().is_empty());
-    out
-}
-
-/// The cells of a table row, between its pipes (`\|` is a pipe inside a cell).
-fn cells(row: &str) -> Vec<&str> {
-    let inner = row.trim().trim_start_matches('|');
-    let inner = inner.strip_suffix('|').unwrap_or(inner);
-    let mut out = Vec::new();
-    let mut start = 0;
-    let bytes = inner.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        if b == b'|' && (i == 0 || bytes[i - 1] != b'\\') {
-            out.push(inner[start..i].trim());
-            start = i + 1;
+        let stripped = word.trim_end_matches('.');
+        let dots = word.len() - stripped.len();
+        let lower = stripped.to_lowercase();
+        let abbreviation = ABBREVIATIONS.contains(&lower.as_str())
+            || (lower.chars().count() == 1 && lower.chars().all(char::is_alphabetic))
+            || (lower.contains('.') && lower.chars().all(|c| c.is_alphabetic() || c == '.'));
+        if !stripped.is_empty() {
+            out.push(Raw::Word(start, stripped.to_owned()));
         }
-    }
-    out.push(inner[start..].trim());
-    out
-}
-
-/// Reads a Markdown table: each cell's figures, with its column header and row label as
-/// context (the header's own figures with the header row as context).
-fn read_table(rows: &[(usize, &str)], out: &mut Vec<Figure>) {
-    let Some(&(_, header_row)) = rows.first() else {
-        return;
+        if dots > 0 && !abbreviation {
+            out.push(Raw::End(start + word.len()));
+        }
+        word.clear();
     };
-    let header = cells(header_row);
-    for &(line, row) in rows {
-        let row_cells = cells(row);
-        let separator = row_cells
-            .iter()
-            .all(|c| !c.is_empty() && c.chars().all(|ch| matches!(ch, '-' | ':' | ' ')));
-        if separator {
-            continue;
-        }
-        let label = row_cells.first().copied().unwrap_or_default();
-        for (column, cell) in row_cells.iter().enumerate() {
-            let heading = header.get(column).copied().unwrap_or_default();
-            let context = format!("{heading} | {label}").to_lowercase();
-            for token in tokens(cell) {
-                let at = context.len();
-                out.push(token.figure(line, row.trim(), &context, at));
+    for (i, &(offset, c)) in chars.iter().enumerate() {
+        let between_digits = |c: char| {
+            c == ','
+                && i > 0
+                && chars[i - 1].1.is_ascii_digit()
+                && chars.get(i + 1).is_some_and(|n| n.1.is_ascii_digit())
+        };
+        if c.is_whitespace() || (SEPARATORS.contains(&c) && !between_digits(c)) {
+            end_word(&mut word, start, &mut out);
+        } else if SYMBOLS.contains(&c) {
+            end_word(&mut word, start, &mut out);
+            out.push(Raw::Sym(offset, c));
+        } else if matches!(c, '!' | '?') {
+            end_word(&mut word, start, &mut out);
+            out.push(Raw::End(offset));
+        } else {
+            if word.is_empty() {
+                start = offset;
             }
+            word.push(c);
         }
     }
+    end_word(&mut word, start, &mut out);
+    out
 }
 
-/// A number as the tokenizer found it.
-#[derive(Debug)]
-struct Token {
-    start: usize,
+/// A figure's parts as read from a word.
+struct Parsed {
     written: String,
     value: f64,
     half_unit: f64,
     percent: bool,
     comma: bool,
-    relation: Relation,
+    fractional: bool,
 }
 
-impl Token {
-    fn figure(self, line: usize, quote: &str, context: &str, at: usize) -> Figure {
-        Figure {
-            line,
-            written: self.written,
-            value: self.value,
-            half_unit: self.half_unit,
-            percent: self.percent,
-            comma: self.comma,
-            relation: self.relation,
-            quote: quote.trim().to_owned(),
-            context: context.to_owned(),
-            at,
-        }
-    }
-}
-
-/// Every figure in `text` (see the module documentation for what is not one).
-fn tokens(text: &str) -> Vec<Token> {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let (offset, c) = chars[i];
-        let starts_number = c.is_ascii_digit()
-            || (c == '.' && chars.get(i + 1).is_some_and(|n| n.1.is_ascii_digit()));
-        let glued = i > 0 && {
-            let p = chars[i - 1].1;
-            p.is_alphanumeric() || p == '_' || (p == '.' && c != '.')
-        };
-        if !starts_number || glued {
-            i += 1;
-            continue;
-        }
-        let (token, next) = read_number(text, &chars, i);
-        // A number directly followed by a letter is part of a name (`3rd`, `2x`).
-        let named = chars
-            .get(next)
-            .is_some_and(|n| n.1.is_alphabetic() || n.1 == '_');
-        let level = token.percent && {
-            let after = text[chars.get(next).map_or(text.len(), |n| n.0)..]
-                .trim_start()
-                .to_lowercase();
-            after.starts_with("ci") || after.starts_with("confidence")
-        };
-        if !named && !level {
-            let mut token = token;
-            token.start = offset;
-            out.push(token);
-        }
-        i = next.max(i + 1);
-    }
-    out
-}
-
-/// Reads the number starting at char `i` (a digit or a point): sign, digits, a decimal point
-/// or comma, an exponent, a percent sign; returns it and the index after it.
-fn read_number(text: &str, chars: &[(usize, char)], i: usize) -> (Token, usize) {
-    let mut j = i;
-    let digits = |j: &mut usize| {
-        let from = *j;
-        while chars.get(*j).is_some_and(|c| c.1.is_ascii_digit()) {
-            *j += 1;
-        }
-        *j - from
+/// Reads a word that is one figure by the allow-list, or `None`.
+fn parse(word: &str) -> Option<Parsed> {
+    let (sign, rest) = match word.strip_prefix('-').or_else(|| word.strip_prefix('−')) {
+        Some(rest) => ("-", rest),
+        None => ("", word),
     };
-    digits(&mut j);
-    let mut decimals = 0usize;
-    let mut comma = false;
-    match chars.get(j).map(|c| c.1) {
-        Some('.') if chars.get(j + 1).is_some_and(|c| c.1.is_ascii_digit()) => {
-            j += 1;
-            decimals = digits(&mut j);
-        }
-        Some(',') if chars.get(j + 1).is_some_and(|c| c.1.is_ascii_digit()) => {
-            comma = true;
-            j += 1;
-            digits(&mut j);
-            // Grouped thousands go on (`1,234,567`).
-            while chars.get(j).is_some_and(|c| c.1 == ',')
-                && chars.get(j + 1).is_some_and(|c| c.1.is_ascii_digit())
-            {
-                j += 1;
-                digits(&mut j);
+    let (body, percent) = match rest.strip_suffix('%') {
+        Some(body) => (body, true),
+        None => (rest, false),
+    };
+    let (mantissa, exponent) = match body.find(['e', 'E']) {
+        Some(at) => {
+            let e = body[at + 1..].replace('−', "-");
+            let digits = e.trim_start_matches(['-', '+']);
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
             }
+            (&body[..at], Some(e.parse::<i32>().ok()?))
         }
-        _ => {}
-    }
-    let mut exponent = 0i32;
-    if matches!(chars.get(j).map(|c| c.1), Some('e' | 'E')) {
-        let mut k = j + 1;
-        if matches!(chars.get(k).map(|c| c.1), Some('+' | '-')) {
-            k += 1;
-        }
-        let from = k;
-        let mut e = k;
-        if digits(&mut e) > 0 {
-            let end = chars.get(e).map_or(text.len(), |c| c.0);
-            exponent = text[chars[from - 1].0..end]
-                .trim_start_matches(['e', 'E'])
-                .parse()
-                .unwrap_or(0);
-            j = e;
-        }
-    }
-    let end = chars.get(j).map_or(text.len(), |c| c.0);
-    let mut written = text[chars[i].0..end].to_owned();
-    let percent = chars.get(j).is_some_and(|c| c.1 == '%');
-    if percent {
-        j += 1;
-        written.push('%');
-    }
-    // A sign directly before the digits, itself not glued to a word or number.
-    let before: &str = &text[..chars[i].0];
-    let signed = before.ends_with('-')
-        && !before[..before.len() - 1]
-            .chars()
-            .next_back()
-            .is_some_and(|p| p.is_alphanumeric() || p == ')' || p == ']');
-    if signed {
-        written.insert(0, '-');
-    }
-    let prefix = if signed {
-        &before[..before.len() - 1]
+        None => (body, None),
+    };
+    let comma = mantissa.contains(',');
+    let (whole, decimals) = match mantissa.split_once('.') {
+        Some((w, d)) => (w, Some(d)),
+        None => (mantissa, None),
+    };
+    let whole_ok = if comma {
+        let groups: Vec<&str> = whole.split(',').collect();
+        groups
+            .iter()
+            .all(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()))
     } else {
-        before
+        whole.bytes().all(|b| b.is_ascii_digit())
     };
-    let relation = match prefix.trim_end().chars().next_back() {
-        Some('<' | '≤') => Relation::Below,
-        Some('>' | '≥') => Relation::Above,
-        _ => Relation::Equal,
-    };
-    let number_text = written.trim_end_matches('%');
+    let decimals_ok =
+        decimals.is_none_or(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+    if !whole_ok || !decimals_ok || (whole.is_empty() && decimals.is_none()) {
+        return None;
+    }
+    let places = decimals.map_or(0, str::len);
+    let e = exponent.unwrap_or(0);
+    let text = format!("{sign}{mantissa}");
     let value = if comma {
         f64::NAN
     } else {
-        number_text.parse::<f64>().unwrap_or(f64::NAN)
+        format!("{text}e{e}").parse::<f64>().ok()?
     };
-    let half_unit = 0.5 * 10f64.powi(exponent - i32::try_from(decimals).unwrap_or(i32::MAX));
-    (
-        Token {
-            start: 0,
-            written,
-            value,
-            half_unit,
-            percent,
-            comma,
-            relation,
-        },
-        j,
-    )
+    Some(Parsed {
+        written: format!(
+            "{}{}",
+            fold(word).trim_end_matches('%'),
+            if percent { "%" } else { "" }
+        ),
+        value,
+        half_unit: 0.5 * 10f64.powi(e - i32::try_from(places).unwrap_or(i32::MAX)),
+        percent,
+        comma,
+        fractional: decimals.is_some() || exponent.is_some(),
+    })
+}
+
+/// Why a word that is not a figure may be read as one, if it may.
+fn doubt(word: &str) -> Option<String> {
+    if let Some(c) = word
+        .chars()
+        .find(|&c| crate::identity::default_ignorable(c) || c.is_control())
+    {
+        return Some(format!(
+            "an invisible character (U+{:04X}) stands in {word:?}; remove it",
+            u32::from(c)
+        ));
+    }
+    let name = |w: &str| {
+        w.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+    };
+    let metric = matches!(word, "R²" | "r²" | "R^2" | "r^2");
+    if !metric && word.chars().any(|c| c.is_numeric() && !c.is_ascii_digit()) {
+        return Some(format!(
+            "{word:?} holds a digit that is not an ASCII digit (another script's, a superscript \
+             or a fraction); write figures with the digits 0-9"
+        ));
+    }
+    if word.chars().any(|c| SCALES.contains(&c)) {
+        return Some(format!(
+            "{word:?}: a percent or per-mille sign the check does not read; write a figure as \
+             digits directly followed by %"
+        ));
+    }
+    if word.bytes().any(|b| b.is_ascii_digit()) && !name(word) && !metric {
+        return Some(format!(
+            "{word:?} glues letters or symbols to digits; write the figure alone (0.31, -2.4, \
+             1.2e-05, 31%) with its unit as a separate word"
+        ));
+    }
+    let looks_like_digits =
+        !word.is_ascii() && unicode_security::skeleton(word).any(|c| c.is_ascii_digit());
+    if looks_like_digits {
+        return Some(format!(
+            "{word:?} holds a letter that looks like a digit; write figures with the digits 0-9"
+        ));
+    }
+    // A word a reader takes for an English one but the check would not match: letters of two
+    // scripts (`hеld-out` with a Cyrillic `е`), or letters of another script or width that
+    // look like ASCII ones (`ｈｅｌｄ`, `хоld`).
+    let disguised = word.chars().any(|c| !c.is_ascii() && c.is_alphabetic())
+        && !metric
+        && (!unicode_security::MixedScript::is_single_script(word)
+            || unicode_security::skeleton(word).all(|c| c.is_ascii()));
+    if disguised {
+        return Some(format!(
+            "{word:?} mixes scripts or uses letters that look like ASCII ones, so a reader and \
+             the check would read it differently; write it in plain letters"
+        ));
+    }
+    let folded = word_form(word);
+    if folded.split('-').any(|part| NUMBER_WORDS.contains(&part)) {
+        return Some(format!(
+            "{word:?} is a number written in words, which the check cannot verify; write it as \
+             digits and bind it to a claim"
+        ));
+    }
+    None
+}
+
+/// A word as the grammar reads it: NFKC, lower case, every Unicode dash `-`.
+fn word_form(word: &str) -> String {
+    word.nfkc()
+        .flat_map(char::to_lowercase)
+        .map(|c| match c {
+            '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{FE58}' | '\u{FE63}' | '\u{FF0D}' => '-',
+            other => other,
+        })
+        .collect()
+}
+
+/// A section number opening a heading (`3.`, `2.1.`: it ends in a point).
+fn section_number(word: &str) -> bool {
+    word.split('.').all(|part| {
+        (1..=2).contains(&part.len())
+            && part.bytes().all(|b| b.is_ascii_digit())
+            && !part.starts_with('0')
+    })
+}
+
+/// One sentence being read.
+#[derive(Default)]
+struct Sentence {
+    toks: Vec<Tok>,
+    figures: Vec<(Parsed, usize)>,
+    start: Option<usize>,
+    end: usize,
+}
+
+/// Reads every figure and doubt of a rendered report.
+pub(crate) fn figures(rendered: &Rendered, vocabulary: &Vocabulary) -> Read {
+    let mut read = Read::default();
+    for passage in &rendered.passages {
+        read_passage(passage, vocabulary, &mut read);
+    }
+    read
+}
+
+/// The tokens of a table cell's header and row label.
+fn prefix_tokens(passage: &Passage) -> Vec<Tok> {
+    let mut toks = Vec::new();
+    for part in &passage.prefix {
+        for raw in raw(part) {
+            match raw {
+                Raw::Word(_, w) => toks.push(Tok::Word(word_form(&w))),
+                Raw::Sym(_, c) => toks.push(Tok::Sym(c)),
+                Raw::End(_) => {}
+            }
+        }
+        toks.push(Tok::Sym('|'));
+    }
+    toks
+}
+
+fn read_passage(passage: &Passage, vocabulary: &Vocabulary, read: &mut Read) {
+    let prefix = prefix_tokens(passage);
+    let mut sentence = Sentence::default();
+    let mut first = passage.heading;
+    let raws = raw(&passage.text);
+    let mut k = 0;
+    while k < raws.len() {
+        match &raws[k] {
+            Raw::End(at) => {
+                sentence.end = *at;
+                finish(
+                    passage,
+                    &prefix,
+                    std::mem::take(&mut sentence),
+                    vocabulary,
+                    read,
+                );
+            }
+            Raw::Sym(at, c) => {
+                sentence.start.get_or_insert(*at);
+                sentence.end = at + c.len_utf8();
+                sentence.toks.push(Tok::Sym(*c));
+            }
+            Raw::Word(at, word) => {
+                sentence.start.get_or_insert(*at);
+                sentence.end = at + word.len();
+                let numbered = matches!(raws.get(k + 1), Some(Raw::End(_)));
+                if std::mem::take(&mut first) && numbered && section_number(word) {
+                    // A heading's section number: skip it and the `.` after it.
+                    k += 1;
+                    sentence = Sentence::default();
+                } else if let Some(mut parsed) = parse(word) {
+                    let text = &passage.text;
+                    if text[..*at].ends_with('(') && text[at + word.len()..].starts_with(')') {
+                        read.doubts.push(format!(
+                            "line {}: ({word}) in parentheses alone is a negative number to an \
+                             accountant; write the sign, or words with it in the parentheses",
+                            passage.line_at(*at)
+                        ));
+                    }
+                    // `95 %`: a percent sign standing apart is the figure's.
+                    if !parsed.percent
+                        && matches!(raws.get(k + 1), Some(Raw::Word(_, w)) if w == "%")
+                    {
+                        parsed.percent = true;
+                        parsed.written.push('%');
+                        k += 1;
+                    }
+                    let level = parsed.percent
+                        && matches!(raws.get(k + 1), Some(Raw::Word(_, w))
+                            if matches!(w.to_lowercase().as_str(), "ci" | "confidence" | "confidence-interval"));
+                    if level {
+                        sentence.toks.push(Tok::Level(parsed.value / 100.0));
+                    } else {
+                        sentence.toks.push(Tok::Figure(sentence.figures.len()));
+                        sentence.figures.push((parsed, passage.line_at(*at)));
+                    }
+                } else if let Some((left, right)) = range(word) {
+                    sentence.toks.push(Tok::Figure(sentence.figures.len()));
+                    sentence.figures.push((left, passage.line_at(*at)));
+                    sentence.toks.push(Tok::Sym('–'));
+                    sentence.toks.push(Tok::Figure(sentence.figures.len()));
+                    sentence.figures.push((right, passage.line_at(*at)));
+                } else if let Some(why) = doubt(word) {
+                    read.doubts
+                        .push(format!("line {}: {why}", passage.line_at(*at)));
+                    sentence.toks.push(Tok::Word("?".into()));
+                } else {
+                    sentence.toks.push(Tok::Word(word_form(word)));
+                }
+            }
+        }
+        k += 1;
+    }
+    finish(passage, &prefix, sentence, vocabulary, read);
+}
+
+/// `6.28-7.81`: two figures joined by a hyphen.
+fn range(word: &str) -> Option<(Parsed, Parsed)> {
+    let chars: Vec<(usize, char)> = word.char_indices().collect();
+    chars.iter().skip(1).find_map(|&(i, c)| {
+        let joins = c == '-' && word[..i].ends_with(|p: char| p.is_ascii_digit());
+        if !joins {
+            return None;
+        }
+        let right = &word[i + 1..];
+        if right.starts_with(['-', '−']) {
+            return None;
+        }
+        Some((parse(&word[..i])?, parse(right)?))
+    })
+}
+
+/// Reads a finished sentence's figures with the grammar.
+fn finish(
+    passage: &Passage,
+    prefix: &[Tok],
+    sentence: Sentence,
+    vocabulary: &Vocabulary,
+    read: &mut Read,
+) {
+    if sentence.figures.is_empty() {
+        return;
+    }
+    let start = sentence.start.unwrap_or(0);
+    let quote = passage
+        .text
+        .get(start..sentence.end.max(start))
+        .unwrap_or(&passage.text)
+        .trim()
+        .to_owned();
+    let mut toks = prefix.to_vec();
+    toks.extend(sentence.toks);
+    let readings = context::read(&toks, vocabulary);
+    for ((parsed, line), mut reading) in sentence.figures.into_iter().zip(readings) {
+        if passage.html {
+            reading.doubts.push(
+                "raw HTML stands next to it, which a browser may show, hide or restyle".into(),
+            );
+        }
+        read.figures.push(Figure {
+            line,
+            written: parsed.written,
+            value: parsed.value,
+            half_unit: parsed.half_unit,
+            percent: parsed.percent,
+            comma: parsed.comma,
+            fractional: parsed.fractional,
+            quote: quote.clone(),
+            reading,
+        });
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn read(report: &str) -> Read {
+        let vocabulary = Vocabulary {
+            predictor: Some("sleep_hours".into()),
+            groups: vec![("west".into(), super::super::format::Sample::HeldOut)],
+        };
+        figures(&super::super::render::render(report), &vocabulary)
+    }
+
     fn written(report: &str) -> Vec<(usize, String)> {
-        figures(report)
+        read(report)
+            .figures
             .into_iter()
             .map(|f| (f.line, f.written))
             .collect()
@@ -420,23 +549,17 @@ mod tests {
                 (14, "7".to_owned()),
             ]
         );
-        let all = figures(report);
-        assert_eq!(all[4].relation, Relation::Below);
-        assert!(
-            all[1].context.contains("held-out r2 was 0.31"),
-            "{}",
-            all[1].context
-        );
+        let all = read(report).figures;
+        assert_eq!(all[4].reading.relation, context::Relation::Below);
         assert!((all[5].half_unit - 0.05e-5).abs() < 1e-20);
-        assert_eq!(all[5].context, "r2 | held-out");
     }
 
     #[test]
     fn a_decimal_comma_and_percentages_are_read_as_written() {
-        let all = figures("R² 0,31 and 31% and 1,234,567 rows; 0.1, 0.2\r\n");
-        let read: Vec<(&str, bool)> = all.iter().map(|f| (f.written.as_str(), f.comma)).collect();
+        let all = read("R² 0,31 and 31% and 1,234,567 rows; 0.1, 0.2\r\n").figures;
+        let got: Vec<(&str, bool)> = all.iter().map(|f| (f.written.as_str(), f.comma)).collect();
         assert_eq!(
-            read,
+            got,
             vec![
                 ("0,31", true),
                 ("31%", false),
@@ -446,5 +569,33 @@ mod tests {
             ]
         );
         assert!((all[1].half_unit - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn anything_else_a_reader_takes_for_a_number_is_a_doubt() {
+        for text in [
+            "R² is ٠.٩٩.",
+            "RMSE 5.8pts.",
+            "R² O.9O.",
+            "R²0.90.",
+            "ninety percent.",
+            "RMSE 0.58\u{3164}.",
+            "RMSE 0.58 ‰.",
+            "RMSE 7.05².",
+            "RMSE \u{202E}85.0.",
+            "n = +3.",
+            "In training terms, the h\u{435}ld-out R² is 0.986.",
+        ] {
+            let r = read(text);
+            let doubted =
+                !r.doubts.is_empty() || r.figures.iter().any(|f| !f.reading.doubts.is_empty());
+            assert!(doubted, "{text}");
+        }
+        assert!(
+            read("HC3 errors for x1, R² and R^2 are fine.")
+                .doubts
+                .is_empty()
+        );
+        assert!(read("The São Paulo café site.").doubts.is_empty());
     }
 }

@@ -1,0 +1,237 @@
+//! Whether the words around a figure ([`super::context`]) say what its claim says: the same
+//! sample, metric, coefficient, statistic and interval level. Words naming something else fail;
+//! words naming nothing, several things, or something the grammar does not understand leave the
+//! figure `unverified`, saying what to write. Never a guess, never a pass by default.
+
+use super::context::{Kind, Named, Reading, Relation, Said};
+use super::format::{self, Claim, Quantity, Sample};
+use crate::check::Status;
+
+/// What the words decide, if anything short of a pass.
+pub(crate) type Verdict = Option<(Status, String)>;
+
+fn unverified(why: impl Into<String>) -> Verdict {
+    Some((Status::Unverified, why.into()))
+}
+
+fn failed(why: impl Into<String>) -> Verdict {
+    Some((Status::Failed, why.into()))
+}
+
+/// Judges a claim by what a reader takes its figure for. `intercept` says whether the claim's
+/// coefficient is the intercept (for a coefficient's claim).
+pub(crate) fn verdict(claim: &Claim, reading: &Reading, intercept: Option<bool>) -> Verdict {
+    let q = claim.quantity;
+    if reading.relation != Relation::Equal && q != Quantity::PValue {
+        return unverified(
+            "a bound is not a figure: only a p-value may be stated as `p < x`; state the value",
+        );
+    }
+    if !reading.doubts.is_empty() {
+        return unverified(format!(
+            "{}, which the report-claims grammar does not read (see docs/workflow-format.md, \
+             \"Report claims\"); state the figure plainly in a sentence of its own",
+            reading.doubts.join("; ")
+        ));
+    }
+    if q.is_coefficient() {
+        return coefficient(claim, reading, intercept);
+    }
+    // A metric or count is not an interval bound, standard error, t or p.
+    if matches!(reading.kind, Named::Many)
+        || matches!(&reading.kind, Named::One(k) if *k != Kind::Estimate)
+    {
+        return unverified(format!(
+            "the words before this figure name a coefficient's statistic (SE, t, p, CI), not \
+             the {} its claim binds",
+            q.name()
+        ));
+    }
+    let counted = if q == Quantity::N && !reading.counted {
+        unverified("say what the figure counts: `n = 9` or `9 training rows`")
+    } else {
+        None
+    };
+    // A definite contradiction is named before an ambiguity.
+    let found: Vec<(Status, String)> = [sample(claim, reading), metric(claim, reading), counted]
+        .into_iter()
+        .flatten()
+        .collect();
+    let first_failure = found.iter().position(|(s, _)| *s == Status::Failed);
+    found.into_iter().nth(first_failure.unwrap_or(0))
+}
+
+fn sample(claim: &Claim, reading: &Reading) -> Verdict {
+    match (&reading.samples, claim.sample) {
+        (Named::None, _) => unverified(
+            "the sentence does not say on which rows (training, held-out, all) this figure is \
+             computed; name them in it",
+        ),
+        (Named::Many, _) => unverified(
+            "the sentence names more than one sample (training, held-out, all), so a reader \
+             cannot tell which this figure is on; give each sample its own sentence",
+        ),
+        (Named::One(said), Some(bound)) if *said != bound => failed(format!(
+            "the report presents this figure as {}, but its claim binds it to the {} rows",
+            said.name(),
+            bound.name()
+        )),
+        _ => None,
+    }
+}
+
+fn metric(claim: &Claim, reading: &Reading) -> Verdict {
+    let expected = claim.quantity.metric()?;
+    match &reading.metric {
+        Named::None => {
+            return unverified(format!(
+                "no metric is named right before this figure; write its name ({}) before it",
+                claim.quantity.name()
+            ));
+        }
+        Named::Many => {
+            return unverified(
+                "more than one metric is named before this figure, so a reader cannot tell \
+                 which it is; name one",
+            );
+        }
+        Named::One(Said::Other(name)) => {
+            return failed(format!(
+                "the report names this figure {name:?}, but its claim binds it to {}",
+                claim.quantity.name()
+            ));
+        }
+        Named::One(Said::Known(m)) if *m != expected => {
+            return failed(format!(
+                "the report names this figure {}, but its claim binds it to {}",
+                format::metric_name(*m),
+                claim.quantity.name()
+            ));
+        }
+        Named::One(Said::Known(_)) => {}
+    }
+    let comparator = claim.quantity == Quantity::ComparatorRmse;
+    if comparator && !reading.comparator {
+        return failed(
+            "the report presents this figure as the model's RMSE, but its claim binds it to the \
+             training-mean comparator's",
+        );
+    }
+    if !comparator && reading.comparator {
+        return failed(format!(
+            "the report presents this figure as the training-mean comparator's, but its claim \
+             binds it to the model's {}",
+            claim.quantity.name()
+        ));
+    }
+    None
+}
+
+fn kind_of(q: Quantity) -> Kind {
+    match q {
+        Quantity::StdError => Kind::StdError,
+        Quantity::TValue => Kind::TValue,
+        Quantity::PValue => Kind::PValue,
+        Quantity::CiLower => Kind::CiFirst,
+        Quantity::CiUpper => Kind::CiSecond,
+        _ => Kind::Estimate,
+    }
+}
+
+fn kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::Estimate => "an estimate",
+        Kind::StdError => "a standard error",
+        Kind::TValue => "a t statistic",
+        Kind::PValue => "a p-value",
+        Kind::CiFirst => "an interval's first (lower) bound",
+        Kind::CiSecond => "an interval's second (upper) bound",
+    }
+}
+
+fn coefficient(claim: &Claim, reading: &Reading, intercept: Option<bool>) -> Verdict {
+    match &reading.samples {
+        Named::None | Named::One(Sample::Training) => {}
+        Named::One(s) => {
+            return unverified(format!(
+                "the sentence speaks of the {} rows, but coefficients are estimated on the \
+                 training rows; give the coefficient a sentence of its own",
+                s.name()
+            ));
+        }
+        Named::Many => {
+            return unverified(
+                "the sentence names more than one sample, but coefficients are estimated on the \
+                 training rows; give the coefficient a sentence of its own",
+            );
+        }
+    }
+    match (&reading.coefficient, intercept) {
+        (Named::None, _) => {
+            return unverified(
+                "no coefficient (the intercept, the slope or the predictor's name) is named \
+                 before this figure in its sentence; name it",
+            );
+        }
+        (Named::Many, _) => {
+            return unverified(
+                "both the intercept and the slope are named right before this figure, so a \
+                 reader cannot tell whose it is; give each its own clause",
+            );
+        }
+        (Named::One(said), Some(bound)) if *said != bound => {
+            let name = |i: bool| if i { "the intercept" } else { "the slope" };
+            return failed(format!(
+                "the report presents this figure as {}'s, but its claim binds it to {}'s",
+                name(*said),
+                name(bound)
+            ));
+        }
+        _ => {}
+    }
+    let expected = kind_of(claim.quantity);
+    match &reading.kind {
+        Named::None => {
+            return unverified(format!(
+                "the words before this figure do not say which of the coefficient's figures it \
+                 is; write {} before it (`SE`, `t`, `p`, `95% CI a to b`)",
+                kind_name(expected)
+            ));
+        }
+        Named::Many => {
+            return unverified("several statistics are named right before this figure; name one");
+        }
+        Named::One(k) if *k != expected => {
+            return failed(format!(
+                "the report presents this figure as {}, but its claim binds it to {}",
+                kind_name(*k),
+                kind_name(expected)
+            ));
+        }
+        Named::One(_) => {}
+    }
+    if expected != Kind::Estimate
+        && let Some(word) = &reading.other_statistic
+    {
+        return unverified(format!(
+            "the sentence names {word:?}: the check computes classical standard errors and \
+             two-sided p-values and intervals only"
+        ));
+    }
+    if matches!(expected, Kind::CiFirst | Kind::CiSecond) {
+        let claimed = (claim.level.unwrap_or(0.95) * 1000.0).round() as u32;
+        return match reading.level {
+            Named::None => unverified(
+                "the interval's level is not written before it; write it (`95% CI a to b`)",
+            ),
+            Named::Many => unverified("the sentence names more than one interval level"),
+            Named::One(l) if l != claimed => failed(format!(
+                "the report states a {}% interval, but its claim binds a {}% one",
+                f64::from(l) / 10.0,
+                f64::from(claimed) / 10.0
+            )),
+            Named::One(_) => None,
+        };
+    }
+    None
+}
