@@ -212,6 +212,9 @@ export type ModelSource = { id: string; kind: "catalog"; repository: string; rev
 /** The platform's own model transport. */
 export type ModelTransport = { base_url: string; model: string; required: boolean };
 
+/** What [`Refusal::RunMovedOn`] was reading. */
+export type MovedDuring = "checks" | "recheck";
+
 /** A session id minted for an interface's first task (the gateway chooses ids; callers
  * cannot). */
 export type NewSession = { session: SessionId };
@@ -223,7 +226,7 @@ export type NextStep = { command: CommandName; label: string; shell: string };
 export type Origin = { event: number; sha256: string };
 
 /** What a command came to. */
-export type Outcome = { last_seq?: Seq | null; result?: unknown; status: "applied" } | { reason: string; status: "refused" };
+export type Outcome = { last_seq?: Seq | null; result?: unknown; status: "applied" } | { reason: string; status: "refused" } & ({ kind: "empty_text" } | { kind: "empty_title" } | { kind: "nothing_pending"; lifecycle: Lifecycle } | { changed?: string[]; kind: "stale_decision"; pending_revision: number; pending_set_id: ActionSetId; revision: number; set_id: ActionSetId } | { available: CommandName[]; command: CommandName; kind: "busy"; lifecycle: Lifecycle } | { available: CommandName[]; command: CommandName; kind: "closed" } | { kind: "budget_used_up"; limit: string } | { kind: "agent_unavailable"; why: string } | { kind: "no_workflow" } | { kind: "session_in_use"; runs_workflow: boolean } | { kind: "workflow_unusable"; why: string } | { active: boolean; command: CommandName; kind: "not_possible_now"; stage?: string | null } | { kind: "not_eligible"; problems: string[]; stage: string } | { current: string; kind: "stale_run"; part: RunPart; shown: string } | { during: MovedDuring; kind: "run_moved_on" } | { kind: "not_at_rest" } | { kind: "no_review_batch" } | { files: string[]; judged_in?: SessionId | null; kind: "evidence_changed" } | { kind: "correction_not_bindable"; why: string } | { kind: "other"; why: string } | unknown);
 
 /** The agent's claim about its stage turn. */
 export type OutcomeStatus = "completed" | "blocked";
@@ -334,6 +337,9 @@ export type RoutePrices = { input_micros_per_mtok: number; output_micros_per_mto
 
 /** The configured route, as the plan shows it (never the credential itself). */
 export type RouteSummary = { api_key_env?: string | null; base_url: string; category: string; credential_boundary: CredentialBoundary; inherited_from?: string | null; low_risk_automation: AutomationAllowance; model: string; prices?: RoutePrices | null };
+
+/** The part of a workflow run a [`Refusal::StaleRun`] names. */
+export type RunPart = "revision" | "assessment" | "preview";
 
 /** How the runtime loads the model. */
 export type RuntimeSettings = { chat_format?: string | null; context_length: number; model_file: string };

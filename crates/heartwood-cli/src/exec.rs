@@ -155,11 +155,11 @@ pub fn decide(project: ProjectContext, args: DecideArgs) -> Result<ExitCode> {
             // The set pending now, as the session shows it (there is at most one).
             let gateway = SessionGateway::new(project.clone()).with_store(&store);
             let projection = gateway.projection(&session)?;
+            // Refused as the gateway would refuse the decision: nothing waits.
             let Some(set) = projection.pending else {
-                anyhow::bail!(
-                    "session {session} has no action set waiting for a decision; it is {}",
-                    projection.lifecycle.as_str().replace('_', " ")
-                );
+                let lifecycle = projection.lifecycle;
+                let refusal = heartwood_events::Refusal::NothingPending { lifecycle };
+                return Err(crate::refused::Refused(refusal).into());
             };
             eprintln!(
                 "heartwood: deciding set {} (revision {}, {} action{})",
@@ -388,7 +388,9 @@ async fn follow_in(
     let mut seen = None;
     for receipt in receipts {
         match &receipt.outcome {
-            Outcome::Refused { reason } => anyhow::bail!("refused: {reason}"),
+            Outcome::Refused(refusal) => {
+                return Err(crate::refused::Refused(refusal.clone()).into());
+            }
             Outcome::Applied { last_seq, .. } => {
                 let first = last_seq.map_or(0, |s| s.get().saturating_sub(1));
                 seen = Some(seen.unwrap_or(first));

@@ -149,6 +149,13 @@ async fn a_task_waits_for_a_decision_over_http_and_the_stream_carries_it() {
         assert_eq!(status, 201, "{body}");
         let session: Value = serde_json::from_str(&body).expect("json");
         let id = session["session"].as_str().expect("id").to_owned();
+        // A refusal answers the status its kind maps to, with the kind and its sentence.
+        let blank = json!({"text": "   "});
+        let (status, body) = call(addr, "POST", &format!("/api/sessions/{id}/say"), Some(&blank));
+        assert_eq!(status, 422, "blank text is input that cannot be used: {body}");
+        let receipts: Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(receipts[0]["outcome"]["kind"], "empty_text", "{body}");
+        assert!(receipts[0]["outcome"]["reason"].as_str().is_some_and(|r| r.contains("empty")), "{body}");
         let task = json!({"type": "submit_task", "text": "write ran.txt", "command_id": "t1"});
         let (status, body) = call(addr, "POST", &format!("/api/sessions/{id}/commands"), Some(&task));
         assert_eq!(status, 200, "{body}");
@@ -180,6 +187,8 @@ async fn a_task_waits_for_a_decision_over_http_and_the_stream_carries_it() {
         assert_eq!(status, 200, "{body}");
         let (status, body) = call(addr, "POST", &format!("/api/sessions/{id}/commands"), Some(&decide));
         assert_eq!(status, 409, "a second decision was not refused: {body}");
+        let receipt: Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(receipt["outcome"]["kind"], "nothing_pending", "{body}");
 
         let mut seen = Vec::new();
         for line in events.lines() {

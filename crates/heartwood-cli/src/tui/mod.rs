@@ -469,7 +469,7 @@ async fn start_workflow(
     let command = Command::new(SessionGateway::new_command_id(), id.clone(), kind);
     match gateway.submit(command).await {
         Ok(receipt) => match receipt.outcome {
-            Outcome::Refused { reason } => app.notice = Some(format!("refused: {reason}")),
+            Outcome::Refused(refusal) => app.notice = Some(format!("refused: {refusal}")),
             Outcome::Applied { .. } => open(app, gateway, updates, id).await,
         },
         Err(e) => app.notice = Some(e.to_string()),
@@ -559,8 +559,8 @@ async fn answered(
     match receipts {
         Ok(receipts) => {
             for receipt in receipts {
-                if let Outcome::Refused { reason } = receipt.outcome {
-                    app.notice = Some(reason);
+                if let Outcome::Refused(refusal) = receipt.outcome {
+                    app.notice = Some(refusal.to_string());
                 }
             }
             if updates.is_none() {

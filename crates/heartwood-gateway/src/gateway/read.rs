@@ -104,7 +104,7 @@ impl SessionGateway {
                     .unwrap_or_else(|_| Self::new_command_id()),
             };
             let receipt = self.submit_blocking(stamped(Command::new(id, session.clone(), kind)))?;
-            let refused = matches!(receipt.outcome, heartwood_events::Outcome::Refused { .. });
+            let refused = matches!(receipt.outcome, heartwood_events::Outcome::Refused(_));
             receipts.push(receipt);
             if refused {
                 break;

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use heartwood_events::{
     ActionPolicy, ActionState, Command, CommandId, CommandKind, CommandName, Decision, Lifecycle,
-    Outcome, Receipt, SessionId, SessionProjection,
+    Outcome, Receipt, Refusal, SessionId, SessionProjection,
 };
 use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
 use heartwood_gateway::{ProjectContext, SessionGateway, reducer};
@@ -138,9 +138,9 @@ fn finish() -> Turn {
     Turn::calls(&[("finish", json!({"message": "done"}))])
 }
 
-fn refused(receipt: &Receipt) -> &str {
+fn refused(receipt: &Receipt) -> String {
     match &receipt.outcome {
-        Outcome::Refused { reason } => reason,
+        Outcome::Refused(refusal) => refusal.to_string(),
         Outcome::Applied { .. } => panic!("applied, expected a refusal: {receipt:?}"),
     }
 }
@@ -207,6 +207,27 @@ async fn stale_or_missing_decisions_and_a_second_task_are_refused_alike() {
         reason: None,
     });
     assert!(refused(&stale).contains("stale"), "{stale:?}");
+    // Typed on the receipt: each refusal carries its kind and what an interface acts on.
+    assert_eq!(
+        busy.outcome.refusal(),
+        Some(&Refusal::Busy {
+            command: CommandName::SubmitTask,
+            lifecycle: Lifecycle::WaitingForDecision,
+            available: waiting.available_commands.clone(),
+        })
+    );
+    assert_eq!(
+        stale.outcome.refusal(),
+        Some(&Refusal::StaleDecision {
+            set_id: set.set_id.clone(),
+            revision: set.revision - 1,
+            pending_set_id: set.set_id.clone(),
+            pending_revision: set.revision,
+            changed: Vec::new(),
+        })
+    );
+    let blank = f.submit(CommandKind::SendGuidance { text: " ".into() });
+    assert_eq!(blank.outcome.refusal(), Some(&Refusal::EmptyText));
     assert!(
         !f.project.path().join("ran.txt").exists(),
         "a stale decision ran something"
@@ -220,6 +241,13 @@ async fn stale_or_missing_decisions_and_a_second_task_are_refused_alike() {
     f.settled().await;
     let again = f.decide(&waiting, Decision::AllowOnce, None);
     assert!(refused(&again).contains("no action set"), "{again:?}");
+    assert!(
+        matches!(
+            again.outcome.refusal(),
+            Some(Refusal::NothingPending { .. })
+        ),
+        "{again:?}"
+    );
     let ran = std::fs::read_to_string(f.project.path().join("ran.txt")).expect("ran");
     assert_eq!(
         ran.lines().count(),

@@ -85,11 +85,11 @@ impl SessionGateway {
         let opening = match prepare::opening(self, &command) {
             Ok(opening) => opening,
             // Not recorded: there is no session to record it in.
-            Err(reason) => {
+            Err(refusal) => {
                 return Ok(Submitted::Answered(Receipt::new(
                     command.command_id,
                     command.kind.name(),
-                    heartwood_events::Outcome::Refused { reason },
+                    heartwood_events::Outcome::Refused(refusal),
                 )));
             }
         };
@@ -105,7 +105,7 @@ impl SessionGateway {
                 use crate::relay::Forwarded;
                 return match self.shared.store.shared() {
                     Some(store) => match crate::relay::forward(store, &command, e)? {
-                        Forwarded::Answered(receipt) => Ok(Submitted::Answered(receipt)),
+                        Forwarded::Answered(receipt) => Ok(Submitted::Answered(*receipt)),
                         // Nobody drives it now: open it here (the submit loop tries again).
                         Forwarded::Free => Ok(Submitted::Released(command)),
                     },
@@ -164,8 +164,8 @@ impl Deciding<'_, '_> {
         )? {
             return Ok(receipt.clone());
         }
-        if let Err(reason) = admission::admissible(core.projection(), &command.kind) {
-            return core.refuse(&self.key, &reason);
+        if let Err(refusal) = admission::admissible(core.projection(), &command.kind) {
+            return core.refuse(&self.key, refusal);
         }
         match command.kind {
             CommandKind::WorkflowStart { .. }

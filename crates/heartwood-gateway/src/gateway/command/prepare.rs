@@ -7,7 +7,7 @@ use std::sync::Arc;
 use heartwood_events::workflow::{
     AssessmentView, CapturedFile, ReproductionPrepared, WorkflowView,
 };
-use heartwood_events::{ActionPolicy, Command, CommandKind, Decision, Event};
+use heartwood_events::{ActionPolicy, Command, CommandKind, Decision, Event, Refusal};
 
 use super::{WorkerKit, WorkerRefusal};
 use crate::GatewayError;
@@ -17,7 +17,7 @@ use crate::live::Live;
 
 /// What a command found before its session was opened: a run's first event, or why it cannot
 /// start. `Err` refuses the command before a session nobody can use is registered.
-pub(super) type Opening = Option<Result<Event, String>>;
+pub(super) type Opening = Option<Result<Event, Refusal>>;
 
 /// What a command's decision needs that was read before the lock.
 #[derive(Default)]
@@ -57,21 +57,16 @@ impl Prepared {
 /// What is read before the session is registered: whether a task or run can be served at all,
 /// and a run's bindings (digests of its inputs), so a definition or input that cannot be used
 /// leaves no session behind.
-pub(super) fn opening(gateway: &SessionGateway, command: &Command) -> Result<Opening, String> {
+pub(super) fn opening(gateway: &SessionGateway, command: &Command) -> Result<Opening, Refusal> {
     let exists = gateway.shared.store.exists(&command.session);
     let unusable = match &command.kind {
         _ if exists => None,
         kind @ CommandKind::SubmitTask { policy, .. } => super::admission::blank_text(kind)
-            .or_else(|| {
-                gateway
-                    .reachable_route(*policy)
-                    .err()
-                    .map(|e| e.to_string())
-            }),
+            .or_else(|| gateway.reachable_route(*policy).err().map(Refusal::from)),
         CommandKind::WorkflowStart { .. } => gateway
             .reachable_route(ActionPolicy::AlwaysReview)
             .err()
-            .map(|e| e.to_string()),
+            .map(Refusal::from),
         _ => None,
     };
     if let Some(reason) = unusable {
@@ -91,9 +86,10 @@ pub(super) fn opening(gateway: &SessionGateway, command: &Command) -> Result<Ope
         definition,
         question,
         inputs,
-    );
+    )
+    .map_err(|why| Refusal::WorkflowUnusable { why });
     match started {
-        Err(reason) if !exists => Err(reason),
+        Err(refusal) if !exists => Err(refusal),
         started => Ok(Some(started)),
     }
 }
