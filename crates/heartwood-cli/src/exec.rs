@@ -127,9 +127,15 @@ pub fn exec(project: ProjectContext, args: ExecArgs) -> Result<ExitCode> {
     let id = command_id(args.command_id)?;
     let task = args.task;
     // What the text means (a task, or guidance and resuming a paused one) is the gateway's
-    // rule, the same as in the terminal and browser interfaces.
+    // rule, the same as in the terminal and browser interfaces: typed text is one command.
     follow(project, session.clone(), args.json, move |gateway| {
-        Ok(gateway.say(&session, &task, policy, id.clone())?)
+        let text = task.clone();
+        let said = Command::new(
+            id.clone(),
+            session.clone(),
+            CommandKind::Say { text, policy },
+        );
+        Ok(vec![gateway.submit_blocking(said)?])
     })
 }
 

@@ -88,7 +88,8 @@ async fn ids_are_minted_in_the_command_lines_format_unknown_ids_are_404_and_a_wa
         let suspended: Value = serde_json::from_str(&body).expect("json");
         assert_eq!(suspended["session"], a.as_str());
         assert_eq!(suspended["members"].as_array().map(Vec::len), Some(2), "{body}");
-        assert_eq!(suspended["receipts"][0]["command_type"], "submit_task", "{body}");
+        // Typed text is one `say` command; here it meant a task (its events say so).
+        assert_eq!(suspended["receipts"][0]["command_type"], "say", "{body}");
         assert!(body.contains("echo one >> ran.txt"), "{body}");
 
         // The event stream, opened now, replays the run and then says it is suspended (the
@@ -317,7 +318,23 @@ async fn failures_answer_with_the_status_of_their_kind_and_typed_text_is_the_gat
         );
         assert_eq!(status, 200, "{body}");
         let receipts: Value = serde_json::from_str(&body).expect("receipts");
-        assert_eq!(receipts[0]["command_type"], "submit_task", "{body}");
+        assert_eq!(receipts[0]["command_type"], "say", "{body}");
+        let (status, shown) = call(
+            addr,
+            "GET",
+            &format!("/api/sessions/{typed}/snapshot?since=0"),
+            None,
+        );
+        assert!(status == 200 || status == 202, "{shown}");
+        let shown: Value = serde_json::from_str(&shown).expect("snapshot");
+        let meant: Vec<&str> = shown["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter(|e| e["command"] == "t1")
+            .filter_map(|e| e["type"].as_str())
+            .collect();
+        assert_eq!(meant, ["task_submitted"], "{shown}");
 
         // The same command id for another command: an invalid request, 400.
         let reused = json!({"type": "pause", "command_id": "t1"});

@@ -265,11 +265,12 @@ async fn apply(
                 return Ok(true);
             };
             let id = id.clone();
+            // Typed text is a command like any other: its meaning is the gateway's rule.
             let policy = Default::default();
-            let said = tokio::task::block_in_place(|| {
-                gateway.say(&id, &text, policy, SessionGateway::new_command_id())
-            });
-            answered(app, gateway, updates, &id, said).await;
+            let kind = heartwood_events::CommandKind::Say { text, policy };
+            let said = Command::new(SessionGateway::new_command_id(), id.clone(), kind);
+            let receipt = gateway.submit(said).await.map(|r| vec![r]);
+            answered(app, gateway, updates, &id, receipt).await;
         }
         Intent::Open(id) => open(app, gateway, updates, id).await,
         Intent::NewSession => {

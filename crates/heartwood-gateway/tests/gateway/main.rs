@@ -484,3 +484,43 @@ fn last_in_a_project_without_sessions_is_not_found_and_says_so() {
     );
     assert!(!folder.path().join(".heartwood").exists());
 }
+
+/// Typed text is one command through `submit`: a task in a new session, guidance while a set
+/// waits, each recorded under the `say` command's one receipt, and a retry answered from it.
+#[tokio::test(flavor = "multi_thread")]
+async fn typed_text_is_one_command_that_means_what_the_session_says() {
+    let f = Fixture::new(Script::of(vec![two_actions(), finish()])).await;
+    let say = |text: &str| CommandKind::Say {
+        text: text.into(),
+        policy: ActionPolicy::AlwaysReview,
+    };
+    let blank = f.submit(say("  "));
+    assert_eq!(blank.outcome.refusal(), Some(&Refusal::EmptyText));
+
+    let task = f.command(say("work"));
+    let first = f.gateway.submit_blocking(task.clone()).expect("say");
+    applied(&first);
+    assert_eq!(first.command(), Some(CommandName::Say));
+    let waiting = f.settled().await;
+    assert_eq!(waiting.lifecycle, Lifecycle::WaitingForDecision);
+    // A retry while the session means something else by the text: answered as it was.
+    let again = f.gateway.submit_blocking(task).expect("retry");
+    assert_eq!(again, first, "a retried say acts once");
+
+    let guided = f.submit(say("keep group 7 out"));
+    applied(&guided);
+    let events = f.gateway.snapshot(&f.session, 0).expect("snapshot").events;
+    let said: Vec<&str> = events
+        .iter()
+        .filter(|e| e.command.as_ref() == Some(&guided.command_id))
+        .map(|e| e.event.kind())
+        .collect();
+    assert_eq!(said, ["guidance_sent"], "guidance while a set waits");
+    let tasks = events
+        .iter()
+        .filter(|e| e.event.kind() == "task_submitted")
+        .count();
+    assert_eq!(tasks, 1, "the retry submitted no second task");
+    applied(&f.decide(&waiting, Decision::AllowOnce, None));
+    f.settled().await;
+}

@@ -43,9 +43,9 @@ pub(super) fn routes() -> Vec<Route> {
         .served_by(|| post(submit)),
         act(
             "/api/sessions/{session}/say",
-            "Typed text, which the gateway turns into a task, guidance, or guidance and \
-             resuming, as the session stands; answers the receipts (a refusal with the status \
-             its kind maps to, as for a command).",
+            "Typed text: one `say` command, which the gateway decides as a task, guidance, or \
+             guidance and resuming, as the session stands; answers its receipt in a list (a \
+             refusal with the status its kind maps to, as for a command).",
             answers::<Vec<Receipt>>(),
         )
         .query(of::<Wait>())
@@ -171,10 +171,16 @@ async fn say(
         .unwrap_or_else(SessionGateway::new_command_id);
     let blocking_app = Arc::clone(&app);
     let routed = tokio::task::spawn_blocking(move || {
-        let policy = ActionPolicy::default();
+        // Typed text is one command, decided by the gateway as what it means now.
+        let kind = CommandKind::Say {
+            text: said.text,
+            policy: ActionPolicy::default(),
+        };
+        let command = Command::new(command_id, session.clone(), kind).acting_for(actor);
         match blocking_app
             .gateway
-            .say_for(&session, &said.text, policy, command_id, Some(actor))
+            .submit_blocking(command)
+            .map(|r| vec![r])
         {
             Ok(receipts) => {
                 let refused = receipts.last().and_then(|r| r.outcome.refusal());

@@ -1,5 +1,5 @@
 //! The rules every command is held to under the lock, the same for every interface: a blank
-//! text is refused, a decision names the set and revision waiting, a workflow command follows
+//! text is refused, typed text is held to the rules of what it means now, a decision names the set and revision waiting, a workflow command follows
 //! the run's rules, a used-up stage budget gets no further continuation, and otherwise the
 //! projection's `available_commands` decide; a refusal says why and what to do.
 
@@ -8,7 +8,9 @@ use heartwood_events::{CommandKind, CommandName, Refusal, SessionProjection};
 /// Why a task or guidance cannot be given as typed: it says nothing.
 pub(super) fn blank_text(kind: &CommandKind) -> Option<Refusal> {
     match kind {
-        CommandKind::SubmitTask { text, .. } | CommandKind::SendGuidance { text }
+        CommandKind::SubmitTask { text, .. }
+        | CommandKind::SendGuidance { text }
+        | CommandKind::Say { text, .. }
             if text.trim().is_empty() =>
         {
             Some(Refusal::EmptyText)
@@ -22,6 +24,13 @@ pub(super) fn blank_text(kind: &CommandKind) -> Option<Refusal> {
 pub(super) fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<(), Refusal> {
     if let Some(refusal) = blank_text(kind) {
         return Err(refusal);
+    }
+    // Typed text is held to the rules of what it means now.
+    if let CommandKind::Say { text, policy } = kind {
+        for meant in p.text_commands(text, *policy) {
+            admissible(p, &meant)?;
+        }
+        return Ok(());
     }
     if let CommandKind::Decide {
         set_id, revision, ..

@@ -38,7 +38,8 @@ use crate::live::{CommandKey, Core, Live};
 enum Submitted {
     /// With this receipt.
     Answered(Receipt),
-    /// The session was released as the command reached it: the command, to send again.
+    /// The session was released as the command reached it, or typed text came to mean
+    /// something else while it was prepared: the command, to send again.
     Released(Command),
 }
 
@@ -95,7 +96,9 @@ impl SessionGateway {
         };
         let registers = matches!(
             command.kind,
-            CommandKind::SubmitTask { .. } | CommandKind::WorkflowStart { .. }
+            CommandKind::SubmitTask { .. }
+                | CommandKind::WorkflowStart { .. }
+                | CommandKind::Say { .. }
         );
         let live = match self.attach(&command.session, registers) {
             Ok(live) => live,
@@ -128,7 +131,11 @@ impl SessionGateway {
         };
         let prepared = prepare::prepare(self, &live, &command, opening);
         let core = live.lock();
-        if core.is_released() {
+        // Typed text that means something else now than when it was prepared (the run
+        // stopped, say, so guidance became a task) is prepared again as what it means now.
+        let moved_on = prepared.said.is_some()
+            && prepared.said != prepare::meaning(core.projection(), &command.kind);
+        if core.is_released() || moved_on {
             drop(core);
             return Ok(Submitted::Released(command));
         }
@@ -157,6 +164,9 @@ impl Deciding<'_, '_> {
         mut core: MutexGuard<'_, Core>,
         command: &Command,
     ) -> Result<Receipt, GatewayError> {
+        if let Some(receipt) = said_before(&mut core, command)? {
+            return Ok(receipt);
+        }
         if let Some(receipt) = core.writer()?.receipt_for_content(
             self.key.id,
             self.key.name,
@@ -179,4 +189,31 @@ impl Deciding<'_, '_> {
             _ => self.session(core, command),
         }
     }
+}
+
+/// The receipt of typed text a build before [`CommandKind::Say`] recorded as the command it
+/// meant (a task, or guidance, under the same id), or recovery rebuilt so from its events: a
+/// retry of the same text is answered from it, not refused as a reused id. Other words under
+/// that id are not a retry (the content digest differs) and go on to be refused.
+fn said_before(core: &mut Core, command: &Command) -> Result<Option<Receipt>, GatewayError> {
+    use heartwood_events::CommandName;
+    let CommandKind::Say { text, policy } = &command.kind else {
+        return Ok(None);
+    };
+    let Some(receipt) = core.writer()?.receipt(&command.command_id) else {
+        return Ok(None);
+    };
+    let meant = match receipt.command() {
+        Some(CommandName::SubmitTask) => CommandKind::SubmitTask {
+            text: text.clone(),
+            policy: *policy,
+        },
+        Some(CommandName::SendGuidance) => CommandKind::SendGuidance { text: text.clone() },
+        _ => return Ok(None),
+    };
+    let same = receipt
+        .content_sha256
+        .as_deref()
+        .is_none_or(|digest| digest == content_digest(&meant));
+    Ok(same.then(|| receipt.clone()))
 }

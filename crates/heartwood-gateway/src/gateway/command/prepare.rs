@@ -43,6 +43,9 @@ pub(in crate::gateway) struct Prepared {
     /// The model route and what an agent would start with, for a command that needs the
     /// session's worker; `Err` is the reason it cannot have one.
     pub(super) worker: Option<Result<WorkerKit, WorkerRefusal>>,
+    /// What typed text ([`CommandKind::Say`]) meant when it was prepared; decided only if it
+    /// still means that under the lock.
+    pub(super) said: Option<Vec<CommandKind>>,
 }
 
 impl Prepared {
@@ -61,8 +64,11 @@ pub(super) fn opening(gateway: &SessionGateway, command: &Command) -> Result<Ope
     let exists = gateway.shared.store.exists(&command.session);
     let unusable = match &command.kind {
         _ if exists => None,
-        kind @ CommandKind::SubmitTask { policy, .. } => super::admission::blank_text(kind)
-            .or_else(|| gateway.reachable_route(*policy).err().map(Refusal::from)),
+        // Typed text to a session not yet made is a task.
+        kind @ (CommandKind::SubmitTask { policy, .. } | CommandKind::Say { policy, .. }) => {
+            super::admission::blank_text(kind)
+                .or_else(|| gateway.reachable_route(*policy).err().map(Refusal::from))
+        }
         CommandKind::WorkflowStart { .. } => gateway
             .reachable_route(ActionPolicy::AlwaysReview)
             .err()
@@ -104,12 +110,18 @@ pub(super) fn prepare(
 ) -> Prepared {
     let project = &gateway.shared.project;
     let workflow = || live.lock().projection().workflow.clone();
+    let said = meaning(live.lock().projection(), &command.kind);
+    // Typed text is prepared as what it means now (its first command needs the agent alike).
+    let acting = said
+        .as_ref()
+        .and_then(|s| s.first())
+        .unwrap_or(&command.kind);
     let mut prepared = Prepared {
         started,
-        worker: worker_policy(&command.kind).map(|policy| gateway.worker_kit(live, policy)),
+        worker: worker_policy(acting).map(|policy| gateway.worker_kit(live, policy)),
         ..Prepared::default()
     };
-    match &command.kind {
+    match acting {
         CommandKind::SubmitTask { .. } => prepared.starting_commit = clean_head(gateway),
         CommandKind::WorkflowRun { .. } => {
             // `git status` can take a while.
@@ -154,6 +166,7 @@ pub(super) fn prepare(
         } => prepare_allow(gateway, live, &mut prepared),
         _ => {}
     }
+    prepared.said = said;
     prepared
 }
 
@@ -175,6 +188,18 @@ fn prepare_allow(gateway: &SessionGateway, live: &Arc<Live>, prepared: &mut Prep
     prepared.reproduction = projection
         .and_then(|p| crate::reproduction::prepare(&gateway.shared.project, &p))
         .map(Box::new);
+}
+
+/// What `kind` means in the session as `projection` shows it: for typed text, the commands
+/// [`heartwood_events::SessionProjection::text_commands`] makes of it; `None` for every other command.
+pub(super) fn meaning(
+    projection: &heartwood_events::SessionProjection,
+    kind: &CommandKind,
+) -> Option<Vec<CommandKind>> {
+    match kind {
+        CommandKind::Say { text, policy } => Some(projection.text_commands(text, *policy)),
+        _ => None,
+    }
 }
 
 /// The policy a command's worker runs under, for the commands that need one (`None`: the

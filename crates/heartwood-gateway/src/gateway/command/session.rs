@@ -1,7 +1,8 @@
 //! Deciding the session family under the lock: a task, guidance, pause, interrupt, resume, a
-//! decision on the pending set, an export, a rename, closing. Each records its events, then
+//! decision on the pending set, an export, a rename, closing, and typed text as what it means. Each records its events, then
 //! sends the agent its work.
 
+use std::borrow::Cow;
 use std::sync::MutexGuard;
 
 use heartwood_events::{Command, CommandKind, CommandName, Decision, Event, Receipt, Refusal};
@@ -27,7 +28,16 @@ impl Deciding<'_, '_> {
             mut prepared,
         } = self;
         let key = &key;
-        match &command.kind {
+        // Typed text is decided as what it means now (prepared as the same: `submit_once`
+        // prepares it again otherwise); guidance to a paused run resumes it too.
+        let (kind, resumes) = match super::prepare::meaning(core.projection(), &command.kind) {
+            Some(meant) => (
+                Cow::Owned(meant.first().cloned().unwrap_or(CommandKind::Resume)),
+                meant.len() > 1,
+            ),
+            None => (Cow::Borrowed(&command.kind), false),
+        };
+        match kind.as_ref() {
             CommandKind::SubmitTask { text, policy } => {
                 if let Err(reason) = gateway.ensure_worker(live, &mut core, prepared.take_worker())
                 {
@@ -62,10 +72,16 @@ impl Deciding<'_, '_> {
                 {
                     return core.refuse(key, reason.into());
                 }
-                let event = Event::GuidanceSent { text: text.clone() };
-                let receipt = core.complete(key, vec![event], Value::Null)?;
+                let mut events = vec![Event::GuidanceSent { text: text.clone() }];
+                if resumes {
+                    events.push(Event::RunResumed {});
+                }
+                let receipt = core.complete(key, events, Value::Null)?;
                 if let Some(worker) = core.worker() {
                     worker.guide(text);
+                }
+                if resumes {
+                    send(&core, Work::Run);
                 }
                 Ok(receipt)
             }
