@@ -88,23 +88,23 @@ export type CheckView = { check: string; claims?: ClaimView[]; inspected: Inspec
 export type ClaimView = { line: number; note?: string; quantity: string; recomputed?: string | null; status: CheckStatus; text: string; written: string };
 
 /** One request from an interface to a session. */
-export type Command = { actor?: string | null; command_id: CommandId; schema?: number; session: SessionId } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | ExportRequest & { type: "export" } | { type: "close" } | { title: string; type: "rename" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" } | { preview: string; revision: number; type: "workflow_review_parallel" } | { destination: string; finding: number; review_id: string; revision: number; type: "workflow_correct" });
+export type Command = { actor?: string | null; command_id: CommandId; schema?: number; session: SessionId } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | ExportRequest & { type: "export" } | { type: "close" } | { title: string; type: "rename" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" } | { preview: string; revision: number; type: "workflow_review_parallel" } | { policy?: ActionPolicy; text: string; type: "say" } | { destination: string; finding: number; review_id: string; revision: number; type: "workflow_correct" });
 
 /** A command id: 1 to 128 letters, digits, '-' or '_'. */
 export type CommandId = string;
 
 /** What a [`Command`] asks for. */
-export type CommandKind = { policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | ExportRequest & { type: "export" } | { type: "close" } | { title: string; type: "rename" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" } | { preview: string; revision: number; type: "workflow_review_parallel" } | { destination: string; finding: number; review_id: string; revision: number; type: "workflow_correct" };
+export type CommandKind = { policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | ExportRequest & { type: "export" } | { type: "close" } | { title: string; type: "rename" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" } | { preview: string; revision: number; type: "workflow_review_parallel" } | { policy?: ActionPolicy; text: string; type: "say" } | { destination: string; finding: number; review_id: string; revision: number; type: "workflow_correct" };
 
 /** A command's kind without its content: what a projection lists as available now, and the
  * `type` tag on the wire. */
-export type CommandName = "submit_task" | "send_guidance" | "pause" | "interrupt" | "resume" | "decide" | "export" | "close" | "rename" | "workflow_start" | "workflow_run" | "workflow_evaluate" | "workflow_accept" | "workflow_cancel" | "workflow_review" | "workflow_correct" | "workflow_review_parallel";
+export type CommandName = "submit_task" | "send_guidance" | "pause" | "interrupt" | "resume" | "decide" | "export" | "close" | "rename" | "workflow_start" | "workflow_run" | "workflow_evaluate" | "workflow_accept" | "workflow_cancel" | "workflow_review" | "workflow_correct" | "workflow_review_parallel" | "say";
 
 /** A command as the API takes it: the session comes from the path and the actor from the
  * capability, never from the body; a missing command id is minted. Described, not decoded:
  * the body goes to the one command decoder ([`Command::decode`]), which names a newer format
  * or an unknown kind instead of reading it as this build's. */
-export type CommandRequest = { command_id?: CommandId | null; schema?: number | null } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | ExportRequest & { type: "export" } | { type: "close" } | { title: string; type: "rename" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" } | { preview: string; revision: number; type: "workflow_review_parallel" } | { destination: string; finding: number; review_id: string; revision: number; type: "workflow_correct" });
+export type CommandRequest = { command_id?: CommandId | null; schema?: number | null } & ({ policy?: ActionPolicy; text: string; type: "submit_task" } | { text: string; type: "send_guidance" } | { type: "pause" } | { type: "interrupt" } | { type: "resume" } | { decision: Decision; reason?: string | null; revision: number; set_id: ActionSetId; type: "decide" } | ExportRequest & { type: "export" } | { type: "close" } | { title: string; type: "rename" } | { definition: string; inputs?: Record<string, string>; question: string; type: "workflow_start" } | { revision: number; type: "workflow_run" } | { revision: number; type: "workflow_evaluate" } | { fingerprint: string; revision: number; type: "workflow_accept" } | { revision: number; type: "workflow_cancel" } | { revision: number; type: "workflow_review" } | { preview: string; revision: number; type: "workflow_review_parallel" } | { policy?: ActionPolicy; text: string; type: "say" } | { destination: string; finding: number; review_id: string; revision: number; type: "workflow_correct" });
 
 /** One message in the conversation. */
 export type ConversationEntry = { blocks?: Block[]; role: Role; seq: number; speaker?: string; text: string };
@@ -223,6 +223,9 @@ export type ModelSource = { id: string; kind: "catalog"; repository: string; rev
 /** The platform's own model transport. */
 export type ModelTransport = { base_url: string; model: string; required: boolean };
 
+/** What [`Refusal::RunMovedOn`] was reading. */
+export type MovedDuring = "checks" | "recheck";
+
 /** A session id minted for an interface's first task (the gateway chooses ids; callers
  * cannot). */
 export type NewSession = { session: SessionId };
@@ -234,7 +237,7 @@ export type NextStep = { command: CommandName; label: string; shell: string };
 export type Origin = { event: number; sha256: string };
 
 /** What a command came to. */
-export type Outcome = { last_seq?: Seq | null; result?: unknown; status: "applied" } | { reason: string; status: "refused" };
+export type Outcome = { last_seq?: Seq | null; result?: unknown; status: "applied" } | { reason: string; status: "refused" } & ({ kind: "empty_text" } | { kind: "empty_title" } | { kind: "nothing_pending"; lifecycle: Lifecycle } | { changed?: string[]; kind: "stale_decision"; pending_revision: number; pending_set_id: ActionSetId; revision: number; set_id: ActionSetId } | { available: CommandName[]; command: CommandName; kind: "busy"; lifecycle: Lifecycle } | { available: CommandName[]; command: CommandName; kind: "closed" } | { kind: "budget_used_up"; limit: string } | { kind: "agent_unavailable"; why: string } | { kind: "no_workflow" } | { kind: "session_in_use"; runs_workflow: boolean } | { kind: "workflow_unusable"; why: string } | { active: boolean; command: CommandName; kind: "not_possible_now"; stage?: string | null } | { kind: "not_eligible"; problems: string[]; stage: string } | { current: string; kind: "stale_run"; part: RunPart; shown: string } | { during: MovedDuring; kind: "run_moved_on" } | { kind: "not_at_rest" } | { kind: "no_review_batch" } | { files: string[]; judged_in?: SessionId | null; kind: "evidence_changed" } | { kind: "correction_not_bindable"; why: string } | { kind: "other"; why: string } | unknown);
 
 /** The agent's claim about its stage turn. */
 export type OutcomeStatus = "completed" | "blocked";
@@ -345,6 +348,9 @@ export type RoutePrices = { input_micros_per_mtok: number; output_micros_per_mto
 
 /** The configured route, as the plan shows it (never the credential itself). */
 export type RouteSummary = { api_key_env?: string | null; base_url: string; category: string; credential_boundary: CredentialBoundary; inherited_from?: string | null; low_risk_automation: AutomationAllowance; model: string; prices?: RoutePrices | null };
+
+/** The part of a workflow run a [`Refusal::StaleRun`] names. */
+export type RunPart = "revision" | "assessment" | "preview";
 
 /** How the runtime loads the model. */
 export type RuntimeSettings = { chat_format?: string | null; context_length: number; model_file: string };

@@ -84,7 +84,7 @@ pub(crate) fn disagreement(receipt: &Receipt, commands: &Commands) -> Option<Str
     let on_events = commands.get(command).copied();
     let last_seq = match &receipt.outcome {
         Outcome::Applied { last_seq, .. } => last_seq.map(|s| s.get()),
-        Outcome::Refused { .. } => None,
+        Outcome::Refused(_) => None,
     };
     match (last_seq, on_events) {
         (Some(s), Some(last)) if s == last => None,

@@ -353,16 +353,10 @@ impl SessionWriter {
         command_type: &str,
         content_sha256: Option<&str>,
         actor: Option<&str>,
-        reason: &str,
+        refusal: heartwood_events::Refusal,
     ) -> Result<Receipt, AuditError> {
         self.receipt_for_content(command_id, command_type, content_sha256)?;
-        let mut receipt = new_receipt(
-            command_id,
-            command_type,
-            Outcome::Refused {
-                reason: reason.into(),
-            },
-        );
+        let mut receipt = new_receipt(command_id, command_type, Outcome::Refused(refusal));
         receipt.content_sha256 = content_sha256.map(str::to_owned);
         receipt.actor = actor.map(str::to_owned);
         let committed = self.commit(Some(command_id), Vec::new(), Some(receipt))?;

@@ -115,8 +115,11 @@ fn a_refused_command_is_remembered_as_refused() {
     let (_dir, store, sid) = project_with_session(2);
     let cmd = CommandId::parse("cmd-r").expect("id");
     let (mut writer, _) = store.open_writer(&sid).expect("open");
+    let stale = heartwood_events::Refusal::NothingPending {
+        lifecycle: heartwood_events::Lifecycle::Idle,
+    };
     writer
-        .refuse_command(&cmd, "decide", None, None, "the action set changed")
+        .refuse_command(&cmd, "decide", None, None, stale.clone())
         .expect("refuse");
     writer.close();
     let (writer, _) = store.open_writer(&sid).expect("reopen");
@@ -124,13 +127,45 @@ fn a_refused_command_is_remembered_as_refused() {
         .receipt_for(&cmd, "decide")
         .expect("lookup")
         .expect("present");
+    assert_eq!(receipt.outcome, Outcome::Refused(stale));
+    assert_eq!(writer.count(), 2);
+}
+
+/// Receipts on disk from before refusals were typed hold only the words; they still answer a
+/// retry, as a refusal of kind `other` keeping those words, and the session still verifies.
+#[test]
+fn a_refusal_receipt_written_before_refusals_were_typed_still_answers_a_retry() {
+    let (dir, store, sid) = project_with_session(2);
+    let receipts = dir
+        .path()
+        .join(".heartwood/sessions")
+        .join(sid.as_str())
+        .join("receipts.jsonl");
+    let old = concat!(
+        r#"{"schema":1,"command_id":"cmd-old","command_type":"decide","#,
+        r#""time":"2026-01-02T03:04:05Z","outcome":{"status":"refused","#,
+        r#""reason":"revision 3 of set s-1 is stale"}}"#,
+        "\n"
+    );
+    let mut bytes = std::fs::read(&receipts).unwrap_or_default();
+    bytes.extend_from_slice(old.as_bytes());
+    std::fs::write(&receipts, bytes).expect("write the old receipt");
+    let (writer, _) = store.open_writer(&sid).expect("reopen");
+    let receipt = writer
+        .receipt_for(&CommandId::parse("cmd-old").expect("id"), "decide")
+        .expect("lookup")
+        .expect("the old receipt is read");
     assert_eq!(
         receipt.outcome,
-        Outcome::Refused {
-            reason: "the action set changed".into()
-        }
+        Outcome::Refused(heartwood_events::Refusal::Other {
+            why: "revision 3 of set s-1 is stale".into()
+        })
     );
-    assert_eq!(writer.count(), 2);
+    writer.close();
+    let reader = store.reader(&sid).expect("reader");
+    reader
+        .verify()
+        .expect("the session with an old receipt verifies");
 }
 
 #[test]

@@ -127,9 +127,15 @@ pub fn exec(project: ProjectContext, args: ExecArgs) -> Result<ExitCode> {
     let id = command_id(args.command_id)?;
     let task = args.task;
     // What the text means (a task, or guidance and resuming a paused one) is the gateway's
-    // rule, the same as in the terminal and browser interfaces.
+    // rule, the same as in the terminal and browser interfaces: typed text is one command.
     follow(project, session.clone(), args.json, move |gateway| {
-        Ok(gateway.say(&session, &task, policy, id.clone())?)
+        let text = task.clone();
+        let said = Command::new(
+            id.clone(),
+            session.clone(),
+            CommandKind::Say { text, policy },
+        );
+        Ok(vec![gateway.submit_blocking(said)?])
     })
 }
 
@@ -155,11 +161,11 @@ pub fn decide(project: ProjectContext, args: DecideArgs) -> Result<ExitCode> {
             // The set pending now, as the session shows it (there is at most one).
             let gateway = SessionGateway::new(project.clone()).with_store(&store);
             let projection = gateway.projection(&session)?;
+            // Refused as the gateway would refuse the decision: nothing waits.
             let Some(set) = projection.pending else {
-                anyhow::bail!(
-                    "session {session} has no action set waiting for a decision; it is {}",
-                    projection.lifecycle.as_str().replace('_', " ")
-                );
+                let lifecycle = projection.lifecycle;
+                let refusal = heartwood_events::Refusal::NothingPending { lifecycle };
+                return Err(crate::refused::Refused(refusal).into());
             };
             eprintln!(
                 "heartwood: deciding set {} (revision {}, {} action{})",
@@ -388,7 +394,9 @@ async fn follow_in(
     let mut seen = None;
     for receipt in receipts {
         match &receipt.outcome {
-            Outcome::Refused { reason } => anyhow::bail!("refused: {reason}"),
+            Outcome::Refused(refusal) => {
+                return Err(crate::refused::Refused(refusal.clone()).into());
+            }
             Outcome::Applied { last_seq, .. } => {
                 let first = last_seq.map_or(0, |s| s.get().saturating_sub(1));
                 seen = Some(seen.unwrap_or(first));

@@ -36,6 +36,7 @@ mod json_stream;
 mod local_models;
 mod model;
 mod notebook;
+mod refused;
 mod render;
 mod replay;
 mod review;
@@ -148,7 +149,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("heartwood: {err:#}");
-            ExitCode::FAILURE
+            // A refusal exits with its kind's code, so scripts act on the kind.
+            match err.downcast_ref::<refused::Refused>() {
+                Some(refused) => ExitCode::from(refused.exit_code()),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }

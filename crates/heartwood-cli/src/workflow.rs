@@ -349,7 +349,8 @@ fn print_assessment(a: &Assessment) {
 }
 
 /// Runs the current stage's checks and shows the run; checks that do not pass are a failed
-/// step for scripts too (exit 1, as `workflow assess` says it), with what continues the run.
+/// step for scripts too (exit 7, the code of a not-eligible refusal), with what continues the
+/// run.
 fn evaluate(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCode> {
     let (session, workflow) = current(project, named)?;
     let revision = workflow.revision;
@@ -363,17 +364,19 @@ fn evaluate(project: &ProjectContext, named: &str, json: bool) -> Result<ExitCod
     let Some(a) = w.assessment.as_ref().filter(|a| !a.eligible) else {
         return Ok(shown);
     };
+    // Said as the refusal of accepting it would be, with what continues the run; the exit
+    // code is the one a not-eligible refusal has.
+    let not_eligible = heartwood_events::Refusal::NotEligible {
+        stage: a.stage.clone(),
+        problems: a.problems.clone(),
+    };
     eprintln!(
-        "heartwood: stage {} is not eligible: {}{}",
-        a.stage,
-        a.problems
-            .first()
-            .map_or("its checks did not pass", String::as_str),
+        "heartwood: {not_eligible}{}",
         w.control(heartwood_events::CommandName::WorkflowRun)
             .map(|c| format!("; correct it, or run it again: {}", c.shell))
             .unwrap_or_default()
     );
-    Ok(ExitCode::FAILURE)
+    Ok(ExitCode::from(crate::refused::EXIT_NOT_ELIGIBLE))
 }
 
 /// The session named and its workflow run, or why there is none.
@@ -420,10 +423,7 @@ pub(crate) fn act(
     );
     let receipt = gateway.submit_blocking(command);
     heartwood_cli::runtime::block_on(heartwood_cli::runtime::Workers::Two, gateway.close())?;
-    match receipt?.outcome {
-        heartwood_events::Outcome::Applied { .. } => Ok(()),
-        heartwood_events::Outcome::Refused { reason } => anyhow::bail!("refused: {reason}"),
-    }
+    Ok(crate::refused::applied(&receipt?.outcome)?)
 }
 
 fn start(

@@ -91,7 +91,8 @@ async fn a_set_stops_exec_and_a_later_process_decides_it_and_it_runs_once() {
 
     // Answering again changes nothing: there is no pending set any more.
     let again = heartwood_async(project.path(), &args(&decide)).await;
-    assert_eq!(code(&again), 1);
+    // A refusal exits with its kind's documented code: 6, the session does not take it now.
+    assert_eq!(code(&again), 6);
     assert!(
         text(&again.stderr).contains("no action set waiting"),
         "{}",
@@ -124,7 +125,8 @@ async fn a_rejection_reaches_the_model_and_a_stale_revision_is_refused() {
     let revision: u64 = stale[at].parse().expect("number");
     stale[at] = (revision - 1).to_string();
     let refused = heartwood_async(project.path(), &args(&stale)).await;
-    assert_eq!(code(&refused), 1);
+    // A stale decision exits 5: look again and decide again.
+    assert_eq!(code(&refused), 5);
     assert!(
         text(&refused.stderr).contains("stale"),
         "{}",
@@ -322,7 +324,7 @@ async fn decide_last_acts_on_the_one_pending_set_and_ids_take_prefixes() {
     assert!(project.path().join("ran.txt").exists());
     // Nothing pending now: refused, saying so.
     let nothing = heartwood_async(project.path(), &["decide", "s-alpha", "allow"]).await;
-    assert_eq!(code(&nothing), 1);
+    assert_eq!(code(&nothing), 6);
     assert!(
         text(&nothing.stderr).contains("no action set waiting"),
         "{}",

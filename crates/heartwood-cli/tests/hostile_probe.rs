@@ -184,7 +184,8 @@ async fn a_forged_or_deleted_engine_log_is_refused_not_sealed() {
     bytes.extend_from_slice(forged.as_bytes());
     std::fs::write(&log, &bytes).expect("forge");
     let refused = bounded(project.path(), &["exec", "--session", &session, "second"]).await;
-    assert_eq!(code(&refused), 1, "{}", both(&refused));
+    // Refused: the agent cannot be served (exit 8).
+    assert_eq!(code(&refused), 8, "{}", both(&refused));
     assert!(
         both(&refused).contains("does not match"),
         "{}",
@@ -207,7 +208,7 @@ async fn a_forged_or_deleted_engine_log_is_refused_not_sealed() {
     // The engine's log deleted: the old task must not be sent again.
     std::fs::remove_file(&log).expect("delete");
     let refused = bounded(project.path(), &["exec", "--session", &session, "third"]).await;
-    assert_eq!(code(&refused), 1, "{}", both(&refused));
+    assert_eq!(code(&refused), 8, "{}", both(&refused));
     assert!(
         both(&refused).contains("does not match"),
         "{}",
@@ -234,7 +235,8 @@ async fn unusable_routes_are_refused_before_any_attempt_and_register_nothing() {
     let project = tempfile::tempdir().expect("project");
     // No model at all: refused, and no empty session is left behind.
     let out = bounded(project.path(), &["exec", "hello"]).await;
-    assert_eq!(code(&out), 1, "{}", both(&out));
+    // Refused: the agent cannot be served (exit 8).
+    assert_eq!(code(&out), 8, "{}", both(&out));
     assert!(
         both(&out).contains("heartwood model connect"),
         "{}",
@@ -250,7 +252,7 @@ async fn unusable_routes_are_refused_before_any_attempt_and_register_nothing() {
         .replace(&server.base_url(), "ftp://example.invalid/v1");
     std::fs::write(&config, edited).expect("edit");
     let out = bounded(project.path(), &["exec", "hello"]).await;
-    assert_eq!(code(&out), 1, "{}", both(&out));
+    assert_eq!(code(&out), 8, "{}", both(&out));
     assert!(both(&out).contains("http://"), "{}", both(&out));
     assert_eq!(server.requests().len(), 0);
     let listed = heartwood(project.path(), &["sessions", "ls"]);

@@ -137,7 +137,8 @@ async fn a_session_is_titled_by_its_task_renamed_and_named_by_the_tail_of_its_id
     assert!(table.contains("Cohort B checks"), "{table}");
 
     let blank = heartwood(root, &["sessions", "rename", "last", " "]);
-    assert_eq!(code(&blank), 1);
+    // Refused: an empty title is input that cannot be used (exit 9).
+    assert_eq!(code(&blank), 9);
     assert!(
         text(&blank.stderr).contains("the title is empty"),
         "{}",

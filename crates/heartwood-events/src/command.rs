@@ -123,6 +123,16 @@ pub enum CommandKind {
         /// The digest of the preview shown.
         preview: String,
     },
+    /// Text the researcher typed, which means what the session's projection says when the
+    /// gateway decides it ([`crate::SessionProjection::text_commands`]): a task, guidance, or
+    /// guidance and resuming. Its events are those of what it meant, under this one command.
+    Say {
+        /// The researcher's words.
+        text: String,
+        /// The policy, should the text become a task.
+        #[serde(default)]
+        policy: ActionPolicy,
+    },
     /// Bind a correction of a verified finding (written at a new path, rechecked now) in place
     /// of the current stage's output; the stage is then checked and accepted again as usual.
     WorkflowCorrect {
@@ -220,11 +230,13 @@ pub enum CommandName {
     WorkflowCorrect,
     /// [`CommandKind::WorkflowReviewParallel`].
     WorkflowReviewParallel,
+    /// [`CommandKind::Say`].
+    Say,
 }
 
 impl CommandName {
     /// Every command, in the order interfaces list them.
-    pub const ALL: [CommandName; 17] = [
+    pub const ALL: [CommandName; 18] = [
         CommandName::SubmitTask,
         CommandName::SendGuidance,
         CommandName::Pause,
@@ -242,6 +254,7 @@ impl CommandName {
         CommandName::WorkflowReview,
         CommandName::WorkflowCorrect,
         CommandName::WorkflowReviewParallel,
+        CommandName::Say,
     ];
 
     /// The command whose `type` tag is `tag`, if this build knows it.
@@ -269,6 +282,7 @@ impl CommandName {
             CommandName::WorkflowReview => "workflow_review",
             CommandName::WorkflowCorrect => "workflow_correct",
             CommandName::WorkflowReviewParallel => "workflow_review_parallel",
+            CommandName::Say => "say",
         }
     }
 }
@@ -299,6 +313,7 @@ impl CommandKind {
         CommandName::WorkflowReview.as_str(),
         CommandName::WorkflowCorrect.as_str(),
         CommandName::WorkflowReviewParallel.as_str(),
+        CommandName::Say.as_str(),
     ];
 
     /// This command's kind.
@@ -321,6 +336,7 @@ impl CommandKind {
             CommandKind::WorkflowReview { .. } => CommandName::WorkflowReview,
             CommandKind::WorkflowCorrect { .. } => CommandName::WorkflowCorrect,
             CommandKind::WorkflowReviewParallel { .. } => CommandName::WorkflowReviewParallel,
+            CommandKind::Say { .. } => CommandName::Say,
         }
     }
 
@@ -426,6 +442,10 @@ mod tests {
             CommandKind::WorkflowReviewParallel {
                 revision: 9,
                 preview: "p".into(),
+            },
+            CommandKind::Say {
+                text: "keep group 7 out".into(),
+                policy: ActionPolicy::AlwaysReview,
             },
         ];
         assert_eq!(kinds.len(), CommandKind::KINDS.len());

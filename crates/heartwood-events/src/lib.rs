@@ -22,6 +22,7 @@ mod markdown;
 pub mod platform;
 mod projection;
 mod receipt;
+mod refusal;
 mod review;
 pub mod review_execution;
 pub mod schema;
@@ -47,6 +48,7 @@ pub use projection::{
     SessionRow, SpecialistTaskView, Suggestion, UsageView, WaitKind, WaitsFor,
 };
 pub use receipt::{Outcome, Receipt};
+pub use refusal::{MovedDuring, Refusal, RunPart};
 pub use review::{MemberReview, Preview, Review};
 pub use shell_lines::{ShellLine, shell_lines};
 pub use time::Timestamp;

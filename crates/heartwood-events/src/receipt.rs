@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{CommandId, Seq, Timestamp};
+use crate::{CommandId, Refusal, Seq, Timestamp};
 
 /// The recorded outcome of one command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -54,9 +54,39 @@ impl Receipt {
 }
 
 /// What a command came to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "status", rename_all = "snake_case")]
+///
+/// On the wire a refusal is `{"status":"refused","kind":…,…fields,"reason":"…"}`: the kind and
+/// its fields for interfaces to act on, and the sentence rendered from them for readers that
+/// know only words. A receipt written before refusals were typed (`{"status":"refused",
+/// "reason":"…"}`) reads as [`Refusal::Other`] with its words, as does a kind a newer build wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
+    /// The command took effect.
+    Applied {
+        /// The last event the command appended, if it appended any.
+        last_seq: Option<Seq>,
+        /// Command-specific result (for an export, the bundle name).
+        result: Value,
+    },
+    /// The command was refused; nothing changed.
+    Refused(Refusal),
+}
+
+impl Outcome {
+    /// The refusal, when the command was refused.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            Outcome::Refused(refusal) => Some(refusal),
+            Outcome::Applied { .. } => None,
+        }
+    }
+}
+
+/// [`Outcome`] as written: the refusal's kind flattened beside its rendered reason.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "status", rename_all = "snake_case")]
+#[schemars(rename = "Outcome", description = "What a command came to.")]
+enum Wire {
     /// The command took effect.
     Applied {
         /// The last event the command appended, if it appended any.
@@ -68,7 +98,107 @@ pub enum Outcome {
     },
     /// The command was refused; nothing changed.
     Refused {
-        /// Why, in words a researcher can act on.
+        /// Why, in words a researcher can act on, rendered from the kind.
         reason: String,
+        /// The kind and its fields; absent in receipts written before refusals were typed
+        /// (a flattened `Option` reads as `None` when the fields do not form a kind).
+        #[serde(flatten)]
+        refusal: Option<Refusal>,
     },
+}
+
+impl Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let wire = match self {
+            Outcome::Applied { last_seq, result } => Wire::Applied {
+                last_seq: *last_seq,
+                result: result.clone(),
+            },
+            Outcome::Refused(refusal) => Wire::Refused {
+                reason: refusal.to_string(),
+                refusal: Some(refusal.clone()),
+            },
+        };
+        wire.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Outcome {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match Wire::deserialize(deserializer)? {
+            Wire::Applied { last_seq, result } => Outcome::Applied { last_seq, result },
+            Wire::Refused {
+                refusal: Some(refusal),
+                ..
+            } => Outcome::Refused(refusal),
+            Wire::Refused {
+                reason,
+                refusal: None,
+            } => Outcome::Refused(Refusal::Other { why: reason }),
+        })
+    }
+}
+
+impl JsonSchema for Outcome {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Outcome".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Wire::json_schema(generator)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_receipt_written_before_refusals_were_typed_still_reads() {
+        let old = r#"{"schema":1,"command_id":"c-1","command_type":"decide",
+            "time":"2026-01-02T03:04:05Z",
+            "outcome":{"status":"refused","reason":"revision 3 of set s-1 is stale"}}"#;
+        let receipt: Receipt = serde_json::from_str(old).expect("an old receipt reads");
+        assert_eq!(
+            receipt.outcome,
+            Outcome::Refused(Refusal::Other {
+                why: "revision 3 of set s-1 is stale".into()
+            })
+        );
+        assert_eq!(
+            receipt
+                .outcome
+                .refusal()
+                .map(ToString::to_string)
+                .as_deref(),
+            Some("revision 3 of set s-1 is stale")
+        );
+    }
+
+    #[test]
+    fn a_typed_refusal_carries_its_kind_fields_and_sentence() {
+        let refusal = Refusal::NotEligible {
+            stage: "clean".into(),
+            problems: vec!["the table has no rows".into()],
+        };
+        let wire = serde_json::to_value(Outcome::Refused(refusal.clone())).expect("writes");
+        assert_eq!(wire["status"], "refused");
+        assert_eq!(wire["kind"], "not_eligible");
+        assert_eq!(wire["problems"][0], "the table has no rows");
+        assert_eq!(wire["reason"], refusal.to_string());
+        let back: Outcome = serde_json::from_value(wire).expect("reads back");
+        assert_eq!(back, Outcome::Refused(refusal));
+    }
+
+    #[test]
+    fn a_kind_from_a_newer_build_reads_as_other_with_its_words() {
+        let newer = r#"{"status":"refused","kind":"quota_spent","reason":"the quota is spent"}"#;
+        let outcome: Outcome = serde_json::from_str(newer).expect("reads");
+        assert_eq!(
+            outcome,
+            Outcome::Refused(Refusal::Other {
+                why: "the quota is spent".into()
+            })
+        );
+    }
 }

@@ -40,7 +40,7 @@ async fn main() -> Result<(), Error> {
         let command = Command::new(SessionGateway::new_command_id(), session.clone(), kind);
         let receipt = gateway.submit(command).await?;
         match &receipt.outcome {
-            Outcome::Refused { reason } => Err(reason.clone().into()),
+            Outcome::Refused(refusal) => Err(refusal.to_string().into()),
             Outcome::Applied { .. } => Ok(receipt),
         }
     };

@@ -10,10 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use heartwood_audit::{SessionStore, SessionSummary};
-use heartwood_events::{
-    ActionPolicy, Command, CommandId, CommandKind, CommandName, Event, Receipt, SessionId,
-    SessionProjection, SessionRow,
-};
+use heartwood_events::{Command, Event, Receipt, SessionId, SessionProjection, SessionRow};
 use tokio::sync::broadcast;
 
 use crate::backend::BackendFactory;
@@ -126,17 +123,6 @@ pub(crate) struct Shared {
 impl crate::channel::Served for Shared {
     fn submit(self: Arc<Self>, command: Command) -> Result<Receipt, GatewayError> {
         SessionGateway::from_shared(self).submit_blocking(command)
-    }
-
-    fn say_for(
-        self: Arc<Self>,
-        session: &SessionId,
-        text: &str,
-        policy: ActionPolicy,
-        command_id: CommandId,
-        actor: Option<&str>,
-    ) -> Result<Vec<Receipt>, GatewayError> {
-        SessionGateway::from_shared(self).say_for(session, text, policy, command_id, actor)
     }
 
     fn snapshot(

@@ -331,7 +331,7 @@ impl Core {
     pub(crate) fn refuse(
         &mut self,
         key: &CommandKey<'_>,
-        reason: impl std::fmt::Display,
+        refusal: heartwood_events::Refusal,
     ) -> Result<Receipt, GatewayError> {
         self.flush()?;
         Ok(self.writer()?.refuse_command(
@@ -339,7 +339,7 @@ impl Core {
             key.name,
             Some(key.content),
             key.actor,
-            &reason.to_string(),
+            refusal,
         )?)
     }
 

@@ -38,7 +38,7 @@ enum Reply {
 /// What forwarding a command came to.
 pub(crate) enum Forwarded {
     /// The driving replica's receipt.
-    Answered(Receipt),
+    Answered(Box<Receipt>),
     /// No replica drives the session now (its driver let go, or died and its lease expired):
     /// the caller opens it itself.
     Free,
@@ -65,7 +65,7 @@ pub(crate) fn forward(
         Relayed::NoReply => return Err(owned),
     };
     match serde_json::from_slice::<Reply>(&reply) {
-        Ok(Reply::Receipt(receipt)) => Ok(Forwarded::Answered(receipt)),
+        Ok(Reply::Receipt(receipt)) => Ok(Forwarded::Answered(Box::new(receipt))),
         Ok(Reply::Refused { kind, message }) => Err(GatewayError::Forwarded { kind, message }),
         Err(e) => Err(GatewayError::Forwarded {
             kind: ErrorKind::Io,

@@ -51,7 +51,7 @@ fn task(policy: ActionPolicy) -> CommandKind {
 
 fn refused(receipt: &Receipt) -> String {
     match &receipt.outcome {
-        Outcome::Refused { reason } => reason.clone(),
+        Outcome::Refused(refusal) => refusal.to_string(),
         Outcome::Applied { .. } => panic!("applied, expected a refusal: {receipt:?}"),
     }
 }

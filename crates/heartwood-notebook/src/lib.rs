@@ -33,13 +33,20 @@ create_exception!(
     PyException,
     "Something Heartwood refused or could not do; the message says what to do next."
 );
-create_exception!(
-    heartwood,
-    StaleDecision,
-    HeartwoodError,
-    "A decision named a set or revision that is no longer the one waiting; the message names \
-     the current one. Look at `session.pending` again and decide again."
-);
+
+/// The exception a refusal raises: the class `heartwood._refusals` keeps for its kind (a
+/// subclass of `heartwood.Refused`), with the gateway's sentence and the refusal's fields.
+pub(crate) fn refused(py: Python<'_>, refusal: &heartwood_events::Refusal) -> PyErr {
+    let raised = (|| -> PyResult<PyErr> {
+        let fields = convert::to_python(py, refusal)?;
+        let exception = py
+            .import("heartwood._refusals")?
+            .getattr("refused")?
+            .call1((refusal.kind(), refusal.to_string(), fields))?;
+        Ok(PyErr::from_value(exception))
+    })();
+    raised.unwrap_or_else(|e| e)
+}
 
 /// The module's runtime, started on first use and kept for the life of the interpreter.
 fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
@@ -193,8 +200,8 @@ impl Heartwood {
         let receipt = py
             .detach(move || gateway.submit_blocking(command))
             .map_err(failed)?;
-        if let heartwood_events::Outcome::Refused { reason } = receipt.outcome {
-            return Err(HeartwoodError::new_err(reason));
+        if let heartwood_events::Outcome::Refused(refusal) = &receipt.outcome {
+            return Err(refused(py, refusal));
         }
         make_current(
             py,
@@ -466,7 +473,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stats::_stats_fit, m)?)?;
     m.add_function(wrap_pyfunction!(current, m)?)?;
     m.add("HeartwoodError", py.get_type::<HeartwoodError>())?;
-    m.add("StaleDecision", py.get_type::<StaleDecision>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -172,8 +172,8 @@ pub(crate) fn decided(receipt: &heartwood_events::Receipt, said: &str, who: &str
             "{said}. The run goes on: <code>{}.wait()</code> follows it.",
             escape(who)
         ),
-        heartwood_events::Outcome::Refused { reason } => {
-            format!("Refused: {}", escape(reason))
+        heartwood_events::Outcome::Refused(refusal) => {
+            format!("Refused: {}", escape(&refusal.to_string()))
         }
     };
     format!(

@@ -17,7 +17,7 @@ use pyo3::exceptions::{PyTimeoutError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::view::{Pending, Projection};
-use crate::{HeartwoodError, StaleDecision, convert, failed, html};
+use crate::{HeartwoodError, convert, failed, html};
 
 /// How often a wait looks for a kernel interrupt.
 const WAIT_STEP: Duration = Duration::from_millis(100);
@@ -134,7 +134,7 @@ impl Session {
             .map_err(failed)?;
         match &receipt.outcome {
             Outcome::Applied { .. } => Ok(receipt),
-            Outcome::Refused { reason } => Err(HeartwoodError::new_err(reason.clone())),
+            Outcome::Refused(refusal) => Err(crate::refused(py, refusal)),
         }
     }
 
@@ -284,28 +284,13 @@ impl Session {
             decision,
             reason,
         };
-        match self.submit(py, kind) {
-            Ok(receipt) => {
-                *self.shown.lock().unwrap_or_else(|e| e.into_inner()) = None;
-                // The receipt, to show: what was decided and how to follow the run.
-                let html = crate::rich::decided(&receipt, &said, &crate::rich::who(py, &self.id));
-                crate::rich::shown(py, &receipt, html)
-            }
-            Err(refused) => {
-                // A refusal because the set moved on is a stale decision: say which is current.
-                let current = self.snapshot(py)?.projection.pending;
-                match current {
-                    Some(set) => Err(StaleDecision::new_err(format!(
-                        "{}; the set waiting now is {} (revision {}): look at `session.pending` \
-                         and decide again",
-                        refused.value(py),
-                        set.set_id,
-                        set.revision
-                    ))),
-                    None => Err(refused),
-                }
-            }
-        }
+        // A refusal raises by its kind: a set that moved on, `StaleDecision` naming the set
+        // waiting now.
+        let receipt = self.submit(py, kind)?;
+        *self.shown.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        // The receipt, to show: what was decided and how to follow the run.
+        let html = crate::rich::decided(&receipt, &said, &crate::rich::who(py, &self.id));
+        crate::rich::shown(py, &receipt, html)
     }
 }
 
@@ -439,7 +424,7 @@ impl Session {
         let receipt = self.submit(py, CommandKind::Export(request))?;
         let result = match receipt.outcome {
             Outcome::Applied { result, .. } => result,
-            Outcome::Refused { .. } => serde_json::Value::Null,
+            Outcome::Refused(_) => serde_json::Value::Null,
         };
         convert::to_python(py, &result)
     }
@@ -513,7 +498,7 @@ impl Session {
             )?;
             let result = match receipt.outcome {
                 Outcome::Applied { result, .. } => result,
-                Outcome::Refused { .. } => serde_json::Value::Null,
+                Outcome::Refused(_) => serde_json::Value::Null,
             };
             return convert::to_python(py, &result);
         }
@@ -553,7 +538,7 @@ impl Session {
         self.show_workflow(&after);
         let result = match receipt.outcome {
             Outcome::Applied { result, .. } => result,
-            Outcome::Refused { .. } => serde_json::Value::Null,
+            Outcome::Refused(_) => serde_json::Value::Null,
         };
         // Shown as the run's panel now stands: the checks just run, and what comes next.
         match &after.projection.workflow {

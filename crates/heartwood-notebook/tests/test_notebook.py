@@ -74,6 +74,10 @@ def test_a_decision_on_a_set_shown_again_is_stale_and_says_which_is_current(proj
     with pytest.raises(heartwood.StaleDecision, match=r"revision \d+") as refused:
         s.allow()
     assert shown.set_id in str(refused.value)
+    # Typed: the refusal names the set waiting now, as data.
+    assert isinstance(refused.value, heartwood.Refused)
+    assert refused.value.fields["changed"] == ["data.csv"]
+    assert refused.value.fields["pending_revision"] > shown.revision
     assert (project / "data.csv").read_text().endswith("3,6\n"), "nothing ran"
     # Looking again binds the decision to the set as shown now.
     again = s.pending

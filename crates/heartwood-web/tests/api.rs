@@ -88,7 +88,8 @@ async fn ids_are_minted_in_the_command_lines_format_unknown_ids_are_404_and_a_wa
         let suspended: Value = serde_json::from_str(&body).expect("json");
         assert_eq!(suspended["session"], a.as_str());
         assert_eq!(suspended["members"].as_array().map(Vec::len), Some(2), "{body}");
-        assert_eq!(suspended["receipts"][0]["command_type"], "submit_task", "{body}");
+        // Typed text is one `say` command; here it meant a task (its events say so).
+        assert_eq!(suspended["receipts"][0]["command_type"], "say", "{body}");
         assert!(body.contains("echo one >> ran.txt"), "{body}");
 
         // The event stream, opened now, replays the run and then says it is suspended (the
@@ -149,6 +150,13 @@ async fn a_task_waits_for_a_decision_over_http_and_the_stream_carries_it() {
         assert_eq!(status, 201, "{body}");
         let session: Value = serde_json::from_str(&body).expect("json");
         let id = session["session"].as_str().expect("id").to_owned();
+        // A refusal answers the status its kind maps to, with the kind and its sentence.
+        let blank = json!({"text": "   "});
+        let (status, body) = call(addr, "POST", &format!("/api/sessions/{id}/say"), Some(&blank));
+        assert_eq!(status, 422, "blank text is input that cannot be used: {body}");
+        let receipts: Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(receipts[0]["outcome"]["kind"], "empty_text", "{body}");
+        assert!(receipts[0]["outcome"]["reason"].as_str().is_some_and(|r| r.contains("empty")), "{body}");
         let task = json!({"type": "submit_task", "text": "write ran.txt", "command_id": "t1"});
         let (status, body) = call(addr, "POST", &format!("/api/sessions/{id}/commands"), Some(&task));
         assert_eq!(status, 200, "{body}");
@@ -180,6 +188,8 @@ async fn a_task_waits_for_a_decision_over_http_and_the_stream_carries_it() {
         assert_eq!(status, 200, "{body}");
         let (status, body) = call(addr, "POST", &format!("/api/sessions/{id}/commands"), Some(&decide));
         assert_eq!(status, 409, "a second decision was not refused: {body}");
+        let receipt: Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(receipt["outcome"]["kind"], "nothing_pending", "{body}");
 
         let mut seen = Vec::new();
         for line in events.lines() {
@@ -308,7 +318,23 @@ async fn failures_answer_with_the_status_of_their_kind_and_typed_text_is_the_gat
         );
         assert_eq!(status, 200, "{body}");
         let receipts: Value = serde_json::from_str(&body).expect("receipts");
-        assert_eq!(receipts[0]["command_type"], "submit_task", "{body}");
+        assert_eq!(receipts[0]["command_type"], "say", "{body}");
+        let (status, shown) = call(
+            addr,
+            "GET",
+            &format!("/api/sessions/{typed}/snapshot?since=0"),
+            None,
+        );
+        assert!(status == 200 || status == 202, "{shown}");
+        let shown: Value = serde_json::from_str(&shown).expect("snapshot");
+        let meant: Vec<&str> = shown["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter(|e| e["command"] == "t1")
+            .filter_map(|e| e["type"].as_str())
+            .collect();
+        assert_eq!(meant, ["task_submitted"], "{shown}");
 
         // The same command id for another command: an invalid request, 400.
         let reused = json!({"type": "pause", "command_id": "t1"});

@@ -52,12 +52,15 @@ async fn a_bookmarked_session_opens_and_its_set_is_reachable_by_keyboard_at_ever
     let serving = std::sync::Arc::clone(&state);
     let asked = id.clone();
     tokio::task::spawn_blocking(move || {
-        serving.gateway.say(
-            &asked,
-            "run the four scripts",
-            ActionPolicy::AlwaysReview,
-            SessionGateway::new_command_id(),
-        )
+        let text = "run the four scripts".to_owned();
+        let policy = ActionPolicy::AlwaysReview;
+        serving
+            .gateway
+            .submit_blocking(heartwood_events::Command::new(
+                SessionGateway::new_command_id(),
+                asked,
+                heartwood_events::CommandKind::Say { text, policy },
+            ))
     })
     .await
     .expect("join")

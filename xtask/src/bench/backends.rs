@@ -149,7 +149,7 @@ async fn task(gateway: &SessionGateway, id: &SessionId, command: &str, text: &st
             policy: ActionPolicy::AlwaysReview,
         },
     ))?;
-    if let heartwood_events::Outcome::Refused { reason } = receipt.outcome {
+    if let heartwood_events::Outcome::Refused(reason) = receipt.outcome {
         bail!("the benchmark task was refused: {reason}");
     }
     let deadline = Instant::now() + Duration::from_secs(600);

@@ -249,7 +249,7 @@ async fn agent_steps(dir: &Path) -> Result<(f64, f64, f64)> {
             policy: ActionPolicy::AlwaysReview,
         },
     ))?;
-    if let heartwood_events::Outcome::Refused { reason } = receipt.outcome {
+    if let heartwood_events::Outcome::Refused(reason) = receipt.outcome {
         bail!("the benchmark task was refused: {reason}");
     }
     loop {

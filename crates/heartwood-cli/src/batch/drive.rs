@@ -451,10 +451,10 @@ impl Runner<'_> {
                 next: None,
             });
         }
-        // 0 finished, 3 waiting, 4 paused: the session says the rest. 1 failed: so may it
-        // (a failed stage); the next look settles it.
+        // 0 finished, 3 waiting, 4 paused: the session says the rest. 1 failed, or 5 to 9
+        // refused (by kind): so may it (a failed stage); the next look settles it.
         match status.code() {
-            Some(0 | 1 | 3 | 4) => Ok(Step::Again),
+            Some(0 | 1 | 3 | 4 | 5..=9) => Ok(Step::Again),
             _ => Ok(settle(Phase::Failed, &self.said_why("heartwood failed"))),
         }
     }
@@ -476,15 +476,16 @@ impl Runner<'_> {
         ])
     }
 
-    /// Runs the current stage's checks: checks that do not pass exit 1 like a refusal does,
-    /// but move the session on (the next look settles the item with them); a refusal fails it.
+    /// Runs the current stage's checks: checks that do not pass exit with the not-eligible
+    /// code (the kind, not the words, tells it from other refusals) and move the session on
+    /// (the next look settles the item with them); any other refusal or failure fails it.
     fn evaluate(&mut self, session: &str) -> Result<Step> {
         let status = self.logged(&["workflow", "evaluate", session])?;
-        let why = self.said_why("refused");
+        let not_eligible = i32::from(crate::refused::EXIT_NOT_ELIGIBLE);
         Ok(match status.code() {
             Some(0) => Step::Again,
-            Some(1) if why.starts_with("stage ") && why.contains("is not eligible") => Step::Again,
-            _ => settle(Phase::Failed, &why),
+            Some(code) if code == not_eligible => Step::Again,
+            _ => settle(Phase::Failed, &self.said_why("refused")),
         })
     }
 

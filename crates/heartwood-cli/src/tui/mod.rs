@@ -266,11 +266,12 @@ async fn apply(
                 return Ok(true);
             };
             let id = id.clone();
+            // Typed text is a command like any other: its meaning is the gateway's rule.
             let policy = Default::default();
-            let said = tokio::task::block_in_place(|| {
-                gateway.say(&id, &text, policy, SessionGateway::new_command_id())
-            });
-            answered(app, gateway, updates, &id, said).await;
+            let kind = heartwood_events::CommandKind::Say { text, policy };
+            let said = Command::new(SessionGateway::new_command_id(), id.clone(), kind);
+            let receipt = gateway.submit(said).await.map(|r| vec![r]);
+            answered(app, gateway, updates, &id, receipt).await;
         }
         Intent::Open(id) => open(app, gateway, updates, id).await,
         Intent::NewSession => {
@@ -471,7 +472,7 @@ async fn start_workflow(
     let command = Command::new(SessionGateway::new_command_id(), id.clone(), kind);
     match gateway.submit(command).await {
         Ok(receipt) => match receipt.outcome {
-            Outcome::Refused { reason } => app.notice = Some(format!("refused: {reason}")),
+            Outcome::Refused(refusal) => app.notice = Some(format!("refused: {refusal}")),
             Outcome::Applied { .. } => open(app, gateway, updates, id).await,
         },
         Err(e) => app.notice = Some(e.to_string()),
@@ -561,8 +562,8 @@ async fn answered(
     match receipts {
         Ok(receipts) => {
             for receipt in receipts {
-                if let Outcome::Refused { reason } = receipt.outcome {
-                    app.notice = Some(reason);
+                if let Outcome::Refused(refusal) = receipt.outcome {
+                    app.notice = Some(refusal.to_string());
                 }
             }
             if updates.is_none() {

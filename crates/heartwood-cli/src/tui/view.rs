@@ -477,7 +477,9 @@ fn conversation_and_plan(
 fn key_for(command: heartwood_events::CommandName) -> Option<&'static str> {
     use heartwood_events::CommandName;
     match command {
-        CommandName::SubmitTask | CommandName::SendGuidance => Some("type it, then ⏎"),
+        CommandName::SubmitTask | CommandName::SendGuidance | CommandName::Say => {
+            Some("type it, then ⏎")
+        }
         CommandName::Decide => Some("Tab, then a ⏎ or r ⏎"),
         CommandName::Pause => Some("Ctrl-P"),
         CommandName::Interrupt => Some("Esc"),

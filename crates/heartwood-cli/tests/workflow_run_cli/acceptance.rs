@@ -88,7 +88,8 @@ async fn a_whole_run_is_accepted_through_its_reviewed_reproduction() {
     let kept = std::fs::read(&split).expect("split");
     std::fs::remove_file(&split).expect("rm");
     let refused = heartwood_async(root, &["workflow", "run"]).await;
-    assert_eq!(code(&refused), 1);
+    // Refused: evidence changed since it was accepted (exit 5, a stale view).
+    assert_eq!(code(&refused), 5);
     let why = text(&refused.stderr);
     assert!(
         why.contains("accepted it: outputs/split.csv (missing);") && !why.contains("cohort"),
@@ -199,7 +200,12 @@ async fn a_whole_run_is_accepted_through_its_reviewed_reproduction() {
     let run = heartwood_async(root, &["workflow", "run"]).await;
     assert_eq!(code(&run), 0, "{}{}", text(&run.stdout), text(&run.stderr));
     let evaluated = heartwood(root, &["workflow", "evaluate"]);
-    assert_eq!(code(&evaluated), 1, "{}", text(&evaluated.stderr));
+    assert_eq!(
+        code(&evaluated),
+        7,
+        "not eligible: {}",
+        text(&evaluated.stderr)
+    );
     let w = status(root);
     assert_eq!(w["current"], "reproduction");
     assert_eq!(w["assessment"]["eligible"], false);

@@ -141,7 +141,8 @@ fn lab_definition_is_validated_and_listed(project: &Path) -> String {
         "{listed}"
     );
     let start = heartwood(project, &["workflow", "start", "lab-vibes", "Anything?"]);
-    assert_eq!(code(&start), 1);
+    // Refused: the workflow cannot be used as given (exit 9).
+    assert_eq!(code(&start), 9);
     assert!(
         text(&start.stderr).contains("not supported here"),
         "{}",
@@ -239,7 +240,8 @@ async fn a_lab_defined_workflow_runs_end_to_end_bound_to_its_digest() {
     let file = project.path().join("workflows/lab-split.json");
     std::fs::write(&file, LAB.replace("Our lab's", "My lab's")).expect("edit");
     let refused = heartwood_async(project.path(), &["workflow", "run"]).await;
-    assert_eq!(code(&refused), 1, "{}", text(&refused.stdout));
+    // Refused: the definition cannot be used as bound (exit 9).
+    assert_eq!(code(&refused), 9, "{}", text(&refused.stdout));
     assert!(
         text(&refused.stderr).contains("changed since the run started"),
         "{}",

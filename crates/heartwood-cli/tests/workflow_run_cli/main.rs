@@ -122,10 +122,10 @@ async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
     );
 
     // The model said it wrote the report; the checks say the report is wrong.
-    // A stage that is not eligible is a failed step for scripts: exit 1, saying why and
-    // what continues the run.
+    // A stage that is not eligible is a failed step for scripts: exit 7 (the documented code
+    // of a not-eligible refusal), saying why and what continues the run.
     let evaluated = heartwood(project.path(), &["workflow", "evaluate"]);
-    assert_eq!(code(&evaluated), 1, "{}", text(&evaluated.stderr));
+    assert_eq!(code(&evaluated), 7, "{}", text(&evaluated.stderr));
     assert!(
         text(&evaluated.stderr).contains("stage readiness is not eligible")
             && text(&evaluated.stderr).contains("heartwood workflow run"),
@@ -161,7 +161,18 @@ async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
                 .expect("fingerprint"),
         ],
     );
-    assert!(!forced.status.success(), "an ineligible stage was accepted");
+    // Refused by kind: not eligible, with the checks' finding, and its exit code.
+    assert_eq!(
+        code(&forced),
+        7,
+        "an ineligible stage was accepted: {}",
+        text(&forced.stderr)
+    );
+    assert!(
+        text(&forced.stderr).contains("refused: stage readiness is not eligible"),
+        "{}",
+        text(&forced.stderr)
+    );
 
     // The right file, but a turn with no structured outcome is a failed turn whatever its
     // prose says.
@@ -177,7 +188,7 @@ async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
         "{w:#}"
     );
     let evaluated = heartwood(project.path(), &["workflow", "evaluate"]);
-    assert_eq!(code(&evaluated), 1, "{}", text(&evaluated.stderr));
+    assert_eq!(code(&evaluated), 7, "{}", text(&evaluated.stderr));
     let w = status(project.path());
     assert_eq!(w["assessment"]["eligible"], false, "{w:#}");
     assert!(
@@ -230,7 +241,7 @@ async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
     let accepted = std::fs::read(&report).expect("report");
     std::fs::write(&report, [accepted.as_slice(), b" "].concat()).expect("edit");
     let refused = heartwood_async(project.path(), &["workflow", "run"]).await;
-    assert_eq!(code(&refused), 1);
+    assert_eq!(code(&refused), 5, "evidence changed: a stale view");
     assert!(
         text(&refused.stderr)
             .contains("changed since the run bound or accepted it: reports/readiness.json"),
@@ -248,7 +259,7 @@ async fn a_stage_advances_only_on_its_checks_and_the_researchers_acceptance() {
     );
     std::fs::write(&cohort, edited).expect("edit");
     let refused = heartwood_async(project.path(), &["workflow", "run"]).await;
-    assert_eq!(code(&refused), 1);
+    assert_eq!(code(&refused), 5, "evidence changed: a stale view");
     assert!(
         text(&refused.stderr)
             .contains("changed since the run bound or accepted it: data/cohort.csv"),
@@ -354,7 +365,8 @@ async fn a_stage_that_uses_up_its_budget_gets_no_further_model_continuation() {
 
     // Neither running the stage again nor resuming continues it.
     let again = heartwood_async(project.path(), &["workflow", "run"]).await;
-    assert_eq!(code(&again), 1);
+    // Refused: not possible now (exit 6).
+    assert_eq!(code(&again), 6);
     assert!(
         text(&again.stderr).contains("budget is used up"),
         "{}",
@@ -365,7 +377,8 @@ async fn a_stage_that_uses_up_its_budget_gets_no_further_model_continuation() {
         &["exec", "--last", "carry on with the report"],
     )
     .await;
-    assert_eq!(code(&resumed), 1, "{}", text(&resumed.stdout));
+    // Refused: the stage's budget is used up (exit 6).
+    assert_eq!(code(&resumed), 6, "{}", text(&resumed.stdout));
     assert!(
         text(&resumed.stderr).contains("budget is used up"),
         "{}",

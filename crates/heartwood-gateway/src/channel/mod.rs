@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use heartwood_events::{ActionPolicy, Command, CommandId, Receipt, SessionId, Snapshot, Update};
+use heartwood_events::{Command, Receipt, SessionId, Snapshot, Update};
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
@@ -133,19 +133,8 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 enum Request {
-    Submit {
-        command: Command,
-    },
-    Say {
-        text: String,
-        policy: ActionPolicy,
-        command_id: CommandId,
-        #[serde(default)]
-        actor: Option<String>,
-    },
-    Snapshot {
-        since: u64,
-    },
+    Submit { command: Command },
+    Snapshot { since: u64 },
     Subscribe {},
 }
 
@@ -179,15 +168,6 @@ impl Drop for ChannelServer {
 pub(crate) trait Served: Send + Sync + 'static {
     /// [`crate::SessionGateway::submit`].
     fn submit(self: Arc<Self>, command: Command) -> Result<Receipt, GatewayError>;
-    /// [`crate::SessionGateway::say_for`].
-    fn say_for(
-        self: Arc<Self>,
-        session: &SessionId,
-        text: &str,
-        policy: ActionPolicy,
-        command_id: CommandId,
-        actor: Option<&str>,
-    ) -> Result<Vec<Receipt>, GatewayError>;
     /// [`crate::SessionGateway::snapshot`].
     fn snapshot(self: Arc<Self>, session: &SessionId, since: u64)
     -> Result<Snapshot, GatewayError>;
@@ -282,15 +262,6 @@ fn answer(
             Ok(Request::Submit { command }) => {
                 send(&mut writer, Arc::clone(&gateway).submit(command))
             }
-            Ok(Request::Say {
-                text,
-                policy,
-                command_id,
-                actor,
-            }) => send(
-                &mut writer,
-                Arc::clone(&gateway).say_for(session, &text, policy, command_id, actor.as_deref()),
-            ),
             Ok(Request::Snapshot { since }) => {
                 send(&mut writer, Arc::clone(&gateway).snapshot(session, since))
             }
@@ -390,22 +361,6 @@ impl Client {
         self.call(&Request::Submit { command })
     }
 
-    /// Says text to the session through the serving process.
-    pub(crate) fn say(
-        mut self,
-        text: &str,
-        policy: ActionPolicy,
-        command_id: CommandId,
-        actor: Option<&str>,
-    ) -> Result<Vec<Receipt>, GatewayError> {
-        self.call(&Request::Say {
-            text: text.to_owned(),
-            policy,
-            command_id,
-            actor: actor.map(str::to_owned),
-        })
-    }
-
     /// The session's snapshot as the serving process has it (live, with any review, output
     /// and streamed text).
     pub(crate) fn snapshot(mut self, since: u64) -> Result<Snapshot, GatewayError> {
@@ -452,16 +407,6 @@ mod tests {
     impl Served for Nothing {
         fn submit(self: Arc<Self>, command: Command) -> Result<Receipt, GatewayError> {
             Err(GatewayError::Closed(command.session))
-        }
-        fn say_for(
-            self: Arc<Self>,
-            session: &SessionId,
-            _: &str,
-            _: ActionPolicy,
-            _: CommandId,
-            _: Option<&str>,
-        ) -> Result<Vec<Receipt>, GatewayError> {
-            Err(GatewayError::Closed(session.clone()))
         }
         fn snapshot(
             self: Arc<Self>,

@@ -201,23 +201,22 @@ pub(crate) fn consent_admissible(
     p: &SessionProjection,
     revision: u64,
     preview: &str,
-) -> Result<(), String> {
-    let control = consent_control(p).ok_or(
-        "no review batch waits to run at once now (none previewed, already consented, or the \
-         set was decided)",
-    )?;
+) -> Result<(), heartwood_events::Refusal> {
+    use heartwood_events::{Refusal, RunPart};
+    let control = consent_control(p).ok_or(Refusal::NoReviewBatch)?;
     if control.revision != revision {
-        return Err(format!(
-            "revision {revision} of the run is stale; it is at revision {}: look again",
-            control.revision
-        ));
+        return Err(Refusal::StaleRun {
+            part: RunPart::Revision,
+            shown: revision.to_string(),
+            current: control.revision.to_string(),
+        });
     }
     if control.fingerprint.as_deref() != Some(preview) {
-        return Err(format!(
-            "the preview you consented to ({preview}) is not the one shown now ({}): look at \
-             it again",
-            control.fingerprint.unwrap_or_default()
-        ));
+        return Err(Refusal::StaleRun {
+            part: RunPart::Preview,
+            shown: preview.to_owned(),
+            current: control.fingerprint.unwrap_or_default(),
+        });
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! whether a workflow command is admissible (the same rules for every interface).
 
 use super::*;
+use heartwood_events::{Refusal, RunPart};
 
 /// Refreshes what follows from the rest of the projection: a stage whose turn has ended
 /// awaits evaluation (and has a structured outcome or says why not), each stage's budget
@@ -262,13 +263,17 @@ pub(crate) fn used_up(p: &SessionProjection) -> Option<String> {
 }
 
 /// Whether a workflow command is admissible now; `Err` says why not and what is current.
-pub(crate) fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<(), String> {
+pub(crate) fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<(), Refusal> {
     let (name, revision, fingerprint) = match kind {
         CommandKind::WorkflowStart { .. } => {
             return if p.workflow.is_some() {
-                Err("this session already runs a workflow; start another in a new session".into())
+                Err(Refusal::SessionInUse {
+                    runs_workflow: true,
+                })
             } else if !p.conversation.is_empty() {
-                Err("a workflow starts only in an unused session; start it in a new one".into())
+                Err(Refusal::SessionInUse {
+                    runs_workflow: false,
+                })
             } else {
                 Ok(())
             };
@@ -286,63 +291,72 @@ pub(crate) fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<()
         // Not a control (it names a file): admissible whenever the run rests on its revision.
         CommandKind::WorkflowCorrect { revision, .. } => {
             let Some(w) = &p.workflow else {
-                return Err("this session runs no workflow".into());
+                return Err(Refusal::NoWorkflow);
             };
             if w.cancelled || w.current.is_none() || !p.is_settled() || p.pending.is_some() {
-                return Err(
-                    "a correction is bound only while the run rests at a stage (no work \
-                     active, no set waiting)"
-                        .into(),
-                );
+                return Err(Refusal::NotAtRest);
             }
             if w.revision != *revision {
-                return Err(format!(
-                    "revision {revision} of the run is stale; it is at revision {}",
-                    w.revision
-                ));
+                return Err(stale_revision(*revision, w.revision));
             }
             return Ok(());
         }
         _ => return Ok(()),
     };
     let Some(w) = &p.workflow else {
-        return Err("this session runs no workflow".into());
+        return Err(Refusal::NoWorkflow);
     };
+    let active = !(p.is_settled() && p.pending.is_none());
     let Some(control) = w.control(name) else {
-        let stage = w
-            .current_stage()
-            .map(|s| {
-                let used_up = s
-                    .exhausted()
-                    .map(|l| format!(" and its budget is used up ({l})"))
-                    .unwrap_or_default();
-                format!("stage “{}” is {}{used_up}", s.spec.title, s.status.as_str())
-            })
-            .unwrap_or_else(|| "the run has ended".into());
-        return Err(format!(
-            "{} is not possible now: {stage}{}",
-            name.as_str().replace('_', " "),
-            if p.is_settled() && p.pending.is_none() {
-                ""
-            } else {
-                ", and work is active or a set waits for a decision"
-            }
-        ));
+        // An acceptance of checks that do not pass names what they found.
+        if name == CommandName::WorkflowAccept
+            && !active
+            && let (Some(stage), Some(a)) = (w.current_stage(), &w.assessment)
+            && a.stage == stage.spec.id
+            && !a.eligible
+        {
+            return Err(Refusal::NotEligible {
+                stage: a.stage.clone(),
+                problems: a.problems.clone(),
+            });
+        }
+        let stage = w.current_stage().map(|s| {
+            let used_up = s
+                .exhausted()
+                .map(|l| format!(" and its budget is used up ({l})"))
+                .unwrap_or_default();
+            format!("stage “{}” is {}{used_up}", s.spec.title, s.status.as_str())
+        });
+        return Err(Refusal::NotPossibleNow {
+            command: name,
+            stage,
+            active,
+        });
     };
     if control.revision != revision {
-        return Err(format!(
-            "revision {revision} of the run is stale; it is at revision {}: look again and \
-             decide again",
-            control.revision
-        ));
+        return Err(Refusal::StaleRun {
+            part: RunPart::Revision,
+            shown: revision.to_string(),
+            current: control.revision.to_string(),
+        });
     }
     if let (Some(given), Some(current)) = (fingerprint, &control.fingerprint)
         && given != current
     {
-        return Err(format!(
-            "the assessment you accepted ({given}) is not the one shown now ({current}): look \
-             at it again"
-        ));
+        return Err(Refusal::StaleRun {
+            part: RunPart::Assessment,
+            shown: given.clone(),
+            current: current.clone(),
+        });
     }
     Ok(())
+}
+
+/// A command naming run revision `shown` when the run is at `current`.
+fn stale_revision(shown: u64, current: u64) -> Refusal {
+    Refusal::StaleRun {
+        part: RunPart::Revision,
+        shown: shown.to_string(),
+        current: current.to_string(),
+    }
 }

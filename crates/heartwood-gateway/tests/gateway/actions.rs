@@ -54,6 +54,17 @@ async fn an_edit_is_reviewed_as_a_diff_and_a_file_changed_before_the_decision_sh
     let again = f.projection();
     let shown_again = again.pending.clone().expect("still pending");
     assert!(shown_again.revision > set.revision);
+    // A stale decision, typed: the files that changed and the revision to decide now.
+    assert_eq!(
+        refusal.outcome.refusal(),
+        Some(&heartwood_events::Refusal::StaleDecision {
+            set_id: set.set_id.clone(),
+            revision: set.revision,
+            pending_set_id: shown_again.set_id.clone(),
+            pending_revision: shown_again.revision,
+            changed: vec!["data.csv".into()],
+        })
+    );
     let fresh = f
         .gateway
         .snapshot(&f.session, u64::MAX)

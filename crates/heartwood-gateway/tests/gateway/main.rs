@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use heartwood_events::{
     ActionPolicy, ActionState, Command, CommandId, CommandKind, CommandName, Decision, Lifecycle,
-    Outcome, Receipt, SessionId, SessionProjection,
+    Outcome, Receipt, Refusal, SessionId, SessionProjection,
 };
 use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
 use heartwood_gateway::{ProjectContext, SessionGateway, reducer};
@@ -138,9 +138,9 @@ fn finish() -> Turn {
     Turn::calls(&[("finish", json!({"message": "done"}))])
 }
 
-fn refused(receipt: &Receipt) -> &str {
+fn refused(receipt: &Receipt) -> String {
     match &receipt.outcome {
-        Outcome::Refused { reason } => reason,
+        Outcome::Refused(refusal) => refusal.to_string(),
         Outcome::Applied { .. } => panic!("applied, expected a refusal: {receipt:?}"),
     }
 }
@@ -207,6 +207,27 @@ async fn stale_or_missing_decisions_and_a_second_task_are_refused_alike() {
         reason: None,
     });
     assert!(refused(&stale).contains("stale"), "{stale:?}");
+    // Typed on the receipt: each refusal carries its kind and what an interface acts on.
+    assert_eq!(
+        busy.outcome.refusal(),
+        Some(&Refusal::Busy {
+            command: CommandName::SubmitTask,
+            lifecycle: Lifecycle::WaitingForDecision,
+            available: waiting.available_commands.clone(),
+        })
+    );
+    assert_eq!(
+        stale.outcome.refusal(),
+        Some(&Refusal::StaleDecision {
+            set_id: set.set_id.clone(),
+            revision: set.revision - 1,
+            pending_set_id: set.set_id.clone(),
+            pending_revision: set.revision,
+            changed: Vec::new(),
+        })
+    );
+    let blank = f.submit(CommandKind::SendGuidance { text: " ".into() });
+    assert_eq!(blank.outcome.refusal(), Some(&Refusal::EmptyText));
     assert!(
         !f.project.path().join("ran.txt").exists(),
         "a stale decision ran something"
@@ -220,6 +241,13 @@ async fn stale_or_missing_decisions_and_a_second_task_are_refused_alike() {
     f.settled().await;
     let again = f.decide(&waiting, Decision::AllowOnce, None);
     assert!(refused(&again).contains("no action set"), "{again:?}");
+    assert!(
+        matches!(
+            again.outcome.refusal(),
+            Some(Refusal::NothingPending { .. })
+        ),
+        "{again:?}"
+    );
     let ran = std::fs::read_to_string(f.project.path().join("ran.txt")).expect("ran");
     assert_eq!(
         ran.lines().count(),
@@ -455,4 +483,44 @@ fn last_in_a_project_without_sessions_is_not_found_and_says_so() {
         "{unknown}"
     );
     assert!(!folder.path().join(".heartwood").exists());
+}
+
+/// Typed text is one command through `submit`: a task in a new session, guidance while a set
+/// waits, each recorded under the `say` command's one receipt, and a retry answered from it.
+#[tokio::test(flavor = "multi_thread")]
+async fn typed_text_is_one_command_that_means_what_the_session_says() {
+    let f = Fixture::new(Script::of(vec![two_actions(), finish()])).await;
+    let say = |text: &str| CommandKind::Say {
+        text: text.into(),
+        policy: ActionPolicy::AlwaysReview,
+    };
+    let blank = f.submit(say("  "));
+    assert_eq!(blank.outcome.refusal(), Some(&Refusal::EmptyText));
+
+    let task = f.command(say("work"));
+    let first = f.gateway.submit_blocking(task.clone()).expect("say");
+    applied(&first);
+    assert_eq!(first.command(), Some(CommandName::Say));
+    let waiting = f.settled().await;
+    assert_eq!(waiting.lifecycle, Lifecycle::WaitingForDecision);
+    // A retry while the session means something else by the text: answered as it was.
+    let again = f.gateway.submit_blocking(task).expect("retry");
+    assert_eq!(again, first, "a retried say acts once");
+
+    let guided = f.submit(say("keep group 7 out"));
+    applied(&guided);
+    let events = f.gateway.snapshot(&f.session, 0).expect("snapshot").events;
+    let said: Vec<&str> = events
+        .iter()
+        .filter(|e| e.command.as_ref() == Some(&guided.command_id))
+        .map(|e| e.event.kind())
+        .collect();
+    assert_eq!(said, ["guidance_sent"], "guidance while a set waits");
+    let tasks = events
+        .iter()
+        .filter(|e| e.event.kind() == "task_submitted")
+        .count();
+    assert_eq!(tasks, 1, "the retry submitted no second task");
+    applied(&f.decide(&waiting, Decision::AllowOnce, None));
+    f.settled().await;
 }

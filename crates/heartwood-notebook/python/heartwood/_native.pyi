@@ -8,9 +8,6 @@ __version__: str
 class HeartwoodError(Exception):
     """Something Heartwood refused or could not do; the message says what to do next."""
 
-class StaleDecision(HeartwoodError):
-    """The set or revision decided is no longer the one waiting; the message names it."""
-
 Policy = Literal["always-review", "low-risk"]
 
 def open(path: Optional[Union[str, PathLike[str]]] = None) -> Heartwood:

@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::post;
 use heartwood_events::{
-    ActionPolicy, Command, CommandId, CommandKind, Outcome, Receipt, SessionId, Suspended,
+    ActionPolicy, Command, CommandId, CommandKind, Outcome, Receipt, Refusal, SessionId, Suspended,
 };
 use heartwood_gateway::SessionGateway;
 use schemars::JsonSchema;
@@ -32,8 +32,10 @@ pub(super) fn routes() -> Vec<Route> {
     vec![
         act(
             "/api/sessions/{session}/commands",
-            "Submits a command; 409 with the receipt when it is refused, 202 with the pending \
-             set when `wait=settled` and the run stops for a decision.",
+            "Submits a command; a refusal answers its receipt with the status its kind maps to \
+             (422 for input that cannot be used, 503 when the agent cannot be served, 409 for \
+             the rest: the session moved on or does not take the command now), 202 with the \
+             pending set when `wait=settled` and the run stops for a decision.",
             answers::<Receipt>(),
         )
         .query(of::<Wait>())
@@ -41,9 +43,9 @@ pub(super) fn routes() -> Vec<Route> {
         .served_by(|| post(submit)),
         act(
             "/api/sessions/{session}/say",
-            "Typed text, which the gateway turns into a task, guidance, or guidance and \
-             resuming, as the session stands; answers the receipts (409 when the last was a \
-             refusal).",
+            "Typed text: one `say` command, which the gateway decides as a task, guidance, or \
+             guidance and resuming, as the session stands; answers its receipt in a list (a \
+             refusal with the status its kind maps to, as for a command).",
             answers::<Vec<Receipt>>(),
         )
         .query(of::<Wait>())
@@ -140,9 +142,9 @@ async fn submit(
             .gateway
             .submit_blocking(command.acting_for(actor))
         {
-            Ok(receipt) => match receipt.outcome {
-                Outcome::Refused { .. } => {
-                    Routed::Now(json_response(StatusCode::CONFLICT, &receipt))
+            Ok(receipt) => match &receipt.outcome {
+                Outcome::Refused(refusal) => {
+                    Routed::Now(json_response(refused_status(refusal), &receipt))
                 }
                 Outcome::Applied { .. } => {
                     let answer = json_response(StatusCode::OK, &receipt);
@@ -169,17 +171,21 @@ async fn say(
         .unwrap_or_else(SessionGateway::new_command_id);
     let blocking_app = Arc::clone(&app);
     let routed = tokio::task::spawn_blocking(move || {
-        let policy = ActionPolicy::default();
+        // Typed text is one command, decided by the gateway as what it means now.
+        let kind = CommandKind::Say {
+            text: said.text,
+            policy: ActionPolicy::default(),
+        };
+        let command = Command::new(command_id, session.clone(), kind).acting_for(actor);
         match blocking_app
             .gateway
-            .say_for(&session, &said.text, policy, command_id, Some(actor))
+            .submit_blocking(command)
+            .map(|r| vec![r])
         {
             Ok(receipts) => {
-                let refused = receipts
-                    .last()
-                    .is_some_and(|r| matches!(r.outcome, Outcome::Refused { .. }));
-                if refused {
-                    Routed::Now(json_response(StatusCode::CONFLICT, &receipts))
+                let refused = receipts.last().and_then(|r| r.outcome.refusal());
+                if let Some(refusal) = refused {
+                    Routed::Now(json_response(refused_status(refusal), &receipts))
                 } else {
                     let answer = json_response(StatusCode::OK, &receipts);
                     settle_if(&wait, session, receipts, answer)
@@ -190,6 +196,34 @@ async fn say(
     })
     .await;
     answered(&app, routed).await
+}
+
+/// The HTTP status a refusal answers with, by its kind: a client retries nothing on a 422 (the
+/// input itself cannot be used), may retry a 503 once the agent can be served, and on a 409
+/// looks at the session again (it moved on, or does not take the command now).
+pub(crate) fn refused_status(refusal: &Refusal) -> StatusCode {
+    match refusal {
+        Refusal::EmptyText | Refusal::EmptyTitle | Refusal::WorkflowUnusable { .. } => {
+            StatusCode::UNPROCESSABLE_ENTITY
+        }
+        Refusal::AgentUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        Refusal::NothingPending { .. }
+        | Refusal::StaleDecision { .. }
+        | Refusal::Busy { .. }
+        | Refusal::Closed { .. }
+        | Refusal::BudgetUsedUp { .. }
+        | Refusal::NoWorkflow
+        | Refusal::SessionInUse { .. }
+        | Refusal::NotPossibleNow { .. }
+        | Refusal::NotEligible { .. }
+        | Refusal::StaleRun { .. }
+        | Refusal::RunMovedOn { .. }
+        | Refusal::NotAtRest
+        | Refusal::NoReviewBatch
+        | Refusal::EvidenceChanged { .. }
+        | Refusal::CorrectionNotBindable { .. }
+        | Refusal::Other { .. } => StatusCode::CONFLICT,
+    }
 }
 
 /// `answer` now, or (when the request waits) after the run settles.

@@ -1,52 +1,54 @@
 //! The rules every command is held to under the lock, the same for every interface: a blank
-//! text is refused, a decision names the set and revision waiting, a workflow command follows
+//! text is refused, typed text is held to the rules of what it means now, a decision names the set and revision waiting, a workflow command follows
 //! the run's rules, a used-up stage budget gets no further continuation, and otherwise the
 //! projection's `available_commands` decide; a refusal says why and what to do.
 
-use heartwood_events::{CommandKind, CommandName, Lifecycle, SessionProjection};
+use heartwood_events::{CommandKind, CommandName, Refusal, SessionProjection};
 
 /// Why a task or guidance cannot be given as typed: it says nothing.
-pub(super) fn blank_text(kind: &CommandKind) -> Option<String> {
+pub(super) fn blank_text(kind: &CommandKind) -> Option<Refusal> {
     match kind {
-        CommandKind::SubmitTask { text, .. } | CommandKind::SendGuidance { text }
+        CommandKind::SubmitTask { text, .. }
+        | CommandKind::SendGuidance { text }
+        | CommandKind::Say { text, .. }
             if text.trim().is_empty() =>
         {
-            Some("the text is empty; say what the agent should do".to_owned())
+            Some(Refusal::EmptyText)
         }
-        CommandKind::Rename { title } if title.trim().is_empty() => {
-            Some("the title is empty; give the session a title in words".to_owned())
-        }
+        CommandKind::Rename { title } if title.trim().is_empty() => Some(Refusal::EmptyTitle),
         _ => None,
     }
 }
 
-/// Whether the projection admits the command now; `Err` says why not and what to do.
-pub(super) fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<(), String> {
-    if let Some(reason) = blank_text(kind) {
-        return Err(reason);
+/// Whether the projection admits the command now; `Err` says why not.
+pub(super) fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<(), Refusal> {
+    if let Some(refusal) = blank_text(kind) {
+        return Err(refusal);
+    }
+    // Typed text is held to the rules of what it means now.
+    if let CommandKind::Say { text, policy } = kind {
+        for meant in p.text_commands(text, *policy) {
+            admissible(p, &meant)?;
+        }
+        return Ok(());
     }
     if let CommandKind::Decide {
         set_id, revision, ..
     } = kind
     {
         let Some(pending) = &p.pending else {
-            return Err(format!(
-                "there is no action set waiting for a decision; the session is {}",
-                p.lifecycle.as_str()
-            ));
+            return Err(Refusal::NothingPending {
+                lifecycle: p.lifecycle,
+            });
         };
-        if &pending.set_id != set_id {
-            return Err(format!(
-                "set {set_id} is not the pending set; set {} (revision {}) is waiting for a decision",
-                pending.set_id, pending.revision
-            ));
-        }
-        if pending.revision != *revision {
-            return Err(format!(
-                "revision {revision} of set {set_id} is stale; the set is at revision {}. Review \
-                 it as shown now and decide again",
-                pending.revision
-            ));
+        if &pending.set_id != set_id || pending.revision != *revision {
+            return Err(Refusal::StaleDecision {
+                set_id: set_id.clone(),
+                revision: *revision,
+                pending_set_id: pending.set_id.clone(),
+                pending_revision: pending.revision,
+                changed: Vec::new(),
+            });
         }
     }
     match kind {
@@ -63,30 +65,23 @@ pub(super) fn admissible(p: &SessionProjection, kind: &CommandKind) -> Result<()
         CommandKind::SubmitTask { .. } | CommandKind::SendGuidance { .. } | CommandKind::Resume
             if let Some(limit) = crate::workflow_run::used_up(p) =>
         {
-            Err(format!(
-                "the workflow stage's budget is used up ({limit}): the agent gets no further \
-                 model continuation in this stage; evaluate what it wrote, or cancel the run"
-            ))
+            Err(Refusal::BudgetUsedUp { limit })
         }
         _ if p.allows(kind.command_name()) => Ok(()),
         _ => Err(busy(p, kind.command_name())),
     }
 }
 
-pub(super) fn busy(p: &SessionProjection, command: CommandName) -> String {
-    let hint = match (command, p.lifecycle) {
-        (CommandName::SubmitTask, Lifecycle::Running | Lifecycle::Paused) => {
-            "; a task is already active: send guidance, or wait for it to finish"
+/// The refusal of `command`, which the session does not take as it stands.
+pub(super) fn busy(p: &SessionProjection, command: CommandName) -> Refusal {
+    let available = p.available_commands.clone();
+    if p.closed {
+        Refusal::Closed { command, available }
+    } else {
+        Refusal::Busy {
+            command,
+            lifecycle: p.lifecycle,
+            available,
         }
-        (CommandName::SubmitTask, Lifecycle::WaitingForDecision) => {
-            "; decide the pending action set first"
-        }
-        _ => "",
-    };
-    let available: Vec<&str> = p.available_commands.iter().map(|c| c.as_str()).collect();
-    format!(
-        "`{command}` is not available while the session is {}{hint} (available now: {})",
-        p.lifecycle.as_str(),
-        available.join(", ")
-    )
+    }
 }

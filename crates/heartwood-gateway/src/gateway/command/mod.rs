@@ -38,7 +38,8 @@ use crate::live::{CommandKey, Core, Live};
 enum Submitted {
     /// With this receipt.
     Answered(Receipt),
-    /// The session was released as the command reached it: the command, to send again.
+    /// The session was released as the command reached it, or typed text came to mean
+    /// something else while it was prepared: the command, to send again.
     Released(Command),
 }
 
@@ -85,17 +86,19 @@ impl SessionGateway {
         let opening = match prepare::opening(self, &command) {
             Ok(opening) => opening,
             // Not recorded: there is no session to record it in.
-            Err(reason) => {
+            Err(refusal) => {
                 return Ok(Submitted::Answered(Receipt::new(
                     command.command_id,
                     command.kind.name(),
-                    heartwood_events::Outcome::Refused { reason },
+                    heartwood_events::Outcome::Refused(refusal),
                 )));
             }
         };
         let registers = matches!(
             command.kind,
-            CommandKind::SubmitTask { .. } | CommandKind::WorkflowStart { .. }
+            CommandKind::SubmitTask { .. }
+                | CommandKind::WorkflowStart { .. }
+                | CommandKind::Say { .. }
         );
         let live = match self.attach(&command.session, registers) {
             Ok(live) => live,
@@ -105,7 +108,7 @@ impl SessionGateway {
                 use crate::relay::Forwarded;
                 return match self.shared.store.shared() {
                     Some(store) => match crate::relay::forward(store, &command, e)? {
-                        Forwarded::Answered(receipt) => Ok(Submitted::Answered(receipt)),
+                        Forwarded::Answered(receipt) => Ok(Submitted::Answered(*receipt)),
                         // Nobody drives it now: open it here (the submit loop tries again).
                         Forwarded::Free => Ok(Submitted::Released(command)),
                     },
@@ -128,7 +131,11 @@ impl SessionGateway {
         };
         let prepared = prepare::prepare(self, &live, &command, opening);
         let core = live.lock();
-        if core.is_released() {
+        // Typed text that means something else now than when it was prepared (the run
+        // stopped, say, so guidance became a task) is prepared again as what it means now.
+        let moved_on = prepared.said.is_some()
+            && prepared.said != prepare::meaning(core.projection(), &command.kind);
+        if core.is_released() || moved_on {
             drop(core);
             return Ok(Submitted::Released(command));
         }
@@ -157,6 +164,9 @@ impl Deciding<'_, '_> {
         mut core: MutexGuard<'_, Core>,
         command: &Command,
     ) -> Result<Receipt, GatewayError> {
+        if let Some(receipt) = said_before(&mut core, command)? {
+            return Ok(receipt);
+        }
         if let Some(receipt) = core.writer()?.receipt_for_content(
             self.key.id,
             self.key.name,
@@ -164,8 +174,8 @@ impl Deciding<'_, '_> {
         )? {
             return Ok(receipt.clone());
         }
-        if let Err(reason) = admission::admissible(core.projection(), &command.kind) {
-            return core.refuse(&self.key, &reason);
+        if let Err(refusal) = admission::admissible(core.projection(), &command.kind) {
+            return core.refuse(&self.key, refusal);
         }
         match command.kind {
             CommandKind::WorkflowStart { .. }
@@ -179,4 +189,31 @@ impl Deciding<'_, '_> {
             _ => self.session(core, command),
         }
     }
+}
+
+/// The receipt of typed text a build before [`CommandKind::Say`] recorded as the command it
+/// meant (a task, or guidance, under the same id), or recovery rebuilt so from its events: a
+/// retry of the same text is answered from it, not refused as a reused id. Other words under
+/// that id are not a retry (the content digest differs) and go on to be refused.
+fn said_before(core: &mut Core, command: &Command) -> Result<Option<Receipt>, GatewayError> {
+    use heartwood_events::CommandName;
+    let CommandKind::Say { text, policy } = &command.kind else {
+        return Ok(None);
+    };
+    let Some(receipt) = core.writer()?.receipt(&command.command_id) else {
+        return Ok(None);
+    };
+    let meant = match receipt.command() {
+        Some(CommandName::SubmitTask) => CommandKind::SubmitTask {
+            text: text.clone(),
+            policy: *policy,
+        },
+        Some(CommandName::SendGuidance) => CommandKind::SendGuidance { text: text.clone() },
+        _ => return Ok(None),
+    };
+    let same = receipt
+        .content_sha256
+        .as_deref()
+        .is_none_or(|digest| digest == content_digest(&meant));
+    Ok(same.then(|| receipt.clone()))
 }

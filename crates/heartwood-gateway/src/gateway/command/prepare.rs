@@ -7,7 +7,7 @@ use std::sync::Arc;
 use heartwood_events::workflow::{
     AssessmentView, CapturedFile, ReproductionPrepared, WorkflowView,
 };
-use heartwood_events::{ActionPolicy, Command, CommandKind, Decision, Event};
+use heartwood_events::{ActionPolicy, Command, CommandKind, Decision, Event, Refusal};
 
 use super::{WorkerKit, WorkerRefusal};
 use crate::GatewayError;
@@ -17,7 +17,7 @@ use crate::live::Live;
 
 /// What a command found before its session was opened: a run's first event, or why it cannot
 /// start. `Err` refuses the command before a session nobody can use is registered.
-pub(super) type Opening = Option<Result<Event, String>>;
+pub(super) type Opening = Option<Result<Event, Refusal>>;
 
 /// What a command's decision needs that was read before the lock.
 #[derive(Default)]
@@ -43,6 +43,9 @@ pub(in crate::gateway) struct Prepared {
     /// The model route and what an agent would start with, for a command that needs the
     /// session's worker; `Err` is the reason it cannot have one.
     pub(super) worker: Option<Result<WorkerKit, WorkerRefusal>>,
+    /// What typed text ([`CommandKind::Say`]) meant when it was prepared; decided only if it
+    /// still means that under the lock.
+    pub(super) said: Option<Vec<CommandKind>>,
 }
 
 impl Prepared {
@@ -57,21 +60,19 @@ impl Prepared {
 /// What is read before the session is registered: whether a task or run can be served at all,
 /// and a run's bindings (digests of its inputs), so a definition or input that cannot be used
 /// leaves no session behind.
-pub(super) fn opening(gateway: &SessionGateway, command: &Command) -> Result<Opening, String> {
+pub(super) fn opening(gateway: &SessionGateway, command: &Command) -> Result<Opening, Refusal> {
     let exists = gateway.shared.store.exists(&command.session);
     let unusable = match &command.kind {
         _ if exists => None,
-        kind @ CommandKind::SubmitTask { policy, .. } => super::admission::blank_text(kind)
-            .or_else(|| {
-                gateway
-                    .reachable_route(*policy)
-                    .err()
-                    .map(|e| e.to_string())
-            }),
+        // Typed text to a session not yet made is a task.
+        kind @ (CommandKind::SubmitTask { policy, .. } | CommandKind::Say { policy, .. }) => {
+            super::admission::blank_text(kind)
+                .or_else(|| gateway.reachable_route(*policy).err().map(Refusal::from))
+        }
         CommandKind::WorkflowStart { .. } => gateway
             .reachable_route(ActionPolicy::AlwaysReview)
             .err()
-            .map(|e| e.to_string()),
+            .map(Refusal::from),
         _ => None,
     };
     if let Some(reason) = unusable {
@@ -91,9 +92,10 @@ pub(super) fn opening(gateway: &SessionGateway, command: &Command) -> Result<Ope
         definition,
         question,
         inputs,
-    );
+    )
+    .map_err(|why| Refusal::WorkflowUnusable { why });
     match started {
-        Err(reason) if !exists => Err(reason),
+        Err(refusal) if !exists => Err(refusal),
         started => Ok(Some(started)),
     }
 }
@@ -108,12 +110,18 @@ pub(super) fn prepare(
 ) -> Prepared {
     let project = &gateway.shared.project;
     let workflow = || live.lock().projection().workflow.clone();
+    let said = meaning(live.lock().projection(), &command.kind);
+    // Typed text is prepared as what it means now (its first command needs the agent alike).
+    let acting = said
+        .as_ref()
+        .and_then(|s| s.first())
+        .unwrap_or(&command.kind);
     let mut prepared = Prepared {
         started,
-        worker: worker_policy(&command.kind).map(|policy| gateway.worker_kit(live, policy)),
+        worker: worker_policy(acting).map(|policy| gateway.worker_kit(live, policy)),
         ..Prepared::default()
     };
-    match &command.kind {
+    match acting {
         CommandKind::SubmitTask { .. } => prepared.starting_commit = clean_head(gateway),
         CommandKind::WorkflowRun { .. } => {
             // `git status` can take a while.
@@ -158,6 +166,7 @@ pub(super) fn prepare(
         } => prepare_allow(gateway, live, &mut prepared),
         _ => {}
     }
+    prepared.said = said;
     prepared
 }
 
@@ -179,6 +188,18 @@ fn prepare_allow(gateway: &SessionGateway, live: &Arc<Live>, prepared: &mut Prep
     prepared.reproduction = projection
         .and_then(|p| crate::reproduction::prepare(&gateway.shared.project, &p))
         .map(Box::new);
+}
+
+/// What `kind` means in the session as `projection` shows it: for typed text, the commands
+/// [`heartwood_events::SessionProjection::text_commands`] makes of it; `None` for every other command.
+pub(super) fn meaning(
+    projection: &heartwood_events::SessionProjection,
+    kind: &CommandKind,
+) -> Option<Vec<CommandKind>> {
+    match kind {
+        CommandKind::Say { text, policy } => Some(projection.text_commands(text, *policy)),
+        _ => None,
+    }
 }
 
 /// The policy a command's worker runs under, for the commands that need one (`None`: the

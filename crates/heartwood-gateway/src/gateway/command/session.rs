@@ -1,10 +1,11 @@
 //! Deciding the session family under the lock: a task, guidance, pause, interrupt, resume, a
-//! decision on the pending set, an export, a rename, closing. Each records its events, then
+//! decision on the pending set, an export, a rename, closing, and typed text as what it means. Each records its events, then
 //! sends the agent its work.
 
+use std::borrow::Cow;
 use std::sync::MutexGuard;
 
-use heartwood_events::{Command, CommandKind, CommandName, Decision, Event, Receipt};
+use heartwood_events::{Command, CommandKind, CommandName, Decision, Event, Receipt, Refusal};
 use serde_json::Value;
 
 use super::Deciding;
@@ -27,16 +28,26 @@ impl Deciding<'_, '_> {
             mut prepared,
         } = self;
         let key = &key;
-        match &command.kind {
+        // Typed text is decided as what it means now (prepared as the same: `submit_once`
+        // prepares it again otherwise); guidance to a paused run resumes it too.
+        let (kind, resumes) = match super::prepare::meaning(core.projection(), &command.kind) {
+            Some(meant) => (
+                Cow::Owned(meant.first().cloned().unwrap_or(CommandKind::Resume)),
+                meant.len() > 1,
+            ),
+            None => (Cow::Borrowed(&command.kind), false),
+        };
+        match kind.as_ref() {
             CommandKind::SubmitTask { text, policy } => {
                 if let Err(reason) = gateway.ensure_worker(live, &mut core, prepared.take_worker())
                 {
-                    return core.refuse(key, reason);
+                    return core.refuse(key, reason.into());
                 }
                 // Reconciling may have continued an earlier run.
                 if !core.projection().lifecycle.accepts_task() {
-                    let reason = super::admission::busy(core.projection(), CommandName::SubmitTask);
-                    return core.refuse(key, &reason);
+                    let refusal =
+                        super::admission::busy(core.projection(), CommandName::SubmitTask);
+                    return core.refuse(key, refusal);
                 }
                 let event = Event::TaskSubmitted {
                     text: text.clone(),
@@ -59,12 +70,18 @@ impl Deciding<'_, '_> {
             CommandKind::SendGuidance { text } => {
                 if let Err(reason) = gateway.ensure_worker(live, &mut core, prepared.take_worker())
                 {
-                    return core.refuse(key, reason);
+                    return core.refuse(key, reason.into());
                 }
-                let event = Event::GuidanceSent { text: text.clone() };
-                let receipt = core.complete(key, vec![event], Value::Null)?;
+                let mut events = vec![Event::GuidanceSent { text: text.clone() }];
+                if resumes {
+                    events.push(Event::RunResumed {});
+                }
+                let receipt = core.complete(key, events, Value::Null)?;
                 if let Some(worker) = core.worker() {
                     worker.guide(text);
+                }
+                if resumes {
+                    send(&core, Work::Run);
                 }
                 Ok(receipt)
             }
@@ -84,7 +101,7 @@ impl Deciding<'_, '_> {
             CommandKind::Resume => {
                 if let Err(reason) = gateway.ensure_worker(live, &mut core, prepared.take_worker())
                 {
-                    return core.refuse(key, reason);
+                    return core.refuse(key, reason.into());
                 }
                 let receipt = core.complete(key, vec![Event::RunResumed {}], Value::Null)?;
                 send(&core, Work::Run);
@@ -97,7 +114,7 @@ impl Deciding<'_, '_> {
                 reason,
             } => {
                 if let Err(why) = gateway.ensure_worker(live, &mut core, prepared.take_worker()) {
-                    return core.refuse(key, why);
+                    return core.refuse(key, why.into());
                 }
                 decide_set(
                     &mut core,
@@ -133,7 +150,12 @@ impl Deciding<'_, '_> {
                 Ok(receipt)
             }
             // Routed to their own family by `decide`; never here.
-            _ => core.refuse(key, "a workflow command is decided by the workflow family"),
+            _ => core.refuse(
+                key,
+                Refusal::Other {
+                    why: "a workflow command is decided by the workflow family".into(),
+                },
+            ),
         }
     }
 }
@@ -158,14 +180,15 @@ fn decide_set(
         && let Some(mut set) = core.projection().pending.clone()
     {
         set.revision = core.next_seq();
-        let shown_again = set.revision;
+        let refusal = Refusal::StaleDecision {
+            set_id: set_id.clone(),
+            revision,
+            pending_set_id: set.set_id.clone(),
+            pending_revision: set.revision,
+            changed: stale,
+        };
         core.record(vec![Event::ActionSetPending { set }])?;
-        let why = format!(
-            "{} changed since the set was shown, so its preview is stale; the set is shown \
-             again as revision {shown_again}: review it and decide again",
-            stale.join(", ")
-        );
-        return core.refuse(key, &why);
+        return core.refuse(key, refusal);
     }
     let mut events = Vec::new();
     // Prepared for the set shown then, which must still be the one decided.

@@ -101,6 +101,14 @@ pub(in crate::gateway) enum WorkerRefusal {
     Backend(#[from] BackendError),
 }
 
+impl From<WorkerRefusal> for heartwood_events::Refusal {
+    fn from(refusal: WorkerRefusal) -> Self {
+        heartwood_events::Refusal::AgentUnavailable {
+            why: refusal.to_string(),
+        }
+    }
+}
+
 /// What starting (or keeping) the session's worker needs, read before the lock.
 pub(in crate::gateway) struct WorkerKit {
     /// The policy the worker runs under.

@@ -4,7 +4,7 @@
 //! refused if the run moved on meanwhile.
 
 use heartwood_events::workflow::{ReviewStarted, WorkflowView};
-use heartwood_events::{ActionPolicy, Command, CommandKind, Event, Receipt};
+use heartwood_events::{ActionPolicy, Command, CommandKind, Event, MovedDuring, Receipt, Refusal};
 use serde_json::Value;
 
 use super::Deciding;
@@ -13,8 +13,11 @@ use crate::GatewayError;
 use crate::live::{CommandKey, Core};
 use crate::worker_link::Work;
 
-/// Said when a workflow command reaches a session that runs none.
-const NO_RUN: &str = "this session runs no workflow";
+/// What the command needed that could not be read or used (a definition changed since the
+/// run bound it, a file its checks read), as a refusal.
+fn unusable(e: impl std::fmt::Display) -> Refusal {
+    Refusal::WorkflowUnusable { why: e.to_string() }
+}
 
 impl Deciding<'_, '_> {
     pub(super) fn workflow(
@@ -32,36 +35,39 @@ impl Deciding<'_, '_> {
         if let CommandKind::WorkflowStart { .. } = command.kind {
             return match prepared.started.take() {
                 Some(Ok(event)) => core.complete(key, vec![event], Value::Null),
-                Some(Err(reason)) => core.refuse(key, &reason),
-                None => core.refuse(key, "the run could not be prepared"),
+                Some(Err(refusal)) => core.refuse(key, refusal),
+                None => core.refuse(
+                    key,
+                    Refusal::Other {
+                        why: "the run could not be prepared".into(),
+                    },
+                ),
             };
         }
         let Some(workflow) = core.projection().workflow.clone() else {
-            return core.refuse(key, NO_RUN);
+            return core.refuse(key, Refusal::NoWorkflow);
         };
         let changed = std::mem::take(&mut prepared.changed_evidence);
         match &command.kind {
             CommandKind::WorkflowRun { .. } => {
                 if !changed.is_empty() {
-                    let why = format!(
-                        "changed since the run bound or accepted it: {}; the evidence built on \
-                         it no longer holds. Put each file back as it was (a missing one from \
-                         your copy or Git), or start a new run on the files as they are now",
-                        changed.join(", ")
-                    );
-                    return core.refuse(key, &why);
+                    let refusal = Refusal::EvidenceChanged {
+                        files: changed,
+                        judged_in: None,
+                    };
+                    return core.refuse(key, refusal);
                 }
                 if let Err(reason) = gateway.ensure_worker(live, core, prepared.take_worker()) {
-                    return core.refuse(key, reason);
+                    return core.refuse(key, reason.into());
                 }
                 let definition = match prepared.definition.take() {
                     Some(Ok(definition)) => definition,
-                    Some(Err(e)) => return core.refuse(key, e),
-                    None => return core.refuse(key, NO_RUN),
+                    Some(Err(e)) => return core.refuse(key, unusable(e)),
+                    None => return core.refuse(key, Refusal::NoWorkflow),
                 };
                 let prompt = match crate::workflow_run::stage_prompt(&definition, &workflow) {
                     Ok(prompt) => prompt,
-                    Err(e) => return core.refuse(key, e),
+                    Err(e) => return core.refuse(key, unusable(e)),
                 };
                 // The stage is running from the moment its turn is.
                 let started = Event::WorkflowStageStarted {
@@ -72,20 +78,16 @@ impl Deciding<'_, '_> {
             }
             CommandKind::WorkflowEvaluate { .. } => match prepared.evaluated.take() {
                 Some(Ok(assessment)) => evaluated(core, key, &workflow, assessment),
-                Some(Err(e)) => core.refuse(key, e),
-                None => core.refuse(key, NO_RUN),
+                Some(Err(e)) => core.refuse(key, unusable(e)),
+                None => core.refuse(key, Refusal::NoWorkflow),
             },
             CommandKind::WorkflowAccept { fingerprint, .. } => {
                 if !changed.is_empty() {
-                    let why = format!(
-                        "not accepted: the files this stage's checks judged are not the ones in \
-                         the project now: {}. A stage is accepted only on the bytes its checks \
-                         judged: check it again with `heartwood workflow evaluate {}` (or put \
-                         the files back as they were)",
-                        changed.join(", "),
-                        command.session
-                    );
-                    return core.refuse(key, &why);
+                    let refusal = Refusal::EvidenceChanged {
+                        files: changed,
+                        judged_in: Some(command.session.clone()),
+                    };
+                    return core.refuse(key, refusal);
                 }
                 let event = Event::WorkflowStageAccepted {
                     run_id: workflow.run_id.clone(),
@@ -98,11 +100,11 @@ impl Deciding<'_, '_> {
             CommandKind::WorkflowReview { .. } => {
                 let evidence = match prepared.captured.take() {
                     Some(Ok(evidence)) => evidence,
-                    Some(Err(e)) => return core.refuse(key, e),
-                    None => return core.refuse(key, NO_RUN),
+                    Some(Err(e)) => return core.refuse(key, unusable(e)),
+                    None => return core.refuse(key, Refusal::NoWorkflow),
                 };
                 if let Err(reason) = gateway.ensure_worker(live, core, prepared.take_worker()) {
-                    return core.refuse(key, reason);
+                    return core.refuse(key, reason.into());
                 }
                 let started = ReviewStarted {
                     run_id: workflow.run_id.clone(),
@@ -125,8 +127,11 @@ impl Deciding<'_, '_> {
                     (&seen, recheck),
                     (review_id, *finding),
                 ),
-                Some(Err(e)) => core.refuse(key, e),
-                None => core.refuse(key, NO_RUN),
+                Some(Err(e @ GatewayError::Correction(_))) => {
+                    core.refuse(key, Refusal::CorrectionNotBindable { why: e.to_string() })
+                }
+                Some(Err(e)) => core.refuse(key, unusable(e)),
+                None => core.refuse(key, Refusal::NoWorkflow),
             },
             // Admitted above against the control shown: consent is journaled, nothing runs yet.
             CommandKind::WorkflowReviewParallel { preview, .. } => {
@@ -142,7 +147,12 @@ impl Deciding<'_, '_> {
                 core.complete(key, vec![event], Value::Null)
             }
             // Routed to their own family by `decide`; never here.
-            _ => core.refuse(key, "a session command is decided by the session family"),
+            _ => core.refuse(
+                key,
+                Refusal::Other {
+                    why: "a session command is decided by the session family".into(),
+                },
+            ),
         }
     }
 }
@@ -156,7 +166,10 @@ fn evaluated(
     assessment: heartwood_events::workflow::AssessmentView,
 ) -> Result<Receipt, GatewayError> {
     if workflow.current.as_deref() != Some(assessment.stage.as_str()) {
-        return core.refuse(key, "the run moved on while its checks ran; look again");
+        let refusal = Refusal::RunMovedOn {
+            during: MovedDuring::Checks,
+        };
+        return core.refuse(key, refusal);
     }
     let gated = workflow
         .current_stage()
@@ -188,10 +201,10 @@ fn bind_correction(
     (review_id, finding): (&str, u32),
 ) -> Result<Receipt, GatewayError> {
     if seen.revision != workflow.revision || recheck.plan.review_id != review_id {
-        return core.refuse(
-            key,
-            "the run moved on while the correction was rechecked; look again",
-        );
+        let refusal = Refusal::RunMovedOn {
+            during: MovedDuring::Recheck,
+        };
+        return core.refuse(key, refusal);
     }
     if recheck.result != crate::correction::RecheckResult::NotObserved {
         let why = format!(
@@ -201,7 +214,7 @@ fn bind_correction(
             recheck.result,
             recheck.reasons.join("; ")
         );
-        return core.refuse(key, &why);
+        return core.refuse(key, Refusal::CorrectionNotBindable { why });
     }
     // Only the current (never yet accepted) stage's declared outputs.
     let produced = definition
@@ -217,7 +230,7 @@ fn bind_correction(
              accepted stage's outputs stay as accepted)",
             recheck.plan.original
         );
-        return core.refuse(key, &why);
+        return core.refuse(key, Refusal::CorrectionNotBindable { why });
     }
     let event = Event::WorkflowCorrectionBound {
         run_id: workflow.run_id.clone(),
