@@ -275,9 +275,15 @@ fn follow_in_store(
     act: impl Fn(&SessionGateway) -> Result<Vec<Receipt>>,
 ) -> Result<ExitCode> {
     heartwood_cli::runtime::block_on(heartwood_cli::runtime::Workers::Two, async move {
+        // Ctrl-C is listened for before the task is given: one pressed while the run starts
+        // pauses it like any other, instead of killing this process mid-command.
+        let mut interrupts =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
         let gateway = SessionGateway::new(project.clone()).with_store(&store);
         let result = match act_when_free(&gateway, &session, act).await {
-            Ok(receipts) => follow_in(&gateway, session.clone(), receipts, json).await,
+            Ok(receipts) => {
+                follow_in(&gateway, session.clone(), receipts, json, &mut interrupts).await
+            }
             Err(e) => Err(e),
         };
         if result.is_err() {
@@ -390,6 +396,7 @@ async fn follow_in(
     session: SessionId,
     receipts: Vec<Receipt>,
     json: bool,
+    interrupts: &mut tokio::signal::unix::Signal,
 ) -> Result<(heartwood_events::Snapshot, u8)> {
     let mut seen = None;
     for receipt in receipts {
@@ -460,7 +467,7 @@ async fn follow_in(
             // Heard nothing for a second: look again (a session served elsewhere that went
             // quiet, or released and served again, is still seen).
             _ = tokio::time::sleep(Duration::from_secs(1)) => follow.look_again(),
-            _ = tokio::signal::ctrl_c() => {
+            _ = interrupts.recv() => {
                 if interrupted {
                     eprintln!("heartwood: stopping the agent now");
                     gateway.stop_now(&session, STOPPED_BY_RESEARCHER).await?;

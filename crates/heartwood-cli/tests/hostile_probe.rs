@@ -262,7 +262,7 @@ async fn unusable_routes_are_refused_before_any_attempt_and_register_nothing() {
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_twice_stops_a_run_waiting_on_a_silent_model_at_once() {
-    let (project, _server) = project_with(Script::of(vec![
+    let (project, server) = project_with(Script::of(vec![
         Turn::text("never").with_fault(Fault::Silent),
     ]))
     .await;
@@ -274,15 +274,17 @@ async fn ctrl_c_twice_stops_a_run_waiting_on_a_silent_model_at_once() {
         .spawn()
         .expect("spawn");
     let pid = child.id().expect("pid").to_string();
-    // Let it reach the model call, then press Ctrl-C twice.
+    // Let it reach the model call (the server has the request: exec follows the run by then,
+    // its Ctrl-C handler in place, however loaded the machine), then press Ctrl-C twice.
     let sessions = project.path().join(".heartwood/sessions");
-    for _ in 0..100 {
-        if std::fs::read_dir(&sessions).is_ok_and(|mut d| d.next().is_some()) {
-            break;
-        }
+    let asked = std::time::Instant::now();
+    while server.requests().is_empty() {
+        assert!(
+            asked.elapsed() < Duration::from_secs(60),
+            "the model was never asked"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
     let interrupt = || {
         std::process::Command::new("kill")
             .args(["-INT", &pid])
