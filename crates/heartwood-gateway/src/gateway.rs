@@ -272,7 +272,8 @@ impl SessionGateway {
         }
         // This replica runs what the others forward to it for as long as the gateway lives.
         if let Some(shared) = self.shared.store.shared() {
-            crate::relay::serve(shared.clone(), Arc::downgrade(&self.shared));
+            let served: Arc<dyn crate::channel::Served> = self.shared.clone();
+            crate::relay::serve(shared.clone(), Arc::downgrade(&served));
         }
         self
     }

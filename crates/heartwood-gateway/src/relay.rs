@@ -16,8 +16,8 @@ use heartwood_audit::shared::Relayed;
 use heartwood_events::{Command, Receipt, SessionId};
 use serde::{Deserialize, Serialize};
 
-use crate::gateway::Shared;
-use crate::{ErrorKind, GatewayError, SessionGateway};
+use crate::channel::Served;
+use crate::{ErrorKind, GatewayError};
 
 /// How long a forwarded command waits for the driving replica's receipt: longer than a
 /// journal append and a lease renewal, shorter than a browser gives up.
@@ -76,13 +76,13 @@ pub(crate) fn forward(
 
 /// Starts the thread that runs the commands other replicas forward to this one, for as long
 /// as the gateway lives.
-pub(crate) fn serve(store: SharedStore, gateway: Weak<Shared>) {
+pub(crate) fn serve(store: SharedStore, gateway: Weak<dyn Served>) {
     let _ = std::thread::Builder::new()
         .name("heartwood-relay".into())
         .spawn(move || run(&store, &gateway));
 }
 
-fn run(store: &SharedStore, gateway: &Weak<Shared>) {
+fn run(store: &SharedStore, gateway: &Weak<dyn Served>) {
     let mut listening = None;
     while gateway.strong_count() > 0 {
         if listening.is_none() {
@@ -113,7 +113,7 @@ fn run(store: &SharedStore, gateway: &Weak<Shared>) {
     }
 }
 
-fn answer(shared: Arc<Shared>, session: &SessionId, bytes: &[u8]) -> Reply {
+fn answer(shared: Arc<dyn Served>, session: &SessionId, bytes: &[u8]) -> Reply {
     let command = match serde_json::from_slice::<Command>(bytes) {
         Ok(command) if &command.session == session => command,
         Ok(_) | Err(_) => {
@@ -123,7 +123,7 @@ fn answer(shared: Arc<Shared>, session: &SessionId, bytes: &[u8]) -> Reply {
             };
         }
     };
-    match SessionGateway::from_shared(shared).submit_blocking(command) {
+    match shared.submit(command) {
         Ok(receipt) => Reply::Receipt(receipt),
         Err(e) => Reply::Refused {
             kind: e.kind(),

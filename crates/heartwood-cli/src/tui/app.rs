@@ -10,6 +10,8 @@ use heartwood_gateway::skills::{CatalogView, SkillDetail};
 use heartwood_gateway::startup::StartupPlan;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use super::intent::{Intent, SkillDecision};
+
 /// One row of the session list (everything in it comes from the gateway).
 #[derive(Debug, Clone)]
 pub struct SessionRow {
@@ -127,17 +129,6 @@ pub enum Screen {
     },
 }
 
-/// A decision on the skill under review.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SkillDecision {
-    /// Approve the exact tree shown.
-    Approve,
-    /// Give it to the agent.
-    Activate,
-    /// Stop giving it to the agent.
-    Deactivate,
-}
-
 /// Where typed keys go on the session screen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Focus {
@@ -150,69 +141,6 @@ pub enum Focus {
     Review,
     /// The reason for rejecting all.
     Reason,
-}
-
-/// Something the loop must do.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Intent {
-    /// Submit a command to the open session.
-    Submit(CommandKind),
-    /// Send typed text to the open session; the gateway decides what it means now.
-    Say(String),
-    /// Open a session.
-    Open(SessionId),
-    /// Start a new session.
-    NewSession,
-    /// Connect a model route.
-    Connect {
-        /// The preset's id, when one was chosen.
-        preset: Option<&'static str>,
-        /// Base URL.
-        base_url: String,
-        /// Model name.
-        model: String,
-        /// The key's environment variable, if any.
-        api_key_env: Option<String>,
-    },
-    /// Plan startup again.
-    Recheck,
-    /// Show the project's skills.
-    Skills,
-    /// Open one skill for review.
-    ShowSkill {
-        /// Its name.
-        name: String,
-        /// Its source.
-        source: String,
-    },
-    /// Decide on the skill under review.
-    DecideSkill {
-        /// What.
-        decision: SkillDecision,
-        /// Its name.
-        name: String,
-        /// Its source.
-        source: String,
-        /// The tree shown (what an approval binds to).
-        digest: Option<String>,
-    },
-    /// Show the workflow catalog.
-    Workflows,
-    /// Start a run of a workflow in a new session.
-    StartWorkflow {
-        /// The definition's id.
-        definition: String,
-        /// The research question.
-        question: String,
-    },
-    /// Show the project's changed files.
-    Files,
-    /// Show the diff of the changed file at this index of the workspace screen.
-    ShowDiff(usize),
-    /// Back to the session list.
-    Back,
-    /// Leave (a pending decision stays pending).
-    Quit,
 }
 
 /// The interface's own state.

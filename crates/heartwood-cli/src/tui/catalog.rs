@@ -11,7 +11,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, ListItem, Paragraph, Wrap};
 
-use super::app::{App, Intent};
+use super::intent::Intent;
 
 /// Where the catalog screen stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,11 +70,11 @@ impl CatalogScreen {
 }
 
 /// Draws the catalog: the list, the highlighted definition described, the question line.
-pub fn render(frame: &mut Frame<'_>, app: &App, area: Rect, screen: &CatalogScreen) {
+pub fn render(frame: &mut Frame<'_>, notice: Option<&String>, area: Rect, screen: &CatalogScreen) {
     let [main, question_area, notice_area, keys_area] = Layout::vertical([
         Constraint::Min(5),
         Constraint::Length(3),
-        Constraint::Length(u16::from(app.notice.is_some())),
+        Constraint::Length(u16::from(notice.is_some())),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -131,7 +131,7 @@ pub fn render(frame: &mut Frame<'_>, app: &App, area: Rect, screen: &CatalogScre
         ),
         question_area,
     );
-    super::widgets::notice(frame, app.notice.as_ref(), notice_area);
+    super::widgets::notice(frame, notice, notice_area);
     let keys = if screen.question.is_some() {
         "⏎ start the run in a new session · Esc back to the list"
     } else {

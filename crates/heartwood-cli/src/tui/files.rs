@@ -10,7 +10,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, ListItem, Paragraph};
 
-use super::app::{App, Intent};
+use super::intent::Intent;
 
 /// Where the workspace screen stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,10 +59,10 @@ impl FilesScreen {
 }
 
 /// Draws the list of changed files beside the highlighted one's diff.
-pub fn render(frame: &mut Frame<'_>, app: &App, area: Rect, screen: &FilesScreen) {
+pub fn render(frame: &mut Frame<'_>, notice: Option<&String>, area: Rect, screen: &FilesScreen) {
     let [main, notice_area, keys_area] = Layout::vertical([
         Constraint::Min(5),
-        Constraint::Length(u16::from(app.notice.is_some())),
+        Constraint::Length(u16::from(notice.is_some())),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -96,7 +96,7 @@ pub fn render(frame: &mut Frame<'_>, app: &App, area: Rect, screen: &FilesScreen
         ),
         diff_area,
     );
-    super::widgets::notice(frame, app.notice.as_ref(), notice_area);
+    super::widgets::notice(frame, notice, notice_area);
     frame.render_widget(
         Paragraph::new(Line::styled(
             format!("{} · ↑↓ file · PgUp/PgDn diff · Esc back", screen.summary),

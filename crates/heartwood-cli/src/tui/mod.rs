@@ -10,6 +10,7 @@
 mod app;
 mod catalog;
 mod files;
+mod intent;
 mod markdown;
 mod review;
 mod seen;
@@ -37,7 +38,8 @@ use heartwood_gateway::{ProjectContext, SessionFollow, SessionGateway};
 use ratatui::crossterm::event::{self, Event, KeyEvent, KeyEventKind};
 use tokio::sync::mpsc;
 
-pub use app::{App, ConnectForm, Intent, Screen, SessionRow, SkillDecision};
+pub use app::{App, ConnectForm, Screen, SessionRow};
+pub use intent::{Intent, SkillDecision};
 
 /// Set to exit right after the first frame is drawn (for `cargo xtask bench tui`).
 pub const EXIT_AFTER_FIRST_FRAME: &str = "HEARTWOOD_TUI_EXIT_AFTER_FIRST_FRAME";

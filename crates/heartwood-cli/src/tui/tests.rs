@@ -13,7 +13,8 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::app::{App, ConnectForm, Focus, Intent, Screen, SessionRow};
+use super::app::{App, ConnectForm, Focus, Screen, SessionRow};
+use super::intent::Intent;
 use super::view;
 
 mod review;

@@ -22,8 +22,10 @@ pub fn render(frame: &mut Frame<'_>, app: &App) {
             startup(frame, app, area, plan, form, models.as_deref());
         }
         Screen::Sessions { rows, selected } => sessions(frame, area, rows, *selected),
-        Screen::Workflows(screen) => super::catalog::render(frame, app, area, screen),
-        Screen::Files(screen) => super::files::render(frame, app, area, screen),
+        Screen::Workflows(screen) => {
+            super::catalog::render(frame, app.notice.as_ref(), area, screen)
+        }
+        Screen::Files(screen) => super::files::render(frame, app.notice.as_ref(), area, screen),
         Screen::Skills {
             catalog,
             selected,

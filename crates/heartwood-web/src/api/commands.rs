@@ -18,7 +18,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::sessions::Session;
+use super::session_path::Session;
 use super::{Route, act, answers, of};
 use crate::answer::{failure, json_response, plain};
 use crate::body::JsonBody;

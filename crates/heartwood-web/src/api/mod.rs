@@ -7,6 +7,7 @@
 mod commands;
 mod models;
 mod project;
+mod session_path;
 mod sessions;
 mod skills;
 mod stream;

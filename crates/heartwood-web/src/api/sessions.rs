@@ -4,17 +4,17 @@
 
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Path, Query, State};
-use axum::http::request::Parts;
+use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use heartwood_events::workflow::ModelFigure;
-use heartwood_events::{NewSession, SessionId, SessionRow, Snapshot, Suspended, Update};
+use heartwood_events::{NewSession, SessionRow, Snapshot, Suspended, Update};
 use heartwood_gateway::preview::BoundFilePreview;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::session_path::{Session, Since};
 use super::{Answer, Route, act, answers, of, read};
 use crate::answer::{blocking, blocking_json, failure, json_response, plain};
 use crate::server::AppState;
@@ -85,47 +85,11 @@ pub(super) fn routes() -> Vec<Route> {
     .collect()
 }
 
-/// The events a reader has: it is sent those after.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-pub struct Since {
-    /// The last event sequence number the reader has (0 for none).
-    #[serde(default)]
-    pub since: u64,
-}
-
 /// A file by its project-relative path.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct FileAt {
     /// The path, relative to the project (`data/cohort.csv`).
     pub path: String,
-}
-
-/// The session a path names, when the API serves it: minted by this server or on disk.
-/// Anything else is answered 400 (not an id) or 404 (an id nobody registered), so a caller can
-/// never create a session under an id of its choosing.
-pub(crate) struct Session(pub SessionId);
-
-impl FromRequestParts<Arc<AppState>> for Session {
-    type Rejection = Response;
-
-    async fn from_request_parts(
-        parts: &mut Parts,
-        app: &Arc<AppState>,
-    ) -> Result<Self, Self::Rejection> {
-        let Path(id) = Path::<String>::from_request_parts(parts, app)
-            .await
-            .map_err(IntoResponse::into_response)?;
-        let app = Arc::clone(app);
-        // Whether it is on disk is a file system question: asked off the runtime's workers.
-        match tokio::task::spawn_blocking(move || app.known(&id)).await {
-            Ok(Ok(id)) => Ok(Session(id)),
-            Ok(Err((status, why))) => Err(plain(status, &why)),
-            Err(_) => Err(plain(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the request failed",
-            )),
-        }
-    }
 }
 
 async fn list(State(app): State<Arc<AppState>>) -> Response {

@@ -12,7 +12,7 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use heartwood_events::{Change, SessionId};
 
-use super::sessions::{Session, Since};
+use super::session_path::{Session, Since};
 use crate::answer::{plain, status_of};
 use crate::server::AppState;
 

@@ -266,7 +266,7 @@ fn a_skill_under_review_is_shown_whole_and_a_approves_the_tree_shown() {
     assert_eq!(
         app.on_key(key(KeyCode::Char('a'))),
         Some(Intent::DecideSkill {
-            decision: super::super::app::SkillDecision::Approve,
+            decision: super::super::intent::SkillDecision::Approve,
             name: "check-units".into(),
             source: detail.view.source.clone(),
             digest: Some(digest),
