@@ -18,8 +18,9 @@ use std::time::Duration;
 use heartwood_events::{RecordedEvent, SessionId, Update};
 use tokio::sync::broadcast;
 
+use crate::UPDATE_QUEUE;
 use crate::gateway::Shared;
-use crate::live::{Live, UPDATE_QUEUE};
+use crate::live::Live;
 
 /// How often a relay looks again at a session nobody serves.
 const IDLE_POLL: Duration = Duration::from_millis(250);

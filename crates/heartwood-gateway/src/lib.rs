@@ -52,6 +52,11 @@ mod worker_link;
 mod workflow_run;
 pub mod workspace;
 
+/// How many updates a slow subscriber may fall behind before it is told it lagged (and should
+/// take a snapshot): one figure for a live session's broadcast, a followed session's feed and
+/// a channel subscription, so a relay never drops what its source kept.
+pub(crate) const UPDATE_QUEUE: usize = 1024;
+
 pub use admin::{
     EventLine, ExportReport, IntegrityReport, PendingListing, RecoverReport, SessionAdmin,
     SessionListing, SessionReport, SessionView,

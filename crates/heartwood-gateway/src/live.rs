@@ -23,10 +23,6 @@ use crate::GatewayError;
 use crate::reducer;
 use crate::worker_link::WorkerLink;
 
-/// How many updates a slow subscriber may fall behind before it is told it lagged (and should
-/// take a snapshot).
-pub const UPDATE_QUEUE: usize = 1024;
-
 /// The longest streamed text kept for late subscribers, in bytes.
 pub const STREAM_TAIL_BYTES: usize = 64 * 1024;
 
@@ -114,7 +110,7 @@ impl Live {
         let id = writer.id().clone();
         let events: Vec<Arc<RecordedEvent>> = events.into_iter().map(Arc::new).collect();
         let projection = reducer::replay(id, events.iter().map(|e| &**e));
-        let (updates, _) = broadcast::channel(UPDATE_QUEUE);
+        let (updates, _) = broadcast::channel(crate::UPDATE_QUEUE);
         let row = Arc::new(Mutex::new(SessionRow::of(&projection, None)));
         let live = Arc::new(Live {
             core: Mutex::new(Core {

@@ -375,7 +375,7 @@ impl Client {
             .map_err(lost)?;
         // Updates may be far apart: no read timeout on a subscription.
         self.stream.set_read_timeout(None).map_err(lost)?;
-        let (sender, receiver) = broadcast::channel(crate::live::UPDATE_QUEUE);
+        let (sender, receiver) = broadcast::channel(crate::UPDATE_QUEUE);
         std::thread::Builder::new()
             .name("heartwood-channel-updates".into())
             .spawn(move || {

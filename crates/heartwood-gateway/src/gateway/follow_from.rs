@@ -355,7 +355,7 @@ mod tests {
             .record(vec![Event::PauseRequested {}; 10])
             .expect("recorded");
         let mut follow = gateway.follow(&id, 3).await.expect("followed");
-        let feed = crate::live::UPDATE_QUEUE;
+        let feed = crate::UPDATE_QUEUE;
         for _ in 0..3 {
             live.lock()
                 .record(vec![Event::PauseRequested {}; feed])
