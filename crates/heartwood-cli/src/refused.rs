@@ -2,7 +2,7 @@
 //! exit code chosen by the refusal's kind, so a script (and `heartwood batch`) acts on what
 //! kind of refusal it was, never on its words. The codes are documented in the README.
 
-use heartwood_events::Refusal;
+use heartwood_events::{Refusal, RefusalClass};
 
 /// A refused command looked at something that moved on: look again, and decide again.
 pub const EXIT_STALE: u8 = 5;
@@ -31,30 +31,15 @@ impl std::fmt::Display for Refused {
 impl std::error::Error for Refused {}
 
 impl Refused {
-    /// The exit code of the refusal's kind; 1 for one this build cannot type.
+    /// The exit code of the refusal's class; 1 for one this build cannot type.
     pub fn exit_code(&self) -> u8 {
-        match &self.0 {
-            Refusal::StaleDecision { .. }
-            | Refusal::StaleRun { .. }
-            | Refusal::RunMovedOn { .. }
-            | Refusal::EvidenceChanged { .. } => EXIT_STALE,
-            Refusal::NothingPending { .. }
-            | Refusal::Busy { .. }
-            | Refusal::Closed { .. }
-            | Refusal::BudgetUsedUp { .. }
-            | Refusal::NoWorkflow
-            | Refusal::SessionInUse { .. }
-            | Refusal::NotPossibleNow { .. }
-            | Refusal::NotAtRest
-            | Refusal::NoReviewBatch => EXIT_NOT_NOW,
-            Refusal::NotEligible { .. } | Refusal::CorrectionNotBindable { .. } => {
-                EXIT_NOT_ELIGIBLE
-            }
-            Refusal::AgentUnavailable { .. } => EXIT_AGENT_UNAVAILABLE,
-            Refusal::EmptyText | Refusal::EmptyTitle | Refusal::WorkflowUnusable { .. } => {
-                EXIT_INVALID_INPUT
-            }
-            Refusal::Other { .. } => 1,
+        match self.0.class() {
+            RefusalClass::Stale => EXIT_STALE,
+            RefusalClass::NotNow => EXIT_NOT_NOW,
+            RefusalClass::NotEligible => EXIT_NOT_ELIGIBLE,
+            RefusalClass::AgentUnavailable => EXIT_AGENT_UNAVAILABLE,
+            RefusalClass::InvalidInput => EXIT_INVALID_INPUT,
+            RefusalClass::Other => 1,
         }
     }
 }

@@ -48,7 +48,7 @@ pub use projection::{
     SessionRow, SpecialistTaskView, Suggestion, UsageView, WaitKind, WaitsFor,
 };
 pub use receipt::{Outcome, Receipt};
-pub use refusal::{MovedDuring, Refusal, RunPart};
+pub use refusal::{MovedDuring, Refusal, RefusalClass, RunPart};
 pub use review::{MemberReview, Preview, Review};
 pub use shell_lines::{ShellLine, shell_lines};
 pub use time::Timestamp;

@@ -190,14 +190,56 @@ impl Refusal {
     /// Whether what the command named was shown before the session moved on: looking again
     /// and deciding again is the answer.
     pub fn is_stale(&self) -> bool {
-        matches!(
-            self,
-            Refusal::StaleDecision { .. }
-                | Refusal::StaleRun { .. }
-                | Refusal::RunMovedOn { .. }
-                | Refusal::EvidenceChanged { .. }
-        )
+        self.class() == RefusalClass::Stale
     }
+
+    /// What the refusal asks of whoever sent the command: decided once here, so every
+    /// interface maps the same classes to its own signal (an exit code, an HTTP status).
+    pub fn class(&self) -> RefusalClass {
+        match self {
+            Refusal::StaleDecision { .. }
+            | Refusal::StaleRun { .. }
+            | Refusal::RunMovedOn { .. }
+            | Refusal::EvidenceChanged { .. } => RefusalClass::Stale,
+            Refusal::NothingPending { .. }
+            | Refusal::Busy { .. }
+            | Refusal::Closed { .. }
+            | Refusal::BudgetUsedUp { .. }
+            | Refusal::NoWorkflow
+            | Refusal::SessionInUse { .. }
+            | Refusal::NotPossibleNow { .. }
+            | Refusal::NotAtRest
+            | Refusal::NoReviewBatch => RefusalClass::NotNow,
+            Refusal::NotEligible { .. } | Refusal::CorrectionNotBindable { .. } => {
+                RefusalClass::NotEligible
+            }
+            Refusal::AgentUnavailable { .. } => RefusalClass::AgentUnavailable,
+            Refusal::EmptyText | Refusal::EmptyTitle | Refusal::WorkflowUnusable { .. } => {
+                RefusalClass::InvalidInput
+            }
+            Refusal::Other { .. } => RefusalClass::Other,
+        }
+    }
+}
+
+/// What a refusal asks of whoever sent the command, whatever its kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalClass {
+    /// What it named moved on: look again, and decide again.
+    Stale,
+    /// The session does not take it as it stands now (busy, closed, nothing pending, not at
+    /// that point of the run): it may later.
+    NotNow,
+    /// The stage's checks, or a correction's recheck, do not pass.
+    NotEligible,
+    /// The agent cannot be served (no route, an unset key, an unreachable service): it may be
+    /// once that is put right.
+    AgentUnavailable,
+    /// What the command says cannot be used: sending it again changes nothing.
+    InvalidInput,
+    /// A refusal this build cannot type (recorded before refusals were typed, or by a newer
+    /// build).
+    Other,
 }
 
 fn names(commands: &[CommandName]) -> String {

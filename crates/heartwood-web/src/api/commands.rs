@@ -11,7 +11,8 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::post;
 use heartwood_events::{
-    ActionPolicy, Command, CommandId, CommandKind, Outcome, Receipt, Refusal, SessionId, Suspended,
+    ActionPolicy, Command, CommandId, CommandKind, Outcome, Receipt, Refusal, RefusalClass,
+    SessionId, Suspended,
 };
 use heartwood_gateway::SessionGateway;
 use schemars::JsonSchema;
@@ -202,27 +203,13 @@ async fn say(
 /// input itself cannot be used), may retry a 503 once the agent can be served, and on a 409
 /// looks at the session again (it moved on, or does not take the command now).
 pub(crate) fn refused_status(refusal: &Refusal) -> StatusCode {
-    match refusal {
-        Refusal::EmptyText | Refusal::EmptyTitle | Refusal::WorkflowUnusable { .. } => {
-            StatusCode::UNPROCESSABLE_ENTITY
-        }
-        Refusal::AgentUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
-        Refusal::NothingPending { .. }
-        | Refusal::StaleDecision { .. }
-        | Refusal::Busy { .. }
-        | Refusal::Closed { .. }
-        | Refusal::BudgetUsedUp { .. }
-        | Refusal::NoWorkflow
-        | Refusal::SessionInUse { .. }
-        | Refusal::NotPossibleNow { .. }
-        | Refusal::NotEligible { .. }
-        | Refusal::StaleRun { .. }
-        | Refusal::RunMovedOn { .. }
-        | Refusal::NotAtRest
-        | Refusal::NoReviewBatch
-        | Refusal::EvidenceChanged { .. }
-        | Refusal::CorrectionNotBindable { .. }
-        | Refusal::Other { .. } => StatusCode::CONFLICT,
+    match refusal.class() {
+        RefusalClass::InvalidInput => StatusCode::UNPROCESSABLE_ENTITY,
+        RefusalClass::AgentUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        RefusalClass::Stale
+        | RefusalClass::NotNow
+        | RefusalClass::NotEligible
+        | RefusalClass::Other => StatusCode::CONFLICT,
     }
 }
 
