@@ -14,18 +14,23 @@ fn sessions_dir_entries(project: &std::path::Path) -> usize {
         .unwrap_or(0)
 }
 
+/// The exit codes of a refusal's class (the README's table): the agent cannot be served, and
+/// what the command says cannot be used.
+const AGENT_UNAVAILABLE: i32 = 8;
+const INVALID_INPUT: i32 = 9;
+
 #[tokio::test(flavor = "multi_thread")]
 async fn refused_runs_create_no_session() {
     // No model connected.
     let fresh = tempfile::tempdir().expect("project");
     let out = heartwood_async(fresh.path(), &["exec", "count the rows"]).await;
-    assert_eq!(code(&out), 1, "{}", text(&out.stderr));
+    assert_eq!(code(&out), AGENT_UNAVAILABLE, "{}", text(&out.stderr));
     assert_eq!(sessions_dir_entries(fresh.path()), 0);
 
     // A connected model, but an empty task.
     let (project, server) = project_with(Script::of(vec![Turn::text("unused")])).await;
     let out = heartwood_async(project.path(), &["exec", "   "]).await;
-    assert_eq!(code(&out), 1, "{}", text(&out.stderr));
+    assert_eq!(code(&out), INVALID_INPUT, "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("empty"), "{}", text(&out.stderr));
     assert_eq!(sessions_dir_entries(project.path()), 0);
 
@@ -38,7 +43,7 @@ async fn refused_runs_create_no_session() {
     );
     assert!(connected.status.success(), "{}", text(&connected.stderr));
     let out = heartwood_async(keyed.path(), &["exec", "count the rows"]).await;
-    assert_eq!(code(&out), 1, "{}", text(&out.stderr));
+    assert_eq!(code(&out), AGENT_UNAVAILABLE, "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("HW_TIDY_NO_SUCH_KEY"),
         "{}",
@@ -56,7 +61,7 @@ async fn refused_runs_create_no_session() {
         support::connect_anyway(unreachable.path(), &format!("http://127.0.0.1:{port}/v1"));
     assert_eq!(code(&connected), 3, "{}", text(&connected.stderr));
     let out = heartwood_async(unreachable.path(), &["exec", "count the rows"]).await;
-    assert_eq!(code(&out), 1, "{}", text(&out.stderr));
+    assert_eq!(code(&out), AGENT_UNAVAILABLE, "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("reach"), "{}", text(&out.stderr));
     assert_eq!(sessions_dir_entries(unreachable.path()), 0);
     assert!(server.requests().is_empty());
