@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 
 mod support;
 use heartwood_testkit::postgres::PgServer;
+use support::replicas::{answer, capability_file};
 
 /// A free TCP port of 127.0.0.1.
 fn free_port() -> u16 {
@@ -69,19 +70,6 @@ fn accepting(port: u16) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     panic!("nothing listens on {port}");
-}
-
-fn answer(response: &str) -> (u16, serde_json::Value) {
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    (
-        status,
-        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
-    )
 }
 
 /// The event stream of session `id` through the balancer, resumed after event `since` as a
@@ -146,13 +134,7 @@ async fn a_session_driven_through_a_balancer_over_two_replicas_is_one_session() 
     ]))
     .await;
     let secrets = tempfile::tempdir().expect("tempdir");
-    let token = "0badc0de".repeat(8);
-    let file = secrets.path().join("capability");
-    std::fs::write(&file, &token).expect("write");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    }
+    let (file, token) = capability_file(secrets.path());
     let lb = free_port();
     let ports = [free_port(), free_port()];
     let origin = format!("http://127.0.0.1:{lb}");

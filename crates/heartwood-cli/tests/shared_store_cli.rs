@@ -6,6 +6,7 @@ use std::path::Path;
 
 mod support;
 use heartwood_testkit::postgres::PgServer;
+use support::replicas::{answer, answer_text, capability_file};
 use support::{heartwood, text};
 
 fn ok(out: &std::process::Output) -> String {
@@ -151,30 +152,6 @@ fn stop(mut served: support::Served) {
         .args(["-INT", &pid])
         .status();
     let _ = served.child.wait();
-}
-
-/// A capability file of mode 0600 the replicas share.
-fn capability_file(dir: &Path) -> (std::path::PathBuf, String) {
-    use std::os::unix::fs::PermissionsExt;
-    let secret = "feedfacecafebeef".repeat(4);
-    let path = dir.join("capability");
-    std::fs::write(&path, format!("{secret}\n")).expect("write");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    (path, secret)
-}
-
-/// The JSON body of an HTTP response, and its status code.
-fn answer(response: &str) -> (u16, serde_json::Value) {
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    (
-        status,
-        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
-    )
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -420,15 +397,4 @@ fn a_replica_answers_503_with_the_reason_while_the_store_is_down_and_recovers() 
     let (status, body) = get("/api/sessions");
     assert_eq!(status, 200, "after the store returned: {body}");
     assert!(body.contains("kept"), "{body}");
-}
-
-/// An HTTP response's status and body text.
-fn answer_text(response: &str) -> (u16, String) {
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    (status, body.to_owned())
 }

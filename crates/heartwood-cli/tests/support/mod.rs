@@ -230,5 +230,6 @@ pub fn agent_server_log_tail(project: &Path) -> String {
     out
 }
 pub mod batch;
+pub mod replicas;
 pub mod rocrate;
 pub mod tmux;
