@@ -14,8 +14,9 @@
 //! purpose: the killed process's last intent is kept and the data files are cut back to the
 //! lengths it recorded, exactly the files a kill right after the intent's `fdatasync` leaves
 //! (and a power loss, which loses unsynced data, too). `sessions verify` must then answer
-//! "intact, waiting for recovery" (exit 3), never "damaged" (exit 1), and the next look by
-//! `serve` must complete the append.
+//! "intact, waiting for recovery" (exit 3), never "damaged" (exit 1); a look by `serve` must
+//! leave it so (reads are side-effect free), and `serve`'s next command on the session must
+//! complete the append.
 
 use std::collections::BTreeSet;
 use std::io::BufRead;
@@ -43,7 +44,7 @@ struct Tally {
     verifications_during: usize,
     /// Verifications during the run that found an append waiting for recovery (exit 3).
     awaiting_during: usize,
-    /// Of those, the appends `serve` completed on its next look.
+    /// Of those, the appends `serve` completed on its next command on the session.
     completed_by_serve: usize,
     failures: Vec<String>,
 }
@@ -164,7 +165,7 @@ pub fn run(minutes: f64, seed: Option<u64>) -> Result<()> {
         "{} steps in {:.1} min: {} sessions, {} tasks, {} decisions, {} guidance, {} controls, \
          {} processes killed ({} moved between an intent and its data), {} verifications \
          during the run ({} found an append waiting for recovery, {} of them completed by \
-         serve's next look)",
+         serve's next command on it)",
         tally.steps,
         started.elapsed().as_secs_f64() / 60.0,
         listed_sessions(&bin, project)?.len(),
@@ -328,8 +329,8 @@ fn cut_back_to_last_intent(dir: &Path) -> Result<bool> {
 }
 
 /// `sessions verify` during the run: intact (exit 0), or intact with an append waiting for
-/// recovery (exit 3), which `serve`'s next look at the session must complete; anything else
-/// fails the soak.
+/// recovery (exit 3), which a look by `serve` leaves as it is and `serve`'s next command on the
+/// session completes; anything else fails the soak.
 fn verify_during(
     bin: &Path,
     project: &Path,
@@ -350,14 +351,28 @@ fn verify_during(
         Some(0) => {}
         Some(AWAITING_RECOVERY) => {
             tally.awaiting_during += 1;
+            // A look is side-effect free: it shows the intact record and leaves the append
+            // waiting. The next command through serve takes the session over and completes it.
             let (status, body) = serve.call("GET", &format!("/api/sessions/{id}/snapshot"), "");
+            let looked = heartwood(bin, project, &["sessions", "verify", id])?;
+            if status != 200 || looked.status.code() != Some(AWAITING_RECOVERY) {
+                tally.failures.push(format!(
+                    "session {id} had an append waiting for recovery, and serve's look at it \
+                     (HTTP {status}: {}) did not leave it so: {}",
+                    body.chars().take(300).collect::<String>(),
+                    said(&looked)
+                ));
+                return Ok(());
+            }
+            let note = json!({"type": "send_guidance", "text": "soak: after a kill"});
+            let (status, body) = serve.command(id, &note);
             let again = heartwood(bin, project, &["sessions", "verify", id])?;
             if again.status.success() {
                 tally.completed_by_serve += 1;
             } else {
                 tally.failures.push(format!(
-                    "session {id} had an append waiting for recovery, and serve's look at it \
-                     (HTTP {status}: {}) did not complete it: {}",
+                    "session {id} had an append waiting for recovery, and serve's next command \
+                     on it (HTTP {status}: {}) did not complete it: {}",
                     body.chars().take(300).collect::<String>(),
                     said(&again)
                 ));
