@@ -4,13 +4,16 @@
 //! Watching a session is not acting on it, so a subscriber does not take the session's writer
 //! lease. A relay thread per followed session forwards the updates of whoever serves it: this
 //! process (its live session), another process (through that process's command channel), or
-//! nobody (the relay then watches the journal's length and says when it moved). Whenever the
+//! nobody here (the relay then watches the journal's length and says when it moved: woken by
+//! the shared store's announcement of each commit, another replica's included, and otherwise
+//! looking now and then). Whenever the
 //! source changes — a session released here, an owner that ended, a lease taken elsewhere — the
 //! feed says `lagged`: a subscriber takes a snapshot and carries on, on the same receiver.
 //!
 //! The channel's own subscription only ever carries its process's live updates (never a relayed
 //! feed), so two processes following each other cannot echo updates back and forth.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -22,17 +25,43 @@ use crate::UPDATE_QUEUE;
 use crate::gateway::Shared;
 use crate::live::Live;
 
-/// How often a relay looks again at a session nobody serves.
+/// How often a relay looks again at a session nobody serves here, in the project's files.
 const IDLE_POLL: Duration = Duration::from_millis(250);
+
+/// The same in a shared store, which announces every commit (and, when the replica listens
+/// again after losing the store, wakes every follower for what it may not have heard): a
+/// look only in case something still slipped through.
+const IDLE_POLL_ANNOUNCED: Duration = Duration::from_secs(30);
 
 /// One followed session's feed in this process.
 pub(crate) struct Feed {
     /// Where the relay sends the session's updates; every follower subscribes here.
     updates: broadcast::Sender<Update>,
     /// Where this process hands the relay a session it has just opened, before the session's
-    /// first new event: a follower that subscribed before a task created its session sees the
-    /// task's first event, not a `lagged` a poll later.
-    handoffs: mpsc::Sender<Handoff>,
+    /// first new event (a follower that subscribed before a task created its session sees the
+    /// task's first event, not a `lagged` a poll later), or tells it the journal moved.
+    wakes: mpsc::Sender<Wake>,
+    /// Whether a [`Wake::JournalMoved`] is waiting for the relay: at most one is, however
+    /// many commits are announced while the relay forwards a live session's updates.
+    moved: Arc<AtomicBool>,
+}
+
+impl Feed {
+    /// Wakes the relay to look at the journal (see [`crate::channel::Served::journal_moved`]).
+    pub(crate) fn journal_moved(&self) {
+        if !self.moved.swap(true, Ordering::AcqRel) {
+            // A relay that has ended has nobody to tell.
+            let _ = self.wakes.send(Wake::JournalMoved);
+        }
+    }
+}
+
+/// Why a relay wakes before its next look.
+enum Wake {
+    /// This process opened the session.
+    Handoff(Handoff),
+    /// A commit to the session's journal was announced.
+    JournalMoved,
 }
 
 /// A session this process opened, handed to its relay.
@@ -57,15 +86,28 @@ pub(crate) fn subscribe(shared: &Arc<Shared>, session: &SessionId) -> broadcast:
         return feed.updates.subscribe();
     }
     let (updates, receiver) = broadcast::channel(UPDATE_QUEUE);
-    let (handoffs, handed) = mpsc::channel();
+    let (wakes, woken) = mpsc::channel();
+    let moved = Arc::new(AtomicBool::new(false));
     let feed = updates.clone();
-    feeds.insert(session.clone(), Feed { updates, handoffs });
+    feeds.insert(
+        session.clone(),
+        Feed {
+            updates,
+            wakes,
+            moved: Arc::clone(&moved),
+        },
+    );
     drop(feeds);
     // The first source is found before returning, so updates of a session served here reach
     // a subscriber from its first moment; for one nobody serves, the journal's length now is
     // what a session opened here later is compared with.
     let first = source(shared, session);
     let seen_len = first.is_none().then(|| shared.journal_len(session));
+    let poll = if shared.announces_commits() {
+        IDLE_POLL_ANNOUNCED
+    } else {
+        IDLE_POLL
+    };
     let shared = Arc::downgrade(shared);
     let session = session.clone();
     let spawned = std::thread::Builder::new()
@@ -75,7 +117,9 @@ pub(crate) fn subscribe(shared: &Arc<Shared>, session: &SessionId) -> broadcast:
                 shared,
                 session,
                 feed,
-                handed,
+                woken,
+                moved,
+                poll,
             };
             relay.run(first, seen_len);
         });
@@ -90,7 +134,7 @@ pub(crate) fn subscribe(shared: &Arc<Shared>, session: &SessionId) -> broadcast:
 /// as `live`; call before the session is served to anyone.
 pub(crate) fn hand_over(shared: &Shared, session: &SessionId, live: &Live) {
     // Cloned out, so the feeds' lock is not held while the session's is taken.
-    let Some(handoffs) = shared.feeds().get(session).map(|f| f.handoffs.clone()) else {
+    let Some(wakes) = shared.feeds().get(session).map(|f| f.wakes.clone()) else {
         return;
     };
     let opened_len = shared.journal_len(session).unwrap_or(0);
@@ -104,11 +148,11 @@ pub(crate) fn hand_over(shared: &Shared, session: &SessionId, live: &Live) {
         )
     };
     // A relay that has ended has nobody to tell.
-    let _ = handoffs.send(Handoff {
+    let _ = wakes.send(Wake::Handoff(Handoff {
         updates,
         opened_len,
         events,
-    });
+    }));
 }
 
 /// Where `session`'s updates come from now: this process's live session, or the channel of the
@@ -124,7 +168,11 @@ struct Relay {
     shared: Weak<Shared>,
     session: SessionId,
     feed: broadcast::Sender<Update>,
-    handed: mpsc::Receiver<Handoff>,
+    woken: mpsc::Receiver<Wake>,
+    /// Cleared when a [`Wake::JournalMoved`] is taken, so the next announcement sends one.
+    moved: Arc<AtomicBool>,
+    /// How long to wait for a wake before looking anyway.
+    poll: Duration,
 }
 
 impl Relay {
@@ -142,8 +190,12 @@ impl Relay {
                 // pause, so a source that keeps closing at once cannot spin).
                 let _ = self.feed.send(Update::lagged(0));
             }
-            let handed = match self.handed.recv_timeout(IDLE_POLL) {
-                Ok(handoff) => Some(handoff),
+            let handed = match self.woken.recv_timeout(self.poll) {
+                Ok(Wake::Handoff(handoff)) => Some(handoff),
+                Ok(Wake::JournalMoved) => {
+                    self.moved.store(false, Ordering::Release);
+                    None
+                }
                 Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => return,
             };

@@ -136,6 +136,14 @@ impl crate::channel::Served for Shared {
     fn served_updates(&self, session: &SessionId) -> Option<broadcast::Receiver<Update>> {
         Shared::served_updates(self, session)
     }
+
+    fn journal_moved(&self, session: Option<&SessionId>) {
+        let feeds = self.feeds();
+        match session {
+            Some(session) => feeds.get(session).iter().for_each(|f| f.journal_moved()),
+            None => feeds.values().for_each(crate::follow::Feed::journal_moved),
+        }
+    }
 }
 
 impl Shared {
@@ -163,6 +171,12 @@ impl Shared {
             .and_then(|r| r.writer())
             .map(|w| w.pid);
         crate::channel::Client::connect(&self.store.paths(session).channel, holder)
+    }
+
+    /// Whether sessions are kept in a store other replicas share, which announces every
+    /// commit (so a follower need not poll it often).
+    pub(crate) fn announces_commits(&self) -> bool {
+        self.store.shared().is_some()
     }
 
     /// The length of `session`'s event log, if it exists.

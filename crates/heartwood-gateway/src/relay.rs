@@ -4,15 +4,18 @@
 //! it: it posts the typed command to the store's command table, addressed to the holder, and
 //! waits for the holder's receipt ([`forward`]). Each replica runs one thread ([`serve`]) that
 //! listens for commands addressed to it and submits them through its own gateway, exactly as
-//! if they had arrived there; the command id keeps a retry from acting twice. This is the
+//! if they had arrived there; the command id keeps a retry from acting twice. The same thread
+//! passes on the store's announcements of journal commits, which wake this replica's
+//! followers of those sessions (see `follow`). This is the
 //! shared store's counterpart of the local command channel (`channel/`), which only reaches
 //! processes on the same machine.
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use heartwood_audit::SharedStore;
-use heartwood_audit::shared::Relayed;
+use heartwood_audit::shared::{Notice, Relayed};
 use heartwood_events::{Command, Receipt, SessionId};
 use serde::{Deserialize, Serialize};
 
@@ -85,28 +88,44 @@ pub(crate) fn serve(store: SharedStore, gateway: Weak<dyn Served>) {
 fn run(store: &SharedStore, gateway: &Weak<dyn Served>) {
     let mut listening = None;
     while gateway.strong_count() > 0 {
-        if listening.is_none() {
+        // Commits announced while nobody listened were not heard: followers look again.
+        let listens_again = listening.is_none() && {
             listening = store.listen().ok();
-        }
-        let woke = match listening.as_mut() {
-            Some(relays) => relays.wait(POLL).map(|_| ()),
+            listening.is_some()
+        };
+        let notices = match listening.as_mut() {
+            Some(relays) => relays.wait(POLL),
             None => {
                 // The store is away: look again after a pause, as a notification would.
                 std::thread::sleep(POLL);
-                Ok(())
+                Ok(Vec::new())
             }
         };
-        if woke.is_err() {
+        let notices = notices.unwrap_or_else(|_| {
             listening = None;
+            Vec::new()
+        });
+        let Some(shared) = gateway.upgrade() else {
+            return;
+        };
+        let moved: BTreeSet<&SessionId> = notices
+            .iter()
+            .filter_map(|notice| match notice {
+                Notice::Journal { session, .. } => Some(session),
+                Notice::Commands => None,
+            })
+            .collect();
+        if listens_again {
+            shared.journal_moved(None);
+        }
+        for session in moved {
+            shared.journal_moved(Some(session));
         }
         let Ok(commands) = store.take_commands() else {
             continue;
         };
         for relayed in commands {
-            let Some(shared) = gateway.upgrade() else {
-                return;
-            };
-            let reply = answer(shared, &relayed.session, &relayed.command);
+            let reply = answer(Arc::clone(&shared), &relayed.session, &relayed.command);
             let bytes = serde_json::to_vec(&reply).unwrap_or_default();
             let _ = store.answer(relayed.id, &bytes);
         }

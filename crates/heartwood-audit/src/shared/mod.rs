@@ -26,7 +26,7 @@ use crate::AuditError;
 
 pub use image::SessionImage;
 pub(crate) use lease::Fence;
-pub use relay::{Relayed, RelayedCommand, Relays};
+pub use relay::{Notice, Relayed, RelayedCommand, Relays};
 
 /// How long a replica's lease on a session lasts without renewal, unless the deployment says
 /// otherwise: long enough that a busy replica never loses it between renewals (every third of

@@ -57,10 +57,41 @@ impl std::fmt::Debug for Relays {
     }
 }
 
+/// What the store announced on a listening connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// A session's journal committed an append ending with event `last_seq`.
+    Journal {
+        /// The session whose journal moved.
+        session: SessionId,
+        /// The last event of the committed append.
+        last_seq: u64,
+    },
+    /// A command was posted or answered: the command table is worth a look.
+    Commands,
+}
+
+impl Notice {
+    fn read(channel: &str, payload: &str) -> Option<Notice> {
+        match channel {
+            super::rows::JOURNAL_CHANNEL => {
+                let (session, last_seq) = payload.split_once(' ')?;
+                Some(Notice::Journal {
+                    session: SessionId::parse(session).ok()?,
+                    last_seq: last_seq.parse().ok()?,
+                })
+            }
+            COMMANDS_CHANNEL | REPLIES_CHANNEL => Some(Notice::Commands),
+            _ => None,
+        }
+    }
+}
+
 impl Relays {
-    /// Waits up to `wait` for notifications, returning each as (channel, payload). An empty
-    /// list: none came (the caller looks at the tables anyway; a notification is a hint).
-    pub fn wait(&mut self, wait: Duration) -> Result<Vec<(String, String)>, AuditError> {
+    /// Waits up to `wait` for notifications, returning each it can read. An empty list: none
+    /// came (the caller looks at the tables anyway; a notification is a hint, and one can be
+    /// lost while the connection is down).
+    pub fn wait(&mut self, wait: Duration) -> Result<Vec<Notice>, AuditError> {
         let Relays { store, client } = self;
         super::off_runtime(move || wait_here(store, client, wait))
     }
@@ -70,19 +101,19 @@ fn wait_here(
     store: &SharedStore,
     client: &mut Client,
     wait: Duration,
-) -> Result<Vec<(String, String)>, AuditError> {
+) -> Result<Vec<Notice>, AuditError> {
     let mut got = Vec::new();
     let mut notes = client.notifications();
     let first = notes.timeout_iter(wait).next();
     match first {
-        Ok(Some(n)) => got.push((n.channel().to_owned(), n.payload().to_owned())),
+        Ok(Some(n)) => got.extend(Notice::read(n.channel(), n.payload())),
         Ok(None) => return Ok(got),
         Err(e) => return Err(store.unavailable(e)),
     }
     // Whatever else has arrived already.
     let mut rest = notes.iter();
     while let Ok(Some(n)) = rest.next() {
-        got.push((n.channel().to_owned(), n.payload().to_owned()));
+        got.extend(Notice::read(n.channel(), n.payload()));
     }
     Ok(got)
 }

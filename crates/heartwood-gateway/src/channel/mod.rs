@@ -174,6 +174,10 @@ pub(crate) trait Served: Send + Sync + 'static {
     /// The live updates of `session` while this process serves it (never a relayed feed, so
     /// two processes cannot echo each other).
     fn served_updates(&self, session: &SessionId) -> Option<broadcast::Receiver<Update>>;
+    /// The shared store announced a commit to `session`'s journal (by any replica), or, for
+    /// `None`, may have announced commits nobody heard (its connection was down): whoever
+    /// follows those sessions here looks again now instead of at its next poll.
+    fn journal_moved(&self, session: Option<&SessionId>);
 }
 
 /// Serves `session`'s channel at `path` (or the private address derived from it) for the
@@ -418,6 +422,7 @@ mod tests {
         fn served_updates(&self, _: &SessionId) -> Option<broadcast::Receiver<Update>> {
             None
         }
+        fn journal_moved(&self, _: Option<&SessionId>) {}
     }
 
     /// A process of the same user that reaches the socket but cannot read the capability (a
