@@ -80,8 +80,15 @@ impl SharedStore {
                     detail: format!("the URL is not a PostgreSQL connection string: {e}"),
                 })?;
         config.connect_timeout(CONNECT_TIMEOUT);
+        // A store cut off by the network (a partition: nothing answers, nothing closes) is
+        // found within about 15 s instead of the kernel's default of many minutes: sent data
+        // unacknowledged for 10 s, or an idle connection whose probes go unanswered, drops
+        // the connection, and the request answers that the store is unavailable.
         config.keepalives(true);
         config.keepalives_idle(Duration::from_secs(10));
+        config.keepalives_interval(Duration::from_secs(2));
+        config.keepalives_retries(3);
+        config.tcp_user_timeout(Duration::from_secs(10));
         config.application_name("heartwood");
         let shown = shown(&config);
         Ok(SharedStore {
