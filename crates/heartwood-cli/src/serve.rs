@@ -118,7 +118,7 @@ fn free_port() -> Result<u16> {
 
 /// The ingress mode the arguments describe; anything not declared is loopback only.
 fn flag_mode(args: &ServeArgs) -> Mode {
-    let slashed = |p: &str| format!("/{}/", p.trim_matches('/'));
+    use heartwood_gateway::platform::slashed;
     if let (Some(prefix), Some(host)) = (&args.jupyter_prefix, &args.external_host) {
         return Mode::JupyterProxy {
             base_path: slashed(prefix),

@@ -1,6 +1,7 @@
 //! Several `heartwood serve` replicas behind a real load balancer (HAProxy from Debian, round
 //! robin, so consecutive requests reach different replicas), sharing a real PostgreSQL session
-//! store: a session minted, driven and decided entirely through the balancer is one session.
+//! store: a session minted, driven and decided entirely through the balancer is one session,
+//! through the API and through the page in Chromium.
 //! Where HAProxy or PostgreSQL is missing, the test fails under `CI=true` and skips otherwise.
 
 use std::path::Path;
@@ -72,6 +73,56 @@ fn accepting(port: u16) {
     panic!("nothing listens on {port}");
 }
 
+/// Two `heartwood serve` replicas of `project` on one PostgreSQL store, behind HAProxy; each
+/// process is killed when this is dropped.
+struct Deployment {
+    balancer_port: u16,
+    /// The launch capability the replicas share (from a 0600 file).
+    token: String,
+    _replicas: Vec<Running>,
+    _balancer: Running,
+    _secrets: tempfile::TempDir,
+}
+
+impl Deployment {
+    /// `None` (the test skips) where HAProxy cannot start outside CI.
+    fn start(server: &PgServer, project: &Path) -> Option<Deployment> {
+        let secrets = tempfile::tempdir().expect("tempdir");
+        let (file, token) = capability_file(secrets.path());
+        let lb = free_port();
+        let ports = [free_port(), free_port()];
+        let origin = format!("http://127.0.0.1:{lb}");
+        let replicas: Vec<Running> = ports
+            .iter()
+            .map(|port| {
+                let child = Command::new(env!("CARGO_BIN_EXE_heartwood"))
+                    .args(["serve", "--port", &port.to_string()])
+                    .args(["--session-store", &server.url()])
+                    .args(["--capability-file", file.to_str().expect("utf-8")])
+                    .args(["--trusted-proxy", "127.0.0.1", "--origin", &origin])
+                    .args(["--base-path", "/"])
+                    .current_dir(project)
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .expect("serve");
+                Running(child)
+            })
+            .collect();
+        for port in ports {
+            accepting(port);
+        }
+        let balancer = balancer(secrets.path(), lb, &ports)?;
+        accepting(lb);
+        Some(Deployment {
+            balancer_port: lb,
+            token,
+            _replicas: replicas,
+            _balancer: balancer,
+            _secrets: secrets,
+        })
+    }
+}
+
 /// The event stream of session `id` through the balancer, resumed after event `since` as a
 /// browser resumes it (`Last-Event-ID`): the sequence numbers of
 /// the durable events it delivers, in order (a replica that does not drive the session sends
@@ -133,34 +184,10 @@ async fn a_session_driven_through_a_balancer_over_two_replicas_is_one_session() 
         support::finish("done"),
     ]))
     .await;
-    let secrets = tempfile::tempdir().expect("tempdir");
-    let (file, token) = capability_file(secrets.path());
-    let lb = free_port();
-    let ports = [free_port(), free_port()];
-    let origin = format!("http://127.0.0.1:{lb}");
-    let replicas: Vec<Running> = ports
-        .iter()
-        .map(|port| {
-            let child = Command::new(env!("CARGO_BIN_EXE_heartwood"))
-                .args(["serve", "--port", &port.to_string()])
-                .args(["--session-store", &server.url()])
-                .args(["--capability-file", file.to_str().expect("utf-8")])
-                .args(["--trusted-proxy", "127.0.0.1", "--origin", &origin])
-                .args(["--base-path", "/"])
-                .current_dir(project.path())
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("serve");
-            Running(child)
-        })
-        .collect();
-    for port in ports {
-        accepting(port);
-    }
-    let Some(_balancer) = balancer(secrets.path(), lb, &ports) else {
+    let Some(deployment) = Deployment::start(&server, project.path()) else {
         return;
     };
-    accepting(lb);
+    let (lb, token) = (deployment.balancer_port, deployment.token.clone());
 
     let id = tokio::task::spawn_blocking(move || {
         // Every request goes through the balancer, which alternates between the replicas.
@@ -232,7 +259,7 @@ async fn a_session_driven_through_a_balancer_over_two_replicas_is_one_session() 
     })
     .await
     .expect("client");
-    drop(replicas);
+    drop(deployment);
     assert_eq!(
         std::fs::read_to_string(project.path().join("ran.txt")).expect("ran"),
         "one\ntwo\n",
@@ -243,6 +270,119 @@ async fn a_session_driven_through_a_balancer_over_two_replicas_is_one_session() 
         let out = support::heartwood(
             project.path(),
             &["sessions", "verify", &id, "--session-store", &server.url()],
+        );
+        if out.status.success() {
+            break support::text(&out.stdout);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert!(verified.contains("intact"), "{verified}");
+}
+
+/// The page, in headless Chromium, through the balancer: its requests alternate between the
+/// replicas (the stream stays on one, each command and read goes round), and the whole flow
+/// the page test drives against one `serve` holds: a set rejected with a reason, the next set
+/// with an edit reviewed as a diff and allowed, the run finished, the page reloaded.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_through_a_balancer_over_two_replicas_runs_one_session() {
+    use heartwood_testkit::{Script, Turn};
+    use serde_json::json;
+    let node_path = std::env::var("HEARTWOOD_NODE_PATH").unwrap_or_default();
+    if !Path::new(&node_path).join("playwright-core").is_dir() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "HEARTWOOD_NODE_PATH must name a node_modules with playwright-core"
+        );
+        eprintln!("skipped: no playwright-core; run .ci/run once, or set HEARTWOOD_NODE_PATH");
+        return;
+    }
+    let Some(server) = PgServer::start_or_skip() else {
+        return;
+    };
+    let echo = |line: &str| {
+        (
+            "terminal",
+            json!({ "command": format!("echo {line} >> ran.txt") }),
+        )
+    };
+    let (project, model) = support::project_with(Script::of(vec![
+        Turn::calls(&[echo("A1"), echo("A2")]),
+        Turn::calls(&[
+            echo("B1"),
+            (
+                "file_editor",
+                json!({"command": "str_replace", "path": "notes.txt",
+                       "old_str": "status: draft", "new_str": "status: final",
+                       "summary": "mark the notes final"}),
+            ),
+        ]),
+        Turn::calls(&[(
+            "finish",
+            json!({"message": "**Wrote** B:\n\n- `ran.txt`\n- notes.txt"}),
+        )]),
+    ]))
+    .await;
+    std::fs::write(
+        project.path().join("notes.txt"),
+        "title: cohort\nstatus: draft\n",
+    )
+    .expect("notes");
+    let Some(deployment) = Deployment::start(&server, project.path()) else {
+        return;
+    };
+    let url = format!(
+        "http://127.0.0.1:{}/?token={}",
+        deployment.balancer_port, deployment.token
+    );
+    let web_tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../heartwood-web/tests");
+    let screenshot =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-balancer.png");
+    let out = tokio::process::Command::new("node")
+        .arg(web_tests.join("browser.mjs"))
+        .arg(&url)
+        .arg(&screenshot)
+        .env("NODE_PATH", &node_path)
+        .env("PATIENCE_MS", "60000")
+        .output()
+        .await
+        .expect("node");
+    let stdout = support::text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        support::text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("ran.txt")).expect("ran"),
+        "B1\n",
+        "only the allowed set ran, once"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("notes.txt")).expect("notes"),
+        "title: cohort\nstatus: final\n"
+    );
+    assert!(
+        model.requests()[1]["messages"]
+            .to_string()
+            .contains("append to notes.txt instead"),
+        "the reason given on the page never reached the model"
+    );
+    let session = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("session: "))
+        .expect("session line")
+        .to_owned();
+    drop(deployment);
+    let verified = loop {
+        let out = support::heartwood(
+            project.path(),
+            &[
+                "sessions",
+                "verify",
+                &session,
+                "--session-store",
+                &server.url(),
+            ],
         );
         if out.status.success() {
             break support::text(&out.stdout);

@@ -410,6 +410,14 @@ impl SessionAdmin {
         }
     }
 
+    /// Administration over the store a gateway keeps its sessions in.
+    pub(crate) fn over(project: &ProjectContext, store: SessionStore) -> Self {
+        SessionAdmin {
+            store,
+            project: project.clone(),
+        }
+    }
+
     /// Administration for `project`'s sessions kept in `store`.
     pub fn with_store(project: &ProjectContext, store: &crate::SessionStoreChoice) -> Self {
         SessionAdmin {

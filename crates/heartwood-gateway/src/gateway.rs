@@ -310,6 +310,22 @@ impl SessionGateway {
         &self.shared.project
     }
 
+    /// Administration of the sessions this gateway keeps, in whichever store it keeps them
+    /// (a replica on a shared store reads the store, not its working copies).
+    pub fn admin(&self) -> crate::SessionAdmin {
+        crate::SessionAdmin::over(&self.shared.project, self.shared.store.clone())
+    }
+
+    /// What the project needs before work starts, counting the sessions this gateway keeps.
+    pub fn startup_plan(&self) -> Result<crate::startup::StartupPlan, GatewayError> {
+        crate::startup::plan_over(&self.shared.project, &self.admin())
+    }
+
+    /// The project's files, with changes attributed from the sessions this gateway keeps.
+    pub fn workspace(&self) -> Result<crate::workspace::WorkspaceService, GatewayError> {
+        crate::workspace::WorkspaceService::with_admin(&self.shared.project, self.admin())
+    }
+
     /// Whether the project holds session `id` on disk.
     pub fn exists(&self, id: &SessionId) -> bool {
         self.shared.store.exists(id)

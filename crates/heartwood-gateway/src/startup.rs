@@ -26,7 +26,16 @@ use crate::{GatewayError, ProjectContext, SessionAdmin};
 /// # }
 /// ```
 pub fn plan(project: &ProjectContext) -> Result<StartupPlan, GatewayError> {
-    let listing = SessionAdmin::new(project).listing(None)?;
+    plan_over(project, &SessionAdmin::new(project))
+}
+
+/// [`plan`] with the sessions `admin` reads (a gateway's store: see
+/// [`crate::SessionGateway::startup_plan`]).
+pub(crate) fn plan_over(
+    project: &ProjectContext,
+    admin: &SessionAdmin,
+) -> Result<StartupPlan, GatewayError> {
+    let listing = admin.listing(None)?;
     let mut seen = SessionsSeen {
         count: listing.len(),
         interrupted: listing.iter().find(|s| s.interrupted).map(|s| s.id.clone()),

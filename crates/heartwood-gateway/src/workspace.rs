@@ -38,11 +38,20 @@ pub struct ChangeReport {
 }
 
 impl WorkspaceService {
-    /// The workspace of `project`. Creates nothing.
+    /// The workspace of `project`, whose sessions are in its files. Creates nothing.
     pub fn open(project: &ProjectContext) -> Result<Self, GatewayError> {
+        Self::with_admin(project, SessionAdmin::new(project))
+    }
+
+    /// The workspace of `project`, attributing changes from the sessions `admin` reads (see
+    /// [`crate::SessionGateway::workspace`]).
+    pub(crate) fn with_admin(
+        project: &ProjectContext,
+        admin: SessionAdmin,
+    ) -> Result<Self, GatewayError> {
         Ok(WorkspaceService {
             workspace: Workspace::open(project.root()).map_err(GatewayError::Workspace)?,
-            admin: SessionAdmin::new(project),
+            admin,
         })
     }
 

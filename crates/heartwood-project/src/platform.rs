@@ -378,8 +378,9 @@ fn data_mounts(
         .collect()
 }
 
-/// `/path/` from `path`, `/path` or `path/`.
-fn slashed(path: &str) -> String {
+/// A base path as every ingress mode keeps it: `/path/` from `path`, `/path` or `path/`, and
+/// `/` (never `//`) from `/` or nothing.
+pub fn slashed(path: &str) -> String {
     let inner = path.trim_matches('/');
     if inner.is_empty() {
         "/".to_owned()

@@ -78,7 +78,7 @@ async fn health() -> Response {
 }
 
 async fn status(State(app): State<Arc<AppState>>) -> Response {
-    blocking_json(move || heartwood_gateway::startup::plan(&app.project)).await
+    blocking_json(move || app.gateway.startup_plan()).await
 }
 
 async fn workflows(State(app): State<Arc<AppState>>) -> Response {

@@ -85,7 +85,7 @@ async fn answer<T: Serialize>(
     read: impl FnOnce(&WorkspaceService) -> Result<T, heartwood_gateway::GatewayError> + Send + 'static,
 ) -> Response {
     blocking(move || {
-        let service = match WorkspaceService::open(&app.project) {
+        let service = match app.gateway.workspace() {
             Ok(service) => service,
             Err(e) => return plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         };

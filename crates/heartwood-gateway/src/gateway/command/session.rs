@@ -128,7 +128,7 @@ impl Deciding<'_, '_> {
                 let session = command.session.as_str().to_owned();
                 let (event, result) =
                     crate::export::perform(core.writer()?, &project, request, || {
-                        crate::SessionAdmin::new(&project).transcript(&session)
+                        gateway.admin().transcript(&session)
                     })?;
                 core.complete(key, vec![event], result)
             }
