@@ -398,3 +398,102 @@ fn a_replica_answers_503_with_the_reason_while_the_store_is_down_and_recovers() 
     assert_eq!(status, 200, "after the store returned: {body}");
     assert!(body.contains("kept"), "{body}");
 }
+
+/// The store stops while a run waits for a decision and comes back: the decision sent while it
+/// is down is refused with 503 (not acknowledged, so not lost), the same decision sent again
+/// once it returns is taken, the run finishes on the same replica, every action ran once and
+/// the chain verifies.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_whose_store_stops_and_returns_mid_run_finishes_and_nothing_runs_twice() {
+    use heartwood_testkit::Script;
+    let Some(server) = PgServer::start_or_skip() else {
+        return;
+    };
+    let (project, _model) = support::project_with(Script::of(vec![
+        support::two_actions(),
+        support::finish("done"),
+    ]))
+    .await;
+    let secrets = tempfile::tempdir().expect("tempdir");
+    let (file, token) = capability_file(secrets.path());
+    let url = server.url();
+    let replica = tokio::task::spawn_blocking({
+        let dir = project.path().to_owned();
+        let (url, file) = (url.clone(), file.display().to_string());
+        move || {
+            support::serve_with(
+                &dir,
+                &["--session-store", &url, "--capability-file", &file],
+                &[],
+            )
+        }
+    })
+    .await
+    .expect("replica");
+    let port = replica.port;
+    let ran_file = project.path().join("ran.txt");
+    let (id, server) = tokio::task::spawn_blocking(move || {
+        let call = |method: &str, path: &str, body: Option<&str>| {
+            answer(&support::http(port, method, path, Some(&token), body))
+        };
+        let (status, minted) = call("POST", "/api/sessions", None);
+        assert_eq!(status, 201, "{minted}");
+        let id = minted["session"].as_str().expect("id").to_owned();
+        let commands = format!("/api/sessions/{id}/commands");
+        let task = r#"{"type": "submit_task", "text": "write ran.txt", "command_id": "t1"}"#;
+        let (status, body) = call("POST", &commands, Some(task));
+        assert_eq!(status, 200, "{body}");
+        let set = loop {
+            let (_, snapshot) = call("GET", &format!("/api/sessions/{id}/snapshot"), None);
+            if !snapshot["projection"]["pending"].is_null() {
+                break snapshot["projection"]["pending"].clone();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        let decide = serde_json::json!({"type": "decide", "set_id": set["set_id"],
+            "revision": set["revision"], "decision": "allow_once", "command_id": "d1"})
+        .to_string();
+
+        server.stop();
+        let (status, body) = call("POST", &commands, Some(&decide));
+        assert_eq!(status, 503, "a decision the store cannot record: {body}");
+        assert!(
+            !ran_file.exists(),
+            "a decision the store refused ran its actions anyway"
+        );
+
+        server.resume().expect("the store comes back");
+        let (status, body) = loop {
+            let (status, body) = call("POST", &commands, Some(&decide));
+            // The replica may still be reopening the session from the store.
+            if status != 503 {
+                break (status, body);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        };
+        assert_eq!(status, 200, "the decision once the store returned: {body}");
+        loop {
+            let (_, snapshot) = call("GET", &format!("/api/sessions/{id}/snapshot"), None);
+            if snapshot["projection"]["lifecycle"] == "finished"
+                && snapshot["durable"] == snapshot["revision"]
+            {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        (id, server)
+    })
+    .await
+    .expect("client");
+    drop(replica);
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("ran.txt")).expect("ran"),
+        "one\ntwo\n",
+        "each action ran once"
+    );
+    let verified = ok(&heartwood(
+        project.path(),
+        &["sessions", "verify", &id, "--session-store", &server.url()],
+    ));
+    assert!(verified.contains("intact"), "{verified}");
+}
