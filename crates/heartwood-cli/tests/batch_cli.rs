@@ -59,9 +59,10 @@ async fn a_local_batch_waits_for_decisions_survives_a_killed_item_and_collects_w
         let m = m.clone();
         async move { batch(&root, &["run", &m, "--jobs", "4"]).await }
     });
-    // Kill the victim's heartwood process once its slow reply is streaming.
-    let command_id = format!("batch-{}-task", item(VICTIM));
-    kill_when_streaming(&server, VICTIM, 2, &command_id).await;
+    // Kill the victim's worker process (it drives its item in process) once its slow reply is
+    // streaming.
+    let worker = format!("worker\0{m}\0{VICTIM}\0");
+    kill_when_streaming(&server, VICTIM, 2, &worker).await;
     let ran = run.await.expect("batch run");
     exits(&ran, 1);
 
@@ -608,7 +609,7 @@ async fn a_workflow_item_killed_mid_stage_runs_the_stage_again_when_resumed() {
         let m = m.clone();
         async move { batch(&root, &["run", &m]).await }
     });
-    kill_when_streaming(&server, 0, 2, "run\0batch-item-00").await;
+    kill_when_streaming(&server, 0, 2, &format!("worker\0{m}\00\0")).await;
     let ran = run.await.expect("batch run");
     assert_eq!(code(&ran), 1, "{}", text(&ran.stderr));
     assert_eq!(

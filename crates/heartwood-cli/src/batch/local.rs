@@ -1,27 +1,29 @@
-//! The local engine: the items that have work left run as independent sessions, a bounded
-//! number at once (one thread each, driving its item's `heartwood` commands), with a progress
-//! bar counting items per state (a line per settled item when stderr is not a terminal).
+//! The local engine: the items that have work left, a bounded number at once, each driven by a
+//! worker process of its own (`heartwood batch worker MANIFEST INDEX`, what a Slurm array task
+//! runs), which drives its item in process through the item's gateway. An item whose worker is
+//! killed stops alone: the others go on, and its record says it was cut off. A progress bar
+//! counts items per state (a line per settled item when stderr is not a terminal).
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
-use std::sync::mpsc;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 use anyhow::Result;
+use heartwood_batch::status::counts_line;
+use heartwood_batch::{BatchDir, BatchError, Manifest, Phase, Record, pool};
 
-use super::drive;
-use super::manifest::Manifest;
-use super::record::{BatchDir, Phase, Record};
-use super::status::counts_line;
-
-/// Drives the items at `indices`, at most `jobs` at once; their records, as each settled.
-pub fn run(manifest: &Manifest, indices: &[usize], jobs: usize) -> Result<Vec<Record>> {
+/// Drives the items at `indices` (of the manifest at `path`), at most `jobs` at once; their
+/// records, as each settled.
+pub fn run(
+    manifest: &Manifest,
+    path: &Path,
+    indices: &[usize],
+    jobs: usize,
+) -> Result<Vec<Record>> {
+    let program = std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("cannot find the heartwood program: {e}"))?;
     let dir = BatchDir::of(manifest);
-    let queue = Mutex::new(
-        indices
-            .iter()
-            .copied()
-            .collect::<std::collections::VecDeque<_>>(),
-    );
     let jobs = jobs.clamp(1, indices.len().max(1));
     let bar = indicatif::ProgressBar::new(indices.len() as u64);
     bar.set_style(
@@ -31,54 +33,59 @@ pub fn run(manifest: &Manifest, indices: &[usize], jobs: usize) -> Result<Vec<Re
     let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
     counts.insert("running", jobs.min(indices.len()));
     bar.set_message(counts_line(&counts));
-    let (tx, rx) = mpsc::channel::<(usize, Result<Record>)>();
-    let mut records = Vec::with_capacity(indices.len());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            let tx = tx.clone();
-            let (queue, dir) = (&queue, &dir);
-            scope.spawn(move || {
-                loop {
-                    let next = queue
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .pop_front();
-                    let Some(index) = next else { break };
-                    if tx
-                        .send((index, drive::drive(manifest, dir, index)))
-                        .is_err()
-                    {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        let mut settled = 0;
-        for (index, result) in rx {
-            settled += 1;
-            let name = &manifest.items[index].name;
-            let line = match &result {
-                Ok(r) => format!("{name}: {} ({})", r.phase.as_str(), r.detail),
-                Err(e) => format!("{name}: failed ({e:#})"),
-            };
-            let phase = result.as_ref().map_or(Phase::Failed, |r| r.phase);
-            *counts.entry(phase.as_str()).or_insert(0) += 1;
-            let left = indices.len() - settled;
-            counts.insert("running", jobs.min(left));
-            counts.retain(|_, n| *n > 0);
-            bar.set_message(counts_line(&counts));
-            bar.inc(1);
-            if bar.is_hidden() {
-                eprintln!("[{settled}/{}] {line}", indices.len());
-            } else {
-                bar.println(line);
-            }
-            if let Ok(record) = result {
-                records.push(record);
-            }
+    let mut settled = 0;
+    let work = |index: usize| worker(&program, path, manifest, &dir, index);
+    let records = pool::run(indices, jobs, work, |index, result| {
+        settled += 1;
+        let name = &manifest.items[index].name;
+        let line = match result {
+            Ok(r) => format!("{name}: {} ({})", r.phase.as_str(), r.detail),
+            Err(e) => format!("{name}: failed ({e})"),
+        };
+        let phase = result.as_ref().map_or(Phase::Failed, |r| r.phase);
+        *counts.entry(phase.as_str()).or_insert(0) += 1;
+        counts.insert("running", jobs.min(indices.len() - settled));
+        counts.retain(|_, n| *n > 0);
+        bar.set_message(counts_line(&counts));
+        bar.inc(1);
+        if bar.is_hidden() {
+            eprintln!("[{settled}/{}] {line}", indices.len());
+        } else {
+            bar.println(line);
         }
     });
     bar.finish_and_clear();
     Ok(records)
+}
+
+/// Runs item `index`'s worker process and answers the item's record once it ends: what the
+/// worker wrote, or, when the worker was killed before the item settled, that it was cut off.
+fn worker(
+    program: &Path,
+    path: &Path,
+    manifest: &Manifest,
+    dir: &BatchDir,
+    index: usize,
+) -> heartwood_batch::Result<Record> {
+    let item = &manifest.items[index];
+    let status = Command::new(program)
+        .args(["batch", "worker"])
+        .arg(path)
+        .arg(index.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|source| BatchError::Io {
+            what: format!("cannot start the worker of item {}", item.name),
+            source,
+        })?;
+    match status.signal() {
+        Some(signal) => dir.cut_off(
+            index,
+            item,
+            &format!("its worker was killed by signal {signal}"),
+        ),
+        None => dir.record(index, item),
+    }
 }

@@ -1,27 +1,20 @@
 //! `heartwood batch …`: one workflow (or task) over many items, each an ordinary session in its
-//! own project, run by a local pool or as a Slurm job array. A frontend over sessions: nothing
-//! in the gateway knows about batches, and every item moves only through the commands a
-//! researcher would type in its project.
+//! own project, run by a local pool or as a Slurm job array. The batch itself is
+//! heartwood-batch's (each item driven in process through its project's gateway); this module
+//! parses the subcommands, calls it, and says what came of it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
+use heartwood_batch::{BatchDir, Manifest, Phase, slurm, status};
 
 mod collect;
-mod crate_out;
-mod drive;
 mod local;
-mod manifest;
-mod record;
 mod review;
 mod route;
-mod slurm;
-mod status;
-
-use manifest::Manifest;
-use record::{BatchDir, Phase};
+mod status_table;
 
 /// Exit code: some items wait for a person (none failed).
 const EXIT_WAITING: u8 = 3;
@@ -110,7 +103,7 @@ pub fn run(command: BatchCommand) -> Result<ExitCode> {
         BatchCommand::Run(args) => start(args, false),
         BatchCommand::Resume(args) => start(args, true),
         BatchCommand::Status { manifest, json } => match load(&manifest) {
-            Ok(m) => status::print(&m, json),
+            Ok(m) => status_table::print(&m, json),
             Err(code) => Ok(code),
         },
         BatchCommand::Review {
@@ -131,7 +124,7 @@ pub fn run(command: BatchCommand) -> Result<ExitCode> {
                 Ok(m) => m,
                 Err(code) => return Ok(code),
             };
-            let record = drive::drive(&m, &BatchDir::of(&m), index)?;
+            let record = heartwood_batch::Driver::new(&m, &route::CliRoutes)?.drive(index)?;
             say!(
                 "{}: {} ({})",
                 record.item,
@@ -178,7 +171,7 @@ fn nothing_to_run(manifest: &Manifest, shown: &status::Status, path: &std::path:
 
 /// The manifest, or exit code 2 with every problem printed.
 fn load(path: &std::path::Path) -> Result<Manifest, ExitCode> {
-    Manifest::load(path).map_err(|problems| {
+    Manifest::load(path, &route::CliRoutes).map_err(|problems| {
         eprintln!("heartwood: {problems}");
         ExitCode::from(2)
     })
@@ -195,7 +188,7 @@ fn start(args: RunArgs, resume: bool) -> Result<ExitCode> {
     let mut problems = Vec::new();
     for item in &manifest.items {
         if let Err(e) = dir.prepare(&manifest, item) {
-            problems.push(format!("item {}: {e:#}", item.name));
+            problems.push(format!("item {}: {e}", item.name));
         }
     }
     if !problems.is_empty() {
@@ -236,7 +229,9 @@ fn start(args: RunArgs, resume: bool) -> Result<ExitCode> {
         .max(1);
     match args.engine {
         Engine::Slurm => {
-            let submission = slurm::submit(&manifest, &dir, &indices, jobs)?;
+            let program = std::env::current_exe()
+                .map_err(|e| anyhow::anyhow!("cannot find the heartwood program: {e}"))?;
+            let submission = slurm::submit(&manifest, &dir, (&indices, jobs), &program)?;
             say!(
                 "batch {}: submitted Slurm job {} ({} item{}, at most {jobs} at once; script {})",
                 manifest.name,
@@ -252,7 +247,7 @@ fn start(args: RunArgs, resume: bool) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Engine::Local => {
-            let records = local::run(&manifest, &indices, jobs)?;
+            let records = local::run(&manifest, &args.manifest, &indices, jobs)?;
             let after = status::gather(&manifest)?;
             say!(
                 "batch {}: {}",

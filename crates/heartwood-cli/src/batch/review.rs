@@ -15,9 +15,8 @@ use heartwood_events::{CommandName, SessionProjection, WaitKind};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::drive::{heartwood_in, projection_of, shell_quote};
-use super::manifest::Manifest;
-use super::record::BatchDir;
+use heartwood_batch::accept::{Accepted, accept, projection_of};
+use heartwood_batch::{BatchDir, Manifest, shell_quote};
 
 /// One item that waits for the stage's acceptance with eligible checks.
 struct Eligible {
@@ -88,7 +87,7 @@ pub fn review(
     let mut others = Vec::new();
     for (index, item) in manifest.items.iter().enumerate() {
         let record = dir.record(index, item)?;
-        let projection = projection_of(&record.project, &record.session);
+        let projection = projection_of(&record);
         match projection.as_ref().and_then(|p| waiting_at(p, stage)) {
             Some((revision, fingerprint, assessment)) => eligible.push(Eligible {
                 item: record.item.clone(),
@@ -147,30 +146,12 @@ fn accept_each(eligible: &[Eligible], given: &str) -> Result<Decided> {
         refused: Vec::new(),
     };
     for e in eligible {
-        let revision = e.revision.to_string();
-        let args = [
-            "workflow",
-            "accept",
-            &e.session,
-            "--revision",
-            &revision,
-            "--fingerprint",
-            &e.fingerprint,
-        ];
-        let out = heartwood_in(&e.project, &args)?;
-        if out.status.success() {
-            decided.accepted.push(e.item.clone());
-        } else {
-            let said = String::from_utf8_lossy(&out.stderr);
-            let why = said
-                .lines()
-                .rev()
-                .find_map(|l| l.strip_prefix("heartwood: "))
-                .unwrap_or("refused");
-            decided.refused.push(NotOffered {
+        match accept(&e.project, &e.session, e.revision, &e.fingerprint)? {
+            Accepted::Yes => decided.accepted.push(e.item.clone()),
+            Accepted::Refused(why) => decided.refused.push(NotOffered {
                 item: e.item.clone(),
-                why: why.to_owned(),
-            });
+                why: why.to_string(),
+            }),
         }
     }
     Ok(decided)

@@ -1,13 +1,13 @@
 //! The manifest's route in each item's project: read as `heartwood model connect` reads its
-//! options, checked against the service once per process (one contact for a whole local batch,
-//! one per Slurm task, instead of one per item), and saved into each item's project through the
-//! gateway's route service, with the same platform rules as a connect typed there.
+//! options, checked against the service once per process (one contact for a worker, however
+//! many items it drives), and saved into each item's project through the gateway's route
+//! service, with the same platform rules as a connect typed there.
 
 use std::path::Path;
 use std::sync::OnceLock;
 
-use anyhow::{Context, Result};
 use clap::Parser;
+use heartwood_batch::{BatchError, Connection, RouteConnector};
 use heartwood_gateway::ProjectContext;
 use heartwood_gateway::route_check::{self, RouteCheck, Scope};
 
@@ -21,44 +21,78 @@ struct ConnectLine {
     args: ConnectArgs,
 }
 
-/// The options `connect_args` spell, or clap's words for what is wrong with them.
-pub fn parse(connect_args: &[String]) -> Result<ConnectArgs, String> {
-    ConnectLine::try_parse_from(connect_args)
-        .map(|line| line.args)
-        .map_err(|e| {
-            let text = e.render().to_string();
-            // The first line says it; the rest is usage meant for a command line.
-            text.lines()
-                .next()
-                .unwrap_or_default()
-                .trim_start_matches("error: ")
-                .to_owned()
-        })
-}
+/// The command line's reading of route options, for the batch crate.
+pub struct CliRoutes;
 
 /// What checking the route found, the first time any item of this process asked: a process
 /// drives one manifest, so one route.
 static CHECKED: OnceLock<RouteCheck> = OnceLock::new();
 
-/// Connects `project` to the route `connect_args` describe; `Ok(Err(why))` when the route's
-/// check refused it (nothing saved).
-pub fn connect(connect_args: &[String], project: &Path) -> Result<Result<String, String>> {
-    let args = parse(connect_args).map_err(anyhow::Error::msg)?;
-    let context = ProjectContext::at(project)
-        .with_context(|| format!("{} cannot be a project", project.display()))?;
-    let route = args.route(&context)?;
-    let check = CHECKED.get_or_init(|| route_check::check(&route)).clone();
-    let described = format!(
-        "{} route {} at {}",
-        route.category.as_str(),
-        route.model,
-        route.base_url
-    );
-    let connected = route_check::connect_checked(&context, route, check, false, Scope::Project)?;
-    Ok(match connected.refusal {
-        None => Ok(format!(
-            "connected to the {described} (checked once for this batch)"
-        )),
-        Some(why) => Err(why),
-    })
+impl RouteConnector for CliRoutes {
+    fn problem(&self, connect_args: &[String]) -> Option<String> {
+        let e = ConnectLine::try_parse_from(connect_args).err()?;
+        let text = e.render().to_string();
+        // The first line says it; the rest is usage meant for a command line.
+        Some(
+            text.lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("error: ")
+                .to_owned(),
+        )
+    }
+
+    fn connect(
+        &self,
+        connect_args: &[String],
+        project: &Path,
+    ) -> heartwood_batch::Result<Connection> {
+        let route_error = |e: &dyn std::fmt::Display| BatchError::Route(format!("{e:#}"));
+        let args = ConnectLine::try_parse_from(connect_args)
+            .map_err(|e| route_error(&e))?
+            .args;
+        let context = ProjectContext::at(project).map_err(|e| route_error(&e))?;
+        let route = args.route(&context).map_err(|e| route_error(&e))?;
+        let check = CHECKED.get_or_init(|| route_check::check(&route)).clone();
+        let described = format!(
+            "{} route {} at {}",
+            route.category.as_str(),
+            route.model,
+            route.base_url
+        );
+        let connected = route_check::connect_checked(&context, route, check, false, Scope::Project)
+            .map_err(|e| route_error(&e))?;
+        Ok(match connected.refusal {
+            None => Connection::Connected(format!(
+                "connected to the {described} (checked once for this worker)"
+            )),
+            Some(why) => Connection::Refused(why),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CliRoutes;
+    use heartwood_batch::Manifest;
+
+    #[test]
+    fn a_route_is_read_as_model_connect_reads_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::create_dir(dir.path().join("a")).expect("a");
+        let path = dir.path().join("b.toml");
+        std::fs::write(
+            &path,
+            "task = \"t\"\n[route]\ncategory = \"cloud\"\nmodel = \"m\"\n\
+             [[items]]\nname = \"a\"\nproject = \"a\"\n",
+        )
+        .expect("write");
+        let err = Manifest::load(&path, &CliRoutes)
+            .expect_err("invalid")
+            .to_string();
+        assert!(
+            err.contains("`route`: invalid value 'cloud' for '--category <CATEGORY>'"),
+            "{err}"
+        );
+    }
 }

@@ -1,5 +1,5 @@
 //! The shape of the code, checked: the frontends (the terminal, the browser's server, the
-//! notebook module) reach sessions only through the gateway (their build dependencies and
+//! notebook module, the batch driver) reach sessions only through the gateway (their build dependencies and
 //! their source never name the journal, workspace, agent, workflow, stats or project crates), the
 //! project's services sit below the sessions (heartwood-project never depends on the gateway
 //! or the journal), no source file
@@ -22,8 +22,14 @@ const FORBIDDEN: [&str; 9] = [
     "heartwood-stats",
 ];
 
-/// Every frontend crate, from this crate's folder.
-const FRONTENDS: [&str; 3] = [".", "../heartwood-web", "../heartwood-notebook"];
+/// Every frontend crate, from this crate's folder (the batch crate is one: it drives items
+/// through the gateway like any interface).
+const FRONTENDS: [&str; 4] = [
+    ".",
+    "../heartwood-web",
+    "../heartwood-notebook",
+    "../heartwood-batch",
+];
 
 fn frontend(dir: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(dir)

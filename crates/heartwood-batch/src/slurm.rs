@@ -4,15 +4,15 @@
 //! those jobs from `squeue` (and `sacct` where accounting is on). No polling loop of its own.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::drive::shell_quote;
-use super::manifest::Manifest;
-use super::record::{BatchDir, now};
+use crate::error::{BatchError, Result};
+use crate::manifest::Manifest;
+use crate::record::{BatchDir, now};
+use crate::shell_quote;
 
 /// One submission, as `slurm/jobs.json` keeps it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -61,14 +61,14 @@ pub fn array_spec(indices: &[usize], concurrency: usize) -> String {
     format!("{}%{}", parts.join(","), concurrency.max(1))
 }
 
-/// The job script for `indices`.
+/// The job script for `indices`: each task runs `program batch worker MANIFEST INDEX`.
 pub fn script(
     manifest: &Manifest,
     dir: &BatchDir,
-    indices: &[usize],
-    concurrency: usize,
-) -> Result<String> {
-    let exe = std::env::current_exe().context("cannot find the heartwood program")?;
+    (indices, concurrency): (&[usize], usize),
+    program: &Path,
+) -> String {
+    let exe = program;
     let logs = dir.root().join("slurm").join("logs");
     let o = &manifest.slurm;
     let mut lines = vec![
@@ -105,34 +105,38 @@ pub fn script(
         ),
         String::new(),
     ]);
-    Ok(lines.join("\n"))
+    lines.join("\n")
 }
 
-/// Writes the script for `indices` and submits it; the submission is kept in `jobs.json`.
+/// Writes the script for `indices` (its tasks running `program`) and submits it; the
+/// submission is kept in `jobs.json`.
 pub fn submit(
     manifest: &Manifest,
     dir: &BatchDir,
-    indices: &[usize],
-    concurrency: usize,
+    (indices, concurrency): (&[usize], usize),
+    program: &Path,
 ) -> Result<Submission> {
     let slurm = dir.root().join("slurm");
-    std::fs::create_dir_all(slurm.join("logs"))
-        .with_context(|| format!("cannot create {}", slurm.display()))?;
+    std::fs::create_dir_all(slurm.join("logs")).map_err(BatchError::io("create", &slurm))?;
     let mut jobs = submissions(dir)?;
     let path = slurm.join(format!("array-{}.sh", jobs.len() + 1));
-    std::fs::write(&path, script(manifest, dir, indices, concurrency)?)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    let text = script(manifest, dir, (indices, concurrency), program);
+    std::fs::write(&path, text).map_err(BatchError::io("write", &path))?;
     let out = Command::new("sbatch")
         .arg("--parsable")
         .arg(&path)
         .output()
-        .context("cannot run sbatch: is this a Slurm submission host (is `sbatch` on PATH)?")?;
+        .map_err(|e| {
+            BatchError::Sbatch(format!(
+                "cannot run sbatch ({e}): is this a Slurm submission host (is `sbatch` on PATH)?"
+            ))
+        })?;
     if !out.status.success() {
-        anyhow::bail!(
+        return Err(BatchError::Sbatch(format!(
             "sbatch refused {}: {}",
             path.display(),
             String::from_utf8_lossy(&out.stderr).trim()
-        );
+        )));
     }
     // `--parsable` prints `JOBID` or `JOBID;CLUSTER`.
     let said = String::from_utf8_lossy(&out.stdout);
@@ -141,7 +145,7 @@ pub fn submit(
         .split(';')
         .next()
         .filter(|id| !id.is_empty() && id.chars().all(|c| c.is_ascii_digit()))
-        .with_context(|| format!("sbatch printed no job id: {said:?}"))?
+        .ok_or_else(|| BatchError::Sbatch(format!("sbatch printed no job id: {said:?}")))?
         .to_owned();
     let submission = Submission {
         job_id,
@@ -153,8 +157,13 @@ pub fn submit(
     jobs.push(submission.clone());
     let list = slurm.join("jobs.json");
     let temp = slurm.join(".jobs.json.tmp");
-    std::fs::write(&temp, serde_json::to_vec_pretty(&jobs)?)?;
-    std::fs::rename(&temp, &list).with_context(|| format!("cannot write {}", list.display()))?;
+    let bytes = serde_json::to_vec_pretty(&jobs).map_err(|source| BatchError::Json {
+        path: list.clone(),
+        what: "a list of submissions",
+        source,
+    })?;
+    std::fs::write(&temp, bytes).map_err(BatchError::io("write", &temp))?;
+    std::fs::rename(&temp, &list).map_err(BatchError::io("write", &list))?;
     Ok(submission)
 }
 
@@ -162,16 +171,26 @@ pub fn submit(
 pub fn submissions(dir: &BatchDir) -> Result<Vec<Submission>> {
     let path = dir.root().join("slurm").join("jobs.json");
     match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .with_context(|| format!("{} is not a list of submissions", path.display())),
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| BatchError::Json {
+            path: path.clone(),
+            what: "a list of submissions",
+            source,
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+        Err(e) => Err(BatchError::io("read", &path)(e)),
     }
 }
 
+/// The scheduler could not be asked about the batch's jobs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("squeue could not be asked (is Slurm reachable from here?)")]
+pub struct SchedulerUnreachable;
+
 /// The scheduler's view of each item that a submission ran, by item index: the latest
-/// submission that included it. `Err` says why the scheduler could not be asked.
-pub fn scheduler_view(jobs: &[Submission]) -> Result<BTreeMap<usize, TaskState>, String> {
+/// submission that included it.
+pub fn scheduler_view(
+    jobs: &[Submission],
+) -> Result<BTreeMap<usize, TaskState>, SchedulerUnreachable> {
     if jobs.is_empty() {
         return Ok(BTreeMap::new());
     }
@@ -214,7 +233,7 @@ pub fn scheduler_view(jobs: &[Submission]) -> Result<BTreeMap<usize, TaskState>,
             &ids.join(","),
         ],
     )
-    .ok_or_else(|| "squeue could not be asked (is Slurm reachable from here?)".to_owned())?;
+    .ok_or(SchedulerUnreachable)?;
     for row in queue {
         let cols: Vec<&str> = row.split('|').collect();
         if let [task, state, reason, ..] = cols.as_slice() {

@@ -7,6 +7,9 @@ use std::path::{Component, Path, PathBuf};
 
 use heartwood_events::ActionPolicy;
 
+use crate::error::{BatchError, Result};
+use crate::route::RouteConnector;
+
 /// The most items one manifest may hold.
 pub const MAX_ITEMS: usize = 10_000;
 /// The longest item (and batch) name, so `batch-<name>` stays a valid session id.
@@ -102,33 +105,36 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Reads and validates `path`; the error lists every problem found, one per line.
-    pub fn load(path: &Path) -> Result<Manifest, String> {
+    /// Reads and validates `path`, its route's options read as `routes` reads them; the error
+    /// lists every problem found.
+    pub fn load(path: &Path, routes: &dyn RouteConnector) -> Result<Manifest> {
+        let unreadable = |path: &Path, why: String| BatchError::ManifestUnreadable {
+            path: path.to_path_buf(),
+            why,
+        };
         let path = std::path::absolute(path)
-            .map_err(|e| format!("{}: cannot resolve the path: {e}", path.display()))?;
+            .map_err(|e| unreadable(path, format!("cannot resolve the path: {e}")))?;
         let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("{}: cannot read the manifest: {e}", path.display()))?;
+            .map_err(|e| unreadable(&path, format!("cannot read the manifest: {e}")))?;
         let table: toml::Table = text
             .parse()
-            .map_err(|e| format!("{}: not valid TOML: {e}", path.display()))?;
+            .map_err(|e| unreadable(&path, format!("not valid TOML: {e}")))?;
         let catalog: Vec<String> = heartwood_gateway::workspace::shared_workflow_catalog()
             .map(|c| c.into_iter().map(|e| e.id).collect())
             .unwrap_or_default();
         let mut v = Validator {
             dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
             problems: Vec::new(),
+            routes,
         };
         let manifest = v.manifest(&path, &table, &catalog);
         if v.problems.is_empty() {
             Ok(manifest)
         } else {
-            Err(format!(
-                "{}: {} problem{}:\n  {}",
-                path.display(),
-                v.problems.len(),
-                if v.problems.len() == 1 { "" } else { "s" },
-                v.problems.join("\n  ")
-            ))
+            Err(BatchError::Manifest {
+                path,
+                problems: v.problems,
+            })
         }
     }
 
@@ -151,9 +157,10 @@ impl Manifest {
 }
 
 /// Collects every problem while building the manifest.
-struct Validator {
+struct Validator<'r> {
     dir: PathBuf,
     problems: Vec<String>,
+    routes: &'r dyn RouteConnector,
 }
 
 const TOP_KEYS: &[&str] = &[
@@ -189,7 +196,7 @@ const ITEM_KEYS: &[&str] = &[
     "workflow_inputs",
 ];
 
-impl Validator {
+impl Validator<'_> {
     fn problem(&mut self, at: &str, what: impl std::fmt::Display) {
         self.problems.push(format!("{at}: {what}"));
     }
@@ -373,7 +380,7 @@ impl Validator {
                 "name the route's category (or a `preset`)",
             );
         }
-        if let Err(why) = super::route::parse(&connect_args) {
+        if let Some(why) = self.routes.problem(&connect_args) {
             self.problem("`route`", why);
         }
         let concurrency = self
@@ -662,6 +669,21 @@ fn is_project_relative(path: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// Reads any route options (the command line's parser is not here).
+    struct AnyRoute;
+
+    impl RouteConnector for AnyRoute {
+        fn problem(&self, _: &[String]) -> Option<String> {
+            None
+        }
+
+        fn connect(&self, _: &[String], _: &Path) -> Result<crate::route::Connection> {
+            Ok(crate::route::Connection::Refused(
+                "not in these tests".to_owned(),
+            ))
+        }
+    }
+
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
         let path = dir.join(name);
         std::fs::write(&path, text).expect("write");
@@ -694,7 +716,9 @@ inputs = { "../x" = "nowhere.csv" }
 name = "bad name"
 "#,
         );
-        let err = Manifest::load(&path).expect_err("invalid");
+        let err = Manifest::load(&path, &AnyRoute)
+            .expect_err("invalid")
+            .to_string();
         for expected in [
             "`workflow`: \"no-such-flow\" is not in the catalog",
             "`policy`: \"yolo\" is not a policy",
@@ -736,7 +760,7 @@ inputs = { "data/cohort.csv" = "b.csv" }
 task = "summarise b"
 "#,
         );
-        let m = Manifest::load(&path).expect("valid");
+        let m = Manifest::load(&path, &AnyRoute).expect("valid");
         assert_eq!(m.name, "cohorts");
         assert_eq!(m.batch_dir, dir.path().join("cohorts.batch"));
         assert_eq!(m.policy, ActionPolicy::LowRiskAutomation);
@@ -751,26 +775,9 @@ task = "summarise b"
     }
 
     #[test]
-    fn a_route_is_read_as_model_connect_reads_it() {
-        let dir = tempfile::tempdir().expect("dir");
-        std::fs::create_dir(dir.path().join("a")).expect("a");
-        let path = write(
-            dir.path(),
-            "b.toml",
-            "task = \"t\"\n[route]\ncategory = \"cloud\"\nmodel = \"m\"\n\
-             [[items]]\nname = \"a\"\nproject = \"a\"\n",
-        );
-        let err = Manifest::load(&path).expect_err("invalid");
-        assert!(
-            err.contains("`route`: invalid value 'cloud' for '--category <CATEGORY>'"),
-            "{err}"
-        );
-    }
-
-    #[test]
     fn the_shipped_example_is_valid() {
         let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/batch/sleep.toml");
-        let m = Manifest::load(&example).unwrap_or_else(|e| panic!("{e}"));
+        let m = Manifest::load(&example, &AnyRoute).unwrap_or_else(|e| panic!("{e}"));
         assert!(m.items.len() >= 2);
     }
 }

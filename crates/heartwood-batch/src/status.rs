@@ -1,17 +1,17 @@
-//! `heartwood batch status`: one row per item (state in words, stage, last check, wall time,
-//! usage), the batch's records merged with what is true now: whether the worker that last
-//! ran an item is alive, what Slurm says of its task, and whether a waiting item still waits.
+//! Where every item stands: the batch's records merged with what is true now: whether the
+//! worker that last ran an item is alive, what Slurm says of its task, and whether a waiting
+//! item still waits (what its session's projection says it waits for).
 
 use std::collections::BTreeMap;
-use std::process::ExitCode;
 
-use anyhow::Result;
+use heartwood_events::{Lifecycle, SessionId};
+use heartwood_gateway::{ProjectContext, SessionAdmin};
 use serde::Serialize;
 
-use super::drive;
-use super::manifest::Manifest;
-use super::record::{BatchDir, Phase, Record};
-use super::slurm::{self, TaskState};
+use crate::error::Result;
+use crate::manifest::Manifest;
+use crate::record::{BatchDir, Phase, Record};
+use crate::slurm::{self, TaskState};
 
 /// One item as status shows it: its record, with where it stands made true now (a dead
 /// worker's item is interrupted, an answered one queued), and Slurm's view of its task.
@@ -53,7 +53,7 @@ pub fn gather(manifest: &Manifest) -> Result<Status> {
     let jobs = slurm::submissions(&dir)?;
     let (scheduler, scheduler_error) = match slurm::scheduler_view(&jobs) {
         Ok(view) => (view, None),
-        Err(e) => (BTreeMap::new(), Some(e)),
+        Err(e) => (BTreeMap::new(), Some(e.to_string())),
     };
     let mut items = Vec::with_capacity(manifest.items.len());
     for (index, item) in manifest.items.iter().enumerate() {
@@ -129,7 +129,7 @@ fn row(mut record: Record, scheduler: Option<TaskState>, on_slurm: bool) -> Row 
             }
         }
         Phase::Waiting => {
-            if drive::still_waiting(&record.project, &record.session) == Some(false) {
+            if still_waits(&record) == Some(false) {
                 record.detail = "answered: `heartwood batch resume` continues it".to_owned();
                 record.next = None;
                 record.phase = Phase::Queued;
@@ -140,70 +140,18 @@ fn row(mut record: Record, scheduler: Option<TaskState>, on_slurm: bool) -> Row 
     Row { record, scheduler }
 }
 
-/// Prints the status table (or JSON).
-pub fn print(manifest: &Manifest, json: bool) -> Result<ExitCode> {
-    let status = gather(manifest)?;
-    if json {
-        say!("{}", serde_json::to_string_pretty(&status)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    say!(
-        "batch {} ({} items) in {}",
-        status.batch,
-        status.items.len(),
-        status.dir
-    );
-    say!("{}", counts_line(&status.counts));
-    if let Some(e) = &status.scheduler_error {
-        say!("scheduler: {e}");
-    }
-    let width = status
-        .items
-        .iter()
-        .map(|r| r.item.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    say!(
-        "\n{:<width$}  {:<11}  {:<12}  {:<28}  {:>7}  USAGE",
-        "ITEM",
-        "STATE",
-        "STAGE",
-        "LAST CHECK",
-        "WALL"
-    );
-    for r in &status.items {
-        let state = match &r.scheduler {
-            Some(t) if slurm::is_live(&t.state) && r.phase != Phase::Running => {
-                format!("{} ({})", r.phase.as_str(), t.state.to_lowercase())
-            }
-            _ => r.phase.as_str().to_owned(),
-        };
-        say!(
-            "{:<width$}  {:<11}  {:<12}  {:<28}  {:>7}  {}",
-            r.item,
-            state,
-            r.stage.as_deref().unwrap_or("-"),
-            clip(r.last_check.as_deref().unwrap_or("-"), 28),
-            wall(r.wall_seconds),
-            r.usage.as_deref().unwrap_or("-")
-        );
-    }
-    let attention: Vec<&Row> = status
-        .items
-        .iter()
-        .filter(|r| matches!(r.phase, Phase::Waiting | Phase::Failed | Phase::Interrupted))
-        .collect();
-    if !attention.is_empty() {
-        say!();
-    }
-    for r in attention {
-        say!("{} ({}): {}", r.item, r.phase.as_str(), r.detail);
-        if let Some(next) = &r.next {
-            say!("    {next}");
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+/// Whether the item's session still waits for a person, as its projection says (what it
+/// waits for, or a run a person paused), or is open in a process; `None` when it cannot be
+/// read.
+fn still_waits(record: &Record) -> Option<bool> {
+    let context = ProjectContext::at(&record.project).ok()?;
+    let id = SessionId::parse(&record.session).ok()?;
+    let (listing, _) = SessionAdmin::new(&context).look(&id).ok()??;
+    Some(
+        listing.writer_pid.is_some()
+            || listing.waits_for.is_some()
+            || listing.state == Some(Lifecycle::Paused),
+    )
 }
 
 /// `3 done · 2 waiting · 1 failed`.
@@ -221,23 +169,4 @@ pub fn counts_line(counts: &BTreeMap<&'static str, usize>) -> String {
         .filter_map(|k| counts.get(k).map(|n| format!("{n} {k}")))
         .collect::<Vec<_>>()
         .join(" · ")
-}
-
-fn wall(seconds: f64) -> String {
-    if seconds < 60.0 {
-        format!("{seconds:.1} s")
-    } else if seconds < 3600.0 {
-        format!("{:.1} min", seconds / 60.0)
-    } else {
-        format!("{:.1} h", seconds / 3600.0)
-    }
-}
-
-fn clip(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }

@@ -7,10 +7,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::manifest::{Item, Manifest, Source};
+use crate::error::{BatchError, Result};
+use crate::manifest::{Item, Manifest, Source};
 
 /// Where an item stands, as the batch saw it last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -172,8 +172,11 @@ impl BatchDir {
     pub fn record(&self, index: usize, item: &Item) -> Result<Record> {
         let path = self.record_path(&item.name);
         match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .with_context(|| format!("{} is not an item record", path.display())),
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| BatchError::Json {
+                path: path.clone(),
+                what: "an item record",
+                source,
+            }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Record {
                 item: item.name.clone(),
                 index,
@@ -191,23 +194,27 @@ impl BatchDir {
                 route_connected: false,
                 worker: None,
             }),
-            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+            Err(e) => Err(BatchError::io("read", &path)(e)),
         }
     }
 
     /// Writes `record` whole or not at all (a temporary file renamed over the old one).
     pub fn save(&self, record: &Record) -> Result<()> {
         let path = self.record_path(&record.item);
-        let dir = path.parent().context("no items directory")?;
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let dir = self.root.join("items");
+        std::fs::create_dir_all(&dir).map_err(BatchError::io("create", &dir))?;
         let temp = dir.join(format!(".{}.json.{}", record.item, std::process::id()));
-        let mut file =
-            File::create(&temp).with_context(|| format!("cannot write {}", temp.display()))?;
-        file.write_all(&serde_json::to_vec_pretty(record)?)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, &path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(())
+        let bytes = serde_json::to_vec_pretty(record).map_err(|source| BatchError::Json {
+            path: path.clone(),
+            what: "an item record",
+            source,
+        })?;
+        let written = File::create(&temp).and_then(|mut file| {
+            file.write_all(&bytes)?;
+            file.sync_all()
+        });
+        written.map_err(BatchError::io("write", &temp))?;
+        std::fs::rename(&temp, &path).map_err(BatchError::io("write", &path))
     }
 
     /// Takes the item's lock, or says who holds it. Held until the returned file is dropped,
@@ -215,22 +222,40 @@ impl BatchDir {
     /// this keeps it from even asking).
     pub fn lock(&self, item: &str) -> Result<Option<File>> {
         let dir = self.root.join("items");
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(BatchError::io("create", &dir))?;
         let path = dir.join(format!("{item}.lock"));
         let file = File::options()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
+            .map_err(BatchError::io("open", &path))?;
         match file.try_lock() {
             Ok(()) => Ok(Some(file)),
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => {
-                Err(e).with_context(|| format!("cannot lock {}", path.display()))
-            }
+            Err(std::fs::TryLockError::Error(e)) => Err(BatchError::io("lock", &path)(e)),
         }
+    }
+
+    /// Records that item `index`'s worker stopped (`why`) before the item settled, when no
+    /// worker holds the item and its record still says a worker is on it; the record as it
+    /// stands then.
+    pub fn cut_off(&self, index: usize, item: &Item, why: &str) -> Result<Record> {
+        let Some(_lock) = self.lock(&item.name)? else {
+            return self.record(index, item);
+        };
+        let mut record = self.record(index, item)?;
+        if record.phase == Phase::Running {
+            record.phase = Phase::Interrupted;
+            record.detail = format!(
+                "{why} before the item settled; `heartwood batch resume` continues it from its \
+                 journal"
+            );
+            record.next = None;
+            record.updated_at = now();
+            self.save(&record)?;
+        }
+        Ok(record)
     }
 
     /// Makes the item's project when it is a template copy and does not exist yet: the template
@@ -244,33 +269,30 @@ impl BatchDir {
         if target.is_dir() {
             return Ok(target);
         }
-        let template = manifest
-            .template
-            .as_deref()
-            .context("the manifest names no template")?;
-        let parent = target.parent().context("no projects directory")?;
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
+        let template = manifest.template.as_deref().ok_or(BatchError::NoTemplate)?;
+        let parent = self.root.join("projects");
+        std::fs::create_dir_all(&parent).map_err(BatchError::io("create", &parent))?;
         let partial = parent.join(format!(".{}.partial.{}", item.name, std::process::id()));
         if partial.exists() {
-            std::fs::remove_dir_all(&partial)?;
+            std::fs::remove_dir_all(&partial).map_err(BatchError::io("remove", &partial))?;
         }
         copy_tree(template, &partial)?;
         for (dest, src) in inputs {
             let to = partial.join(dest);
             if let Some(dir) = to.parent() {
-                std::fs::create_dir_all(dir)?;
+                std::fs::create_dir_all(dir).map_err(BatchError::io("create", dir))?;
             }
-            std::fs::copy(src, &to).with_context(|| {
-                format!(
+            std::fs::copy(src, &to).map_err(|source| BatchError::Io {
+                what: format!(
                     "item {}: cannot copy {} to {dest}",
                     item.name,
                     src.display()
-                )
+                ),
+                source,
             })?;
         }
         std::fs::rename(&partial, &target)
-            .with_context(|| format!("cannot move the new project to {}", target.display()))?;
+            .map_err(BatchError::io("move the new project to", &target))?;
         Ok(target)
     }
 }
@@ -279,12 +301,10 @@ impl BatchDir {
 /// leaving out a `.heartwood/` (a template's sessions are not the item's); a symbolic link or
 /// special file is refused, so nothing outside the template is copied in by accident.
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    std::fs::create_dir(to).with_context(|| format!("cannot create {}", to.display()))?;
-    for entry in
-        std::fs::read_dir(from).with_context(|| format!("cannot read {}", from.display()))?
-    {
-        let entry = entry?;
-        let kind = entry.file_type()?;
+    std::fs::create_dir(to).map_err(BatchError::io("create", to))?;
+    for entry in std::fs::read_dir(from).map_err(BatchError::io("read", from))? {
+        let entry = entry.map_err(BatchError::io("read", from))?;
+        let kind = entry.file_type().map_err(BatchError::io("read", from))?;
         let name = entry.file_name();
         if name == ".heartwood" {
             continue;
@@ -293,13 +313,9 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
         if kind.is_dir() {
             copy_tree(&src, &dst)?;
         } else if kind.is_file() {
-            std::fs::copy(&src, &dst).with_context(|| format!("cannot copy {}", src.display()))?;
+            std::fs::copy(&src, &dst).map_err(BatchError::io("copy", &src))?;
         } else {
-            anyhow::bail!(
-                "the template holds {}, which is not a regular file or directory; a template \
-                 holds only files and folders",
-                src.display()
-            );
+            return Err(BatchError::TemplateEntry(src));
         }
     }
     Ok(())
