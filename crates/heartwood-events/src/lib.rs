@@ -53,7 +53,7 @@ pub use receipt::{Outcome, Receipt};
 pub use refusal::{MovedDuring, Refusal, RefusalClass, RunPart};
 pub use review::{MemberReview, Preview, Review};
 pub use shell_lines::{ShellLine, shell_lines};
-pub use time::Timestamp;
+pub use time::{NotTimestamp, Timestamp};
 pub use wire::{Change, NewSession, Snapshot, Suspended, ToolOutput, Update};
 
 /// Version of the event, command and receipt formats this build writes.
