@@ -51,7 +51,7 @@ pub use receipt_repair::{RebuiltReceipt, ReceiptRepair};
 pub use record::{AuditRecord, genesis};
 pub use recovery::Recovery;
 pub use shared::{SessionImage, SharedStore};
-pub use store::{SessionStore, SessionSummary};
+pub use store::{MetaUnreadable, SessionStore, SessionSummary};
 pub use torn::TornTailCut;
 pub use verify::Verified;
 pub use writer::SessionWriter;

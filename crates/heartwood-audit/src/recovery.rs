@@ -86,7 +86,7 @@ pub(crate) fn recover(
                     parts.iter().flat_map(|t| t.bytes.iter().copied()).collect();
                 match complete_file(path, head.len_before, &expected, head.may_run_on)? {
                     Ok(completion) => written |= completion == Completion::Written,
-                    Err(what) => return Err(damaged(head.file, what)),
+                    Err(what) => return Err(damaged(head.file, what.to_string())),
                 }
             }
             intent_file.clear_durably()?;
