@@ -83,16 +83,24 @@ impl BackendBytes {
     }
 }
 
+/// An intent naming a backend log outside `backend/` (said after "the file").
+#[derive(Debug, thiserror::Error)]
+#[error("names a backend log outside backend/: {0:?}")]
+pub struct OutsideBackend(pub String);
+
 impl Intent {
     /// Each data file with its length before this append and the bytes the append adds: the
     /// journal's three files, then the backend's log (an empty part when the append carries
     /// none). `Err` names a backend log outside `backend/`.
-    pub fn targets<'a>(&'a self, paths: &'a SessionPaths) -> Result<[Target<'a>; 4], String> {
+    pub fn targets<'a>(
+        &'a self,
+        paths: &'a SessionPaths,
+    ) -> Result<[Target<'a>; 4], OutsideBackend> {
         let backend = match &self.backend {
             None => None,
             Some(b) => Some((
                 b.path(paths)
-                    .ok_or_else(|| format!("names a backend log outside backend/: {:?}", b.file))?,
+                    .ok_or_else(|| OutsideBackend(b.file.clone()))?,
                 b,
             )),
         };

@@ -48,7 +48,7 @@ pub use lease::WriterInfo;
 pub use meta::SessionMeta;
 pub use reader::SessionReader;
 pub use receipt_repair::{RebuiltReceipt, ReceiptRepair};
-pub use record::{AuditRecord, genesis};
+pub use record::{AuditRecord, BadRecord, genesis};
 pub use recovery::Recovery;
 pub use shared::{SessionImage, SharedStore};
 pub use store::{MetaUnreadable, SessionStore, SessionSummary};

@@ -347,7 +347,7 @@ fn check_chain(
         let record = match check_line(&au_buf, &prev) {
             Ok(record) => record,
             Err(LineProblem::Invalid(what)) => {
-                return Err(damaged(damage(AUDIT_FILE, &what, false)));
+                return Err(damaged(damage(AUDIT_FILE, &what.to_string(), false)));
             }
             Err(LineProblem::Unlinked) => {
                 let what = "record does not link to the previous record's hash";
