@@ -724,6 +724,15 @@ mod tests {
     }
 
     #[test]
+    fn a_workflow_runs_events_are_its_own_and_its_review_batches_and_no_others() {
+        for event in samples() {
+            let kind = event.kind();
+            let named = kind.starts_with("workflow_") || kind.starts_with("review_");
+            assert_eq!(event.is_workflow_run(), named, "{kind}");
+        }
+    }
+
+    #[test]
     fn recorded_events_round_trip_through_their_line_form() {
         for (i, event) in samples().into_iter().enumerate() {
             let seq = Seq::new(i as u64 + 1).expect("seq");
