@@ -26,10 +26,10 @@ pub(crate) struct EventHead<'a> {
 }
 
 /// Reads the head of an event line.
-pub(crate) fn event_head(line: &[u8]) -> Result<EventHead<'_>, String> {
+pub(crate) fn event_head(line: &[u8]) -> Result<EventHead<'_>, serde_json::Error> {
     match scan(line) {
         Some(head) => Ok(head),
-        None => serde_json::from_slice(line).map_err(|e| e.to_string()),
+        None => serde_json::from_slice(line),
     }
 }
 
@@ -152,7 +152,9 @@ mod tests {
         let escaped = br#"{"seq":1,"time":"t","type":"mess\u0061ge"}"#;
         assert!(scan(escaped).is_none());
         assert_eq!(
-            event_head(escaped).map(|h| h.kind.into_owned()),
+            event_head(escaped)
+                .map(|h| h.kind.into_owned())
+                .map_err(|e| e.to_string()),
             Ok("message".to_owned())
         );
         for bad in [

@@ -83,16 +83,24 @@ impl BackendBytes {
     }
 }
 
+/// An intent naming a backend log outside `backend/` (said after "the file").
+#[derive(Debug, thiserror::Error)]
+#[error("names a backend log outside backend/: {0:?}")]
+pub struct OutsideBackend(pub String);
+
 impl Intent {
     /// Each data file with its length before this append and the bytes the append adds: the
     /// journal's three files, then the backend's log (an empty part when the append carries
     /// none). `Err` names a backend log outside `backend/`.
-    pub fn targets<'a>(&'a self, paths: &'a SessionPaths) -> Result<[Target<'a>; 4], String> {
+    pub fn targets<'a>(
+        &'a self,
+        paths: &'a SessionPaths,
+    ) -> Result<[Target<'a>; 4], OutsideBackend> {
         let backend = match &self.backend {
             None => None,
             Some(b) => Some((
                 b.path(paths)
-                    .ok_or_else(|| format!("names a backend log outside backend/: {:?}", b.file))?,
+                    .ok_or_else(|| OutsideBackend(b.file.clone()))?,
                 b,
             )),
         };
@@ -242,7 +250,7 @@ pub(crate) fn completed_sources(
                 tail_within(file, len, len_before, &expected, false).ctx("read", path)?
             }
             None if len_before == 0 => Ok(0),
-            None => Err("is missing".to_owned()),
+            None => Err(Mismatch::Missing),
         };
         if let Err(what) = tail {
             // The line where the files part from the pending bytes (one event or record a
@@ -289,6 +297,28 @@ pub(crate) fn completed_sources(
     }
 }
 
+/// Why a file cannot be completed with an interrupted append's bytes (said after "the file").
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Mismatch {
+    /// The file is gone.
+    #[error("is missing")]
+    Missing,
+    /// Shorter than before the append.
+    #[error("is {len} bytes, shorter than the {before} it had before the append")]
+    Shorter {
+        /// Its length now.
+        len: u64,
+        /// Its length before the append.
+        before: u64,
+    },
+    /// Longer than the append would have made it.
+    #[error("holds more bytes than the interrupted append would have written")]
+    Longer,
+    /// Its last bytes are other bytes.
+    #[error("its last bytes are not the interrupted append's")]
+    Different,
+}
+
 /// How many of `expected`'s bytes `file` (of `len` bytes) already holds after `len_before`,
 /// or why it cannot be completed with them: it is shorter than before the append, holds more
 /// than the append would write (unless it `may_run_on`), or its last bytes differ.
@@ -298,25 +328,24 @@ fn tail_within(
     len_before: u64,
     expected: &[u8],
     may_run_on: bool,
-) -> std::io::Result<Result<usize, String>> {
+) -> std::io::Result<Result<usize, Mismatch>> {
     if len < len_before {
-        return Ok(Err(format!(
-            "is {len} bytes, shorter than the {len_before} it had before the append"
-        )));
+        return Ok(Err(Mismatch::Shorter {
+            len,
+            before: len_before,
+        }));
     }
     let mut tail_len = len - len_before;
     if may_run_on {
         tail_len = tail_len.min(expected.len() as u64);
     }
     if tail_len > expected.len() as u64 {
-        return Ok(Err(
-            "holds more bytes than the interrupted append would have written".into(),
-        ));
+        return Ok(Err(Mismatch::Longer));
     }
     let mut tail = vec![0u8; tail_len as usize];
     file.read_exact_at(&mut tail, len_before)?;
     if !expected.starts_with(&tail) {
-        return Ok(Err("its last bytes are not the interrupted append's".into()));
+        return Ok(Err(Mismatch::Different));
     }
     Ok(Ok(tail.len()))
 }
@@ -446,7 +475,7 @@ pub(crate) fn complete_file(
     len_before: u64,
     expected: &[u8],
     may_run_on: bool,
-) -> Result<Result<Completion, String>, AuditError> {
+) -> Result<Result<Completion, Mismatch>, AuditError> {
     if expected.is_empty() {
         return Ok(Ok(Completion::InPlace));
     }

@@ -92,16 +92,36 @@ impl<'a> AuditRecord<'a> {
 
     /// Parses a line, requiring it to be exactly the canonical form, and checks that its hash
     /// is the hash of its contents. The chain link (`prev`) is the caller's to check.
-    pub fn parse_and_check(line: &'a [u8]) -> Result<AuditRecord<'a>, String> {
+    pub fn parse_and_check(line: &'a [u8]) -> Result<AuditRecord<'a>, BadRecord> {
         let record = match parse_plain(line) {
             Some(record) => record,
             None => parse_general(line)?,
         };
         if hash_of_line(line, &record.prev) != Some(record.hash) {
-            return Err("record hash does not match its contents".to_owned());
+            return Err(BadRecord::HashMismatch);
         }
         Ok(record)
     }
+}
+
+/// Why an audit line is not a valid record (a damage's `what`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadRecord {
+    /// Not JSON of a record's shape; the parser's words.
+    #[error("not a valid audit record ({0})")]
+    NotRecord(String),
+    /// A digest field that is not lowercase SHA-256 hex.
+    #[error("`{0}` is not a lowercase SHA-256 hex")]
+    NotHex(&'static str),
+    /// Valid, but not the canonical bytes.
+    #[error("record is not in canonical form")]
+    NotCanonical,
+    /// Too short to hold a hash.
+    #[error("record is too short")]
+    TooShort,
+    /// The `hash` is not the hash of the rest.
+    #[error("record hash does not match its contents")]
+    HashMismatch,
 }
 
 /// SHA-256(prev ‖ line without its `"hash":"…",` member).
@@ -197,7 +217,7 @@ pub(crate) struct Linked<'a> {
 /// Why a line is not the record that belongs next in the chain.
 pub(crate) enum LineProblem {
     /// Not a canonical, correctly hashed record.
-    Invalid(String),
+    Invalid(BadRecord),
     /// A valid record, but its `prev` is not the previous record's hash.
     Unlinked,
 }
@@ -223,20 +243,15 @@ pub(crate) fn check_line<'a>(line: &'a [u8], prev: &Digest) -> Result<Linked<'a>
         return Err(if Digest::is_hex(f.prev_hex) {
             LineProblem::Unlinked
         } else {
-            LineProblem::Invalid("`prev` is not a lowercase SHA-256 hex".to_owned())
+            LineProblem::Invalid(BadRecord::NotHex("prev"))
         });
     }
     if !Digest::is_hex(f.event_hex) {
-        return Err(LineProblem::Invalid(
-            "`event_sha256` is not a lowercase SHA-256 hex".to_owned(),
-        ));
+        return Err(LineProblem::Invalid(BadRecord::NotHex("event_sha256")));
     }
-    let hash = hash_of_line(line, prev)
-        .ok_or_else(|| LineProblem::Invalid("record is too short".to_owned()))?;
+    let hash = hash_of_line(line, prev).ok_or(LineProblem::Invalid(BadRecord::TooShort))?;
     if f.hash_hex != hash.hex_array() {
-        return Err(LineProblem::Invalid(
-            "record hash does not match its contents".to_owned(),
-        ));
+        return Err(LineProblem::Invalid(BadRecord::HashMismatch));
     }
     let mut event_hex = [0u8; 64];
     event_hex.copy_from_slice(f.event_hex);
@@ -280,12 +295,10 @@ struct RawRecord<'a> {
 }
 
 /// The general path: any JSON, accepted only if re-serializing it gives back the same bytes.
-fn parse_general(line: &[u8]) -> Result<AuditRecord<'_>, String> {
+fn parse_general(line: &[u8]) -> Result<AuditRecord<'_>, BadRecord> {
     let raw: RawRecord<'_> =
-        serde_json::from_slice(line).map_err(|e| format!("not a valid audit record ({e})"))?;
-    let digest = |name: &str, s: &str| {
-        Digest::from_hex(s).ok_or_else(|| format!("`{name}` is not a lowercase SHA-256 hex"))
-    };
+        serde_json::from_slice(line).map_err(|e| BadRecord::NotRecord(e.to_string()))?;
+    let digest = |name: &'static str, s: &str| Digest::from_hex(s).ok_or(BadRecord::NotHex(name));
     let record = AuditRecord {
         seq: raw.seq,
         kind: raw.kind,
@@ -295,7 +308,7 @@ fn parse_general(line: &[u8]) -> Result<AuditRecord<'_>, String> {
         hash: digest("hash", &raw.hash)?,
     };
     if record.to_line() != line {
-        return Err("record is not in canonical form".to_owned());
+        return Err(BadRecord::NotCanonical);
     }
     Ok(record)
 }

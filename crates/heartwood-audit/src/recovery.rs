@@ -61,8 +61,8 @@ pub(crate) fn recover(
             let targets = intents
                 .iter()
                 .map(|intent| intent.targets(paths))
-                .collect::<Result<Vec<_>, String>>()
-                .map_err(|what| damaged("journal.json", what))?;
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|what| damaged("journal.json", what.to_string()))?;
             let mut written = false;
             for i in 0..4 {
                 // The pending appends follow each other: the first one's length, then all of
@@ -86,7 +86,7 @@ pub(crate) fn recover(
                     parts.iter().flat_map(|t| t.bytes.iter().copied()).collect();
                 match complete_file(path, head.len_before, &expected, head.may_run_on)? {
                     Ok(completion) => written |= completion == Completion::Written,
-                    Err(what) => return Err(damaged(head.file, what)),
+                    Err(what) => return Err(damaged(head.file, what.to_string())),
                 }
             }
             intent_file.clear_durably()?;

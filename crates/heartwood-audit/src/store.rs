@@ -24,7 +24,7 @@ pub struct SessionSummary {
     /// The session id.
     pub id: SessionId,
     /// The session's metadata, or why it could not be read.
-    pub meta: Result<SessionMeta, String>,
+    pub meta: Result<SessionMeta, MetaUnreadable>,
     /// Number of lines in `events.jsonl`.
     pub events: u64,
     /// When `events.jsonl` last changed.
@@ -33,6 +33,17 @@ pub struct SessionSummary {
     pub interrupted: bool,
     /// The recorded writer, if its process still appears to be running.
     pub writer: Option<WriterInfo>,
+}
+
+/// Why a listed session's metadata could not be read (shared, so a listing stays cloneable).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum MetaUnreadable {
+    /// `meta.json` in the session's folder.
+    #[error(transparent)]
+    File(std::sync::Arc<AuditError>),
+    /// The metadata a shared store keeps.
+    #[error("meta.json in the store is not valid: {0}")]
+    Store(std::sync::Arc<serde_json::Error>),
 }
 
 /// The sessions of one project.
@@ -180,7 +191,8 @@ impl SessionStore {
 
     fn summarize(&self, id: SessionId) -> Result<SessionSummary, AuditError> {
         let paths = self.paths(&id);
-        let meta = SessionMeta::read(&paths.meta, &id).map_err(|e| e.to_string());
+        let meta = SessionMeta::read(&paths.meta, &id)
+            .map_err(|e| MetaUnreadable::File(std::sync::Arc::new(e)));
         let events = count_lines(&paths.events).unwrap_or(0);
         let last_activity = std::fs::metadata(&paths.events)
             .and_then(|m| m.modified())

@@ -50,7 +50,7 @@ enum EventLine {
     Whole {
         /// The event line's SHA-256 as lowercase hex, as the audit record spells it.
         sha256: [u8; 64],
-        head: Result<Head, String>,
+        head: Result<Head, NotAnEvent>,
         len: u64,
         last: bool,
     },
@@ -228,12 +228,14 @@ fn read_events(
     loop {
         let item = match read_line(&mut events, &mut buf, MAX_LINE_BYTES) {
             Ok(Line::Complete) => {
-                let head = valid_json(&buf).and_then(|()| event_head(&buf)).map(|h| {
-                    let kind = push_text(&mut batch.text, &h.kind);
-                    let time = push_text(&mut batch.text, &h.time);
-                    let command = h.command.map(|c| push_text(&mut batch.text, &c));
-                    (h.seq, kind, time, command)
-                });
+                let head = valid_json(&buf)
+                    .and_then(|()| event_head(&buf).map_err(NotAnEvent::Json))
+                    .map(|h| {
+                        let kind = push_text(&mut batch.text, &h.kind);
+                        let time = push_text(&mut batch.text, &h.time);
+                        let command = h.command.map(|c| push_text(&mut batch.text, &c));
+                        (h.seq, kind, time, command)
+                    });
                 match at_end(&mut events) {
                     Ok(last) => Ok(EventLine::Whole {
                         sha256: Digest::of(&buf).hex_array(),
@@ -270,11 +272,22 @@ fn read_events(
 /// Whether an event line is one JSON value in UTF-8. The head scanner skips what it does not
 /// need, and a forger who recomputes every hash can put anything there; an independent
 /// verifier parses the whole line, so this one must refuse what a JSON parser refuses.
-fn valid_json(line: &[u8]) -> Result<(), String> {
-    std::str::from_utf8(line).map_err(|e| format!("not UTF-8: {e}"))?;
+fn valid_json(line: &[u8]) -> Result<(), NotAnEvent> {
+    std::str::from_utf8(line).map_err(NotAnEvent::NotUtf8)?;
     serde_json::from_slice::<serde::de::IgnoredAny>(line)
         .map(|_| ())
-        .map_err(|e| e.to_string())
+        .map_err(NotAnEvent::Json)
+}
+
+/// Why an event line is not an event (said inside "event is not valid (…)").
+#[derive(Debug, thiserror::Error)]
+enum NotAnEvent {
+    /// Not UTF-8.
+    #[error("not UTF-8: {0}")]
+    NotUtf8(std::str::Utf8Error),
+    /// Not one JSON value, or without the fields the audit record repeats.
+    #[error("{0}")]
+    Json(serde_json::Error),
 }
 
 fn push_text(text: &mut String, s: &str) -> Range<usize> {
@@ -334,7 +347,7 @@ fn check_chain(
         let record = match check_line(&au_buf, &prev) {
             Ok(record) => record,
             Err(LineProblem::Invalid(what)) => {
-                return Err(damaged(damage(AUDIT_FILE, &what, false)));
+                return Err(damaged(damage(AUDIT_FILE, &what.to_string(), false)));
             }
             Err(LineProblem::Unlinked) => {
                 let what = "record does not link to the previous record's hash";
@@ -385,7 +398,7 @@ fn check_chain(
 /// An event line and its audit record, read side by side.
 enum Paired {
     /// Both whole: the event's digest, head, length, and whether it was the file's last line.
-    Both(([u8; 64], Result<Head, String>, u64, bool)),
+    Both(([u8; 64], Result<Head, NotAnEvent>, u64, bool)),
     /// Both files ended together.
     End,
     /// The file at fault, what is wrong, and whether it looks like a torn tail.

@@ -62,7 +62,7 @@ enum FamilyArg {
     Binomial,
 }
 
-fn parse_errors(text: &str) -> Result<ErrorsRequest, String> {
+fn parse_errors(text: &str) -> Result<ErrorsRequest, heartwood_gateway::stats::UnknownErrors> {
     text.parse()
 }
 

@@ -462,36 +462,21 @@ fn correct(
     destination: String,
     (apply, json): (bool, bool),
 ) -> Result<ExitCode> {
+    use heartwood_gateway::correction::{CorrectionStep, RecheckResult};
     let (session, workflow) = current(project, session)?;
-    let written = project.root().join(&destination).exists();
     if apply {
-        let review_id = workflow
-            .reviews
-            .last()
-            .map(|r| r.started.review_id.clone())
-            .unwrap_or_default();
-        act(
-            project,
-            &session,
-            CommandKind::WorkflowCorrect {
-                revision: workflow.revision,
-                review_id,
-                finding,
-                destination,
-            },
-        )?;
+        let bind = heartwood_gateway::correction::bind(&workflow, finding, destination);
+        act(project, &session, bind)?;
         return status(project, session.as_str(), json);
     }
-    if written {
-        let recheck = heartwood_gateway::correction::recheck(
-            project,
-            &workflow,
-            finding as usize,
-            &destination,
-        )?;
-        if json {
-            say!("{}", serde_json::to_string_pretty(&recheck)?);
-        } else {
+    let step =
+        heartwood_gateway::correction::step(project, &workflow, finding as usize, &destination)?;
+    if json {
+        say!("{}", serde_json::to_string_pretty(&step)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    match step {
+        CorrectionStep::Rechecked(recheck) => {
             say!(
                 "recheck of {} ({} in place of {}): {}",
                 recheck.plan.destination,
@@ -502,7 +487,7 @@ fn correct(
             for reason in &recheck.reasons {
                 say!("  {reason}");
             }
-            if recheck.result == heartwood_gateway::correction::RecheckResult::NotObserved {
+            if recheck.result == RecheckResult::NotObserved {
                 say!(
                     "bind it: heartwood workflow correct {session} --finding {finding} \
                      --to {} --apply",
@@ -510,21 +495,14 @@ fn correct(
                 );
             }
         }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let plan =
-        heartwood_gateway::correction::plan(project, &workflow, finding as usize, &destination)?;
-    if json {
-        say!("{}", serde_json::to_string_pretty(&plan)?);
-    } else {
-        say!(
+        CorrectionStep::Planned(plan) => say!(
             "write the corrected {} at {} ({} stays as it is), then run this again to \
              recheck it with {}",
             plan.artifact,
             plan.destination,
             plan.original,
             plan.check
-        );
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }

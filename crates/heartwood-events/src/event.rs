@@ -354,6 +354,50 @@ impl Event {
             Event::ReviewParallelRefused { .. } => "review_parallel_refused",
         }
     }
+
+    /// Whether a workflow run (or one of its review batches) recorded this event. The list is
+    /// kept here alone: the session reducer leaves these events to the run's own fold, and a
+    /// transcript shows each as one line, so a new workflow event is added once, here.
+    pub fn is_workflow_run(&self) -> bool {
+        match self {
+            Event::WorkflowStarted(..)
+            | Event::WorkflowStageStarted { .. }
+            | Event::WorkflowStageEvaluated { .. }
+            | Event::WorkflowStageAccepted { .. }
+            | Event::WorkflowBudgetExhausted { .. }
+            | Event::WorkflowReproductionPrepared(..)
+            | Event::WorkflowReproductionCompleted(..)
+            | Event::WorkflowReviewStarted(..)
+            | Event::WorkflowReviewAssessed(..)
+            | Event::WorkflowCorrectionBound { .. }
+            | Event::WorkflowCancelled { .. }
+            | Event::ReviewExecutionPrepared { .. }
+            | Event::ReviewParallelConsented { .. }
+            | Event::ReviewParallelAdmitted { .. }
+            | Event::ReviewParallelRefused { .. } => true,
+            // Listed, not `_`: a new event must be placed on one side or the other.
+            Event::SessionRegistered { .. }
+            | Event::Message { .. }
+            | Event::ExportRecorded { .. }
+            | Event::SessionClosed {}
+            | Event::SessionRenamed { .. }
+            | Event::TaskSubmitted { .. }
+            | Event::GuidanceSent { .. }
+            | Event::PauseRequested {}
+            | Event::InterruptRequested {}
+            | Event::RunResumed {}
+            | Event::LifecycleChanged { .. }
+            | Event::ActionProposed { .. }
+            | Event::ActionUpdated { .. }
+            | Event::ActionSetPending { .. }
+            | Event::DecisionRecorded { .. }
+            | Event::TaskPlanUpdated { .. }
+            | Event::UsageRecorded { .. }
+            | Event::ErrorRecorded { .. }
+            | Event::ContextCondensed { .. }
+            | Event::RunInterrupted { .. } => false,
+        }
+    }
 }
 
 /// An event as stored: the event plus its place in the session.
@@ -676,6 +720,15 @@ mod tests {
             let value = serde_json::to_value(&event).expect("serialize");
             assert_eq!(value["type"], event.kind());
             assert!(Event::KINDS.contains(&event.kind()));
+        }
+    }
+
+    #[test]
+    fn a_workflow_runs_events_are_its_own_and_its_review_batches_and_no_others() {
+        for event in samples() {
+            let kind = event.kind();
+            let named = kind.starts_with("workflow_") || kind.starts_with("review_");
+            assert_eq!(event.is_workflow_run(), named, "{kind}");
         }
     }
 

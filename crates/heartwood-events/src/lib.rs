@@ -16,6 +16,7 @@ pub mod catalog;
 mod command;
 mod decode;
 mod event;
+mod execution;
 mod export;
 mod id;
 mod markdown;
@@ -40,6 +41,7 @@ pub use canonical::{CanonicalError, to_canonical_bytes, to_canonical_value_bytes
 pub use command::{Command, CommandKind, CommandName};
 pub use decode::DecodeError;
 pub use event::{Event, EventKind, Origin, RecordedEvent, Role};
+pub use execution::ExecutionStatus;
 pub use export::{ExportFormat, ExportRequest};
 pub use id::{ActionSetId, CommandId, IdError, Seq, SessionId};
 pub use markdown::{Block, Inline};
@@ -51,7 +53,7 @@ pub use receipt::{Outcome, Receipt};
 pub use refusal::{MovedDuring, Refusal, RefusalClass, RunPart};
 pub use review::{MemberReview, Preview, Review};
 pub use shell_lines::{ShellLine, shell_lines};
-pub use time::Timestamp;
+pub use time::{NotTimestamp, Timestamp};
 pub use wire::{Change, NewSession, Snapshot, Suspended, ToolOutput, Update};
 
 /// Version of the event, command and receipt formats this build writes.

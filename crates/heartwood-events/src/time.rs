@@ -7,6 +7,17 @@ use std::fmt;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// Text that is not an RFC 3339 timestamp (the parser's words kept as text, so the error
+/// compares like the timestamp does).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is not an RFC 3339 timestamp: {detail}")]
+pub struct NotTimestamp {
+    /// The text given.
+    pub text: String,
+    /// What the parser said.
+    pub detail: String,
+}
+
 /// A point in time as written into a session, for example `2026-11-30T02:09:30.123Z`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(String);
@@ -25,10 +36,13 @@ impl Timestamp {
     }
 
     /// Parses an RFC 3339 timestamp, keeping its text as given.
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, NotTimestamp> {
         s.parse::<jiff::Timestamp>()
             .map(|_| Timestamp(s.to_owned()))
-            .map_err(|e| format!("{s:?} is not an RFC 3339 timestamp: {e}"))
+            .map_err(|e| NotTimestamp {
+                text: s.to_owned(),
+                detail: e.to_string(),
+            })
     }
 
     /// Milliseconds from this time to `later` (negative when `later` is earlier); `None` when

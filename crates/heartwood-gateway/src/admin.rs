@@ -239,7 +239,7 @@ impl SessionListing {
             stopped,
             interrupted: s.interrupted,
             writer_pid: s.writer.as_ref().map(|w| w.pid),
-            metadata_error: s.meta.as_ref().err().cloned(),
+            metadata_error: s.meta.as_ref().err().map(ToString::to_string),
             status: match projection {
                 Some(p) if s.writer.is_none() && !s.interrupted && s.meta.is_ok() && !stopped => {
                     p.status_line.clone()

@@ -44,6 +44,23 @@ impl BackendError {
     }
 }
 
+/// Why a durability point made nothing durable; the backend stops before acting.
+#[derive(Debug, thiserror::Error)]
+pub enum NotDurable {
+    /// The session's owner let it go (it was closed or its process is shutting down).
+    #[error("the session is no longer served; open it again to continue the run")]
+    NotServed,
+    /// The engine's log gained bytes that are not text, so the journal cannot carry them.
+    #[error(
+        "the engine's log holds bytes that are not UTF-8; the run stopped before acting (the \
+         session's journal is intact)"
+    )]
+    NotText,
+    /// The journal's append failed; the worker was paused.
+    #[error(transparent)]
+    Journal(Box<crate::GatewayError>),
+}
+
 /// One entry of the backend's own log, translated: the Heartwood events it stands for (often
 /// one, sometimes none or several) and the entry they came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,7 +117,7 @@ pub trait BackendSink: Send + Sync {
     /// gained since the last point when the backend leaves its durability to the journal (one
     /// sync a step, not two); `None` when the log is durable already. `Err` says why nothing
     /// is durable, and the backend must stop before acting.
-    fn durable(&self, log: Option<heartwood_audit::BackendBytes>) -> Result<(), String>;
+    fn durable(&self, log: Option<heartwood_audit::BackendBytes>) -> Result<(), NotDurable>;
     /// Streamed model text, shown and never recorded.
     fn token(&self, text: &str);
     /// Complete lines a running action printed, shown and never recorded (its record keeps

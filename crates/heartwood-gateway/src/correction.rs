@@ -7,8 +7,10 @@
 //! check on the new file with its unchanged dependencies: `not_observed` means only that the
 //! defect was not seen in those bytes. A correction binding replaces the unaccepted stage's
 //! declared output after a fresh recheck; it keeps every other binding, and the stage is
-//! checked and accepted again as usual.
+//! checked and accepted again as usual. [`step`] and [`bind`] are the flow every interface
+//! follows: plan before the corrected file is written, recheck once it is, bind on request.
 
+use heartwood_events::CommandKind;
 use heartwood_events::workflow::{CapturedFile, ReviewView, WorkflowView};
 use heartwood_workflow::Status;
 use serde::Serialize;
@@ -66,6 +68,49 @@ impl std::fmt::Display for RecheckResult {
             RecheckResult::Observed => "observed",
             RecheckResult::Unverified => "unverified",
         })
+    }
+}
+
+/// A correction's next step before it is bound: its plan while nothing is written at the
+/// destination, its recheck once the corrected file is there. Serialized as the plan or the
+/// recheck itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum CorrectionStep {
+    /// Nothing is written at the destination yet.
+    Planned(CorrectionPlan),
+    /// The corrected file is written and was rechecked.
+    Rechecked(Recheck),
+}
+
+/// The next step of correcting finding `index` of the run's latest review to `destination`:
+/// the recheck once a file is written there, the plan before.
+pub fn step(
+    project: &ProjectContext,
+    w: &WorkflowView,
+    index: usize,
+    destination: &str,
+) -> Result<CorrectionStep, GatewayError> {
+    if project.root().join(destination).exists() {
+        recheck(project, w, index, destination).map(CorrectionStep::Rechecked)
+    } else {
+        plan(project, w, index, destination).map(CorrectionStep::Planned)
+    }
+}
+
+/// The command that binds the correction of finding `finding` of the run's latest review (the
+/// gateway rechecks it afresh before binding).
+pub fn bind(w: &WorkflowView, finding: u32, destination: String) -> CommandKind {
+    let review_id = w
+        .reviews
+        .last()
+        .map(|r| r.started.review_id.clone())
+        .unwrap_or_default();
+    CommandKind::WorkflowCorrect {
+        revision: w.revision,
+        review_id,
+        finding,
+        destination,
     }
 }
 

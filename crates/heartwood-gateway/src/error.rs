@@ -83,7 +83,7 @@ pub enum GatewayError {
     Evidence(#[from] heartwood_workflow::evaluate::ReadError),
     /// The model's picture could not be drawn (the plotting library's words).
     #[error("the picture could not be drawn: {0}")]
-    Drawing(String),
+    Drawing(#[source] plotters::drawing::DrawingAreaErrorKind<std::io::Error>),
     /// Reading or writing a file outside the session failed.
     #[error("{doing}: {source}")]
     Io {

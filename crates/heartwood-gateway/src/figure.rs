@@ -118,16 +118,16 @@ pub(crate) fn model_figure(
 }
 
 /// The figure as SVG: the model panel above, the slope strip below.
-pub(crate) fn svg(f: &ModelFigure) -> Result<String, String> {
+pub(crate) fn svg(f: &ModelFigure) -> Result<String, DrawingAreaErrorKind<std::io::Error>> {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, MODEL_HEIGHT + SLOPES_HEIGHT))
             .into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        root.fill(&WHITE)?;
         let (model, slopes) = root.split_vertically(MODEL_HEIGHT);
-        draw_model(&model, f).map_err(|e| e.to_string())?;
-        draw_slopes(&slopes, f).map_err(|e| e.to_string())?;
-        root.present().map_err(|e| e.to_string())?;
+        draw_model(&model, f)?;
+        draw_slopes(&slopes, f)?;
+        root.present()?;
     }
     Ok(out)
 }

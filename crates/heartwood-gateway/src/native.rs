@@ -228,13 +228,14 @@ impl AgentBackend for NativeBackend {
         let durable_to = Arc::clone(&sink);
         // The engine's log is made durable by the journal's intent, with the step's events.
         self.conversation.durable_by_host(move |tail| {
-            let bytes = String::from_utf8(tail.bytes)
-                .map_err(|_| "the engine's log holds bytes that are not UTF-8".to_owned())?;
+            let bytes =
+                String::from_utf8(tail.bytes).map_err(|_| crate::backend::NotDurable::NotText)?;
             durable_to.durable(Some(heartwood_audit::BackendBytes {
                 file: tail.file.to_owned(),
                 len: tail.offset,
                 bytes,
-            }))
+            }))?;
+            Ok(())
         });
         let output_to = Arc::clone(&sink);
         self.conversation
@@ -295,7 +296,8 @@ impl AgentBackend for NativeBackend {
                     ExecutionStatus::Error | ExecutionStatus::Stuck => RunStop::Stopped,
                     ExecutionStatus::Finished
                     | ExecutionStatus::Idle
-                    | ExecutionStatus::Running => RunStop::Finished,
+                    | ExecutionStatus::Running
+                    | ExecutionStatus::Deleting => RunStop::Finished,
                 });
             }
         })

@@ -143,20 +143,6 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
                 p.stopping = Some("pausing: the stage's budget is used up".to_owned());
             }
         }
-        Event::WorkflowStarted(..)
-        | Event::WorkflowReproductionPrepared(..)
-        | Event::WorkflowReproductionCompleted(..)
-        | Event::WorkflowReviewStarted(..)
-        | Event::WorkflowReviewAssessed(..)
-        | Event::WorkflowCorrectionBound { .. }
-        | Event::WorkflowStageStarted { .. }
-        | Event::WorkflowStageEvaluated { .. }
-        | Event::WorkflowStageAccepted { .. }
-        | Event::WorkflowCancelled { .. }
-        | Event::ReviewExecutionPrepared { .. }
-        | Event::ReviewParallelConsented { .. }
-        | Event::ReviewParallelAdmitted { .. }
-        | Event::ReviewParallelRefused { .. } => {}
         Event::RunInterrupted { reason } => {
             say(
                 p,
@@ -171,6 +157,13 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
                 p.interrupted = true;
             }
         }
+        // The rest are a workflow run's own events (`Event::is_workflow_run` lists them): the
+        // run's fold below applies them.
+        run_event => debug_assert!(
+            run_event.is_workflow_run(),
+            "the reducer does not apply {}",
+            run_event.kind()
+        ),
     }
     // A workflow run follows every event: its own, and the turn's actions, usage and time.
     crate::workflow_run::apply(p, recorded);

@@ -9,8 +9,8 @@
 //! [`stale`] says when the file has changed since, and the gateway then shows the set again.
 
 use heartwood_agent::tools::{
-    EditorArgs, EditorCommand, ProjectPaths, TaskTrackerArgs, TerminalArgs, ToolCallRequest,
-    insert_after, replace_once,
+    EditRefused, EditorArgs, EditorCommand, ProjectPaths, TaskTrackerArgs, TerminalArgs,
+    ToolCallRequest, insert_after, replace_once,
 };
 use heartwood_events::{
     ActionProposal, ActionSet, MemberReview, PlanStatus, PlanTask, Preview, Review,
@@ -181,7 +181,11 @@ fn preview(
 ) -> Preview {
     let request = match ToolCallRequest::parse(&member.tool, &member.arguments) {
         Ok(request) => request,
-        Err(reason) => return Preview::WouldFail { reason },
+        Err(refused) => {
+            return Preview::WouldFail {
+                reason: refused.to_string(),
+            };
+        }
     };
     match request {
         ToolCallRequest::Terminal(TerminalArgs {
@@ -271,7 +275,7 @@ fn edit_preview(paths: &ProjectPaths, workspace: &Workspace, args: &EditorArgs) 
     let fail = |reason: String| Preview::WouldFail { reason };
     let (absolute, shown) = match paths.resolve(&args.path) {
         Ok(resolved) => resolved,
-        Err(reason) => return fail(reason),
+        Err(refused) => return fail(refused.to_string()),
     };
     match args.command {
         EditorCommand::View => Preview::Read {
@@ -298,7 +302,7 @@ fn edit_preview(paths: &ProjectPaths, workspace: &Workspace, args: &EditorArgs) 
         EditorCommand::StrReplace | EditorCommand::Insert => {
             let (current, sha256) = match read_current(workspace, &shown) {
                 Ok(read) => read,
-                Err(reason) => return fail(reason),
+                Err(unreadable) => return fail(unreadable.to_string()),
             };
             let updated = match args.command {
                 EditorCommand::StrReplace => replace_once(
@@ -310,13 +314,19 @@ fn edit_preview(paths: &ProjectPaths, workspace: &Workspace, args: &EditorArgs) 
                 .map(|(text, _)| text),
                 _ => match (args.insert_line, args.new_str.as_deref()) {
                     (Some(line), Some(new)) => insert_after(&current, line, new, &shown),
-                    (None, _) => Err("`insert` needs `insert_line`".to_owned()),
-                    (_, None) => Err("`insert` needs `new_str`".to_owned()),
+                    (None, _) => Err(EditRefused::Missing {
+                        command: "insert",
+                        argument: "insert_line",
+                    }),
+                    (_, None) => Err(EditRefused::Missing {
+                        command: "insert",
+                        argument: "new_str",
+                    }),
                 },
             };
             match updated {
                 Ok(updated) => diff_preview(shown, sha256, &current, &updated),
-                Err(reason) => fail(reason),
+                Err(refused) => fail(refused.to_string()),
             }
         }
         EditorCommand::UndoEdit => match read_current(workspace, &shown) {
@@ -329,19 +339,39 @@ fn edit_preview(paths: &ProjectPaths, workspace: &Workspace, args: &EditorArgs) 
                 removed: 0,
                 omitted_lines: 0,
             },
-            Err(reason) => fail(reason),
+            Err(unreadable) => fail(unreadable.to_string()),
         },
     }
 }
 
+/// Why a preview could not read the file an edit would change (the preview then says the edit
+/// would fail, and why).
+#[derive(Debug, thiserror::Error)]
+enum Unreadable {
+    /// Not a file path of the project.
+    #[error(transparent)]
+    Path(#[from] heartwood_workspace::PathError),
+    /// The confined reader refused it or failed.
+    #[error("{shown} cannot be read: {source}")]
+    Read {
+        shown: String,
+        source: EvidenceError,
+    },
+    /// Not text.
+    #[error("{0} is not UTF-8 text, so the editor cannot change it")]
+    NotText(String),
+}
+
 /// The file's current text and the digest of its bytes, through the confined reader.
-fn read_current(workspace: &Workspace, shown: &str) -> Result<(String, String), String> {
-    let path = ProjectPath::parse_file(shown).map_err(|e| e.to_string())?;
+fn read_current(workspace: &Workspace, shown: &str) -> Result<(String, String), Unreadable> {
+    let path = ProjectPath::parse_file(shown)?;
     let (bytes, digest) = workspace
         .read_evidence(&path, PREVIEW_FILE_BYTES)
-        .map_err(|e: EvidenceError| format!("{shown} cannot be read: {e}"))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| format!("{shown} is not UTF-8 text, so the editor cannot change it"))?;
+        .map_err(|source| Unreadable::Read {
+            shown: shown.to_owned(),
+            source,
+        })?;
+    let text = String::from_utf8(bytes).map_err(|_| Unreadable::NotText(shown.to_owned()))?;
     Ok((text, digest.sha256))
 }
 

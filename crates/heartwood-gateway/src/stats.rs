@@ -33,11 +33,18 @@ pub enum ErrorsRequest {
     Cluster(String),
 }
 
+/// A name that is not a kind of standard errors.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{0:?} is not a kind of standard errors; use classical, hc0, hc1, hc2, hc3 or cluster:COLUMN"
+)]
+pub struct UnknownErrors(pub String);
+
 impl std::str::FromStr for ErrorsRequest {
-    type Err = String;
+    type Err = UnknownErrors;
 
     /// `classical`, `hc0`–`hc3`, or `cluster:COLUMN`.
-    fn from_str(text: &str) -> Result<Self, String> {
+    fn from_str(text: &str) -> Result<Self, UnknownErrors> {
         Ok(match text {
             "classical" => ErrorsRequest::Classical,
             "hc0" => ErrorsRequest::Hc0,
@@ -46,12 +53,7 @@ impl std::str::FromStr for ErrorsRequest {
             "hc3" => ErrorsRequest::Hc3,
             other => match other.strip_prefix("cluster:") {
                 Some(column) if !column.is_empty() => ErrorsRequest::Cluster(column.to_owned()),
-                _ => {
-                    return Err(format!(
-                        "{other:?} is not a kind of standard errors; use classical, hc0, hc1, \
-                         hc2, hc3 or cluster:COLUMN"
-                    ));
-                }
+                _ => return Err(UnknownErrors(other.to_owned())),
             },
         })
     }

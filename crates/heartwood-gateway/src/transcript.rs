@@ -115,24 +115,6 @@ pub fn markdown(session: &str, title: Option<&str>, events: &[RecordedEvent]) ->
                 section(&mut out, "The run was interrupted", seq);
                 let _ = writeln!(out, "{reason}");
             }
-            Event::WorkflowStarted(..)
-            | Event::WorkflowStageStarted { .. }
-            | Event::WorkflowStageEvaluated { .. }
-            | Event::WorkflowStageAccepted { .. }
-            | Event::WorkflowBudgetExhausted { .. }
-            | Event::WorkflowReproductionPrepared(..)
-            | Event::WorkflowReproductionCompleted(..)
-            | Event::WorkflowReviewStarted(..)
-            | Event::WorkflowReviewAssessed(..)
-            | Event::WorkflowCorrectionBound { .. }
-            | Event::WorkflowCancelled { .. }
-            | Event::ReviewExecutionPrepared { .. }
-            | Event::ReviewParallelConsented { .. }
-            | Event::ReviewParallelAdmitted { .. }
-            | Event::ReviewParallelRefused { .. } => {
-                let _ = writeln!(out);
-                let _ = writeln!(out, "*{}*", line(e));
-            }
             Event::TaskPlanUpdated { tasks } => {
                 section(&mut out, "Task plan", seq);
                 for task in tasks {
@@ -155,6 +137,17 @@ pub fn markdown(session: &str, title: Option<&str>, events: &[RecordedEvent]) ->
             | Event::ActionProposed { .. }
             | Event::UsageRecorded { .. }
             | Event::ContextCondensed { .. } => {}
+            // The rest are a workflow run's events (`Event::is_workflow_run` lists them): one
+            // line each.
+            run_event => {
+                debug_assert!(
+                    run_event.is_workflow_run(),
+                    "the transcript does not show {}",
+                    run_event.kind()
+                );
+                let _ = writeln!(out);
+                let _ = writeln!(out, "*{}*", line(e));
+            }
         }
     }
     out

@@ -9,11 +9,10 @@
 use std::collections::HashMap;
 
 use heartwood_agent::conversation::{AgentEvent, ApprovedBy, EventKind, ExecutionStatus, Speaker};
-use heartwood_agent::model::Usage;
 use heartwood_agent::tools::Risk;
 use heartwood_events::{
     ActionProposal, ActionState, Event, Lifecycle, PlanStatus, PlanTask, RiskLevel, Role,
-    SandboxLevel, UsageFigures,
+    SandboxLevel,
 };
 
 /// The longest tool output excerpt kept in an action record, in bytes. The engine's own log
@@ -141,7 +140,7 @@ impl Translator {
             }],
             EventKind::Usage { usage_id, usage } => vec![Event::UsageRecorded {
                 purpose: usage_id.clone(),
-                usage: figures(usage),
+                usage: *usage,
             }],
         }
     }
@@ -215,6 +214,8 @@ pub fn lifecycle(status: ExecutionStatus) -> Lifecycle {
         ExecutionStatus::Finished => Lifecycle::Finished,
         ExecutionStatus::Error => Lifecycle::Failed,
         ExecutionStatus::Stuck => Lifecycle::Stuck,
+        // Never recorded (the OpenHands log leaves it out); nothing runs while it lasts.
+        ExecutionStatus::Deleting => Lifecycle::Idle,
     }
 }
 
@@ -225,18 +226,6 @@ pub fn risk_level(risk: Risk) -> RiskLevel {
         Risk::Low => RiskLevel::Low,
         Risk::Medium => RiskLevel::Medium,
         Risk::High => RiskLevel::High,
-    }
-}
-
-fn figures(usage: &Usage) -> UsageFigures {
-    UsageFigures {
-        prompt_tokens: usage.prompt_tokens,
-        completion_tokens: usage.completion_tokens,
-        cache_read_tokens: usage.cache_read_tokens,
-        reasoning_tokens: usage.reasoning_tokens,
-        cost_micros: usage.cost_micros,
-        calls: usage.calls,
-        priced_calls: usage.priced_calls,
     }
 }
 

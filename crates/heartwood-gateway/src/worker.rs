@@ -198,14 +198,17 @@ impl BackendSink for SessionSink {
 
     /// One group commit per durability point: the journal is never ahead of the backend's own
     /// log, and a step costs one journal append instead of one per event.
-    fn durable(&self, log: Option<heartwood_audit::BackendBytes>) -> Result<(), String> {
+    fn durable(
+        &self,
+        log: Option<heartwood_audit::BackendBytes>,
+    ) -> Result<(), crate::backend::NotDurable> {
         let Some(live) = self.live.upgrade() else {
-            return Err("the session is no longer served".into());
+            return Err(crate::backend::NotDurable::NotServed);
         };
         let mut core = live.lock();
         core.flush_with(log).map_err(|e| {
             core.pause_worker();
-            e.to_string()
+            crate::backend::NotDurable::Journal(Box::new(e))
         })
     }
 

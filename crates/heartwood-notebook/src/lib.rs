@@ -50,7 +50,7 @@ pub(crate) fn refused(py: Python<'_>, refusal: &heartwood_events::Refusal) -> Py
 
 /// The module's runtime, started on first use and kept for the life of the interpreter.
 fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
-    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    static RUNTIME: OnceLock<std::io::Result<tokio::runtime::Runtime>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
             tokio::runtime::Builder::new_multi_thread()
@@ -58,7 +58,6 @@ fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
                 .thread_name("heartwood-notebook")
                 .enable_all()
                 .build()
-                .map_err(|e| e.to_string())
         })
         .as_ref()
         .map_err(|e| HeartwoodError::new_err(format!("cannot start Heartwood's runtime: {e}")))

@@ -482,20 +482,8 @@ impl Session {
             .clone()
             .ok_or_else(|| HeartwoodError::new_err("this session runs no workflow"))?;
         if apply {
-            let review_id = workflow
-                .reviews
-                .last()
-                .map(|r| r.started.review_id.clone())
-                .unwrap_or_default();
-            let receipt = self.submit(
-                py,
-                CommandKind::WorkflowCorrect {
-                    revision: workflow.revision,
-                    review_id,
-                    finding,
-                    destination: to,
-                },
-            )?;
+            let bind = heartwood_gateway::correction::bind(&workflow, finding, to);
+            let receipt = self.submit(py, bind)?;
             let result = match receipt.outcome {
                 Outcome::Applied { result, .. } => result,
                 Outcome::Refused(_) => serde_json::Value::Null,
@@ -503,21 +491,10 @@ impl Session {
             return convert::to_python(py, &result);
         }
         let project = self.project.clone();
-        let written = project.root().join(&to).exists();
         let answer = py
             .detach(move || {
-                if written {
-                    heartwood_gateway::correction::recheck(
-                        &project,
-                        &workflow,
-                        finding as usize,
-                        &to,
-                    )
-                    .map(|r| serde_json::to_value(r).unwrap_or_default())
-                } else {
-                    heartwood_gateway::correction::plan(&project, &workflow, finding as usize, &to)
-                        .map(|p| serde_json::to_value(p).unwrap_or_default())
-                }
+                heartwood_gateway::correction::step(&project, &workflow, finding as usize, &to)
+                    .map(|step| serde_json::to_value(step).unwrap_or_default())
             })
             .map_err(failed)?;
         convert::to_python(py, &answer)

@@ -9,39 +9,9 @@ use serde_json::{Value, json};
 use crate::events::Event;
 use crate::{AgentServer, OpenHandsError};
 
-/// The agent server's execution status of a conversation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExecutionStatus {
-    /// Not running; ready for a message.
-    Idle,
-    /// The agent loop is running.
-    Running,
-    /// Paused by request.
-    Paused,
-    /// Actions wait for a decision.
-    WaitingForConfirmation,
-    /// The agent finished.
-    Finished,
-    /// The agent stopped on an error.
-    Error,
-    /// The agent was detected repeating itself.
-    Stuck,
-    /// Being deleted.
-    Deleting,
-}
-
-impl ExecutionStatus {
-    /// Whether a run has stopped somewhere only the researcher (or nobody) moves it from:
-    /// waiting, paused, finished, failed. `idle` is not: a message with `run` and a `run`
-    /// request both pass through it before the loop starts.
-    pub fn is_stopped(self) -> bool {
-        !matches!(
-            self,
-            ExecutionStatus::Running | ExecutionStatus::Idle | ExecutionStatus::Deleting
-        )
-    }
-}
+/// The agent server's execution status of a conversation: the vocabulary's type, shared with
+/// the native engine.
+pub use heartwood_events::ExecutionStatus;
 
 /// What the conversation is told about its model, tools and policy.
 #[derive(Debug, Clone)]

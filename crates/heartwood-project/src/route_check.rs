@@ -188,15 +188,13 @@ pub fn check(route: &RouteConfig) -> RouteCheck {
 
 /// `GET {base_url}/models` through the agent's model client, on the requests' runtime (the
 /// caller may be inside one or on a blocking thread).
-fn list_models(route: &RouteConfig) -> Result<Option<Vec<String>>, String> {
+fn list_models(route: &RouteConfig) -> Result<Option<Vec<String>>, ProjectError> {
     let mut model_route = route.model_route(std::path::Path::new("."));
     model_route.replay = None;
     model_route.connect_timeout = LISTING_TIMEOUT;
     model_route.idle_timeout = LISTING_TIMEOUT;
-    let client =
-        heartwood_agent::model::ModelClient::new(model_route).map_err(|e| e.to_string())?;
+    let client = heartwood_agent::model::ModelClient::new(model_route)?;
     crate::own_runtime::on_own_runtime(async move { client.list_models().await })
-        .map_err(|e| e.to_string())
 }
 
 /// Sends the platform transport's qualification request: one short synthetic chat completion

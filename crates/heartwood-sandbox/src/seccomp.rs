@@ -95,6 +95,9 @@ const INJECTING_IOCTLS: [u64; 2] = [libc::TIOCSTI as u64, libc::TIOCLINUX as u64
 /// The two compiled programs (refusals with `EPERM`, `clone3` with `ENOSYS`), in the byte form
 /// bubblewrap reads, compiled once per process.
 fn programs() -> Result<&'static [Vec<u8>; 2], SandboxError> {
+    // Text, not the compiler's error: it is kept for the life of the process and reported on
+    // every call, and `SandboxError::Filter` carries it as text (seccompiler's error is not
+    // `Clone`).
     static COMPILED: OnceLock<Result<[Vec<u8>; 2], String>> = OnceLock::new();
     COMPILED
         .get_or_init(|| compile().map_err(|e| e.to_string()))

@@ -158,7 +158,8 @@ struct Offer {
     source: String,
     kind: SourceKind,
     name: String,
-    skill: Result<Skill, String>,
+    /// The skill, or why it cannot be used (shared: the catalog is cloned whole).
+    skill: Result<Skill, std::sync::Arc<SkillError>>,
 }
 
 /// Revalidates every source and the store, reapplies revocations (deactivating revoked
@@ -179,7 +180,7 @@ pub fn load(store: &Store, limits: &Limits) -> Result<Catalog, SkillError> {
             name: name.into(),
             skill: store
                 .publish_files(name, files, limits)
-                .map_err(|e| e.to_string()),
+                .map_err(std::sync::Arc::new),
         });
     }
     for path in &state.local {
@@ -191,7 +192,7 @@ pub fn load(store: &Store, limits: &Limits) -> Result<Catalog, SkillError> {
             .to_owned();
         let skill = store
             .publish_directory(dir, limits)
-            .map_err(|e| e.to_string());
+            .map_err(std::sync::Arc::new);
         sources.push(SourceView {
             id: local_id(path),
             kind: SourceKind::Local,
@@ -234,7 +235,7 @@ pub fn load(store: &Store, limits: &Limits) -> Result<Catalog, SkillError> {
                         kind: SourceKind::Signed,
                         skill: store
                             .publish_bundle(&bundle.bundle, &bundle.tree, limits)
-                            .map_err(|e| e.to_string()),
+                            .map_err(std::sync::Arc::new),
                         name: bundle.name,
                     });
                 }
@@ -301,7 +302,7 @@ fn project(
             .active
             .iter()
             .find(|a| a.name == offer.name && a.source == offer.source);
-        let mut problem = offer.skill.as_ref().err().cloned();
+        let mut problem = offer.skill.as_ref().err().map(ToString::to_string);
         if let (Some(activation), Some(d)) = (activation, &digest_text)
             && &activation.digest != d
             && problem.is_none()

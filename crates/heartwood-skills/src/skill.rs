@@ -123,19 +123,33 @@ pub fn parse(text: &str) -> Result<(FrontMatter, String), SkillError> {
     Ok((front, body.to_owned()))
 }
 
+/// Which Agent Skills rule a name breaks (said after the name: "… {name:?} {rule}").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NameRule {
+    /// Empty, or too long.
+    #[error("must be 1 to {MAX_NAME_CHARS} characters")]
+    Length,
+    /// A character other than a lowercase letter, a digit or a hyphen.
+    #[error("may hold only lowercase letters, digits and hyphens")]
+    Characters,
+    /// A hyphen at either end, or two in a row.
+    #[error("may not start or end with a hyphen, or hold two in a row")]
+    Hyphens,
+}
+
 /// The Agent Skills rules for a name.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), NameRule> {
     if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
-        return Err(format!("must be 1 to {MAX_NAME_CHARS} characters"));
+        return Err(NameRule::Length);
     }
     if !name
         .chars()
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
     {
-        return Err("may hold only lowercase letters, digits and hyphens".into());
+        return Err(NameRule::Characters);
     }
     if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
-        return Err("may not start or end with a hyphen, or hold two in a row".into());
+        return Err(NameRule::Hyphens);
     }
     Ok(())
 }

@@ -95,7 +95,7 @@ fn solve<T: Real>(model: &Model, design: &Design, y: &[Dd]) -> Solution {
         match covariance(model, design, &qr, &keep, &residuals) {
             Ok(v) => v,
             Err(reason) => {
-                doubt = Some(reason);
+                doubt = Some(reason.to_string());
                 Vec::new()
             }
         }
@@ -176,6 +176,25 @@ fn refine<T: Real>(design: &Design, qr: &Qr<T>, y: &[Dd]) -> (Vec<Dd>, bool) {
     (beta, previous <= STAGNATION_ACCEPTED * size)
 }
 
+/// Why the standard errors asked for are undefined for this fit (the fit's doubt, as text).
+#[derive(Debug, thiserror::Error)]
+enum Undefined {
+    /// A row with leverage 1 makes HC2 and HC3 divide by zero.
+    #[error(
+        "row {row} has leverage 1 (it alone determines a coefficient), so {errors} errors are \
+         undefined; use hc0, hc1 or classical"
+    )]
+    Leverage {
+        /// The row, from 1.
+        row: usize,
+        /// The kind of standard errors.
+        errors: &'static str,
+    },
+    /// Cluster-robust errors without cluster labels.
+    #[error("cluster labels are missing")]
+    NoClusters,
+}
+
 /// The covariance of the scaled coefficients for the model's kind of standard errors.
 fn covariance<T: Real>(
     model: &Model,
@@ -183,7 +202,7 @@ fn covariance<T: Real>(
     qr: &Qr<T>,
     x: &[Vec<T>],
     residuals: &[Dd],
-) -> Result<Vec<Vec<f64>>, String> {
+) -> Result<Vec<Vec<f64>>, Undefined> {
     let (n, k) = (design.n, design.k());
     let r_inverse = qr.r_inverse();
     let sse = residuals.iter().fold(Dd::ZERO, |s, e| s + *e * *e);
@@ -193,7 +212,7 @@ fn covariance<T: Real>(
         _ => z_columns(x, &r_inverse),
     };
     let e: Vec<f64> = residuals.iter().map(|e| e.to_f64()).collect();
-    let weights = |power: i32| -> Result<Vec<f64>, String> {
+    let weights = |power: i32| -> Result<Vec<f64>, Undefined> {
         let h = leverages(&z);
         e.iter()
             .zip(&h)
@@ -201,12 +220,10 @@ fn covariance<T: Real>(
             .map(|(i, (e, h))| {
                 let room = 1.0 - h;
                 if room <= 1e-12 {
-                    Err(format!(
-                        "row {} has leverage 1 (it alone determines a coefficient), so {} \
-                         errors are undefined; use hc0, hc1 or classical",
-                        i + 1,
-                        model.errors.name()
-                    ))
+                    Err(Undefined::Leverage {
+                        row: i + 1,
+                        errors: model.errors.name(),
+                    })
                 } else {
                     Ok(e * e / room.powi(power))
                 }
@@ -228,7 +245,7 @@ fn covariance<T: Real>(
         StdErrors::Hc3 => sandwich(&r_inverse, &z, &Meat::Rows(&weights(2)?)),
         StdErrors::Cluster(_) => {
             let Some(clusters) = &design.clusters else {
-                return Err("cluster labels are missing".into());
+                return Err(Undefined::NoClusters);
             };
             let g = clusters.count as f64;
             let factor = g / (g - 1.0) * (n as f64 - 1.0) / dof;

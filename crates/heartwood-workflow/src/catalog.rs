@@ -46,7 +46,24 @@ pub struct DefinitionFile {
     /// `maintained:ID`, the file name in the deployment folder, or the project path.
     pub location: String,
     /// Its bytes, or why they could not be read.
-    pub bytes: Result<Vec<u8>, String>,
+    pub bytes: Result<Vec<u8>, Unread>,
+}
+
+/// Why a definition file's bytes could not be read (said after "cannot be read: ").
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Unread {
+    /// The deployment's folder of definitions cannot be listed.
+    #[error("the deployment's workflow folder cannot be read: {0}")]
+    Folder(std::sync::Arc<std::io::Error>),
+    /// The file cannot be opened or read.
+    #[error("{0}")]
+    Io(std::sync::Arc<std::io::Error>),
+    /// Over the limit a definition may have.
+    #[error("larger than {0} bytes")]
+    TooLarge(u64),
+    /// The project's file cannot be read as evidence.
+    #[error(transparent)]
+    Evidence(#[from] heartwood_workspace::EvidenceError),
 }
 
 /// One catalog entry with its definition, when the file is one.
@@ -96,7 +113,7 @@ pub fn project_files(workspace: &Workspace) -> Vec<DefinitionFile> {
             bytes: workspace
                 .read_evidence(&e.path, MAX_DEFINITION_BYTES)
                 .map(|(bytes, _)| bytes)
-                .map_err(|e| e.to_string()),
+                .map_err(Unread::from),
         })
         .collect()
 }

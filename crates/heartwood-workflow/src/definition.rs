@@ -222,6 +222,7 @@ impl Definition {
             .iter()
             .flat_map(|s| &s.checks)
             .filter_map(|c| registry.lookup(&c.check, c.version.as_deref()).err())
+            .map(|why| why.to_string())
             .collect();
         missing.sort();
         missing.dedup();

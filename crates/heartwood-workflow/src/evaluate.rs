@@ -61,8 +61,8 @@ pub enum ReadError {
         source: EvidenceError,
     },
     /// The files hold no model to draw; the check's reason.
-    #[error("{0}")]
-    NoPicture(String),
+    #[error(transparent)]
+    NoPicture(#[from] checks::NoPicture),
 }
 
 /// The bytes of the files a check reads (whole, within the limits), with their digests, in

@@ -137,13 +137,26 @@ impl CheckSpec {
     }
 }
 
-fn fits(kind: ParamKind, value: &serde_json::Value) -> Result<(), String> {
+/// Why a parameter's value does not fit its kind (said after the parameter's name).
+#[derive(Debug, thiserror::Error)]
+enum Unfit {
+    #[error("must be a non-empty string")]
+    Text,
+    #[error("must be true or false")]
+    Bool,
+    #[error("must be a non-empty list of non-empty strings")]
+    TextList,
+    #[error("must be one of {}", .0.join(", "))]
+    OneOf(&'static [&'static str]),
+}
+
+fn fits(kind: ParamKind, value: &serde_json::Value) -> Result<(), Unfit> {
     use serde_json::Value;
     match (kind, value) {
         (ParamKind::Text, Value::String(s)) if !s.is_empty() => Ok(()),
-        (ParamKind::Text, _) => Err("must be a non-empty string".into()),
+        (ParamKind::Text, _) => Err(Unfit::Text),
         (ParamKind::Bool, Value::Bool(_)) => Ok(()),
-        (ParamKind::Bool, _) => Err("must be true or false".into()),
+        (ParamKind::Bool, _) => Err(Unfit::Bool),
         (ParamKind::TextList, Value::Array(items))
             if !items.is_empty()
                 && items
@@ -152,10 +165,29 @@ fn fits(kind: ParamKind, value: &serde_json::Value) -> Result<(), String> {
         {
             Ok(())
         }
-        (ParamKind::TextList, _) => Err("must be a non-empty list of non-empty strings".into()),
+        (ParamKind::TextList, _) => Err(Unfit::TextList),
         (ParamKind::OneOf(allowed), Value::String(s)) if allowed.contains(&s.as_str()) => Ok(()),
-        (ParamKind::OneOf(allowed), _) => Err(format!("must be one of {}", allowed.join(", "))),
+        (ParamKind::OneOf(allowed), _) => Err(Unfit::OneOf(allowed)),
     }
+}
+
+/// Why a check a definition names is not available in this build (said after "cannot run
+/// the check").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotRegistered {
+    /// No check has this id.
+    #[error("{0} (not in this Heartwood's check registry)")]
+    Unknown(String),
+    /// The check is registered at another version.
+    #[error("{id} version {asked} (this Heartwood registers version {registered})")]
+    OtherVersion {
+        /// The check.
+        id: String,
+        /// The version the definition pins.
+        asked: String,
+        /// The version this build registers.
+        registered: String,
+    },
 }
 
 /// The registry: the checks a build implements.
@@ -329,13 +361,14 @@ impl Registry {
     }
 
     /// The check `id` at `version` (any version when `None`), if registered; else why not.
-    pub fn lookup(&self, id: &str, version: Option<&str>) -> Result<&CheckSpec, String> {
+    pub fn lookup(&self, id: &str, version: Option<&str>) -> Result<&CheckSpec, NotRegistered> {
         match (self.get(id), version) {
-            (None, _) => Err(format!("{id} (not in this Heartwood's check registry)")),
-            (Some(spec), Some(v)) if v != spec.version => Err(format!(
-                "{id} version {v} (this Heartwood registers version {})",
-                spec.version
-            )),
+            (None, _) => Err(NotRegistered::Unknown(id.to_owned())),
+            (Some(spec), Some(v)) if v != spec.version => Err(NotRegistered::OtherVersion {
+                id: id.to_owned(),
+                asked: v.to_owned(),
+                registered: spec.version.to_string(),
+            }),
             (Some(spec), _) => Ok(spec),
         }
     }
@@ -383,7 +416,8 @@ mod tests {
         assert!(registry.lookup("linear_model", Some("1")).is_ok());
         let why = registry
             .lookup("linear_model", Some("2"))
-            .expect_err("version 2 is not registered");
+            .expect_err("version 2 is not registered")
+            .to_string();
         assert!(why.contains("registers version 1"), "{why}");
         assert!(registry.lookup("anova", None).is_err());
     }

@@ -17,6 +17,61 @@ use std::process::{Command, Stdio};
 
 use heartwood_sandbox::host::{HostCommand, MINIMAL_ENV, system_program};
 
+/// Why Git could not answer. The system's words are kept as text (`detail`), as
+/// [`crate::AccessError`] keeps them, so a workspace error stays comparable and cloneable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GitError {
+    /// The project is in no Git work tree.
+    #[error("the project is not in a Git work tree")]
+    NotWorkTree,
+    /// The program could not be found or confined.
+    #[error("{detail}")]
+    Sandbox {
+        /// The sandbox's words.
+        detail: String,
+    },
+    /// A program could not be started or waited for.
+    #[error("cannot run {program}: {detail}")]
+    Run {
+        /// `git` or `tar`.
+        program: &'static str,
+        /// The system's words.
+        detail: String,
+    },
+    /// The program failed; what it printed on its standard error.
+    #[error("{0}")]
+    Failed(String),
+    /// What to export is not a full commit id.
+    #[error("{0:?} is not a commit id")]
+    NotCommit(String),
+    /// `git archive` gave no output to unpack.
+    #[error("git archive gave no output")]
+    NoArchive,
+    /// `git archive` could not be waited for.
+    #[error("git archive did not finish: {detail}")]
+    Unfinished {
+        /// The system's words.
+        detail: String,
+    },
+}
+
+impl GitError {
+    fn run(program: &'static str) -> impl FnOnce(std::io::Error) -> GitError {
+        move |e| GitError::Run {
+            program,
+            detail: e.to_string(),
+        }
+    }
+}
+
+impl From<heartwood_sandbox::SandboxError> for GitError {
+    fn from(e: heartwood_sandbox::SandboxError) -> Self {
+        GitError::Sandbox {
+            detail: e.to_string(),
+        }
+    }
+}
+
 /// A Git work tree the project lives in.
 #[derive(Debug, Clone)]
 pub(crate) struct Git {
@@ -48,42 +103,34 @@ impl Git {
     }
 
     /// Runs `git ARGS` in the project; the standard output, or the error text.
-    pub(crate) fn run(&self, args: &[&str]) -> Result<Vec<u8>, String> {
-        let out = self
-            .command(args)?
-            .output()
-            .map_err(|e| format!("cannot run git: {e}"))?;
+    pub(crate) fn run(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
+        let out = self.command(args)?.output().map_err(GitError::run("git"))?;
         if out.status.success() {
             Ok(out.stdout)
         } else {
-            Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+            Err(failed(&out.stderr))
         }
     }
 
     /// Writes the files of `commit` into the empty folder `into` (`git archive` through the
     /// same hardening, unpacked by `tar`). `commit` must be a full object id: nothing a
     /// session records can smuggle an option into the command line.
-    pub(crate) fn export(&self, commit: &str, into: &Path) -> Result<(), String> {
+    pub(crate) fn export(&self, commit: &str, into: &Path) -> Result<(), GitError> {
         let is_object_id = matches!(commit.len(), 40 | 64)
             && commit
                 .bytes()
                 .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
         if !is_object_id {
-            return Err(format!("{commit:?} is not a commit id"));
+            return Err(GitError::NotCommit(commit.to_owned()));
         }
         let mut archive = self.command(&["archive", "--format=tar", commit])?;
         archive
             .command()
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut archive = archive
-            .spawn()
-            .map_err(|e| format!("cannot run git: {e}"))?;
-        let tar_input = archive
-            .stdout
-            .take()
-            .ok_or_else(|| "git archive gave no output".to_owned())?;
-        let tar = system_program("tar").map_err(|e| e.to_string())?;
+        let mut archive = archive.spawn().map_err(GitError::run("git"))?;
+        let tar_input = archive.stdout.take().ok_or(GitError::NoArchive)?;
+        let tar = system_program("tar")?;
         let unpacked = Command::new(tar)
             .env_clear()
             .envs(MINIMAL_ENV)
@@ -92,20 +139,22 @@ impl Git {
             .stdin(tar_input)
             .stdout(Stdio::null())
             .output()
-            .map_err(|e| format!("cannot run tar: {e}"))?;
+            .map_err(GitError::run("tar"))?;
         let archived = archive
             .wait_with_output()
-            .map_err(|e| format!("git archive did not finish: {e}"))?;
+            .map_err(|e| GitError::Unfinished {
+                detail: e.to_string(),
+            })?;
         if !archived.status.success() {
-            return Err(String::from_utf8_lossy(&archived.stderr).trim().to_owned());
+            return Err(failed(&archived.stderr));
         }
         if !unpacked.status.success() {
-            return Err(String::from_utf8_lossy(&unpacked.stderr).trim().to_owned());
+            return Err(failed(&unpacked.stderr));
         }
         Ok(())
     }
 
-    fn command(&self, args: &[&str]) -> Result<HostCommand, String> {
+    fn command(&self, args: &[&str]) -> Result<HostCommand, GitError> {
         let mut all: Vec<&str> = vec![
             "--no-optional-locks",
             "-c",
@@ -124,8 +173,7 @@ impl Git {
             "protocol.allow=never",
         ];
         all.extend_from_slice(args);
-        let mut command =
-            HostCommand::new("git", &all, &self.root, &self.reached).map_err(|e| e.to_string())?;
+        let mut command = HostCommand::new("git", &all, &self.root, &self.reached)?;
         command
             .command()
             .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -135,6 +183,11 @@ impl Git {
             .env("GIT_OPTIONAL_LOCKS", "0");
         Ok(command)
     }
+}
+
+/// A failed program's complaint, as it printed it.
+fn failed(stderr: &[u8]) -> GitError {
+    GitError::Failed(String::from_utf8_lossy(stderr).trim().to_owned())
 }
 
 /// The places outside `root` that Git reads for a project inside a work tree: the nearest

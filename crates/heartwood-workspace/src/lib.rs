@@ -15,6 +15,7 @@ mod confined;
 mod diff;
 mod evidence;
 mod git;
+pub use git::GitError;
 mod path;
 mod text;
 mod tree;
@@ -42,7 +43,7 @@ pub enum WorkspaceError {
     Access(#[from] AccessError),
     /// Git could not answer.
     #[error("git could not read the repository: {0}")]
-    Git(String),
+    Git(#[from] git::GitError),
     /// The project folder itself could not be opened.
     #[error("cannot open the project folder {0}")]
     Project(String),
@@ -103,7 +104,7 @@ impl Workspace {
         let git = self
             .git
             .as_ref()
-            .ok_or_else(|| WorkspaceError::Git("the project is not in a Git work tree".into()))?;
+            .ok_or(WorkspaceError::Git(git::GitError::NotWorkTree))?;
         let empty = std::fs::read_dir(into)
             .map(|mut d| d.next().is_none())
             .map_err(|e| WorkspaceError::Project(format!("{}: {e}", into.display())))?;

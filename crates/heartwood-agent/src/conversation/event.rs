@@ -6,25 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::model::Usage;
 use crate::tools::{Observation, Risk};
 
-/// Where a conversation stands (OpenHands' execution status values).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExecutionStatus {
-    /// Nothing running; ready for a message or a run.
-    Idle,
-    /// A run is in progress.
-    Running,
-    /// Paused between steps at the caller's request.
-    Paused,
-    /// Stopped before acting: the pending action set needs a decision.
-    WaitingForConfirmation,
-    /// The agent finished the task.
-    Finished,
-    /// A run failed; the error event says why.
-    Error,
-    /// The agent repeated itself without progress and was stopped.
-    Stuck,
-}
+/// Where a conversation stands: the vocabulary's type, shared with the OpenHands client.
+pub use heartwood_events::ExecutionStatus;
 
 /// Who said a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

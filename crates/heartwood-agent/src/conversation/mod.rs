@@ -35,7 +35,9 @@ pub use timing::RunTiming;
 pub use view::{extend_view, model_view};
 
 use crate::model::{ChatMessage, ModelClient, ModelError, Usage};
-use crate::tools::{Observation, Risk, ToolCallRequest, Toolbox, risk, specs_with_outcome};
+use crate::tools::{
+    CallRefused, Observation, Risk, ToolCallRequest, Toolbox, risk, specs_with_outcome,
+};
 use timing::timed;
 
 /// Why a conversation operation failed.
@@ -57,11 +59,15 @@ pub enum ConversationError {
     Model(#[from] ModelError),
     /// The host that makes the log durable could not.
     #[error("the conversation could not be made durable: {0}")]
-    NotDurable(String),
+    NotDurable(HostError),
     /// There is no pending action set to decide.
     #[error("there is no pending action set to decide; the conversation is {0:?}")]
     NothingPending(ExecutionStatus),
 }
+
+/// Why the host could not make the log durable, in the host's own terms (the engine knows
+/// nothing of the host's journal, so it carries the host's error as it is).
+pub type HostError = Box<dyn std::error::Error + Send + Sync>;
 
 type EventCallback = Box<dyn FnMut(&AgentEvent, &str) + Send>;
 type TokenCallback = Box<dyn FnMut(&str) + Send>;
@@ -71,7 +77,7 @@ enum Durability {
     Own(Option<Box<dyn FnMut() + Send>>),
     /// The caller writes the log's new bytes into its own write-ahead record; `Err` says why
     /// it could not, and the run stops.
-    Host(Box<dyn FnMut(LogTail) -> Result<(), String> + Send>),
+    Host(Box<dyn FnMut(LogTail) -> Result<(), HostError> + Send>),
 }
 
 /// One agent conversation.
@@ -187,7 +193,7 @@ impl Conversation {
     /// the run with the reason.
     pub fn durable_by_host(
         &mut self,
-        f: impl FnMut(LogTail) -> Result<(), String> + Send + 'static,
+        f: impl FnMut(LogTail) -> Result<(), HostError> + Send + 'static,
     ) {
         self.durability = Durability::Host(Box::new(f));
     }
@@ -484,10 +490,10 @@ impl Conversation {
             })?;
             match parsed {
                 Ok(request) => proposed.push((action, request)),
-                Err(message) => {
+                Err(refused) => {
                     self.record(EventKind::AgentError {
                         action_id: action,
-                        message,
+                        message: refused.to_string(),
                     })?;
                 }
             }
@@ -547,7 +553,8 @@ impl Conversation {
             self.sync()?;
             let request = match request {
                 Ok(request) => request,
-                Err(message) => {
+                Err(refused) => {
+                    let message = refused.to_string();
                     self.record(EventKind::AgentError { action_id, message })?;
                     continue;
                 }
@@ -616,12 +623,12 @@ impl Conversation {
         }
     }
 
-    fn request_of(&self, action_id: u64) -> Result<ToolCallRequest, String> {
+    fn request_of(&self, action_id: u64) -> Result<ToolCallRequest, CallRefused> {
         match self.event(action_id).map(|e| &e.kind) {
             Some(EventKind::Action {
                 tool, arguments, ..
             }) => ToolCallRequest::parse(tool, arguments),
-            _ => Err(format!("action {action_id} is not in the log")),
+            _ => Err(CallRefused::NotInLog(action_id)),
         }
     }
 

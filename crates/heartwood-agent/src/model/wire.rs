@@ -95,42 +95,9 @@ pub struct FunctionSpec {
     pub parameters: Value,
 }
 
-/// Token counts of one call or accumulated over many.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Usage {
-    /// Prompt tokens.
-    pub prompt_tokens: u64,
-    /// Completion tokens.
-    pub completion_tokens: u64,
-    /// Prompt tokens served from the provider's cache.
-    #[serde(default)]
-    pub cache_read_tokens: u64,
-    /// Reasoning tokens (part of completion tokens where the provider reports them).
-    #[serde(default)]
-    pub reasoning_tokens: u64,
-    /// Accumulated cost in micro-units, when the route gives prices.
-    #[serde(default)]
-    pub cost_micros: u64,
-    /// Model calls counted.
-    #[serde(default)]
-    pub calls: u64,
-    /// Model calls whose cost is known (the route had prices).
-    #[serde(default)]
-    pub priced_calls: u64,
-}
-
-impl Usage {
-    /// Adds another usage into this one.
-    pub fn add(&mut self, other: &Usage) {
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
-        self.reasoning_tokens += other.reasoning_tokens;
-        self.cost_micros += other.cost_micros;
-        self.calls += other.calls;
-        self.priced_calls += other.priced_calls;
-    }
-}
+/// Token counts of one call or accumulated over many: the vocabulary's figures, which the
+/// sessions' events carry too (the provider's own JSON is [`WireUsage`], converted into these).
+pub use heartwood_events::UsageFigures as Usage;
 
 /// The request body.
 #[derive(Debug, Serialize)]

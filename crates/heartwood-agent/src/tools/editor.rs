@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use heartwood_sandbox::beneath::{Beneath, Entry};
 use serde::{Deserialize, Serialize};
 
+use super::refusal::EditRefused;
 use super::{Observation, ProjectPaths};
 
 /// Largest file the editor reads or writes.
@@ -76,11 +77,11 @@ impl FileEditor {
     pub fn run(&mut self, args: &EditorArgs) -> Observation {
         match self.try_run(args) {
             Ok(observation) => observation,
-            Err(message) => Observation::error(message),
+            Err(refused) => Observation::error(refused.to_string()),
         }
     }
 
-    fn try_run(&mut self, args: &EditorArgs) -> Result<Observation, String> {
+    fn try_run(&mut self, args: &EditorArgs) -> Result<Observation, EditRefused> {
         let (path, shown) = match args.command {
             EditorCommand::View => self.paths.resolve_for_reading(&args.path)?,
             _ => self.paths.resolve_for_writing(&args.path)?,
@@ -95,19 +96,21 @@ impl FileEditor {
                 view(&dir, &rest, &shown, args.view_range.as_deref())
             }
             EditorCommand::Create => {
-                let text = args
-                    .file_text
-                    .as_deref()
-                    .ok_or("`create` needs `file_text`")?;
+                let text = args.file_text.as_deref().ok_or(EditRefused::Missing {
+                    command: "create",
+                    argument: "file_text",
+                })?;
                 let (dir, rest) = self.paths.beneath(&path, false)?;
                 if std::fs::symlink_metadata(&path).is_ok() {
-                    return Err(format!(
-                        "{shown} already exists; use `str_replace` or `insert` to change it"
-                    ));
+                    return Err(EditRefused::Exists(shown));
                 }
                 if let Some(parent) = rest.parent() {
                     dir.create_dir_all(parent)
-                        .map_err(|e| format!("cannot create the folder for {shown}: {e}"))?;
+                        .map_err(|source| EditRefused::Io {
+                            action: "create the folder for",
+                            shown: shown.clone(),
+                            source,
+                        })?;
                 }
                 write(&dir, &rest, &shown, text)?;
                 self.remember(&path, None);
@@ -131,8 +134,14 @@ impl FileEditor {
                 )))
             }
             EditorCommand::Insert => {
-                let line = args.insert_line.ok_or("`insert` needs `insert_line`")?;
-                let new = args.new_str.as_deref().ok_or("`insert` needs `new_str`")?;
+                let line = args.insert_line.ok_or(EditRefused::Missing {
+                    command: "insert",
+                    argument: "insert_line",
+                })?;
+                let new = args.new_str.as_deref().ok_or(EditRefused::Missing {
+                    command: "insert",
+                    argument: "new_str",
+                })?;
                 let (dir, rest) = self.paths.beneath(&path, false)?;
                 let text = read(&dir, &rest, &shown)?;
                 let updated = insert_after(&text, line, new, &shown)?;
@@ -150,13 +159,15 @@ impl FileEditor {
                     .history
                     .get_mut(&path)
                     .and_then(Vec::pop)
-                    .ok_or_else(|| format!("there is no edit of {shown} to undo"))?;
+                    .ok_or_else(|| EditRefused::NothingToUndo(shown.clone()))?;
                 let (dir, rest) = self.paths.beneath(&path, false)?;
                 match previous {
                     Some(text) => write(&dir, &rest, &shown, &text)?,
-                    None => dir
-                        .remove_file(&rest)
-                        .map_err(|e| format!("cannot remove {shown}: {e}"))?,
+                    None => dir.remove_file(&rest).map_err(|source| EditRefused::Io {
+                        action: "remove",
+                        shown: shown.clone(),
+                        source,
+                    })?,
                 }
                 Ok(edited(format!("Undid the last edit of {shown}.")))
             }
@@ -180,41 +191,38 @@ pub fn replace_once(
     old: &str,
     new: &str,
     shown: &str,
-) -> Result<(String, usize), String> {
+) -> Result<(String, usize), EditRefused> {
     if old.is_empty() {
-        return Err("`str_replace` needs a non-empty `old_str`".to_owned());
+        return Err(EditRefused::EmptyOldStr);
     }
     let starts: Vec<usize> = text.match_indices(old).map(|(i, _)| i).collect();
     match starts.as_slice() {
-        [] => Err(format!(
-            "`old_str` does not occur in {shown}; view the file and copy the text exactly, including whitespace"
-        )),
+        [] => Err(EditRefused::OldStrMissing(shown.to_owned())),
         [at] => Ok((
             format!("{}{new}{}", &text[..*at], &text[at + old.len()..]),
             *at,
         )),
         many => {
             let lines: Vec<String> = many.iter().map(|i| line_of(text, *i).to_string()).collect();
-            Err(format!(
-                "`old_str` occurs {} times in {shown} (lines {}); include more surrounding text so it matches exactly once",
-                many.len(),
-                lines.join(", ")
-            ))
+            Err(EditRefused::OldStrRepeated {
+                shown: shown.to_owned(),
+                count: many.len(),
+                lines: lines.join(", "),
+            })
         }
     }
 }
 
 /// `text` with `new` inserted after line `line` (0: at the top), as its own line(s). Shared
 /// with the review preview, like [`replace_once`].
-pub fn insert_after(text: &str, line: u64, new: &str, shown: &str) -> Result<String, String> {
+pub fn insert_after(text: &str, line: u64, new: &str, shown: &str) -> Result<String, EditRefused> {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let line = usize::try_from(line).unwrap_or(usize::MAX);
     if line > lines.len() {
-        return Err(format!(
-            "{shown} has {} lines; `insert_line` must be between 0 and {}",
-            lines.len(),
-            lines.len()
-        ));
+        return Err(EditRefused::LineOutOfRange {
+            shown: shown.to_owned(),
+            lines: lines.len(),
+        });
     }
     let mut inserted = new.to_owned();
     if !inserted.ends_with('\n') {
@@ -227,43 +235,46 @@ pub fn insert_after(text: &str, line: u64, new: &str, shown: &str) -> Result<Str
     Ok(format!("{before}{inserted}{}", lines[line..].concat()))
 }
 
-fn read(dir: &Beneath, rest: &Path, shown: &str) -> Result<String, String> {
-    let meta = dir
-        .metadata(rest)
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+fn read(dir: &Beneath, rest: &Path, shown: &str) -> Result<String, EditRefused> {
+    let unreadable = |source| EditRefused::Io {
+        action: "read",
+        shown: shown.to_owned(),
+        source,
+    };
+    let meta = dir.metadata(rest).map_err(unreadable)?;
     if meta.is_symlink() {
         // A link that stays in the project: what it names is read, as the kernel resolves it.
-        let file = dir
-            .open_read(rest)
-            .map_err(|e| format!("cannot read {shown}: {e}"))?;
-        let target = file
-            .metadata()
-            .map_err(|e| format!("cannot read {shown}: {e}"))?;
+        let file = dir.open_read(rest).map_err(unreadable)?;
+        let target = file.metadata().map_err(unreadable)?;
         if !target.is_file() {
-            return Err(format!("{shown} is not a regular file"));
+            return Err(EditRefused::NotFile(shown.to_owned()));
         }
     } else if !meta.is_file() {
-        return Err(format!("{shown} is not a regular file"));
+        return Err(EditRefused::NotFile(shown.to_owned()));
     }
     let bytes = dir.read(rest, MAX_FILE_BYTES).map_err(|e| {
         if e.kind() == std::io::ErrorKind::FileTooLarge {
-            format!("{shown} is over the editor's {MAX_FILE_BYTES}-byte limit; use the terminal")
+            EditRefused::TooLarge {
+                shown: shown.to_owned(),
+                limit: MAX_FILE_BYTES,
+            }
         } else {
-            format!("cannot read {shown}: {e}")
+            unreadable(e)
         }
     })?;
-    String::from_utf8(bytes)
-        .map_err(|_| format!("{shown} is not UTF-8 text; use the terminal to inspect it"))
+    String::from_utf8(bytes).map_err(|_| EditRefused::NotText(shown.to_owned()))
 }
 
-fn write(dir: &Beneath, rest: &Path, shown: &str, text: &str) -> Result<(), String> {
+fn write(dir: &Beneath, rest: &Path, shown: &str, text: &str) -> Result<(), EditRefused> {
     if text.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!(
-            "the new content is over the editor's {MAX_FILE_BYTES}-byte limit"
-        ));
+        return Err(EditRefused::ContentTooLarge(MAX_FILE_BYTES));
     }
     dir.write(rest, text.as_bytes())
-        .map_err(|e| format!("cannot write {shown}: {e}"))
+        .map_err(|source| EditRefused::Io {
+            action: "write",
+            shown: shown.to_owned(),
+            source,
+        })
 }
 
 fn view(
@@ -271,7 +282,7 @@ fn view(
     rest: &Path,
     shown: &str,
     range: Option<&[i64]>,
-) -> Result<Observation, String> {
+) -> Result<Observation, EditRefused> {
     let is_dir = dir
         .open_read(rest)
         .and_then(|f| f.metadata())
@@ -286,14 +297,11 @@ fn view(
         Some([start, end]) => {
             let end = if *end == -1 { lines.len() as i64 } else { *end };
             if *start < 1 || end < *start || end > lines.len() as i64 {
-                return Err(format!(
-                    "`view_range` must be [start, end] with 1 <= start <= end <= {} (or end -1)",
-                    lines.len()
-                ));
+                return Err(EditRefused::ViewRange(lines.len()));
             }
             (*start as usize, end as usize)
         }
-        Some(_) => return Err("`view_range` must have exactly two numbers".to_owned()),
+        Some(_) => return Err(EditRefused::ViewRangeShape),
     };
     let mut out = format!("{shown}, lines {start}-{end} of {}:\n", lines.len());
     for (i, line) in lines.iter().enumerate().take(end).skip(start - 1) {

@@ -9,6 +9,7 @@ mod environment;
 mod interrupt;
 mod paths;
 mod pipeline;
+mod refusal;
 mod risk;
 pub mod sandbox;
 mod schema;
@@ -22,6 +23,7 @@ pub use editor::{EditorArgs, EditorCommand, FileEditor, insert_after, replace_on
 pub use environment::{STANDARD_ALLOW, ToolEnvironment};
 pub use interrupt::InterruptHandle;
 pub use paths::{OutsideDirectory, ProjectPaths};
+pub use refusal::{CallRefused, CommandRefused, EditRefused, PathRefused};
 pub use risk::{Risk, risk};
 pub use sandbox::{SandboxLevel, SandboxSupport};
 pub use schema::{SpecialistSpec, specs, specs_with_outcome, task_spec};
@@ -84,31 +86,36 @@ pub const SECURITY_RISK_ARGUMENT: &str = "security_risk";
 
 impl ToolCallRequest {
     /// Parses the model's arguments for `name`. The error is the observation the model gets.
-    pub fn parse(name: &str, arguments: &str) -> Result<Self, String> {
-        let value: Value = serde_json::from_str(if arguments.trim().is_empty() { "{}" } else { arguments })
-            .map_err(|e| format!("the arguments for `{name}` are not valid JSON ({e}); send a JSON object that fits the tool's schema"))?;
+    pub fn parse(name: &str, arguments: &str) -> Result<Self, CallRefused> {
+        let value: Value = serde_json::from_str(if arguments.trim().is_empty() {
+            "{}"
+        } else {
+            arguments
+        })
+        .map_err(|source| CallRefused::NotJson {
+            tool: name.to_owned(),
+            source,
+        })?;
         let Value::Object(mut fields) = value else {
-            return Err(format!("the arguments for `{name}` must be a JSON object"));
+            return Err(CallRefused::NotObject(name.to_owned()));
         };
         // OpenHands' tool contract adds these two to every tool; they describe the call and
         // change nothing it does (the summary is its headline in review).
         if let Some(summary) = fields.remove(SUMMARY_ARGUMENT)
             && !summary.is_string()
         {
-            return Err(format!(
-                "`summary` for `{name}` must be a string: about ten words saying what this action does"
-            ));
+            return Err(CallRefused::Summary(name.to_owned()));
         }
         if let Some(risk) = fields.remove(SECURITY_RISK_ARGUMENT)
             && !matches!(risk.as_str(), Some("LOW" | "MEDIUM" | "HIGH" | "UNKNOWN"))
         {
-            return Err(format!(
-                "`security_risk` for `{name}` must be one of LOW, MEDIUM, HIGH or UNKNOWN"
-            ));
+            return Err(CallRefused::SecurityRisk(name.to_owned()));
         }
         let value = Value::Object(fields);
-        let unfit =
-            |e: serde_json::Error| format!("the arguments do not fit `{name}`'s schema: {e}");
+        let unfit = |source: serde_json::Error| CallRefused::Unfit {
+            tool: name.to_owned(),
+            source,
+        };
         Ok(match name {
             "terminal" => ToolCallRequest::Terminal(serde_json::from_value(value).map_err(unfit)?),
             "file_editor" => {
@@ -158,9 +165,7 @@ impl ToolCallRequest {
                 }
             }
             other => {
-                return Err(format!(
-                    "there is no tool named `{other}`; the tools are terminal, file_editor, task_tracker, think, task (where specialists are offered) and finish"
-                ));
+                return Err(CallRefused::NoSuchTool(other.to_owned()));
             }
         })
     }
@@ -304,17 +309,24 @@ mod tests {
 
     #[test]
     fn bad_arguments_become_errors_the_model_can_act_on() {
-        let err = ToolCallRequest::parse("terminal", "{\"command\": ").expect_err("bad JSON");
+        let err = ToolCallRequest::parse("terminal", "{\"command\": ")
+            .expect_err("bad JSON")
+            .to_string();
         assert!(err.contains("not valid JSON"), "{err}");
-        let err = ToolCallRequest::parse("terminal", r#"{"cmd": "ls"}"#).expect_err("wrong field");
+        let err = ToolCallRequest::parse("terminal", r#"{"cmd": "ls"}"#)
+            .expect_err("wrong field")
+            .to_string();
         assert!(err.contains("schema"), "{err}");
         let err = ToolCallRequest::parse("file_editor", r#"{"command": "explode", "path": "a"}"#)
-            .expect_err("bad command");
+            .expect_err("bad command")
+            .to_string();
         assert!(err.contains("schema"), "{err}");
-        let err = ToolCallRequest::parse("browser", "{}").expect_err("unknown tool");
+        let err = ToolCallRequest::parse("browser", "{}")
+            .expect_err("unknown tool")
+            .to_string();
         assert!(err.contains("no tool named `browser`"), "{err}");
         assert_eq!(
-            ToolCallRequest::parse("think", r#"{"thought": "hmm"}"#),
+            ToolCallRequest::parse("think", r#"{"thought": "hmm"}"#).map_err(|e| e.to_string()),
             Ok(ToolCallRequest::Think {
                 thought: "hmm".into()
             })
@@ -374,14 +386,17 @@ mod tests {
             assert!(properties.get(SECURITY_RISK_ARGUMENT).is_some());
         }
         let err = ToolCallRequest::parse("terminal", r#"{"command": "ls", "summary": 3}"#)
-            .expect_err("a summary that is not text");
+            .expect_err("a summary that is not text")
+            .to_string();
         assert!(err.contains("summary"), "{err}");
         let err =
             ToolCallRequest::parse("terminal", r#"{"command": "ls", "security_risk": "NONE"}"#)
-                .expect_err("an unknown risk");
+                .expect_err("an unknown risk")
+                .to_string();
         assert!(err.contains("security_risk"), "{err}");
         let err = ToolCallRequest::parse("terminal", r#"{"command": "ls", "colour": "red"}"#)
-            .expect_err("another unknown argument");
+            .expect_err("another unknown argument")
+            .to_string();
         assert!(err.contains("schema") && err.contains("colour"), "{err}");
     }
 }

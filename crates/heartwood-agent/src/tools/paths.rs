@@ -6,6 +6,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use super::refusal::PathRefused;
+
 /// Directory names the tools refuse at any depth.
 const RESERVED: [&str; 2] = [".heartwood", ".git"];
 
@@ -62,7 +64,7 @@ impl ProjectPaths {
 
     /// Resolves a path to read: inside a declared outside directory (by its absolute path), or
     /// as [`ProjectPaths::resolve`] would.
-    pub fn resolve_for_reading(&self, given: &str) -> Result<(PathBuf, String), String> {
+    pub fn resolve_for_reading(&self, given: &str) -> Result<(PathBuf, String), PathRefused> {
         match self.outside_path(given) {
             Some(found) => found.map(|(path, _)| (path, given.to_owned())),
             None => self.resolve(given),
@@ -71,12 +73,12 @@ impl ProjectPaths {
 
     /// Resolves a path to write; inside a read-only outside directory it is refused with that
     /// reason.
-    pub fn resolve_for_writing(&self, given: &str) -> Result<(PathBuf, String), String> {
+    pub fn resolve_for_writing(&self, given: &str) -> Result<(PathBuf, String), PathRefused> {
         match self.outside_path(given) {
-            Some(Ok((_, dir))) if !dir.writable => Err(format!(
-                "{given} is read-only ({}); view it, do not edit it",
-                dir.what
-            )),
+            Some(Ok((_, dir))) if !dir.writable => Err(PathRefused::ReadOnly {
+                given: given.to_owned(),
+                what: dir.what.clone(),
+            }),
             Some(found) => found.map(|(path, _)| (path, given.to_owned())),
             None => self.resolve(given),
         }
@@ -84,7 +86,10 @@ impl ProjectPaths {
 
     /// `Some` when `given` names something inside a declared outside directory: the path to
     /// use and the directory, or why it may not be used (it leaves the directory).
-    fn outside_path(&self, given: &str) -> Option<Result<(PathBuf, &OutsideDirectory), String>> {
+    fn outside_path(
+        &self,
+        given: &str,
+    ) -> Option<Result<(PathBuf, &OutsideDirectory), PathRefused>> {
         let candidate = Path::new(given);
         if !candidate.is_absolute() || given.contains('\0') {
             return None;
@@ -97,9 +102,7 @@ impl ProjectPaths {
             .components()
             .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
         {
-            return Some(Err(format!(
-                "{given} must be a plain path (no `.` or `..`)"
-            )));
+            return Some(Err(PathRefused::NotPlain(given.to_owned())));
         }
         // The deepest part that exists must really be inside the directory: a symbolic link on
         // the way must not lead out of it (a new file in a writable mount does not exist yet).
@@ -118,8 +121,14 @@ impl ProjectPaths {
                     _ => Ok((real, dir)),
                 }
             }
-            Ok(_) => Err(format!("{given} leads out of {}", dir.what)),
-            Err(e) => Err(format!("cannot read {given}: {e}")),
+            Ok(_) => Err(PathRefused::LeavesDirectory {
+                given: given.to_owned(),
+                what: dir.what.clone(),
+            }),
+            Err(source) => Err(PathRefused::Unreadable {
+                given: given.to_owned(),
+                source,
+            }),
         })
     }
 
@@ -131,7 +140,7 @@ impl ProjectPaths {
         &self,
         absolute: &Path,
         links: bool,
-    ) -> Result<(heartwood_sandbox::beneath::Beneath, PathBuf), String> {
+    ) -> Result<(heartwood_sandbox::beneath::Beneath, PathBuf), PathRefused> {
         let base = self
             .outside
             .iter()
@@ -140,9 +149,13 @@ impl ProjectPaths {
             .unwrap_or(&self.root);
         let rest = absolute
             .strip_prefix(base)
-            .map_err(|_| format!("{} is outside the project", absolute.display()))?;
-        let opened = heartwood_sandbox::beneath::Beneath::open(base)
-            .map_err(|e| format!("cannot open {}: {e}", base.display()))?;
+            .map_err(|_| PathRefused::Unplaced(absolute.to_owned()))?;
+        let opened = heartwood_sandbox::beneath::Beneath::open(base).map_err(|source| {
+            PathRefused::CannotOpen {
+                base: base.to_owned(),
+                source,
+            }
+        })?;
         Ok((
             if links {
                 opened
@@ -160,18 +173,18 @@ impl ProjectPaths {
 
     /// Resolves a path the model gave (project-relative, or absolute inside the project) to an
     /// absolute path and its project-relative spelling. The error is what the model is told.
-    pub fn resolve(&self, given: &str) -> Result<(PathBuf, String), String> {
+    pub fn resolve(&self, given: &str) -> Result<(PathBuf, String), PathRefused> {
         if given.is_empty() || given.contains('\0') {
-            return Err("the path is empty or contains a NUL byte".to_owned());
+            return Err(PathRefused::Empty);
         }
         let candidate = Path::new(given);
         let relative = if candidate.is_absolute() {
-            candidate.strip_prefix(&self.root).map_err(|_| {
-                format!(
-                    "{given} is outside the project ({}); use a path inside it",
-                    self.root.display()
-                )
-            })?
+            candidate
+                .strip_prefix(&self.root)
+                .map_err(|_| PathRefused::OutsideProject {
+                    given: given.to_owned(),
+                    root: self.root.clone(),
+                })?
         } else {
             candidate
         };
@@ -180,21 +193,21 @@ impl ProjectPaths {
             match component {
                 Component::Normal(part) => {
                     if RESERVED.iter().any(|r| part == *r) {
-                        return Err(format!(
-                            "{given} is inside {}, which the tools may not touch",
-                            part.to_string_lossy()
-                        ));
+                        return Err(PathRefused::Reserved {
+                            given: given.to_owned(),
+                            part: part.to_string_lossy().into_owned(),
+                        });
                     }
                     clean.push(part);
                 }
                 Component::CurDir => {}
                 Component::ParentDir => {
                     if !clean.pop() {
-                        return Err(format!("{given} leads outside the project"));
+                        return Err(PathRefused::LeadsOutside(given.to_owned()));
                     }
                 }
                 Component::RootDir | Component::Prefix(_) => {
-                    return Err(format!("{given} is not a path inside the project"));
+                    return Err(PathRefused::NotInside(given.to_owned()));
                 }
             }
         }
@@ -207,17 +220,18 @@ impl ProjectPaths {
         }
         let real = existing
             .canonicalize()
-            .map_err(|e| format!("cannot resolve {given}: {e}"))?;
+            .map_err(|source| PathRefused::Unresolvable {
+                given: given.to_owned(),
+                source,
+            })?;
         let inside = real
             .strip_prefix(&self.root)
-            .map_err(|_| format!("{given} leads outside the project through a symbolic link"))?;
+            .map_err(|_| PathRefused::ThroughLink(given.to_owned()))?;
         if inside
             .components()
             .any(|c| RESERVED.iter().any(|r| c.as_os_str() == *r))
         {
-            return Err(format!(
-                "{given} leads into Heartwood's or Git's private state"
-            ));
+            return Err(PathRefused::PrivateState(given.to_owned()));
         }
         let display = clean.to_string_lossy().into_owned();
         Ok((
@@ -246,18 +260,25 @@ mod tests {
         let paths = ProjectPaths::new(dir.path()).expect("paths");
 
         assert_eq!(
-            paths.resolve("data/raw/../x.csv").map(|p| p.1),
+            paths
+                .resolve("data/raw/../x.csv")
+                .map(|p| p.1)
+                .map_err(|e| e.to_string()),
             Ok("data/x.csv".to_owned())
         );
         assert_eq!(
-            paths.resolve("alias/new.txt").map(|p| p.1),
+            paths
+                .resolve("alias/new.txt")
+                .map(|p| p.1)
+                .map_err(|e| e.to_string()),
             Ok("alias/new.txt".to_owned())
         );
         let absolute = paths.root().join("data/x.csv");
         assert_eq!(
             paths
                 .resolve(absolute.to_str().expect("utf-8"))
-                .map(|p| p.1),
+                .map(|p| p.1)
+                .map_err(|e| e.to_string()),
             Ok("data/x.csv".to_owned())
         );
         for bad in [
@@ -291,6 +312,7 @@ mod tests {
             paths
                 .resolve_for_writing(file)
                 .expect_err("read-only")
+                .to_string()
                 .contains("read-only")
         );
         let sibling = project.path().join(".heartwood/skills/state.json");
@@ -334,6 +356,7 @@ mod tests {
             paths
                 .resolve_for_writing(through_link.to_str().expect("utf-8"))
                 .expect_err("escape")
+                .to_string()
                 .contains("leads out of data mount")
         );
     }

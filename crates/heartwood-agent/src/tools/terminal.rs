@@ -270,10 +270,10 @@ impl Terminal {
                 "a command is still running; answer it with is_input=true, wait for it by sending an empty input, or start over with reset=true",
             );
         }
-        if let Err(message) = syntax_check(&args.command).await {
+        if let Err(refused) = syntax_check(&args.command).await {
             return Observation {
                 exit_code: Some(2),
-                ..Observation::error(message)
+                ..Observation::error(refused.to_string())
             };
         }
         let restarted = match self.ensure_shell(level).await {
@@ -611,25 +611,24 @@ fn output_observation(out: String, code: i32) -> Observation {
 /// project's environment can put its own there), with a minimal environment, confined
 /// read-only where the machine confines: parsing reads no project file, but nothing Heartwood
 /// starts over the model's text runs on the host as itself.
-async fn syntax_check(command: &str) -> Result<(), String> {
+async fn syntax_check(command: &str) -> Result<(), super::CommandRefused> {
+    use super::CommandRefused;
     let command = command.to_owned();
     let out = tokio::task::spawn_blocking(move || {
         // Parsing reads no project file: no project is shown (and none is walked for nested
         // state at every command).
         heartwood_sandbox::host::HostCommand::without_project("bash", &["-n", "-c", &command])
-            .map_err(|e| e.to_string())?
+            .map_err(|e| CommandRefused::Unchecked(Box::new(e)))?
             .output()
-            .map_err(|e| e.to_string())
+            .map_err(|e| CommandRefused::Unchecked(Box::new(e)))
     })
     .await
-    .map_err(|e| format!("could not check the command's syntax: {e}"))?
-    .map_err(|e| format!("could not check the command's syntax: {e}"))?;
+    .map_err(|e| CommandRefused::Unchecked(Box::new(e)))??;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "bash cannot parse the command: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
+        Err(CommandRefused::Unparsable(
+            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
         ))
     }
 }

@@ -229,7 +229,7 @@ impl SharedStore {
             .filter_map(|row| {
                 let id = SessionId::parse(row.get::<_, &str>(0)).ok()?;
                 let meta = serde_json::from_slice::<SessionMeta>(row.get(1))
-                    .map_err(|e| format!("meta.json in the store is not valid: {e}"));
+                    .map_err(|e| crate::MetaUnreadable::Store(std::sync::Arc::new(e)));
                 let holder: Option<String> = row.get(4);
                 Some(SessionSummary {
                     meta,

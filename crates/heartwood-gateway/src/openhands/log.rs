@@ -11,9 +11,7 @@ use heartwood_agent::model::Usage;
 use heartwood_agent::tools::{Observation, ToolCallRequest, risk};
 use heartwood_events::Origin;
 use heartwood_openhands::events::Event as OhEvent;
-use heartwood_openhands::{
-    ConversationStore, ExecutionStatus as OhStatus, OpenHandsError, StoredEvent,
-};
+use heartwood_openhands::{ConversationStore, OpenHandsError, StoredEvent};
 
 use crate::backend::BackendEntry;
 use crate::translate::Translator;
@@ -43,7 +41,7 @@ pub(super) struct Log {
     /// The researcher's messages, in order.
     pub(super) inputs: Vec<String>,
     /// The last execution status the log recorded.
-    pub(super) status: Option<OhStatus>,
+    pub(super) status: Option<ExecutionStatus>,
     /// How many usage reports (`stats`) the log holds: the server writes one per completion.
     pub(super) usage_reports: u64,
     /// Actions proposed and not yet resolved, in order.
@@ -134,7 +132,7 @@ impl Log {
                         id: index,
                         kind: kind.clone(),
                     },
-                    allowed: self.status == Some(OhStatus::Running),
+                    allowed: self.status == Some(ExecutionStatus::Running),
                 });
                 vec![kind]
             }
@@ -205,13 +203,13 @@ impl Log {
                 ),
             }],
             OhEvent::State { key, value, .. } if key == "execution_status" => {
-                let Ok(status) = serde_json::from_value::<OhStatus>(value) else {
+                let Ok(status) = serde_json::from_value::<ExecutionStatus>(value) else {
                     return Vec::new();
                 };
                 self.status = Some(status);
                 match status {
-                    OhStatus::Running => self.open.iter_mut().for_each(|a| a.allowed = true),
-                    OhStatus::WaitingForConfirmation => {
+                    ExecutionStatus::Running => self.open.iter_mut().for_each(|a| a.allowed = true),
+                    ExecutionStatus::WaitingForConfirmation => {
                         self.open.iter_mut().for_each(|a| a.allowed = false);
                     }
                     _ => {}
@@ -311,7 +309,7 @@ impl Log {
     /// The actions the log shows waiting: the unresolved ones of the last reply, while the
     /// server waits for a decision.
     pub(super) fn waiting(&self) -> Vec<&AgentEvent> {
-        if self.status != Some(OhStatus::WaitingForConfirmation) {
+        if self.status != Some(ExecutionStatus::WaitingForConfirmation) {
             return Vec::new();
         }
         let last_reply = self.open.last().and_then(|a| match &a.event.kind {
@@ -357,18 +355,10 @@ fn observation_of(
     }
 }
 
-/// The native engine's status for OpenHands' (`deleting` has none).
-fn native_status(status: OhStatus) -> Option<ExecutionStatus> {
-    Some(match status {
-        OhStatus::Idle => ExecutionStatus::Idle,
-        OhStatus::Running => ExecutionStatus::Running,
-        OhStatus::Paused => ExecutionStatus::Paused,
-        OhStatus::WaitingForConfirmation => ExecutionStatus::WaitingForConfirmation,
-        OhStatus::Finished => ExecutionStatus::Finished,
-        OhStatus::Error => ExecutionStatus::Error,
-        OhStatus::Stuck => ExecutionStatus::Stuck,
-        OhStatus::Deleting => return None,
-    })
+/// The status as the engine's log records it (`deleting` is the server's own business: the
+/// conversation is going away, and nothing in the session changes).
+fn native_status(status: ExecutionStatus) -> Option<ExecutionStatus> {
+    (status != ExecutionStatus::Deleting).then_some(status)
 }
 
 #[cfg(test)]

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use heartwood_events::ActionPolicy;
 use heartwood_openhands::server::{SPECIALISTS_VAR, SpecialistRole, specialists_json};
 use heartwood_openhands::{
-    AgentServer, Client, ConversationSpec, ConversationStore, ExecutionStatus as OhStatus,
-    Installation, OpenHandsError,
+    AgentServer, Client, ConversationSpec, ConversationStore, ExecutionStatus, Installation,
+    OpenHandsError,
 };
 
 use crate::GatewayError;
@@ -406,7 +406,8 @@ impl OpenHandsBackend {
         // lands while the model call that proposes them is in flight): those are shown for
         // review, never run by a resume.
         if decision.is_none() && !self.log.waiting().is_empty() {
-            self.catch_up(OhStatus::WaitingForConfirmation).await?;
+            self.catch_up(ExecutionStatus::WaitingForConfirmation)
+                .await?;
             return Ok(RunStop::WaitingForDecision);
         }
         // An allowed set runs at once; anything else needs the loop started.
@@ -450,7 +451,7 @@ impl OpenHandsBackend {
             if status.is_stopped() && info.leaf_event_id != before {
                 // Guidance that arrived as the agent finished continues the run with it.
                 let late = self.controls.take_guidance();
-                if status == OhStatus::Finished && !late.is_empty() {
+                if status == ExecutionStatus::Finished && !late.is_empty() {
                     for text in &late {
                         client
                             .send_message(&id, text, true)
@@ -462,9 +463,9 @@ impl OpenHandsBackend {
                 }
                 self.catch_up(status).await?;
                 return Ok(match status {
-                    OhStatus::WaitingForConfirmation => RunStop::WaitingForDecision,
-                    OhStatus::Paused => RunStop::Paused,
-                    OhStatus::Error | OhStatus::Stuck => RunStop::Stopped,
+                    ExecutionStatus::WaitingForConfirmation => RunStop::WaitingForDecision,
+                    ExecutionStatus::Paused => RunStop::Paused,
+                    ExecutionStatus::Error | ExecutionStatus::Stuck => RunStop::Stopped,
                     _ => RunStop::Finished,
                 });
             }
@@ -477,7 +478,7 @@ impl OpenHandsBackend {
     /// relay answered: the server writes a completion's usage report from another thread, as
     /// late as after the run has stopped, and a run that returned without it left that call
     /// out of the journal and the budgets.
-    async fn catch_up(&mut self, status: OhStatus) -> Result<(), BackendError> {
+    async fn catch_up(&mut self, status: ExecutionStatus) -> Result<(), BackendError> {
         let started = Instant::now();
         loop {
             self.deliver()?;
@@ -515,7 +516,7 @@ impl AgentBackend for OpenHandsBackend {
     }
 
     fn is_running(&self) -> bool {
-        self.server.is_some() && self.log.status == Some(OhStatus::Running)
+        self.server.is_some() && self.log.status == Some(ExecutionStatus::Running)
     }
 
     fn pending(&self) -> Option<PendingActions> {

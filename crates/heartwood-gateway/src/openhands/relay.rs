@@ -135,7 +135,7 @@ async fn complete(
     }
     let messages = match messages_of(&body["messages"]) {
         Ok(messages) => messages,
-        Err(why) => return failure(StatusCode::BAD_REQUEST, &why),
+        Err(why) => return failure(StatusCode::BAD_REQUEST, &why.to_string()),
     };
     let tools = tools_of(&body["tools"]);
     let placed = placeholder_for(&messages, &relayed.project);
@@ -204,11 +204,22 @@ fn failure(status: StatusCode, message: &str) -> Response {
     (status, Json(body)).into_response()
 }
 
+/// Why a relayed request's messages cannot be read (the answer's message).
+#[derive(Debug, thiserror::Error)]
+enum BadMessages {
+    /// No `messages` list.
+    #[error("the request has no messages")]
+    Missing,
+    /// A role the model client does not know.
+    #[error("a message of an unknown role: {0:?}")]
+    UnknownRole(Option<String>),
+}
+
 /// The request's messages in the model client's terms; a message's content may be text or a
 /// list of text parts, as the agent server's model library sends either.
-fn messages_of(messages: &Value) -> Result<Vec<ChatMessage>, String> {
+fn messages_of(messages: &Value) -> Result<Vec<ChatMessage>, BadMessages> {
     let Some(messages) = messages.as_array() else {
-        return Err("the request has no messages".to_owned());
+        return Err(BadMessages::Missing);
     };
     messages
         .iter()
@@ -225,7 +236,7 @@ fn messages_of(messages: &Value) -> Result<Vec<ChatMessage>, String> {
                     tool_call_id: m["tool_call_id"].as_str().unwrap_or_default().to_owned(),
                     content,
                 },
-                other => return Err(format!("a message of an unknown role: {other:?}")),
+                other => return Err(BadMessages::UnknownRole(other.map(str::to_owned))),
             })
         })
         .collect()

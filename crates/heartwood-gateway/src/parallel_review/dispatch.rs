@@ -77,7 +77,7 @@ pub(crate) async fn admit(live: &Weak<Live>, route: &Arc<ReviewRoute>) -> Option
         preparer::recheck_files(&route.project, &route.identity, &workflow, &shown)
     })
     .await
-    .unwrap_or_else(|e| Err(format!("the recheck did not finish: {e}")));
+    .unwrap_or_else(|e| Err(preparer::InOrder::Unfinished(e)));
     let mut core = live.lock();
     if core.is_released() {
         return None;
@@ -92,7 +92,7 @@ pub(crate) async fn admit(live: &Weak<Live>, route: &Arc<ReviewRoute>) -> Option
         },
         Err(reason) => Event::ReviewParallelRefused {
             preview: preview.digest.clone(),
-            reason: reason.clone(),
+            reason: reason.to_string(),
         },
     };
     core.record(vec![event]).ok()?;

@@ -13,6 +13,67 @@ use heartwood_events::{Event, RecordedEvent, SessionProjection};
 use super::evidence::{self, RouteIdentity};
 use crate::ProjectContext;
 
+/// Why a review batch's reviewers run one at a time instead of at once (journaled as its
+/// text: the offer's `why`, or the refusal's `reason`).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InOrder {
+    /// The route's qualification cannot be read, or does not hold.
+    #[error(transparent)]
+    Qualification(#[from] evidence::EvidenceError),
+    /// The agent engine has no batches.
+    #[error("this agent engine runs reviewers one at a time")]
+    EngineRunsOne,
+    /// No review waits.
+    #[error("no review is in progress")]
+    NoReview,
+    /// The route is qualified for fewer than two at once.
+    #[error("the route is qualified for {0} at once")]
+    QualifiedFor(u32),
+    /// The stage cannot pay for one call per reviewer.
+    #[error("the stage has {left} model calls left, fewer than the {needed} reviewers need")]
+    TooFewCalls {
+        /// Model calls left.
+        left: u64,
+        /// Reviewers, one call each at least.
+        needed: u64,
+    },
+    /// The route was qualified again since the preview.
+    #[error("the route was qualified again since the preview")]
+    Requalified,
+    /// The review's files could not be captured again.
+    #[error(transparent)]
+    Capture(Box<crate::GatewayError>),
+    /// Files the preview named changed since.
+    #[error("{}", .0.iter().map(|p| format!("{p} (changed since the preview)")).collect::<Vec<_>>().join(", "))]
+    Changed(Vec<String>),
+    /// A pause came after consent.
+    #[error("the session was paused after consent")]
+    Paused,
+    /// A stop came after consent.
+    #[error("the session was interrupted after consent")]
+    Interrupted,
+    /// The session runs no workflow.
+    #[error("the session has no workflow run")]
+    NoRun,
+    /// The run was cancelled.
+    #[error("the run was cancelled")]
+    Cancelled,
+    /// Another review is in progress now.
+    #[error("the review previewed is no longer the one in progress")]
+    OtherReview,
+    /// The stage's budget is used up.
+    #[error("the stage's budget is used up ({label} {text})")]
+    BudgetUsed {
+        /// The budget line's label.
+        label: String,
+        /// What it says.
+        text: String,
+    },
+    /// The recheck off the lock did not finish.
+    #[error("the recheck did not finish: {0}")]
+    Unfinished(#[source] tokio::task::JoinError),
+}
+
 /// The review batch waiting in `p`: its set and reviewers, when the set is made of specialist
 /// tasks proposed after an unassessed review started.
 pub(crate) fn batch_in_review(p: &SessionProjection) -> Option<(String, u64, Vec<ReviewChild>)> {
@@ -60,7 +121,9 @@ pub(crate) fn offer(
         Ok(preview) => ReviewOffer::Parallel {
             preview: Box::new(preview),
         },
-        Err(why) => ReviewOffer::Sequential { why },
+        Err(why) => ReviewOffer::Sequential {
+            why: why.to_string(),
+        },
     };
     Some(Event::ReviewExecutionPrepared {
         set_id,
@@ -75,21 +138,17 @@ fn preview(
     backend_runs_batches: bool,
     w: &WorkflowView,
     (set_id, set_revision, reviewers): (&str, u64, &[ReviewChild]),
-) -> Result<ParallelPreview, String> {
-    let (qualification, file) =
-        evidence::current(route, project.root().as_std_path()).map_err(|e| e.to_string())?;
+) -> Result<ParallelPreview, InOrder> {
+    let (qualification, file) = evidence::current(route, project.root().as_std_path())?;
     if !backend_runs_batches {
-        return Err("this agent engine runs reviewers one at a time".to_owned());
+        return Err(InOrder::EngineRunsOne);
     }
-    let review = w.reviews.last().ok_or("no review is in progress")?;
+    let review = w.reviews.last().ok_or(InOrder::NoReview)?;
     let parallelism = qualification
         .max_parallelism
         .min(u32::try_from(reviewers.len()).unwrap_or(u32::MAX));
     if parallelism < 2 {
-        return Err(format!(
-            "the route is qualified for {} at once",
-            qualification.max_parallelism
-        ));
+        return Err(InOrder::QualifiedFor(qualification.max_parallelism));
     }
     let model_calls_left = model_calls_left(w);
     enough_work_left(model_calls_left, reviewers.len())?;
@@ -120,12 +179,10 @@ pub(crate) fn digest(preview: &ParallelPreview) -> String {
 
 /// Each reviewer makes at least one model call: a batch the stage cannot pay for is not run
 /// at once (one after another, the budget stops it where it runs out).
-fn enough_work_left(left: Option<u64>, reviewers: usize) -> Result<(), String> {
+fn enough_work_left(left: Option<u64>, reviewers: usize) -> Result<(), InOrder> {
     let needed = u64::try_from(reviewers).unwrap_or(u64::MAX);
     match left {
-        Some(left) if left < needed => Err(format!(
-            "the stage has {left} model calls left, fewer than the {needed} reviewers need"
-        )),
+        Some(left) if left < needed => Err(InOrder::TooFewCalls { left, needed }),
         _ => Ok(()),
     }
 }
@@ -168,13 +225,13 @@ pub(crate) fn recheck_files(
     route: &RouteIdentity,
     w: &WorkflowView,
     preview: &ParallelPreview,
-) -> Result<(), String> {
-    let (now, _) =
-        evidence::current(route, project.root().as_std_path()).map_err(|e| e.to_string())?;
+) -> Result<(), InOrder> {
+    let (now, _) = evidence::current(route, project.root().as_std_path())?;
     if now.record_sha256 != preview.qualification.record_sha256 {
-        return Err("the route was qualified again since the preview".to_owned());
+        return Err(InOrder::Requalified);
     }
-    let files = crate::review_evidence::capture(project, w).map_err(|e| e.to_string())?;
+    let files =
+        crate::review_evidence::capture(project, w).map_err(|e| InOrder::Capture(Box::new(e)))?;
     let changed: Vec<String> = preview
         .evidence
         .iter()
@@ -183,12 +240,12 @@ pub(crate) fn recheck_files(
                 .iter()
                 .any(|g| g.path == f.path && g.sha256 == f.sha256)
         })
-        .map(|f| format!("{} (changed since the preview)", f.path))
+        .map(|f| f.path.clone())
         .collect();
     if changed.is_empty() {
         Ok(())
     } else {
-        Err(changed.join(", "))
+        Err(InOrder::Changed(changed))
     }
 }
 
@@ -199,38 +256,35 @@ pub(crate) fn recheck_state(
     events: &[std::sync::Arc<RecordedEvent>],
     preview: &ParallelPreview,
     consent_seq: u64,
-) -> Result<u32, String> {
+) -> Result<u32, InOrder> {
     let stopped = events
         .iter()
         .filter(|e| e.seq.get() > consent_seq)
         .find_map(|e| match e.event {
-            Event::PauseRequested {} => Some("the session was paused after consent"),
-            Event::InterruptRequested {} => Some("the session was interrupted after consent"),
+            Event::PauseRequested {} => Some(InOrder::Paused),
+            Event::InterruptRequested {} => Some(InOrder::Interrupted),
             _ => None,
         });
     if let Some(why) = stopped {
-        return Err(why.to_owned());
+        return Err(why);
     }
-    let w = p
-        .workflow
-        .as_ref()
-        .ok_or("the session has no workflow run")?;
+    let w = p.workflow.as_ref().ok_or(InOrder::NoRun)?;
     if w.cancelled {
-        return Err("the run was cancelled".to_owned());
+        return Err(InOrder::Cancelled);
     }
     let review = w.reviews.last().filter(|r| r.assessed.is_none());
     if review.is_none_or(|r| r.started.review_id != preview.review_id) {
-        return Err("the review previewed is no longer the one in progress".to_owned());
+        return Err(InOrder::OtherReview);
     }
     enough_work_left(model_calls_left(w), preview.reviewers.len())?;
     if let Some(line) = w
         .current_stage()
         .and_then(|s| s.budget.iter().find(|l| l.exhausted))
     {
-        return Err(format!(
-            "the stage's budget is used up ({} {})",
-            line.label, line.text
-        ));
+        return Err(InOrder::BudgetUsed {
+            label: line.label.clone(),
+            text: line.text.clone(),
+        });
     }
     Ok(preview.parallelism)
 }
@@ -288,7 +342,9 @@ mod tests {
                 ),
                 at(6, stop),
             ];
-            let refused = recheck_state(&p, &events, &preview(), consent).expect_err("refused");
+            let refused = recheck_state(&p, &events, &preview(), consent)
+                .expect_err("refused")
+                .to_string();
             assert!(refused.contains(said), "{refused}");
         }
         // Only the stop before consent: what is refused next is that there is no run.
@@ -301,7 +357,9 @@ mod tests {
                 },
             ),
         ];
-        let refused = recheck_state(&p, &events, &preview(), consent).expect_err("no run");
+        let refused = recheck_state(&p, &events, &preview(), consent)
+            .expect_err("no run")
+            .to_string();
         assert!(refused.contains("no workflow run"), "{refused}");
     }
 

@@ -152,7 +152,7 @@ async fn run(
         wall_ms: millis(sequential),
         problems: baseline
             .iter()
-            .filter_map(|r| r.as_ref().err().cloned())
+            .filter_map(|r| r.as_ref().err().map(ToString::to_string))
             .collect(),
     }];
     if !rounds[0].problems.is_empty() {
@@ -215,6 +215,17 @@ async fn run(
     )
 }
 
+/// Why one qualification review gave no structured result.
+#[derive(Debug, thiserror::Error)]
+enum Unanswered {
+    /// The specialist's call failed; its observation says how.
+    #[error("{0}")]
+    Failed(String),
+    /// It answered with something other than a JSON object.
+    #[error("the result is not a structured object")]
+    NotStructured,
+}
+
 /// The batch of `prompts`, `at_once` at a time: each structured result (canonical JSON) or
 /// why there is none, in prompt order, and the wall time.
 async fn batch(
@@ -222,24 +233,24 @@ async fn batch(
     reviewer: &SpecialistConfig,
     prompts: &[String],
     at_once: usize,
-) -> (Vec<Result<String, String>>, Duration) {
+) -> (Vec<Result<String, Unanswered>>, Duration) {
     let started = Instant::now();
     let asked = prompts.iter().enumerate().map(|(i, prompt)| {
         let (client, reviewer, prompt) = (client.clone(), reviewer.clone(), prompt.clone());
         async move { (i, ask_specialist(client, reviewer, prompt).await) }
     });
-    let mut results: Vec<(usize, Result<String, String>)> = futures_util::stream::iter(asked)
+    let mut results: Vec<(usize, Result<String, Unanswered>)> = futures_util::stream::iter(asked)
         .buffer_unordered(at_once)
         .map(|(i, observation)| {
             let result = if observation.is_error {
-                Err(observation.content)
+                Err(Unanswered::Failed(observation.content))
             } else {
                 serde_json::from_str::<serde_json::Value>(&observation.content)
                     .ok()
                     .filter(serde_json::Value::is_object)
                     .and_then(|v| heartwood_events::to_canonical_value_bytes(&v).ok())
                     .map(|b| String::from_utf8_lossy(&b).into_owned())
-                    .ok_or_else(|| "the result is not a structured object".to_owned())
+                    .ok_or(Unanswered::NotStructured)
             };
             (i, result)
         })

@@ -4,6 +4,7 @@
 
 use heartwood_events::catalog::{CatalogEntry, DefinitionSource};
 use heartwood_workflow::Registry;
+use heartwood_workflow::catalog::Unread;
 use heartwood_workflow::catalog::{DefinitionFile, Listed};
 use heartwood_workspace::Workspace;
 
@@ -31,9 +32,7 @@ fn deployment_files() -> Vec<DefinitionFile> {
             return vec![DefinitionFile {
                 source: DefinitionSource::Deployment,
                 location: dir.display().to_string(),
-                bytes: Err(format!(
-                    "the deployment's workflow folder cannot be read: {e}"
-                )),
+                bytes: Err(Unread::Folder(std::sync::Arc::new(e))),
             }];
         }
     };
@@ -52,16 +51,17 @@ fn deployment_files() -> Vec<DefinitionFile> {
         .collect()
 }
 
-fn read_bounded(path: &std::path::Path) -> Result<Vec<u8>, String> {
+fn read_bounded(path: &std::path::Path) -> Result<Vec<u8>, Unread> {
     use std::io::Read;
     let limit = heartwood_workflow::catalog::MAX_DEFINITION_BYTES;
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let unread = |e| Unread::Io(std::sync::Arc::new(e));
+    let file = std::fs::File::open(path).map_err(unread)?;
     let mut bytes = Vec::new();
     file.take(limit + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
+        .map_err(unread)?;
     if bytes.len() as u64 > limit {
-        return Err(format!("larger than {limit} bytes"));
+        return Err(Unread::TooLarge(limit));
     }
     Ok(bytes)
 }

@@ -236,7 +236,7 @@ fn turn_work(
         if let Some(turn) = &mut w.turn {
             (turn.problem, turn.outcome) = match reported {
                 Ok(outcome) => (blocked(&outcome), Some(outcome)),
-                Err(problem) => (Some(problem), None),
+                Err(problem) => (Some(problem.to_string()), None),
             };
         }
     }
@@ -312,32 +312,45 @@ pub(super) fn blocked(outcome: &StageOutcome) -> Option<String> {
     })
 }
 
+/// Why a stage turn's `finish` reports no usable outcome (the turn's problem, as text).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum OutcomeProblem {
+    /// The arguments are not a JSON object.
+    #[error("the stage turn's `finish` arguments are not a JSON object: {0}")]
+    NotObject(#[source] serde_json::Error),
+    /// No `outcome` beside the message.
+    #[error(
+        "the turn of stage {0:?} finished without its structured outcome (`outcome`: status, artifacts, notes), so it reports nothing the run can use; run the stage again"
+    )]
+    Missing(String),
+    /// The `outcome` does not fit its schema.
+    #[error("the turn's `outcome` does not fit its schema: {0}")]
+    Unfit(#[source] serde_json::Error),
+    /// The `outcome` names a file the run does not produce.
+    #[error("the turn's `outcome` names {0:?}, which is not a file this run produces")]
+    Unbound(String),
+}
+
 /// The outcome a `finish` call reports, validated: a JSON object that fits [`StageOutcome`],
 /// naming only files the run binds as artifacts.
 pub(super) fn outcome_of(
     arguments: &str,
     w: &WorkflowView,
     stage: &str,
-) -> Result<StageOutcome, String> {
-    let mut fields: serde_json::Map<String, serde_json::Value> = serde_json::from_str(arguments)
-        .map_err(|e| format!("the stage turn's `finish` arguments are not a JSON object: {e}"))?;
+) -> Result<StageOutcome, OutcomeProblem> {
+    let mut fields: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(arguments).map_err(OutcomeProblem::NotObject)?;
     let Some(outcome) = fields.remove("outcome") else {
-        return Err(format!(
-            "the turn of stage {stage:?} finished without its structured outcome (`outcome`: \
-             status, artifacts, notes), so it reports nothing the run can use; run the stage again"
-        ));
+        return Err(OutcomeProblem::Missing(stage.to_owned()));
     };
-    let outcome: StageOutcome = serde_json::from_value(outcome)
-        .map_err(|e| format!("the turn's `outcome` does not fit its schema: {e}"))?;
+    let outcome: StageOutcome = serde_json::from_value(outcome).map_err(OutcomeProblem::Unfit)?;
     for path in &outcome.artifacts {
         let bound = w
             .bindings
             .iter()
             .any(|b| b.role == BindingRole::Artifact && &b.path == path);
         if !bound {
-            return Err(format!(
-                "the turn's `outcome` names {path:?}, which is not a file this run produces"
-            ));
+            return Err(OutcomeProblem::Unbound(path.clone()));
         }
     }
     Ok(outcome)

@@ -3,6 +3,63 @@
 
 use super::*;
 
+/// Why a workflow run cannot start; the refusal carries its text, which says what to do.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unstartable {
+    /// No research question.
+    #[error("the research question is empty; say what the run should answer")]
+    EmptyQuestion,
+    /// The definition, the skills or the project could not be read.
+    #[error(transparent)]
+    Project(Box<GatewayError>),
+    /// A stage names a skill no source offers.
+    #[error(
+        "{definition} is not supported here: its stage {stage:?} names the skill {skill:?}, which no skill source offers (`heartwood skills ls` lists them)"
+    )]
+    UnknownSkill {
+        /// The definition.
+        definition: String,
+        /// The stage.
+        stage: String,
+        /// The skill.
+        skill: String,
+    },
+    /// A stage names a skill that is not active.
+    #[error(
+        "{definition}'s stage {stage:?} uses the skill {skill:?}, which is not active: review it with `heartwood skills show {skill}`, approve it and activate it first"
+    )]
+    InactiveSkill {
+        /// The definition.
+        definition: String,
+        /// The stage.
+        stage: String,
+        /// The skill.
+        skill: String,
+    },
+    /// An input the definition does not declare.
+    #[error("{definition} has no input {id:?}; its inputs are {}", inputs.join(", "))]
+    NoInput {
+        /// The definition.
+        definition: String,
+        /// The input asked for.
+        id: String,
+        /// The inputs it declares.
+        inputs: Vec<String>,
+    },
+    /// An input's path is not a project path.
+    #[error("the inputs cannot be bound: {0}")]
+    BadInput(#[source] heartwood_workspace::PathError),
+    /// An input cannot be read.
+    #[error("the inputs cannot be bound: {0}")]
+    Unreadable(#[source] heartwood_workspace::AccessError),
+}
+
+impl<E: Into<GatewayError>> From<E> for Unstartable {
+    fn from(e: E) -> Self {
+        Unstartable::Project(Box::new(e.into()))
+    }
+}
+
 /// The JSON Schema of the `outcome` a stage turn's `finish` must carry.
 pub(crate) fn outcome_schema() -> serde_json::Value {
     heartwood_events::schema::inline::<StageOutcome>()
@@ -13,7 +70,7 @@ pub(crate) fn outcome_schema() -> serde_json::Value {
 pub(super) fn skills_usable(
     project: &ProjectContext,
     definition: &heartwood_workflow::Definition,
-) -> Result<(), String> {
+) -> Result<(), Unstartable> {
     let named: Vec<(&str, &str)> = definition
         .stages
         .iter()
@@ -23,20 +80,25 @@ pub(super) fn skills_usable(
         return Ok(());
     }
     let service = crate::skills::SkillsService::open(project);
-    let catalog = service.catalog().map_err(|e| e.to_string())?;
-    let active = service.for_agent().map_err(|e| e.to_string())?;
+    let catalog = service.catalog()?;
+    let active = service.for_agent()?;
     for (stage, skill) in named {
+        let (definition, stage, skill) = (definition.id.clone(), stage.to_owned(), skill);
         if !catalog.skills.iter().any(|s| s.name == skill) {
-            return Err(format!(
-                "{} is not supported here: its stage {stage:?} names the skill {skill:?}, which no skill source offers (`heartwood skills ls` lists them)",
-                definition.id
-            ));
+            let skill = skill.to_owned();
+            return Err(Unstartable::UnknownSkill {
+                definition,
+                stage,
+                skill,
+            });
         }
         if !active.contains(skill) {
-            return Err(format!(
-                "{}'s stage {stage:?} uses the skill {skill:?}, which is not active: review it with `heartwood skills show {skill}`, approve it and activate it first",
-                definition.id
-            ));
+            let skill = skill.to_owned();
+            return Err(Unstartable::InactiveSkill {
+                definition,
+                stage,
+                skill,
+            });
         }
     }
     Ok(())
@@ -50,19 +112,19 @@ pub(crate) fn start(
     definition: &str,
     question: &str,
     chosen: &std::collections::BTreeMap<String, String>,
-) -> Result<Event, String> {
+) -> Result<Event, Unstartable> {
     if question.trim().is_empty() {
-        return Err("the research question is empty; say what the run should answer".into());
+        return Err(Unstartable::EmptyQuestion);
     }
-    let (found, entry) = resolve(project, definition).map_err(|e| e.to_string())?;
+    let (found, entry) = resolve(project, definition)?;
     skills_usable(project, &found)?;
     for id in chosen.keys() {
         if !found.inputs.iter().any(|i| &i.id == id) {
-            let ids: Vec<&str> = found.inputs.iter().map(|i| i.id.as_str()).collect();
-            return Err(format!(
-                "{definition} has no input {id:?}; its inputs are {}",
-                ids.join(", ")
-            ));
+            return Err(Unstartable::NoInput {
+                definition: definition.to_owned(),
+                id: id.clone(),
+                inputs: found.inputs.iter().map(|i| i.id.clone()).collect(),
+            });
         }
     }
     let inputs: Vec<(String, String)> = found
@@ -73,15 +135,15 @@ pub(crate) fn start(
             (i.id.clone(), path)
         })
         .collect();
-    let workspace = open_workspace(project).map_err(|e| e.to_string())?;
+    let workspace = open_workspace(project)?;
     let paths = inputs
         .iter()
         .map(|(_, p)| heartwood_workspace::ProjectPath::parse(p))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("the inputs cannot be bound: {e}"))?;
+        .map_err(Unstartable::BadInput)?;
     let snapshot = workspace
         .snapshot(&paths, Some(question))
-        .map_err(|e| format!("the inputs cannot be bound: {e}"))?;
+        .map_err(Unstartable::Unreadable)?;
     let mut bindings: Vec<WorkflowBinding> = inputs
         .iter()
         .zip(&snapshot.files)
@@ -405,10 +467,12 @@ mod skill_reference_tests {
         std::fs::create_dir(project.path().join(".heartwood")).expect("state");
         let context = ProjectContext::at(project.path()).expect("project");
         let unknown = skills_usable(&context, &definition_naming("no-such-skill"))
-            .expect_err("an unknown skill");
+            .expect_err("an unknown skill")
+            .to_string();
         assert!(unknown.contains("not supported"), "{unknown}");
         let inactive = skills_usable(&context, &definition_naming("group-disjoint-splits"))
-            .expect_err("a known skill that is not active");
+            .expect_err("a known skill that is not active")
+            .to_string();
         assert!(inactive.contains("not active"), "{inactive}");
 
         let skills = crate::skills::SkillsService::open(&context);

@@ -49,8 +49,8 @@ pub use reports::{
 };
 pub use source::{byte_comparison, python_syntax};
 pub use tabular::{
-    GroupSlope, OlsReport, OlsSeries, Prediction, Split, data_dictionary, group_disjoint_split,
-    ols_series, univariate_ols,
+    GroupSlope, NoPicture, OlsReport, OlsSeries, Prediction, Split, data_dictionary,
+    group_disjoint_split, ols_series, univariate_ols,
 };
 
 use crate::check::CheckResult;
@@ -328,11 +328,11 @@ pub(crate) fn compare_written(
 
 /// Reads a JSON file strictly: any object naming a key twice is refused before the file is
 /// read as `T`.
-pub(crate) fn strict_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+pub(crate) fn strict_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, serde_json::Error> {
     let mut reader = serde_json::Deserializer::from_slice(bytes);
-    <NoDuplicateKeys as serde::Deserialize>::deserialize(&mut reader).map_err(|e| e.to_string())?;
-    reader.end().map_err(|e| e.to_string())?;
-    serde_json::from_slice(bytes).map_err(|e| e.to_string())
+    <NoDuplicateKeys as serde::Deserialize>::deserialize(&mut reader)?;
+    reader.end()?;
+    serde_json::from_slice(bytes)
 }
 
 /// Any JSON value, read only to refuse an object that names a key twice.

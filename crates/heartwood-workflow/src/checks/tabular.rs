@@ -612,26 +612,49 @@ fn r_squared(error: f64, spread: f64) -> Option<f64> {
     (spread > 0.0).then(|| 1.0 - (error / spread).powi(2))
 }
 
+/// Why a model's files give no picture.
+#[derive(Debug, thiserror::Error)]
+pub enum NoPicture {
+    /// The split is not valid; the split check's reasons.
+    #[error("{}", .0.join("; "))]
+    InvalidSplit(Vec<String>),
+    /// The results file does not read as a model report.
+    #[error("the results file is not a model report: {0}")]
+    NotReport(#[source] serde_json::Error),
+    /// No results file.
+    #[error("there is no results file")]
+    NoResults,
+    /// The table lacks a column the picture needs.
+    #[error("the table lacks the predictor, outcome or key column")]
+    MissingColumns,
+    /// A row's predictor or outcome is not a number.
+    #[error("key {0:?}: predictor or outcome is not a number")]
+    NotNumber(String),
+    /// No row is in the training partition.
+    #[error("no row is in the training partition")]
+    NoTraining,
+}
+
 /// The series of a fitted model's picture, from the same files `univariate_ols` reads (table,
 /// dictionary, split, results, plan): each row's predictor and outcome by partition, the
 /// reported line and predictions, the training mean and the leave-one-group-out slopes.
 /// Drawn only from a model whose split is valid; `Err` says why there is no picture.
-pub fn ols_series(files: Files<'_>) -> Result<OlsSeries, String> {
+pub fn ols_series(files: Files<'_>) -> Result<OlsSeries, NoPicture> {
     let mut scratch = CheckResult::new("univariate_ols");
     let Some((split, table, dictionary)) = checked_split(files, &mut scratch) else {
-        return Err(scratch.reasons.join("; "));
+        return Err(NoPicture::InvalidSplit(scratch.reasons));
     };
     let report: OlsReport = match files.get(3).map(|b| strict_json(b)) {
         Some(Ok(r)) => r,
-        Some(Err(e)) => return Err(format!("the results file is not a model report: {e}")),
-        None => return Err("there is no results file".into()),
+        Some(Err(e)) => return Err(NoPicture::NotReport(e)),
+        None => return Err(NoPicture::NoResults),
     };
     let (Some(x), Some(y), Some(k)) = (
         table.column(&report.predictor),
         table.column(&dictionary.outcome),
         table.column(&dictionary.primary_key),
     ) else {
-        return Err("the table lacks the predictor, outcome or key column".into());
+        return Err(NoPicture::MissingColumns);
     };
     let mut series = OlsSeries {
         predictor: report.predictor.clone(),
@@ -643,10 +666,7 @@ pub fn ols_series(files: Files<'_>) -> Result<OlsSeries, String> {
     let mut held_x = HashMap::new();
     for row in &table.rows {
         let (Some(xv), Some(yv)) = (number(&row[x]), number(&row[y])) else {
-            return Err(format!(
-                "key {:?}: predictor or outcome is not a number",
-                &row[k]
-            ));
+            return Err(NoPicture::NotNumber(row[k].to_owned()));
         };
         match split.partition.get(&row[k]).map(String::as_str) {
             Some("train") => series.train.push((xv, yv)),
@@ -658,7 +678,7 @@ pub fn ols_series(files: Files<'_>) -> Result<OlsSeries, String> {
         }
     }
     if series.train.is_empty() {
-        return Err("no row is in the training partition".into());
+        return Err(NoPicture::NoTraining);
     }
     series.training_mean =
         series.train.iter().map(|p| p.1).sum::<f64>() / series.train.len() as f64;

@@ -93,7 +93,9 @@ pub(super) fn opening(gateway: &SessionGateway, command: &Command) -> Result<Ope
         question,
         inputs,
     )
-    .map_err(|why| Refusal::WorkflowUnusable { why });
+    .map_err(|why| Refusal::WorkflowUnusable {
+        why: why.to_string(),
+    });
     match started {
         Err(refusal) if !exists => Err(refusal),
         started => Ok(Some(started)),
