@@ -417,7 +417,7 @@ fn model_inputs(
         }
     };
     // The plan must fit the dictionary, and the report must be the plan's model.
-    super::reports::plan_fits_dictionary(&plan, &dictionary, result);
+    super::reports::plan_fits_dictionary((&plan).into(), &dictionary, result);
     if report.outcome != plan.outcome {
         result.fail(format!(
             "the report's outcome {:?} is not the plan's {:?}",
