@@ -142,6 +142,7 @@ pub fn run_with(
         match check.check.as_str() {
             "linear_model" => Some(checks::linear_model),
             "model_plan" => Some(checks::model_plan),
+            "report_claims" => Some(checks::report_claims),
             _ => None,
         };
     if let Some(run) = with_params {
@@ -172,7 +173,7 @@ pub fn run_on(
         "univariate_ols" => checks::univariate_ols(files, &mut result),
         "python_syntax" => checks::python_syntax(files, &mut result),
         "nonempty_report" => checks::nonempty_report(files, &mut result),
-        "report_claims" => checks::report_claims(files, &mut result),
+        "report_claims" => checks::report_claims(files, &Params::new(), &mut result),
         "readiness_report" => checks::readiness_report(files, &mut result),
         "analysis_plan" => checks::analysis_plan(files, &mut result),
         "byte_comparison" => checks::byte_comparison(files, &mut result),

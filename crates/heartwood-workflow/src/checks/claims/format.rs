@@ -72,13 +72,19 @@ pub enum Quantity {
     Mae,
     /// The RMSE of predicting the training mean for every held-out row.
     ComparatorRmse,
+    /// A logistic model's log loss (mean negative log likelihood per row).
+    LogLoss,
+    /// A logistic model's Brier score (mean squared error of the probabilities).
+    Brier,
+    /// A logistic model's AUC (area under the ROC curve).
+    Auc,
     /// A number of rows.
     N,
     /// A coefficient's estimate.
     Estimate,
-    /// A coefficient's (classical) standard error.
+    /// A coefficient's standard error, of the kind the model declares.
     StdError,
-    /// A coefficient's t statistic.
+    /// A coefficient's t (z for a logistic or robust fit) statistic.
     TValue,
     /// A coefficient's two-sided p-value.
     PValue,
@@ -98,6 +104,9 @@ impl Quantity {
             Quantity::Rmse => "RMSE",
             Quantity::Mae => "MAE",
             Quantity::ComparatorRmse => "training-mean comparator RMSE",
+            Quantity::LogLoss => "log loss",
+            Quantity::Brier => "Brier score",
+            Quantity::Auc => "AUC",
             Quantity::N => "row count",
             Quantity::Estimate => "estimate",
             Quantity::StdError => "standard error",
@@ -122,9 +131,12 @@ impl Quantity {
         )
     }
 
-    /// Whether it is a fraction a whole number cannot state (R², a p-value).
+    /// Whether it is a fraction a whole number cannot state (R², a p-value, AUC, Brier).
     pub fn is_fraction(self) -> bool {
-        matches!(self, Quantity::RSquared | Quantity::PValue)
+        matches!(
+            self,
+            Quantity::RSquared | Quantity::PValue | Quantity::Auc | Quantity::Brier
+        )
     }
 
     /// The fit metric it is, for telling one metric's name from another's.
@@ -133,6 +145,9 @@ impl Quantity {
             Quantity::RSquared => Some(Metric::RSquared),
             Quantity::Rmse | Quantity::ComparatorRmse => Some(Metric::Rmse),
             Quantity::Mae => Some(Metric::Mae),
+            Quantity::LogLoss => Some(Metric::LogLoss),
+            Quantity::Brier => Some(Metric::Brier),
+            Quantity::Auc => Some(Metric::Auc),
             _ => None,
         }
     }
@@ -147,6 +162,12 @@ pub enum Metric {
     Rmse,
     /// MAE.
     Mae,
+    /// Log loss.
+    LogLoss,
+    /// Brier score.
+    Brier,
+    /// AUC.
+    Auc,
 }
 
 /// The name a reader knows a metric by.
@@ -155,6 +176,9 @@ pub fn metric_name(metric: Metric) -> &'static str {
         Metric::RSquared => "R²",
         Metric::Rmse => "RMSE",
         Metric::Mae => "MAE",
+        Metric::LogLoss => "log loss",
+        Metric::Brier => "Brier score",
+        Metric::Auc => "AUC",
     }
 }
 
