@@ -317,3 +317,61 @@ fn report_claims_takes_a_model_declaration_only_for_linear_model() {
         spec.param_problems(&stray)
     );
 }
+
+#[test]
+fn a_report_in_sentences_as_the_stage_prompt_shows_passes() {
+    // The figures are statsmodels' (the example tables); the wording follows the prompt.
+    let report = "# Result\n\
+                  \n\
+                  The model of invest was fitted on n = 180 training rows.\n\
+                  The coefficient of value is 0.1149 (cluster-robust SE 0.01671, 95% CI 0.08215 \
+                  to 0.1477, p < 0.001).\n\
+                  The capital coefficient is 0.2268 (cluster-robust SE 0.09309, p = 0.015).\n\
+                  The intercept is -38.88 (cluster-robust SE 25.16).\n\
+                  The held-out RMSE is 25.26.\n";
+    let claims = json!({"claims": [
+        {"line": 3, "value": "180", "quantity": "n", "sample": "training"},
+        {"line": 4, "value": "0.1149", "quantity": "estimate", "coefficient": "value"},
+        {"line": 4, "value": "0.01671", "quantity": "std_error", "coefficient": "value"},
+        {"line": 4, "value": "0.08215", "quantity": "ci_lower", "coefficient": "value"},
+        {"line": 4, "value": "0.1477", "quantity": "ci_upper", "coefficient": "value"},
+        {"line": 4, "value": "0.001", "quantity": "p_value", "coefficient": "value"},
+        {"line": 5, "value": "0.2268", "quantity": "estimate", "coefficient": "capital"},
+        {"line": 5, "value": "0.09309", "quantity": "std_error", "coefficient": "capital"},
+        {"line": 5, "value": "0.015", "quantity": "p_value", "coefficient": "capital"},
+        {"line": 6, "value": "-38.88", "quantity": "estimate", "coefficient": "intercept"},
+        {"line": 6, "value": "25.16", "quantity": "std_error", "coefficient": "intercept"},
+        {"line": 7, "value": "25.26", "quantity": "rmse", "sample": "held_out"},
+    ]});
+    let r = claims_check(LINEAR, |_| report.to_owned(), |c| *c = claims.clone());
+    assert_eq!(r.status, Status::Passed, "{:?}", r.reasons);
+    assert_eq!(r.claims.len(), 12);
+    // The same figures with the kind of errors left unsaid, and capital's estimate bound to
+    // value, are not passed.
+    let plain = report.replace("cluster-robust SE", "SE");
+    let r = claims_check(LINEAR, |_| plain, |c| *c = claims.clone());
+    assert_eq!(r.status, Status::Unverified, "{:?}", r.reasons);
+    let r = claims_check(
+        LINEAR,
+        |_| report.to_owned(),
+        |c| {
+            *c = claims.clone();
+            c["claims"][6]["coefficient"] = json!("value");
+        },
+    );
+    assert_eq!(r.status, Status::Failed, "{:?}", r.reasons);
+    // A logistic model's statistic is a z; its SEs here are classical, named or not.
+    let report = "# Result\n\
+                  \n\
+                  The coefficient of selfLR is 1.272 (SE 0.1027, z = 12.4, p < 0.001).\n\
+                  The held-out AUC is 0.8302.\n";
+    let claims = json!({"claims": [
+        {"line": 3, "value": "1.272", "quantity": "estimate", "coefficient": "selfLR"},
+        {"line": 3, "value": "0.1027", "quantity": "std_error", "coefficient": "selfLR"},
+        {"line": 3, "value": "12.4", "quantity": "t_value", "coefficient": "selfLR"},
+        {"line": 3, "value": "0.001", "quantity": "p_value", "coefficient": "selfLR"},
+        {"line": 4, "value": "0.8302", "quantity": "auc", "sample": "held_out"},
+    ]});
+    let r = claims_check(LOGISTIC, |_| report.to_owned(), |c| *c = claims.clone());
+    assert_eq!(r.status, Status::Passed, "{:?}", r.reasons);
+}

@@ -12,19 +12,26 @@ pub fn prompt(path: &str) -> String {
          \"value\": \"0.31\", \"quantity\": \"r_squared\", \"sample\": \"held_out\"}}, ...]}}, \
          one entry per number: `line` is the report line it stands on (from 1), `value` the \
          number exactly as written there; `quantity` is one of r_squared, rmse, mae, \
-         comparator_rmse, n (with `sample`: training, held_out or all), estimate, std_error, \
-         t_value, p_value, ci_lower, ci_upper (with `coefficient`: intercept or the \
-         predictor's name; `level` for an interval, default 0.95), or other (with a `note`) for \
-         anything else. Every figure is recomputed and must be the true value rounded to the \
-         digits you write (at least two significant digits; counts as whole numbers). Write \
-         plain Markdown (no HTML) and every figure as ASCII digits (no number words). Each \
-         sentence names one sample (training, held-out or all rows); write the metric (R², \
-         RMSE, MAE, the training-mean comparator's RMSE) or the coefficient and its statistic \
-         (slope or intercept, SE, t, p, 95% CI a to b) right before its figure, as in `The \
-         held-out RMSE is 0.58.` or `The slope is 7.05 (SE 0.32, 95% CI 6.28 to 7.81, p < \
-         0.001).` Keep comparisons, negations and hedges (not, vs, than, about, \
-         respectively) out of sentences that state figures. A number with no claim, of \
-         quantity other, or outside this grammar leaves the stage unverified."
+         comparator_rmse (a least-squares model), log_loss, brier, auc (a logistic model), n \
+         (each with `sample`: training, held_out or all), estimate, std_error, t_value (t or \
+         z), p_value, ci_lower, ci_upper (with `coefficient`: intercept or the coefficient's \
+         name as the model report names it, e.g. a predictor's column or `region[T.north]`; \
+         `level` for an interval, default 0.95), or other (with a `note`) for anything else. \
+         Every figure is recomputed and must be the true value rounded to the digits you write \
+         (at least two significant digits; counts as whole numbers); standard errors, t, p and \
+         intervals are those of the standard errors the plan declares. Write plain Markdown (no \
+         HTML) and every figure as ASCII digits (no number words). Each sentence names one \
+         sample (training, held-out or all rows); write the metric (R², RMSE, MAE, the \
+         training-mean comparator's RMSE, log loss, Brier score, AUC) or the coefficient's \
+         name and its statistic (SE, t or z, p, 95% CI a to b) right before its figure, as in \
+         `The held-out RMSE is 0.58.` or `The coefficient of value is 0.115 (SE 0.017, 95% \
+         CI 0.082 to 0.148, p < 0.001).`; when the errors are not classical, name their kind \
+         in the same sentence (`cluster-robust SE 0.017`). A table works too: one row per \
+         coefficient labelled with its name, columns headed `Estimate`, `Cluster-robust SE`, \
+         `95% CI` (cells `a to b`) and `p`, and a sentence per sample for the fit figures. \
+         Keep comparisons, negations and hedges (not, vs, than, about, respectively) out of \
+         sentences that state figures. A number with no claim, of quantity other, or outside \
+         this grammar leaves the stage unverified."
     )
 }
 
