@@ -56,6 +56,11 @@ pub use tabular::{
 use crate::check::CheckResult;
 use crate::table::{Dictionary, Table, TableError};
 
+/// Forgets the remembered model computations (see [`crate::recent`]).
+pub(crate) fn forget() {
+    linear::forget();
+}
+
 /// Relative tolerance, against the figure's natural scale (see the module documentation).
 pub const TOLERANCE: f64 = 1e-6;
 
