@@ -133,15 +133,7 @@ pub(crate) fn checked(
             (fresh, fitted)
         },
     );
-    match answer.status {
-        crate::check::Status::Failed => result.status = crate::check::Status::Failed,
-        crate::check::Status::Unverified if result.status == crate::check::Status::Passed => {
-            result.status = crate::check::Status::Unverified;
-        }
-        _ => {}
-    }
-    result.reasons.extend(answer.reasons);
-    result.figures = answer.figures;
+    super::merge(result, answer);
     fitted
 }
 

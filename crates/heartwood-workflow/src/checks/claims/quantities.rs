@@ -140,9 +140,10 @@ fn univariate(files: Files<'_>) -> Result<Univariate, String> {
         ));
     }
     let mut scratch = CheckResult::new("univariate_ols");
-    let (report, split, table, dictionary) = inputs.ok_or("the model's inputs cannot be read")?;
+    let inputs = inputs.ok_or("the model's inputs cannot be read")?;
+    let (report, split, table, dictionary) = &*inputs;
     let (train, held_out) =
-        crate::checks::tabular::partitioned(&report, &split, &table, &dictionary, &mut scratch)
+        crate::checks::tabular::partitioned(report, split, table, dictionary, &mut scratch)
             .ok_or("the table cannot be split")?;
     let train: Vec<(f64, f64)> = train.into_iter().map(|(x, y, _)| (x, y)).collect();
     let held_out: Vec<(f64, f64)> = held_out.into_values().collect();
@@ -156,7 +157,7 @@ fn univariate(files: Files<'_>) -> Result<Univariate, String> {
     let (Some(x), Some(y), Some(k)) = (x, y, k) else {
         return Err("the table lacks the predictor, outcome or key column".into());
     };
-    let groups = groups(&table, &dictionary, &split);
+    let groups = groups(table, dictionary, split);
     let training_rows: Vec<_> = table
         .rows
         .iter()
@@ -195,7 +196,7 @@ fn univariate(files: Files<'_>) -> Result<Univariate, String> {
     let outcome_spread = spread(&train).min(spread(&held_out));
     Ok(Univariate {
         line,
-        predictor: report.predictor,
+        predictor: report.predictor.clone(),
         train,
         held_out,
         reference,
