@@ -23,19 +23,20 @@ impl<K, V: Clone> Recent<K, V> {
     }
 
     /// The answer remembered for inputs that `same` recognizes, else `compute`d and remembered
-    /// under `inputs()` (the lock is not held while computing).
+    /// under `inputs()`. The store is held while computing, so two checks of one stage that
+    /// need the same table parse it once (the second waits for the first's answer); stores
+    /// are only ever taken in one order (a model's, then the split's, then the tables').
     pub(crate) fn answer(
         &self,
         same: impl Fn(&K) -> bool,
         inputs: impl FnOnce() -> K,
         compute: impl FnOnce() -> V,
     ) -> V {
-        let lock = || self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, v)) = lock().iter().rev().find(|(k, _)| same(k)) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, v)) = entries.iter().rev().find(|(k, _)| same(k)) {
             return v.clone();
         }
         let answer = compute();
-        let mut entries = lock();
         if entries.len() == self.capacity {
             entries.remove(0);
         }
