@@ -7,6 +7,14 @@ use crate::checks;
 use crate::definition::{CheckUse, Definition};
 use crate::registry::{Params, Registry};
 
+/// Forgets every table and model the checks remember from earlier stages (see
+/// [`crate::recent`]), so the next evaluation computes everything afresh (what `cargo xtask
+/// bench workflow` times).
+pub fn forget() {
+    crate::table::forget();
+    checks::forget();
+}
+
 /// Runs every check of `stage` (read-only). Unknown stages give `None`.
 pub fn check_stage(
     workspace: &Workspace,

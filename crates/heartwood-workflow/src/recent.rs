@@ -3,7 +3,7 @@
 //! stage checks it, the report stage judges the report's claims against it), and parsing and
 //! fitting dominate their cost. A remembered answer is returned only when every input byte (and
 //! parameter) is equal to the one it was computed from, so it is the answer the computation
-//! would give again; [`forget`] empties every store (a benchmark's cold pass).
+//! would give again; `evaluate::forget` empties every store (a benchmark's cold pass).
 
 use std::sync::{Mutex, PoisonError};
 
@@ -51,11 +51,4 @@ impl<K, V: Clone> Recent<K, V> {
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
     }
-}
-
-/// Forgets every remembered table and model, so the next evaluation computes everything
-/// afresh (what `cargo xtask bench workflow` times).
-pub fn forget() {
-    crate::table::forget();
-    crate::checks::forget();
 }

@@ -33,6 +33,7 @@ mod quantities;
 mod render;
 mod text;
 mod verdict;
+mod words;
 
 use self::context::Relation;
 use self::format::{Claim, ClaimsFile, Quantity};
