@@ -40,6 +40,51 @@ pub fn canonical(text: &str) -> String {
     {
         return format!("#{}", v + 0.0);
     }
+    if let Some(form) = ascii_canonical(text) {
+        return form;
+    }
+    slow_canonical(text)
+}
+
+/// Each ASCII character's canonical form on its own (its lower-cased skeleton), where that is
+/// ASCII: an ASCII text made of such characters has their forms concatenated as its form
+/// (NFKC and the decompositions leave ASCII as it is, and the skeleton maps character by
+/// character).
+fn ascii_forms() -> &'static [Option<String>; 128] {
+    static FORMS: std::sync::OnceLock<[Option<String>; 128]> = std::sync::OnceLock::new();
+    FORMS.get_or_init(|| {
+        std::array::from_fn(|b| {
+            let c = char::from(u8::try_from(b).unwrap_or(0));
+            let form = unicode_security::skeleton(&c.to_string())
+                .collect::<String>()
+                .to_lowercase();
+            form.is_ascii().then_some(form)
+        })
+    })
+}
+
+/// [`canonical`] of an ASCII text whose characters all have ASCII forms, from those forms.
+fn ascii_canonical(text: &str) -> Option<String> {
+    if !text.is_ascii() {
+        return None;
+    }
+    let forms = ascii_forms();
+    let folded = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_ascii_lowercase();
+    if let Some(v) = number(&folded) {
+        return Some(format!("#{}", v + 0.0));
+    }
+    folded
+        .bytes()
+        .map(|b| forms[usize::from(b)].as_deref())
+        .collect()
+}
+
+/// [`canonical`] by its definition, for any text.
+fn slow_canonical(text: &str) -> String {
     let visible: String = text.nfkc().filter(|&c| !default_ignorable(c)).collect();
     let spaced = visible.split_whitespace().collect::<Vec<_>>().join(" ");
     let folded = spaced.to_lowercase();
@@ -84,9 +129,12 @@ impl std::fmt::Display for Ambiguity<'_> {
 
 /// Every pair of distinct raw spellings in `items` (spelling, where it stands) that share one
 /// canonical form, each pair once, in the order given. The same spelling twice is not
-/// ambiguous (whether it may repeat is the caller's rule).
-pub fn ambiguities<'a>(items: impl IntoIterator<Item = (&'a str, String)>) -> Vec<Ambiguity<'a>> {
-    let mut first: HashMap<String, Vec<(&'a str, String)>> = HashMap::new();
+/// ambiguous (whether it may repeat is the caller's rule). Where a spelling stands is written
+/// out only for a pair found (a table's keys are ten thousand places).
+pub fn ambiguities<'a, L: std::fmt::Display>(
+    items: impl IntoIterator<Item = (&'a str, L)>,
+) -> Vec<Ambiguity<'a>> {
+    let mut first: HashMap<String, Vec<(&'a str, L)>> = HashMap::new();
     let mut found = Vec::new();
     // A spelling seen before has the same canonical form: compute each once.
     let mut known: HashMap<&'a str, String> = HashMap::new();
@@ -99,9 +147,9 @@ pub fn ambiguities<'a>(items: impl IntoIterator<Item = (&'a str, String)>) -> Ve
         if let Some((one, one_at)) = seen.first() {
             found.push(Ambiguity {
                 first: one,
-                first_at: one_at.clone(),
+                first_at: one_at.to_string(),
                 second: raw,
-                second_at: at.clone(),
+                second_at: at.to_string(),
             });
         }
         seen.push((raw, at));
@@ -131,6 +179,37 @@ mod tests {
         assert_eq!(canonical("6"), canonical("6.0"));
         assert_ne!(canonical("west"), canonical("east"));
         assert_ne!(canonical("6"), canonical("7"));
+    }
+
+    #[test]
+    fn the_ascii_path_gives_the_definition_s_forms() {
+        let plain = ascii_forms().iter().filter(|f| f.is_some()).count();
+        assert!(plain > 90, "{plain} ASCII characters have ASCII forms");
+        let mut texts: Vec<String> = (0u8..128)
+            .flat_map(|a| {
+                (0u8..128).map(move |b| String::from_utf8(vec![a, b]).unwrap_or_default())
+            })
+            .collect();
+        texts.extend(
+            [
+                "u123",
+                "West site",
+                "rn vs m",
+                "l0O1I|",
+                "  A  b\t",
+                "g12",
+                "1e5",
+                "-0",
+                "Chrysler",
+                "x_1-2.3",
+                "\u{7f}del",
+                "a\u{0}b",
+            ]
+            .map(str::to_owned),
+        );
+        for text in texts {
+            assert_eq!(canonical(&text), slow_canonical(&text), "{text:?}");
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod definition;
 pub mod evaluate;
 pub mod gate;
 pub mod identity;
+pub(crate) mod recent;
 pub mod registry;
 pub mod specialists;
 pub mod table;

@@ -60,6 +60,9 @@ pub enum Rules {
     /// exactly with `std_errors: cluster`) or by the run's plan (`declared_by: plan`, then
     /// only `family` may pin what the plan may declare).
     ModelDeclaration,
+    /// `report_claims`: a `linear_model` is declared as for [`Rules::ModelDeclaration`]; the
+    /// univariate model takes no other parameter.
+    ClaimsModel,
 }
 
 impl Rules {
@@ -67,6 +70,22 @@ impl Rules {
         match self {
             Rules::None => Vec::new(),
             Rules::ModelDeclaration => model_declaration_problems(params),
+            Rules::ClaimsModel => {
+                let mut rest = params.clone();
+                let model = rest.remove("model");
+                if model.as_ref().and_then(|v| v.as_str()) == Some("linear_model") {
+                    model_declaration_problems(&rest)
+                } else {
+                    rest.keys()
+                        .map(|name| {
+                            format!(
+                                "parameter {name:?} declares a linear_model; give `model: \
+                                 linear_model` with it"
+                            )
+                        })
+                        .collect()
+                }
+            }
         }
     }
 }
@@ -198,67 +217,108 @@ pub struct Registry {
 
 const NO_PARAMS: &[Param] = &[];
 
+const P_DECLARED_BY: Param = Param {
+    name: "declared_by",
+    kind: ParamKind::OneOf(&["definition", "plan"]),
+    required: false,
+    description: "who declares the model: these parameters (default), or the run's model \
+                  plan, read as the check's fifth file and bound to the dictionary as \
+                  `model_plan` binds it",
+};
+
+const P_OUTCOME: Param = Param {
+    name: "outcome",
+    kind: ParamKind::Text,
+    required: false,
+    description: "the outcome column (0/1 for the binomial family)",
+};
+
+const P_PREDICTORS: Param = Param {
+    name: "predictors",
+    kind: ParamKind::TextList,
+    required: false,
+    description: "numeric predictor columns, in the order their coefficients are reported",
+};
+
+const P_CATEGORICAL: Param = Param {
+    name: "categorical",
+    kind: ParamKind::TextList,
+    required: false,
+    description: "predictor columns to dummy code (levels sorted, the first the reference, \
+                  named `column[T.level]`); default none",
+};
+
+const P_INTERCEPT: Param = Param {
+    name: "intercept",
+    kind: ParamKind::Bool,
+    required: false,
+    description: "whether the model has an intercept (named `intercept`); default true",
+};
+
+const P_STD_ERRORS: Param = Param {
+    name: "std_errors",
+    kind: ParamKind::OneOf(&["classical", "hc0", "hc1", "hc2", "hc3", "cluster"]),
+    required: false,
+    description: "the standard errors the report must state; default classical; \
+                  `cluster` needs `cluster`",
+};
+
+const P_CLUSTER: Param = Param {
+    name: "cluster",
+    kind: ParamKind::Text,
+    required: false,
+    description: "the column whose values are the clusters of CR1 errors",
+};
+
+const P_FIXED_EFFECTS: Param = Param {
+    name: "fixed_effects",
+    kind: ParamKind::Text,
+    required: false,
+    description: "a column absorbed as one-way fixed effects (counted, not reported)",
+};
+
+const P_FAMILY: Param = Param {
+    name: "family",
+    kind: ParamKind::OneOf(&["gaussian", "binomial"]),
+    required: false,
+    description: "gaussian (least squares; held-out RMSE) or binomial (logistic; held-out \
+                  log loss, Brier score, AUC); default gaussian",
+};
+
 /// The parameters of `linear_model`.
 pub const LINEAR_MODEL_PARAMS: &[Param] = &[
+    P_DECLARED_BY,
+    P_OUTCOME,
+    P_PREDICTORS,
+    P_CATEGORICAL,
+    P_INTERCEPT,
+    P_STD_ERRORS,
+    P_CLUSTER,
+    P_FIXED_EFFECTS,
+    P_FAMILY,
+];
+
+/// The parameters of `report_claims`: which model's figures the report states, and for a
+/// `linear_model`, the same declaration the model stage's `linear_model` is given.
+pub const REPORT_CLAIMS_PARAMS: &[Param] = &[
     Param {
-        name: "declared_by",
-        kind: ParamKind::OneOf(&["definition", "plan"]),
+        name: "model",
+        kind: ParamKind::OneOf(&["univariate_ols", "linear_model"]),
         required: false,
-        description: "who declares the model: these parameters (default), or the run's model \
-                      plan, read as the check's fifth file and bound to the dictionary as \
-                      `model_plan` binds it",
+        description: "the check whose model the report describes: univariate_ols (default; \
+                      the files are report, claims, table, dictionary, split, model report, \
+                      analysis plan) or linear_model (the same files, the model plan last, and \
+                      the model declared by the parameters below as for `linear_model`)",
     },
-    Param {
-        name: "outcome",
-        kind: ParamKind::Text,
-        required: false,
-        description: "the outcome column (0/1 for the binomial family)",
-    },
-    Param {
-        name: "predictors",
-        kind: ParamKind::TextList,
-        required: false,
-        description: "numeric predictor columns, in the order their coefficients are reported",
-    },
-    Param {
-        name: "categorical",
-        kind: ParamKind::TextList,
-        required: false,
-        description: "predictor columns to dummy code (levels sorted, the first the reference, \
-                      named `column[T.level]`); default none",
-    },
-    Param {
-        name: "intercept",
-        kind: ParamKind::Bool,
-        required: false,
-        description: "whether the model has an intercept (named `intercept`); default true",
-    },
-    Param {
-        name: "std_errors",
-        kind: ParamKind::OneOf(&["classical", "hc0", "hc1", "hc2", "hc3", "cluster"]),
-        required: false,
-        description: "the standard errors the report must state; default classical; \
-                      `cluster` needs `cluster`",
-    },
-    Param {
-        name: "cluster",
-        kind: ParamKind::Text,
-        required: false,
-        description: "the column whose values are the clusters of CR1 errors",
-    },
-    Param {
-        name: "fixed_effects",
-        kind: ParamKind::Text,
-        required: false,
-        description: "a column absorbed as one-way fixed effects (counted, not reported)",
-    },
-    Param {
-        name: "family",
-        kind: ParamKind::OneOf(&["gaussian", "binomial"]),
-        required: false,
-        description: "gaussian (least squares; held-out RMSE) or binomial (logistic; held-out \
-                      log loss, Brier score, AUC); default gaussian",
-    },
+    P_DECLARED_BY,
+    P_OUTCOME,
+    P_PREDICTORS,
+    P_CATEGORICAL,
+    P_INTERCEPT,
+    P_STD_ERRORS,
+    P_CLUSTER,
+    P_FIXED_EFFECTS,
+    P_FAMILY,
 ];
 
 const fn check(id: &'static str, version: &'static str, summary: &'static str) -> CheckSpec {
@@ -329,11 +389,14 @@ const BUILTIN: &[CheckSpec] = &[
         "the Python file parses; it is never run",
     ),
     check("nonempty_report", "1", "the report has at least 20 words"),
-    check(
-        "report_claims",
-        "1",
-        "every figure in the report's results is bound to a claim and is the recomputed quantity to the digits written",
-    ),
+    CheckSpec {
+        id: "report_claims",
+        version: "1",
+        summary: "every figure in the report's results is bound to a claim and is the \
+                  recomputed quantity to the digits written",
+        params: REPORT_CLAIMS_PARAMS,
+        rules: Rules::ClaimsModel,
+    },
     check(
         "byte_comparison",
         "1",

@@ -1,11 +1,12 @@
 //! Tables and data dictionaries, read within the check limits.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
 use crate::check::{MAX_COLUMNS, MAX_ROWS};
+use crate::recent::Recent;
 
 /// A CSV table: a header and rows of text fields.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,8 +17,14 @@ pub struct Table {
     pub rows: Vec<Row>,
 }
 
-/// A table with the bytes it was parsed from.
-type Parsed = (Arc<Vec<u8>>, Arc<Table>);
+/// The tables most recently parsed, by their bytes: a stage's table and split, and the
+/// previous stage's.
+static RECENT: Recent<Vec<u8>, Result<Arc<Table>, TableError>> = Recent::new(4);
+
+/// Forgets the remembered tables.
+pub(crate) fn forget() {
+    RECENT.clear();
+}
 
 /// One row: its fields in one buffer (a table at the limits would otherwise be over a million
 /// separate strings). Indexing past the last field gives an empty field.
@@ -75,19 +82,15 @@ impl Table {
     }
 
     /// [`Table::parse`], sharing the result with the checks that read the same bytes: the
-    /// stages of a definition read one table several times, and parsing it dominates their cost.
-    /// The cache holds the most recent table and is hit only when the bytes are identical.
+    /// stages of a definition read one table (and its split) several times, and parsing it
+    /// dominates their cost. The most recent tables are remembered, each returned only for
+    /// identical bytes.
     pub fn parse_shared(bytes: &[u8]) -> Result<Arc<Self>, TableError> {
-        static RECENT: Mutex<Option<Parsed>> = Mutex::new(None);
-        let lock = || RECENT.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((cached, table)) = lock().as_ref()
-            && cached.as_slice() == bytes
-        {
-            return Ok(Arc::clone(table));
-        }
-        let table = Arc::new(Table::parse(bytes)?);
-        *lock() = Some((Arc::new(bytes.to_vec()), Arc::clone(&table)));
-        Ok(table)
+        RECENT.answer(
+            |cached| cached.as_slice() == bytes,
+            || bytes.to_vec(),
+            || Table::parse(bytes).map(Arc::new),
+        )
     }
 
     /// The index of a column.

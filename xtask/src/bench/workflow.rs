@@ -81,6 +81,9 @@ pub(super) fn time_stages(
     let mut best = f64::INFINITY;
     let mut per_stage = vec![f64::INFINITY; definition.stages.len()];
     for _ in 0..REPEATS {
+        // Each repeat is one cold evaluation: nothing remembered from the previous one (later
+        // stages still reuse what earlier stages of the same pass parsed and fitted).
+        heartwood_workflow::evaluate::forget();
         let started = Instant::now();
         for (i, stage) in definition.stages.iter().enumerate() {
             let t = Instant::now();

@@ -103,11 +103,47 @@ fn generate(dir: &std::path::Path) -> Result<()> {
         dir.join("analysis/fit.py"),
         "import statistics\nprint(statistics.fmean([1, 2]))\n",
     )?;
-    std::fs::write(dir.join("reports/final.md"), "word ".repeat(50))?;
-    write("outputs/model.json", reference_report(dir)?)?;
+    let model = reference_report(dir)?;
+    write_report(dir, &model)?;
+    write("outputs/model.json", model)?;
     std::fs::copy(
         dir.join("outputs/model.json"),
         dir.join("outputs/model.reproduced.json"),
+    )?;
+    Ok(())
+}
+
+/// A written result whose figures (held-out RMSE and count, one coefficient with its
+/// cluster-robust standard error) are bound by a claims file, as the report stage asks.
+fn write_report(dir: &std::path::Path, model: &serde_json::Value) -> Result<()> {
+    let number = |v: &serde_json::Value| v.as_f64().ok_or_else(|| anyhow!("no figure"));
+    let rmse = format!("{:.4e}", number(&model["held_out"]["rmse"])?);
+    let held = model["held_out_predictions"]
+        .as_array()
+        .map_or(0, Vec::len)
+        .to_string();
+    let x0 = &model["coefficients"][1];
+    let (estimate, se) = (
+        format!("{:.4e}", number(&x0["estimate"])?),
+        format!("{:.3e}", number(&x0["std_error"])?),
+    );
+    std::fs::write(
+        dir.join("reports/final.md"),
+        format!(
+            "# Result\n\n{}\n\nThe held-out RMSE is {rmse} (n = {held}).\nThe coefficient of \
+             x0 is {estimate} (cluster-robust SE {se}).\n",
+            "word ".repeat(50)
+        ),
+    )?;
+    std::fs::write(
+        dir.join("reports/claims.json"),
+        json!({"claims": [
+            {"line": 5, "value": rmse, "quantity": "rmse", "sample": "held_out"},
+            {"line": 5, "value": held, "quantity": "n", "sample": "held_out"},
+            {"line": 6, "value": estimate, "quantity": "estimate", "coefficient": "x0"},
+            {"line": 6, "value": se, "quantity": "std_error", "coefficient": "x0"},
+        ]})
+        .to_string(),
     )?;
     Ok(())
 }

@@ -24,6 +24,27 @@ enum Field {
 /// Most rows a finding lists before saying how many more there are.
 const LISTED: usize = 10;
 
+/// Where a label or key stands, written out only when it is named.
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    /// A line of the table.
+    Table(usize),
+    /// A line of the split.
+    Split(usize),
+    /// The dictionary's held-out groups.
+    HeldOutGroups,
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Table(line) => write!(f, "table line {line}"),
+            Place::Split(line) => write!(f, "split line {line}"),
+            Place::HeldOutGroups => f.write_str("the dictionary's held_out_groups"),
+        }
+    }
+}
+
 /// Refuses two spellings of one group (the table's and the dictionary's held-out ones) and two
 /// spellings of one key (the table's and the split's). `columns` are the table's key and group
 /// columns and the split's key column.
@@ -38,12 +59,12 @@ pub(crate) fn labels_and_keys(
         .rows
         .iter()
         .enumerate()
-        .map(|(i, r)| (&r[group], format!("table line {}", i + 2)))
+        .map(|(i, r)| (&r[group], Place::Table(i + 2)))
         .chain(
             dictionary
                 .held_out_groups
                 .iter()
-                .map(|g| (g.as_str(), "the dictionary's held_out_groups".to_owned())),
+                .map(|g| (g.as_str(), Place::HeldOutGroups)),
         );
     for found in ambiguities(groups) {
         result.fail(format!(
@@ -55,13 +76,13 @@ pub(crate) fn labels_and_keys(
         .rows
         .iter()
         .enumerate()
-        .map(|(i, r)| (&r[key], format!("table line {}", i + 2)))
+        .map(|(i, r)| (&r[key], Place::Table(i + 2)))
         .chain(
             split
                 .rows
                 .iter()
                 .enumerate()
-                .map(|(i, r)| (&r[split_key], format!("split line {}", i + 2))),
+                .map(|(i, r)| (&r[split_key], Place::Split(i + 2))),
         );
     for found in ambiguities(keys) {
         result.fail(format!(

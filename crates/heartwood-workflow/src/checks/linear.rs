@@ -6,6 +6,7 @@
 //! for binomial). A fit the reference cannot vouch for is `unverified`, never `passed`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use heartwood_stats::{Column, Family, Model, Predictor, StdErrors};
 use serde::Deserialize;
@@ -13,6 +14,7 @@ use serde::Deserialize;
 use super::model_plan::{self, ModelSpec, declared_by_plan};
 use super::{Files, compare_within, strict_json, tabular::checked_split};
 use crate::check::CheckResult;
+use crate::recent::Recent;
 use crate::registry::Params;
 use crate::table::{Dictionary, Table};
 
@@ -67,42 +69,109 @@ pub struct HeldOut {
 
 type Spec = ModelSpec;
 
+/// What `linear_model` computed, for the report's claims to be judged against.
+#[derive(Debug)]
+pub(crate) struct Fitted {
+    /// The model as declared.
+    pub spec: ModelSpec,
+    /// The table.
+    pub table: Arc<Table>,
+    /// The dictionary.
+    pub dictionary: Dictionary,
+    /// The split.
+    pub split: super::Split,
+    /// Training rows (indices into the table).
+    pub train: Vec<usize>,
+    /// Held-out rows.
+    pub held_out: Vec<usize>,
+    /// The reference fit on the training rows.
+    pub fit: heartwood_stats::Fit,
+    /// The recomputed estimates by name.
+    pub estimates: HashMap<String, f64>,
+}
+
+impl Fitted {
+    /// The linear predictor of each of `rows` from the recomputed estimates, or `None` when
+    /// one cannot be predicted (a level unseen in training, absorbed fixed effects).
+    pub(crate) fn linear_predictors(&self, rows: &[usize]) -> Option<Vec<f64>> {
+        let levels = training_levels(&self.spec, &self.table, &self.train);
+        rows.iter()
+            .map(|&i| linear_predictor(&self.spec, &self.table, i, &self.estimates, &levels))
+            .collect()
+    }
+}
+
 /// `linear_model`: reads table, dictionary, split, model report, and the model plan when the
 /// definition leaves the model to it (`declared_by: plan`).
 pub fn linear_model(files: Files<'_>, params: &Params, result: &mut CheckResult) {
+    checked(files, params, result);
+}
+
+/// The answers `linear_model` gave most recently, by the exact files and parameters: the report
+/// stage's claims are judged against the model stage's computation.
+type Answer = (CheckResult, Option<Arc<Fitted>>);
+static RECENT: Recent<(Vec<Vec<u8>>, Params), Answer> = Recent::new(2);
+
+/// Forgets the remembered answers.
+pub(crate) fn forget() {
+    RECENT.clear();
+}
+
+/// Runs `linear_model` (or recalls its answer on the same files and parameters), returning
+/// what it computed when it got as far as a reliable fit.
+pub(crate) fn checked(
+    files: Files<'_>,
+    params: &Params,
+    result: &mut CheckResult,
+) -> Option<Arc<Fitted>> {
+    let (answer, fitted) = RECENT.answer(
+        |(f, p)| f.as_slice() == files && p == params,
+        || (files.to_vec(), params.clone()),
+        || {
+            let mut fresh = CheckResult::new(&result.check);
+            let fitted = compute(files, params, &mut fresh).map(Arc::new);
+            (fresh, fitted)
+        },
+    );
+    super::merge(result, answer);
+    fitted
+}
+
+/// The computation of `linear_model`.
+fn compute(files: Files<'_>, params: &Params, result: &mut CheckResult) -> Option<Fitted> {
     let from_params = if declared_by_plan(params) {
         None
     } else {
         match model_plan::from_params(params) {
             Ok(s) => Some(s),
-            Err(why) => return result.fail(why),
+            Err(why) => {
+                result.fail(why);
+                return None;
+            }
         }
     };
-    let Some((split, table, dictionary)) = checked_split(files, result) else {
-        return;
-    };
+    let (split, table, dictionary) = checked_split(files, result)?;
     let spec = match from_params {
         Some(spec) => spec,
         None => {
-            let Some(plan) = model_plan::read_plan(files, 4, result) else {
-                return;
-            };
-            match model_plan::from_plan(&plan, &dictionary, params, result) {
-                Some(spec) => spec,
-                None => return,
-            }
+            let plan = model_plan::read_plan(files, 4, result)?;
+            model_plan::from_plan(&plan, &dictionary, params, result)?
         }
     };
     permitted(&spec, &dictionary, result);
     let report: LinearReport = match files.get(3).map(|b| strict_json(b)) {
         Some(Ok(r)) => r,
-        Some(Err(e)) => return result.fail(format!("the model report is not valid: {e}")),
-        None => return result.fail("the check needs the model report"),
+        Some(Err(e)) => {
+            result.fail(format!("the model report is not valid: {e}"));
+            return None;
+        }
+        None => {
+            result.fail("the check needs the model report");
+            return None;
+        }
     };
     declared(&spec, &report, result);
-    let Some(key) = table.column(&dictionary.primary_key) else {
-        return;
-    };
+    let key = table.column(&dictionary.primary_key)?;
     let mut train = Vec::new();
     let mut held_out = Vec::new();
     for (i, row) in table.rows.iter().enumerate() {
@@ -114,19 +183,26 @@ pub fn linear_model(files: Files<'_>, params: &Params, result: &mut CheckResult)
     }
     let model = match model(&spec, &table, &train) {
         Ok(m) => m,
-        Err(why) => return result.fail(why),
+        Err(why) => {
+            result.fail(why);
+            return None;
+        }
     };
     let fit = match heartwood_stats::fit(&model) {
         Ok(fit) => fit,
-        Err(e) => return result.fail(format!("the declared model cannot be fitted: {e}")),
+        Err(e) => {
+            result.fail(format!("the declared model cannot be fitted: {e}"));
+            return None;
+        }
     };
     if fit.status == heartwood_stats::Status::Unreliable {
-        return result.mark_unverified(format!(
+        result.mark_unverified(format!(
             "the reference cannot vouch for this model's figures ({}; condition number {:.3e}), \
              so the report cannot be checked",
             fit.reason.as_deref().unwrap_or("unreliable"),
             fit.condition_number
         ));
+        return None;
     }
     if report.n_train != fit.n {
         result.fail(format!(
@@ -157,6 +233,16 @@ pub fn linear_model(files: Files<'_>, params: &Params, result: &mut CheckResult)
         "condition_number": fit.condition_number,
         "held_out": figures,
     });
+    Some(Fitted {
+        spec,
+        table,
+        dictionary,
+        split,
+        train,
+        held_out,
+        fit,
+        estimates: coefficients,
+    })
 }
 
 /// The report must be the model the definition declares, on permitted predictors.
@@ -333,6 +419,24 @@ fn linear_predictor(
     Some(eta)
 }
 
+/// The levels of each categorical predictor seen in training.
+fn training_levels<'a>(
+    spec: &'a Spec,
+    table: &'a Table,
+    train: &[usize],
+) -> BTreeMap<&'a str, BTreeSet<&'a str>> {
+    let mut levels = BTreeMap::new();
+    for name in &spec.categorical {
+        if let Some(at) = table.column(name) {
+            levels.insert(
+                name.as_str(),
+                train.iter().map(|&i| &table.rows[i][at]).collect(),
+            );
+        }
+    }
+    levels
+}
+
 #[allow(clippy::too_many_arguments)]
 fn held_out_figures(
     spec: &Spec,
@@ -347,12 +451,7 @@ fn held_out_figures(
     let Some(y_at) = table.column(&spec.outcome) else {
         return serde_json::Value::Null;
     };
-    let mut levels: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for name in &spec.categorical {
-        if let Some(at) = table.column(name) {
-            levels.insert(name, train.iter().map(|&i| &table.rows[i][at]).collect());
-        }
-    }
+    let levels = training_levels(spec, table, train);
     let mut reported: HashMap<&str, f64> = HashMap::new();
     for p in &report.held_out_predictions {
         if reported.insert(p.key.as_str(), p.predicted).is_some() {

@@ -53,8 +53,29 @@ pub use tabular::{
     group_disjoint_split, ols_series, univariate_ols,
 };
 
-use crate::check::CheckResult;
+use crate::check::{CheckResult, Status};
 use crate::table::{Dictionary, Table, TableError};
+
+/// Forgets the remembered model computations (see [`crate::recent`]).
+pub(crate) fn forget() {
+    linear::forget();
+    tabular::forget();
+}
+
+/// Adds a recalled answer (its status, reasons and figures) to `result`.
+fn merge(result: &mut CheckResult, answer: CheckResult) {
+    match answer.status {
+        Status::Failed => result.status = Status::Failed,
+        Status::Unverified if result.status == Status::Passed => {
+            result.status = Status::Unverified;
+        }
+        _ => {}
+    }
+    result.reasons.extend(answer.reasons);
+    if !answer.figures.is_null() {
+        result.figures = answer.figures;
+    }
+}
 
 /// Relative tolerance, against the figure's natural scale (see the module documentation).
 pub const TOLERANCE: f64 = 1e-6;

@@ -135,7 +135,24 @@ pub(super) fn from_plan(
     result: &mut CheckResult,
 ) -> Option<ModelSpec> {
     let before = result.reasons.len();
-    plan_fits_dictionary(plan, dictionary, result);
+    let data = super::reports::PlannedData {
+        outcome: &plan.outcome,
+        predictors: plan
+            .predictors
+            .iter()
+            .chain(&plan.categorical)
+            .map(String::as_str)
+            .collect(),
+        group: &plan.group,
+        held_out_groups: &plan.held_out_groups,
+    };
+    super::reports::plan_fits_dictionary(data, dictionary, result);
+    if plan.split != "group_disjoint" {
+        result.fail(format!(
+            "the checks support the group_disjoint split, not {:?}",
+            plan.split
+        ));
+    }
     let family = match family(Some(&plan.family)) {
         Ok(f) => Some(f),
         Err(why) => {
@@ -174,53 +191,6 @@ pub(super) fn from_plan(
         fixed_effects: None,
         family: family?,
     })
-}
-
-/// The plan's outcome, grouping, split and held-out groups are the dictionary's; its
-/// predictors are permitted, named once each, and at least one.
-fn plan_fits_dictionary(plan: &ModelPlan, dictionary: &Dictionary, result: &mut CheckResult) {
-    if plan.outcome != dictionary.outcome {
-        result.fail(format!(
-            "the plan's outcome {:?} is not the dictionary's {:?}",
-            plan.outcome, dictionary.outcome
-        ));
-    }
-    if plan.predictors.is_empty() && plan.categorical.is_empty() {
-        result.fail("the plan declares no predictor");
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    for p in plan.predictors.iter().chain(&plan.categorical) {
-        if !dictionary.predictors.contains(p) {
-            result.fail(format!("{p:?} is not a permitted predictor"));
-        }
-        if !seen.insert(p) {
-            result.fail(format!("the plan names the predictor {p:?} twice"));
-        }
-    }
-    if plan.group != dictionary.group {
-        result.fail(format!(
-            "the plan groups by {:?}; the dictionary's group is {:?}",
-            plan.group, dictionary.group
-        ));
-    }
-    if plan.split != "group_disjoint" {
-        result.fail(format!(
-            "the checks support the group_disjoint split, not {:?}",
-            plan.split
-        ));
-    }
-    let mut planned = plan.held_out_groups.clone();
-    let mut declared = dictionary.held_out_groups.clone();
-    planned.sort();
-    declared.sort();
-    if planned != declared {
-        result.fail(format!(
-            "the plan holds out {planned:?}; the dictionary declares {declared:?}"
-        ));
-    }
-    if plan.held_out_groups.is_empty() {
-        result.fail("the plan holds out no group, so nothing would be held out");
-    }
 }
 
 /// Reads the model plan at `at`, recording why not on `result`.

@@ -185,7 +185,7 @@ pub fn analysis_plan(files: Files<'_>, result: &mut CheckResult) {
         Some(Err(e)) => return result.fail(format!("the plan is not in the expected form: {e}")),
         None => return result.fail("the check needs the plan"),
     };
-    plan_fits_dictionary(&plan, &dictionary, result);
+    plan_fits_dictionary((&plan).into(), &dictionary, result);
     if plan.split != "group_disjoint" {
         result.mark_unverified(format!(
             "the maintained checks support the group_disjoint split, not {:?}",
@@ -194,11 +194,36 @@ pub fn analysis_plan(files: Files<'_>, result: &mut CheckResult) {
     }
 }
 
-/// The plan names the dictionary's outcome and grouping, one permitted predictor, and the
-/// dictionary's held-out groups (at least one). Shared by the plan check and the model check,
-/// which binds a model to its plan.
+/// What a plan (the analysis plan of `tabular-ols`, the model plan of `tabular-linear` and
+/// `tabular-logistic`) declares about the data, for binding it to the dictionary.
+pub(crate) struct PlannedData<'a> {
+    /// The outcome column.
+    pub outcome: &'a str,
+    /// Every predictor column (numeric and categorical).
+    pub predictors: Vec<&'a str>,
+    /// The grouping column.
+    pub group: &'a str,
+    /// The groups held out.
+    pub held_out_groups: &'a [String],
+}
+
+impl<'a> From<&'a AnalysisPlan> for PlannedData<'a> {
+    fn from(plan: &'a AnalysisPlan) -> Self {
+        PlannedData {
+            outcome: &plan.outcome,
+            predictors: vec![plan.predictor.as_str()],
+            group: &plan.group,
+            held_out_groups: &plan.held_out_groups,
+        }
+    }
+}
+
+/// The one rule binding a plan to the dictionary: the plan names the dictionary's outcome and
+/// grouping, at least one permitted predictor (each once), and the dictionary's held-out
+/// groups (at least one). Used by the plan checks and by the model checks, which bind a model
+/// to its plan.
 pub(crate) fn plan_fits_dictionary(
-    plan: &AnalysisPlan,
+    plan: PlannedData<'_>,
     dictionary: &Dictionary,
     result: &mut CheckResult,
 ) {
@@ -208,8 +233,17 @@ pub(crate) fn plan_fits_dictionary(
             plan.outcome, dictionary.outcome
         ));
     }
-    if !dictionary.predictors.contains(&plan.predictor) {
-        result.fail(format!("{:?} is not a permitted predictor", plan.predictor));
+    if plan.predictors.is_empty() {
+        result.fail("the plan declares no predictor");
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for p in &plan.predictors {
+        if !dictionary.predictors.iter().any(|d| d == p) {
+            result.fail(format!("{p:?} is not a permitted predictor"));
+        }
+        if !seen.insert(*p) {
+            result.fail(format!("the plan names the predictor {p:?} twice"));
+        }
     }
     if plan.group != dictionary.group {
         result.fail(format!(
@@ -217,7 +251,7 @@ pub(crate) fn plan_fits_dictionary(
             plan.group, dictionary.group
         ));
     }
-    let mut planned = plan.held_out_groups.clone();
+    let mut planned = plan.held_out_groups.to_vec();
     let mut declared = dictionary.held_out_groups.clone();
     planned.sort();
     declared.sort();

@@ -108,6 +108,30 @@ pub(crate) fn checked_split(
     files: Files<'_>,
     result: &mut CheckResult,
 ) -> Option<(Split, Arc<Table>, Dictionary)> {
+    let inputs = files.get(..3).unwrap_or(files);
+    let (answer, split) = SPLITS.answer(
+        |f| f.as_slice() == inputs,
+        || inputs.to_vec(),
+        || {
+            let mut fresh = CheckResult::new(&result.check);
+            let split = judged_split(inputs, &mut fresh);
+            (fresh, split)
+        },
+    );
+    super::merge(result, answer);
+    split
+}
+
+/// The splits judged most recently, by the exact table, dictionary and split bytes: every
+/// stage after the split's reads them again.
+type SplitAnswer = (CheckResult, Option<(Split, Arc<Table>, Dictionary)>);
+static SPLITS: crate::recent::Recent<Vec<Vec<u8>>, SplitAnswer> = crate::recent::Recent::new(2);
+
+/// The computation of [`checked_split`].
+fn judged_split(
+    files: Files<'_>,
+    result: &mut CheckResult,
+) -> Option<(Split, Arc<Table>, Dictionary)> {
     let (table, dictionary) = table_and_dictionary(files, result)?;
     let split_table = table_from(files.get(2), "split", result)?;
     let (Some(key), Some(group)) = (
@@ -279,9 +303,39 @@ pub fn univariate_ols(files: Files<'_>, result: &mut CheckResult) {
 /// The model inputs as the model check read them: the report, split, table and dictionary.
 pub(crate) type ModelInputs = (OlsReport, Split, Arc<Table>, Dictionary);
 
-/// [`univariate_ols`], handing back its inputs when it judged every figure (so the report's
-/// claims are recomputed from the same parse, not a second one).
-pub(crate) fn checked_model(files: Files<'_>, result: &mut CheckResult) -> Option<ModelInputs> {
+/// The answers `univariate_ols` gave most recently, by the exact files it read: the report
+/// stage's claims are judged against the model stage's computation.
+type Answer = (CheckResult, Option<Arc<ModelInputs>>);
+static RECENT: crate::recent::Recent<Vec<Vec<u8>>, Answer> = crate::recent::Recent::new(2);
+
+/// Forgets the remembered answers.
+pub(crate) fn forget() {
+    RECENT.clear();
+    SPLITS.clear();
+}
+
+/// [`univariate_ols`] (or its answer on the same files, recalled), handing back its inputs when
+/// it judged every figure (so the report's claims are recomputed from the same parse, not a
+/// second one).
+pub(crate) fn checked_model(
+    files: Files<'_>,
+    result: &mut CheckResult,
+) -> Option<Arc<ModelInputs>> {
+    let (answer, inputs) = RECENT.answer(
+        |f| f.as_slice() == files,
+        || files.to_vec(),
+        || {
+            let mut fresh = CheckResult::new(&result.check);
+            let inputs = judged_model(files, &mut fresh).map(Arc::new);
+            (fresh, inputs)
+        },
+    );
+    super::merge(result, answer);
+    inputs
+}
+
+/// The computation of [`univariate_ols`].
+fn judged_model(files: Files<'_>, result: &mut CheckResult) -> Option<ModelInputs> {
     let (report, split, table, dictionary) = model_inputs(files, result)?;
     let (train, held_out) = partitioned(&report, &split, &table, &dictionary, result)?;
     let points: Vec<(f64, f64)> = train.iter().map(|(x, y, _)| (*x, *y)).collect();
@@ -417,7 +471,7 @@ fn model_inputs(
         }
     };
     // The plan must fit the dictionary, and the report must be the plan's model.
-    super::reports::plan_fits_dictionary(&plan, &dictionary, result);
+    super::reports::plan_fits_dictionary((&plan).into(), &dictionary, result);
     if report.outcome != plan.outcome {
         result.fail(format!(
             "the report's outcome {:?} is not the plan's {:?}",

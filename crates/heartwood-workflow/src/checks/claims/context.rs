@@ -11,18 +11,25 @@
 //!   segment): exactly one of R², RMSE, MAE, or another metric (MSE, adjusted R², a
 //!   correlation, ...) that the claim cannot be; the comparator's RMSE names the comparator
 //!   there too.
-//! - **Coefficient**: the intercept (`intercept`, `constant`) or the slope (`slope`, the
-//!   predictor's name) named last before the figure in the sentence; its own segment naming
-//!   both is ambiguous. **Statistic**: `SE`/`standard error`, `t`, `p`/`p-value`, `CI`/
-//!   `confidence interval` in its own segment (the figure after an interval's first bound,
-//!   joined by `to` or a dash, is its second), else the estimate when the segment names the
-//!   coefficient. **Level**: the percentage before `CI`.
+//! - **Coefficient**: one of the model's coefficients by name (the intercept as `intercept`
+//!   or `constant`; a predictor by its column name, `_` read as a space; a dummy as
+//!   `column[T.level]`; the univariate model's slope also as `slope`), the one named last
+//!   before the figure in the sentence; its own segment naming two is ambiguous.
+//!   **Statistic**: `SE`/`standard error`, `t` or `z`, `p`/`p-value`, `CI`/`confidence
+//!   interval` in its own segment (the figure after an interval's first bound, joined by `to`
+//!   or a dash, is its second), else the estimate when the segment names the coefficient.
+//!   **Level**: the percentage before `CI`. **Standard errors**: the kind the sentence names
+//!   (`classical`, `HC0`–`HC3`, `robust`, `cluster-robust`), if any.
 //! - **Doubts**: a comparison, negation, hedge or reference word (`not`, `unlike`, `vs`,
 //!   `than`, `below`, `about`, `respectively`, `i.e.`, ...) or symbol (`<`, `≠`, `≈`, `±`,
 //!   `→`, `+`) in its own segment or the words after it up to the next figure. The one
 //!   relation understood is a p-value's bound, `p < 0.001`.
 
 use super::format::{Metric, Sample};
+use super::words::{
+    COMPARATOR, DOUBT_WORDS, ERRORS, INTERCEPT, KINDS, METRICS, OTHER_METRICS, OTHER_STATISTICS,
+    SAMPLES,
+};
 
 /// How a figure is related to the quantity it states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,12 +102,38 @@ pub(crate) enum Kind {
     CiSecond,
 }
 
-/// The names of this project a sentence may use: the predictor's (a coefficient) and each
-/// group's (the held-out site is a held-out sample).
+/// The kind of standard errors a sentence names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ErrorsSaid {
+    /// Classical (conventional, non-robust).
+    Classical,
+    /// Heteroskedasticity-robust, of no named kind.
+    Robust,
+    /// HC0 to HC3.
+    Hc(u8),
+    /// Cluster-robust.
+    Cluster,
+}
+
+impl ErrorsSaid {
+    /// The name a reader knows it by.
+    pub fn name(self) -> String {
+        match self {
+            ErrorsSaid::Classical => "classical".into(),
+            ErrorsSaid::Robust => "robust".into(),
+            ErrorsSaid::Hc(k) => format!("HC{k}"),
+            ErrorsSaid::Cluster => "cluster-robust".into(),
+        }
+    }
+}
+
+/// The names of this project a sentence may use: its coefficients' and each group's (the
+/// held-out site is a held-out sample).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Vocabulary {
-    /// The predictor's name.
-    pub predictor: Option<String>,
+    /// Each coefficient's names as the grammar reads words (lower case, NFKC), by its index
+    /// among the model's coefficients.
+    pub coefficients: Vec<Vec<String>>,
     /// Each group's label, lower-cased, and the side of the split it is on.
     pub groups: Vec<(String, Sample)>,
 }
@@ -114,8 +147,8 @@ pub(crate) struct Reading {
     pub metric: Named<Said>,
     /// Its own segment names the training-mean comparator.
     pub comparator: bool,
-    /// The coefficient: `true` the intercept, `false` the slope.
-    pub coefficient: Named<bool>,
+    /// The coefficient (its index among the model's).
+    pub coefficient: Named<usize>,
     /// Which figure of a coefficient.
     pub kind: Named<Kind>,
     /// The interval level named before it.
@@ -124,270 +157,14 @@ pub(crate) struct Reading {
     pub counted: bool,
     /// A p-value's bound.
     pub relation: Relation,
-    /// A robust or one-sided statistic is named in the sentence.
+    /// The kind of standard errors the sentence names.
+    pub errors: Named<ErrorsSaid>,
+    /// A statistic the check does not compute (one-sided, bootstrap...) is named in the
+    /// sentence.
     pub other_statistic: Option<String>,
     /// Words or symbols near it that the grammar does not understand.
     pub doubts: Vec<String>,
 }
-
-const SAMPLES: &[(&str, Sample)] = &[
-    ("held-out", Sample::HeldOut),
-    ("held out", Sample::HeldOut),
-    ("heldout", Sample::HeldOut),
-    ("holdout", Sample::HeldOut),
-    ("hold-out", Sample::HeldOut),
-    ("out-of-sample", Sample::HeldOut),
-    ("out of sample", Sample::HeldOut),
-    ("test set", Sample::HeldOut),
-    ("test data", Sample::HeldOut),
-    ("test site", Sample::HeldOut),
-    ("test group", Sample::HeldOut),
-    ("test partition", Sample::HeldOut),
-    ("test rows", Sample::HeldOut),
-    ("validation", Sample::HeldOut),
-    ("unseen", Sample::HeldOut),
-    ("training", Sample::Training),
-    ("in-sample", Sample::Training),
-    ("in sample", Sample::Training),
-    ("all rows", Sample::All),
-    ("all observations", Sample::All),
-    ("all data", Sample::All),
-    ("all participants", Sample::All),
-    ("full sample", Sample::All),
-    ("whole sample", Sample::All),
-    ("entire sample", Sample::All),
-    ("full data", Sample::All),
-    ("pooled", Sample::All),
-    ("overall", Sample::All),
-];
-
-/// Phrases holding a sample's word that name the comparator, not the rows.
-const COMPARATOR: &[&str] = &[
-    "training mean",
-    "training-mean",
-    "comparator",
-    "baseline",
-    "mean model",
-    "null model",
-    "naive",
-    "intercept-only",
-    "mean-only",
-];
-
-const METRICS: &[(&str, Metric)] = &[
-    ("coefficient of determination", Metric::RSquared),
-    ("variance explained", Metric::RSquared),
-    ("of the variance", Metric::RSquared),
-    ("r-squared", Metric::RSquared),
-    ("r squared", Metric::RSquared),
-    ("r^2", Metric::RSquared),
-    ("r2", Metric::RSquared),
-    ("root mean squared error", Metric::Rmse),
-    ("root-mean-squared error", Metric::Rmse),
-    ("root mean square error", Metric::Rmse),
-    ("root-mean-square error", Metric::Rmse),
-    ("rmse", Metric::Rmse),
-    ("mean absolute error", Metric::Mae),
-    ("mae", Metric::Mae),
-];
-
-/// Metrics the claims file has no quantity for: a figure named so is none of R², RMSE, MAE.
-const OTHER_METRICS: &[&str] = &[
-    "mse",
-    "mean squared error",
-    "mean square error",
-    "adjusted",
-    "adj",
-    "correlation",
-    "r",
-    "rho",
-    "pearson",
-    "spearman",
-    "mape",
-    "rmsle",
-    "nrmse",
-    "median",
-    "maximum",
-    "max",
-    "bias",
-    "aic",
-    "bic",
-    "deviance",
-    "accuracy",
-    "auc",
-    "log loss",
-    "log-loss",
-    "brier",
-    "variance",
-    "sd",
-    "standard deviation",
-];
-
-const INTERCEPT: &[&str] = &["intercept", "constant"];
-
-const KINDS: &[(&str, Kind)] = &[
-    ("standard error", Kind::StdError),
-    ("std error", Kind::StdError),
-    ("se", Kind::StdError),
-    ("s.e", Kind::StdError),
-    ("t", Kind::TValue),
-    ("t-value", Kind::TValue),
-    ("t value", Kind::TValue),
-    ("t-statistic", Kind::TValue),
-    ("t statistic", Kind::TValue),
-    ("t-stat", Kind::TValue),
-    ("p", Kind::PValue),
-    ("p-value", Kind::PValue),
-    ("p value", Kind::PValue),
-    ("ci", Kind::CiFirst),
-    ("confidence interval", Kind::CiFirst),
-    ("confidence", Kind::CiFirst),
-    ("interval", Kind::CiFirst),
-];
-
-/// Statistics the claims file has no quantity for.
-const OTHER_STATISTICS: &[&str] = &[
-    "hc0",
-    "hc1",
-    "hc2",
-    "hc3",
-    "hc4",
-    "robust",
-    "sandwich",
-    "heteroskedasticity",
-    "heteroscedasticity",
-    "heteroskedasticity-consistent",
-    "heteroscedasticity-consistent",
-    "cluster",
-    "clustered",
-    "cluster-robust",
-    "newey",
-    "bootstrap",
-    "bootstrapped",
-    "huber",
-    "one-sided",
-    "one sided",
-    "one-tailed",
-    "one tailed",
-    "directional",
-    "bayesian",
-    "credible",
-    "prediction interval",
-    "adjusted",
-];
-
-/// Words that compare, negate, hedge or refer elsewhere: a figure near them is not simply
-/// the quantity its words name.
-const DOUBT_WORDS: &[&str] = &[
-    "not",
-    "no",
-    "never",
-    "neither",
-    "nor",
-    "without",
-    "non",
-    "isn",
-    "wasn",
-    "aren",
-    "weren",
-    "doesn",
-    "don",
-    "didn",
-    "cannot",
-    "unlike",
-    "vs",
-    "versus",
-    "cf",
-    "compared",
-    "compare",
-    "comparison",
-    "against",
-    "than",
-    "below",
-    "above",
-    "under",
-    "over",
-    "exceed",
-    "exceeds",
-    "exceeded",
-    "exceeding",
-    "beyond",
-    "within",
-    "less",
-    "more",
-    "greater",
-    "fewer",
-    "least",
-    "most",
-    "lower",
-    "higher",
-    "smaller",
-    "larger",
-    "bigger",
-    "approximately",
-    "approx",
-    "about",
-    "around",
-    "roughly",
-    "nearly",
-    "almost",
-    "circa",
-    "ca",
-    "respectively",
-    "resp",
-    "i.e",
-    "e.g",
-    "rather",
-    "instead",
-    "except",
-    "excluding",
-    "unless",
-    "if",
-    "would",
-    "could",
-    "might",
-    "may",
-    "should",
-    "expected",
-    "target",
-    "threshold",
-    "minus",
-    "plus",
-    "negative",
-    "difference",
-    "differs",
-    "differ",
-    "change",
-    "changed",
-    "improves",
-    "improved",
-    "improvement",
-    "reduction",
-    "reduced",
-    "reduces",
-    "decrease",
-    "decreased",
-    "increase",
-    "increased",
-    "gain",
-    "drop",
-    "dropped",
-    "ratio",
-    "times",
-    "fold",
-    "previously",
-    "published",
-    "prior",
-    "reported",
-    "literature",
-    "between",
-    "up",
-    "whereas",
-    "hypothetical",
-    "simulated",
-    "excluded",
-    "omitted",
-];
 
 /// Symbols a figure may stand next to without doubt (`=`, the table's `|`).
 const PLAIN_SYMBOLS: &[char] = &['=', '|'];
@@ -461,7 +238,12 @@ fn bound(segment: &[Tok]) -> Option<Relation> {
 
 /// Reads every figure of a sentence (`toks`, a table cell's header and label first).
 pub(crate) fn read(toks: &[Tok], vocabulary: &Vocabulary) -> Vec<Reading> {
-    let predictor = vocabulary.predictor.as_deref();
+    let names: Vec<(&str, usize)> = vocabulary
+        .coefficients
+        .iter()
+        .enumerate()
+        .flat_map(|(i, aliases)| aliases.iter().map(move |a| (a.as_str(), i)))
+        .collect();
     let whole = joined(toks);
     let mut sample_words: Vec<(&str, Sample)> = SAMPLES.to_vec();
     sample_words.extend(
@@ -477,6 +259,11 @@ pub(crate) fn read(toks: &[Tok], vocabulary: &Vocabulary) -> Vec<Reading> {
         .collect();
     let samples = Named::of(&samples);
     let other_statistic = any(&whole, OTHER_STATISTICS);
+    let errors: Vec<ErrorsSaid> = named(&whole, ERRORS, &[])
+        .into_iter()
+        .map(|(_, e)| e)
+        .collect();
+    let errors = Named::of(&errors);
     let levels: Vec<u32> = toks
         .iter()
         .filter_map(|t| match t {
@@ -502,15 +289,16 @@ pub(crate) fn read(toks: &[Tok], vocabulary: &Vocabulary) -> Vec<Reading> {
             samples: samples.clone(),
             metric: metric(own),
             comparator: any(&joined(own), COMPARATOR).is_some(),
-            coefficient: coefficient(&toks[..at], own, predictor),
+            coefficient: coefficient(&toks[..at], own, &names),
             kind: Named::None,
             level: Named::None,
             counted: counted(own, after),
             relation,
+            errors: errors.clone(),
             other_statistic: other_statistic.clone(),
             doubts: doubts(own, after, relation != Relation::Equal, n == 0),
         };
-        let names_own = matches!(coefficient(own, own, predictor), Named::One(_));
+        let names_own = matches!(coefficient(own, own, &names), Named::One(_));
         reading.kind = kind(own, previous, names_own);
         if matches!(reading.kind, Named::One(Kind::CiFirst | Kind::CiSecond)) {
             let before: Vec<u32> = toks[..at]
@@ -551,26 +339,43 @@ fn metric(own: &[Tok]) -> Named<Said> {
     Named::of(&found)
 }
 
-/// The coefficient named last before the figure; its own segment naming both is ambiguous.
-fn coefficient(before: &[Tok], own: &[Tok], predictor: Option<&str>) -> Named<bool> {
-    let predictor = predictor.map(str::to_lowercase);
-    let spaced = predictor.as_ref().map(|p| p.replace('_', " "));
-    let mut names: Vec<(&str, bool)> = INTERCEPT.iter().map(|w| (*w, true)).collect();
-    names.push(("slope", false));
-    if let (Some(p), Some(s)) = (&predictor, &spaced) {
-        names.push((p.as_str(), false));
-        names.push((s.as_str(), false));
-    }
-    let in_own: Vec<bool> = named(&joined(own), &names, &[])
+/// The coefficient named last before the figure; its own segment naming two is ambiguous.
+/// Words that name a statistic or a metric (`p value`, `r2`) never name a coefficient.
+fn coefficient(before: &[Tok], own: &[Tok], names: &[(&str, usize)]) -> Named<usize> {
+    let mut excluded: Vec<&str> = KINDS.iter().map(|(p, _)| *p).collect();
+    excluded.extend(METRICS.iter().map(|(p, _)| *p));
+    let in_own: Vec<usize> = named(&joined(own), names, &excluded)
         .into_iter()
-        .map(|(_, b)| b)
+        .map(|(_, i)| i)
         .collect();
     if let Named::Many = Named::of(&in_own) {
         return Named::Many;
     }
-    named(&joined(before), &names, &[])
+    named(&joined(before), names, &excluded)
         .last()
-        .map_or(Named::None, |(_, b)| Named::One(*b))
+        .map_or(Named::None, |(_, i)| Named::One(*i))
+}
+
+/// The names the univariate model's two coefficients go by: the intercept (index 0) and the
+/// slope (index 1, also the predictor's name).
+pub(crate) fn line_coefficients(predictor: &str) -> Vec<Vec<String>> {
+    let lower = predictor.to_lowercase();
+    vec![
+        INTERCEPT.iter().map(|w| (*w).to_owned()).collect(),
+        vec!["slope".into(), lower.replace('_', " "), lower],
+    ]
+}
+
+/// The names a multivariable model's coefficient goes by: `intercept` (or `constant`), or its
+/// name as the grammar reads words (`words`: the name cut into words as a report's text is),
+/// also with `_` read as a space.
+pub(crate) fn model_coefficient(name: &str, words: &str) -> Vec<String> {
+    if name == "intercept" {
+        return INTERCEPT.iter().map(|w| (*w).to_owned()).collect();
+    }
+    let mut aliases = vec![words.to_owned(), words.replace('_', " ")];
+    aliases.dedup();
+    aliases
 }
 
 fn kind(own: &[Tok], previous: Option<Named<Kind>>, names_coefficient: bool) -> Named<Kind> {
@@ -696,7 +501,7 @@ mod tests {
         read(
             toks,
             &Vocabulary {
-                predictor: predictor.map(str::to_owned),
+                coefficients: predictor.map(line_coefficients).unwrap_or_default(),
                 groups: Vec::new(),
             },
         )
@@ -720,7 +525,7 @@ mod tests {
                 Named::One(Kind::PValue)
             ]
         );
-        assert!(r.iter().all(|r| r.coefficient == Named::One(false)));
+        assert!(r.iter().all(|r| r.coefficient == Named::One(1)));
         assert_eq!(r[2].level, Named::One(950));
         assert_eq!(r[4].relation, Relation::Below);
         assert!(r.iter().all(|r| r.doubts.is_empty()), "{r:?}");
@@ -737,7 +542,7 @@ mod tests {
         let r = read_with(&toks("the mae unlike the rmse is #"), None);
         assert_eq!(r[0].metric, Named::Many);
         let r = read_with(&toks("the intercept is # and the slope is #"), Some("x"));
-        assert_eq!(r[0].coefficient, Named::One(true));
-        assert_eq!(r[1].coefficient, Named::One(false));
+        assert_eq!(r[0].coefficient, Named::One(0));
+        assert_eq!(r[1].coefficient, Named::One(1));
     }
 }

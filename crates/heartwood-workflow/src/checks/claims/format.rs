@@ -12,19 +12,26 @@ pub fn prompt(path: &str) -> String {
          \"value\": \"0.31\", \"quantity\": \"r_squared\", \"sample\": \"held_out\"}}, ...]}}, \
          one entry per number: `line` is the report line it stands on (from 1), `value` the \
          number exactly as written there; `quantity` is one of r_squared, rmse, mae, \
-         comparator_rmse, n (with `sample`: training, held_out or all), estimate, std_error, \
-         t_value, p_value, ci_lower, ci_upper (with `coefficient`: intercept or the \
-         predictor's name; `level` for an interval, default 0.95), or other (with a `note`) for \
-         anything else. Every figure is recomputed and must be the true value rounded to the \
-         digits you write (at least two significant digits; counts as whole numbers). Write \
-         plain Markdown (no HTML) and every figure as ASCII digits (no number words). Each \
-         sentence names one sample (training, held-out or all rows); write the metric (R², \
-         RMSE, MAE, the training-mean comparator's RMSE) or the coefficient and its statistic \
-         (slope or intercept, SE, t, p, 95% CI a to b) right before its figure, as in `The \
-         held-out RMSE is 0.58.` or `The slope is 7.05 (SE 0.32, 95% CI 6.28 to 7.81, p < \
-         0.001).` Keep comparisons, negations and hedges (not, vs, than, about, \
-         respectively) out of sentences that state figures. A number with no claim, of \
-         quantity other, or outside this grammar leaves the stage unverified."
+         comparator_rmse (a least-squares model), log_loss, brier, auc (a logistic model), n \
+         (each with `sample`: training, held_out or all), estimate, std_error, t_value (t or \
+         z), p_value, ci_lower, ci_upper (with `coefficient`: intercept or the coefficient's \
+         name as the model report names it, e.g. a predictor's column or `region[T.north]`; \
+         `level` for an interval, default 0.95), or other (with a `note`) for anything else. \
+         Every figure is recomputed and must be the true value rounded to the digits you write \
+         (at least two significant digits; counts as whole numbers); standard errors, t, p and \
+         intervals are those of the standard errors the plan declares. Write plain Markdown (no \
+         HTML) and every figure as ASCII digits (no number words). Each sentence names one \
+         sample (training, held-out or all rows); write the metric (R², RMSE, MAE, the \
+         training-mean comparator's RMSE, log loss, Brier score, AUC) or the coefficient's \
+         name and its statistic (SE, t or z, p, 95% CI a to b) right before its figure, as in \
+         `The held-out RMSE is 0.58.` or `The coefficient of value is 0.115 (SE 0.017, 95% \
+         CI 0.082 to 0.148, p < 0.001).`; when the errors are not classical, name their kind \
+         in the same sentence (`cluster-robust SE 0.017`). A table works too: one row per \
+         coefficient labelled with its name, columns headed `Estimate`, `Cluster-robust SE`, \
+         `95% CI` (cells `a to b`) and `p`, and a sentence per sample for the fit figures. \
+         Keep comparisons, negations and hedges (not, vs, than, about, respectively) out of \
+         sentences that state figures. A number with no claim, of quantity other, or outside \
+         this grammar leaves the stage unverified."
     )
 }
 
@@ -72,13 +79,19 @@ pub enum Quantity {
     Mae,
     /// The RMSE of predicting the training mean for every held-out row.
     ComparatorRmse,
+    /// A logistic model's log loss (mean negative log likelihood per row).
+    LogLoss,
+    /// A logistic model's Brier score (mean squared error of the probabilities).
+    Brier,
+    /// A logistic model's AUC (area under the ROC curve).
+    Auc,
     /// A number of rows.
     N,
     /// A coefficient's estimate.
     Estimate,
-    /// A coefficient's (classical) standard error.
+    /// A coefficient's standard error, of the kind the model declares.
     StdError,
-    /// A coefficient's t statistic.
+    /// A coefficient's t (z for a logistic or robust fit) statistic.
     TValue,
     /// A coefficient's two-sided p-value.
     PValue,
@@ -98,6 +111,9 @@ impl Quantity {
             Quantity::Rmse => "RMSE",
             Quantity::Mae => "MAE",
             Quantity::ComparatorRmse => "training-mean comparator RMSE",
+            Quantity::LogLoss => "log loss",
+            Quantity::Brier => "Brier score",
+            Quantity::Auc => "AUC",
             Quantity::N => "row count",
             Quantity::Estimate => "estimate",
             Quantity::StdError => "standard error",
@@ -122,9 +138,12 @@ impl Quantity {
         )
     }
 
-    /// Whether it is a fraction a whole number cannot state (R², a p-value).
+    /// Whether it is a fraction a whole number cannot state (R², a p-value, AUC, Brier).
     pub fn is_fraction(self) -> bool {
-        matches!(self, Quantity::RSquared | Quantity::PValue)
+        matches!(
+            self,
+            Quantity::RSquared | Quantity::PValue | Quantity::Auc | Quantity::Brier
+        )
     }
 
     /// The fit metric it is, for telling one metric's name from another's.
@@ -133,6 +152,9 @@ impl Quantity {
             Quantity::RSquared => Some(Metric::RSquared),
             Quantity::Rmse | Quantity::ComparatorRmse => Some(Metric::Rmse),
             Quantity::Mae => Some(Metric::Mae),
+            Quantity::LogLoss => Some(Metric::LogLoss),
+            Quantity::Brier => Some(Metric::Brier),
+            Quantity::Auc => Some(Metric::Auc),
             _ => None,
         }
     }
@@ -147,6 +169,12 @@ pub enum Metric {
     Rmse,
     /// MAE.
     Mae,
+    /// Log loss.
+    LogLoss,
+    /// Brier score.
+    Brier,
+    /// AUC.
+    Auc,
 }
 
 /// The name a reader knows a metric by.
@@ -155,6 +183,9 @@ pub fn metric_name(metric: Metric) -> &'static str {
         Metric::RSquared => "R²",
         Metric::Rmse => "RMSE",
         Metric::Mae => "MAE",
+        Metric::LogLoss => "log loss",
+        Metric::Brier => "Brier score",
+        Metric::Auc => "AUC",
     }
 }
 

@@ -28,16 +28,19 @@
 
 mod context;
 pub mod format;
+mod multivariable;
 mod quantities;
 mod render;
 mod text;
 mod verdict;
+mod words;
 
 use self::context::Relation;
 use self::format::{Claim, ClaimsFile, Quantity};
 use self::text::Figure;
 use super::{Files, strict_json};
 use crate::check::{CheckResult, ClaimView, Status};
+use crate::registry::Params;
 
 /// How much the recomputation may be off by floating-point rounding, as a share of the size of
 /// the terms it is computed from (its own scale, never the figure's size): about 450 unit
@@ -48,8 +51,10 @@ pub const CLAIM_ROUNDING: f64 = 1e-13;
 /// in training residual scales, before its digits are too few to stand for it.
 pub const IMPLIED_SHIFT: f64 = 0.5;
 
-/// `report_claims`: reads report, claims, table, dictionary, split, model report, plan.
-pub fn report_claims(files: Files<'_>, result: &mut CheckResult) {
+/// `report_claims`: reads report, claims, table, dictionary, split, model report, plan. The
+/// model is the univariate line's, or with `model: linear_model` the multivariable model the
+/// other parameters (or the plan, `declared_by: plan`) declare, as `linear_model` reads it.
+pub fn report_claims(files: Files<'_>, params: &Params, result: &mut CheckResult) {
     let Some(report) = files.first() else {
         return result.fail("the check needs the report");
     };
@@ -65,7 +70,7 @@ pub fn report_claims(files: Files<'_>, result: &mut CheckResult) {
         }
         None => return result.fail("the check needs the claims file"),
     };
-    let computed = quantities::compute(files.get(2..).unwrap_or_default());
+    let computed = quantities::compute(files.get(2..).unwrap_or_default(), params);
     let vocabulary = computed
         .as_ref()
         .map(quantities::Computed::vocabulary)
@@ -195,11 +200,16 @@ fn judge(
             return view;
         }
     };
-    let intercept = claim
-        .coefficient
-        .as_deref()
-        .and_then(|c| computed.coefficient(c));
-    if let Some((status, why)) = verdict::verdict(claim, &figure.reading, intercept) {
+    let names = computed.names();
+    let bound = verdict::Bound {
+        coefficient: claim
+            .coefficient
+            .as_deref()
+            .and_then(|c| computed.coefficient(c)),
+        names: &names,
+        std_errors: computed.std_errors(),
+    };
+    if let Some((status, why)) = verdict::verdict(claim, &figure.reading, &bound) {
         view.status = status;
         view.note = format!("{at}: {why}: “{quote}”");
         return view;
@@ -220,14 +230,20 @@ fn judge(
     );
     let scale = if figure.percent { 0.01 } else { 1.0 };
     let (value, half_unit) = (figure.value * scale, figure.half_unit * scale);
-    let rounding = computed.allowance(claim);
     let relation = figure.reading.relation;
-    let agrees = |v: f64| match relation {
-        Relation::Equal => (value - v).abs() <= half_unit + rounding,
-        Relation::Below => v < value + rounding,
-        Relation::Above => v > value - rounding,
+    let agrees = |v: f64| {
+        let rounding = computed.allowance(claim, v);
+        match relation {
+            Relation::Equal => (value - v).abs() <= half_unit + rounding,
+            Relation::Below => v < value + rounding,
+            Relation::Above => v > value - rounding,
+        }
     };
     let Some(&matched) = candidates.iter().find(|&&v| agrees(v)) else {
+        let rounding = candidates
+            .iter()
+            .map(|&v| computed.allowance(claim, v))
+            .fold(0.0, f64::max);
         view.status = Status::Failed;
         view.note = format!(
             "{at}: the report states {}{}, but recomputation gives {}{}: “{quote}”",
@@ -242,6 +258,7 @@ fn judge(
         );
         return view;
     };
+    let rounding = computed.allowance(claim, matched);
     if relation == Relation::Equal && half_unit < rounding {
         view.note = format!(
             "{at}: it is written to {half_unit:e} (half its last digit), finer than the \
@@ -354,20 +371,16 @@ fn implied_shift(
     if claim.quantity != Quantity::Estimate {
         return None;
     }
-    let intercept = computed.coefficient(claim.coefficient.as_deref()?)?;
-    let per_unit = if intercept {
-        1.0
-    } else {
-        computed.predictor_spread
-    };
+    let index = computed.coefficient(claim.coefficient.as_deref()?)?;
+    let (per_unit, residual) = computed.shift_scales(index)?;
     let shift = half_unit * per_unit;
-    let residual = computed.residual_scale;
     if residual > 0.0 && shift > IMPLIED_SHIFT * residual {
         let needed = ((IMPLIED_SHIFT * 0.1 * residual / per_unit).log10().floor()).abs();
         return Some(format!(
             "the digits written may stand for any value within {half_unit} of it (the true \
              value is {recomputed}), which moves every prediction it implies by up to {:.2} \
-             training residual scales ({shift:.3e}); write it to at least {needed} decimals",
+             residual scales ({shift:.3e}; a logistic model's scale is one unit of log-odds); \
+             write it to at least {needed} decimals",
             shift / residual
         ));
     }

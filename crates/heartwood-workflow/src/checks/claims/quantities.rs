@@ -1,20 +1,109 @@
 //! What a claim can be bound to, recomputed from the bound table, split and model (never from
-//! the model report's own figures): row counts, R², RMSE and MAE of the training fit on each
-//! sample, the training-mean comparator, and each coefficient's estimate, standard error, t
-//! statistic, p-value and confidence interval (classical errors, Student's t with n − k
-//! degrees of freedom, from `heartwood-stats`).
+//! the model report's own figures). For the univariate model (`univariate_ols`, here): row
+//! counts, R², RMSE and MAE of the training fit on each sample, the training-mean comparator,
+//! and each coefficient's estimate, standard error, t statistic, p-value and confidence
+//! interval (classical errors, Student's t with n − k degrees of freedom, from
+//! `heartwood-stats`). A multivariable model (`linear_model`) is computed in
+//! [`super::multivariable`]; [`Computed`] is either.
 
 use heartwood_stats::{Column, Family, Model, Predictor, StdErrors};
 
 use super::CLAIM_ROUNDING;
-use super::context::Vocabulary;
+use super::context::{Vocabulary, line_coefficients};
 use super::format::{Claim, Quantity, Sample};
+use super::multivariable::Multivariable;
 use crate::check::{CheckResult, Status};
 use crate::checks::{Files, Line, fit, mean, root_mean_square};
+use crate::registry::Params;
 
-/// The recomputation a report's claims are judged against.
+/// The recomputation a report's claims are judged against: the univariate line or a
+/// multivariable model, as the check's `model` parameter says.
 #[derive(Debug)]
-pub(crate) struct Computed {
+pub(crate) enum Computed {
+    /// `univariate_ols`.
+    Line(Box<Univariate>),
+    /// `linear_model`.
+    Model(Box<Multivariable>),
+}
+
+/// The computation, or why the claims cannot be recomputed (the model does not check).
+/// `files` are table, dictionary, split, model report, plan.
+pub(crate) fn compute(files: Files<'_>, params: &Params) -> Result<Computed, String> {
+    if params.get("model").and_then(|v| v.as_str()) == Some("linear_model") {
+        let mut params = params.clone();
+        params.remove("model");
+        return super::multivariable::compute(files, &params).map(|m| Computed::Model(Box::new(m)));
+    }
+    univariate(files).map(|u| Computed::Line(Box::new(u)))
+}
+
+impl Computed {
+    /// The names a report may use for this project's coefficients and samples.
+    pub(crate) fn vocabulary(&self) -> Vocabulary {
+        match self {
+            Computed::Line(u) => u.vocabulary(),
+            Computed::Model(m) => m.vocabulary(),
+        }
+    }
+
+    /// How far floating-point rounding may move the recomputed `claim` whose value (one of
+    /// its candidates) is `value`.
+    pub(crate) fn allowance(&self, claim: &Claim, value: f64) -> f64 {
+        match self {
+            Computed::Line(u) => u.allowance(claim),
+            Computed::Model(m) => m.allowance(claim, value),
+        }
+    }
+
+    /// The index of the coefficient `name` among the model's, if it has one.
+    pub(crate) fn coefficient(&self, name: &str) -> Option<usize> {
+        match self {
+            Computed::Line(u) => u.coefficient(name),
+            Computed::Model(m) => m.coefficient(name),
+        }
+    }
+
+    /// The figure `claim` names.
+    pub(crate) fn value(&self, claim: &Claim) -> Recomputed {
+        match self {
+            Computed::Line(u) => u.value(claim),
+            Computed::Model(m) => m.value(claim),
+        }
+    }
+
+    /// Each coefficient's name, by index.
+    pub(crate) fn names(&self) -> Vec<String> {
+        match self {
+            Computed::Line(u) => vec!["intercept".into(), u.predictor.clone()],
+            Computed::Model(m) => m.names(),
+        }
+    }
+
+    /// The standard errors the model declares.
+    pub(crate) fn std_errors(&self) -> &str {
+        match self {
+            Computed::Line(_) => "classical",
+            Computed::Model(m) => m.std_errors(),
+        }
+    }
+
+    /// For the coefficient at `index`: how far one unit of it moves a prediction (the spread
+    /// of its column; 1 for the intercept), and the scale a prediction's shift is measured
+    /// against.
+    pub(crate) fn shift_scales(&self, index: usize) -> Option<(f64, f64)> {
+        match self {
+            Computed::Line(u) => Some((
+                if index == 0 { 1.0 } else { u.predictor_spread },
+                u.residual_scale,
+            )),
+            Computed::Model(m) => m.shift_scales(index),
+        }
+    }
+}
+
+/// The univariate line's recomputation.
+#[derive(Debug)]
+pub(crate) struct Univariate {
     line: Line,
     predictor: String,
     /// Training rows (predictor, outcome).
@@ -40,9 +129,8 @@ pub(crate) struct Computed {
 /// definitions), or why there is none.
 pub(crate) type Recomputed = Result<Vec<f64>, String>;
 
-/// The computation, or why the claims cannot be recomputed (the model does not check).
-/// `files` are table, dictionary, split, model report, plan.
-pub(crate) fn compute(files: Files<'_>) -> Result<Computed, String> {
+/// The univariate computation. `files` are table, dictionary, split, model report, plan.
+fn univariate(files: Files<'_>) -> Result<Univariate, String> {
     let mut model = CheckResult::new("univariate_ols");
     let inputs = crate::checks::tabular::checked_model(files, &mut model);
     if model.status != Status::Passed {
@@ -52,9 +140,10 @@ pub(crate) fn compute(files: Files<'_>) -> Result<Computed, String> {
         ));
     }
     let mut scratch = CheckResult::new("univariate_ols");
-    let (report, split, table, dictionary) = inputs.ok_or("the model's inputs cannot be read")?;
+    let inputs = inputs.ok_or("the model's inputs cannot be read")?;
+    let (report, split, table, dictionary) = &*inputs;
     let (train, held_out) =
-        crate::checks::tabular::partitioned(&report, &split, &table, &dictionary, &mut scratch)
+        crate::checks::tabular::partitioned(report, split, table, dictionary, &mut scratch)
             .ok_or("the table cannot be split")?;
     let train: Vec<(f64, f64)> = train.into_iter().map(|(x, y, _)| (x, y)).collect();
     let held_out: Vec<(f64, f64)> = held_out.into_values().collect();
@@ -68,26 +157,7 @@ pub(crate) fn compute(files: Files<'_>) -> Result<Computed, String> {
     let (Some(x), Some(y), Some(k)) = (x, y, k) else {
         return Err("the table lacks the predictor, outcome or key column".into());
     };
-    // Each group label once per side (a set: tables hold up to the row limit).
-    let mut sides: std::collections::BTreeSet<(String, bool)> = std::collections::BTreeSet::new();
-    if let Some(g) = table.column(&dictionary.group) {
-        for row in &table.rows {
-            if let Some(side) = split.partition.get(&row[k]) {
-                sides.insert((row[g].trim().to_lowercase(), side == "train"));
-            }
-        }
-    }
-    let groups: Vec<(String, Sample)> = sides
-        .into_iter()
-        .map(|(label, train)| {
-            let side = if train {
-                Sample::Training
-            } else {
-                Sample::HeldOut
-            };
-            (label, side)
-        })
-        .collect();
+    let groups = groups(table, dictionary, split);
     let training_rows: Vec<_> = table
         .rows
         .iter()
@@ -124,9 +194,9 @@ pub(crate) fn compute(files: Files<'_>) -> Result<Computed, String> {
         root_mean_square(rows.iter().map(move |r| r.1 - m))
     };
     let outcome_spread = spread(&train).min(spread(&held_out));
-    Ok(Computed {
+    Ok(Univariate {
         line,
-        predictor: report.predictor,
+        predictor: report.predictor.clone(),
         train,
         held_out,
         reference,
@@ -138,11 +208,42 @@ pub(crate) fn compute(files: Files<'_>) -> Result<Computed, String> {
     })
 }
 
-impl Computed {
+/// Each group's label (lower case) once per side of the split it is on (a set: tables hold up
+/// to the row limit).
+pub(crate) fn groups(
+    table: &crate::table::Table,
+    dictionary: &crate::table::Dictionary,
+    split: &crate::checks::Split,
+) -> Vec<(String, Sample)> {
+    let mut sides: std::collections::BTreeSet<(String, bool)> = std::collections::BTreeSet::new();
+    if let (Some(g), Some(k)) = (
+        table.column(&dictionary.group),
+        table.column(&dictionary.primary_key),
+    ) {
+        for row in &table.rows {
+            if let Some(side) = split.partition.get(&row[k]) {
+                sides.insert((row[g].trim().to_lowercase(), side == "train"));
+            }
+        }
+    }
+    sides
+        .into_iter()
+        .map(|(label, train)| {
+            let side = if train {
+                Sample::Training
+            } else {
+                Sample::HeldOut
+            };
+            (label, side)
+        })
+        .collect()
+}
+
+impl Univariate {
     /// The names a report may use for this project's coefficients and samples.
     pub(crate) fn vocabulary(&self) -> Vocabulary {
         Vocabulary {
-            predictor: Some(self.predictor.clone()),
+            coefficients: line_coefficients(&self.predictor),
             groups: self.groups.clone(),
         }
     }
@@ -159,8 +260,9 @@ impl Computed {
             .as_deref()
             .and_then(|c| self.coefficient(c));
         let (terms, se, t) = match coefficient {
-            Some(intercept) => {
-                let c = &self.reference.coefficients[usize::from(!intercept)];
+            Some(index) => {
+                let intercept = index == 0;
+                let c = &self.reference.coefficients[index];
                 let se = c.std_error.unwrap_or(0.0).abs();
                 let t = c.estimate.unwrap_or(0.0).abs() / se.max(f64::MIN_POSITIVE);
                 let terms = if intercept {
@@ -184,7 +286,7 @@ impl Computed {
                 let df = self.reference.df_residual as f64;
                 1e-9 * heartwood_stats::distribution::t_two_sided_p(t, df).unwrap_or(1.0)
             }
-            Quantity::Other => 0.0,
+            Quantity::Other | Quantity::LogLoss | Quantity::Brier | Quantity::Auc => 0.0,
         }
     }
 
@@ -197,16 +299,15 @@ impl Computed {
         }
     }
 
-    /// Whether `name` is the coefficient of the intercept (`true`), the predictor (`false`),
-    /// or neither.
-    pub(crate) fn coefficient(&self, name: &str) -> Option<bool> {
+    /// The index of the coefficient `name`: 0 the intercept, 1 the slope (the predictor).
+    pub(crate) fn coefficient(&self, name: &str) -> Option<usize> {
         let canonical = crate::identity::canonical(name);
         if canonical == crate::identity::canonical("intercept") {
-            Some(true)
+            Some(0)
         } else if canonical == crate::identity::canonical(&self.predictor)
             || canonical == crate::identity::canonical("slope")
         {
-            Some(false)
+            Some(1)
         } else {
             None
         }
@@ -261,6 +362,13 @@ impl Computed {
                 }
                 accepted
             }
+            Quantity::LogLoss | Quantity::Brier | Quantity::Auc => {
+                return Err(format!(
+                    "the {} is a figure of a logistic model; this one is least squares (R², \
+                     RMSE, MAE)",
+                    quantity.name()
+                ));
+            }
             _ => return Err(format!("Heartwood cannot compute {}", quantity.name())),
         })
     }
@@ -278,14 +386,14 @@ impl Computed {
             .coefficient
             .as_deref()
             .ok_or("the claim names no coefficient; say `intercept` or the predictor's name")?;
-        let intercept = self.coefficient(name).ok_or_else(|| {
+        let index = self.coefficient(name).ok_or_else(|| {
             format!(
                 "the model has no coefficient {name:?}; its coefficients are `intercept` and \
                  {:?}",
                 self.predictor
             )
         })?;
-        let reference = &self.reference.coefficients[usize::from(!intercept)];
+        let reference = &self.reference.coefficients[index];
         let (Some(estimate), Some(se)) = (reference.estimate, reference.std_error) else {
             return Err("the reference fit reports no figure for it".into());
         };

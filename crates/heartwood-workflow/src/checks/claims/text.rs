@@ -335,6 +335,19 @@ fn word_form(word: &str) -> String {
         .collect()
 }
 
+/// A name (a coefficient's, `region[T.north]`) as the grammar reads it in a report: cut into
+/// words as text is, each word in its read form, joined by spaces.
+pub(crate) fn words(name: &str) -> String {
+    raw(name)
+        .into_iter()
+        .filter_map(|r| match r {
+            Raw::Word(_, w) => Some(word_form(&w)),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A section number opening a heading (`3.`, `2.1.`: it ends in a point).
 fn section_number(word: &str) -> bool {
     word.split('.').all(|part| {
@@ -362,14 +375,33 @@ pub(crate) fn figures(rendered: &Rendered, vocabulary: &Vocabulary) -> Read {
     read
 }
 
-/// The tokens of a table cell's header and row label.
+/// Whether `word` opens an interval's name (`CI`, `confidence`): a percentage before it is the
+/// interval's level.
+fn names_interval(word: &str) -> bool {
+    matches!(
+        word.to_lowercase().as_str(),
+        "ci" | "confidence" | "confidence-interval"
+    )
+}
+
+/// The tokens of a table cell's header and row label (a header's `95% CI` is a level).
 fn prefix_tokens(passage: &Passage) -> Vec<Tok> {
     let mut toks = Vec::new();
     for part in &passage.prefix {
-        for raw in raw(part) {
+        let raws = raw(part);
+        for (k, raw) in raws.iter().enumerate() {
             match raw {
-                Raw::Word(_, w) => toks.push(Tok::Word(word_form(&w))),
-                Raw::Sym(_, c) => toks.push(Tok::Sym(c)),
+                Raw::Word(_, w) => {
+                    let next_names_interval =
+                        matches!(raws.get(k + 1), Some(Raw::Word(_, n)) if names_interval(n));
+                    match parse(w) {
+                        Some(p) if p.percent && next_names_interval => {
+                            toks.push(Tok::Level(p.value / 100.0));
+                        }
+                        _ => toks.push(Tok::Word(word_form(w))),
+                    }
+                }
+                Raw::Sym(_, c) => toks.push(Tok::Sym(*c)),
                 Raw::End(_) => {}
             }
         }
@@ -427,8 +459,7 @@ fn read_passage(passage: &Passage, vocabulary: &Vocabulary, read: &mut Read) {
                         k += 1;
                     }
                     let level = parsed.percent
-                        && matches!(raws.get(k + 1), Some(Raw::Word(_, w))
-                            if matches!(w.to_lowercase().as_str(), "ci" | "confidence" | "confidence-interval"));
+                        && matches!(raws.get(k + 1), Some(Raw::Word(_, w)) if names_interval(w));
                     if level {
                         sentence.toks.push(Tok::Level(parsed.value / 100.0));
                     } else {
@@ -518,7 +549,7 @@ mod tests {
 
     fn read(report: &str) -> Read {
         let vocabulary = Vocabulary {
-            predictor: Some("sleep_hours".into()),
+            coefficients: super::super::context::line_coefficients("sleep_hours"),
             groups: vec![("west".into(), super::super::format::Sample::HeldOut)],
         };
         figures(&super::super::render::render(report), &vocabulary)

@@ -3,7 +3,7 @@
 //! words naming nothing, several things, or something the grammar does not understand leave the
 //! figure `unverified`, saying what to write. Never a guess, never a pass by default.
 
-use super::context::{Kind, Named, Reading, Relation, Said};
+use super::context::{ErrorsSaid, Kind, Named, Reading, Relation, Said};
 use super::format::{self, Claim, Quantity, Sample};
 use crate::check::Status;
 
@@ -18,9 +18,18 @@ fn failed(why: impl Into<String>) -> Verdict {
     Some((Status::Failed, why.into()))
 }
 
-/// Judges a claim by what a reader takes its figure for. `intercept` says whether the claim's
-/// coefficient is the intercept (for a coefficient's claim).
-pub(crate) fn verdict(claim: &Claim, reading: &Reading, intercept: Option<bool>) -> Verdict {
+/// What the model says a claim's words must agree with.
+pub(crate) struct Bound<'a> {
+    /// The index of the claim's coefficient among the model's (for a coefficient's claim).
+    pub coefficient: Option<usize>,
+    /// Each coefficient's name, by index.
+    pub names: &'a [String],
+    /// The standard errors the model declares (`classical`, `hc0`…`hc3`, `cluster`).
+    pub std_errors: &'a str,
+}
+
+/// Judges a claim by what a reader takes its figure for.
+pub(crate) fn verdict(claim: &Claim, reading: &Reading, bound: &Bound<'_>) -> Verdict {
     let q = claim.quantity;
     if reading.relation != Relation::Equal && q != Quantity::PValue {
         return unverified(
@@ -35,7 +44,7 @@ pub(crate) fn verdict(claim: &Claim, reading: &Reading, intercept: Option<bool>)
         ));
     }
     if q.is_coefficient() {
-        return coefficient(claim, reading, intercept);
+        return coefficient(claim, reading, bound);
     }
     // A metric or count is not an interval bound, standard error, t or p.
     if matches!(reading.kind, Named::Many)
@@ -149,7 +158,7 @@ fn kind_name(k: Kind) -> &'static str {
     }
 }
 
-fn coefficient(claim: &Claim, reading: &Reading, intercept: Option<bool>) -> Verdict {
+fn coefficient(claim: &Claim, reading: &Reading, bound: &Bound<'_>) -> Verdict {
     match &reading.samples {
         Named::None | Named::One(Sample::Training) => {}
         Named::One(s) => {
@@ -166,25 +175,25 @@ fn coefficient(claim: &Claim, reading: &Reading, intercept: Option<bool>) -> Ver
             );
         }
     }
-    match (&reading.coefficient, intercept) {
+    match (&reading.coefficient, bound.coefficient) {
         (Named::None, _) => {
             return unverified(
-                "no coefficient (the intercept, the slope or the predictor's name) is named \
-                 before this figure in its sentence; name it",
+                "no coefficient (the intercept or a predictor's name) is named before this \
+                 figure in its sentence; name it",
             );
         }
         (Named::Many, _) => {
             return unverified(
-                "both the intercept and the slope are named right before this figure, so a \
-                 reader cannot tell whose it is; give each its own clause",
+                "two coefficients are named right before this figure, so a reader cannot tell \
+                 whose it is; give each its own clause",
             );
         }
-        (Named::One(said), Some(bound)) if *said != bound => {
-            let name = |i: bool| if i { "the intercept" } else { "the slope" };
+        (Named::One(said), Some(index)) if *said != index => {
+            let name = |i: usize| bound.names.get(i).map_or("?", String::as_str);
             return failed(format!(
-                "the report presents this figure as {}'s, but its claim binds it to {}'s",
+                "the report presents this figure as {:?}'s, but its claim binds it to {:?}'s",
                 name(*said),
-                name(bound)
+                name(index)
             ));
         }
         _ => {}
@@ -210,13 +219,16 @@ fn coefficient(claim: &Claim, reading: &Reading, intercept: Option<bool>) -> Ver
         }
         Named::One(_) => {}
     }
-    if expected != Kind::Estimate
-        && let Some(word) = &reading.other_statistic
-    {
-        return unverified(format!(
-            "the sentence names {word:?}: the check computes classical standard errors and \
-             two-sided p-values and intervals only"
-        ));
+    if expected != Kind::Estimate {
+        if let Some(word) = &reading.other_statistic {
+            return unverified(format!(
+                "the sentence names {word:?}: the check computes the model's declared \
+                 standard errors and two-sided p-values and intervals only"
+            ));
+        }
+        if let Some(found) = errors(reading, bound.std_errors) {
+            return Some(found);
+        }
     }
     if matches!(expected, Kind::CiFirst | Kind::CiSecond) {
         let claimed = (claim.level.unwrap_or(0.95) * 1000.0).round() as u32;
@@ -234,4 +246,47 @@ fn coefficient(claim: &Claim, reading: &Reading, intercept: Option<bool>) -> Ver
         };
     }
     None
+}
+
+/// Whether the kind of standard errors the sentence names is the model's (`declared`). A
+/// reader takes an unqualified SE for a classical one, so any other kind must be named.
+fn errors(reading: &Reading, declared: &str) -> Verdict {
+    let words = match declared {
+        "cluster" => "cluster-robust",
+        "classical" => "classical",
+        other => other,
+    };
+    match reading.errors {
+        Named::None if declared == "classical" => None,
+        Named::None => unverified(format!(
+            "the sentence does not say these are {words} standard errors, as the model \
+             declares, and a reader takes an unqualified SE for a classical one; name them in \
+             it (`{words} SE 0.12`)"
+        )),
+        Named::Many => unverified(
+            "the sentence names more than one kind of standard errors; give each its own sentence",
+        ),
+        Named::One(said) => {
+            let agrees = match said {
+                ErrorsSaid::Classical => declared == "classical",
+                ErrorsSaid::Robust => declared.starts_with("hc"),
+                ErrorsSaid::Hc(k) => declared == format!("hc{k}"),
+                ErrorsSaid::Cluster => declared == "cluster",
+            };
+            if agrees {
+                None
+            } else if said == ErrorsSaid::Robust && declared == "cluster" {
+                unverified(
+                    "\"robust\" alone does not say the errors are clustered, as the model \
+                     declares; write cluster-robust",
+                )
+            } else {
+                failed(format!(
+                    "the report presents this figure as from {} standard errors, but the \
+                     model's are {words}",
+                    said.name()
+                ))
+            }
+        }
+    }
 }
