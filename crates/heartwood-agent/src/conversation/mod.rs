@@ -35,9 +35,7 @@ pub use timing::RunTiming;
 pub use view::{extend_view, model_view};
 
 use crate::model::{ChatMessage, ModelClient, ModelError, Usage};
-use crate::tools::{
-    CallRefused, Observation, Risk, ToolCallRequest, Toolbox, risk, specs_with_outcome,
-};
+use crate::tools::{Observation, Risk, ToolCallRequest, Toolbox, risk, specs_with_outcome};
 use timing::timed;
 
 /// Why a conversation operation failed.
@@ -59,15 +57,11 @@ pub enum ConversationError {
     Model(#[from] ModelError),
     /// The host that makes the log durable could not.
     #[error("the conversation could not be made durable: {0}")]
-    NotDurable(HostError),
+    NotDurable(crate::tools::HostError),
     /// There is no pending action set to decide.
     #[error("there is no pending action set to decide; the conversation is {0:?}")]
     NothingPending(ExecutionStatus),
 }
-
-/// Why the host could not make the log durable, in the host's own terms (the engine knows
-/// nothing of the host's journal, so it carries the host's error as it is).
-pub type HostError = Box<dyn std::error::Error + Send + Sync>;
 
 type EventCallback = Box<dyn FnMut(&AgentEvent, &str) + Send>;
 type TokenCallback = Box<dyn FnMut(&str) + Send>;
@@ -77,7 +71,7 @@ enum Durability {
     Own(Option<Box<dyn FnMut() + Send>>),
     /// The caller writes the log's new bytes into its own write-ahead record; `Err` says why
     /// it could not, and the run stops.
-    Host(Box<dyn FnMut(LogTail) -> Result<(), HostError> + Send>),
+    Host(Box<dyn FnMut(LogTail) -> Result<(), crate::tools::HostError> + Send>),
 }
 
 /// One agent conversation.
@@ -193,7 +187,7 @@ impl Conversation {
     /// the run with the reason.
     pub fn durable_by_host(
         &mut self,
-        f: impl FnMut(LogTail) -> Result<(), HostError> + Send + 'static,
+        f: impl FnMut(LogTail) -> Result<(), crate::tools::HostError> + Send + 'static,
     ) {
         self.durability = Durability::Host(Box::new(f));
     }
@@ -623,12 +617,12 @@ impl Conversation {
         }
     }
 
-    fn request_of(&self, action_id: u64) -> Result<ToolCallRequest, CallRefused> {
+    fn request_of(&self, action_id: u64) -> Result<ToolCallRequest, crate::tools::CallRefused> {
         match self.event(action_id).map(|e| &e.kind) {
             Some(EventKind::Action {
                 tool, arguments, ..
             }) => ToolCallRequest::parse(tool, arguments),
-            _ => Err(CallRefused::NotInLog(action_id)),
+            _ => Err(crate::tools::CallRefused::NotInLog(action_id)),
         }
     }
 

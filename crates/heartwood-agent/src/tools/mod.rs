@@ -23,7 +23,7 @@ pub use editor::{EditorArgs, EditorCommand, FileEditor, insert_after, replace_on
 pub use environment::{STANDARD_ALLOW, ToolEnvironment};
 pub use interrupt::InterruptHandle;
 pub use paths::{OutsideDirectory, ProjectPaths};
-pub use refusal::{CallRefused, CommandRefused, EditRefused, PathRefused};
+pub use refusal::{CallRefused, CommandRefused, EditRefused, HostError, PathRefused};
 pub use risk::{Risk, risk};
 pub use sandbox::{SandboxLevel, SandboxSupport};
 pub use schema::{SpecialistSpec, specs, specs_with_outcome, task_spec};

@@ -3,6 +3,10 @@
 
 use std::path::PathBuf;
 
+/// Why the host of a conversation could not make its log durable, in the host's own terms (the
+/// engine knows nothing of the host's journal, so it carries the host's error as it is).
+pub type HostError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Why a path the model gave may not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PathRefused {
