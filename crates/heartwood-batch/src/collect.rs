@@ -123,7 +123,7 @@ fn row(record: &Record) -> ResultRow {
         usage: None,
     };
     if let Err(why) = fill(&mut row, &record.project, record.phase) {
-        row.refused = Some(why);
+        row.refused = Some(why.to_string());
         row.accepted_stages.clear();
         row.figures.clear();
         row.evidence.clear();
@@ -133,26 +133,47 @@ fn row(record: &Record) -> ResultRow {
     row
 }
 
+/// Why an item's session proves nothing, as its row's `refused` says it.
+#[derive(Debug, thiserror::Error)]
+enum Unproven {
+    #[error("{} cannot be a project: {source}", project.display())]
+    NotAProject {
+        project: PathBuf,
+        source: heartwood_gateway::ProjectError,
+    },
+    #[error("its session cannot be read: {0}")]
+    Unreadable(#[source] heartwood_gateway::GatewayError),
+    #[error("its session does not verify: {0}")]
+    DoesNotVerify(#[source] heartwood_gateway::GatewayError),
+    #[error("its session's record cannot be read")]
+    NoRecord,
+    #[error("its project's files cannot be read: {0}")]
+    Files(#[source] heartwood_gateway::GatewayError),
+    #[error("{path} (accepted in stage {stage}) cannot be read")]
+    EvidenceUnreadable { path: String, stage: String },
+    #[error("{path} is not the file stage {stage} accepted (its bytes changed since)")]
+    EvidenceChanged { path: String, stage: String },
+}
+
 /// Fills in what the item's session proves, or says why it proves nothing.
-fn fill(row: &mut ResultRow, project: &Path, phase: Phase) -> Result<(), String> {
-    let context = ProjectContext::at(project)
-        .map_err(|e| format!("{} cannot be a project: {e}", project.display()))?;
+fn fill(row: &mut ResultRow, project: &Path, phase: Phase) -> Result<(), Unproven> {
+    let context = ProjectContext::at(project).map_err(|source| Unproven::NotAProject {
+        project: project.to_owned(),
+        source,
+    })?;
     let view = SessionAdmin::new(&context)
         .show(&row.session)
-        .map_err(|e| format!("its session cannot be read: {e}"))?;
-    if let Err(e) = &view.integrity {
-        return Err(format!("its session does not verify: {e}"));
+        .map_err(Unproven::Unreadable)?;
+    if let Err(e) = view.integrity {
+        return Err(Unproven::DoesNotVerify(e.into()));
     }
-    let projection = view
-        .projection
-        .ok_or("its session's record cannot be read")?;
+    let projection = view.projection.ok_or(Unproven::NoRecord)?;
     row.lifecycle = Some(projection.lifecycle);
     row.waits_for = projection.waits_for.clone();
     row.state = state(phase, row.waits_for.as_ref()).to_owned();
     row.usage = Some(projection.usage.summary.clone()).filter(|s| !s.is_empty());
     if let Some(w) = &projection.workflow {
-        let files = WorkspaceService::open(&context)
-            .map_err(|e| format!("its project's files cannot be read: {e}"))?;
+        let files = WorkspaceService::open(&context).map_err(Unproven::Files)?;
         evidence(row, &files, w)?;
     }
     Ok(())
@@ -171,7 +192,11 @@ fn state(phase: Phase, waits_for: Option<&WaitsFor>) -> &'static str {
 }
 
 /// The accepted stages, their evidence read again, and the figures of their JSON reports.
-fn evidence(row: &mut ResultRow, files: &WorkspaceService, w: &WorkflowView) -> Result<(), String> {
+fn evidence(
+    row: &mut ResultRow,
+    files: &WorkspaceService,
+    w: &WorkflowView,
+) -> Result<(), Unproven> {
     for stage in w
         .stages
         .iter()
@@ -186,18 +211,16 @@ fn evidence(row: &mut ResultRow, files: &WorkspaceService, w: &WorkflowView) -> 
                 .snapshot(std::slice::from_ref(&file.path), None)
                 .ok()
                 .and_then(|s| s.files.into_iter().next())
-                .ok_or_else(|| {
-                    format!(
-                        "{} (accepted in stage {}) cannot be read",
-                        file.path, stage.spec.id
-                    )
+                .ok_or_else(|| Unproven::EvidenceUnreadable {
+                    path: file.path.clone(),
+                    stage: stage.spec.id.clone(),
                 })?
                 .sha256;
             if &now != expected {
-                return Err(format!(
-                    "{} is not the file stage {} accepted (its bytes changed since)",
-                    file.path, stage.spec.id
-                ));
+                return Err(Unproven::EvidenceChanged {
+                    path: file.path.clone(),
+                    stage: stage.spec.id.clone(),
+                });
             }
             row.evidence.insert(file.path.clone(), now);
         }

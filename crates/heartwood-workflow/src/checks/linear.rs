@@ -145,7 +145,7 @@ fn compute(files: Files<'_>, params: &Params, result: &mut CheckResult) -> Optio
         match model_plan::from_params(params) {
             Ok(s) => Some(s),
             Err(why) => {
-                result.fail(why);
+                result.fail(why.to_string());
                 return None;
             }
         }
@@ -184,7 +184,7 @@ fn compute(files: Files<'_>, params: &Params, result: &mut CheckResult) -> Optio
     let model = match model(&spec, &table, &train) {
         Ok(m) => m,
         Err(why) => {
-            result.fail(why);
+            result.fail(why.to_string());
             return None;
         }
     };
@@ -284,28 +284,37 @@ fn declared(spec: &Spec, report: &LinearReport, result: &mut CheckResult) {
     }
 }
 
-fn column_of(table: &Table, name: &str) -> Result<usize, String> {
-    table
-        .column(name)
-        .ok_or_else(|| format!("the table has no column {name:?}"))
+/// Why the table cannot give the model a column it names.
+#[derive(Debug, thiserror::Error)]
+enum ColumnError {
+    #[error("the table has no column {0:?}")]
+    Missing(String),
+    #[error("column {column:?}: the value {value:?} is not a plain decimal number")]
+    NotDecimal { column: String, value: String },
 }
 
-fn numeric(table: &Table, name: &str, rows: &[usize]) -> Result<Column, String> {
+fn column_of(table: &Table, name: &str) -> Result<usize, ColumnError> {
+    table
+        .column(name)
+        .ok_or_else(|| ColumnError::Missing(name.to_owned()))
+}
+
+fn numeric(table: &Table, name: &str, rows: &[usize]) -> Result<Column, ColumnError> {
     let at = column_of(table, name)?;
     Column::from_text(rows.iter().map(|&i| &table.rows[i][at])).map_err(|(row, _)| {
-        format!(
-            "column {name:?}: the value {:?} is not a plain decimal number",
-            &table.rows[rows[row]][at]
-        )
+        ColumnError::NotDecimal {
+            column: name.to_owned(),
+            value: table.rows[rows[row]][at].to_owned(),
+        }
     })
 }
 
-fn labels(table: &Table, name: &str, rows: &[usize]) -> Result<Vec<String>, String> {
+fn labels(table: &Table, name: &str, rows: &[usize]) -> Result<Vec<String>, ColumnError> {
     let at = column_of(table, name)?;
     Ok(rows.iter().map(|&i| table.rows[i][at].to_owned()).collect())
 }
 
-fn model(spec: &Spec, table: &Table, rows: &[usize]) -> Result<Model, String> {
+fn model(spec: &Spec, table: &Table, rows: &[usize]) -> Result<Model, ColumnError> {
     let mut predictors = Vec::new();
     for name in &spec.predictors {
         predictors.push(Predictor::Numeric {

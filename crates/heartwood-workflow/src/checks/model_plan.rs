@@ -62,25 +62,43 @@ pub(super) struct ModelSpec {
     pub family: Family,
 }
 
-fn family(name: Option<&str>) -> Result<Family, String> {
+/// Why a definition's or a plan's model declaration cannot be used; `who` names which.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum DeclarationError {
+    #[error("unknown family {0:?}")]
+    UnknownFamily(String),
+    #[error("{who} asks for {asked:?} standard errors; known are {}", STD_ERRORS.join(", "))]
+    UnknownErrors { who: &'static str, asked: String },
+    #[error("{who} must give `cluster` exactly when `std_errors` is `cluster`")]
+    ClusterMismatch { who: &'static str },
+    #[error(
+        "the definition gives linear_model no outcome (give `outcome` and `predictors`, or \
+         `declared_by: plan`)"
+    )]
+    NoOutcome,
+}
+
+fn family(name: Option<&str>) -> Result<Family, DeclarationError> {
     match name {
         None | Some("gaussian") => Ok(Family::Gaussian),
         Some("binomial") => Ok(Family::Binomial),
-        Some(other) => Err(format!("unknown family {other:?}")),
+        Some(other) => Err(DeclarationError::UnknownFamily(other.to_owned())),
     }
 }
 
-fn cluster_rule(std_errors: &str, cluster: Option<&String>, who: &str) -> Result<(), String> {
+fn cluster_rule(
+    std_errors: &str,
+    cluster: Option<&String>,
+    who: &'static str,
+) -> Result<(), DeclarationError> {
     if !STD_ERRORS.contains(&std_errors) {
-        return Err(format!(
-            "{who} asks for {std_errors:?} standard errors; known are {}",
-            STD_ERRORS.join(", ")
-        ));
+        return Err(DeclarationError::UnknownErrors {
+            who,
+            asked: std_errors.to_owned(),
+        });
     }
     if (std_errors == "cluster") != cluster.is_some() {
-        return Err(format!(
-            "{who} must give `cluster` exactly when `std_errors` is `cluster`"
-        ));
+        return Err(DeclarationError::ClusterMismatch { who });
     }
     Ok(())
 }
@@ -91,7 +109,7 @@ pub(super) fn declared_by_plan(params: &Params) -> bool {
 }
 
 /// The model the definition's parameters declare.
-pub(super) fn from_params(params: &Params) -> Result<ModelSpec, String> {
+pub(super) fn from_params(params: &Params) -> Result<ModelSpec, DeclarationError> {
     let text = |name: &str| params.get(name).and_then(|v| v.as_str()).map(str::to_owned);
     let list = |name: &str| -> Vec<String> {
         params
@@ -104,10 +122,7 @@ pub(super) fn from_params(params: &Params) -> Result<ModelSpec, String> {
             })
             .unwrap_or_default()
     };
-    let outcome = text("outcome").ok_or(
-        "the definition gives linear_model no outcome (give `outcome` and `predictors`, or \
-         `declared_by: plan`)",
-    )?;
+    let outcome = text("outcome").ok_or(DeclarationError::NoOutcome)?;
     let std_errors = text("std_errors").unwrap_or_else(|| "classical".into());
     let cluster = text("cluster");
     cluster_rule(&std_errors, cluster.as_ref(), "the definition")?;
@@ -169,7 +184,7 @@ pub(super) fn from_plan(
         ));
     }
     if let Err(why) = cluster_rule(&plan.std_errors, plan.cluster.as_ref(), "the plan") {
-        result.fail(why);
+        result.fail(why.to_string());
     }
     if let Some(cluster) = &plan.cluster
         && !dictionary.columns.contains_key(cluster)
