@@ -20,7 +20,7 @@ use heartwood_stats::distribution::{
 use super::CLAIM_ROUNDING;
 use super::context::{Vocabulary, model_coefficient};
 use super::format::{Claim, Quantity, Sample};
-use super::quantities::{Recomputed, groups};
+use super::quantities::{Recomputed, groups, least_squares};
 use crate::check::{CheckResult, Status};
 use crate::checks::{Files, linear, mean, root_mean_square, spread};
 use crate::registry::Params;
@@ -327,48 +327,13 @@ impl Multivariable {
         sample: Sample,
         rows: &[(f64, f64)],
     ) -> Recomputed {
-        let residuals = || rows.iter().map(|&(y, eta)| y - eta);
-        let rmse = root_mean_square(residuals());
-        Ok(match quantity {
-            Quantity::Rmse => vec![rmse],
-            Quantity::Mae => vec![mean(residuals().map(f64::abs))],
-            Quantity::ComparatorRmse if sample == Sample::HeldOut => {
-                vec![root_mean_square(
-                    rows.iter().map(|&(y, _)| y - self.train_mean),
-                )]
-            }
-            Quantity::ComparatorRmse => {
-                return Err(
-                    "the training-mean comparator is a held-out figure; bind it to the held-out \
-                     sample"
-                        .into(),
-                );
-            }
-            Quantity::RSquared => {
-                let own = spread(rows.iter().map(|r| r.0));
-                let comparator = root_mean_square(rows.iter().map(|&(y, _)| y - self.train_mean));
-                let mut accepted = vec![1.0 - (rmse / own).powi(2)];
-                // Held-out R² is also written against the training-mean comparator.
-                if sample == Sample::HeldOut {
-                    accepted.push(1.0 - (rmse / comparator).powi(2));
-                }
-                accepted.retain(|v| v.is_finite());
-                if accepted.is_empty() {
-                    return Err(
-                        "the outcome does not vary on these rows, so R² is undefined".into(),
-                    );
-                }
-                accepted
-            }
-            Quantity::LogLoss | Quantity::Brier | Quantity::Auc => {
-                return Err(format!(
-                    "the {} is a figure of a logistic model; this one is least squares (R², \
-                     RMSE, MAE)",
-                    quantity.name()
-                ));
-            }
-            other => return Err(format!("Heartwood cannot compute {}", other.name())),
-        })
+        least_squares(
+            quantity,
+            sample,
+            rows.iter().map(|&(y, eta)| y - eta),
+            spread(rows.iter().map(|r| r.0)),
+            root_mean_square(rows.iter().map(|&(y, _)| y - self.train_mean)),
+        )
     }
 
     /// A coefficient's estimate, standard error, statistic, p or interval bound.

@@ -129,6 +129,51 @@ pub(crate) struct Univariate {
 /// definitions), or why there is none.
 pub(crate) type Recomputed = Result<Vec<f64>, String>;
 
+/// A least-squares fit's figure on `sample`'s rows, from their residuals, the outcome's own
+/// spread on them and the training-mean comparator's RMSE on them: the one rule the univariate
+/// and the multivariable checks both read a fit's figures by.
+pub(super) fn least_squares(
+    quantity: Quantity,
+    sample: Sample,
+    residuals: impl Iterator<Item = f64> + Clone,
+    own_spread: f64,
+    comparator: f64,
+) -> Recomputed {
+    let rmse = root_mean_square(residuals.clone());
+    Ok(match quantity {
+        Quantity::Rmse => vec![rmse],
+        Quantity::Mae => vec![mean(residuals.map(f64::abs))],
+        Quantity::ComparatorRmse if sample == Sample::HeldOut => vec![comparator],
+        Quantity::ComparatorRmse => {
+            return Err(
+                "the training-mean comparator is a held-out figure; bind it to the held-out \
+                 sample"
+                    .into(),
+            );
+        }
+        Quantity::RSquared => {
+            let mut accepted = vec![1.0 - (rmse / own_spread).powi(2)];
+            // Held-out R² is also written against the training-mean comparator.
+            if sample == Sample::HeldOut {
+                accepted.push(1.0 - (rmse / comparator).powi(2));
+            }
+            accepted.retain(|v| v.is_finite());
+            if accepted.is_empty() {
+                return Err("the outcome does not vary on these rows, so R² is undefined".into());
+            }
+            accepted
+        }
+        Quantity::LogLoss | Quantity::Brier | Quantity::Auc => {
+            return Err(format!(
+                "the {} is a figure of a logistic model; this one is least squares (R², RMSE, \
+                 MAE)",
+                quantity.name()
+            ));
+        }
+        other => return Err(format!("Heartwood cannot compute {}", other.name())),
+    })
+}
+
 /// The univariate computation. `files` are table, dictionary, split, model report, plan.
 fn univariate(files: Files<'_>) -> Result<Univariate, String> {
     let mut model = CheckResult::new("univariate_ols");
@@ -327,50 +372,20 @@ impl Univariate {
             )
         })?;
         let rows = self.rows(sample);
-        let residuals = || rows.iter().map(|&(x, y)| self.line.residual(x, y));
-        let rmse = root_mean_square(residuals());
+        if quantity == Quantity::N {
+            return Ok(vec![rows.len() as f64]);
+        }
         let own_spread = {
             let m = mean(rows.iter().map(|r| r.1));
             root_mean_square(rows.iter().map(move |r| r.1 - m))
         };
-        Ok(match quantity {
-            Quantity::N => vec![rows.len() as f64],
-            Quantity::Rmse => vec![rmse],
-            Quantity::Mae => vec![mean(residuals().map(f64::abs))],
-            Quantity::ComparatorRmse if sample == Sample::HeldOut => {
-                vec![root_mean_square(rows.iter().map(|&(_, y)| self.line.dy(y)))]
-            }
-            Quantity::ComparatorRmse => {
-                return Err(
-                    "the training-mean comparator is a held-out figure; bind it to the held-out \
-                     sample"
-                        .into(),
-                );
-            }
-            Quantity::RSquared => {
-                let comparator = root_mean_square(rows.iter().map(|&(_, y)| self.line.dy(y)));
-                let mut accepted = vec![1.0 - (rmse / own_spread).powi(2)];
-                // Held-out R² is also written against the training-mean comparator.
-                if sample == Sample::HeldOut {
-                    accepted.push(1.0 - (rmse / comparator).powi(2));
-                }
-                accepted.retain(|v| v.is_finite());
-                if accepted.is_empty() {
-                    return Err(
-                        "the outcome does not vary on these rows, so R² is undefined".into(),
-                    );
-                }
-                accepted
-            }
-            Quantity::LogLoss | Quantity::Brier | Quantity::Auc => {
-                return Err(format!(
-                    "the {} is a figure of a logistic model; this one is least squares (R², \
-                     RMSE, MAE)",
-                    quantity.name()
-                ));
-            }
-            _ => return Err(format!("Heartwood cannot compute {}", quantity.name())),
-        })
+        least_squares(
+            quantity,
+            sample,
+            rows.iter().map(|&(x, y)| self.line.residual(x, y)),
+            own_spread,
+            root_mean_square(rows.iter().map(|&(_, y)| self.line.dy(y))),
+        )
     }
 
     /// A coefficient's estimate, standard error, t, p or interval bound.
