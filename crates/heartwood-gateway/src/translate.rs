@@ -12,7 +12,6 @@ use heartwood_agent::conversation::{AgentEvent, ApprovedBy, EventKind, Execution
 use heartwood_agent::tools::Risk;
 use heartwood_events::{
     ActionProposal, ActionState, Event, Lifecycle, PlanStatus, PlanTask, RiskLevel, Role,
-    SandboxLevel,
 };
 
 /// The longest tool output excerpt kept in an action record, in bytes. The engine's own log
@@ -190,17 +189,9 @@ pub fn proposal_of(event: &AgentEvent) -> Option<ActionProposal> {
             arguments: arguments.clone(),
             risk: risk_level(*risk),
             thought: thought.clone(),
-            sandbox: sandbox.map(sandbox_level),
+            sandbox: *sandbox,
         }),
         _ => None,
-    }
-}
-
-fn sandbox_level(level: heartwood_agent::tools::SandboxLevel) -> SandboxLevel {
-    match level {
-        heartwood_agent::tools::SandboxLevel::ReadOnly => SandboxLevel::ReadOnly,
-        heartwood_agent::tools::SandboxLevel::ProjectWrite => SandboxLevel::ProjectWrite,
-        heartwood_agent::tools::SandboxLevel::Unsandboxed => SandboxLevel::Unsandboxed,
     }
 }
 

@@ -1,33 +1,8 @@
 //! The confinement levels and which one a command runs at.
 
-use serde::{Deserialize, Serialize};
-
-/// How a tool process is confined.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SandboxLevel {
-    /// Reads the project; writes only a private scratch `/tmp` and home; no network.
-    ReadOnly,
-    /// Writes inside the project and scratch only; no network.
-    ProjectWrite,
-    /// Not confined: only by the researcher's explicit approval.
-    Unsandboxed,
-}
-
-impl SandboxLevel {
-    /// The level in words, as every interface shows it.
-    pub fn describe(self) -> &'static str {
-        match self {
-            SandboxLevel::ReadOnly => {
-                "read-only sandbox (no writes; no network beyond the project's named hosts)"
-            }
-            SandboxLevel::ProjectWrite => {
-                "sandbox: writes only inside the project; no network beyond the project's named hosts"
-            }
-            SandboxLevel::Unsandboxed => "UNSANDBOXED: full access as your user",
-        }
-    }
-}
+/// How a tool process is confined: the one vocabulary type every layer shares (the events
+/// record it, this crate enforces it).
+pub use heartwood_events::SandboxLevel;
 
 /// Who let a command run, as far as its confinement goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -281,7 +281,7 @@ impl Terminal {
             Err(e) => {
                 return Observation::error(format!(
                     "could not start a shell ({}): {e}; the command did not run",
-                    level.describe()
+                    level.label()
                 ));
             }
         };
@@ -307,7 +307,7 @@ impl Terminal {
             observation.content = format!(
                 "[a new shell started for this command ({}): its working directory and \
                  variables start fresh]\n{}",
-                level.describe(),
+                level.label(),
                 observation.content
             );
         }
