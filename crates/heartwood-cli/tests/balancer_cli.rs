@@ -287,15 +287,9 @@ async fn a_session_driven_through_a_balancer_over_two_replicas_is_one_session() 
 async fn the_page_through_a_balancer_over_two_replicas_runs_one_session() {
     use heartwood_testkit::{Script, Turn};
     use serde_json::json;
-    let node_path = std::env::var("HEARTWOOD_NODE_PATH").unwrap_or_default();
-    if !Path::new(&node_path).join("playwright-core").is_dir() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "HEARTWOOD_NODE_PATH must name a node_modules with playwright-core"
-        );
-        eprintln!("skipped: no playwright-core; run .ci/run once, or set HEARTWOOD_NODE_PATH");
+    let Some(node_path) = support::node_path() else {
         return;
-    }
+    };
     let Some(server) = PgServer::start_or_skip() else {
         return;
     };

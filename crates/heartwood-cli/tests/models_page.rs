@@ -16,15 +16,9 @@ use heartwood_testkit::hub::{HubServer, tiny_catalog};
 
 #[test]
 fn the_page_downloads_a_catalog_model_after_its_licence_is_accepted() {
-    let node_path = std::env::var("HEARTWOOD_NODE_PATH").unwrap_or_default();
-    if !Path::new(&node_path).join("playwright-core").is_dir() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "HEARTWOOD_NODE_PATH must name a node_modules with playwright-core"
-        );
-        eprintln!("skipped: no playwright-core; run .ci/run once, or set HEARTWOOD_NODE_PATH");
+    let Some(node_path) = support::node_path() else {
         return;
-    }
+    };
     let hub = HubServer::start();
     let work = tempfile::tempdir().expect("work");
     let catalog = tiny_catalog(&hub, &work.path().join("models.toml"));

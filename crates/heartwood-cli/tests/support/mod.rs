@@ -233,3 +233,21 @@ pub mod batch;
 pub mod replicas;
 pub mod rocrate;
 pub mod tmux;
+
+/// The `node_modules` holding playwright-core, for the page's Chromium tests; `None` (the test
+/// skips, saying why) where it is missing outside CI, which always has it (`.ci/run`).
+pub fn node_path() -> Option<String> {
+    let node_path = std::env::var("HEARTWOOD_NODE_PATH").unwrap_or_default();
+    if std::path::Path::new(&node_path)
+        .join("playwright-core")
+        .is_dir()
+    {
+        return Some(node_path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "HEARTWOOD_NODE_PATH must name a node_modules with playwright-core"
+    );
+    eprintln!("skipped: no playwright-core; run .ci/run once, or set HEARTWOOD_NODE_PATH");
+    None
+}

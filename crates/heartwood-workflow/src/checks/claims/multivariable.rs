@@ -20,7 +20,7 @@ use heartwood_stats::distribution::{
 use super::CLAIM_ROUNDING;
 use super::context::{Vocabulary, model_coefficient};
 use super::format::{Claim, Quantity, Sample};
-use super::quantities::{Recomputed, groups, least_squares};
+use super::quantities::{Recomputed, groups, least_squares, named_sample};
 use crate::check::{CheckResult, Status};
 use crate::checks::{Files, linear, mean, root_mean_square, spread};
 use crate::registry::Params;
@@ -304,13 +304,7 @@ impl Multivariable {
         if quantity.is_coefficient() {
             return self.coefficient_figure(claim);
         }
-        let sample = claim.sample.ok_or_else(|| {
-            format!(
-                "the claim names no sample; say whether this {} is on the training, held-out \
-                 or all rows",
-                quantity.name()
-            )
-        })?;
+        let sample = named_sample(claim)?;
         let rows = self.rows(sample);
         if quantity == Quantity::N {
             return Ok(vec![rows.len() as f64]);

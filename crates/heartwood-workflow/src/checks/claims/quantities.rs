@@ -129,6 +129,17 @@ pub(crate) struct Univariate {
 /// definitions), or why there is none.
 pub(crate) type Recomputed = Result<Vec<f64>, String>;
 
+/// The sample a fit figure's claim names, or what to write when it names none.
+pub(super) fn named_sample(claim: &Claim) -> Result<Sample, String> {
+    claim.sample.ok_or_else(|| {
+        format!(
+            "the claim names no sample; say whether this {} is on the training, held-out or \
+             all rows",
+            claim.quantity.name()
+        )
+    })
+}
+
 /// A least-squares fit's figure on `sample`'s rows, from their residuals, the outcome's own
 /// spread on them and the training-mean comparator's RMSE on them: the one rule the univariate
 /// and the multivariable checks both read a fit's figures by.
@@ -364,13 +375,7 @@ impl Univariate {
         if quantity.is_coefficient() {
             return self.coefficient_figure(claim);
         }
-        let sample = claim.sample.ok_or_else(|| {
-            format!(
-                "the claim names no sample; say whether this {} is on the training, held-out \
-                 or all rows",
-                quantity.name()
-            )
-        })?;
+        let sample = named_sample(claim)?;
         let rows = self.rows(sample);
         if quantity == Quantity::N {
             return Ok(vec![rows.len() as f64]);
