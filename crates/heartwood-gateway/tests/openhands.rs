@@ -760,3 +760,64 @@ async fn an_edit_outside_the_project_is_refused_and_nothing_is_written_there() {
     assert_eq!(through_link.state, ActionState::Failed, "{through_link:#?}");
     f.gateway.close().await;
 }
+
+/// "A preview must never promise what the engine will not keep. OpenHands' tools run confined
+/// like the native engine's (its agent server inside the sandbox, at the level the set was
+/// allowed), so the preview and the outcome agree" (issue 56, item 5); "Every engine confined
+/// alike" (issue 51). The agent server runs in Heartwood's
+/// sandbox at project-write (a person allowed the set): a command it runs writes the project,
+/// and nothing else; Heartwood's own state is not there; the relay's key and the server's own
+/// session key (which would let a command confirm a set itself) are in no environment the
+/// commands it starts can read.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agent_servers_commands_run_in_the_sandbox_at_a_persons_level() {
+    if !installed() || !heartwood_sandbox::required_by_test() {
+        return;
+    }
+    let outside = tempfile::tempdir().expect("a folder outside the project");
+    let escaped = outside.path().join("escaped.txt");
+    let f = Fixture::new(Script::of(vec![
+        Turn::calls(&[(
+            "terminal",
+            json!({"command": format!(
+                "echo inside > inside.txt; \
+                 echo out > {escaped}; echo \"outside: $?\" >> seen.txt; \
+                 cat .heartwood/sessions/oh1/events.jsonl > /dev/null 2>&1; \
+                 echo \"journal: $?\" >> seen.txt; \
+                 for p in /proc/[0-9]*; do \
+                   if tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -Eq '^(OPENAI_API_KEY|SESSION_API_KEY)='; \
+                   then echo \"key in: $(head -c 60 $p/cmdline | tr '\\0\\n' '  ')\" >> seen.txt; fi; \
+                 done; echo end >> seen.txt",
+                escaped = escaped.display()
+            )}),
+        )]),
+        Turn::text("Done."),
+    ]))
+    .await;
+    applied(&f.task("try the walls"));
+    let waiting = f.settled().await;
+    let member = &waiting.pending.as_ref().expect("a pending set").members[0];
+    assert_eq!(
+        member.sandbox,
+        Some(heartwood_events::SandboxLevel::ProjectWrite),
+        "the review says where it will run: {member:#?}"
+    );
+    applied(&f.decide_with(&f.gateway, &waiting, Decision::AllowOnce, None));
+    let done = f.settled().await;
+    assert_eq!(done.lifecycle, Lifecycle::Finished, "{done:#?}");
+    let read = |name: &str| std::fs::read_to_string(f.project.path().join(name));
+    assert_eq!(read("inside.txt").expect("the command ran"), "inside\n");
+    let seen = read("seen.txt").expect("the command reported");
+    assert!(!escaped.exists(), "a write outside the project: {seen}");
+    let lines: Vec<&str> = seen.lines().collect();
+    assert!(
+        lines[0].starts_with("outside: ") && lines[0] != "outside: 0",
+        "{seen}"
+    );
+    assert!(
+        lines[1].starts_with("journal: ") && lines[1] != "journal: 0",
+        "Heartwood's journal is not in the view: {seen}"
+    );
+    assert_eq!(lines[2], "end", "no process shows the relay's key: {seen}");
+    f.gateway.close().await;
+}

@@ -95,12 +95,12 @@ fn tools(spec: &ConversationSpec) -> Vec<(&'static str, &'static str)> {
 
 impl Client {
     /// A client of `server`.
-    pub fn new(server: &AgentServer) -> Client {
-        Client {
-            http: reqwest::Client::new(),
+    pub fn new(server: &AgentServer) -> Result<Client, OpenHandsError> {
+        Ok(Client {
+            http: server.http()?,
             base: server.base_url(),
             key: server.key().to_owned(),
-        }
+        })
     }
 
     async fn call(

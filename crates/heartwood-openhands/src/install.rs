@@ -138,6 +138,27 @@ impl Installation {
     pub fn venv(&self) -> &Path {
         &self.venv
     }
+
+    /// The directories a confined server reads its interpreter and packages from: the
+    /// environment, and the Python it was made with (a venv links to that interpreter and reads
+    /// its standard library; pyenv's sits under the home, which the sandbox does not show).
+    /// Both are absolute paths; the base is the `home` pyvenv.cfg names, one level up from its
+    /// `bin`.
+    pub fn directories(&self) -> Vec<PathBuf> {
+        let mut directories = vec![std::fs::canonicalize(&self.venv).unwrap_or(self.venv.clone())];
+        let config = std::fs::read_to_string(self.venv.join("pyvenv.cfg")).unwrap_or_default();
+        let base = config
+            .lines()
+            .filter_map(|line| line.split_once('='))
+            .find(|(key, _)| key.trim() == "home")
+            .map(|(_, home)| PathBuf::from(home.trim()))
+            .filter(|home| home.is_absolute())
+            .and_then(|home| std::fs::canonicalize(home).ok())
+            .and_then(|bin| bin.parent().map(Path::to_path_buf))
+            .filter(|prefix| prefix.parent().is_some());
+        directories.extend(base);
+        directories
+    }
 }
 
 /// The interpreters pyenv installed, 3.12 first, then newer ones, oldest first.

@@ -1,4 +1,4 @@
-# Starts the OpenHands agent server as `python -m openhands.agent_server` would, after three
+# Starts the OpenHands agent server as `python -m openhands.agent_server` would, after the
 # adjustments Heartwood needs (the server's version is pinned, so the names patched are known):
 # - the kernel kills this process when the thread that started it ends, so a Heartwood process
 #   killed outright takes its server with it (from inside the child: `unsafe` is not allowed
@@ -26,10 +26,109 @@
 # - the file editor works inside the project only, as the native engine's does (the review's
 #   preview says an edit outside it would fail): a path outside the working directory, once
 #   its symbolic links are resolved when the edit runs, is refused, not written (and so is one
-#   in the project's `.heartwood/` or `.git/`, as in the native engine).
-import ctypes, os, runpy, sys, time
+#   in the project's `.heartwood/` or `.git/`, as in the native engine). The sandbox holds
+#   it there too; this says so in words the agent reads.
+# - the server runs in Heartwood's sandbox, in a network namespace of its own: Heartwood
+#   reaches its API through a Unix socket (HEARTWOOD_SERVER_SOCKET) this process forwards to
+#   its loopback port, and it reaches the model relay at a loopback port (HEARTWOOD_MODEL_PORT)
+#   forwarded to the relay's Unix socket (HEARTWOOD_MODEL_SOCKET); its relative default paths
+#   (settings, terminal events) resolve in its own working directory (HEARTWOOD_WORKING_DIR);
+# - the process is not dumpable: its environment holds the relay's key and OpenHands' session
+#   key, and the commands its terminal runs are the same user's, in the same sandbox; a
+#   process that is not dumpable keeps `/proc/<pid>/environ` and its memory from them (the
+#   shells it starts are dumpable again: the flag is reset when they exec). Those keys are
+#   handed over in a file (HEARTWOOD_SECRETS) this process reads and removes first, never in
+#   the environment the sandbox starts with, which its first process (bubblewrap's, dumpable)
+#   would show to every command; and no program this process starts inherits them (its
+#   terminal multiplexer's server did, though OpenHands strips them from the shell's own).
+import ctypes, os, runpy, socket, sys, threading, time
 
-ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+libc.prctl(4, 0)  # PR_SET_DUMPABLE, 0
+
+os.chdir(os.environ["HEARTWOOD_WORKING_DIR"])
+
+import json
+
+secrets_file = os.environ.pop("HEARTWOOD_SECRETS")
+with open(secrets_file) as handed:
+    secrets = json.load(handed)
+os.unlink(secrets_file)
+os.environ.update(secrets)
+
+import subprocess
+
+popen_init = subprocess.Popen.__init__
+
+
+def popen_without_secrets(self, *args, env=None, **kwargs):
+    env = os.environ if env is None else env
+    env = {name: value for name, value in env.items() if name not in secrets}
+    popen_init(self, *args, env=env, **kwargs)
+
+
+subprocess.Popen.__init__ = popen_without_secrets
+
+
+def splice(client, connect):
+    try:
+        upstream = connect()
+    except OSError:
+        client.close()
+        return
+
+    def one_way(source, sink):
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        try:
+            sink.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    back = threading.Thread(target=one_way, args=(upstream, client), daemon=True)
+    back.start()
+    one_way(client, upstream)
+    back.join()
+    client.close()
+    upstream.close()
+
+
+def forward(listener, connect):
+    def serve():
+        while True:
+            client, _ = listener.accept()
+            threading.Thread(target=splice, args=(client, connect), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+
+
+def unix_listener(path):
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    return listener
+
+
+def unix_connect(path):
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.connect(path)
+    return connection
+
+
+server_port = int(sys.argv[sys.argv.index("--port") + 1])
+forward(
+    unix_listener(os.environ.pop("HEARTWOOD_SERVER_SOCKET")),
+    lambda: socket.create_connection(("127.0.0.1", server_port)),
+)
+model_socket = os.environ.pop("HEARTWOOD_MODEL_SOCKET")
+forward(
+    socket.create_server(("127.0.0.1", int(os.environ.pop("HEARTWOOD_MODEL_PORT")))),
+    lambda: unix_connect(model_socket),
+)
 
 import openhands.sdk.utils.command as command
 

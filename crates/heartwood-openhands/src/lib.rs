@@ -2,8 +2,9 @@
 //! `heartwood-agent`).
 //!
 //! [`Installation`] finds (or makes) the pinned Python environment that holds
-//! `openhands-agent-server`; [`AgentServer`] owns one server process on a loopback port with a
-//! per-process session key, in its own process group, killed with it; [`Client`] speaks the
+//! `openhands-agent-server`; [`AgentServer`] owns one server process, confined in Heartwood's
+//! sandbox and reached through a Unix socket ([`Rendezvous`]), with a per-process session key,
+//! in its own process group, killed with it; [`Client`] speaks the
 //! server's REST API with typed requests, and [`events`] reads its event and state types (never
 //! its prose). Translating those events into Heartwood's, and the [`AgentBackend`] port, belong
 //! to the gateway, as they do for the native engine.
@@ -18,7 +19,7 @@ pub mod store;
 
 pub use client::{Client, ConversationSpec, ExecutionStatus};
 pub use install::Installation;
-pub use server::AgentServer;
+pub use server::{AgentServer, Confinement, Rendezvous};
 pub use store::{ConversationStore, StoredEvent};
 
 /// Why the OpenHands engine could not do what it was asked; the text says what to do next.

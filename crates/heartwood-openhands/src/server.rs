@@ -1,12 +1,15 @@
-//! One OpenHands agent server process, owned: started on a loopback port with a session key of
-//! its own, in its own process group, its output in a log beside its state; ready when its
-//! `/ready` answers; killed with everything it started when dropped.
+//! One OpenHands agent server process, owned: started in Heartwood's sandbox (its terminal and
+//! file editor run in the server, so confining the server confines them), with a session key
+//! of its own, in its own process group, its output in a log beside its state; reached through
+//! a Unix socket ([`Rendezvous`]), since its loopback port is in the sandbox's own network
+//! namespace; ready when its `/ready` answers; killed with everything it started when dropped.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use heartwood_sandbox::{Sandbox, SandboxLevel};
 use tokio::process::{Child, Command};
 
 use crate::{Installation, OpenHandsError};
@@ -41,51 +44,190 @@ pub fn specialists_json(roles: &[SpecialistRole]) -> String {
     serde_json::to_string(roles).unwrap_or_else(|_| "[]".to_owned())
 }
 
+/// The socket Heartwood reaches the server's API through, in the [`Rendezvous`] directory.
+const SERVER_SOCKET: &str = "server.sock";
+
+/// The socket the model relay listens on, in the [`Rendezvous`] directory.
+const MODEL_SOCKET: &str = "model.sock";
+
+/// The file the server's secrets are handed over in, in the [`Rendezvous`] directory; the
+/// launcher removes it as it starts.
+const SECRETS_FILE: &str = "secrets.json";
+
+/// Where a server and Heartwood meet: Unix sockets in a private directory of this user's
+/// (outside the project, so outside every other sandbox's view), bound into the server's
+/// sandbox. Heartwood reaches the server's API through one; the server reaches the model relay
+/// through the other, at a loopback port inside its own network namespace (the launcher
+/// forwards both). The directory also keeps the server's terminal multiplexer socket.
+#[derive(Debug, Clone)]
+pub struct Rendezvous {
+    dir: PathBuf,
+    model_port: u16,
+}
+
+impl Rendezvous {
+    /// The meeting place of the server keeping its state in `state_dir`, with stale sockets
+    /// of an earlier server removed.
+    pub fn prepare(state_dir: &Path) -> Result<Rendezvous, OpenHandsError> {
+        let server = |e: std::io::Error| OpenHandsError::Server(e.to_string());
+        std::fs::create_dir_all(state_dir).map_err(server)?;
+        let dir = runtime_dir(state_dir).map_err(server)?;
+        for socket in [SERVER_SOCKET, MODEL_SOCKET] {
+            match std::fs::remove_file(dir.join(socket)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(server(e)),
+                _ => {}
+            }
+        }
+        Ok(Rendezvous {
+            dir,
+            model_port: free_port().map_err(server)?,
+        })
+    }
+
+    /// Where the model relay listens.
+    pub fn model_socket(&self) -> PathBuf {
+        self.dir.join(MODEL_SOCKET)
+    }
+
+    /// The base URL the server's model library is given: the relay, as the launcher forwards
+    /// it to the server's loopback.
+    pub fn model_base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.model_port)
+    }
+
+    fn server_socket(&self) -> PathBuf {
+        self.dir.join(SERVER_SOCKET)
+    }
+
+    fn secrets_file(&self) -> PathBuf {
+        self.dir.join(SECRETS_FILE)
+    }
+
+    /// Writes `secrets` for the launcher to take (a private file in a private directory).
+    fn hand_over(&self, secrets: &[(String, String)]) -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.secrets_file();
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let map: serde_json::Map<String, serde_json::Value> = secrets
+            .iter()
+            .map(|(name, value)| (name.clone(), serde_json::Value::from(value.as_str())))
+            .collect();
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        file.write_all(serde_json::Value::Object(map).to_string().as_bytes())
+    }
+}
+
+/// How a server is confined: the sandbox around the project it works in, and the level it
+/// runs at. Every set the server runs was allowed by a person (the engine confirms every set),
+/// so that is project-write where the machine confines ([`heartwood_sandbox::level_for`]), and
+/// unsandboxed where it cannot.
+#[derive(Debug, Clone)]
+pub struct Confinement {
+    /// The view around the project (with the data mounts the tools reach).
+    pub sandbox: Sandbox,
+    /// The level the server and everything it starts run at.
+    pub level: SandboxLevel,
+}
+
 /// A running agent server.
 #[derive(Debug)]
 pub struct AgentServer {
     child: Child,
-    addr: SocketAddr,
+    socket: PathBuf,
     key: String,
     log: PathBuf,
     conversations: PathBuf,
-    tmux_dir: PathBuf,
 }
 
 impl AgentServer {
-    /// Starts a server whose conversations are stored under `state_dir/conversations`, with
-    /// `env` as its whole environment (nothing else of this process's is inherited), and waits
-    /// until it is ready. The variables named in `hidden` (the model key, under the name the
-    /// model library reads) are in the server's environment but stripped from the terminal
-    /// tool's, along with OpenHands' own session key.
+    /// Starts a server whose conversations are stored under `state_dir/conversations`, confined
+    /// as `confinement` says, met at `rendezvous`, with `env` as its whole environment (nothing
+    /// else of this process's is inherited), and waits until it is ready. `secrets` (the
+    /// relay's key, under the name the model library reads) join the server's environment
+    /// through a file the launcher reads and removes before anything runs, never through the
+    /// environment the sandbox's first process is started with (every process in the sandbox
+    /// could read that one), and are stripped from the terminal tool's, along with OpenHands'
+    /// own session key.
     pub async fn start(
         installation: &Installation,
         state_dir: &Path,
+        rendezvous: &Rendezvous,
+        confinement: Confinement,
         env: &[(std::ffi::OsString, std::ffi::OsString)],
-        hidden: &[String],
+        secrets: &[(String, String)],
     ) -> Result<AgentServer, OpenHandsError> {
         let server = |e: std::io::Error| OpenHandsError::Server(e.to_string());
-        std::fs::create_dir_all(state_dir).map_err(server)?;
         let log = state_dir.join("agent-server.log");
         let output = std::fs::File::create(&log).map_err(server)?;
         let conversations = state_dir.join("conversations");
+        // The server's own files (settings, terminal events) go where its relative defaults
+        // put them, under its working directory: here, never the project.
+        let working = state_dir.join("server");
+        for dir in [&conversations, &working] {
+            std::fs::create_dir_all(dir).map_err(server)?;
+        }
         // A server (or a command it started) left by a process that was killed still owns the
-        // conversation; it goes before another starts on the same store.
+        // conversation; it goes before another starts on the same store, and so does its
+        // lease on each conversation.
         reap(&conversations);
+        release_leases(&conversations);
         let port = free_port().map_err(server)?;
         let key = session_key()?;
-        let tmux_dir = tmux_dir(state_dir).map_err(server)?;
-        let child = Command::new(installation.python())
-            .args(["-c", LAUNCH, "--host", "127.0.0.1", "--port"])
-            .arg(port.to_string())
-            .current_dir(state_dir)
+        let mut secrets = secrets.to_vec();
+        // The key is for this process alone; it never reaches a file but this one, which the
+        // launcher removes.
+        secrets.push(("SESSION_API_KEY".to_owned(), key.clone()));
+        let hidden: Vec<&str> = secrets.iter().map(|(name, _)| name.as_str()).collect();
+        let hidden = hidden.join(",");
+        rendezvous.hand_over(&secrets).map_err(server)?;
+        let python = installation.python();
+        let program = python
+            .to_str()
+            .ok_or_else(|| OpenHandsError::Server(format!("{} is not UTF-8", python.display())))?;
+        let port_arg = port.to_string();
+        let args = ["-c", LAUNCH, "--host", "127.0.0.1", "--port", &port_arg];
+        let level = confinement.level;
+        // The server reads its interpreter and writes its store, its working files and the
+        // meeting place's sockets; the rest of Heartwood's state stays out of its view.
+        let sandbox = confinement
+            .sandbox
+            .reaching(installation.directories().into_iter().map(|d| (d, false)))
+            .reaching([
+                (conversations.clone(), true),
+                (working.clone(), true),
+                (rendezvous.dir.clone(), true),
+            ]);
+        // Building the view reads the project's directories (nested state): off the runtime.
+        let program = program.to_owned();
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        let confined = tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            sandbox.wrap(level, &program, &args)
+        })
+        .await
+        .map_err(|e| OpenHandsError::Server(e.to_string()))?
+        .map_err(|e| OpenHandsError::Server(format!("cannot confine the agent server: {e}")))?;
+        let child = Command::new(&confined.program)
+            .args(&confined.args)
+            .current_dir(&working)
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k, v)))
-            // The key is for this process alone; it never reaches a file.
-            .env("SESSION_API_KEY", &key)
             .env("OH_CONVERSATIONS_PATH", &conversations)
-            .env("HEARTWOOD_TOOL_HIDDEN", hidden.join(","))
-            .env("TMUX_TMPDIR", &tmux_dir)
+            .env("HEARTWOOD_TOOL_HIDDEN", hidden)
+            .env("HEARTWOOD_SECRETS", rendezvous.secrets_file())
+            .env("HEARTWOOD_WORKING_DIR", &working)
+            .env("HEARTWOOD_SERVER_SOCKET", rendezvous.server_socket())
+            .env("HEARTWOOD_MODEL_SOCKET", rendezvous.model_socket())
+            .env("HEARTWOOD_MODEL_PORT", rendezvous.model_port.to_string())
+            .env("TMUX_TMPDIR", &rendezvous.dir)
             .stdin(Stdio::null())
             .stdout(output.try_clone().map_err(server)?)
             .stderr(output)
@@ -93,25 +235,26 @@ impl AgentServer {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| {
-                OpenHandsError::Server(format!(
-                    "cannot start {}: {e}",
-                    installation.python().display()
-                ))
+                OpenHandsError::Server(format!("cannot start {}: {e}", confined.program.display()))
             })?;
+        // bubblewrap has read its syscall filter once the child runs.
+        drop(confined.into_filters());
         let mut server = AgentServer {
             child,
-            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            socket: rendezvous.server_socket(),
             key,
             log,
             conversations,
-            tmux_dir,
         };
-        server.wait_ready().await?;
+        let ready = server.wait_ready().await;
+        // Read by now if the launcher ran at all; never left for a later process to find.
+        let _ = std::fs::remove_file(rendezvous.secrets_file());
+        ready?;
         Ok(server)
     }
 
     async fn wait_ready(&mut self) -> Result<(), OpenHandsError> {
-        let client = reqwest::Client::new();
+        let client = self.http()?;
         let url = format!("{}/ready", self.base_url());
         let started = Instant::now();
         loop {
@@ -144,9 +287,18 @@ impl AgentServer {
         }
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// An HTTP client that reaches this server (through its socket, whatever the URL's host).
+    pub fn http(&self) -> Result<reqwest::Client, OpenHandsError> {
+        reqwest::Client::builder()
+            .unix_socket(self.socket.as_path())
+            .build()
+            .map_err(|e| OpenHandsError::Server(format!("cannot make an HTTP client: {e}")))
+    }
+
+    /// The URL requests name (the host is a placeholder: [`AgentServer::http`] connects
+    /// through the socket).
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        "http://openhands.invalid".to_owned()
     }
 
     /// The key every request carries.
@@ -182,8 +334,8 @@ impl Drop for AgentServer {
     fn drop(&mut self) {
         kill_group(&self.child);
         reap(&self.conversations);
-        // The multiplexer went with the reap; its socket is all the directory held.
-        let _ = std::fs::remove_dir_all(&self.tmux_dir);
+        // The multiplexer went with the reap. The meeting place stays: the relay of the next
+        // server may already listen there.
     }
 }
 
@@ -204,6 +356,20 @@ pub fn reap(conversations: &Path) {
         if let Some(pid) = rustix::process::Pid::from_raw(pid.cast_signed()) {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         }
+    }
+}
+
+/// The file in a conversation's folder that names the server owning it.
+const LEASE_FILE: &str = "owner_lease.json";
+
+/// Removes the ownership leases of the conversations in `conversations`, once no server of
+/// the store runs ([`reap`]). A server records itself by host name and process id; every
+/// confined server has the sandbox's host name and the same process id in its own PID
+/// namespace, so the next one would take the lease of a dead one for its own live process and
+/// refuse the conversation until the lease expired.
+fn release_leases(conversations: &Path) {
+    for conversation in std::fs::read_dir(conversations).into_iter().flatten().flatten() {
+        let _ = std::fs::remove_file(conversation.path().join(LEASE_FILE));
     }
 }
 
@@ -228,12 +394,13 @@ pub fn processes_of(conversations: &Path) -> Vec<u32> {
         .collect()
 }
 
-/// Where this server's terminal multiplexer keeps its socket: a private directory of this
-/// user's named after the conversation store. OpenHands names its tmux socket alike for every
-/// server, so without this every project's terminals shared one tmux server, which carried
-/// the environment of whichever server started it and which a reap of that project's
-/// processes took down under the others' running commands.
-fn tmux_dir(state_dir: &Path) -> std::io::Result<PathBuf> {
+/// The [`Rendezvous`] directory: a private directory of this user's named after the state
+/// directory, short enough for socket paths. It also holds the terminal multiplexer's socket:
+/// OpenHands names its tmux socket alike for every server, so without a directory of its own
+/// every project's terminals shared one tmux server (unconfined), which carried the
+/// environment of whichever server started it and which a reap of that project's processes
+/// took down under the others' running commands.
+fn runtime_dir(state_dir: &Path) -> std::io::Result<PathBuf> {
     use sha2::Digest;
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     let state = std::fs::canonicalize(state_dir)?;
@@ -242,7 +409,7 @@ fn tmux_dir(state_dir: &Path) -> std::io::Result<PathBuf> {
     let base = std::env::var_os("XDG_RUNTIME_DIR")
         .filter(|d| !d.is_empty())
         .map_or_else(std::env::temp_dir, PathBuf::from);
-    let dir = base.join(format!("heartwood-tmux-{name}"));
+    let dir = base.join(format!("heartwood-openhands-{name}"));
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}

@@ -7,7 +7,9 @@
 use std::time::Duration;
 
 use heartwood_openhands::events::Event;
-use heartwood_openhands::{AgentServer, Client, ConversationSpec, ExecutionStatus, Installation};
+use heartwood_openhands::{
+    AgentServer, Client, Confinement, ConversationSpec, ExecutionStatus, Installation, Rendezvous,
+};
 use heartwood_testkit::{Script, ScriptedModelServer, Turn};
 use serde_json::json;
 
@@ -48,15 +50,29 @@ async fn a_set_waits_whole_a_rejection_reaches_the_model_and_an_allowed_action_r
     .expect("model");
     let project = tempfile::tempdir().expect("project");
     let state = tempfile::tempdir().expect("state");
-    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+    let env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
         .filter(|(k, _)| k == "PATH" || k == "HOME")
         .collect();
-    env.push(("OPENAI_API_KEY".into(), "sk-scripted".into()));
-    let hidden = ["OPENAI_API_KEY".to_owned()];
-    let mut server = AgentServer::start(&installation, state.path(), &env, &hidden)
-        .await
-        .expect("the agent server starts");
-    let client = Client::new(&server);
+    let secrets = [("OPENAI_API_KEY".to_owned(), "sk-scripted".to_owned())];
+    let rendezvous = Rendezvous::prepare(state.path()).expect("a meeting place");
+    // Unconfined here: the scripted model listens on the host's loopback, which a confined
+    // server's network namespace does not have (the gateway's tests run the server confined,
+    // behind the relay its rendezvous forwards).
+    let confinement = Confinement {
+        sandbox: heartwood_sandbox::Sandbox::new(project.path()),
+        level: heartwood_sandbox::SandboxLevel::Unsandboxed,
+    };
+    let mut server = AgentServer::start(
+        &installation,
+        state.path(),
+        &rendezvous,
+        confinement,
+        &env,
+        &secrets,
+    )
+    .await
+    .expect("the agent server starts");
+    let client = Client::new(&server).expect("a client");
     let conversation = client
         .start_conversation(&ConversationSpec {
             model: "openai/scripted".to_owned(),

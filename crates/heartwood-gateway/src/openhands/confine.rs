@@ -2,7 +2,9 @@
 //! allowed set in which the editor would reach a path outside the project is refused whole
 //! (OpenHands confirms a set whole), so the review's preview, which says such an edit would
 //! fail, is what happens. The launcher's editor refuses such a path again when the edit runs
-//! (a link made by an earlier member of the set is only there by then).
+//! (a link made by an earlier member of the set is only there by then), and the sandbox the
+//! server runs in holds it to the project whatever either check says: these two keep the
+//! preview and the outcome in agreement, the kernel keeps the boundary.
 
 use std::path::{Component, Path, PathBuf};
 

@@ -120,9 +120,9 @@ impl Log {
                         .as_ref()
                         .map_or(heartwood_agent::tools::Risk::Unknown, risk),
                     thought: action.thought_text(),
-                    // OpenHands runs its terminal itself, outside Heartwood's sandbox.
-                    sandbox: (action.tool_name == "terminal")
-                        .then_some(heartwood_agent::tools::SandboxLevel::Unsandboxed),
+                    // OpenHands runs its terminal in its server, which runs in Heartwood's
+                    // sandbox at a person's level.
+                    sandbox: (action.tool_name == "terminal").then(super::server_level),
                     tool: action.tool_name,
                     arguments,
                 };

@@ -19,9 +19,10 @@ use std::time::{Duration, Instant};
 use heartwood_events::ActionPolicy;
 use heartwood_openhands::server::{SPECIALISTS_VAR, SpecialistRole, specialists_json};
 use heartwood_openhands::{
-    AgentServer, Client, ConversationSpec, ConversationStore, ExecutionStatus, Installation,
-    OpenHandsError,
+    AgentServer, Client, Confinement, ConversationSpec, ConversationStore, ExecutionStatus,
+    Installation, OpenHandsError, Rendezvous,
 };
+use heartwood_sandbox::{Allowed, Sandbox, SandboxLevel};
 
 use crate::GatewayError;
 use crate::backend::{
@@ -204,22 +205,24 @@ impl OpenHandsBackend {
             return Ok(client.clone());
         }
         self.server = None;
+        let state_dir = self.spec.state_dir.as_std_path();
+        let rendezvous = Rendezvous::prepare(state_dir).map_err(oh_error)?;
         // The route's key stays in this process, where the relay's model client reads it (a
         // key that is not set refused the command before the worker started).
-        let relay = self.start_relay().await?;
+        let relay = self.start_relay(&rendezvous).await?;
         // The model library reads its key from its conventional variable: the relay's own key,
         // by environment only, never written to the conversation's settings.
         let key = relay.key().to_owned();
         self.relay = Some(relay);
         // The server gets the tools' allowlisted environment (never the route's own variable)
-        // and the key under the model library's name, which its terminal tool never sees.
+        // and the key under the model library's name, as a secret its terminal tool never
+        // sees.
         let mut env = self
             .spec
             .tool_env
             .clone()
             .hiding(self.spec.route.api_key_env.iter().cloned())
             .vars();
-        env.push(("OPENAI_API_KEY".into(), key.into()));
         // The `task` tool's sub-agents: the catalog's specialists, and only those.
         env.push((
             SPECIALISTS_VAR.into(),
@@ -227,13 +230,15 @@ impl OpenHandsBackend {
         ));
         let server = AgentServer::start(
             &self.installation,
-            self.spec.state_dir.as_std_path(),
+            state_dir,
+            &rendezvous,
+            self.confinement(),
             &env,
-            &["OPENAI_API_KEY".to_owned()],
+            &[("OPENAI_API_KEY".to_owned(), key)],
         )
         .await
         .map_err(oh_error)?;
-        let client = Client::new(&server);
+        let client = Client::new(&server).map_err(oh_error)?;
         self.server = Some((server, client.clone()));
         // Everything an earlier server wrote is read before this one's first completion.
         self.deliver()?;
@@ -251,10 +256,29 @@ impl OpenHandsBackend {
     }
 
     /// The relay the server reaches the route through, started afresh with each server.
-    async fn start_relay(&self) -> Result<relay::ModelRelay, BackendError> {
+    async fn start_relay(
+        &self,
+        rendezvous: &Rendezvous,
+    ) -> Result<relay::ModelRelay, BackendError> {
         let route = self.spec.route.model_route(self.spec.project.as_std_path());
         let recordings = self.spec.state_dir.as_std_path();
-        relay::ModelRelay::start(route, recordings, self.spec.project.as_str()).await
+        relay::ModelRelay::start(route, recordings, self.spec.project.as_str(), rendezvous).await
+    }
+
+    /// Where the server runs: in the project's sandbox, with the data mounts the native
+    /// engine's tools reach, at the level a person's allowance gives (every set waits for
+    /// one), so its terminal and file editor are held as the native engine's are.
+    fn confinement(&self) -> Confinement {
+        let sandbox = Sandbox::new(self.spec.project.as_std_path()).reaching(
+            self.spec
+                .data_mounts
+                .iter()
+                .map(|m| (m.path.clone(), m.writable)),
+        );
+        Confinement {
+            sandbox,
+            level: server_level(),
+        }
     }
 
     /// What the conversation is told about its model, tools and policy.
@@ -265,8 +289,9 @@ impl OpenHandsBackend {
             model: format!("openai/{}", relay::RELAYED_MODEL),
             base_url,
             working_dir: self.spec.project.to_string(),
-            // OpenHands runs its terminal itself, outside Heartwood's sandbox: nothing runs
-            // without a person's decision there, whatever the policy.
+            // The risk rules that let a reader run unreviewed belong to the native engine's
+            // terminal (each command in its own read-only sandbox); OpenHands' server holds one
+            // sandbox for the conversation, at a person's level, so every set waits for one.
             confirm_every_action: true,
             max_iterations: MAX_ITERATIONS,
             // Skills as of the conversation's creation: OpenHands keeps its agent's
@@ -578,6 +603,12 @@ impl AgentBackend for OpenHandsBackend {
             None => self.store.root().display().to_string(),
         }
     }
+}
+
+/// The level OpenHands' server, and so its terminal and file editor, runs at: a person's
+/// allowance (project-write where the machine confines, unsandboxed where it cannot).
+pub(crate) fn server_level() -> SandboxLevel {
+    heartwood_sandbox::level_for(false, Allowed::ByPerson)
 }
 
 fn oh_error(error: OpenHandsError) -> BackendError {

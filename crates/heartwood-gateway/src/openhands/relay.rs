@@ -1,4 +1,5 @@
-//! A loopback chat-completions endpoint between the OpenHands agent server and the model route:
+//! A chat-completions endpoint (on a Unix socket the agent server reaches from its sandbox)
+//! between the OpenHands agent server and the model route:
 //! the agent server sends OpenAI chat completions here, and each is answered by Heartwood's own
 //! model client for the route, the one the native engine uses. So a route OpenHands' model
 //! library cannot speak works (a ChatGPT subscription: Heartwood's sign-in and the Responses
@@ -24,6 +25,7 @@ use heartwood_agent::model::replay::Recorder;
 use heartwood_agent::model::{
     ChatMessage, FunctionSpec, ModelClient, ModelReply, ModelRoute, ToolCall, ToolSpec,
 };
+use heartwood_openhands::Rendezvous;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -58,22 +60,23 @@ struct Relayed {
 const PROJECT_PLACEHOLDER: &str = "<project>";
 
 impl ModelRelay {
-    /// Starts a relay to `route` on a free loopback port, recording into `recording_dir` (the
-    /// session's engine folder) the exchanges of the agent working in `project`.
+    /// Starts a relay to `route` on the model socket of `rendezvous` (the server, in its own
+    /// network namespace, reaches it at a loopback port its launcher forwards there), recording
+    /// into `recording_dir` (the session's engine folder) the exchanges of the agent working
+    /// in `project`.
     pub(super) async fn start(
         route: ModelRoute,
         recording_dir: &Path,
         project: &str,
+        rendezvous: &Rendezvous,
     ) -> Result<ModelRelay, BackendError> {
         let client = ModelClient::new(route).map_err(BackendError::engine)?;
         let recorder = Recorder::open(recording_dir);
         // A replay reopened after a decision goes on after the calls it has served.
         client.replay_from(usize::try_from(recorder.calls()).unwrap_or(usize::MAX));
         let key = heartwood_openhands::server::session_key().map_err(BackendError::engine)?;
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-            .await
+        let listener = tokio::net::UnixListener::bind(rendezvous.model_socket())
             .map_err(BackendError::engine)?;
-        let port = listener.local_addr().map_err(BackendError::engine)?.port();
         let served = Arc::new(AtomicU64::new(0));
         let relayed = Arc::new(Relayed {
             client,
@@ -95,7 +98,7 @@ impl ModelRelay {
                 .await;
         });
         Ok(ModelRelay {
-            base_url: format!("http://127.0.0.1:{port}/v1"),
+            base_url: rendezvous.model_base_url(),
             key,
             served,
             _stop: stop,
