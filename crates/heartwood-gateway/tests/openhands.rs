@@ -43,6 +43,11 @@ struct Fixture {
 impl Fixture {
     async fn new(script: Script) -> Fixture {
         let project = tempfile::tempdir().expect("project");
+        Fixture::with_project(project, script).await
+    }
+
+    /// A fixture in `project` (a test whose script names the project's path makes it first).
+    async fn with_project(project: tempfile::TempDir, script: Script) -> Fixture {
         let model = ScriptedModelServer::start(script).await.expect("model");
         let context = ProjectContext::at(project.path()).expect("a UTF-8 project path");
         ProjectConfig::set_route(
@@ -776,7 +781,9 @@ async fn the_agent_servers_commands_run_in_the_sandbox_at_a_persons_level() {
     }
     let outside = tempfile::tempdir().expect("a folder outside the project");
     let escaped = outside.path().join("escaped.txt");
-    let f = Fixture::new(Script::of(vec![
+    let folder = tempfile::tempdir().expect("project");
+    let project = folder.path().to_owned();
+    let f = Fixture::with_project(folder, Script::of(vec![
         Turn::calls(&[(
             "terminal",
             json!({"command": format!(
@@ -785,13 +792,19 @@ async fn the_agent_servers_commands_run_in_the_sandbox_at_a_persons_level() {
                  cat .heartwood/sessions/oh1/events.jsonl > /dev/null 2>&1; \
                  echo \"journal: $?\" >> seen.txt; \
                  for p in /proc/[0-9]*; do \
-                   if tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -Eq '^(OPENAI_API_KEY|SESSION_API_KEY)='; \
+                   if tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -Eq '^(OPENAI_API_KEY|SESSION_API_KEY|OH_SESSION_API_KEYS_[0-9]+)='; \
                    then echo \"key in: $(head -c 60 $p/cmdline | tr '\\0\\n' '  ')\" >> seen.txt; fi; \
-                 done; echo end >> seen.txt",
-                escaped = escaped.display()
+                 done; echo end >> seen.txt; \
+                 for m in json sitecustomize; do \
+                   echo \"open('{project}/planted.txt', 'a').write('$m ran')\" \
+                     > .heartwood/sessions/oh1/backend/server/$m.py; \
+                 done",
+                escaped = escaped.display(),
+                project = project.display(),
             )}),
         )]),
         Turn::text("Done."),
+        Turn::text("Nothing more."),
     ]))
     .await;
     applied(&f.task("try the walls"));
@@ -819,5 +832,18 @@ async fn the_agent_servers_commands_run_in_the_sandbox_at_a_persons_level() {
         "Heartwood's journal is not in the view: {seen}"
     );
     assert_eq!(lines[2], "end", "no process shows the relay's key: {seen}");
+
+    // The server's working folder is the commands' to write; what they planted there is gone
+    // before the next server starts in it, and Python never looks there for modules.
+    let store = project.join(".heartwood/sessions/oh1/backend/conversations");
+    heartwood_openhands::server::reap(&store);
+    let _ = f.settled().await;
+    applied(&f.task("go on"));
+    let again = f.settled().await;
+    assert_eq!(again.lifecycle, Lifecycle::Finished, "{again:#?}");
+    assert!(
+        !project.join("planted.txt").exists(),
+        "a module planted in the server's folder ran in the next server"
+    );
     f.gateway.close().await;
 }

@@ -40,7 +40,11 @@
 #   handed over in a file (HEARTWOOD_SECRETS) this process reads and removes first, never in
 #   the environment the sandbox starts with, which its first process (bubblewrap's, dumpable)
 #   would show to every command; and no program this process starts inherits them (its
-#   terminal multiplexer's server did, though OpenHands strips them from the shell's own).
+#   terminal multiplexer's server did, though OpenHands strips them from the shell's own):
+#   a variable holding a secret's value goes, whatever its name;
+# - Python runs isolated (`-I`: no current directory, script directory, PYTHON* variables or
+#   user site on its path), since its working directory is one the commands it runs can
+#   write: a `json.py` planted there ran inside this process, before the secrets were read.
 import ctypes, os, runpy, socket, sys, threading, time
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -64,8 +68,14 @@ popen_init = subprocess.Popen.__init__
 
 def popen_without_secrets(self, *args, env=None, **kwargs):
     env = os.environ if env is None else env
-    env = {name: value for name, value in env.items() if name not in secrets}
+    env = {name: value for name, value in env.items() if not holds_secret(name, value)}
     popen_init(self, *args, env=env, **kwargs)
+
+
+def holds_secret(name, value):
+    # By value too: OpenHands copies its session key into variables of its own
+    # (OH_SESSION_API_KEYS_0), which its terminal multiplexer's server then carried.
+    return name in secrets or any(secret and secret in value for secret in secrets.values())
 
 
 subprocess.Popen.__init__ = popen_without_secrets

@@ -168,17 +168,23 @@ impl AgentServer {
         let log = state_dir.join("agent-server.log");
         let output = std::fs::File::create(&log).map_err(server)?;
         let conversations = state_dir.join("conversations");
-        // The server's own files (settings, terminal events) go where its relative defaults
-        // put them, under its working directory: here, never the project.
-        let working = state_dir.join("server");
-        for dir in [&conversations, &working] {
-            std::fs::create_dir_all(dir).map_err(server)?;
-        }
         // A server (or a command it started) left by a process that was killed still owns the
         // conversation; it goes before another starts on the same store, and so does its
         // lease on each conversation.
         reap(&conversations);
         release_leases(&conversations);
+        // The server's own files (settings, terminal events) go where its relative defaults
+        // put them, under its working directory: here, never the project. The commands it runs
+        // can write there too, and the server reads its settings file from there as it
+        // starts, so each server starts in an empty one.
+        let working = state_dir.join("server");
+        match std::fs::remove_dir_all(&working) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(server(e)),
+            _ => {}
+        }
+        for dir in [&conversations, &working] {
+            std::fs::create_dir_all(dir).map_err(server)?;
+        }
         let port = free_port().map_err(server)?;
         let key = session_key()?;
         let mut secrets = secrets.to_vec();
@@ -193,7 +199,15 @@ impl AgentServer {
             .to_str()
             .ok_or_else(|| OpenHandsError::Server(format!("{} is not UTF-8", python.display())))?;
         let port_arg = port.to_string();
-        let args = ["-c", LAUNCH, "--host", "127.0.0.1", "--port", &port_arg];
+        let args = [
+            "-I",
+            "-c",
+            LAUNCH,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port_arg,
+        ];
         let level = confinement.level;
         // The server reads its interpreter and writes its store, its working files and the
         // meeting place's sockets; the rest of Heartwood's state stays out of its view.
@@ -368,7 +382,11 @@ const LEASE_FILE: &str = "owner_lease.json";
 /// namespace, so the next one would take the lease of a dead one for its own live process and
 /// refuse the conversation until the lease expired.
 fn release_leases(conversations: &Path) {
-    for conversation in std::fs::read_dir(conversations).into_iter().flatten().flatten() {
+    for conversation in std::fs::read_dir(conversations)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let _ = std::fs::remove_file(conversation.path().join(LEASE_FILE));
     }
 }
