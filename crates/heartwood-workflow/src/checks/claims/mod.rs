@@ -131,8 +131,18 @@ pub fn report_claims(files: Files<'_>, params: &Params, result: &mut CheckResult
             ));
         }
     }
+    let mixed = mixed_conventions(&pairs, &figures, &computed);
     for (claim, i) in pairs {
         let mut view = judge(claim, &figures[i], &computed);
+        if view.status == Status::Passed
+            && let Some(why) = mixed.iter().find(|(at, _)| *at == i).map(|(_, w)| w)
+        {
+            view.status = Status::Failed;
+            view.note = format!(
+                "line {}: {} {}: {why}: “{}”",
+                figures[i].line, view.quantity, figures[i].written, figures[i].quote
+            );
+        }
         view.text = format!(
             "line {}: {} is {}, recomputed {}: {}",
             view.line,
@@ -148,6 +158,81 @@ pub fn report_claims(files: Files<'_>, params: &Params, result: &mut CheckResult
         }
         result.claims.push(view);
     }
+}
+
+/// Whether `figure` agrees with the recomputed value `v` of `claim` by the tolerance rule.
+fn agrees(claim: &Claim, figure: &Figure, computed: &quantities::Computed, v: f64) -> bool {
+    let scale = if figure.percent { 0.01 } else { 1.0 };
+    let (value, half_unit) = (figure.value * scale, figure.half_unit * scale);
+    let rounding = computed.allowance(claim, v);
+    match figure.reading.relation {
+        Relation::Equal => (value - v).abs() <= half_unit + rounding,
+        Relation::Below => v < value + rounding,
+        Relation::Above => v > value - rounding,
+    }
+}
+
+/// The two bounds of one interval (a lower and an upper claim of one coefficient and level in
+/// one sentence) must both be one reference distribution's: a lower bound from the normal and
+/// an upper bound from Student's t is no interval anyone computed. Returns, for each figure of
+/// such a pair that no single convention gives, why.
+fn mixed_conventions(
+    pairs: &[(&Claim, usize)],
+    figures: &[Figure],
+    computed: &Result<quantities::Computed, String>,
+) -> Vec<(usize, String)> {
+    let Ok(computed) = computed else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for &(lower, l) in pairs
+        .iter()
+        .filter(|(c, _)| c.quantity == Quantity::CiLower)
+    {
+        let upper = pairs.iter().find(|(c, u)| {
+            c.quantity == Quantity::CiUpper
+                && c.coefficient == lower.coefficient
+                && c.level == lower.level
+                && figures[*u].line == figures[l].line
+                && figures[*u].quote == figures[l].quote
+        });
+        let Some(&(upper, u)) = upper else { continue };
+        let (Ok(lows), Ok(highs)) = (computed.value(lower), computed.value(upper)) else {
+            continue;
+        };
+        let lower_fits: Vec<bool> = lows
+            .iter()
+            .map(|&v| agrees(lower, &figures[l], computed, v))
+            .collect();
+        let upper_fits: Vec<bool> = highs
+            .iter()
+            .map(|&v| agrees(upper, &figures[u], computed, v))
+            .collect();
+        let each_fits = lower_fits.contains(&true) && upper_fits.contains(&true);
+        let one_convention = lower_fits.iter().zip(&upper_fits).any(|(&a, &b)| a && b);
+        if each_fits && !one_convention {
+            let why = format!(
+                "the interval {} to {} takes its bounds from two reference distributions (the \
+                 normal and Student's t give {} and {}); no one convention gives both, so state \
+                 one convention's interval",
+                figures[l].written,
+                figures[u].written,
+                fmt_all(&lows),
+                fmt_all(&highs)
+            );
+            out.push((l, why.clone()));
+            out.push((u, why));
+        }
+    }
+    out
+}
+
+fn fmt_all(values: &[f64]) -> String {
+    values
+        .iter()
+        .map(|v| format!("{v:.6}"))
+        .collect::<Vec<_>>()
+        .join(" or ")
 }
 
 /// What a claim says a figure is, in words.
@@ -231,15 +316,10 @@ fn judge(
     let scale = if figure.percent { 0.01 } else { 1.0 };
     let (value, half_unit) = (figure.value * scale, figure.half_unit * scale);
     let relation = figure.reading.relation;
-    let agrees = |v: f64| {
-        let rounding = computed.allowance(claim, v);
-        match relation {
-            Relation::Equal => (value - v).abs() <= half_unit + rounding,
-            Relation::Below => v < value + rounding,
-            Relation::Above => v > value - rounding,
-        }
-    };
-    let Some(&matched) = candidates.iter().find(|&&v| agrees(v)) else {
+    let Some(&matched) = candidates
+        .iter()
+        .find(|&&v| agrees(claim, figure, computed, v))
+    else {
         let rounding = candidates
             .iter()
             .map(|&v| computed.allowance(claim, v))
