@@ -327,7 +327,7 @@ fn a_subset_a_count_of_groups_or_an_unmodelled_predictor_is_never_passed() {
     assert_unverified_naming(&r, &["age"], "slope on age");
 }
 
-/// Both bounds of one interval come from one reference distribution.
+/// Both bounds of one interval, and a p-value beside them, come from one reference distribution.
 #[test]
 fn an_interval_whose_bounds_mix_two_conventions_fails() {
     // statsmodels, the intercept's firm-clustered 95% CI: normal reference -88.20 to 10.43;
@@ -357,6 +357,27 @@ fn an_interval_whose_bounds_mix_two_conventions_fails() {
             r.reasons
         );
     }
+    // The same sentence's p-value must be the interval's convention: statsmodels gives the
+    // intercept's cluster-robust p 0.12 (normal) and 0.16 (t on 8 df).
+    let with_p = |p: &str| {
+        let mut c = claims("-88.20", "10.43");
+        if let Some(list) = c.as_array_mut() {
+            list.push(
+                json!({"line": 3, "value": p, "quantity": "p_value", "coefficient": "intercept"}),
+            );
+        }
+        c
+    };
+    let sentence_p = |p: &str| {
+        format!(
+            "For the intercept, the cluster-robust 95% CI is -88.20 to 10.43 and the \
+             cluster-robust p-value is {p}."
+        )
+    };
+    let r = sentence(LINEAR, &sentence_p("0.16"), with_p("0.16"));
+    assert_eq!(r.status, Status::Failed, "{:?}", r.reasons);
+    let r = sentence(LINEAR, &sentence_p("0.12"), with_p("0.12"));
+    assert_eq!(r.status, Status::Passed, "{:?}", r.reasons);
 }
 
 /// An image's alternative text (shown when the image is missing) and a link's title (shown on

@@ -172,10 +172,11 @@ fn agrees(claim: &Claim, figure: &Figure, computed: &quantities::Computed, v: f6
     }
 }
 
-/// The two bounds of one interval (a lower and an upper claim of one coefficient and level in
-/// one sentence) must both be one reference distribution's: a lower bound from the normal and
-/// an upper bound from Student's t is no interval anyone computed. Returns, for each figure of
-/// such a pair that no single convention gives, why.
+/// The figures of one coefficient that depend on the reference distribution (its interval
+/// bounds and p-value) stated in one sentence must all be one distribution's: a lower bound
+/// from the normal and an upper bound from Student's t is no interval anyone computed, and a
+/// normal interval beside a t p-value is two conventions. Returns, for each figure of such a
+/// sentence that no single convention gives together with the others, why.
 fn mixed_conventions(
     pairs: &[(&Claim, usize)],
     figures: &[Figure],
@@ -184,44 +185,60 @@ fn mixed_conventions(
     let Ok(computed) = computed else {
         return Vec::new();
     };
+    let depends =
+        |q: Quantity| matches!(q, Quantity::CiLower | Quantity::CiUpper | Quantity::PValue);
     let mut out = Vec::new();
-    for &(lower, l) in pairs
-        .iter()
-        .filter(|(c, _)| c.quantity == Quantity::CiLower)
-    {
-        let upper = pairs.iter().find(|(c, u)| {
-            c.quantity == Quantity::CiUpper
-                && c.coefficient == lower.coefficient
-                && c.level == lower.level
-                && figures[*u].line == figures[l].line
-                && figures[*u].quote == figures[l].quote
-        });
-        let Some(&(upper, u)) = upper else { continue };
-        let (Ok(lows), Ok(highs)) = (computed.value(lower), computed.value(upper)) else {
+    let mut seen: Vec<usize> = Vec::new();
+    for &(first, f) in pairs.iter().filter(|(c, _)| depends(c.quantity)) {
+        if seen.contains(&f) {
             continue;
-        };
-        let lower_fits: Vec<bool> = lows
+        }
+        let group: Vec<(&Claim, usize)> = pairs
             .iter()
-            .map(|&v| agrees(lower, &figures[l], computed, v))
+            .filter(|(c, i)| {
+                depends(c.quantity)
+                    && c.coefficient == first.coefficient
+                    && figures[*i].line == figures[f].line
+                    && figures[*i].quote == figures[f].quote
+            })
+            .copied()
             .collect();
-        let upper_fits: Vec<bool> = highs
-            .iter()
-            .map(|&v| agrees(upper, &figures[u], computed, v))
-            .collect();
-        let each_fits = lower_fits.contains(&true) && upper_fits.contains(&true);
-        let one_convention = lower_fits.iter().zip(&upper_fits).any(|(&a, &b)| a && b);
+        seen.extend(group.iter().map(|(_, i)| *i));
+        if group.len() < 2 {
+            continue;
+        }
+        let mut fits: Vec<Vec<bool>> = Vec::new();
+        let mut values: Vec<String> = Vec::new();
+        for &(claim, i) in &group {
+            let Ok(candidates) = computed.value(claim) else {
+                break;
+            };
+            fits.push(
+                candidates
+                    .iter()
+                    .map(|&v| agrees(claim, &figures[i], computed, v))
+                    .collect(),
+            );
+            values.push(format!(
+                "{} for {}",
+                fmt_all(&candidates),
+                figures[i].written
+            ));
+        }
+        let width = fits.first().map_or(0, Vec::len);
+        if fits.len() != group.len() || fits.iter().any(|f| f.len() != width) {
+            continue;
+        }
+        let each_fits = fits.iter().all(|f| f.contains(&true));
+        let one_convention = (0..width).any(|k| fits.iter().all(|f| f[k]));
         if each_fits && !one_convention {
             let why = format!(
-                "the interval {} to {} takes its bounds from two reference distributions (the \
-                 normal and Student's t give {} and {}); no one convention gives both, so state \
-                 one convention's interval",
-                figures[l].written,
-                figures[u].written,
-                fmt_all(&lows),
-                fmt_all(&highs)
+                "these figures of one coefficient take two reference distributions (each \
+                 convention in turn gives {}); no one convention gives them all, so state one \
+                 convention's figures",
+                values.join("; ")
             );
-            out.push((l, why.clone()));
-            out.push((u, why));
+            out.extend(group.iter().map(|&(_, i)| (i, why.clone())));
         }
     }
     out
