@@ -626,6 +626,38 @@ mod tests {
     }
 
     #[test]
+    fn words_outside_the_language_are_named_and_phrase_parts_are_not_words() {
+        let r = read_with(&toks("the held-out rmse is #"), None);
+        assert!(r[0].outside.is_empty(), "{:?}", r[0].outside);
+        // `mean` is a word only inside `root mean squared error` or `mean absolute error`.
+        let r = read_with(&toks("the mean of x is #"), Some("x"));
+        assert_eq!(r[0].outside, vec!["mean".to_owned()]);
+        let r = read_with(&toks("the training rmse squared is #"), None);
+        assert_eq!(r[0].outside, vec!["squared".to_owned()]);
+        let r = read_with(&toks("the root mean squared error on new firms is #"), None);
+        assert_eq!(r[0].outside, vec!["new".to_owned(), "firms".to_owned()]);
+    }
+
+    #[test]
+    fn a_group_among_several_names_a_subset() {
+        let vocabulary = Vocabulary {
+            coefficients: Vec::new(),
+            groups: vec![
+                ("chrysler".into(), Sample::HeldOut),
+                ("westinghouse".into(), Sample::HeldOut),
+                ("ibm".into(), Sample::Training),
+            ],
+            outcome: Vec::new(),
+        };
+        let r = read(&toks("the rmse for chrysler is #"), &vocabulary);
+        assert_eq!(r[0].subset.as_deref(), Some("chrysler"));
+        assert!(r[0].outside.is_empty());
+        let r = read(&toks("the rmse for ibm is #"), &vocabulary);
+        assert_eq!(r[0].subset, None);
+        assert_eq!(r[0].samples, Named::One(Sample::Training));
+    }
+
+    #[test]
     fn two_samples_or_a_comparison_word_leave_a_figure_unread() {
         let r = read_with(
             &toks("on the held-out site which had no training rows r2 is #"),
