@@ -8,16 +8,20 @@
 //! t, p-value or interval bound. The check renders the report as a reader sees it
 //! ([`render`]: Markdown, no markup, comments, URLs or hidden HTML), reads every figure by an
 //! allow-list ([`text`]: anything else a reader may take for a number is a doubt), reads what
-//! the words of its sentence say it is by a small fixed grammar ([`context`]), and:
+//! the words of its sentence say it is by a small fixed grammar ([`context`]) from sentences
+//! whose every word is in the results language (an allow-list of the grammar's terms, the
+//! project's names and a few function words; [`words`]), and:
 //!
 //! - a claim whose line does not state its digits fails;
 //! - a number no claim binds, or anything outside the allow-list, is `unverified`, naming it;
 //! - a figure Heartwood cannot compute (`other`), or written with a precision that cannot tell
 //!   right from wrong (a whole-number R², a decimal comma, one significant digit, a zero), is
 //!   `unverified`, saying what to write;
-//! - words naming another sample, metric, coefficient, statistic or level than the claim's
-//!   fail; words naming none, several, or something the grammar does not read (a comparison,
-//!   a negation, a hedge) leave it `unverified` ([`verdict`]);
+//! - a word outside the results language leaves every figure of its sentence `unverified`,
+//!   naming it; words naming another sample, metric, coefficient, statistic or level than the
+//!   claim's fail; words naming none, several, or a subset of a sample leave it `unverified`
+//!   ([`verdict`]); an interval's bounds and p-value in one sentence must share one reference
+//!   distribution;
 //! - every other figure is recomputed ([`quantities`]) and judged by the one tolerance rule:
 //!   half a unit of its last written digit plus the computation's own rounding (from the size
 //!   of the terms it is computed from, never the figure's); digits finer than that rounding
