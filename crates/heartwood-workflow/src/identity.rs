@@ -14,6 +14,14 @@
 //!    any other text is replaced by its confusable skeleton (UTS #39), which maps look-alike
 //!    letters from other scripts to one prototype.
 //!
+//! A group label names a group (a firm, a site), which a reader recognises through its
+//! punctuation and spacing: `Westinghouse.`, `Westing-house` and `W estinghouse` are the firm
+//! `Westinghouse`. So group labels are compared by their [`group_canonical`] form: the canonical
+//! form with every character that is not a letter or digit (punctuation, symbols, white space)
+//! dropped. Keys and headers keep the canonical form (`a-1` and `a1` are two keys). A full name
+//! against a short one (`Westinghouse Electric` and `Westinghouse`) is not a spelling and is
+//! not caught here.
+//!
 //! Checks never merge two spellings silently: two distinct raw spellings with one canonical form
 //! are ambiguous, and the check refuses them naming both and where each stands.
 
@@ -98,6 +106,17 @@ fn slow_canonical(text: &str) -> String {
         .to_lowercase()
 }
 
+/// The canonical form of a group label: [`canonical`], then every character that is not a
+/// letter or digit dropped (a label of punctuation only keeps its canonical form).
+pub fn group_canonical(text: &str) -> String {
+    let form = canonical(text);
+    if form.starts_with('#') {
+        return form;
+    }
+    let letters: String = form.chars().filter(|c| c.is_alphanumeric()).collect();
+    if letters.is_empty() { form } else { letters }
+}
+
 /// A text as a finite number (the tables' reading, kept here so identity depends on nothing).
 fn number(text: &str) -> Option<f64> {
     text.parse::<f64>().ok().filter(|v| v.is_finite())
@@ -121,7 +140,8 @@ impl std::fmt::Display for Ambiguity<'_> {
         write!(
             f,
             "{:?} ({}) and {:?} ({}) differ only in spacing, case, Unicode form, invisible \
-             characters, look-alike letters or number spelling, so a reader takes them for one",
+             characters, look-alike letters, number spelling or (for group labels) punctuation, \
+             so a reader takes them for one",
             self.first, self.first_at, self.second, self.second_at
         )
     }
@@ -134,12 +154,26 @@ impl std::fmt::Display for Ambiguity<'_> {
 pub fn ambiguities<'a, L: std::fmt::Display>(
     items: impl IntoIterator<Item = (&'a str, L)>,
 ) -> Vec<Ambiguity<'a>> {
+    ambiguities_by(items, canonical)
+}
+
+/// [`ambiguities`] of group labels, by their [`group_canonical`] form.
+pub fn group_ambiguities<'a, L: std::fmt::Display>(
+    items: impl IntoIterator<Item = (&'a str, L)>,
+) -> Vec<Ambiguity<'a>> {
+    ambiguities_by(items, group_canonical)
+}
+
+fn ambiguities_by<'a, L: std::fmt::Display>(
+    items: impl IntoIterator<Item = (&'a str, L)>,
+    form_of: fn(&str) -> String,
+) -> Vec<Ambiguity<'a>> {
     let mut first: HashMap<String, Vec<(&'a str, L)>> = HashMap::new();
     let mut found = Vec::new();
     // A spelling seen before has the same canonical form: compute each once.
     let mut known: HashMap<&'a str, String> = HashMap::new();
     for (raw, at) in items {
-        let form = known.entry(raw).or_insert_with(|| canonical(raw)).clone();
+        let form = known.entry(raw).or_insert_with(|| form_of(raw)).clone();
         let seen = first.entry(form).or_default();
         if seen.iter().any(|(s, _)| *s == raw) {
             continue;
@@ -210,6 +244,24 @@ mod tests {
         for text in texts {
             assert_eq!(canonical(&text), slow_canonical(&text), "{text:?}");
         }
+    }
+
+    #[test]
+    fn group_labels_that_differ_only_in_punctuation_or_spacing_share_a_form() {
+        let firm = group_canonical("Westinghouse");
+        for other in [
+            "Westinghouse.",
+            "Westing-house",
+            "W estinghouse",
+            "WESTINGHOUSE",
+        ] {
+            assert_eq!(group_canonical(other), firm, "{other:?}");
+        }
+        assert_ne!(group_canonical("Westinghouse Electric"), firm);
+        assert_ne!(canonical("Westing-house"), canonical("Westinghouse"));
+        let found = group_ambiguities([("Westinghouse", 3), ("Westing-house", 9)]);
+        assert_eq!(found.len(), 1);
+        assert!(found[0].to_string().contains("Westing-house"));
     }
 
     #[test]

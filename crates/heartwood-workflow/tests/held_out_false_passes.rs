@@ -297,8 +297,7 @@ fn a_report_that_states_the_training_fit_as_held_out_performance_fails() {
     let report = |r2: f64| {
         format!(
             "# Investment and firm value\n\nAcross the firms, gross investment rises with market \
-             value. On the held-out firm (US Steel) the model explains R² = {r2:.2} of the \
-             variance in investment. The relation carries over to a firm it never saw.\n"
+             value. On the held-out rows (US Steel) the model has R² = {r2:.2}. The relation carries over to a firm it never saw.\n"
         )
     };
     // The claims file binds the figure (line 3) to the held-out R², as the sentence does.

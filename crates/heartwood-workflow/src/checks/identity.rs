@@ -66,7 +66,7 @@ pub(crate) fn labels_and_keys(
                 .iter()
                 .map(|g| (g.as_str(), Place::HeldOutGroups)),
         );
-    for found in ambiguities(groups) {
+    for found in crate::identity::group_ambiguities(groups) {
         result.fail(format!(
             "group labels {found}: the split cannot be judged disjoint. Spell each group one \
              way in the table and the dictionary"

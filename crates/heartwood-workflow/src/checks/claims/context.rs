@@ -4,6 +4,13 @@
 //!
 //! The grammar is small and fixed, and anything outside it is a doubt, never a guess:
 //!
+//! - **Language**: every word of the sentence must be in the results language, a closed
+//!   vocabulary: the grammar's own terms (the phrases of [`super::words`]), the project's names
+//!   (the model's coefficients, the outcome, the split's group labels) and a few function
+//!   words. A sentence holding any other word is not read at all: each of its figures names
+//!   the words outside and stays `unverified`. The boundary is an allow-list because a list
+//!   of words that change a figure's meaning (`squared`, `excluding`, `odds`, `per minute`)
+//!   is never complete, while the words that leave it alone are few.
 //! - **Sample**: the rows named anywhere in the sentence (training, held-out, all). A sentence
 //!   naming two samples is ambiguous for every figure in it; naming none leaves a metric or a
 //!   count unread.
@@ -27,8 +34,8 @@
 
 use super::format::{Metric, Sample};
 use super::words::{
-    COMPARATOR, DOUBT_WORDS, ERRORS, INTERCEPT, KINDS, METRICS, OTHER_METRICS, OTHER_STATISTICS,
-    SAMPLES,
+    COMPARATOR, DOUBT_WORDS, ERRORS, FUNCTION_WORDS, GRAMMAR_WORDS, INTERCEPT, KINDS, METRICS,
+    OTHER_METRICS, OTHER_STATISTICS, ROW_NOUNS, SAMPLES,
 };
 
 /// How a figure is related to the quantity it states.
@@ -136,6 +143,18 @@ pub(crate) struct Vocabulary {
     pub coefficients: Vec<Vec<String>>,
     /// Each group's label, lower-cased, and the side of the split it is on.
     pub groups: Vec<(String, Sample)>,
+    /// The outcome's names as the grammar reads words (`_` also read as a space).
+    pub outcome: Vec<String>,
+}
+
+impl Vocabulary {
+    /// The outcome column's names as a report may write them.
+    pub(crate) fn outcome_names(outcome: &str) -> Vec<String> {
+        let words = super::text::words(outcome);
+        let mut names = vec![words.clone(), words.replace('_', " ")];
+        names.dedup();
+        names
+    }
 }
 
 /// What a reader takes one figure for.
@@ -164,6 +183,14 @@ pub(crate) struct Reading {
     pub other_statistic: Option<String>,
     /// Words or symbols near it that the grammar does not understand.
     pub doubts: Vec<String>,
+    /// Words of its sentence outside the results language.
+    pub outside: Vec<String>,
+    /// A group label the sentence names that is one of several on its side of the split: the
+    /// figure would be that subset's, which no claim binds.
+    pub subset: Option<String>,
+    /// Its own segment or the words after it (up to the next figure) name its sample; a sample
+    /// named only elsewhere in the sentence may be another figure's.
+    pub sample_near: bool,
 }
 
 /// Symbols a figure may stand next to without doubt (`=`, the table's `|`).
@@ -258,6 +285,8 @@ pub(crate) fn read(toks: &[Tok], vocabulary: &Vocabulary) -> Vec<Reading> {
         .map(|(_, s)| s)
         .collect();
     let samples = Named::of(&samples);
+    let outside = outside(toks, vocabulary);
+    let subset = subset(&whole, vocabulary);
     let other_statistic = any(&whole, OTHER_STATISTICS);
     let errors: Vec<ErrorsSaid> = named(&whole, ERRORS, &[])
         .into_iter()
@@ -297,6 +326,11 @@ pub(crate) fn read(toks: &[Tok], vocabulary: &Vocabulary) -> Vec<Reading> {
             errors: errors.clone(),
             other_statistic: other_statistic.clone(),
             doubts: doubts(own, after, relation != Relation::Equal, n == 0),
+            outside: outside.clone(),
+            subset: subset.clone(),
+            sample_near: [own, after]
+                .iter()
+                .any(|t| !named(&joined(t), &sample_words, COMPARATOR).is_empty()),
         };
         let names_own = matches!(coefficient(own, own, &names), Named::One(_));
         reading.kind = kind(own, previous, names_own);
@@ -317,6 +351,78 @@ pub(crate) fn read(toks: &[Tok], vocabulary: &Vocabulary) -> Vec<Reading> {
         out.push(reading);
     }
     out
+}
+
+/// Where each token of `toks` stands in [`joined`]`(toks)`: (start, end) in bytes.
+fn spans(toks: &[Tok]) -> Vec<(usize, usize)> {
+    let mut at = 0;
+    toks.iter()
+        .map(|t| {
+            let len = match t {
+                Tok::Word(w) => w.len(),
+                _ => 1,
+            };
+            let span = (at, at + len);
+            at += len + 1;
+            span
+        })
+        .collect()
+}
+
+/// The words of a sentence outside the results language, each once, in order: words that no
+/// phrase of the grammar or name of the project covers and that are not function words.
+fn outside(toks: &[Tok], vocabulary: &Vocabulary) -> Vec<String> {
+    let text = joined(toks);
+    let spans = spans(toks);
+    let mut covered = vec![false; toks.len()];
+    let group_words: Vec<String> = vocabulary
+        .groups
+        .iter()
+        .map(|(g, _)| super::text::words(g))
+        .collect();
+    let phrases = SAMPLES
+        .iter()
+        .map(|(p, _)| *p)
+        .chain(COMPARATOR.iter().copied())
+        .chain(METRICS.iter().map(|(p, _)| *p))
+        .chain(OTHER_METRICS.iter().copied())
+        .chain(KINDS.iter().map(|(p, _)| *p))
+        .chain(ERRORS.iter().map(|(p, _)| *p))
+        .chain(INTERCEPT.iter().copied())
+        .chain(vocabulary.coefficients.iter().flatten().map(String::as_str))
+        .chain(vocabulary.groups.iter().map(|(g, _)| g.as_str()))
+        .chain(group_words.iter().map(String::as_str))
+        .chain(vocabulary.outcome.iter().map(String::as_str));
+    for phrase in phrases {
+        for (s, e) in mentions(&text, phrase) {
+            for (i, &(ts, te)) in spans.iter().enumerate() {
+                if s <= ts && te <= e {
+                    covered[i] = true;
+                }
+            }
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (t, covered) in toks.iter().zip(covered) {
+        let Tok::Word(w) = t else { continue };
+        let known = covered
+            || w == "?"
+            || FUNCTION_WORDS.contains(&w.as_str())
+            || GRAMMAR_WORDS.contains(&w.as_str())
+            || ROW_NOUNS.contains(&w.as_str());
+        if !known && !out.contains(w) {
+            out.push(w.clone());
+        }
+    }
+    out
+}
+
+/// A group label the sentence names that is one of several on its side of the split.
+fn subset(whole: &str, vocabulary: &Vocabulary) -> Option<String> {
+    vocabulary.groups.iter().find_map(|(label, side)| {
+        let several = vocabulary.groups.iter().filter(|(_, s)| s == side).count() > 1;
+        (several && mentions(whole, label).next().is_some()).then(|| label.clone())
+    })
 }
 
 fn metric(own: &[Tok]) -> Named<Said> {
@@ -407,20 +513,7 @@ fn kind(own: &[Tok], previous: Option<Named<Kind>>, names_coefficient: bool) -> 
 
 fn counted(own: &[Tok], after: &[Tok]) -> bool {
     let last_word = own.iter().rev().find(|t| !matches!(t, Tok::Sym('=')));
-    let nouns = [
-        "rows",
-        "row",
-        "observations",
-        "observation",
-        "participants",
-        "participant",
-        "subjects",
-        "people",
-        "records",
-        "cases",
-        "firm-years",
-        "individuals",
-    ];
+    let nouns = ROW_NOUNS;
     // A table cell under a column headed `n` or `rows`.
     let header: Vec<&Tok> = own.iter().take_while(|t| **t != Tok::Sym('|')).collect();
     let in_table = own.contains(&Tok::Sym('|'));
@@ -503,6 +596,7 @@ mod tests {
             &Vocabulary {
                 coefficients: predictor.map(line_coefficients).unwrap_or_default(),
                 groups: Vec::new(),
+                outcome: Vec::new(),
             },
         )
     }
@@ -529,6 +623,38 @@ mod tests {
         assert_eq!(r[2].level, Named::One(950));
         assert_eq!(r[4].relation, Relation::Below);
         assert!(r.iter().all(|r| r.doubts.is_empty()), "{r:?}");
+    }
+
+    #[test]
+    fn words_outside_the_language_are_named_and_phrase_parts_are_not_words() {
+        let r = read_with(&toks("the held-out rmse is #"), None);
+        assert!(r[0].outside.is_empty(), "{:?}", r[0].outside);
+        // `mean` is a word only inside `root mean squared error` or `mean absolute error`.
+        let r = read_with(&toks("the mean of x is #"), Some("x"));
+        assert_eq!(r[0].outside, vec!["mean".to_owned()]);
+        let r = read_with(&toks("the training rmse squared is #"), None);
+        assert_eq!(r[0].outside, vec!["squared".to_owned()]);
+        let r = read_with(&toks("the root mean squared error on new firms is #"), None);
+        assert_eq!(r[0].outside, vec!["new".to_owned(), "firms".to_owned()]);
+    }
+
+    #[test]
+    fn a_group_among_several_names_a_subset() {
+        let vocabulary = Vocabulary {
+            coefficients: Vec::new(),
+            groups: vec![
+                ("chrysler".into(), Sample::HeldOut),
+                ("westinghouse".into(), Sample::HeldOut),
+                ("ibm".into(), Sample::Training),
+            ],
+            outcome: Vec::new(),
+        };
+        let r = read(&toks("the rmse for chrysler is #"), &vocabulary);
+        assert_eq!(r[0].subset.as_deref(), Some("chrysler"));
+        assert!(r[0].outside.is_empty());
+        let r = read(&toks("the rmse for ibm is #"), &vocabulary);
+        assert_eq!(r[0].subset, None);
+        assert_eq!(r[0].samples, Named::One(Sample::Training));
     }
 
     #[test]

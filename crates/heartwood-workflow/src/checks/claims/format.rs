@@ -29,9 +29,17 @@ pub fn prompt(path: &str) -> String {
          in the same sentence (`cluster-robust SE 0.017`). A table works too: one row per \
          coefficient labelled with its name, columns headed `Estimate`, `Cluster-robust SE`, \
          `95% CI` (cells `a to b`) and `p`, and a sentence per sample for the fit figures. \
-         Keep comparisons, negations and hedges (not, vs, than, about, respectively) out of \
-         sentences that state figures. A number with no claim, of quantity other, or outside \
-         this grammar leaves the stage unverified."
+         A sentence that states a figure may use only the results language: the sample \
+         (training, held-out, all rows; `fitted on` names the training rows), the metric or \
+         statistic names above, the kind of standard errors, the interval's level, the model's \
+         coefficient names (`intercept`, each predictor as the model report names it), the \
+         outcome's name, a row noun for a count (`n = 40`, `40 held-out rows`), and the \
+         function words a, an, the, is, are, was, were, be, has, have, of, on, in, for, at, \
+         to, by, from, with, and, its, model, predictions, sample, data, set. Any other word \
+         (a unit, `squared`, `odds`, `firms`, a group's name when its side has several groups, \
+         a comparison or hedge) leaves every figure of its sentence unverified: put \
+         interpretation in sentences without figures. A number with no claim, of quantity \
+         other, or outside this language leaves the stage unverified."
     )
 }
 

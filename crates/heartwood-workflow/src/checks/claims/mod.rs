@@ -8,16 +8,20 @@
 //! t, p-value or interval bound. The check renders the report as a reader sees it
 //! ([`render`]: Markdown, no markup, comments, URLs or hidden HTML), reads every figure by an
 //! allow-list ([`text`]: anything else a reader may take for a number is a doubt), reads what
-//! the words of its sentence say it is by a small fixed grammar ([`context`]), and:
+//! the words of its sentence say it is by a small fixed grammar ([`context`]) from sentences
+//! whose every word is in the results language (an allow-list of the grammar's terms, the
+//! project's names and a few function words; [`words`]), and:
 //!
 //! - a claim whose line does not state its digits fails;
 //! - a number no claim binds, or anything outside the allow-list, is `unverified`, naming it;
 //! - a figure Heartwood cannot compute (`other`), or written with a precision that cannot tell
 //!   right from wrong (a whole-number R², a decimal comma, one significant digit, a zero), is
 //!   `unverified`, saying what to write;
-//! - words naming another sample, metric, coefficient, statistic or level than the claim's
-//!   fail; words naming none, several, or something the grammar does not read (a comparison,
-//!   a negation, a hedge) leave it `unverified` ([`verdict`]);
+//! - a word outside the results language leaves every figure of its sentence `unverified`,
+//!   naming it; words naming another sample, metric, coefficient, statistic or level than the
+//!   claim's fail; words naming none, several, or a subset of a sample leave it `unverified`
+//!   ([`verdict`]); an interval's bounds and p-value in one sentence must share one reference
+//!   distribution;
 //! - every other figure is recomputed ([`quantities`]) and judged by the one tolerance rule:
 //!   half a unit of its last written digit plus the computation's own rounding (from the size
 //!   of the terms it is computed from, never the figure's); digits finer than that rounding
@@ -131,8 +135,18 @@ pub fn report_claims(files: Files<'_>, params: &Params, result: &mut CheckResult
             ));
         }
     }
+    let mixed = mixed_conventions(&pairs, &figures, &computed);
     for (claim, i) in pairs {
         let mut view = judge(claim, &figures[i], &computed);
+        if view.status == Status::Passed
+            && let Some(why) = mixed.iter().find(|(at, _)| *at == i).map(|(_, w)| w)
+        {
+            view.status = Status::Failed;
+            view.note = format!(
+                "line {}: {} {}: {why}: “{}”",
+                figures[i].line, view.quantity, figures[i].written, figures[i].quote
+            );
+        }
         view.text = format!(
             "line {}: {} is {}, recomputed {}: {}",
             view.line,
@@ -148,6 +162,98 @@ pub fn report_claims(files: Files<'_>, params: &Params, result: &mut CheckResult
         }
         result.claims.push(view);
     }
+}
+
+/// Whether `figure` agrees with the recomputed value `v` of `claim` by the tolerance rule.
+fn agrees(claim: &Claim, figure: &Figure, computed: &quantities::Computed, v: f64) -> bool {
+    let scale = if figure.percent { 0.01 } else { 1.0 };
+    let (value, half_unit) = (figure.value * scale, figure.half_unit * scale);
+    let rounding = computed.allowance(claim, v);
+    match figure.reading.relation {
+        Relation::Equal => (value - v).abs() <= half_unit + rounding,
+        Relation::Below => v < value + rounding,
+        Relation::Above => v > value - rounding,
+    }
+}
+
+/// The figures of one coefficient that depend on the reference distribution (its interval
+/// bounds and p-value) stated in one sentence must all be one distribution's: a lower bound
+/// from the normal and an upper bound from Student's t is no interval anyone computed, and a
+/// normal interval beside a t p-value is two conventions. Returns, for each figure of such a
+/// sentence that no single convention gives together with the others, why.
+fn mixed_conventions(
+    pairs: &[(&Claim, usize)],
+    figures: &[Figure],
+    computed: &Result<quantities::Computed, String>,
+) -> Vec<(usize, String)> {
+    let Ok(computed) = computed else {
+        return Vec::new();
+    };
+    let depends =
+        |q: Quantity| matches!(q, Quantity::CiLower | Quantity::CiUpper | Quantity::PValue);
+    let mut out = Vec::new();
+    let mut seen: Vec<usize> = Vec::new();
+    for &(first, f) in pairs.iter().filter(|(c, _)| depends(c.quantity)) {
+        if seen.contains(&f) {
+            continue;
+        }
+        let group: Vec<(&Claim, usize)> = pairs
+            .iter()
+            .filter(|(c, i)| {
+                depends(c.quantity)
+                    && c.coefficient == first.coefficient
+                    && figures[*i].line == figures[f].line
+                    && figures[*i].quote == figures[f].quote
+            })
+            .copied()
+            .collect();
+        seen.extend(group.iter().map(|(_, i)| *i));
+        if group.len() < 2 {
+            continue;
+        }
+        let mut fits: Vec<Vec<bool>> = Vec::new();
+        let mut values: Vec<String> = Vec::new();
+        for &(claim, i) in &group {
+            let Ok(candidates) = computed.value(claim) else {
+                break;
+            };
+            fits.push(
+                candidates
+                    .iter()
+                    .map(|&v| agrees(claim, &figures[i], computed, v))
+                    .collect(),
+            );
+            values.push(format!(
+                "{} for {}",
+                fmt_all(&candidates),
+                figures[i].written
+            ));
+        }
+        let width = fits.first().map_or(0, Vec::len);
+        if fits.len() != group.len() || fits.iter().any(|f| f.len() != width) {
+            continue;
+        }
+        let each_fits = fits.iter().all(|f| f.contains(&true));
+        let one_convention = (0..width).any(|k| fits.iter().all(|f| f[k]));
+        if each_fits && !one_convention {
+            let why = format!(
+                "these figures of one coefficient take two reference distributions (each \
+                 convention in turn gives {}); no one convention gives them all, so state one \
+                 convention's figures",
+                values.join("; ")
+            );
+            out.extend(group.iter().map(|&(_, i)| (i, why.clone())));
+        }
+    }
+    out
+}
+
+fn fmt_all(values: &[f64]) -> String {
+    values
+        .iter()
+        .map(|v| format!("{v:.6}"))
+        .collect::<Vec<_>>()
+        .join(" or ")
 }
 
 /// What a claim says a figure is, in words.
@@ -231,15 +337,10 @@ fn judge(
     let scale = if figure.percent { 0.01 } else { 1.0 };
     let (value, half_unit) = (figure.value * scale, figure.half_unit * scale);
     let relation = figure.reading.relation;
-    let agrees = |v: f64| {
-        let rounding = computed.allowance(claim, v);
-        match relation {
-            Relation::Equal => (value - v).abs() <= half_unit + rounding,
-            Relation::Below => v < value + rounding,
-            Relation::Above => v > value - rounding,
-        }
-    };
-    let Some(&matched) = candidates.iter().find(|&&v| agrees(v)) else {
+    let Some(&matched) = candidates
+        .iter()
+        .find(|&&v| agrees(claim, figure, computed, v))
+    else {
         let rounding = candidates
             .iter()
             .map(|&v| computed.allowance(claim, v))

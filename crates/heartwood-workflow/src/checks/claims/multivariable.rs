@@ -82,6 +82,8 @@ pub(crate) struct Multivariable {
     /// The reference fit's certified relative error.
     certified: f64,
     groups: Vec<(String, Sample)>,
+    /// The outcome column's name.
+    outcome: String,
 }
 
 /// The computation, or why the claims cannot be recomputed (the model does not check).
@@ -171,6 +173,7 @@ pub(crate) fn compute(files: Files<'_>, params: &Params) -> Result<Multivariable
             Family::Binomial => heartwood_stats::LOGISTIC_CERTIFIED_ERROR,
         },
         groups: groups(table, &fitted.dictionary, &fitted.split),
+        outcome: spec.outcome.clone(),
     })
 }
 
@@ -216,6 +219,7 @@ impl Multivariable {
                 .map(|n| model_coefficient(n, &super::text::words(n)))
                 .collect(),
             groups: self.groups.clone(),
+            outcome: Vocabulary::outcome_names(&self.outcome),
         }
     }
 

@@ -123,6 +123,8 @@ pub(crate) struct Univariate {
     outcome_spread: f64,
     /// Each group's label (lower case) and its side of the split.
     groups: Vec<(String, Sample)>,
+    /// The outcome column's name.
+    outcome: String,
 }
 
 /// One recomputed figure: the values a correct figure may be (held-out R² has two accepted
@@ -261,6 +263,7 @@ fn univariate(files: Files<'_>) -> Result<Univariate, String> {
         data_scale,
         outcome_spread,
         groups,
+        outcome: dictionary.outcome.clone(),
     })
 }
 
@@ -301,6 +304,7 @@ impl Univariate {
         Vocabulary {
             coefficients: line_coefficients(&self.predictor),
             groups: self.groups.clone(),
+            outcome: Vocabulary::outcome_names(&self.outcome),
         }
     }
 

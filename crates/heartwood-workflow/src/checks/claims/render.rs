@@ -3,7 +3,10 @@
 //!
 //! Markup is dropped and entities are decoded, so `**0.31**` is `0.31` and `&minus;7` is `−7`;
 //! what a reader cannot see is no wording at all: HTML comments, link destinations, image
-//! paths and alternative text, link reference definitions. Raw HTML other than a comment is not
+//! paths, link reference definitions. What a reader may see is read like any other text: an
+//! image's alternative text stands where the image would (a renderer shows it when the image is
+//! missing, a screen reader reads it), and a link's or image's title (shown on hover) is a
+//! passage of its own. Line endings are CommonMark's: LF, CRLF, or a CR alone. Raw HTML other than a comment is not
 //! rendered here (a browser may show it, hide it or restyle the text around it), so it is
 //! recorded: a passage holding inline HTML is marked, and an HTML block's lines are listed, for
 //! the check to leave every figure near it `unverified` rather than guess.
@@ -95,9 +98,10 @@ fn only_comments(html: &str) -> bool {
 struct Renderer {
     out: Rendered,
     current: Option<Passage>,
-    /// Inside an image (its alternative text is not shown) or an inline comment.
-    hidden: usize,
+    /// Inside an inline comment.
     in_comment: bool,
+    /// Titles of links and images in the current passage, each a passage of its own.
+    titles: Vec<Passage>,
     in_html_block: Option<(usize, String)>,
     in_head: bool,
     header: Vec<String>,
@@ -112,6 +116,7 @@ impl Renderer {
         {
             self.out.passages.push(passage);
         }
+        self.out.passages.append(&mut self.titles);
     }
 
     fn passage(&mut self) -> &mut Passage {
@@ -119,7 +124,7 @@ impl Renderer {
     }
 
     fn text(&mut self, text: &str, line: usize) {
-        if self.hidden > 0 || self.in_comment {
+        if self.in_comment {
             return;
         }
         let passage = self.passage();
@@ -153,15 +158,22 @@ impl Renderer {
         self.passage().html = true;
     }
 
-    fn start(&mut self, tag: &Tag<'_>) {
+    fn start(&mut self, tag: &Tag<'_>, line: usize) {
         match tag {
-            Tag::Image { .. } => self.hidden += 1,
+            Tag::Image { title, .. } | Tag::Link { title, .. } => {
+                if !title.trim().is_empty() && !self.in_comment {
+                    self.titles.push(Passage {
+                        text: title.to_string(),
+                        lines: vec![(0, line)],
+                        ..Passage::default()
+                    });
+                }
+            }
             Tag::Emphasis
             | Tag::Strong
             | Tag::Strikethrough
             | Tag::Superscript
-            | Tag::Subscript
-            | Tag::Link { .. } => {}
+            | Tag::Subscript => {}
             Tag::HtmlBlock => {
                 self.flush();
                 self.in_html_block = Some((0, String::new()));
@@ -196,8 +208,8 @@ impl Renderer {
 
     fn end(&mut self, tag: TagEnd) {
         match tag {
-            TagEnd::Image => self.hidden = self.hidden.saturating_sub(1),
-            TagEnd::Emphasis
+            TagEnd::Image
+            | TagEnd::Emphasis
             | TagEnd::Strong
             | TagEnd::Strikethrough
             | TagEnd::Superscript
@@ -232,13 +244,22 @@ impl Renderer {
 
 /// Renders a report into what a reader sees.
 pub(crate) fn render(source: &str) -> Rendered {
+    // A CR alone ends a line in CommonMark as LF and CRLF do; read every ending as LF so the
+    // lines counted are the lines a renderer shows.
+    let unified;
+    let source = if source.contains('\r') {
+        unified = source.replace("\r\n", "\n").replace('\r', "\n");
+        unified.as_str()
+    } else {
+        source
+    };
     let lines = Lines::new(source);
     let mut r = Renderer::default();
     let parser = Parser::new_ext(source, Options::ENABLE_TABLES).into_offset_iter();
     for (event, range) in parser {
         let line = lines.of(range.start);
         match event {
-            Event::Start(tag) => r.start(&tag),
+            Event::Start(tag) => r.start(&tag, line),
             Event::End(tag) => r.end(tag),
             Event::Text(text) | Event::Code(text) => r.text(&text, line),
             Event::InlineMath(text) | Event::DisplayMath(text) => r.text(&text, line),
@@ -281,12 +302,28 @@ mod tests {
             vec!["On the held-out site R²  is 0.99."]
         );
         assert_eq!(
-            texts("![training](training.png) RMSE &#x30;.58 &minus;1\n"),
-            vec!["RMSE 0.58 −1"]
+            texts("[x](http://y \"the title\") RMSE &#x30;.58 &minus;1\n"),
+            vec!["x RMSE 0.58 −1", "the title"]
         );
         let quoted = render("> 0.90 is the\n> held-out R².\n");
         assert_eq!(quoted.passages[0].text, "0.90 is the held-out R².");
         assert_eq!(quoted.passages[0].line_at(14), 2);
+    }
+
+    #[test]
+    fn alternative_text_is_read_where_the_image_stands_and_titles_on_their_own() {
+        assert_eq!(
+            texts("![The held-out MAE is 2.5.](fig.png \"RMSE 3.1\")\n"),
+            vec!["The held-out MAE is 2.5.", "RMSE 3.1"]
+        );
+    }
+
+    #[test]
+    fn a_carriage_return_alone_ends_a_line() {
+        let r = render("# R\r\rThe held-out RMSE\ris 0.58.\r");
+        assert_eq!(r.passages[1].text, "The held-out RMSE is 0.58.");
+        assert_eq!(r.passages[1].line_at(0), 3);
+        assert_eq!(r.passages[1].line_at(20), 4);
     }
 
     #[test]

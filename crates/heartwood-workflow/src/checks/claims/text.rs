@@ -144,7 +144,9 @@ fn raw(text: &str) -> Vec<Raw> {
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let mut word = String::new();
     let mut start = 0;
-    let end_word = |word: &mut String, start: usize, out: &mut Vec<Raw>| {
+    // A point before a word in lower case ends no sentence (`Excl. the held-out rows`): a
+    // reader reads on, so the words before it belong to the figure's sentence.
+    let end_word = |word: &mut String, start: usize, next: Option<char>, out: &mut Vec<Raw>| {
         if word.is_empty() {
             return;
         }
@@ -157,7 +159,8 @@ fn raw(text: &str) -> Vec<Raw> {
         if !stripped.is_empty() {
             out.push(Raw::Word(start, stripped.to_owned()));
         }
-        if dots > 0 && !abbreviation {
+        let reads_on = next.is_some_and(char::is_lowercase);
+        if dots > 0 && !abbreviation && !reads_on {
             out.push(Raw::End(start + word.len()));
         }
         word.clear();
@@ -169,13 +172,19 @@ fn raw(text: &str) -> Vec<Raw> {
                 && chars[i - 1].1.is_ascii_digit()
                 && chars.get(i + 1).is_some_and(|n| n.1.is_ascii_digit())
         };
+        let next = || {
+            chars[i..]
+                .iter()
+                .map(|&(_, n)| n)
+                .find(|n| !n.is_whitespace() && !SEPARATORS.contains(n))
+        };
         if c.is_whitespace() || (SEPARATORS.contains(&c) && !between_digits(c)) {
-            end_word(&mut word, start, &mut out);
+            end_word(&mut word, start, next(), &mut out);
         } else if SYMBOLS.contains(&c) {
-            end_word(&mut word, start, &mut out);
+            end_word(&mut word, start, Some(c), &mut out);
             out.push(Raw::Sym(offset, c));
         } else if matches!(c, '!' | '?') {
-            end_word(&mut word, start, &mut out);
+            end_word(&mut word, start, Some(c), &mut out);
             out.push(Raw::End(offset));
         } else {
             if word.is_empty() {
@@ -184,7 +193,7 @@ fn raw(text: &str) -> Vec<Raw> {
             word.push(c);
         }
     }
-    end_word(&mut word, start, &mut out);
+    end_word(&mut word, start, None, &mut out);
     out
 }
 
@@ -551,6 +560,7 @@ mod tests {
         let vocabulary = Vocabulary {
             coefficients: super::super::context::line_coefficients("sleep_hours"),
             groups: vec![("west".into(), super::super::format::Sample::HeldOut)],
+            outcome: vec!["score".into()],
         };
         figures(&super::super::render::render(report), &vocabulary)
     }

@@ -31,6 +31,29 @@ pub(crate) struct Bound<'a> {
 /// Judges a claim by what a reader takes its figure for.
 pub(crate) fn verdict(claim: &Claim, reading: &Reading, bound: &Bound<'_>) -> Verdict {
     let q = claim.quantity;
+    if !reading.outside.is_empty() {
+        return unverified(format!(
+            "its sentence holds words outside the results language ({}), which may change what \
+             the figure is, so it is not read; state the figure with only the language's words \
+             (the sample, the metric or the coefficient's name and statistic, the SE kind and \
+             level, a row noun, and a, the, of, on, in, for, is, was, and; see \
+             docs/workflow-format.md, \"The results language\"), for example `The held-out \
+             RMSE is 25.26.` or `The estimate for value is 0.1149 (SE 0.0167).`",
+            reading
+                .outside
+                .iter()
+                .map(|w| format!("{w:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if let Some(group) = &reading.subset {
+        return unverified(format!(
+            "the sentence names the group {group:?}, one of several on its side of the split, so \
+             the figure reads as that subset's, which no claim binds; name the whole sample \
+             (training, held-out, all) instead"
+        ));
+    }
     if reading.relation != Relation::Equal && q != Quantity::PValue {
         return unverified(
             "a bound is not a figure: only a p-value may be stated as `p < x`; state the value",
@@ -80,8 +103,16 @@ fn sample(claim: &Claim, reading: &Reading) -> Verdict {
             "the sentence names more than one sample (training, held-out, all), so a reader \
              cannot tell which this figure is on; give each sample its own sentence",
         ),
-        (Named::One(said), Some(bound)) if *said != bound => failed(format!(
-            "the report presents this figure as {}, but its claim binds it to the {} rows",
+        (Named::One(said), Some(bound)) if *said != bound && reading.sample_near => {
+            failed(format!(
+                "the report presents this figure as {}, but its claim binds it to the {} rows",
+                said.name(),
+                bound.name()
+            ))
+        }
+        (Named::One(said), Some(bound)) if *said != bound => unverified(format!(
+            "the sentence names the {} rows, but not next to this figure, and its claim binds \
+             it to the {} rows; name its own sample right before or after it",
             said.name(),
             bound.name()
         )),
@@ -159,6 +190,13 @@ fn kind_name(k: Kind) -> &'static str {
 }
 
 fn coefficient(claim: &Claim, reading: &Reading, bound: &Bound<'_>) -> Verdict {
+    if reading.metric != Named::None {
+        return unverified(
+            "a metric or another statistic of the data (a mean, a variance, a maximum, R², \
+             RMSE) is named right before this figure, but its claim binds a coefficient's \
+             figure; name only the coefficient and its statistic",
+        );
+    }
     match &reading.samples {
         Named::None | Named::One(Sample::Training) => {}
         Named::One(s) => {

@@ -1,6 +1,7 @@
 //! The words of the report-claims grammar ([`super::context`]): what names a sample, a
-//! metric, a coefficient's statistic, a kind of standard errors, and what casts doubt on a
-//! figure. Lists only; the grammar that reads them is in `context`.
+//! metric, a coefficient's statistic, a kind of standard errors, what casts doubt on a figure,
+//! and the closed vocabulary of the results language (the grammar's own terms, the few function
+//! words, and the project's names). Lists only; the grammar that reads them is in `context`.
 
 use super::context::{ErrorsSaid, Kind};
 use super::format::{Metric, Sample};
@@ -22,6 +23,10 @@ pub(super) const SAMPLES: &[(&str, Sample)] = &[
     ("validation", Sample::HeldOut),
     ("unseen", Sample::HeldOut),
     ("training", Sample::Training),
+    // The model is fitted on the training rows and on nothing else: a sentence saying what it
+    // was fitted on names the training sample (and so cannot also name another unnoticed).
+    ("trained", Sample::Training),
+    ("fitted", Sample::Training),
     ("in-sample", Sample::Training),
     ("in sample", Sample::Training),
     ("all rows", Sample::All),
@@ -299,4 +304,73 @@ pub(super) const DOUBT_WORDS: &[&str] = &[
     "simulated",
     "excluded",
     "omitted",
+];
+
+/// The function words of the results language: the frame a figure is stated in, and nothing
+/// that could change what it is. Kept short on purpose: every word here is one a reader cannot
+/// read as another sample, metric, statistic, transformation, unit or subset. Each earns its
+/// place: articles (`a`, `an`, `the`); copulas (`is`, `are`, `was`, `were`, `be`, `has`,
+/// `have`); prepositions that attach a figure to its name (`of`, `on`, `in`, `for`, `at`,
+/// `to`, `by`, `from`, `with`); `and` (joins figures, and an interval's bounds); the possessive
+/// (`its`, the `s` of `model's`); `-` (a dash standing alone); and the frame's nouns (`model`,
+/// `predictions`, `sample`, `data`, `set`).
+pub(super) const FUNCTION_WORDS: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "has",
+    "have",
+    "of",
+    "on",
+    "in",
+    "for",
+    "at",
+    "to",
+    "by",
+    "from",
+    "with",
+    "and",
+    "its",
+    "s",
+    "-",
+    "model",
+    "predictions",
+    "sample",
+    "data",
+    "set",
+];
+
+/// The grammar's own single words that are in no phrase table: a count's marks (`n`, `number`
+/// and the row nouns), a coefficient's (`estimate`, `coefficient`) and standard errors' noun.
+pub(super) const GRAMMAR_WORDS: &[&str] = &[
+    "n",
+    "number",
+    "estimate",
+    "estimated",
+    "estimates",
+    "coefficient",
+    "coefficients",
+    "errors",
+];
+
+/// The nouns a count may name: rows of the table, never groups (a count of `firms` or `sites`
+/// counts groups, which no claim binds).
+pub(super) const ROW_NOUNS: &[&str] = &[
+    "rows",
+    "row",
+    "observations",
+    "observation",
+    "participants",
+    "participant",
+    "subjects",
+    "people",
+    "records",
+    "cases",
+    "firm-years",
+    "individuals",
 ];
