@@ -268,7 +268,7 @@ export type PlatformKind = "generic" | "terra" | "carina";
 export type PlatformSummary = { credential_boundaries: CredentialBoundary[]; data_mounts?: DataMount[]; default_policy: ActionPolicy; detected_by: string; headline: string; ingress: IngressOffer[]; local_compute: boolean; model_transport?: ModelTransport | null; network?: string[]; platform: PlatformKind; route_categories: string[]; tool_env_allow?: string[] };
 
 /** Exactly what one action would do, computed without running it. */
-export type Preview = { command: string; context: string; input: boolean; kind: "command"; reset: boolean; timeout_secs?: number | null; working_directory: string } | { content: string; kind: "create"; lines: number; omitted_lines: number; path: string } | { added: number; kind: "diff"; omitted_lines: number; path: string; removed: number; sha256: string; unified: string } | { kind: "read"; path: string; range?: number[] | null } | { kind: "plan"; tasks: PlanTask[] } | { kind: "note"; text: string } | { kind: "would_fail"; reason: string };
+export type Preview = { command: string; context: string; hosts?: string[]; input: boolean; kind: "command"; reset: boolean; timeout_secs?: number | null; working_directory: string } | { content: string; kind: "create"; lines: number; omitted_lines: number; path: string } | { added: number; kind: "diff"; omitted_lines: number; path: string; removed: number; sha256: string; unified: string } | { kind: "read"; path: string; range?: number[] | null } | { kind: "plan"; tasks: PlanTask[] } | { kind: "note"; text: string } | { kind: "would_fail"; reason: string };
 
 /** A normalized, project-relative path (`data/cohort.csv`), or the project itself (empty). */
 export type ProjectPath = string;

@@ -1,7 +1,8 @@
 //! `cargo xtask dist`: what a release ships, built once so nobody rebuilds Heartwood to use it.
 //!
 //! - `heartwood-<version>-x86_64-linux.tar.gz`: the release binary with its symbols and debug
-//!   information stripped (the unstripped build is ~150 MB; the goal is under 40 MB), with the
+//!   information stripped (the unstripped build is ~150 MB; the goal is under 40 MB), the
+//!   Landlock helper `heartwood-confine` beside it (the sandbox looks for it there), with the
 //!   README and licence.
 //! - `heartwood-<version>-cp39-abi3-*.whl`: the notebook module as one abi3 wheel (every CPython
 //!   from 3.9), so the README's notebook install is `pip install` of a file: no compiler, no
@@ -75,6 +76,7 @@ pub fn run_dist() -> Result<()> {
 
     // The binary: the ordinary release build (shared with `cargo xtask`'s own), then stripped
     // of symbols and debug information in the copy that ships.
+    // The Landlock helper ships beside it: the sandbox looks for it there.
     cargo(&[
         "build",
         "--release",
@@ -82,20 +84,24 @@ pub fn run_dist() -> Result<()> {
         "heartwood-cli",
         "--bin",
         "heartwood",
+        "--bin",
+        "heartwood-confine",
     ])?;
-    let built = target_dir().join("release/heartwood");
     let stage = out.join(format!("heartwood-{version}"));
     let _ = std::fs::remove_dir_all(&stage);
     std::fs::create_dir_all(stage.join("bin"))?;
     let shipped = stage.join("bin/heartwood");
-    run(
-        "strip",
-        Command::new("strip")
-            .arg("--strip-all")
-            .arg("-o")
-            .arg(&shipped)
-            .arg(&built),
-    )?;
+    let built = target_dir().join("release/heartwood");
+    for program in ["heartwood", "heartwood-confine"] {
+        run(
+            "strip",
+            Command::new("strip")
+                .arg("--strip-all")
+                .arg("-o")
+                .arg(stage.join("bin").join(program))
+                .arg(target_dir().join("release").join(program)),
+        )?;
+    }
     for doc in ["README.md", "LICENSE"] {
         let from = workspace_root().join(doc);
         if from.exists() {

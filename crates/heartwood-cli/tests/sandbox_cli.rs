@@ -168,6 +168,49 @@ async fn a_waiting_set_shows_each_commands_confinement_and_leaving_the_sandbox_i
     );
 }
 
+/// The review names the hosts a confined command may reach (the project's `network` list)
+/// beside each command, in the line every interface shows; a project that names none says so,
+/// and an unsandboxed command lists none (its label says it has the whole network).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_review_names_the_hosts_each_confined_command_may_reach() {
+    for (network, said) in [
+        (
+            Some(r#"network = ["pypi.org", "files.pythonhosted.org"]"#),
+            "named hosts: files.pythonhosted.org, pypi.org (through Heartwood's proxy)",
+        ),
+        (None, "named hosts: none"),
+    ] {
+        let project = tempfile::tempdir().expect("project");
+        let p = project.path();
+        if !sandboxed(p) {
+            return;
+        }
+        let server = ScriptedModelServer::start(Script::of(vec![calls(&[
+            json!({"command": "pip download pandas"}),
+            json!({"command": "pip install --user pandas", "sandbox": "unsandboxed"}),
+        ])]))
+        .await
+        .expect("server");
+        connect_scripted(p, &server.base_url());
+        if let Some(network) = network {
+            let config = p.join(".heartwood/config.toml");
+            let text = std::fs::read_to_string(&config).expect("config");
+            std::fs::write(&config, format!("{network}\n{text}")).expect("write config");
+        }
+        let out = heartwood(p, &["exec", "fetch pandas"]);
+        assert_eq!(code(&out), 3, "{}{}", text(&out.stdout), text(&out.stderr));
+        let printed = text(&out.stdout);
+        assert!(printed.contains(said), "{said:?} missing from: {printed}");
+        // The unsandboxed command's line names none.
+        let unsandboxed = printed
+            .lines()
+            .find(|l| l.contains("UNSANDBOXED"))
+            .expect("the unsandboxed command's line");
+        assert!(!unsandboxed.contains("named hosts"), "{printed}");
+        assert_eq!(printed.matches("named hosts:").count(), 1, "{printed}");
+    }
+}
+
 /// A harmless first word followed by a newline, `;`, `&&`, a substitution or a process
 /// substitution is not a plain pipeline of readers: under the low-risk policy the set waits
 /// for a person, and the program after the first word has not run.

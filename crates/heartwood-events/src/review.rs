@@ -61,6 +61,11 @@ pub enum Preview {
         /// The soft timeout asked for, in seconds.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_secs: Option<u64>,
+        /// The hosts a confined command may reach through Heartwood's proxy (the project's
+        /// and platform's `network` lists; empty: no network at all). An unsandboxed command
+        /// reaches whatever its user can, and lists none. `context` says them in words.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        hosts: Vec<String>,
         /// Where and how it runs, in words (every interface shows this line as it is).
         context: String,
     },

@@ -13,7 +13,7 @@ use heartwood_agent::tools::{
     ToolCallRequest, insert_after, replace_once,
 };
 use heartwood_events::{
-    ActionProposal, ActionSet, MemberReview, PlanStatus, PlanTask, Preview, Review,
+    ActionProposal, ActionSet, MemberReview, PlanStatus, PlanTask, Preview, Review, SandboxLevel,
 };
 use heartwood_workspace::{EvidenceError, ProjectPath, Workspace};
 
@@ -140,6 +140,7 @@ pub fn review(
     set: &ActionSet,
 ) -> Review {
     let paths = ProjectPaths::new(project.as_std_path()).ok();
+    let hosts = reachable_hosts(project);
     Review {
         set_id: set.set_id.clone(),
         revision: set.revision,
@@ -153,7 +154,7 @@ pub fn review(
                 risk: member.risk,
                 predicted_risk: predicted_risk(member),
                 sandbox: member.sandbox,
-                preview: preview(paths.as_ref(), workspace, member),
+                preview: preview(paths.as_ref(), workspace, &hosts, member),
             })
             .collect(),
     }
@@ -164,6 +165,22 @@ pub fn review(
 pub fn review_in(project: &crate::ProjectContext, set: &ActionSet) -> Review {
     let workspace = Workspace::open(project.root()).ok();
     review(project.root(), workspace.as_ref(), set)
+}
+
+/// The hosts this project's confined commands may reach: the project's and its platform's
+/// `network` lists, read as the terminal tool's environment reads them (none where the
+/// configuration cannot be read: the tool then has no network either).
+fn reachable_hosts(project: &camino::Utf8Path) -> Vec<String> {
+    let Ok(context) = heartwood_project::ProjectContext::at(project.as_std_path()) else {
+        return Vec::new();
+    };
+    let Ok(config) = heartwood_project::config::ProjectConfig::load(&context) else {
+        return Vec::new();
+    };
+    let Ok(platform) = config.platform() else {
+        return Vec::new();
+    };
+    config.tool_env(&platform).network().hosts().to_vec()
 }
 
 fn predicted_risk(member: &ActionProposal) -> Option<String> {
@@ -177,6 +194,7 @@ fn predicted_risk(member: &ActionProposal) -> Option<String> {
 fn preview(
     paths: Option<&ProjectPaths>,
     workspace: Option<&Workspace>,
+    hosts: &[String],
     member: &ActionProposal,
 ) -> Preview {
     let request = match ToolCallRequest::parse(&member.tool, &member.arguments) {
@@ -203,6 +221,21 @@ fn preview(
             if let Some(level) = member.sandbox {
                 context.push(level.label().to_owned());
             }
+            // What it may reach is allowed with it; an unsandboxed command's label says it has
+            // the whole network.
+            let confined = member
+                .sandbox
+                .is_some_and(|level| level != SandboxLevel::Unsandboxed);
+            let hosts = if confined { hosts.to_vec() } else { Vec::new() };
+            if confined {
+                context.push(match hosts.as_slice() {
+                    [] => "named hosts: none".to_owned(),
+                    named => format!(
+                        "named hosts: {} (through Heartwood's proxy)",
+                        named.join(", ")
+                    ),
+                });
+            }
             if is_input {
                 context.push("sent to the program already running".to_owned());
             }
@@ -223,6 +256,7 @@ fn preview(
                 input: is_input,
                 reset,
                 timeout_secs,
+                hosts,
                 context: context.join(" · "),
             }
         }
@@ -565,6 +599,38 @@ mod tests {
             )
             .ends_with('…')
         );
+    }
+
+    /// A confined command's preview names the hosts it may reach, as a field and in the line
+    /// every interface shows; none is said as none; an unsandboxed one lists none.
+    #[test]
+    fn a_confined_commands_preview_names_the_hosts_it_may_reach() {
+        let member = |sandbox| ActionProposal {
+            action_id: 1,
+            response_id: "r".into(),
+            tool: "terminal".into(),
+            arguments: r#"{"command": "pip download pandas"}"#.into(),
+            risk: heartwood_events::RiskLevel::Unknown,
+            thought: None,
+            sandbox: Some(sandbox),
+        };
+        let hosts = vec!["pypi.org".to_owned()];
+        let shown = |level, hosts: &[String]| match preview(None, None, hosts, &member(level)) {
+            Preview::Command { hosts, context, .. } => (hosts, context),
+            other => panic!("a command preview: {other:?}"),
+        };
+        let (named, context) = shown(SandboxLevel::ReadOnly, &hosts);
+        assert_eq!(named, hosts);
+        assert!(
+            context.ends_with("named hosts: pypi.org (through Heartwood's proxy)"),
+            "{context}"
+        );
+        let (named, context) = shown(SandboxLevel::ProjectWrite, &[]);
+        assert!(named.is_empty());
+        assert!(context.ends_with("named hosts: none"), "{context}");
+        let (named, context) = shown(SandboxLevel::Unsandboxed, &hosts);
+        assert!(named.is_empty());
+        assert!(!context.contains("named hosts"), "{context}");
     }
 
     /// The diff of the window agrees with a diff of the whole files, line numbers included.

@@ -6,8 +6,9 @@
 //! directories, the project, a private `/tmp` and an empty home, never the host minus a list),
 //! the syscall filter bubblewrap installs ([`seccomp`]), the programs Heartwood itself runs over
 //! project files ([`host`]: by absolute path, with a minimal environment, confined), the only way
-//! out to the network ([`network`]: a proxy for named hosts), and opening
-//! files beneath a directory without following a link out of it ([`beneath`]).
+//! out to the network ([`network`]: a proxy for named hosts), the Landlock layer applied
+//! inside the view by Heartwood's helper ([`confine`]), and opening files beneath a directory
+//! without following a link out of it ([`beneath`]).
 //!
 //! Never: reads a command's text to decide its confinement (that is the kernel's), or hands a
 //! confined process anything it was not given by name.
@@ -15,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod beneath;
+pub mod confine;
 mod error;
 pub mod host;
 mod launcher;

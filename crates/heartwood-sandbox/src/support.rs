@@ -1,5 +1,6 @@
 //! Whether this machine can confine, found once per process by starting a confined `true` with
-//! the very view, filter and limits every tool process gets.
+//! the very view, filter and limits every tool process gets, and then once more through the
+//! Landlock helper ([`crate::confine`]) to find whether that layer is on.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -7,6 +8,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
+use crate::confine::{self, LandlockLayer};
 use crate::{Allowed, Sandbox, SandboxLevel, seccomp};
 
 /// What this machine can enforce.
@@ -16,6 +18,9 @@ pub struct SandboxSupport {
     pub enforcing: bool,
     /// How (the program and what it uses), or why not and what to do.
     pub detail: String,
+    /// Whether Landlock is layered under the view, and why not.
+    #[serde(default)]
+    pub landlock: LandlockLayer,
 }
 
 /// Whether this machine can confine tool processes, found once per process: `bwrap` must be
@@ -28,10 +33,20 @@ pub fn support() -> &'static SandboxSupport {
 /// For tests that need confinement: `true` where this machine confines; where it cannot, a
 /// panic when `HEARTWOOD_REQUIRE_SANDBOX` is set (CI installs bubblewrap and sets it, so such a
 /// test fails there rather than passing by running nothing), else `false` with the reason.
+/// The Landlock layer is required alike, unless the kernel has none: a missing or failing
+/// helper fails the test rather than leaving the layer out unseen.
 pub fn required_by_test() -> bool {
     let found = support();
-    if !found.enforcing && std::env::var_os("HEARTWOOD_REQUIRE_SANDBOX").is_some() {
-        panic!("the sandbox is required here: {}", found.detail);
+    if std::env::var_os("HEARTWOOD_REQUIRE_SANDBOX").is_some() {
+        if !found.enforcing {
+            panic!("the sandbox is required here: {}", found.detail);
+        }
+        if !found.landlock.on() && !found.landlock.kernel_without {
+            panic!(
+                "the sandbox's Landlock layer is required here: {}",
+                found.landlock.detail
+            );
+        }
     }
     if !found.enforcing {
         eprintln!("SKIPPED: no sandbox on this machine: {}", found.detail);
@@ -58,6 +73,10 @@ fn refused(detail: String) -> SandboxSupport {
     SandboxSupport {
         enforcing: false,
         detail,
+        landlock: LandlockLayer {
+            detail: "no Landlock layer without the sandbox".to_owned(),
+            ..LandlockLayer::default()
+        },
     }
 }
 
@@ -77,7 +96,7 @@ fn probe() -> SandboxSupport {
         Ok(filters) => filters,
         Err(e) => return refused(e.to_string()),
     };
-    let mut args = sandbox.arguments(SandboxLevel::ReadOnly);
+    let mut args = sandbox.arguments(SandboxLevel::ReadOnly, None);
     args.extend(seccomp::arguments(&filters));
     args.extend(["--".into(), "/usr/bin/true".into()]);
     let tried = std::process::Command::new(&bwrap)
@@ -87,21 +106,83 @@ fn probe() -> SandboxSupport {
         .output();
     drop(filters);
     match tried {
-        Ok(out) if out.status.success() => SandboxSupport {
-            enforcing: true,
-            detail: format!(
-                "{}: an allow-listed view (system directories read-only, the project, a private \
-                 /tmp and home); user, mount, PID, IPC, UTS, cgroup and network namespaces; a \
-                 syscall filter; capabilities dropped; resource limits",
-                bwrap.display()
-            ),
-        },
+        Ok(out) if out.status.success() => {
+            let landlock = probe_landlock(&bwrap, &sandbox);
+            SandboxSupport {
+                enforcing: true,
+                detail: format!(
+                    "{}: an allow-listed view (system directories read-only, the project, a \
+                     private /tmp and home); user, mount, PID, IPC, UTS, cgroup and network \
+                     namespaces; a syscall filter; capabilities dropped; resource limits; {}",
+                    bwrap.display(),
+                    if landlock.on() {
+                        format!("Landlock layered under the view ({})", landlock.detail)
+                    } else {
+                        format!("no Landlock layer: {}", landlock.detail)
+                    }
+                ),
+                landlock,
+            }
+        }
         Ok(out) => refused(format!(
             "bubblewrap cannot create namespaces here ({}); enable unprivileged user namespaces \
              (sysctl kernel.unprivileged_userns_clone=1) or run where they are",
             String::from_utf8_lossy(&out.stderr).trim()
         )),
         Err(e) => refused(format!("bubblewrap at {} cannot run: {e}", bwrap.display())),
+    }
+}
+
+/// Whether the Landlock layer works here: the helper found, and a confined `true` started
+/// through it (the helper says the kernel's ABI, or that the kernel has no Landlock).
+fn probe_landlock(bwrap: &Path, sandbox: &Sandbox) -> LandlockLayer {
+    let helper = match confine::find_helper() {
+        Ok(helper) => helper,
+        Err(e) => {
+            return LandlockLayer {
+                detail: format!("{e}; commands are confined by the view alone"),
+                ..LandlockLayer::default()
+            };
+        }
+    };
+    let tried = || -> Result<std::process::Output, crate::SandboxError> {
+        let filters = seccomp::descriptors()?;
+        let mut args = sandbox.arguments(SandboxLevel::ReadOnly, Some(&helper));
+        args.extend(seccomp::arguments(&filters));
+        args.push("--".into());
+        args.extend(sandbox.rules(SandboxLevel::ReadOnly).into_arguments(true));
+        args.push("/usr/bin/true".into());
+        Ok(std::process::Command::new(bwrap)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .output()?)
+    };
+    let tried = tried();
+    match tried {
+        Ok(out) => {
+            let said = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+            if out.status.success() {
+                LandlockLayer {
+                    detail: format!("{said}, by {}", helper.display()),
+                    helper: Some(helper),
+                    kernel_without: false,
+                }
+            } else {
+                LandlockLayer {
+                    helper: None,
+                    kernel_without: confine::kernel_without(out.status.code()),
+                    detail: format!(
+                        "{said} ({} under bubblewrap); commands are confined by the view alone",
+                        helper.display()
+                    ),
+                }
+            }
+        }
+        Err(e) => LandlockLayer {
+            detail: format!("cannot try {}: {e}", helper.display()),
+            ..LandlockLayer::default()
+        },
     }
 }
 

@@ -7,12 +7,15 @@
 //! Every namespace bubblewrap offers is new (user where allowed, mount, PID, IPC, UTS, cgroup
 //! and network), the process dies with Heartwood, starts a new session, has every capability
 //! dropped, runs under the syscall filter ([`crate::seccomp`]) and the resource limits, and
-//! starts with every inherited descriptor above 2 closed ([`crate::launcher`]).
+//! starts with every inherited descriptor above 2 closed ([`crate::launcher`]). Where the
+//! Landlock layer is on ([`crate::confine`]), the first program inside is Heartwood's helper,
+//! which restricts itself with rules from the same allow-list before the prelude starts.
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
+use crate::confine::{HELPER_INSIDE, Rules};
 use crate::launcher::{Limits, PRELUDE_NAME, prelude};
 use crate::system::system_program;
 use crate::{SandboxError, SandboxLevel, seccomp, support};
@@ -160,9 +163,14 @@ impl Sandbox {
             .filter(|_| found.enforcing)
             .ok_or_else(|| SandboxError::Unavailable(found.detail.clone()))?;
         let filters = seccomp::descriptors()?;
-        let mut out = self.arguments(level);
+        let helper = found.landlock.helper.as_deref();
+        let mut out = self.arguments(level, helper);
         out.extend(seccomp::arguments(&filters));
-        out.extend(["--".into(), system_program("bash")?.into_os_string()]);
+        out.push("--".into());
+        if helper.is_some() {
+            out.extend(self.rules(level).into_arguments(false));
+        }
+        out.push(system_program("bash")?.into_os_string());
         out.extend([
             "-c".into(),
             prelude(&self.limits, self.network.is_some()).into(),
@@ -180,8 +188,9 @@ impl Sandbox {
         })
     }
 
-    /// bubblewrap's arguments for the view at `level`, up to the program.
-    pub(crate) fn arguments(&self, level: SandboxLevel) -> Vec<OsString> {
+    /// bubblewrap's arguments for the view at `level`, up to the program; with `helper`, the
+    /// Landlock helper bound read-only at [`HELPER_INSIDE`].
+    pub(crate) fn arguments(&self, level: SandboxLevel, helper: Option<&Path>) -> Vec<OsString> {
         let mut out: Vec<OsString> = Vec::new();
         let mut arg = |words: &[&dyn AsRef<OsStr>]| {
             out.extend(words.iter().map(|w| w.as_ref().to_owned()));
@@ -277,9 +286,48 @@ impl Sandbox {
         if let Some(socket) = &self.network {
             arg(&[&"--bind", socket, &crate::network::SOCKET_INSIDE]);
         }
+        if let Some(helper) = helper {
+            arg(&[&"--ro-bind", &helper, &HELPER_INSIDE]);
+        }
         // The root itself (a fresh directory bubblewrap made) takes no new files.
         arg(&[&"--remount-ro", &"/", &"--chdir", &self.root]);
         out
+    }
+
+    /// The Landlock rules for the view at `level`: the same allow-list, read-only except the
+    /// private `/tmp` and home, and the project and directories written at project-write.
+    /// Hidden locations and `.git` folders inside a writable one stay read-only by the view
+    /// alone (Landlock only adds permissions beneath a directory, never takes them back).
+    pub(crate) fn rules(&self, level: SandboxLevel) -> Rules {
+        let mut rules = Rules::default();
+        for dir in SYSTEM_DIRECTORIES {
+            rules.read(Path::new(dir));
+        }
+        for name in SYSTEM_LINKS {
+            // A link into /usr is covered there; a real directory is bound as it is.
+            if std::fs::symlink_metadata(name).is_ok_and(|m| m.is_dir()) {
+                rules.read(Path::new(name));
+            }
+        }
+        rules.devices();
+        rules.write(Path::new("/tmp"));
+        if let Some(home) = self.home.as_deref().filter(|h| self.home_is_private(h)) {
+            rules.write(home);
+        }
+        let writes = level == SandboxLevel::ProjectWrite;
+        if writes {
+            rules.write(&self.root);
+        } else {
+            rules.read(&self.root);
+        }
+        for (dir, writable) in &self.outside {
+            if *writable && writes {
+                rules.write(dir);
+            } else {
+                rules.read(dir);
+            }
+        }
+        rules
     }
 
     /// Whether the project folder is one that cannot be shown alone.

@@ -17,10 +17,28 @@ const RUNS: usize = 30;
 const GOAL_MS: f64 = 5.0;
 
 pub fn run() -> Result<()> {
+    // The Landlock helper is a binary of heartwood-cli, which xtask's own build does not make;
+    // the sandbox finds it beside this program, in the same target folder.
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let built = Command::new(cargo)
+        .args(["build", "--release", "-q", "-p", "heartwood-cli", "--bin"])
+        .arg(heartwood_agent::tools::sandbox::HELPER)
+        .status()?;
+    if !built.success() {
+        bail!("cannot build the Landlock helper");
+    }
     let found = support();
     if !found.enforcing {
         bail!("no sandbox on this machine: {}", found.detail);
     }
+    println!(
+        "Landlock layer: {}",
+        if found.landlock.on() {
+            format!("on ({})", found.landlock.detail)
+        } else {
+            format!("off ({})", found.landlock.detail)
+        }
+    );
     let project = tempfile::tempdir()?;
     let sandbox = Sandbox::new(project.path());
     let spawn = |program: &std::path::Path, args: &[std::ffi::OsString]| -> Result<()> {

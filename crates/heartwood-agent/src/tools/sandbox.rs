@@ -3,6 +3,7 @@
 //! the command. The mechanism is `heartwood-sandbox`'s; this module names it where the tools
 //! live. See `docs/security.md`.
 
+pub use heartwood_sandbox::confine::{HELPER, LandlockLayer};
 pub use heartwood_sandbox::{
     Allowed, Confined, Limits, Sandbox, SandboxError, SandboxLevel, SandboxSupport, level_for,
     support,
