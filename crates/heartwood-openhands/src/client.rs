@@ -62,6 +62,8 @@ pub struct Client {
     http: reqwest::Client,
     base: String,
     key: String,
+    /// Held while the client lives: its socket is named through this folder's descriptor.
+    _meeting: std::sync::Arc<std::fs::File>,
 }
 
 /// The server's confirmation policy: every action set waits, or only risky ones (the unrated
@@ -100,6 +102,7 @@ impl Client {
             http: server.http()?,
             base: server.base_url(),
             key: server.key().to_owned(),
+            _meeting: server.meeting(),
         })
     }
 

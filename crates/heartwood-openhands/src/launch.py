@@ -29,15 +29,17 @@
 #   in the project's `.heartwood/` or `.git/`, as in the native engine). The sandbox holds
 #   it there too; this says so in words the agent reads.
 # - the server runs in Heartwood's sandbox, in a network namespace of its own: Heartwood
-#   reaches its API through a Unix socket (HEARTWOOD_SERVER_SOCKET) this process forwards to
-#   its loopback port, and it reaches the model relay at a loopback port (HEARTWOOD_MODEL_PORT)
-#   forwarded to the relay's Unix socket (HEARTWOOD_MODEL_SOCKET); its relative default paths
+#   reaches its API through a Unix socket (`server.sock` in the meeting folder,
+#   HEARTWOOD_MEETING) this process forwards to its loopback port, and it reaches the model
+#   relay at a loopback port (HEARTWOOD_MODEL_PORT) forwarded to the relay's socket
+#   (`model.sock` there); its relative default paths
 #   (settings, terminal events) resolve in its own working directory (HEARTWOOD_WORKING_DIR);
 # - the process is not dumpable: its environment holds the relay's key and OpenHands' session
 #   key, and the commands its terminal runs are the same user's, in the same sandbox; a
 #   process that is not dumpable keeps `/proc/<pid>/environ` and its memory from them (the
 #   shells it starts are dumpable again: the flag is reset when they exec). Those keys are
-#   handed over in a file (HEARTWOOD_SECRETS) this process reads and removes first, never in
+#   handed over in a file (`secrets.json` in the meeting folder) this process reads and
+#   removes first, never in
 #   the environment the sandbox starts with, which its first process (bubblewrap's, dumpable)
 #   would show to every command; and no program this process starts inherits them (its
 #   terminal multiplexer's server did, though OpenHands strips them from the shell's own):
@@ -55,10 +57,18 @@ os.chdir(os.environ["HEARTWOOD_WORKING_DIR"])
 
 import json
 
-secrets_file = os.environ.pop("HEARTWOOD_SECRETS")
-with open(secrets_file) as handed:
+# The meeting folder may lie deeper than a socket's address can name: its sockets and files
+# are named through this process's descriptor of it.
+meeting = os.open(os.environ.pop("HEARTWOOD_MEETING"), os.O_RDONLY | os.O_DIRECTORY)
+
+
+def at_meeting(name):
+    return f"/proc/self/fd/{meeting}/{name}"
+
+
+with open(at_meeting("secrets.json")) as handed:
     secrets = json.load(handed)
-os.unlink(secrets_file)
+os.unlink(at_meeting("secrets.json"))
 os.environ.update(secrets)
 
 import subprocess
@@ -131,10 +141,10 @@ def unix_connect(path):
 
 server_port = int(sys.argv[sys.argv.index("--port") + 1])
 forward(
-    unix_listener(os.environ.pop("HEARTWOOD_SERVER_SOCKET")),
+    unix_listener(at_meeting("server.sock")),
     lambda: socket.create_connection(("127.0.0.1", server_port)),
 )
-model_socket = os.environ.pop("HEARTWOOD_MODEL_SOCKET")
+model_socket = at_meeting("model.sock")
 forward(
     socket.create_server(("127.0.0.1", int(os.environ.pop("HEARTWOOD_MODEL_PORT")))),
     lambda: unix_connect(model_socket),

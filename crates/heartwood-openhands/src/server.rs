@@ -7,6 +7,7 @@
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use heartwood_sandbox::{Sandbox, SandboxLevel};
@@ -54,14 +55,21 @@ const MODEL_SOCKET: &str = "model.sock";
 /// launcher removes it as it starts.
 const SECRETS_FILE: &str = "secrets.json";
 
-/// Where a server and Heartwood meet: Unix sockets in a private directory of this user's
-/// (outside the project, so outside every other sandbox's view), bound into the server's
-/// sandbox. Heartwood reaches the server's API through one; the server reaches the model relay
-/// through the other, at a loopback port inside its own network namespace (the launcher
-/// forwards both). The directory also keeps the server's terminal multiplexer socket.
+/// The [`Rendezvous`] folder's name in the session's engine folder.
+const MEETING_DIR: &str = "meeting";
+
+/// Where a server and Heartwood meet: Unix sockets in a private folder of the session's
+/// (`meeting/` beside the conversation store), bound into the server's sandbox. Heartwood
+/// reaches the server's API through one; the server reaches the model relay through the other,
+/// at a loopback port inside its own network namespace (the launcher forwards both). Sockets
+/// are named through `/proc/self/fd/<the folder>/…` on both sides, so a socket's address stays
+/// within its 108 bytes however deep the project lies; the folder is inside the project's
+/// `.heartwood/`, so what a confined command leaves there is not outside the project.
 #[derive(Debug, Clone)]
 pub struct Rendezvous {
     dir: PathBuf,
+    /// The folder, held open while a relay or server may name a socket through it.
+    handle: Arc<std::fs::File>,
     model_port: u16,
 }
 
@@ -69,9 +77,11 @@ impl Rendezvous {
     /// The meeting place of the server keeping its state in `state_dir`, with stale sockets
     /// of an earlier server removed.
     pub fn prepare(state_dir: &Path) -> Result<Rendezvous, OpenHandsError> {
+        use std::os::unix::fs::PermissionsExt;
         let server = |e: std::io::Error| OpenHandsError::Server(e.to_string());
-        std::fs::create_dir_all(state_dir).map_err(server)?;
-        let dir = runtime_dir(state_dir).map_err(server)?;
+        let dir = state_dir.join(MEETING_DIR);
+        std::fs::create_dir_all(&dir).map_err(server)?;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).map_err(server)?;
         for socket in [SERVER_SOCKET, MODEL_SOCKET] {
             match std::fs::remove_file(dir.join(socket)) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(server(e)),
@@ -79,14 +89,21 @@ impl Rendezvous {
             }
         }
         Ok(Rendezvous {
+            handle: Arc::new(std::fs::File::open(&dir).map_err(server)?),
             dir,
             model_port: free_port().map_err(server)?,
         })
     }
 
-    /// Where the model relay listens.
+    /// `name` in the folder, by a path short enough for a socket's address.
+    fn short(&self, name: &str) -> PathBuf {
+        use std::os::fd::AsRawFd;
+        PathBuf::from(format!("/proc/self/fd/{}/{name}", self.handle.as_raw_fd()))
+    }
+
+    /// Where the model relay listens (valid while this value lives).
     pub fn model_socket(&self) -> PathBuf {
-        self.dir.join(MODEL_SOCKET)
+        self.short(MODEL_SOCKET)
     }
 
     /// The base URL the server's model library is given: the relay, as the launcher forwards
@@ -96,7 +113,7 @@ impl Rendezvous {
     }
 
     fn server_socket(&self) -> PathBuf {
-        self.dir.join(SERVER_SOCKET)
+        self.short(SERVER_SOCKET)
     }
 
     fn secrets_file(&self) -> PathBuf {
@@ -142,6 +159,8 @@ pub struct Confinement {
 pub struct AgentServer {
     child: Child,
     socket: PathBuf,
+    /// The meeting folder, held open: `socket` names it through `/proc/self/fd`.
+    meeting: Arc<std::fs::File>,
     key: String,
     log: PathBuf,
     conversations: PathBuf,
@@ -209,6 +228,12 @@ impl AgentServer {
             &port_arg,
         ];
         let level = confinement.level;
+        // A confined server's multiplexer keeps its socket in the sandbox's own `/tmp`.
+        let tmux_dir = if level == SandboxLevel::Unsandboxed {
+            tmux_dir(state_dir).map_err(server)?
+        } else {
+            PathBuf::from("/tmp")
+        };
         // The server reads its interpreter and writes its store, its working files and the
         // meeting place's sockets; the rest of Heartwood's state stays out of its view.
         let sandbox = confinement
@@ -236,12 +261,10 @@ impl AgentServer {
             .envs(env.iter().map(|(k, v)| (k, v)))
             .env("OH_CONVERSATIONS_PATH", &conversations)
             .env("HEARTWOOD_TOOL_HIDDEN", hidden)
-            .env("HEARTWOOD_SECRETS", rendezvous.secrets_file())
             .env("HEARTWOOD_WORKING_DIR", &working)
-            .env("HEARTWOOD_SERVER_SOCKET", rendezvous.server_socket())
-            .env("HEARTWOOD_MODEL_SOCKET", rendezvous.model_socket())
+            .env("HEARTWOOD_MEETING", &rendezvous.dir)
             .env("HEARTWOOD_MODEL_PORT", rendezvous.model_port.to_string())
-            .env("TMUX_TMPDIR", &rendezvous.dir)
+            .env("TMUX_TMPDIR", &tmux_dir)
             .stdin(Stdio::null())
             .stdout(output.try_clone().map_err(server)?)
             .stderr(output)
@@ -256,6 +279,7 @@ impl AgentServer {
         let mut server = AgentServer {
             child,
             socket: rendezvous.server_socket(),
+            meeting: Arc::clone(&rendezvous.handle),
             key,
             log,
             conversations,
@@ -299,6 +323,11 @@ impl AgentServer {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+
+    /// The meeting folder's handle, for a client whose requests name the socket through it.
+    pub(crate) fn meeting(&self) -> Arc<std::fs::File> {
+        Arc::clone(&self.meeting)
     }
 
     /// An HTTP client that reaches this server (through its socket, whatever the URL's host).
@@ -412,13 +441,13 @@ pub fn processes_of(conversations: &Path) -> Vec<u32> {
         .collect()
 }
 
-/// The [`Rendezvous`] directory: a private directory of this user's named after the state
-/// directory, short enough for socket paths. It also holds the terminal multiplexer's socket:
-/// OpenHands names its tmux socket alike for every server, so without a directory of its own
-/// every project's terminals shared one tmux server (unconfined), which carried the
-/// environment of whichever server started it and which a reap of that project's processes
-/// took down under the others' running commands.
-fn runtime_dir(state_dir: &Path) -> std::io::Result<PathBuf> {
+/// Where an unconfined server's terminal multiplexer keeps its socket: a private directory of
+/// this user's named after the state directory. OpenHands names its tmux socket alike for
+/// every server, so without a directory of its own every project's terminals shared one tmux
+/// server, which carried the environment of whichever server started it and which a reap of
+/// that project's processes took down under the others' running commands. (A confined
+/// server's is in its sandbox's own `/tmp`.)
+fn tmux_dir(state_dir: &Path) -> std::io::Result<PathBuf> {
     use sha2::Digest;
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     let state = std::fs::canonicalize(state_dir)?;
@@ -427,7 +456,7 @@ fn runtime_dir(state_dir: &Path) -> std::io::Result<PathBuf> {
     let base = std::env::var_os("XDG_RUNTIME_DIR")
         .filter(|d| !d.is_empty())
         .map_or_else(std::env::temp_dir, PathBuf::from);
-    let dir = base.join(format!("heartwood-openhands-{name}"));
+    let dir = base.join(format!("heartwood-tmux-{name}"));
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
