@@ -5,7 +5,9 @@
 //! checks' code, so a stage passing here is agreement between two independent computations;
 //! each planted defect is one a referee reading the plan and the report would catch.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 
 use heartwood_workflow::evaluate::check_stage;
 use heartwood_workflow::{CheckResult, Status, catalog};
@@ -13,25 +15,7 @@ use heartwood_workspace::Workspace;
 use serde_json::{Value, json};
 
 fn project(name: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/projects")
-        .join(name);
-    copy(&fixture, dir.path());
-    dir
-}
-
-fn copy(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).expect("fixture") {
-        let entry = entry.expect("entry");
-        let target: PathBuf = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            std::fs::create_dir_all(&target).expect("mkdir");
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
+    support::example_project(name)
 }
 
 fn stage(project: &Path, workflow: &str, stage: &str) -> Vec<CheckResult> {

@@ -8,7 +8,9 @@
 //! statsmodels (`/root/.cache/heartwood/stats-venv/bin/python`) and are quoted in comments.
 //! Before the language, every wrong figure here passed and every false alarm here failed.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 
 use heartwood_workflow::evaluate::check_stage;
 use heartwood_workflow::{CheckResult, Status, catalog};
@@ -19,19 +21,6 @@ const LINEAR: (&str, &str) = ("grunfeld-panel", "tabular-linear");
 const LOGISTIC: (&str, &str) = ("anes-vote", "tabular-logistic");
 const OLS: (&str, &str) = ("sleep-study", "tabular-ols");
 
-fn copy(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).expect("fixture") {
-        let entry = entry.expect("entry");
-        let target: PathBuf = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            std::fs::create_dir_all(&target).expect("mkdir");
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 /// The example project, edited by `edit`, and `check`'s result at `stage`.
 fn checked(
     (name, workflow): (&str, &str),
@@ -39,13 +28,7 @@ fn checked(
     check: &str,
     edit: impl FnOnce(&Path),
 ) -> CheckResult {
-    let dir = tempfile::tempdir().expect("tempdir");
-    copy(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fixtures/projects")
-            .join(name),
-        dir.path(),
-    );
+    let dir = support::example_project(name);
     edit(dir.path());
     let definition = catalog::definition(workflow)
         .expect("catalog")

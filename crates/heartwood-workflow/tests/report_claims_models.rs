@@ -5,7 +5,7 @@
 //! Heartwood; every other reference figure here is statsmodels' too (quoted where used). Each
 //! planted defect is one a referee comparing the report with the data would catch.
 
-use std::path::{Path, PathBuf};
+mod support;
 
 use heartwood_workflow::evaluate::check_stage;
 use heartwood_workflow::{CheckResult, Status, catalog};
@@ -15,19 +15,6 @@ use serde_json::{Value, json};
 const LINEAR: (&str, &str) = ("grunfeld-panel", "tabular-linear");
 const LOGISTIC: (&str, &str) = ("anes-vote", "tabular-logistic");
 
-fn copy(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).expect("fixture") {
-        let entry = entry.expect("entry");
-        let target: PathBuf = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            std::fs::create_dir_all(&target).expect("mkdir");
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 /// The example project with its report and claims edited, and the report stage's
 /// `report_claims` result on it.
 fn claims_check(
@@ -35,13 +22,7 @@ fn claims_check(
     report: impl FnOnce(String) -> String,
     claims: impl FnOnce(&mut Value),
 ) -> CheckResult {
-    let dir = tempfile::tempdir().expect("tempdir");
-    copy(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fixtures/projects")
-            .join(name),
-        dir.path(),
-    );
+    let dir = support::example_project(name);
     let report_path = dir.path().join("reports/final.md");
     let text = std::fs::read_to_string(&report_path).expect("report");
     std::fs::write(&report_path, report(text)).expect("write report");

@@ -37,6 +37,7 @@ use super::words::{
     COMPARATOR, DOUBT_WORDS, ERRORS, FUNCTION_WORDS, GRAMMAR_WORDS, INTERCEPT, KINDS, METRICS,
     OTHER_METRICS, OTHER_STATISTICS, ROW_NOUNS, SAMPLES,
 };
+pub(crate) use super::words::{ErrorsSaid, Kind};
 
 /// How a figure is related to the quantity it states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,42 +97,6 @@ pub(crate) enum Said {
     Known(Metric),
     /// Another metric (MSE, adjusted R², a correlation...).
     Other(&'static str),
-}
-
-/// Which figure of a coefficient.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Estimate,
-    StdError,
-    TValue,
-    PValue,
-    CiFirst,
-    CiSecond,
-}
-
-/// The kind of standard errors a sentence names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ErrorsSaid {
-    /// Classical (conventional, non-robust).
-    Classical,
-    /// Heteroskedasticity-robust, of no named kind.
-    Robust,
-    /// HC0 to HC3.
-    Hc(u8),
-    /// Cluster-robust.
-    Cluster,
-}
-
-impl ErrorsSaid {
-    /// The name a reader knows it by.
-    pub fn name(self) -> String {
-        match self {
-            ErrorsSaid::Classical => "classical".into(),
-            ErrorsSaid::Robust => "robust".into(),
-            ErrorsSaid::Hc(k) => format!("HC{k}"),
-            ErrorsSaid::Cluster => "cluster-robust".into(),
-        }
-    }
 }
 
 /// The names of this project a sentence may use: its coefficients' and each group's (the

@@ -1,9 +1,9 @@
 //! The words of the report-claims grammar ([`super::context`]): what names a sample, a
 //! metric, a coefficient's statistic, a kind of standard errors, what casts doubt on a figure,
 //! and the closed vocabulary of the results language (the grammar's own terms, the few function
-//! words, and the project's names). Lists only; the grammar that reads them is in `context`.
+//! words, and the project's names). Lists, and the kinds of statistic and standard errors they
+//! name; the grammar that reads them is in `context`.
 
-use super::context::{ErrorsSaid, Kind};
 use super::format::{Metric, Sample};
 
 pub(super) const SAMPLES: &[(&str, Sample)] = &[
@@ -374,3 +374,39 @@ pub(super) const ROW_NOUNS: &[&str] = &[
     "firm-years",
     "individuals",
 ];
+
+/// Which figure of a coefficient.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Estimate,
+    StdError,
+    TValue,
+    PValue,
+    CiFirst,
+    CiSecond,
+}
+
+/// The kind of standard errors a sentence names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ErrorsSaid {
+    /// Classical (conventional, non-robust).
+    Classical,
+    /// Heteroskedasticity-robust, of no named kind.
+    Robust,
+    /// HC0 to HC3.
+    Hc(u8),
+    /// Cluster-robust.
+    Cluster,
+}
+
+impl ErrorsSaid {
+    /// The name a reader knows it by.
+    pub fn name(self) -> String {
+        match self {
+            ErrorsSaid::Classical => "classical".into(),
+            ErrorsSaid::Robust => "robust".into(),
+            ErrorsSaid::Hc(k) => format!("HC{k}"),
+            ErrorsSaid::Cluster => "cluster-robust".into(),
+        }
+    }
+}
