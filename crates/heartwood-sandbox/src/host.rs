@@ -24,8 +24,14 @@ pub struct HostCommand {
 impl HostCommand {
     /// `program args` over no project at all (it reads only its input), in `/`.
     pub fn without_project(program: &str, args: &[&str]) -> Result<Self, SandboxError> {
-        // The sandbox's project is a system directory it shows read-only anyway.
-        let mut command = HostCommand::new(program, args, Path::new("/usr"), &[])?;
+        // The sandbox's project is a system directory it shows read-only anyway, with nothing
+        // to look for inside.
+        let mut command = HostCommand::in_sandbox(
+            program,
+            args,
+            Path::new("/usr"),
+            Sandbox::new(Path::new("/usr")).without_project_state(),
+        )?;
         command.command.current_dir("/");
         Ok(command)
     }
@@ -39,12 +45,22 @@ impl HostCommand {
         root: &Path,
         reached: &[PathBuf],
     ) -> Result<Self, SandboxError> {
+        let sandbox = Sandbox::new(root).reaching(reached.iter().map(|d| (d.clone(), false)));
+        HostCommand::in_sandbox(program, args, root, sandbox)
+    }
+
+    /// `program args` in `root`, inside `sandbox` (with no home) at read-only where this
+    /// machine confines.
+    fn in_sandbox(
+        program: &str,
+        args: &[&str],
+        root: &Path,
+        sandbox: Sandbox,
+    ) -> Result<Self, SandboxError> {
         let path = system_program(program)?;
         let path_text = path.to_string_lossy().into_owned();
         let (mut command, confined, filters) = if support().enforcing {
-            let sandbox = Sandbox::new(root)
-                .with_home(None)
-                .reaching(reached.iter().map(|d| (d.clone(), false)));
+            let sandbox = sandbox.with_home(None);
             let wrapped = sandbox.wrap(SandboxLevel::ReadOnly, &path_text, args)?;
             let mut command = Command::new(&wrapped.program);
             command.args(&wrapped.args);

@@ -54,6 +54,10 @@ pub struct Sandbox {
     limits: Limits,
     /// The network proxy's socket on the host, when commands may reach named hosts.
     network: Option<PathBuf>,
+    /// Whether the root is a project, whose nested `.heartwood/` and `.git` folders are looked
+    /// for; a system directory standing in for "no project" has none, and walking it (all of
+    /// `/usr`) cost more than the command.
+    project: bool,
 }
 
 /// A program ready to start confined: run `program` with `args`, and keep this value alive until
@@ -86,7 +90,15 @@ impl Sandbox {
                 .map(PathBuf::from),
             limits: Limits::default(),
             network: None,
+            project: true,
         }
+    }
+
+    /// A root that is a system directory shown as it is, not a project: nothing is looked for
+    /// inside it (for a program that reads no project file).
+    pub(crate) fn without_project_state(mut self) -> Self {
+        self.project = false;
+        self
     }
 
     /// Commands reach the network only through the proxy listening at `socket` (see
@@ -241,7 +253,11 @@ impl Sandbox {
             "--ro-bind"
         };
         arg(&[&bind, &self.root, &self.root]);
-        let nested = nested_state(&self.root);
+        let nested = if self.project {
+            nested_state(&self.root)
+        } else {
+            Nested::default()
+        };
         if level == SandboxLevel::ProjectWrite {
             // Every repository's own folder, nested ones too: hooks and configuration there
             // run on the host at the researcher's next `git commit`.
@@ -390,4 +406,26 @@ fn nested_state(root: &Path) -> Nested {
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A project's nested state is found and covered; a system directory standing in for "no
+    /// project" is not walked (the syntax check's, at every command).
+    #[test]
+    fn nested_state_is_looked_for_in_a_project_only() {
+        let root = tempfile::tempdir().expect("test fixture");
+        let nested = root.path().join("sub/.heartwood");
+        std::fs::create_dir_all(&nested).expect("test fixture");
+        let covers = |sandbox: &Sandbox| {
+            sandbox
+                .arguments(SandboxLevel::ReadOnly, None)
+                .windows(2)
+                .any(|w| w[0] == "--tmpfs" && Path::new(&w[1]) == nested)
+        };
+        assert!(covers(&Sandbox::new(root.path())));
+        assert!(!covers(&Sandbox::new(root.path()).without_project_state()));
+    }
 }
