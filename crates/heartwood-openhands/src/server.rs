@@ -185,25 +185,10 @@ impl AgentServer {
     ) -> Result<AgentServer, OpenHandsError> {
         let server = |e: std::io::Error| OpenHandsError::Server(e.to_string());
         let log = state_dir.join("agent-server.log");
-        let output = std::fs::File::create(&log).map_err(server)?;
         let conversations = state_dir.join("conversations");
-        // A server (or a command it started) left by a process that was killed still owns the
-        // conversation; it goes before another starts on the same store, and so does its
-        // lease on each conversation.
-        reap(&conversations);
-        release_leases(&conversations);
         // The server's own files (settings, terminal events) go where its relative defaults
-        // put them, under its working directory: here, never the project. The commands it runs
-        // can write there too, and the server reads its settings file from there as it
-        // starts, so each server starts in an empty one.
+        // put them, under its working directory: here, never the project.
         let working = state_dir.join("server");
-        match std::fs::remove_dir_all(&working) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(server(e)),
-            _ => {}
-        }
-        for dir in [&conversations, &working] {
-            std::fs::create_dir_all(dir).map_err(server)?;
-        }
         let port = free_port().map_err(server)?;
         let key = session_key()?;
         let mut secrets = secrets.to_vec();
@@ -212,28 +197,17 @@ impl AgentServer {
         secrets.push(("SESSION_API_KEY".to_owned(), key.clone()));
         let hidden: Vec<&str> = secrets.iter().map(|(name, _)| name.as_str()).collect();
         let hidden = hidden.join(",");
-        rendezvous.hand_over(&secrets).map_err(server)?;
         let python = installation.python();
         let program = python
             .to_str()
-            .ok_or_else(|| OpenHandsError::Server(format!("{} is not UTF-8", python.display())))?;
-        let port_arg = port.to_string();
-        let args = [
-            "-I",
-            "-c",
-            LAUNCH,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &port_arg,
-        ];
+            .ok_or_else(|| OpenHandsError::Server(format!("{} is not UTF-8", python.display())))?
+            .to_owned();
+        let args: Vec<String> = ["-I", "-c", LAUNCH, "--host", "127.0.0.1", "--port"]
+            .into_iter()
+            .map(str::to_owned)
+            .chain([port.to_string()])
+            .collect();
         let level = confinement.level;
-        // A confined server's multiplexer keeps its socket in the sandbox's own `/tmp`.
-        let tmux_dir = if level == SandboxLevel::Unsandboxed {
-            tmux_dir(state_dir).map_err(server)?
-        } else {
-            PathBuf::from("/tmp")
-        };
         // The server reads its interpreter and writes its store, its working files and the
         // meeting place's sockets; the rest of Heartwood's state stays out of its view.
         let sandbox = confinement
@@ -244,16 +218,28 @@ impl AgentServer {
                 (working.clone(), true),
                 (rendezvous.dir.clone(), true),
             ]);
-        // Building the view reads the project's directories (nested state): off the runtime.
-        let program = program.to_owned();
-        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-        let confined = tokio::task::spawn_blocking(move || {
+        // Files, `/proc` and the project's directories (the view's nested state) are read and
+        // written here: off the runtime, in one go.
+        let (state, meeting) = (state_dir.to_owned(), rendezvous.clone());
+        let (stored, worked, logged) = (conversations.clone(), working.clone(), log.clone());
+        let (output, tmux_dir, confined) = tokio::task::spawn_blocking(move || {
+            let output = std::fs::File::create(&logged).map_err(server)?;
+            fresh_state(&stored, &worked).map_err(server)?;
+            meeting.hand_over(&secrets).map_err(server)?;
+            // A confined server's multiplexer keeps its socket in the sandbox's own `/tmp`.
+            let tmux_dir = if level == SandboxLevel::Unsandboxed {
+                tmux_dir(&state).map_err(server)?
+            } else {
+                PathBuf::from("/tmp")
+            };
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            sandbox.wrap(level, &program, &args)
+            let confined = sandbox.wrap(level, &program, &args).map_err(|e| {
+                OpenHandsError::Server(format!("cannot confine the agent server: {e}"))
+            })?;
+            Ok::<_, OpenHandsError>((output, tmux_dir, confined))
         })
         .await
-        .map_err(|e| OpenHandsError::Server(e.to_string()))?
-        .map_err(|e| OpenHandsError::Server(format!("cannot confine the agent server: {e}")))?;
+        .map_err(|e| OpenHandsError::Server(e.to_string()))??;
         let child = Command::new(&confined.program)
             .args(&confined.args)
             .current_dir(&working)
@@ -400,6 +386,22 @@ pub fn reap(conversations: &Path) {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         }
     }
+}
+
+/// Readies a server's folders: a server (or a command it started) left by a process that was
+/// killed still owns the conversation store `conversations`, so it goes before another starts
+/// on it, and so does its lease on each conversation; the working folder `working` is emptied,
+/// since the commands a server runs can write there and the next server reads its settings
+/// file from there as it starts.
+fn fresh_state(conversations: &Path, working: &Path) -> std::io::Result<()> {
+    reap(conversations);
+    release_leases(conversations);
+    match std::fs::remove_dir_all(working) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    std::fs::create_dir_all(conversations)?;
+    std::fs::create_dir_all(working)
 }
 
 /// The file in a conversation's folder that names the server owning it.
