@@ -155,6 +155,18 @@ impl Client {
             .map_err(|e| OpenHandsError::Api(format!("{path}: not JSON: {e}")))
     }
 
+    /// Whether the server answers at all (its readiness route, briefly): a server killed
+    /// while idle may not have been collected yet, so its process alone does not say.
+    pub async fn answers(&self) -> bool {
+        self.http
+            .get(format!("{}/ready", self.base))
+            .header("X-Session-API-Key", &self.key)
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+    }
+
     /// Starts a conversation (without a message). No title is generated: that would send the
     /// researcher's first message to the model for a purpose they did not ask for.
     pub async fn start_conversation(

@@ -197,12 +197,17 @@ impl OpenHandsBackend {
         Ok(())
     }
 
-    /// The running server and its client, started (again, after a crash) if needed.
+    /// The running server and its client, started (again, after a crash) if needed. A server
+    /// that died between runs cut nothing off, so the run goes on with a new one rather than
+    /// failing on the old one's closed socket.
     async fn server(&mut self) -> Result<Client, BackendError> {
         if let Some((server, client)) = &mut self.server
             && server.is_running()
         {
-            return Ok(client.clone());
+            let client = client.clone();
+            if client.answers().await || !self.server_exits_within(DEATH_SEEN_WITHIN).await {
+                return Ok(client);
+            }
         }
         self.server = None;
         let state_dir = self.spec.state_dir.as_std_path();
