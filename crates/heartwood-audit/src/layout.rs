@@ -46,7 +46,11 @@ pub struct SessionPaths {
 impl SessionPaths {
     /// The paths of session `id` under `sessions_root` (`<project>/.heartwood/sessions`).
     pub fn new(sessions_root: &Path, id: &SessionId) -> Self {
-        let dir = sessions_root.join(id.as_str());
+        Self::in_dir(sessions_root.join(id.as_str()))
+    }
+
+    /// The paths of a session's files kept in `dir` (a session's folder, or a copy of one).
+    pub(crate) fn in_dir(dir: PathBuf) -> Self {
         SessionPaths {
             meta: dir.join(META_FILE),
             events: dir.join(EVENTS_FILE),

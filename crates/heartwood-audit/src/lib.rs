@@ -41,7 +41,7 @@ pub use checkpoint::{Checkpoint, CheckpointReport};
 pub use digest::Digest;
 pub use durable::sync_calls;
 pub use error::{AuditError, Damage, DamageKind};
-pub use export::BundleFiles;
+pub use export::{BundleFiles, JournalEnd};
 pub use intent::BackendBytes;
 pub use layout::{EXPORTS_DIR, RECEIPTS_FILE, SessionPaths};
 pub use lease::WriterInfo;

@@ -25,7 +25,7 @@ use crate::shared::Fence;
 use crate::verify::{Tree, verify_session};
 use crate::{
     AuditError, Checkpoint, Digest, MAX_LINE_BYTES, SessionMeta, SessionPaths, Verified, durable,
-    export, lease::WriterLease, receipts,
+    lease::WriterLease, receipts,
 };
 
 /// The chain's state after the last durable append.
@@ -374,28 +374,28 @@ impl SessionWriter {
         Ok((bundle, seq))
     }
 
-    /// Writes an export bundle of every event so far and returns its directory with the
-    /// `export_recorded` event the caller must append (with a command's receipt, say).
-    pub fn write_export_bundle(&mut self) -> Result<(std::path::PathBuf, Event), AuditError> {
+    /// Where the journal ends now, for an export made from it without this writer.
+    pub fn end(&self) -> Result<crate::JournalEnd, AuditError> {
         self.ensure_usable()?;
-        let checkpoint = self.checkpoint()?;
-        let verified = Verified {
+        let end = Verified {
             count: self.chain.count,
             terminal_hash: self.chain.prev,
-            merkle_root: Some(checkpoint.merkle_root),
+            merkle_root: None,
             events_len: self.chain.events_len,
             audit_len: self.chain.audit_len,
             last_time: self.chain.last_time.clone(),
         };
-        let bundle = export::write_bundle(&self.paths, &verified, &checkpoint)?;
-        let event = Event::ExportRecorded {
-            bundle: bundle.clone(),
-            format: None,
-            destination: None,
-            count: verified.count,
-            terminal_hash: verified.terminal_hash.to_hex(),
-        };
-        Ok((self.paths.exports.join(bundle), event))
+        Ok(crate::JournalEnd::new(
+            self.id.clone(),
+            self.paths.clone(),
+            end,
+        ))
+    }
+
+    /// Writes an export bundle of every event so far and returns its directory with the
+    /// `export_recorded` event the caller must append (with a command's receipt, say).
+    pub fn write_export_bundle(&mut self) -> Result<(std::path::PathBuf, Event), AuditError> {
+        self.end()?.write_bundle()
     }
 
     /// Leaves `payload` beside the journal, bound to where it ends now (see

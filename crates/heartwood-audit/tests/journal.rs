@@ -220,6 +220,39 @@ fn an_export_is_a_self_contained_bundle_and_is_itself_recorded() {
     );
 }
 
+/// An export is written without the session's writer (and, in the gateway, without its lock):
+/// events appended after its end was taken are not in it, and its checkpoint is the one the
+/// writer would have given at that end.
+#[test]
+fn an_export_holds_the_journal_up_to_where_it_was_asked_for_whatever_is_appended_meanwhile() {
+    let (_dir, store, sid) = project_with_session(10);
+    let (mut writer, _) = store.open_writer(&sid).expect("open");
+    let at_ten = writer.checkpoint().expect("checkpoint");
+    let end = writer.end().expect("the journal's end");
+    for n in 0..5 {
+        writer
+            .append(None, vec![message(format!("later {n}"))])
+            .expect("append");
+    }
+    let (bundle, event) = end.write_bundle().expect("the bundle");
+    writer.close();
+    let checkpoint: Checkpoint =
+        serde_json::from_slice(&std::fs::read(bundle.join("checkpoint.json")).expect("read"))
+            .expect("parse");
+    assert_eq!(
+        checkpoint, at_ten,
+        "the checkpoint of the end it was asked at"
+    );
+    let lines = std::fs::read_to_string(bundle.join("events.jsonl")).expect("read");
+    assert_eq!(lines.lines().count(), 10, "{lines}");
+    assert!(!lines.contains("later"), "{lines}");
+    assert!(
+        matches!(event, Event::ExportRecorded { count: 10, ref terminal_hash, .. }
+            if *terminal_hash == at_ten.terminal_hash.to_hex()),
+        "{event:?}"
+    );
+}
+
 #[test]
 fn a_truncated_suffix_passes_the_chain_but_fails_against_a_retained_checkpoint() {
     let (_dir, store, sid) = project_with_session(20);

@@ -546,10 +546,17 @@ impl SessionAdmin {
     /// session that verifies is transcribed: a transcript of a damaged record would read as
     /// trustworthy.
     pub fn transcript(&self, id: &str) -> Result<String, GatewayError> {
+        self.transcript_until(id, u64::MAX)
+    }
+
+    /// [`SessionAdmin::transcript`] of the session's first `count` events (an export's, taken
+    /// where the journal ended when it was asked for).
+    pub(crate) fn transcript_until(&self, id: &str, count: u64) -> Result<String, GatewayError> {
         let id = self.resolve(id)?;
         let reader = self.store.reader(&id)?;
         reader.verify()?;
-        let events = crate::error::decoded(reader.events()?)?;
+        let mut events = crate::error::decoded(reader.events()?)?;
+        events.truncate(usize::try_from(count).unwrap_or(usize::MAX));
         let projection = crate::reducer::replay(id.clone(), events.iter());
         Ok(crate::transcript::markdown(
             id.as_str(),
@@ -593,8 +600,9 @@ impl SessionAdmin {
     ) -> Result<ExportReport, GatewayError> {
         let id = self.resolve(id)?;
         let (mut writer, _) = self.store.open_writer(&id)?;
-        let (event, result) = crate::export::perform(&mut writer, &self.project, request, || {
-            self.transcript(id.as_str())
+        let end = writer.end()?;
+        let (event, result) = crate::export::perform(&end, &self.project, request, |count| {
+            self.transcript_until(id.as_str(), count)
         })?;
         let seq = writer.append(None, vec![event])?;
         let bundle = result["bundle"].as_str().unwrap_or_default();

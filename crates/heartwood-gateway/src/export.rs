@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use heartwood_audit::{BundleFiles, SessionWriter};
+use heartwood_audit::{BundleFiles, JournalEnd};
 use heartwood_events::{Event, ExportFormat, ExportRequest};
 use heartwood_project::ProjectContext;
 use heartwood_project::config::ProjectConfig;
@@ -13,19 +13,21 @@ use serde_json::{Value, json};
 use crate::GatewayError;
 use crate::provenance::{CrateSource, write_crate};
 
-/// Writes the export `request` asks for and returns the event that records it with the
-/// command's result. `transcript` is asked for only for a Markdown export.
+/// Writes the export `request` asks for, of the journal up to `end`, and returns the event that
+/// records it with the command's result. `transcript` is asked for only for a Markdown export.
+/// Nothing here needs the session's writer or its lock: the journal's prefix up to `end` never
+/// changes.
 pub(crate) fn perform(
-    writer: &mut SessionWriter,
+    end: &JournalEnd,
     project: &ProjectContext,
     request: &ExportRequest,
-    transcript: impl FnOnce() -> Result<String, GatewayError>,
+    transcript: impl FnOnce(u64) -> Result<String, GatewayError>,
 ) -> Result<(Event, Value), GatewayError> {
     let destination = request.destination.as_deref().map(|d| resolve(project, d));
     let shown = destination.as_ref().map(|d| d.display().to_string());
     match request.format {
         ExportFormat::Bundle => {
-            let (bundle, mut event) = writer.write_export_bundle()?;
+            let (bundle, mut event) = end.write_bundle()?;
             if let Some(to) = &destination {
                 copy_dir(&bundle, to).map_err(|source| GatewayError::Io {
                     doing: format!("cannot copy the bundle to {}", to.display()),
@@ -40,8 +42,7 @@ pub(crate) fn perform(
             let Some(to) = destination else {
                 return Err(missing_destination("a transcript"));
             };
-            let text = transcript()?;
-            let checkpoint = writer.checkpoint()?;
+            let text = transcript(end.count())?;
             write_new(&to, text.as_bytes()).map_err(|source| GatewayError::Io {
                 doing: format!("cannot create {} (it must not exist yet)", to.display()),
                 source,
@@ -50,8 +51,8 @@ pub(crate) fn perform(
                 bundle: String::new(),
                 format: Some(ExportFormat::Markdown),
                 destination: shown.clone(),
-                count: checkpoint.count,
-                terminal_hash: checkpoint.terminal_hash.to_hex(),
+                count: end.count(),
+                terminal_hash: end.terminal_hash().to_hex(),
             };
             Ok((event, json!({ "destination": shown })))
         }
@@ -62,7 +63,7 @@ pub(crate) fn perform(
             if to.exists() {
                 return Err(crate::provenance::CrateError::Exists(to).into());
             }
-            let (bundle, mut event) = writer.write_export_bundle()?;
+            let (bundle, mut event) = end.write_bundle()?;
             let files = BundleFiles::read(&bundle)?;
             let route = ProjectConfig::load(project)
                 .ok()

@@ -12,6 +12,9 @@
 //!    starting the session's worker where the command needs one and none runs (the engine's
 //!    reconciliation must see the projection it reconciles, so it runs under the lock).
 //! 3. **effects**: after the append, the work the agent is sent (a task, a decision, a pause).
+//!    An export's files are the one effect a receipt waits for: where the journal ends is
+//!    taken under the lock, the bundle, transcript or crate is written without it, and the
+//!    record is appended under the lock again.
 //!
 //! A session released while a command reached it is opened afresh and the command prepared
 //! again, in a loop (never a call back into `submit`).

@@ -20,32 +20,62 @@ use crate::live::Live;
 pub(super) type Opening = Option<Result<Event, Refusal>>;
 
 /// What a command's decision needs that was read before the lock.
-#[derive(Default)]
 pub(in crate::gateway) struct Prepared {
-    /// The run's first event (`workflow start`), or why it cannot start.
-    pub(super) started: Opening,
-    /// The project's clean commit, where the command starts agent work.
-    pub(super) starting_commit: Option<String>,
-    /// The stage's checks, run on the files now (`workflow evaluate`).
-    pub(super) evaluated: Option<Result<AssessmentView, GatewayError>>,
-    /// Files the run relies on (or, to accept, that its checks judged) that changed since.
-    pub(super) changed_evidence: Vec<String>,
-    /// The stage's files, captured for a review.
-    pub(super) captured: Option<Result<Vec<CapturedFile>, GatewayError>>,
-    /// A correction's recheck on the files as they are, with the run it was made against.
-    pub(super) rechecked: Option<Result<(Recheck, Box<WorkflowView>), GatewayError>>,
-    /// A reproduction's rerun, prepared by allowing it.
-    pub(super) reproduction: Option<Box<ReproductionPrepared>>,
-    /// The definition the run is bound to, read (and its digest checked) before the lock.
-    pub(super) definition: Option<Result<heartwood_workflow::Definition, GatewayError>>,
-    /// Files the pending set's review previewed whose bytes changed since (an allow).
-    pub(super) stale_preview: Vec<String>,
+    /// What the command itself read, by command.
+    pub(super) input: Input,
     /// The model route and what an agent would start with, for a command that needs the
     /// session's worker; `Err` is the reason it cannot have one.
-    pub(super) worker: Option<Result<WorkerKit, WorkerRefusal>>,
+    worker: Option<Result<WorkerKit, WorkerRefusal>>,
     /// What typed text ([`CommandKind::Say`]) meant when it was prepared; decided only if it
     /// still means that under the lock.
     pub(super) said: Option<Vec<CommandKind>>,
+}
+
+/// What one command read before the lock: a variant per command that reads anything, holding
+/// exactly what its decision binds. A command whose session showed nothing to read (no run,
+/// say) has [`Input::Nothing`], and its decision refuses it on the projection.
+pub(super) enum Input {
+    /// Nothing was read.
+    Nothing,
+    /// `workflow start`: the run's first event, or why it cannot start.
+    Start(Result<Event, Refusal>),
+    /// A task: the project's clean commit, where its work starts.
+    Task {
+        /// The clean commit, if the project is a clean Git work tree.
+        starting_commit: Option<String>,
+    },
+    /// `workflow run`: the stage's turn.
+    Run {
+        /// The clean commit, if the project is a clean Git work tree.
+        starting_commit: Option<String>,
+        /// Files the run relies on that changed since they were bound.
+        changed_evidence: Vec<String>,
+        /// The definition the run is bound to (its digest checked).
+        definition: Result<heartwood_workflow::Definition, GatewayError>,
+    },
+    /// `workflow evaluate`: the stage's checks, run on the files now.
+    Evaluate(Result<AssessmentView, GatewayError>),
+    /// `workflow accept`: files its checks judged whose bytes changed since.
+    Accept {
+        /// The changed files.
+        changed_evidence: Vec<String>,
+    },
+    /// `workflow review`: the stage's files, captured for the reviewer.
+    Review(Result<Vec<CapturedFile>, GatewayError>),
+    /// `workflow correct`: the correction's recheck on the files as they are.
+    Correct {
+        /// The definition the run is bound to.
+        definition: Result<heartwood_workflow::Definition, GatewayError>,
+        /// The recheck, with the run it was made against.
+        rechecked: Result<(Recheck, Box<WorkflowView>), GatewayError>,
+    },
+    /// An allow of the pending set.
+    Allow {
+        /// Files the set's review previewed whose bytes changed since.
+        stale_preview: Vec<String>,
+        /// A reproduction's rerun, prepared by allowing it.
+        reproduction: Option<Box<ReproductionPrepared>>,
+    },
 }
 
 impl Prepared {
@@ -54,6 +84,11 @@ impl Prepared {
         self.worker
             .take()
             .unwrap_or(Err(WorkerRefusal::NotPrepared))
+    }
+
+    /// What the command read, taken once.
+    pub(super) fn take_input(&mut self) -> Input {
+        std::mem::replace(&mut self.input, Input::Nothing)
     }
 }
 
@@ -110,71 +145,75 @@ pub(super) fn prepare(
     command: &Command,
     started: Opening,
 ) -> Prepared {
-    let project = &gateway.shared.project;
-    let workflow = || live.lock().projection().workflow.clone();
     let said = meaning(live.lock().projection(), &command.kind);
     // Typed text is prepared as what it means now (its first command needs the agent alike).
     let acting = said
         .as_ref()
         .and_then(|s| s.first())
         .unwrap_or(&command.kind);
-    let mut prepared = Prepared {
-        started,
-        worker: worker_policy(acting).map(|policy| gateway.worker_kit(live, policy)),
-        ..Prepared::default()
+    let input = match started {
+        Some(started) => Input::Start(started),
+        None => input(gateway, live, acting),
     };
-    match acting {
-        CommandKind::SubmitTask { .. } => prepared.starting_commit = clean_head(gateway),
-        CommandKind::WorkflowRun { .. } => {
+    Prepared {
+        input,
+        worker: worker_policy(acting).map(|policy| gateway.worker_kit(live, policy)),
+        said,
+    }
+}
+
+/// What `kind` reads before the lock.
+fn input(gateway: &SessionGateway, live: &Arc<Live>, kind: &CommandKind) -> Input {
+    let project = &gateway.shared.project;
+    if let CommandKind::SubmitTask { .. } = kind {
+        return Input::Task {
+            starting_commit: clean_head(gateway),
+        };
+    }
+    if let CommandKind::Decide {
+        decision: Decision::AllowOnce,
+        ..
+    } = kind
+    {
+        return prepare_allow(gateway, live);
+    }
+    let Some(run) = live.lock().projection().workflow.clone() else {
+        return Input::Nothing;
+    };
+    match kind {
+        CommandKind::WorkflowRun { .. } => Input::Run {
             // `git status` can take a while.
-            prepared.starting_commit = clean_head(gateway);
-            let run = workflow();
-            prepared.changed_evidence = run
-                .as_ref()
-                .map(|w| crate::workflow_run::changed_evidence(project, w))
-                .unwrap_or_default();
-            prepared.definition = run.map(|w| crate::workflow_run::bound_definition(project, &w));
-        }
+            starting_commit: clean_head(gateway),
+            changed_evidence: crate::workflow_run::changed_evidence(project, &run),
+            definition: crate::workflow_run::bound_definition(project, &run),
+        },
         CommandKind::WorkflowEvaluate { .. } => {
-            prepared.evaluated = workflow().map(|w| crate::workflow_run::evaluate(project, &w));
+            Input::Evaluate(crate::workflow_run::evaluate(project, &run))
         }
         // Acceptance binds to the bytes the checks judged: each is read again now.
-        CommandKind::WorkflowAccept { .. } => {
-            prepared.changed_evidence = workflow()
-                .map(|w| crate::workflow_run::acceptance_drift(project, &w))
-                .unwrap_or_default();
-        }
+        CommandKind::WorkflowAccept { .. } => Input::Accept {
+            changed_evidence: crate::workflow_run::acceptance_drift(project, &run),
+        },
         // A review captures the stage's files before anything is dispatched.
         CommandKind::WorkflowReview { .. } => {
-            prepared.captured = workflow().map(|w| crate::review_evidence::capture(project, &w));
+            Input::Review(crate::review_evidence::capture(project, &run))
         }
         CommandKind::WorkflowCorrect {
             finding,
             destination,
             ..
-        } => {
-            let run = workflow();
-            prepared.definition = run
-                .as_ref()
-                .map(|w| crate::workflow_run::bound_definition(project, w));
-            prepared.rechecked = run.map(|w| {
-                crate::correction::recheck(project, &w, *finding as usize, destination)
-                    .map(|r| (r, Box::new(w)))
-            });
-        }
-        CommandKind::Decide {
-            decision: Decision::AllowOnce,
-            ..
-        } => prepare_allow(gateway, live, &mut prepared),
-        _ => {}
+        } => Input::Correct {
+            definition: crate::workflow_run::bound_definition(project, &run),
+            rechecked: crate::correction::recheck(project, &run, *finding as usize, destination)
+                .map(|r| (r, Box::new(run))),
+        },
+        _ => Input::Nothing,
     }
-    prepared.said = said;
-    prepared
 }
 
 /// An allow: whether the set's preview still matches the files, and the reproduction rerun
 /// allowing it prepares (inputs, accepted results and the destination are read now).
-fn prepare_allow(gateway: &SessionGateway, live: &Arc<Live>, prepared: &mut Prepared) {
+fn prepare_allow(gateway: &SessionGateway, live: &Arc<Live>) -> Input {
     let (review, projection) = {
         let core = live.lock();
         let p = core.projection();
@@ -183,13 +222,19 @@ fn prepare_allow(gateway: &SessionGateway, live: &Arc<Live>, prepared: &mut Prep
             p.workflow.is_some() && p.pending.as_ref().is_some_and(|s| s.members.len() == 1);
         (core.review().cloned(), rerun.then(|| p.clone()))
     };
-    if let Some(review) = review {
-        let workspace = heartwood_workspace::Workspace::open(gateway.shared.project.root()).ok();
-        prepared.stale_preview = crate::review::stale(workspace.as_ref(), &review);
+    let stale_preview = review
+        .map(|review| {
+            let workspace =
+                heartwood_workspace::Workspace::open(gateway.shared.project.root()).ok();
+            crate::review::stale(workspace.as_ref(), &review)
+        })
+        .unwrap_or_default();
+    Input::Allow {
+        stale_preview,
+        reproduction: projection
+            .and_then(|p| crate::reproduction::prepare(&gateway.shared.project, &p))
+            .map(Box::new),
     }
-    prepared.reproduction = projection
-        .and_then(|p| crate::reproduction::prepare(&gateway.shared.project, &p))
-        .map(Box::new);
 }
 
 /// What `kind` means in the session as `projection` shows it: for typed text, the commands

@@ -9,7 +9,7 @@ use heartwood_events::{Command, CommandKind, CommandName, Decision, Event, Recei
 use serde_json::Value;
 
 use super::Deciding;
-use super::prepare::Prepared;
+use super::prepare::{Input, Prepared};
 use crate::GatewayError;
 use crate::gateway::lock;
 use crate::live::{CommandKey, Core};
@@ -49,10 +49,14 @@ impl Deciding<'_, '_> {
                         super::admission::busy(core.projection(), CommandName::SubmitTask);
                     return core.refuse(key, refusal);
                 }
+                let starting_commit = match prepared.take_input() {
+                    Input::Task { starting_commit } => starting_commit,
+                    _ => None,
+                };
                 let event = Event::TaskSubmitted {
                     text: text.clone(),
                     policy: *policy,
-                    starting_commit: prepared.starting_commit.take(),
+                    starting_commit,
                 };
                 if let Some(worker) = core.worker() {
                     worker.withdraw_pause();
@@ -123,15 +127,7 @@ impl Deciding<'_, '_> {
                     (set_id, *revision, *decision, reason),
                 )
             }
-            CommandKind::Export(request) => {
-                let project = gateway.shared.project.clone();
-                let session = command.session.as_str().to_owned();
-                let (event, result) =
-                    crate::export::perform(core.writer()?, &project, request, || {
-                        gateway.admin().transcript(&session)
-                    })?;
-                core.complete(key, vec![event], result)
-            }
+            CommandKind::Export(request) => export(gateway, live, core, key, command, request),
             CommandKind::Rename { title } => {
                 let event = Event::SessionRenamed {
                     title: crate::reducer::title_of(title),
@@ -174,7 +170,13 @@ fn decide_set(
         &Option<String>,
     ),
 ) -> Result<Receipt, GatewayError> {
-    let stale = std::mem::take(&mut prepared.stale_preview);
+    let (stale, reproduction) = match prepared.take_input() {
+        Input::Allow {
+            stale_preview,
+            reproduction,
+        } => (stale_preview, reproduction),
+        _ => (Vec::new(), None),
+    };
     if decision == Decision::AllowOnce
         && !stale.is_empty()
         && let Some(mut set) = core.projection().pending.clone()
@@ -192,7 +194,7 @@ fn decide_set(
     }
     let mut events = Vec::new();
     // Prepared for the set shown then, which must still be the one decided.
-    if let Some(prepared) = prepared.reproduction.take()
+    if let Some(prepared) = reproduction
         && core
             .projection()
             .pending
@@ -222,6 +224,36 @@ fn decide_set(
         },
     );
     Ok(receipt)
+}
+
+/// An export: where the journal ends is taken under the lock, the files are written without
+/// it (a bundle or a crate can take seconds, and the session goes on meanwhile), and the
+/// export is recorded under the lock again, unless a retry of the same command recorded it
+/// first.
+fn export(
+    gateway: &crate::gateway::SessionGateway,
+    live: &std::sync::Arc<crate::live::Live>,
+    mut core: MutexGuard<'_, Core>,
+    key: &CommandKey<'_>,
+    command: &Command,
+    request: &heartwood_events::ExportRequest,
+) -> Result<Receipt, GatewayError> {
+    core.flush()?;
+    let end = core.writer()?.end()?;
+    drop(core);
+    let session = command.session.as_str();
+    let exported = crate::export::perform(&end, &gateway.shared.project, request, |count| {
+        gateway.admin().transcript_until(session, count)
+    });
+    let mut core = live.lock();
+    if let Some(receipt) =
+        core.writer()?
+            .receipt_for_content(key.id, key.name, Some(key.content))?
+    {
+        return Ok(receipt.clone());
+    }
+    let (event, result) = exported?;
+    core.complete(key, vec![event], result)
 }
 
 /// Sends the session's worker `work`, if it has one.

@@ -8,6 +8,7 @@ use heartwood_events::{ActionPolicy, Command, CommandKind, Event, MovedDuring, R
 use serde_json::Value;
 
 use super::Deciding;
+use super::prepare::Input;
 use super::session::send;
 use crate::GatewayError;
 use crate::live::{CommandKey, Core};
@@ -32,11 +33,12 @@ impl Deciding<'_, '_> {
             mut prepared,
         } = self;
         let key = &key;
+        let input = prepared.take_input();
         if let CommandKind::WorkflowStart { .. } = command.kind {
-            return match prepared.started.take() {
-                Some(Ok(event)) => core.complete(key, vec![event], Value::Null),
-                Some(Err(refusal)) => core.refuse(key, refusal),
-                None => core.refuse(
+            return match input {
+                Input::Start(Ok(event)) => core.complete(key, vec![event], Value::Null),
+                Input::Start(Err(refusal)) => core.refuse(key, refusal),
+                _ => core.refuse(
                     key,
                     Refusal::Other {
                         why: "the run could not be prepared".into(),
@@ -47,12 +49,18 @@ impl Deciding<'_, '_> {
         let Some(workflow) = core.projection().workflow.clone() else {
             return core.refuse(key, Refusal::NoWorkflow);
         };
-        let changed = std::mem::take(&mut prepared.changed_evidence);
-        match &command.kind {
-            CommandKind::WorkflowRun { .. } => {
-                if !changed.is_empty() {
+        match (&command.kind, input) {
+            (
+                CommandKind::WorkflowRun { .. },
+                Input::Run {
+                    starting_commit,
+                    changed_evidence,
+                    definition,
+                },
+            ) => {
+                if !changed_evidence.is_empty() {
                     let refusal = Refusal::EvidenceChanged {
-                        files: changed,
+                        files: changed_evidence,
                         judged_in: None,
                     };
                     return core.refuse(key, refusal);
@@ -60,10 +68,9 @@ impl Deciding<'_, '_> {
                 if let Err(reason) = gateway.ensure_worker(live, core, prepared.take_worker()) {
                     return core.refuse(key, reason.into());
                 }
-                let definition = match prepared.definition.take() {
-                    Some(Ok(definition)) => definition,
-                    Some(Err(e)) => return core.refuse(key, unusable(e)),
-                    None => return core.refuse(key, Refusal::NoWorkflow),
+                let definition = match definition {
+                    Ok(definition) => definition,
+                    Err(e) => return core.refuse(key, unusable(e)),
                 };
                 let prompt = match crate::workflow_run::stage_prompt(&definition, &workflow) {
                     Ok(prompt) => prompt,
@@ -74,17 +81,19 @@ impl Deciding<'_, '_> {
                     run_id: workflow.run_id.clone(),
                     stage: workflow.current.clone().unwrap_or_default(),
                 };
-                dispatch_turn(core, key, prompt, prepared.starting_commit.take(), started)
+                dispatch_turn(core, key, prompt, starting_commit, started)
             }
-            CommandKind::WorkflowEvaluate { .. } => match prepared.evaluated.take() {
-                Some(Ok(assessment)) => evaluated(core, key, &workflow, assessment),
-                Some(Err(e)) => core.refuse(key, unusable(e)),
-                None => core.refuse(key, Refusal::NoWorkflow),
+            (CommandKind::WorkflowEvaluate { .. }, Input::Evaluate(evaluated)) => match evaluated {
+                Ok(assessment) => evaluated_stage(core, key, &workflow, assessment),
+                Err(e) => core.refuse(key, unusable(e)),
             },
-            CommandKind::WorkflowAccept { fingerprint, .. } => {
-                if !changed.is_empty() {
+            (
+                CommandKind::WorkflowAccept { fingerprint, .. },
+                Input::Accept { changed_evidence },
+            ) => {
+                if !changed_evidence.is_empty() {
                     let refusal = Refusal::EvidenceChanged {
-                        files: changed,
+                        files: changed_evidence,
                         judged_in: Some(command.session.clone()),
                     };
                     return core.refuse(key, refusal);
@@ -97,11 +106,10 @@ impl Deciding<'_, '_> {
                 };
                 core.complete(key, vec![event], Value::Null)
             }
-            CommandKind::WorkflowReview { .. } => {
-                let evidence = match prepared.captured.take() {
-                    Some(Ok(evidence)) => evidence,
-                    Some(Err(e)) => return core.refuse(key, unusable(e)),
-                    None => return core.refuse(key, Refusal::NoWorkflow),
+            (CommandKind::WorkflowReview { .. }, Input::Review(captured)) => {
+                let evidence = match captured {
+                    Ok(evidence) => evidence,
+                    Err(e) => return core.refuse(key, unusable(e)),
                 };
                 if let Err(reason) = gateway.ensure_worker(live, core, prepared.take_worker()) {
                     return core.refuse(key, reason.into());
@@ -116,36 +124,50 @@ impl Deciding<'_, '_> {
                 let started = Event::WorkflowReviewStarted(Box::new(started));
                 dispatch_turn(core, key, prompt, None, started)
             }
-            CommandKind::WorkflowCorrect {
-                review_id, finding, ..
-            } => match prepared.rechecked.take() {
-                Some(Ok((recheck, seen))) => bind_correction(
+            (
+                CommandKind::WorkflowCorrect {
+                    review_id, finding, ..
+                },
+                Input::Correct {
+                    definition,
+                    rechecked,
+                },
+            ) => match rechecked {
+                Ok((recheck, seen)) => bind_correction(
                     core,
-                    prepared.definition.take().and_then(Result::ok),
+                    definition.ok(),
                     key,
                     &workflow,
                     (&seen, recheck),
                     (review_id, *finding),
                 ),
-                Some(Err(e @ GatewayError::Correction(_))) => {
+                Err(e @ GatewayError::Correction(_)) => {
                     core.refuse(key, Refusal::CorrectionNotBindable { why: e.to_string() })
                 }
-                Some(Err(e)) => core.refuse(key, unusable(e)),
-                None => core.refuse(key, Refusal::NoWorkflow),
+                Err(e) => core.refuse(key, unusable(e)),
             },
             // Admitted above against the control shown: consent is journaled, nothing runs yet.
-            CommandKind::WorkflowReviewParallel { preview, .. } => {
+            (CommandKind::WorkflowReviewParallel { preview, .. }, _) => {
                 let event = Event::ReviewParallelConsented {
                     preview: preview.clone(),
                 };
                 core.complete(key, vec![event], Value::Null)
             }
-            CommandKind::WorkflowCancel { .. } => {
+            (CommandKind::WorkflowCancel { .. }, _) => {
                 let event = Event::WorkflowCancelled {
                     run_id: workflow.run_id,
                 };
                 core.complete(key, vec![event], Value::Null)
             }
+            // Read before the lock when the session had no run: there was nothing to judge.
+            (
+                CommandKind::WorkflowRun { .. }
+                | CommandKind::WorkflowEvaluate { .. }
+                | CommandKind::WorkflowAccept { .. }
+                | CommandKind::WorkflowReview { .. }
+                | CommandKind::WorkflowCorrect { .. },
+                _,
+            ) => core.refuse(key, Refusal::NoWorkflow),
             // Routed to their own family by `decide`; never here.
             _ => core.refuse(
                 key,
@@ -159,7 +181,7 @@ impl Deciding<'_, '_> {
 
 /// Records the stage's checks, judged before the lock, when the run is still at that stage;
 /// where the definition asks no acceptance, eligible checks advance the run.
-fn evaluated(
+fn evaluated_stage(
     core: &mut Core,
     key: &CommandKey<'_>,
     workflow: &WorkflowView,
