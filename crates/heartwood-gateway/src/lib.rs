@@ -1,52 +1,74 @@
-//! The session gateway: the only door from Heartwood's interfaces (terminal, browser, notebook)
-//! to sessions.
+//! The session gateway: the only door from Heartwood's interfaces (terminal, browser, notebook,
+//! batch) to sessions. It must never let an interface choose another project's directory, and
+//! it must never expose the journal's writer to an interface.
 //!
-//! It owns [`SessionGateway`] (typed commands in, one projection out, the agent on a supervised
-//! worker per active session), the agent-[`backend`] port and its [`native`] implementation,
-//! the one [`reducer`], the [`translate`]ion of the native engine's events into durable
-//! events, the read-only [`workspace`] service, session [`replay`], the Markdown
-//! [`transcript`], and [`SessionAdmin`], the administrative view of the project's sessions:
-//! list, show, verify, checkpoint, export, recover, remove.
+//! # A walk through the facade
 //!
-//! The [`stats`] reference (heartwood-stats: linear and logistic models) is reached here too:
-//! interfaces read a table through it and print the fit.
+//! Everything an interface needs is named at this crate's root; the modules behind it are
+//! private. It comes in three groups, read in this order:
 //!
-//! The project's services (which project, its configuration, platform, sign-in, route checks,
-//! the startup planner, local models, skills) are heartwood-project's, below this crate; they
-//! are re-exported here so that interfaces keep one door.
+//! 1. **The session core.** [`SessionGateway`] is one project's gateway: typed commands go in
+//!    through [`SessionGateway::submit`] and come back as receipts; one projection comes out,
+//!    as a [`Snapshot`] ([`SessionGateway::current`], [`SessionGateway::snapshot`]) and as a
+//!    stream of [`Update`]s ([`SessionGateway::updates`], [`SessionGateway::follow`]). Each
+//!    active session's agent runs on a supervised worker; the session's journal is written by
+//!    the gateway alone. [`SessionAdmin`] is the administrative view of the same sessions
+//!    (list, show, verify, checkpoint, export, recover, remove), [`SessionStoreChoice`] says
+//!    where they are kept, and [`GatewayError`] (with its [`ErrorKind`]) is every refusal and
+//!    failure. The wire vocabulary (commands, events, receipts, the projection) is
+//!    [`events`], the heartwood-events crate.
+//! 2. **The research services built on the core.** Workflow runs (their catalog, figures and
+//!    bound-file previews), the review of a pending action set ([`review_set`]), parallel
+//!    review's qualification, reproduction and corrections ([`correction_step`]), the
+//!    provenance RO-Crate ([`verify_crate`]), replay ([`compare_replay`]) and the transcript.
+//!    Each is a few functions over the session core's projection and the confined
+//!    [`WorkspaceService`]; none writes a journal except through a command.
+//! 3. **The project's services**, from the crates below the sessions (heartwood-project,
+//!    heartwood-workspace, heartwood-stats), re-exported here so that interfaces keep one door.
 //!
-//! It must never let an interface choose another project's directory, and it must never expose
-//! the journal's writer to an interface.
+//! Interfaces name no module of this crate but a few namespaces, each because it carries a
+//! lower crate's vocabulary whose names would collide at the root (`workspace::Change` and
+//! [`Change`], `stats::Status` and `workspace::CheckStatus`, two `CatalogView`s):
+//!
+//! - [`events`]: heartwood-events, the wire types.
+//! - heartwood-project's services: [`config`], [`models`], [`model_catalog`], [`platform`],
+//!   [`presets`], [`route_check`], [`route_request`], [`skills`], [`subscription`], and
+//!   [`startup`] (its planner, told what this project's sessions are).
+//! - [`workspace`]: the project's files through heartwood-workspace (limits, trees, diffs).
+//! - [`stats`]: the statistics reference over heartwood-stats (interfaces never name that
+//!   crate).
+//! - [`backend`]: the agent-backend port, for whoever adds an engine
+//!   ([`SessionGateway::with_backend`]); no interface needs it.
 
 mod admin;
 pub mod backend;
 mod channel;
 mod content;
-pub mod correction;
+mod correction;
 mod error;
 mod export;
 mod figure;
 mod follow;
 mod gateway;
 mod live;
-pub mod markdown;
-pub mod native;
-pub mod openhands;
-pub mod parallel_review;
-pub mod preview;
-pub mod provenance;
-pub mod reducer;
+mod markdown;
+mod native;
+mod openhands;
+mod parallel_review;
+mod preview;
+mod provenance;
+mod reducer;
 mod relay;
-pub mod replay;
+mod replay;
 mod reproduction;
-pub mod review;
+mod review;
 mod review_evidence;
-pub mod session_diff;
+mod session_diff;
 pub mod startup;
 pub mod stats;
 mod store_choice;
-pub mod transcript;
-pub mod translate;
+mod transcript;
+mod translate;
 mod worker;
 mod worker_link;
 mod workflow_run;
@@ -57,16 +79,15 @@ pub mod workspace;
 /// a channel subscription, so a relay never drops what its source kept.
 pub(crate) const UPDATE_QUEUE: usize = 1024;
 
+// 1. The session core.
 pub use admin::{
     EventLine, ExportReport, IntegrityReport, PendingListing, RecoverReport, SessionAdmin,
     SessionListing, SessionReport, SessionView,
 };
 pub use error::{
-    BackendFailure, ChannelError, CorrectionRefusal, GatewayError, SessionRefusal,
+    BackendFailure, ChannelError, CorrectionRefusal, ErrorKind, GatewayError, SessionRefusal,
     WorkflowUnavailable,
 };
-// The project's services live below the sessions, in heartwood-project; interfaces reach
-// them through this door like everything else.
 pub use gateway::{IDLE_RELEASE, SessionFollow, SessionGateway, SessionUpdates};
 pub use heartwood_audit::{
     Checkpoint, CheckpointReport, Damage, DamageKind, ReceiptRepair, Recovery, SessionMeta,
@@ -74,12 +95,57 @@ pub use heartwood_audit::{
 };
 pub use heartwood_events as events;
 pub use heartwood_events::{Change, Snapshot, Update};
-pub use heartwood_project::{
-    ErrorKind, ProjectContext, ProjectError, ProjectUnusable, config, model_catalog, models,
-    platform, presets, route_check, route_request, skills, subscription,
-};
 pub use live::blank_snapshot;
 pub use native::NATIVE_BACKEND;
 pub use openhands::OPENHANDS_BACKEND;
+/// The one reducer: a session's recorded events folded into its projection, the same fold a
+/// live session applies event by event.
+pub use reducer::replay as reduce;
 pub use store_choice::SessionStoreChoice;
 pub use workspace::WorkspaceService;
+
+// 2. The research services built on the session core.
+// The correction of a verified finding: `correction_step` plans it before the corrected
+// file is written and rechecks it once it is; `bind_correction` is the command that binds it.
+pub use correction::{
+    CorrectionPlan, CorrectionStep, Recheck, RecheckResult, bind as bind_correction,
+    step as correction_step,
+};
+// OpenHands, the optional engine: where it is installed, installing it, its server processes.
+pub use openhands::{
+    install as install_openhands, installation as openhands_installation,
+    processes_of as openhands_processes,
+};
+// Parallel review's qualification: the operator's evidence file and the qualifying run.
+pub use parallel_review::evidence::{
+    EvidenceError, QUALIFICATIONS_VAR, configured as qualification_evidence,
+};
+pub use parallel_review::qualify::{
+    QualifyError, QualifyOptions, QualifyRecord, QualifyReport, run_connected as qualify_route,
+};
+pub use preview::{BoundFilePreview, FileEvidence};
+pub use provenance::{
+    BatchItem, CrateError, CrateReport, CrateVerdict, verify_crate, write_batch_crate,
+};
+// A replay of a recorded session: its starting files written out again, and the
+// action-by-action comparison with the original.
+pub use replay::{
+    ComparedAction, ReplayComparison, ReplaySource, Verdict as ReplayVerdict,
+    compare as compare_replay, default_copy as replay_copy, write_starting_files,
+};
+// The review of a pending action set, as every interface shows it: `review_set` reads the
+// project through its confined workspace, `review_set_with` through the one given.
+pub use review::{review as review_set_with, review_in as review_set};
+// A session's record in words: one line per event, and text shortened for a line.
+pub use transcript::{line as transcript_line, short as shortened};
+// The workflow definitions a project can start (maintained, deployment, project), and the
+// check of one definition.
+pub use workflow_run::{
+    DEPLOYMENT_DIR_VAR, shared_workflow_catalog, validate_definition, workflow_catalog,
+};
+
+// 3. The project's services, from heartwood-project below the sessions.
+pub use heartwood_project::{
+    ProjectContext, ProjectError, ProjectUnusable, config, model_catalog, models, platform,
+    presets, route_check, route_request, skills, subscription,
+};
