@@ -63,6 +63,7 @@ mod replay;
 mod reproduction;
 mod review;
 mod review_evidence;
+mod review_execution;
 mod session_diff;
 pub mod startup;
 pub mod stats;
@@ -71,7 +72,9 @@ mod transcript;
 mod translate;
 mod worker;
 mod worker_link;
+mod workflow_definitions;
 mod workflow_run;
+mod workflow_view;
 pub mod workspace;
 
 /// How many updates a slow subscriber may fall behind before it is told it lagged (and should
@@ -140,7 +143,7 @@ pub use review::{review as review_set_with, review_in as review_set};
 pub use transcript::{line as transcript_line, short as shortened};
 // The workflow definitions a project can start (maintained, deployment, project), and the
 // check of one definition.
-pub use workflow_run::{
+pub use workflow_definitions::{
     DEPLOYMENT_DIR_VAR, shared_workflow_catalog, validate_definition, workflow_catalog,
 };
 

@@ -327,6 +327,6 @@ impl WorkspaceService {
     }
 }
 
-use crate::workflow_run::{listed_in, resolve_in};
+use crate::workflow_definitions::{listed_in, resolve_in};
 pub use heartwood_workflow::gate::Assessment;
 pub use heartwood_workflow::{CheckResult, Status as CheckStatus};
