@@ -411,7 +411,7 @@ impl SessionGateway {
     /// Lets go of every session this process serves that has sat idle (settled, nothing
     /// staged) for at least `grace`: its agent worker, its command channel and its writer
     /// lease, so the next process to act takes it directly. Subscribers here keep following it
-    /// (see [`crate::follow`]); the next command here serves it again. Long-running
+    /// (see `follow.rs`); the next command here serves it again. Long-running
     /// interfaces (the terminal interface, `heartwood serve`) call this now and then; returns
     /// how many sessions were released.
     pub async fn release_idle(&self, grace: Duration) -> usize {
@@ -468,7 +468,7 @@ impl SessionGateway {
     }
 
     /// Stops every worker and releases every session's lease. A running agent is paused at
-    /// its next step; one still busy after [`CLOSE_GRACE`] is cancelled and its run recorded
+    /// its next step; one still busy after `CLOSE_GRACE` is cancelled and its run recorded
     /// as interrupted. Writers are released only after their workers have stopped, so nothing
     /// a worker does goes unrecorded.
     pub async fn close(&self) {
