@@ -12,17 +12,24 @@
 //!    as a [`Snapshot`] ([`SessionGateway::current`], [`SessionGateway::snapshot`]) and as a
 //!    stream of [`Update`]s ([`SessionGateway::updates`], [`SessionGateway::follow`]). Each
 //!    active session's agent runs on a supervised worker; the session's journal is written by
-//!    the gateway alone. [`SessionAdmin`] is the administrative view of the same sessions
-//!    (list, show, verify, checkpoint, export, recover, remove), [`SessionStoreChoice`] says
-//!    where they are kept, and [`GatewayError`] (with its [`ErrorKind`]) is every refusal and
-//!    failure. The wire vocabulary (commands, events, receipts, the projection) is
-//!    [`events`], the heartwood-events crate.
-//! 2. **The research services built on the core.** Workflow runs (their catalog, figures and
-//!    bound-file previews), the review of a pending action set ([`review_set`]), parallel
-//!    review's qualification, reproduction and corrections ([`correction_step`]), the
-//!    provenance RO-Crate ([`verify_crate`]), replay ([`compare_replay`]) and the transcript.
-//!    Each is a few functions over the session core's projection and the confined
-//!    [`WorkspaceService`]; none writes a journal except through a command.
+//!    the gateway alone, and [`reduce`] is the one fold of its events into the projection.
+//!    [`SessionAdmin`] is the administrative view of the same sessions (list, show, verify,
+//!    checkpoint, export, recover, remove), [`SessionStoreChoice`] says where they are kept,
+//!    and [`GatewayError`] (with its [`ErrorKind`]) is every refusal and failure. A pending
+//!    action set's review ([`review_set`]) and a session's record in words
+//!    ([`transcript_line`]) are worded here once for every interface. The wire vocabulary
+//!    (commands, events, receipts, the projection) is [`events`], the heartwood-events crate.
+//!    The engines behind the sessions are named by [`NATIVE_BACKEND`] and
+//!    [`OPENHANDS_BACKEND`]; OpenHands is installed with [`install_openhands`].
+//! 2. **The research services built on the core.** Workflow runs (the definitions a project
+//!    can start: [`workflow_catalog`]; a run's figures and bound-file previews:
+//!    [`SessionGateway::workflow_figure`], [`BoundFilePreview`]), the corrections of reviewed
+//!    findings ([`correction_step`]), parallel review's qualification ([`qualify_route`]),
+//!    the provenance RO-Crate ([`verify_crate`]) and replay ([`compare_replay`]); a stage's
+//!    review evidence and a reproduction's rerun are judged inside commands, with no function
+//!    of their own here. Each service reads the session core's projection and the project's
+//!    files through the confined [`WorkspaceService`]; none writes a journal but through a
+//!    command.
 //! 3. **The project's services**, from the crates below the sessions (heartwood-project,
 //!    heartwood-workspace, heartwood-stats), re-exported here so that interfaces keep one door.
 //!
@@ -40,41 +47,49 @@
 //! - [`backend`]: the agent-backend port, for whoever adds an engine
 //!   ([`SessionGateway::with_backend`]); no interface needs it.
 
+// The session core: commands in (gateway), the live session and its worker, the one reducer,
+// the channels and relays between processes, following a session, its administration.
 mod admin;
-pub mod backend;
 mod channel;
 mod content;
-mod correction;
 mod error;
 mod export;
-mod figure;
 mod follow;
 mod gateway;
 mod live;
 mod markdown;
+mod reducer;
+mod relay;
+mod review;
+mod session_diff;
+mod store_choice;
+mod transcript;
+mod worker;
+mod worker_link;
+
+// The engines behind the backend port, and the translation of their events.
+pub mod backend;
 mod native;
 mod openhands;
+mod translate;
+
+// The research services built on the core, and the parts of the projection they fold.
+mod correction;
+mod figure;
 mod parallel_review;
 mod preview;
 mod provenance;
-mod reducer;
-mod relay;
 mod replay;
 mod reproduction;
-mod review;
 mod review_evidence;
 mod review_execution;
-mod session_diff;
-pub mod startup;
-pub mod stats;
-mod store_choice;
-mod transcript;
-mod translate;
-mod worker;
-mod worker_link;
 mod workflow_definitions;
 mod workflow_run;
 mod workflow_view;
+
+// Services over the crates below the sessions.
+pub mod startup;
+pub mod stats;
 pub mod workspace;
 
 /// How many updates a slow subscriber may fall behind before it is told it lagged (and should
@@ -99,13 +114,22 @@ pub use heartwood_audit::{
 pub use heartwood_events as events;
 pub use heartwood_events::{Change, Snapshot, Update};
 pub use live::blank_snapshot;
-pub use native::NATIVE_BACKEND;
-pub use openhands::OPENHANDS_BACKEND;
 /// The one reducer: a session's recorded events folded into its projection, the same fold a
 /// live session applies event by event.
 pub use reducer::replay as reduce;
+// The review of a pending action set, as every interface shows it: `review_set` reads the
+// project through its confined workspace, `review_set_with` through the one given.
+pub use review::{review as review_set_with, review_in as review_set};
 pub use store_choice::SessionStoreChoice;
+// A session's record in words: one line per event, and text shortened for a line.
+pub use transcript::{line as transcript_line, short as shortened};
 pub use workspace::WorkspaceService;
+// The engines: their names, and OpenHands (optional) found, installed and its servers listed.
+pub use native::NATIVE_BACKEND;
+pub use openhands::{
+    OPENHANDS_BACKEND, install as install_openhands, installation as openhands_installation,
+    processes_of as openhands_processes,
+};
 
 // 2. The research services built on the session core.
 // The correction of a verified finding: `correction_step` plans it before the corrected
@@ -113,11 +137,6 @@ pub use workspace::WorkspaceService;
 pub use correction::{
     CorrectionPlan, CorrectionStep, Recheck, RecheckResult, bind as bind_correction,
     step as correction_step,
-};
-// OpenHands, the optional engine: where it is installed, installing it, its server processes.
-pub use openhands::{
-    install as install_openhands, installation as openhands_installation,
-    processes_of as openhands_processes,
 };
 // Parallel review's qualification: the operator's evidence file and the qualifying run.
 pub use parallel_review::evidence::{
@@ -136,11 +155,6 @@ pub use replay::{
     ComparedAction, ReplayComparison, ReplaySource, Verdict as ReplayVerdict,
     compare as compare_replay, default_copy as replay_copy, write_starting_files,
 };
-// The review of a pending action set, as every interface shows it: `review_set` reads the
-// project through its confined workspace, `review_set_with` through the one given.
-pub use review::{review as review_set_with, review_in as review_set};
-// A session's record in words: one line per event, and text shortened for a line.
-pub use transcript::{line as transcript_line, short as shortened};
 // The workflow definitions a project can start (maintained, deployment, project), and the
 // check of one definition.
 pub use workflow_definitions::{
