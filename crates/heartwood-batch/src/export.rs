@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use heartwood_events::{ExportFormat, ExportRequest};
-use heartwood_gateway::provenance::{BatchItem, CrateReport, write_batch_crate};
+use heartwood_gateway::{BatchItem, CrateReport, write_batch_crate};
 use heartwood_gateway::{ProjectContext, SessionAdmin};
 
 use crate::collect::Collected;

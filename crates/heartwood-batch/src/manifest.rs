@@ -119,7 +119,7 @@ impl Manifest {
         let table: toml::Table = text
             .parse()
             .map_err(|e| unreadable(&path, format!("not valid TOML: {e}")))?;
-        let catalog: Vec<String> = heartwood_gateway::workspace::shared_workflow_catalog()
+        let catalog: Vec<String> = heartwood_gateway::shared_workflow_catalog()
             .map(|c| c.into_iter().map(|e| e.id).collect())
             .unwrap_or_default();
         let mut v = Validator {

@@ -56,7 +56,7 @@ pub fn run(project: &ProjectContext, cmd: BackendCommand) -> Result<ExitCode> {
         BackendCommand::Show => {
             let config = ProjectConfig::load(project)?;
             say!("new sessions use  {}", config.backend.name());
-            match heartwood_gateway::openhands::installation() {
+            match heartwood_gateway::openhands_installation() {
                 Ok(venv) => say!("OpenHands         installed in {}", venv.display()),
                 Err(why) => say!("OpenHands         not installed: {why}"),
             }
@@ -70,7 +70,7 @@ pub fn run(project: &ProjectContext, cmd: BackendCommand) -> Result<ExitCode> {
                 kind.name()
             );
             if kind == BackendKind::OpenHands
-                && let Err(why) = heartwood_gateway::openhands::installation()
+                && let Err(why) = heartwood_gateway::openhands_installation()
             {
                 say!("note: {why}");
             }
@@ -83,7 +83,7 @@ pub fn run(project: &ProjectContext, cmd: BackendCommand) -> Result<ExitCode> {
             }
             Engine::Openhands => {
                 say!("installing the pinned OpenHands agent server (about 700 MB) ...");
-                let venv = heartwood_gateway::openhands::install(python)?;
+                let venv = heartwood_gateway::install_openhands(python)?;
                 say!(
                     "installed in {}; choose it with `heartwood backend use openhands`",
                     venv.display()

@@ -451,7 +451,7 @@ async fn follow_in(
                         if json {
                             say!("{}", crate::json_stream::event_line(&session, event)?);
                         } else {
-                            say!("{:>5}  {}", event.seq, heartwood_gateway::transcript::line(event));
+                            say!("{:>5}  {}", event.seq, heartwood_gateway::transcript_line(event));
                         }
                         quiet_since = Instant::now();
                     }

@@ -34,10 +34,7 @@ pub fn pending_set(session: &SessionId, set: &ActionSet, review: &Review) {
     );
     for member in &set.members {
         if let Some(thought) = &member.thought {
-            say!(
-                "\n  agent: {}",
-                heartwood_gateway::transcript::short(thought, 400)
-            );
+            say!("\n  agent: {}", heartwood_gateway::shortened(thought, 400));
         }
         let Some(reviewed) = review
             .members

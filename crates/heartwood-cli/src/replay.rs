@@ -15,8 +15,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use heartwood_events::ActionView;
 use heartwood_gateway::config::{ProjectConfig, RouteConfig, install_recording};
-use heartwood_gateway::replay::{self, ReplayComparison, Verdict};
 use heartwood_gateway::{ProjectContext, SessionAdmin};
+use heartwood_gateway::{
+    ReplayComparison, ReplayVerdict, compare_replay, replay_copy, write_starting_files,
+};
 
 /// Arguments of `heartwood replay`.
 #[derive(clap::Args)]
@@ -42,10 +44,10 @@ pub fn run(project: &ProjectContext, mut args: ReplayArgs) -> Result<ExitCode> {
     let source = SessionAdmin::new(project).replay_source(&args.session)?;
     let into = match (args.into.clone(), &source.starting_commit) {
         (Some(dir), _) => dir,
-        (None, _) if args.compare => replay::default_copy(project, &args.session),
+        (None, _) if args.compare => replay_copy(project, &args.session),
         (None, Some(commit)) => {
-            let dir = replay::default_copy(project, &args.session);
-            replay::write_starting_files(project, commit, &dir)?;
+            let dir = replay_copy(project, &args.session);
+            write_starting_files(project, commit, &dir)?;
             say!(
                 "The starting files (commit {commit}) are in {}.",
                 dir.display()
@@ -66,7 +68,7 @@ pub fn run(project: &ProjectContext, mut args: ReplayArgs) -> Result<ExitCode> {
         let Some(replayed) = replayed.projection else {
             bail!("the replay in {} does not verify", into.display());
         };
-        return Ok(print_comparison(&replay::compare(
+        return Ok(print_comparison(&compare_replay(
             &source.original,
             &replayed,
         )));
@@ -154,8 +156,8 @@ fn print_comparison(comparison: &ReplayComparison) -> ExitCode {
         let old = &compared.original;
         let call = &old.headline;
         match (compared.verdict, &compared.replayed) {
-            (Verdict::Same, _) => say!("same     {call}"),
-            (Verdict::Differs, Some(new)) => {
+            (ReplayVerdict::Same, _) => say!("same     {call}"),
+            (ReplayVerdict::Differs, Some(new)) => {
                 say!("differs  {call}");
                 say!("           original: {}", first_line(old));
                 say!("           replay:   {}", first_line(new));

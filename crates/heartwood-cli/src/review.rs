@@ -8,7 +8,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use heartwood_gateway::ProjectContext;
-use heartwood_gateway::parallel_review::{evidence, qualify};
+use heartwood_gateway::{
+    QUALIFICATIONS_VAR, QualifyOptions, qualification_evidence, qualify_route,
+};
 
 /// Parallel review, qualified by an operator.
 #[derive(Subcommand)]
@@ -39,14 +41,14 @@ pub fn run(project: &ProjectContext, command: ReviewCommand) -> Result<ExitCode>
     } = command;
     let file = match file {
         Some(file) => file,
-        None => evidence::configured().with_context(|| {
+        None => qualification_evidence().with_context(|| {
             format!(
                 "say where the evidence goes: --evidence FILE or {} (outside every project)",
-                evidence::QUALIFICATIONS_VAR
+                QUALIFICATIONS_VAR
             )
         })?,
     };
-    let options = qualify::QualifyOptions {
+    let options = QualifyOptions {
         evidence: file,
         max_parallelism: max,
         valid_for: Duration::from_secs(u64::from(days) * 86_400),
@@ -54,7 +56,7 @@ pub fn run(project: &ProjectContext, command: ReviewCommand) -> Result<ExitCode>
     let mut progress = |line: &str| eprintln!("{line}");
     let report = heartwood_cli::runtime::block_on(
         heartwood_cli::runtime::Workers::Two,
-        qualify::run_connected(project, &options, &mut progress),
+        qualify_route(project, &options, &mut progress),
     )??;
     say!(
         "qualified {} for {} reviewers at once until {}",

@@ -22,7 +22,7 @@ pub enum CrateCommand {
 pub fn run(cmd: CrateCommand) -> Result<ExitCode> {
     match cmd {
         CrateCommand::Verify { path } => {
-            let verdict = heartwood_gateway::provenance::verify_crate(&path)?;
+            let verdict = heartwood_gateway::verify_crate(&path)?;
             for problem in &verdict.problems {
                 say!("FAIL {problem}");
             }

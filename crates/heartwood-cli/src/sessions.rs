@@ -448,7 +448,7 @@ fn show(project: &ProjectContext, admin: &SessionAdmin, id: &str, json: bool) ->
                     "{:>6}  {}  {}",
                     e.seq,
                     e.time,
-                    heartwood_gateway::transcript::line(e)
+                    heartwood_gateway::transcript_line(e)
                 ),
                 Err(err) => say!("     ?  unreadable event: {err}"),
             }
@@ -457,7 +457,7 @@ fn show(project: &ProjectContext, admin: &SessionAdmin, id: &str, json: bool) ->
             say!();
             say!("status    {}", projection.status_line);
             if let Some(set) = &projection.pending {
-                let review = heartwood_gateway::review::review_in(project, set);
+                let review = heartwood_gateway::review_set(project, set);
                 render::pending_set(&projection.session, set, &review);
             }
         }

@@ -462,15 +462,15 @@ fn correct(
     destination: String,
     (apply, json): (bool, bool),
 ) -> Result<ExitCode> {
-    use heartwood_gateway::correction::{CorrectionStep, RecheckResult};
+    use heartwood_gateway::{CorrectionStep, RecheckResult};
     let (session, workflow) = current(project, session)?;
     if apply {
-        let bind = heartwood_gateway::correction::bind(&workflow, finding, destination);
+        let bind = heartwood_gateway::bind_correction(&workflow, finding, destination);
         act(project, &session, bind)?;
         return status(project, session.as_str(), json);
     }
     let step =
-        heartwood_gateway::correction::step(project, &workflow, finding as usize, &destination)?;
+        heartwood_gateway::correction_step(project, &workflow, finding as usize, &destination)?;
     if json {
         say!("{}", serde_json::to_string_pretty(&step)?);
         return Ok(ExitCode::SUCCESS);

@@ -542,7 +542,7 @@ impl SessionAdmin {
         })
     }
 
-    /// The session as a readable Markdown transcript (see [`crate::transcript`]). Only a
+    /// The session as a readable Markdown transcript (see `transcript.rs`). Only a
     /// session that verifies is transcribed: a transcript of a damaged record would read as
     /// trustworthy.
     pub fn transcript(&self, id: &str) -> Result<String, GatewayError> {

@@ -5,7 +5,7 @@
 //! (the engine's private state, beside the journal) and translates each entry of that log into
 //! Heartwood [`Event`]s itself, naming the entry each came from ([`Origin`]), so the gateway
 //! can reconcile the journal with the backend by identity after a crash. The native engine
-//! ([`crate::native`]) is the first implementation; an OpenHands bridge is meant to be the
+//! (`native`) is the first implementation; an OpenHands bridge is meant to be the
 //! second, and nothing in the gateway would change for it.
 
 use std::future::Future;

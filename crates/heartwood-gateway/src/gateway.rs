@@ -42,6 +42,36 @@ pub const IDLE_RELEASE: Duration = Duration::from_secs(2);
 
 /// The gateway of one project: the only way an interface reaches its sessions.
 ///
+/// Its methods, by what an interface does with them:
+///
+/// - **Open and close**: [`new`](Self::new), [`with_store`](Self::with_store) (sessions in a
+///   shared store), [`project`](Self::project), [`close`](Self::close).
+/// - **Name sessions and commands**: [`new_session_id`](Self::new_session_id),
+///   [`new_command_id`](Self::new_command_id); a replica on a shared store also
+///   [`record_issued`](Self::record_issued) the ids it hands out and asks
+///   [`exists`](Self::exists), [`exists_checked`](Self::exists_checked) and
+///   [`was_issued`](Self::was_issued).
+/// - **Act**: [`submit`](Self::submit) (or [`submit_blocking`](Self::submit_blocking) off a
+///   runtime) is the one command path; [`serve`](Self::serve) takes over a run nobody serves,
+///   [`stop_now`](Self::stop_now) interrupts one, [`release_idle`](Self::release_idle) lets
+///   settled sessions go, [`serves_here`](Self::serves_here) says which this process holds.
+/// - **Read**: [`current`](Self::current) (async) and [`snapshot`](Self::snapshot) (blocking)
+///   give the projection with what is live, [`projection`](Self::projection) the projection
+///   alone, [`rows`](Self::rows) the session list, [`settled`](Self::settled) waits until a
+///   run stops. A read never takes a session over.
+/// - **Follow**: [`updates`](Self::updates) is the stream every interface follows;
+///   [`follow`](Self::follow) and [`follow_durable`](Self::follow_durable) add the backlog
+///   from a revision, [`subscribe`](Self::subscribe) is the raw feed under them.
+/// - **Research services' reads**: [`workflow_figure`](Self::workflow_figure),
+///   [`workflow_preview`](Self::workflow_preview), [`workspace`](Self::workspace) (the
+///   project's files, changes attributed to these sessions), and
+///   [`startup_plan`](Self::startup_plan).
+/// - **Sign-in to a subscription route**: [`start_sign_in`](Self::start_sign_in),
+///   [`poll_sign_in`](Self::poll_sign_in), [`sign_in_status`](Self::sign_in_status).
+/// - **Engines**: [`with_backend`](Self::with_backend) serves every session with an engine of
+///   the caller's (the [`backend`](crate::backend) port); `bench_record` exists only for
+///   `cargo xtask bench gateway` (feature `bench`).
+///
 /// ```
 /// use heartwood_gateway::events::{CommandName, Lifecycle};
 /// use heartwood_gateway::{ProjectContext, SessionGateway};
@@ -244,7 +274,7 @@ impl SessionGateway {
     }
 
     /// The sign-in in progress, if any (what to show; never its handle).
-    pub fn sign_in_pending(&self) -> Option<crate::subscription::Pending> {
+    pub(crate) fn sign_in_pending(&self) -> Option<crate::subscription::Pending> {
         self.shared.sign_in.pending()
     }
 
@@ -312,7 +342,7 @@ impl SessionGateway {
 
     /// Administration of the sessions this gateway keeps, in whichever store it keeps them
     /// (a replica on a shared store reads the store, not its working copies).
-    pub fn admin(&self) -> crate::SessionAdmin {
+    pub(crate) fn admin(&self) -> crate::SessionAdmin {
         crate::SessionAdmin::over(&self.shared.project, self.shared.store.clone())
     }
 
@@ -355,7 +385,7 @@ impl SessionGateway {
     }
 
     /// The project's sessions, most recently active first.
-    pub fn sessions(&self) -> Result<Vec<SessionSummary>, GatewayError> {
+    pub(crate) fn sessions(&self) -> Result<Vec<SessionSummary>, GatewayError> {
         Ok(self.shared.store.list()?)
     }
 
@@ -381,7 +411,7 @@ impl SessionGateway {
     /// Lets go of every session this process serves that has sat idle (settled, nothing
     /// staged) for at least `grace`: its agent worker, its command channel and its writer
     /// lease, so the next process to act takes it directly. Subscribers here keep following it
-    /// (see [`crate::follow`]); the next command here serves it again. Long-running
+    /// (see `follow.rs`); the next command here serves it again. Long-running
     /// interfaces (the terminal interface, `heartwood serve`) call this now and then; returns
     /// how many sessions were released.
     pub async fn release_idle(&self, grace: Duration) -> usize {
@@ -438,7 +468,7 @@ impl SessionGateway {
     }
 
     /// Stops every worker and releases every session's lease. A running agent is paused at
-    /// its next step; one still busy after [`CLOSE_GRACE`] is cancelled and its run recorded
+    /// its next step; one still busy after `CLOSE_GRACE` is cancelled and its run recorded
     /// as interrupted. Writers are released only after their workers have stopped, so nothing
     /// a worker does goes unrecorded.
     pub async fn close(&self) {

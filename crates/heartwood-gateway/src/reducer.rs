@@ -166,8 +166,8 @@ fn apply(p: &mut SessionProjection, recorded: &RecordedEvent) {
         ),
     }
     // A workflow run follows every event: its own, and the turn's actions, usage and time.
-    crate::workflow_run::apply(p, recorded);
-    crate::parallel_review::apply(p, recorded);
+    crate::workflow_view::apply(p, recorded);
+    crate::review_execution::apply(p, recorded);
 }
 
 /// A proposed action joins the list, kept in id order.
@@ -306,9 +306,9 @@ fn derive(p: &mut SessionProjection) {
     p.status_line = status_line(p);
     p.suggestions = suggestions(p);
     p.specialists = specialists(p);
-    crate::workflow_run::derive(p);
-    crate::parallel_review::derive(p);
-    p.waits_for = crate::workflow_run::waits_for(p);
+    crate::workflow_view::derive(p);
+    crate::review_execution::derive(p);
+    p.waits_for = crate::workflow_view::waits_for(p);
     if let Some(w) = p
         .waits_for
         .as_ref()

@@ -327,9 +327,6 @@ impl WorkspaceService {
     }
 }
 
-pub use crate::workflow_run::{
-    DEPLOYMENT_DIR_VAR, shared_workflow_catalog, validate_definition, workflow_catalog,
-};
-use crate::workflow_run::{listed_in, resolve_in};
+use crate::workflow_definitions::{listed_in, resolve_in};
 pub use heartwood_workflow::gate::Assessment;
 pub use heartwood_workflow::{CheckResult, Status as CheckStatus};

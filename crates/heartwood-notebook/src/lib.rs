@@ -214,7 +214,7 @@ impl Heartwood {
     fn workflows(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let project = self.project.clone();
         let catalog = py
-            .detach(move || heartwood_gateway::workspace::workflow_catalog(&project))
+            .detach(move || heartwood_gateway::workflow_catalog(&project))
             .map_err(failed)?;
         rich::shown(py, &catalog, rich::catalog(&catalog))
     }

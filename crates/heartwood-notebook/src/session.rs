@@ -482,7 +482,7 @@ impl Session {
             .clone()
             .ok_or_else(|| HeartwoodError::new_err("this session runs no workflow"))?;
         if apply {
-            let bind = heartwood_gateway::correction::bind(&workflow, finding, to);
+            let bind = heartwood_gateway::bind_correction(&workflow, finding, to);
             let receipt = self.submit(py, bind)?;
             let result = match receipt.outcome {
                 Outcome::Applied { result, .. } => result,
@@ -493,7 +493,7 @@ impl Session {
         let project = self.project.clone();
         let answer = py
             .detach(move || {
-                heartwood_gateway::correction::step(&project, &workflow, finding as usize, &to)
+                heartwood_gateway::correction_step(&project, &workflow, finding as usize, &to)
                     .map(|step| serde_json::to_value(step).unwrap_or_default())
             })
             .map_err(failed)?;
@@ -622,7 +622,7 @@ impl Session {
                     print.call1((format!(
                         "{:>5}  {}",
                         event.seq,
-                        heartwood_gateway::transcript::line(event)
+                        heartwood_gateway::transcript_line(event)
                     ),))?;
                 }
             }

@@ -8,6 +8,8 @@
 //! verifier, whose digest must be the one the signed metadata pinned.
 
 use std::collections::BTreeSet;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use base64::Engine;
@@ -147,11 +149,30 @@ pub fn unpack(bytes: &[u8], parent: &Path, limits: &Limits) -> Result<Skill, Ski
                 let content = base64::engine::general_purpose::STANDARD
                     .decode(base64)
                     .map_err(|e| refused(format!("holds {path:?} with bad base64: {e}")))?;
-                crate::store::write_file(&target, &content, *executable)?;
+                write_file(&target, &content, *executable)?;
             }
         }
     }
     validate(&root, limits)
+}
+
+/// Creates `path` (it must not exist) with `bytes`, synced, executable or not.
+pub(crate) fn write_file(path: &Path, bytes: &[u8], executable: bool) -> Result<(), SkillError> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| crate::io_error(path, &e))?;
+    file.write_all(bytes)
+        .and_then(|()| {
+            file.set_permissions(std::fs::Permissions::from_mode(if executable {
+                0o755
+            } else {
+                0o644
+            }))
+        })
+        .and_then(|()| file.sync_all())
+        .map_err(|e| crate::io_error(path, &e))
 }
 
 fn write_error(path: &Path, e: &std::io::Error) -> SkillError {

@@ -485,8 +485,7 @@ impl Catalog {
             .as_ref()
             .map_err(|e| SkillError::Invalid(format!("{name} cannot be shown: {e}")))?;
         let path = store.object_dir(&skill.tree.digest, name).join("SKILL.md");
-        let skill_md =
-            std::fs::read_to_string(&path).map_err(|e| crate::store::io_error(&path, &e))?;
+        let skill_md = std::fs::read_to_string(&path).map_err(|e| crate::io_error(&path, &e))?;
         Ok(SkillDetail {
             view: view.clone(),
             skill_md,
@@ -579,9 +578,7 @@ pub fn deactivate(store: &Store, name: &str) -> Result<bool, SkillError> {
 
 /// Adds the skill directory `dir` as a local (unreviewed) source.
 pub fn add_local(store: &Store, dir: &Path, limits: &Limits) -> Result<SkillView, SkillError> {
-    let dir = dir
-        .canonicalize()
-        .map_err(|e| crate::store::io_error(dir, &e))?;
+    let dir = dir.canonicalize().map_err(|e| crate::io_error(dir, &e))?;
     let skill = store.publish_directory(&dir, limits)?;
     let path = dir.to_string_lossy().into_owned();
     store.update(|state| {
@@ -616,7 +613,7 @@ pub fn remove_source(store: &Store, id: &str) -> Result<bool, SkillError> {
         // Its trusted root and cache go too: adding it again trusts the root given then.
         let dir = store.root().join("sources").join(name);
         if dir.starts_with(store.root().join("sources")) && crate::skill::check_name(name).is_ok() {
-            std::fs::remove_dir_all(&dir).map_err(|e| crate::store::io_error(&dir, &e))?;
+            std::fs::remove_dir_all(&dir).map_err(|e| crate::io_error(&dir, &e))?;
         }
     }
     Ok(removed)
@@ -644,8 +641,8 @@ pub fn add_signed(
         Ok(_) => {}
         Err(_) => {
             let parent = root_path.parent().unwrap_or(store.root());
-            std::fs::create_dir_all(parent).map_err(|e| crate::store::io_error(parent, &e))?;
-            std::fs::write(&root_path, root).map_err(|e| crate::store::io_error(&root_path, &e))?;
+            std::fs::create_dir_all(parent).map_err(|e| crate::io_error(parent, &e))?;
+            std::fs::write(&root_path, root).map_err(|e| crate::io_error(&root_path, &e))?;
         }
     }
     let source = SignedSource {

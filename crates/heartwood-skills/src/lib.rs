@@ -39,3 +39,11 @@ pub enum SkillError {
     #[error("{0}")]
     Invalid(String),
 }
+
+/// A file or directory at `path` that could not be read (or written) as a [`SkillError`].
+pub(crate) fn io_error(path: &std::path::Path, e: &std::io::Error) -> SkillError {
+    SkillError::Read {
+        path: path.display().to_string(),
+        detail: e.to_string(),
+    }
+}

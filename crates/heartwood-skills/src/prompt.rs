@@ -31,7 +31,7 @@ pub fn section(skills: &[ActiveSkill]) -> String {
 /// The instructions of `skill`, to inject whole into a specialist's prompt.
 pub fn injected(skill: &ActiveSkill) -> Result<String, SkillError> {
     let path = skill.dir.join("SKILL.md");
-    let text = std::fs::read_to_string(&path).map_err(|e| crate::store::io_error(&path, &e))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| crate::io_error(&path, &e))?;
     let (_, body) = crate::skill::parse(&text)?;
     Ok(format!(
         "\n\n## Skill: {}\n\n{}\n\n{}",

@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 use tough::{ExpirationEnforcement, IntoVec, RepositoryLoader, TargetName};
 use url::Url;
 
-use crate::SkillError;
 use crate::tree::TreeDigest;
+use crate::{SkillError, io_error};
 
 /// The `custom` key a skill target carries.
 pub const SKILL_CUSTOM_KEY: &str = "heartwood-skill";
@@ -330,11 +330,4 @@ fn refused(what: &str, error: &dyn std::error::Error) -> SkillError {
         source = cause.source();
     }
     SkillError::Refused(text)
-}
-
-fn io_error(path: &Path, e: &std::io::Error) -> SkillError {
-    SkillError::Read {
-        path: path.display().to_string(),
-        detail: e.to_string(),
-    }
 }

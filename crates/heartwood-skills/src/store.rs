@@ -11,16 +11,15 @@
 //! - `sources/<name>/`: each signed source's trusted root, datastore and verified cache.
 
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use crate::SkillError;
 use crate::signed::{SourceDir, SourceUrls};
 use crate::skill::{Skill, validate};
 use crate::tree::{EntryKind, Limits, TreeDigest};
+use crate::{SkillError, io_error};
 
 /// The state format version this build writes.
 const STATE_SCHEMA: u32 = 1;
@@ -56,7 +55,7 @@ pub struct State {
 pub struct Approval {
     /// The skill's name.
     pub name: String,
-    /// Its source ([`crate::catalog::SourceId`] as text).
+    /// Its source (the catalog's `SourceId`, as text).
     pub source: String,
     /// The tree the researcher reviewed.
     pub digest: String,
@@ -197,7 +196,7 @@ impl Store {
                         EntryKind::File { executable } => {
                             let bytes = std::fs::read(dir.join(&entry.path))
                                 .map_err(|e| io_error(&dir.join(&entry.path), &e))?;
-                            write_file(&to, &bytes, executable)?;
+                            crate::bundle::write_file(&to, &bytes, executable)?;
                         }
                     }
                 }
@@ -235,7 +234,7 @@ impl Store {
                 let root = staging.join(name);
                 std::fs::create_dir(&root).map_err(|e| io_error(&root, &e))?;
                 for (path, bytes) in files {
-                    write_file(&root.join(path), bytes, false)?;
+                    crate::bundle::write_file(&root.join(path), bytes, false)?;
                 }
                 validate(&root, limits)
             },
@@ -332,24 +331,6 @@ impl Store {
     }
 }
 
-pub(crate) fn write_file(path: &Path, bytes: &[u8], executable: bool) -> Result<(), SkillError> {
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| io_error(path, &e))?;
-    file.write_all(bytes)
-        .and_then(|()| {
-            file.set_permissions(std::fs::Permissions::from_mode(if executable {
-                0o755
-            } else {
-                0o644
-            }))
-        })
-        .and_then(|()| file.sync_all())
-        .map_err(|e| io_error(path, &e))
-}
-
 /// Replaces `path` with `bytes`: written to a temporary file, synced, renamed, and the
 /// directory synced.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SkillError> {
@@ -371,11 +352,4 @@ fn sync_dir(dir: &Path) -> Result<(), SkillError> {
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| io_error(dir, &e))
-}
-
-pub(crate) fn io_error(path: &Path, e: &std::io::Error) -> SkillError {
-    SkillError::Read {
-        path: path.display().to_string(),
-        detail: e.to_string(),
-    }
 }

@@ -442,7 +442,7 @@ async fn a_workflow_runs_bound_files_preview_with_their_evidence_and_nothing_els
     assert_eq!(status, 200, "{body}");
     let krate = project.path().join("crate");
     assert!(body.contains(&krate.display().to_string()), "{body}");
-    let verdict = heartwood_gateway::provenance::verify_crate(&krate).expect("readable");
+    let verdict = heartwood_gateway::verify_crate(&krate).expect("readable");
     assert!(verdict.problems.is_empty(), "{:?}", verdict.problems);
     assert!(krate.join("data/cohort.csv").exists());
 }

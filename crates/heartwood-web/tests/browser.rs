@@ -59,7 +59,7 @@ async fn the_same_flow_works_behind_a_jupyter_proxy_prefix() {
 async fn the_same_flow_works_with_the_openhands_engine() {
     // Its agent server's start takes both cores for a while: no other scenario runs then.
     let _alone = HEAVY.write().await;
-    if let Err(why) = heartwood_gateway::openhands::installation() {
+    if let Err(why) = heartwood_gateway::openhands_installation() {
         assert!(
             std::env::var_os("HEARTWOOD_REQUIRE_OPENHANDS").is_none(),
             "HEARTWOOD_REQUIRE_OPENHANDS is set, and: {why}"

@@ -28,7 +28,7 @@ pub fn run() -> Result<()> {
     let mut with_start = Vec::new();
     for kind in [BackendKind::Native, BackendKind::OpenHands] {
         if kind == BackendKind::OpenHands
-            && let Err(why) = heartwood_gateway::openhands::installation()
+            && let Err(why) = heartwood_gateway::openhands_installation()
         {
             println!("{:<44} not measured: {why}", "openhands");
             continue;
@@ -124,7 +124,7 @@ async fn measure(kind: BackendKind) -> Result<Figures> {
 
     let heartwood_mib = (rss_kib(std::process::id()) - rss_before).max(0.0) / 1024.0;
     let store = dir.join(".heartwood/sessions/steps/backend/conversations");
-    let engine_mib = heartwood_gateway::openhands::processes_of(&store)
+    let engine_mib = heartwood_gateway::openhands_processes(&store)
         .into_iter()
         .map(rss_kib)
         .fold(0.0, |total, kib| total + kib)

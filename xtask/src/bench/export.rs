@@ -41,7 +41,7 @@ pub fn run() -> Result<()> {
     let export = start.elapsed();
     let (files, bytes) = size_of(&out)?;
     let start = Instant::now();
-    let verdict = heartwood_gateway::provenance::verify_crate(&out)?;
+    let verdict = heartwood_gateway::verify_crate(&out)?;
     let verify = start.elapsed();
     anyhow::ensure!(verdict.problems.is_empty(), "{:?}", verdict.problems);
     let start = Instant::now();

@@ -304,7 +304,7 @@ fn review_of_ten_edits(dir: &Path) -> Result<f64> {
     let workspace = heartwood_workspace::Workspace::open(dir)?;
     let mut diffs = 0;
     let secs = best(|| {
-        let review = heartwood_gateway::review::review(project.root(), Some(&workspace), &set);
+        let review = heartwood_gateway::review_set_with(project.root(), Some(&workspace), &set);
         diffs = review
             .members
             .iter()

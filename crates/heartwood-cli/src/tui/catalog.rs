@@ -193,7 +193,7 @@ mod tests {
     /// notebook; the CLI text, the TUI and the page show them too", from the catalog's field.
     #[test]
     fn the_workflow_screen_shows_each_stages_budget_and_the_source() {
-        let entries = heartwood_gateway::workspace::shared_workflow_catalog().expect("catalog");
+        let entries = heartwood_gateway::shared_workflow_catalog().expect("catalog");
         let ols = entries
             .iter()
             .find(|e| e.id == "tabular-ols")

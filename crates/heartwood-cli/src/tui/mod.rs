@@ -290,7 +290,7 @@ async fn apply(
         }
         Intent::Workflows => {
             match tokio::task::block_in_place(|| {
-                heartwood_gateway::workspace::workflow_catalog(gateway.project())
+                heartwood_gateway::workflow_catalog(gateway.project())
             }) {
                 Ok(entries) => {
                     *updates = None;

@@ -6,7 +6,6 @@ use heartwood_events::{
     Event, Lifecycle, PlanTask, RecordedEvent, RiskLevel, Role, Seq, SessionId, UsageFigures,
 };
 use heartwood_gateway::config::CredentialBoundary;
-use heartwood_gateway::reducer;
 use heartwood_gateway::startup::{Phase, RouteSummary, StartupPlan};
 use heartwood_gateway::{ProjectContext, Snapshot};
 use ratatui::Terminal;
@@ -54,12 +53,12 @@ fn snapshot_in(project: &std::path::Path, events: Vec<Event>, streaming: &str) -
         .enumerate()
         .map(|(i, e)| RecordedEvent::new(Seq::new(i as u64 + 1).expect("seq"), None, e))
         .collect();
-    let projection = reducer::replay(session(), &recorded);
+    let projection = heartwood_gateway::reduce(session(), &recorded);
     let project = heartwood_gateway::ProjectContext::at(project).expect("a UTF-8 path");
     let review = projection
         .pending
         .as_ref()
-        .map(|set| heartwood_gateway::review::review_in(&project, set));
+        .map(|set| heartwood_gateway::review_set(&project, set));
     Snapshot {
         events: Vec::new(),
         revision: projection.revision,

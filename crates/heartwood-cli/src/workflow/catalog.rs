@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use heartwood_gateway::ProjectContext;
-use heartwood_gateway::workspace::{validate_definition, workflow_catalog};
+use heartwood_gateway::{validate_definition, workflow_catalog};
 
 /// Prints the workflow catalog.
 pub(super) fn catalog(project: &ProjectContext, json: bool) -> Result<ExitCode> {

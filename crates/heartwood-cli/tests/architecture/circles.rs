@@ -97,7 +97,13 @@ fn root_exports(modules: &BTreeMap<String, std::path::PathBuf>) -> BTreeMap<Stri
 fn exports_in(text: &str) -> BTreeMap<String, Vec<String>> {
     let mut exports = BTreeMap::new();
     for statement in text.split(';') {
-        let Some(used) = statement.trim().strip_prefix("pub use ") else {
+        // A comment above the statement is not part of it.
+        let code: String = statement
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let Some(used) = code.trim().strip_prefix("pub use ") else {
             continue;
         };
         let (base, items) = match used.split_once("::{") {
@@ -108,14 +114,19 @@ fn exports_in(text: &str) -> BTreeMap<String, Vec<String>> {
             },
         };
         for item in items {
+            // `item as name` is exported as `name`.
+            let (item, alias) = match item.split_once(" as ") {
+                Some((item, alias)) => (item, Some(alias.trim().to_owned())),
+                None => (item, None),
+            };
             let path: Vec<String> = base
                 .split("::")
                 .chain(item.trim().split("::"))
                 .map(|s| s.trim().to_owned())
                 .filter(|s| !s.is_empty())
                 .collect();
-            if let Some(name) = path.last() {
-                exports.insert(name.clone(), path[..path.len() - 1].to_vec());
+            if let Some(name) = alias.or_else(|| path.last().cloned()) {
+                exports.insert(name, path[..path.len() - 1].to_vec());
             }
         }
     }
@@ -289,8 +300,11 @@ fn a_circle_through_three_modules_is_found_and_so_is_a_hub_of_pairs() {
 #[test]
 fn a_root_re_export_stands_for_the_module_it_comes_from() {
     let exports = exports_in(
-        "mod gateway;\npub use gateway::{IDLE_RELEASE, SessionGateway};\npub use live::blank_snapshot;\nuse private::Hidden;\n",
+        "mod gateway;\npub use gateway::{IDLE_RELEASE, SessionGateway};\npub use live::blank_snapshot;\nuse private::Hidden;\n// The reducer.\npub use reducer::replay as reduce;\npub use review::{review as review_set_with, stale};\n",
     );
+    assert_eq!(exports["reduce"], vec!["reducer".to_owned()]);
+    assert_eq!(exports["review_set_with"], vec!["review".to_owned()]);
+    assert_eq!(exports["stale"], vec!["review".to_owned()]);
     assert_eq!(exports["SessionGateway"], vec!["gateway".to_owned()]);
     assert_eq!(exports["IDLE_RELEASE"], vec!["gateway".to_owned()]);
     assert_eq!(exports["blank_snapshot"], vec!["live".to_owned()]);

@@ -68,6 +68,24 @@ fn frontend_sources_never_name_the_crates_behind_the_gateway() {
     }
 }
 
+/// The gateway is one facade: its crate root names what interfaces use, and its own modules are
+/// private but for the few namespaces that carry a lower crate's vocabulary (its crate doc says
+/// why each), so a frontend cannot come to depend on the gateway's insides.
+#[test]
+fn the_gateway_publishes_only_its_documented_namespaces() {
+    let root = std::fs::read_to_string(frontend("../heartwood-gateway/src/lib.rs")).expect("read");
+    let public: Vec<&str> = root
+        .lines()
+        .filter_map(|line| line.strip_prefix("pub mod "))
+        .map(|name| name.trim_end_matches(';'))
+        .collect();
+    assert_eq!(
+        public,
+        ["backend", "startup", "stats", "workspace"],
+        "a new public module of the gateway belongs behind its facade (a `pub use` at the root)"
+    );
+}
+
 /// The `[dependencies]` section of a crate's manifest, from this crate's folder.
 fn dependencies_of(dir: &str) -> String {
     let manifest = std::fs::read_to_string(frontend(dir).join("Cargo.toml")).expect("read");

@@ -62,7 +62,7 @@ impl SessionGateway {
     }
 
     /// The picture of the model the session's workflow run has just assessed, drawn from the
-    /// files its checks read (see [`crate::figure`]). `Ok(None)` when there is none to draw.
+    /// files its checks read (see `figure.rs`). `Ok(None)` when there is none to draw.
     /// Reads files: call it off async tasks.
     pub fn workflow_figure(
         &self,
@@ -175,7 +175,7 @@ impl SessionGateway {
     }
 
     /// Updates to the session from now on, wherever it is served (here, by another process,
-    /// or by nobody yet); see [`crate::follow`]. Watching is not acting: the session's writer
+    /// or by nobody yet); see `follow.rs`. Watching is not acting: the session's writer
     /// lease is not taken. A `lagged` update means "take a snapshot".
     pub fn subscribe(
         &self,

@@ -5,13 +5,14 @@
 //! outside the project ([`evidence`]); the gateway journals a preview of that exact batch, the
 //! researcher consents to the preview's digest, and at dispatch the gateway admits it after
 //! finding the preview still true ([`preparer`]). The summary every interface renders is
-//! folded here too ([`summary`]). Without the evidence the batch runs one reviewer after
-//! another and no control to run it at once is offered.
+//! folded beside the reducer ([`crate::review_execution`]). Without the evidence the batch
+//! runs one reviewer after another and no control to run it at once is offered.
 
 pub(crate) mod dispatch;
 pub mod evidence;
 pub(crate) mod preparer;
 pub mod qualify;
-mod summary;
 
-pub(crate) use summary::{apply, consent_admissible, derive};
+// The summary is folded by the reducer, below the review it summarizes; the command
+// admission names its consent rule from here.
+pub(crate) use crate::review_execution::consent_admissible;

@@ -9,31 +9,20 @@
 //! Every transition is a durable event; the projection's `workflow` is derived from them here
 //! and nowhere else, with the controls that make sense now.
 
-mod catalog;
-mod controls;
-mod fold;
 mod run;
 
+// The run's view in the projection (folded by the reducer) and the definitions it starts
+// from are their own modules below the run; command and worker code names them from here.
 #[cfg(test)]
-pub(crate) use catalog::maintained;
-pub use catalog::{
-    DEPLOYMENT_DIR_VAR, shared_workflow_catalog, validate_definition, workflow_catalog,
-};
-pub(crate) use catalog::{check_and_assess, listed_in, open_workspace, resolve, resolve_in};
-pub(crate) use controls::*;
-pub(crate) use fold::*;
+pub(crate) use crate::workflow_definitions::maintained;
+pub(crate) use crate::workflow_definitions::{check_and_assess, open_workspace, resolve};
+pub(crate) use crate::workflow_view::*;
 pub(crate) use run::*;
 
-use heartwood_events::catalog::Budget;
+use heartwood_events::Event;
 use heartwood_events::workflow::{
-    AssessedProposal, AssessmentView, BindingRole, BudgetLine, BudgetUse, CheckView, InspectedFile,
-    OutcomeStatus, ReproductionView, ReviewAssessed, ReviewSaid, ReviewView, StageOutcome,
-    StageSpec, StageStatus, StageTurn, StageView, Verdict, WorkflowBinding, WorkflowControl,
-    WorkflowView,
-};
-use heartwood_events::{
-    ActionState, CommandKind, CommandName, Event, Lifecycle, NextStep, RecordedEvent,
-    SessionProjection, WaitKind, WaitsFor,
+    AssessmentView, BindingRole, CheckView, InspectedFile, StageOutcome, StageSpec,
+    WorkflowBinding, WorkflowView,
 };
 
 use crate::error::WorkflowUnavailable;

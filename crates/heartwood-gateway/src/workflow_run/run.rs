@@ -357,7 +357,7 @@ pub(crate) fn bound_definition(
     project: &ProjectContext,
     w: &WorkflowView,
 ) -> Result<heartwood_workflow::Definition, GatewayError> {
-    let mut definition = super::catalog::bound(project, w)?;
+    let mut definition = crate::workflow_definitions::bound(project, w)?;
     for binding in &w.bindings {
         let path = match binding.role {
             BindingRole::Input => definition

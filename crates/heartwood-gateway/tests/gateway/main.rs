@@ -8,7 +8,7 @@ use heartwood_events::{
     Outcome, Receipt, Refusal, SessionId, SessionProjection,
 };
 use heartwood_gateway::config::{ProjectConfig, RouteCategory, RouteConfig};
-use heartwood_gateway::{ProjectContext, SessionGateway, reducer};
+use heartwood_gateway::{ProjectContext, SessionGateway};
 use heartwood_testkit::{Fault, Script, ScriptedModelServer, Turn};
 use serde_json::json;
 
@@ -181,7 +181,7 @@ async fn a_two_action_set_waits_whole_runs_once_and_replays_to_the_same_projecti
 
     f.gateway.close().await;
     let stored = f.gateway.snapshot(&f.session, 0).expect("stored");
-    let replayed = reducer::replay(f.session.clone(), stored.events.iter().map(|e| &**e));
+    let replayed = heartwood_gateway::reduce(f.session.clone(), stored.events.iter().map(|e| &**e));
     assert_eq!(
         serde_json::to_string(&replayed).expect("json"),
         serde_json::to_string(&done).expect("json"),

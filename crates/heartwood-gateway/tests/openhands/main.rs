@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use fixture::{Fixture, WITHIN, applied, commands, installed};
 use heartwood_events::workflow::OutcomeStatus;
 use heartwood_events::{ActionState, CommandKind, Decision, Lifecycle, SessionId};
-use heartwood_gateway::{SessionAdmin, SessionGateway, reducer};
+use heartwood_gateway::{SessionAdmin, SessionGateway};
 use heartwood_testkit::{Script, Turn};
 use serde_json::json;
 
@@ -92,7 +92,7 @@ async fn a_set_is_shown_whole_rejected_with_a_reason_the_next_allowed_from_anoth
         .verify(f.session.as_str(), None)
         .expect("the session verifies");
     let stored = f.gateway.snapshot(&f.session, 0).expect("stored");
-    let replayed = reducer::replay(f.session.clone(), stored.events.iter().map(|e| &**e));
+    let replayed = heartwood_gateway::reduce(f.session.clone(), stored.events.iter().map(|e| &**e));
     assert_eq!(replayed.lifecycle, Lifecycle::Finished);
     assert_eq!(replayed.actions.len(), done.actions.len());
     let store = f

@@ -82,7 +82,7 @@ async fn status(State(app): State<Arc<AppState>>) -> Response {
 }
 
 async fn workflows(State(app): State<Arc<AppState>>) -> Response {
-    blocking_json(move || heartwood_gateway::workspace::workflow_catalog(&app.project)).await
+    blocking_json(move || heartwood_gateway::workflow_catalog(&app.project)).await
 }
 
 async fn sign_in_status(State(app): State<Arc<AppState>>) -> Response {

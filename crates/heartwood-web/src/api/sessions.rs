@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use heartwood_events::workflow::ModelFigure;
 use heartwood_events::{NewSession, SessionRow, Snapshot, Suspended, Update};
-use heartwood_gateway::preview::BoundFilePreview;
+use heartwood_gateway::BoundFilePreview;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -1,6 +1,7 @@
-//! The workflow definitions a project sees (maintained, deployment, project), and running one stage's checks on the project's files
-//! (through `heartwood-workspace`'s confined reader, not the gateway's workspace service, which
-//! attributes changes to sessions and so sits above the reducer).
+//! The workflow definitions a project sees (maintained, deployment, project), and running one
+//! stage's checks on the project's files (through `heartwood-workspace`'s confined reader, not
+//! the gateway's workspace service, which attributes changes to sessions and so sits above the
+//! reducer). Below the workflow run and the workspace service, which both look definitions up.
 
 use heartwood_events::catalog::{CatalogEntry, DefinitionSource};
 use heartwood_workflow::Registry;
