@@ -3,7 +3,8 @@
 //! is refused by the kernel (a file created in the view's `/dev`, which bubblewrap makes
 //! writable; a writable bind the rules mark read-only), while what commands need still works
 //! (`/dev/null`, the sandbox's own `/dev/shm`, a pipe reopened as `/dev/stdout`, listing `/`).
-//! Each refusal has a control showing the command ran. `heartwood status` says whether the
+//! Each refusal has a control showing the command ran. The helper also sets the resource
+//! limits and leaves the program no inherited descriptor. `heartwood status` says whether the
 //! layer is on, and why not when the helper is missing.
 
 mod support;
@@ -42,6 +43,10 @@ fn run(program: &Path, args: &[OsString]) -> Output {
 /// bubblewrap's view of the system directories, without Heartwood's filter or limits: enough
 /// to show what the view alone allows and what the helper adds.
 fn bare_view(extra: &[&str], program: &[&str]) -> Output {
+    run(Path::new("/usr/bin/bwrap"), &bare_view_args(extra, program))
+}
+
+fn bare_view_args(extra: &[&str], program: &[&str]) -> Vec<OsString> {
     let mut args: Vec<OsString> = [
         "--unshare-all",
         "--die-with-parent",
@@ -72,7 +77,7 @@ fn bare_view(extra: &[&str], program: &[&str]) -> Output {
         .map(OsString::from),
     );
     args.extend(program.iter().map(OsString::from));
-    run(Path::new("/usr/bin/bwrap"), &args)
+    args
 }
 
 const DEV_PROBE: &str = "echo ran; \
@@ -152,6 +157,58 @@ fn a_writable_bind_the_rules_mark_read_only_takes_no_write() {
         "{refused:?}"
     );
     assert!(!data.path().join("written").exists());
+}
+
+/// What the shell prelude does where there is no helper, the helper does itself: the
+/// resource limits, and no descriptor above 2 of those bubblewrap passed on.
+#[test]
+fn the_helper_sets_the_limits_and_leaves_no_inherited_descriptor() {
+    if !layered() {
+        return;
+    }
+    let outside = tempfile::tempdir().expect("outside");
+    let log = outside.path().join("inherited.log");
+    // A parent that left descriptor 7 open (no close-on-exec) before starting bubblewrap.
+    let inheriting = |program: &Path, args: &[OsString]| {
+        let mut all: Vec<OsString> = vec![
+            "-c".into(),
+            "exec 7>>\"$0\"; exec \"$@\"".into(),
+            log.clone().into_os_string(),
+            program.into(),
+        ];
+        all.extend(args.iter().cloned());
+        run(Path::new("/usr/bin/bash"), &all)
+    };
+    let probe = "echo ran; ulimit -v; ulimit -u; ulimit -f; \
+        echo INHERITED >&7 && echo wrote-through-7";
+    // Control: bubblewrap alone passes the descriptor on.
+    let alone = inheriting(
+        Path::new("/usr/bin/bwrap"),
+        &bare_view_args(&[], &["/usr/bin/bash", "-c", probe]),
+    );
+    assert!(text(&alone.stdout).contains("wrote-through-7"), "{alone:?}");
+    let project = tempfile::tempdir().expect("project");
+    let limits = heartwood_sandbox::Limits {
+        memory_bytes: 3 << 30,
+        processes: 777,
+        file_bytes: 5 << 20,
+        ..heartwood_sandbox::Limits::default()
+    };
+    let sandbox = Sandbox::new(project.path()).with_limits(limits);
+    for level in [SandboxLevel::ReadOnly, SandboxLevel::ProjectWrite] {
+        let confined = sandbox.wrap(level, "bash", &["-c", probe]).expect("wrap");
+        let out = inheriting(&confined.program, &confined.args);
+        let said = text(&out.stdout);
+        // bash says the address space and file size in KiB.
+        let lines: Vec<&str> = said.lines().collect();
+        assert_eq!(
+            lines,
+            ["ran", "3145728", "777", "5120"],
+            "{level:?}: {out:?}"
+        );
+    }
+    let written = std::fs::read_to_string(&log).expect("log");
+    assert_eq!(written, "INHERITED\n", "only the control wrote through it");
 }
 
 #[test]

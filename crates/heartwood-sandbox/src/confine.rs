@@ -1,15 +1,18 @@
 //! The second layer under bubblewrap's mount namespace: Landlock, from the same allow-list as
 //! the view, applied inside the sandbox by Heartwood's own helper program (`heartwood-confine`).
 //!
-//! Owns: the rules a confined process runs under ([`Rules`]), the helper's whole work
-//! ([`main`]: restrict itself, then `exec` the prelude and program), where Heartwood finds the
-//! helper ([`find_helper`]), and whether the layer is on here ([`LandlockLayer`]).
+//! Owns: the rules a confined process runs under ([`Rules`]: paths and resource limits), the
+//! helper's whole work ([`main`]: restrict itself, set the limits, leave no inherited
+//! descriptor above 2 to the program, then `exec` it), where Heartwood finds the helper
+//! ([`find_helper`]), and whether the layer is on here ([`LandlockLayer`]).
 //!
 //! Why a program of ours inside, after bubblewrap: Landlock forbids mounting, so it cannot be
 //! applied before bubblewrap builds the view, and a domain is inherited across `exec`, so the
-//! helper restricts itself and becomes the prelude. Why arguments rather than a descriptor:
-//! the prelude closes every descriptor above 2, the rules are paths the view already shows,
-//! and `ps` inside says what a process was held to.
+//! helper restricts itself and becomes the program. Why it also does the shell prelude's work
+//! ([`crate::launcher`]) where it runs: it is already a process inside the view, and a `bash`
+//! started after it only to set three limits and close descriptors doubled the cost of every
+//! confined start. Why arguments rather than a descriptor: the rules are paths the view
+//! already shows, and `ps` inside says what a process was held to.
 //!
 //! What the layer adds to the view: the view's `/dev` is a writable tmpfs bubblewrap makes (any
 //! file or node could be created there, at every level) and a bind mount is writable or not as
@@ -19,6 +22,7 @@
 //! stay unhandled, so the proxy's socket ([`crate::network::SOCKET_INSIDE`]) stays reachable.
 
 use std::ffi::OsString;
+use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,6 +32,8 @@ use landlock::{
     RulesetCreatedAttr, RulesetError, RulesetStatus, Scope,
 };
 use serde::{Deserialize, Serialize};
+
+use crate::Limits;
 
 /// The helper's program name, as `cargo install` puts it beside `heartwood`.
 pub const HELPER: &str = "heartwood-confine";
@@ -44,6 +50,12 @@ const CANNOT_CONFINE: u8 = 125;
 
 /// The exit status of a helper on a kernel without Landlock.
 const KERNEL_WITHOUT: u8 = 3;
+
+/// The flag that carries the resource limits, `MEMORY:PROCESSES:FILE` (bytes, count, bytes).
+const LIMITS_FLAG: &str = "--limits";
+
+/// Where the helper finds the descriptors it was started with.
+const OWN_DESCRIPTORS: &str = "/proc/self/fd";
 
 /// The file rights the rules are written for: every right up to ABI 5 (files, directories,
 /// renames across directories, truncation, device `ioctl`s).
@@ -127,6 +139,19 @@ impl Rules {
         self.grant(Grant::Open, Path::new("/proc"));
     }
 
+    /// The resource limits the helper sets before it becomes the program (what the shell
+    /// prelude's `ulimit`s set where there is no helper).
+    pub(crate) fn limits(&mut self, limits: &Limits) {
+        self.0.push(LIMITS_FLAG.into());
+        self.0.push(
+            format!(
+                "{}:{}:{}",
+                limits.memory_bytes, limits.processes, limits.file_bytes
+            )
+            .into(),
+        );
+    }
+
     /// The helper's arguments up to the program (`--report` first where asked).
     pub(crate) fn into_arguments(self, report: bool) -> Vec<OsString> {
         let mut out = vec![OsString::from(HELPER_INSIDE)];
@@ -205,7 +230,8 @@ pub fn find_helper() -> Result<PathBuf, HelperMissing> {
 #[derive(Debug, thiserror::Error)]
 enum ConfineError {
     #[error(
-        "usage: {HELPER} [--report] [--read|--write|--open|--list PATH]... -- PROGRAM [ARG]..."
+        "usage: {HELPER} [--report] [--limits MEMORY:PROCESSES:FILE] \
+         [--read|--write|--open|--list PATH]... -- PROGRAM [ARG]..."
     )]
     Usage,
     #[error("cannot open {path} for a rule: {source}")]
@@ -221,6 +247,10 @@ enum ConfineError {
          landlock to the lsm= list)"
     )]
     KernelWithout,
+    #[error("cannot set the resource limits: {0}")]
+    Limits(#[source] std::io::Error),
+    #[error("cannot close the descriptors inherited above 2: {0}")]
+    Descriptors(#[source] std::io::Error),
     #[error("cannot start {program}: {source}")]
     Exec {
         program: String,
@@ -229,8 +259,9 @@ enum ConfineError {
     },
 }
 
-/// The helper's program: restrict this process with the rules its arguments name, then
-/// become the program. Returns only when that failed (the program never ran unconfined).
+/// The helper's program: leave the program no descriptor above 2, restrict this process with
+/// the rules its arguments name, set the limits, then become the program. Returns only when
+/// that failed (the program never ran unconfined).
 pub fn main() -> ExitCode {
     let error = confine(std::env::args_os().skip(1));
     eprintln!("{HELPER}: {error}");
@@ -240,38 +271,115 @@ pub fn main() -> ExitCode {
     })
 }
 
-fn confine(mut args: impl Iterator<Item = OsString>) -> ConfineError {
-    let mut report = false;
-    let mut rules: Vec<(Grant, PathBuf)> = Vec::new();
+/// The helper's arguments up to the program.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Parsed {
+    report: bool,
+    /// Address space, processes, file size.
+    limits: Option<[u64; 3]>,
+    rules: Vec<(Grant, PathBuf)>,
+}
+
+/// Reads the arguments up to `--`; `None` when they are not the helper's.
+fn parse(args: &mut impl Iterator<Item = OsString>) -> Option<Parsed> {
+    let mut parsed = Parsed::default();
     loop {
-        let Some(arg) = args.next() else {
-            return ConfineError::Usage;
-        };
+        let arg = args.next()?;
         if arg == "--" {
-            break;
+            return Some(parsed);
         }
         if arg == "--report" {
-            report = true;
+            parsed.report = true;
             continue;
         }
-        let (Some(grant), Some(path)) = (arg.to_str().and_then(Grant::parse), args.next()) else {
-            return ConfineError::Usage;
-        };
-        rules.push((grant, PathBuf::from(path)));
+        let value = args.next()?;
+        if arg == LIMITS_FLAG {
+            parsed.limits = Some(parse_limits(value.to_str()?)?);
+            continue;
+        }
+        let grant = arg.to_str().and_then(Grant::parse)?;
+        parsed.rules.push((grant, PathBuf::from(value)));
     }
+}
+
+fn parse_limits(text: &str) -> Option<[u64; 3]> {
+    let mut parts = text.split(':').map(|p| p.parse::<u64>().ok());
+    let limits = [parts.next()??, parts.next()??, parts.next()??];
+    parts.next().is_none().then_some(limits)
+}
+
+fn confine(mut args: impl Iterator<Item = OsString>) -> ConfineError {
+    let Some(parsed) = parse(&mut args) else {
+        return ConfineError::Usage;
+    };
     let Some(program) = args.next() else {
         return ConfineError::Usage;
     };
-    match restrict(&rules) {
-        Ok(abi) if report => eprintln!("Landlock {abi}"),
+    // Before the ruleset: the rules need not grant `/proc` for the helper to list its own
+    // descriptors.
+    if let Err(e) = close_inherited() {
+        return ConfineError::Descriptors(e);
+    }
+    match restrict(&parsed.rules) {
+        Ok(abi) if parsed.report => eprintln!("Landlock {abi}"),
         Ok(_) => {}
         Err(e) => return e,
+    }
+    if let Some(limits) = parsed.limits
+        && let Err(e) = set_limits(limits)
+    {
+        return ConfineError::Limits(e);
     }
     let source = std::process::Command::new(&program).args(args).exec();
     ConfineError::Exec {
         program: program.to_string_lossy().into_owned(),
         source,
     }
+}
+
+/// Sets each limit, hard and soft alike (as `ulimit -HS`): address space, processes, file size.
+fn set_limits([memory, processes, file]: [u64; 3]) -> std::io::Result<()> {
+    use rustix::process::{Resource, Rlimit, setrlimit};
+    for (resource, value) in [
+        (Resource::As, memory),
+        (Resource::Nproc, processes),
+        (Resource::Fsize, file),
+    ] {
+        let limit = Rlimit {
+            current: Some(value),
+            maximum: Some(value),
+        };
+        setrlimit(resource, limit)?;
+    }
+    Ok(())
+}
+
+/// Marks every descriptor above 2 close-on-exec, so the program starts with none of those
+/// bubblewrap passed on (one Heartwood's own parent left open, say). Marked, not closed:
+/// nothing in this process is closed under an owner's feet, and the `exec` that follows
+/// closes them all (what the helper opens after this, it opens close-on-exec).
+fn close_inherited() -> std::io::Result<()> {
+    let open: Vec<RawFd> = std::fs::read_dir(OWN_DESCRIPTORS)?
+        .map(|entry| entry.map(|e| e.file_name().to_str().and_then(|n| n.parse().ok())))
+        .collect::<std::io::Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .filter(|fd| *fd > 2)
+        .collect();
+    for fd in open {
+        // A raw number because these descriptors belong to no one here (nix 0.29's `fcntl`
+        // takes one without `unsafe`); setting a flag moves or closes nothing.
+        let set = nix::fcntl::fcntl(
+            fd,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        );
+        match set {
+            // The listing's own descriptor, closed since.
+            Ok(_) | Err(nix::errno::Errno::EBADF) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// Applies the ruleset to this process; the kernel's ABI and how fully it is enforced.
@@ -355,11 +463,48 @@ mod tests {
         assert!(Grant::Write.access().contains(create));
     }
 
+    /// The limits and grants a sandbox writes are the ones the helper reads.
+    #[test]
+    fn the_helper_reads_back_the_limits_and_grants_the_rules_write() {
+        let limits = Limits {
+            memory_bytes: 1 << 33,
+            processes: 12,
+            file_bytes: 1 << 20,
+            ..Limits::default()
+        };
+        let mut rules = Rules::default();
+        rules.limits(&limits);
+        rules.read(Path::new("/usr"));
+        rules.write(Path::new("/tmp"));
+        let program = OsString::from("/usr/bin/true");
+        let mut args = rules
+            .into_arguments(true)
+            .into_iter()
+            .skip(1)
+            .chain([program.clone()]);
+        let parsed = parse(&mut args).expect("the helper's own arguments");
+        let expected = Parsed {
+            report: true,
+            limits: Some([1 << 33, 12, 1 << 20]),
+            rules: vec![
+                (Grant::Read, PathBuf::from("/usr")),
+                (Grant::Write, PathBuf::from("/tmp")),
+            ],
+        };
+        assert_eq!(parsed, expected);
+        assert_eq!(args.next(), Some(program));
+        for bad in ["1:2", "1:2:3:4", "1:x:3", "", "-1:2:3"] {
+            assert_eq!(parse_limits(bad), None, "{bad}");
+        }
+    }
+
     #[test]
     fn arguments_without_a_program_are_refused_before_anything_is_applied() {
         let args = ["--read", "/usr", "--"].map(OsString::from);
         assert!(matches!(confine(args.into_iter()), ConfineError::Usage));
         let args = ["--bogus", "/usr", "--", "/usr/bin/true"].map(OsString::from);
+        assert!(matches!(confine(args.into_iter()), ConfineError::Usage));
+        let args = ["--limits", "1:2", "--", "/usr/bin/true"].map(OsString::from);
         assert!(matches!(confine(args.into_iter()), ConfineError::Usage));
     }
 }

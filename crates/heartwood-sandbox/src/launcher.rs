@@ -1,5 +1,6 @@
-//! What runs first inside the sandbox, before the program: the resource limits, and every
-//! descriptor above 2 closed.
+//! What runs first inside the sandbox, before the program, where the Landlock helper does not
+//! ([`crate::confine`] does the same work itself when the layer is on): the resource limits,
+//! and every descriptor above 2 closed; and the network bridge, where commands have one.
 //!
 //! Why a shell prelude rather than code in Heartwood: bubblewrap passes on every descriptor it
 //! inherited without close-on-exec (one Heartwood's own parent left open, say), and closing
@@ -62,10 +63,23 @@ fn machine_memory() -> Option<u64> {
 }
 
 /// The prelude `bash -c` runs inside the sandbox; the program and its arguments follow as `$@`.
-/// With `bridge`, the first argument is the network bridge's script
-/// ([`crate::network`]), started in the background before the program, which starts once the
-/// bridge listens (or after two seconds without it: the program then has no network).
-pub(crate) fn prelude(limits: &Limits, bridge: bool) -> String {
+/// With `limits`, it sets them and closes every descriptor above 2 first (without, the
+/// Landlock helper did both before it started the shell). With `bridge`, the first argument
+/// is the network bridge's script ([`crate::network`]), started in the background before the
+/// program, which starts once the bridge listens (or after two seconds without it: the
+/// program then has no network).
+pub(crate) fn prelude(limits: Option<&Limits>, bridge: bool) -> String {
+    let held = match limits {
+        Some(limits) => format!(
+            "ulimit -HS -v {memory} && ulimit -HS -u {processes} && ulimit -HS -f {file} || exit 125\n\
+             for fd in /proc/self/fd/*; do fd=${{fd##*/}}; if [ \"$fd\" -gt 2 ]; then exec {{fd}}>&-; fi; done\n",
+            memory = limits.memory_bytes / 1024,
+            processes = limits.processes,
+            // bash counts file sizes in 1024-byte blocks.
+            file = limits.file_bytes / 1024,
+        ),
+        None => String::new(),
+    };
     let bridge = if bridge {
         "/usr/bin/python3 -I -c \"$1\" </dev/null >/dev/null 2>&1 &\n\
          shift\n\
@@ -73,15 +87,7 @@ pub(crate) fn prelude(limits: &Limits, bridge: bool) -> String {
     } else {
         ""
     };
-    format!(
-        "ulimit -HS -v {memory} && ulimit -HS -u {processes} && ulimit -HS -f {file} || exit 125\n\
-         for fd in /proc/self/fd/*; do fd=${{fd##*/}}; if [ \"$fd\" -gt 2 ]; then exec {{fd}}>&-; fi; done\n\
-         {bridge}exec \"$@\"",
-        memory = limits.memory_bytes / 1024,
-        processes = limits.processes,
-        // bash counts file sizes in 1024-byte blocks.
-        file = limits.file_bytes / 1024,
-    )
+    format!("{held}{bridge}exec \"$@\"")
 }
 
 /// The name the prelude runs under (its `$0`), as `ps` inside the sandbox shows it.

@@ -7,13 +7,16 @@
 //! Every namespace bubblewrap offers is new (user where allowed, mount, PID, IPC, UTS, cgroup
 //! and network), the process dies with Heartwood, starts a new session, has every capability
 //! dropped, runs under the syscall filter ([`crate::seccomp`]) and the resource limits, and
-//! starts with every inherited descriptor above 2 closed ([`crate::launcher`]). Where the
-//! Landlock layer is on ([`crate::confine`]), the first program inside is Heartwood's helper,
-//! which restricts itself with rules from the same allow-list before the prelude starts.
+//! starts with every inherited descriptor above 2 closed. Where the Landlock layer is on
+//! ([`crate::confine`]), the first program inside is Heartwood's helper, which restricts itself
+//! with rules from the same allow-list, sets the limits and leaves no inherited descriptor
+//! before it becomes the program; where it is off, a shell prelude ([`crate::launcher`]) does
+//! the limits and descriptors.
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use crate::confine::{HELPER_INSIDE, Rules};
 use crate::launcher::{Limits, PRELUDE_NAME, prelude};
@@ -25,6 +28,37 @@ const SYSTEM_DIRECTORIES: [&str; 3] = ["/usr", "/etc", "/opt"];
 
 /// Top-level names that are usually links into `/usr` (merged-`/usr` systems) or directories.
 const SYSTEM_LINKS: [&str; 6] = ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+
+/// What a system name is on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SystemEntry {
+    /// A directory, bound read-only at its own path.
+    Directory,
+    /// A link (into `/usr` on a merged-`/usr` system), made again inside with the same target.
+    Link(PathBuf),
+}
+
+/// The system's directories and top-level links as they are here, the directories first, read
+/// once per process: the view and the Landlock rules of every confined start are built from
+/// the same reading (each start read the host's root twice before).
+fn system_layout() -> &'static [(&'static str, SystemEntry)] {
+    static LAYOUT: OnceLock<Vec<(&'static str, SystemEntry)>> = OnceLock::new();
+    LAYOUT.get_or_init(|| {
+        let directories = SYSTEM_DIRECTORIES
+            .into_iter()
+            .filter(|dir| Path::new(dir).is_dir())
+            .map(|dir| (dir, SystemEntry::Directory));
+        let links = SYSTEM_LINKS.into_iter().filter_map(|name| {
+            let meta = std::fs::symlink_metadata(name).ok()?;
+            if meta.file_type().is_symlink() {
+                Some((name, SystemEntry::Link(std::fs::read_link(name).ok()?)))
+            } else {
+                meta.is_dir().then_some((name, SystemEntry::Directory))
+            }
+        });
+        directories.chain(links).collect()
+    })
+}
 
 /// Locations under the project that confined processes never see: Heartwood's own state, at
 /// the top and in every project nested inside (its journal, configuration and channel).
@@ -179,17 +213,21 @@ impl Sandbox {
         let mut out = self.arguments(level, helper);
         out.extend(seccomp::arguments(&filters));
         out.push("--".into());
-        if helper.is_some() {
-            out.extend(self.rules(level).into_arguments(false));
-        }
-        out.push(system_program("bash")?.into_os_string());
-        out.extend([
-            "-c".into(),
-            prelude(&self.limits, self.network.is_some()).into(),
-            PRELUDE_NAME.into(),
-        ]);
-        if self.network.is_some() {
-            out.push(crate::network::BRIDGE.into());
+        // With the helper, it sets the limits and leaves no inherited descriptor, and a shell
+        // starts only for the network bridge; without, the shell prelude does all of it.
+        let shell = match helper {
+            Some(_) => {
+                out.extend(self.rules(level).into_arguments(false));
+                self.network.is_some().then(|| prelude(None, true))
+            }
+            None => Some(prelude(Some(&self.limits), self.network.is_some())),
+        };
+        if let Some(shell) = shell {
+            out.push(system_program("bash")?.into_os_string());
+            out.extend(["-c".into(), shell.into(), PRELUDE_NAME.into()]);
+            if self.network.is_some() {
+                out.push(crate::network::BRIDGE.into());
+            }
         }
         out.push(program.into_os_string());
         out.extend(args.iter().map(OsString::from));
@@ -214,21 +252,10 @@ impl Sandbox {
             &"--cap-drop",
             &"ALL",
         ]);
-        for dir in SYSTEM_DIRECTORIES {
-            if Path::new(dir).is_dir() {
-                arg(&[&"--ro-bind", &dir, &dir]);
-            }
-        }
-        for name in SYSTEM_LINKS {
-            let Ok(meta) = std::fs::symlink_metadata(name) else {
-                continue;
-            };
-            if meta.file_type().is_symlink() {
-                if let Ok(target) = std::fs::read_link(name) {
-                    arg(&[&"--symlink", &target, &name]);
-                }
-            } else if meta.is_dir() {
-                arg(&[&"--ro-bind", &name, &name]);
+        for (name, entry) in system_layout() {
+            match entry {
+                SystemEntry::Directory => arg(&[&"--ro-bind", name, name]),
+                SystemEntry::Link(target) => arg(&[&"--symlink", target, name]),
             }
         }
         arg(&[&"--dev", &"/dev", &"--proc", &"/proc"]);
@@ -310,18 +337,17 @@ impl Sandbox {
         out
     }
 
-    /// The Landlock rules for the view at `level`: the same allow-list, read-only except the
-    /// private `/tmp` and home, and the project and directories written at project-write.
-    /// Hidden locations and `.git` folders inside a writable one stay read-only by the view
-    /// alone (Landlock only adds permissions beneath a directory, never takes them back).
+    /// The Landlock rules for the view at `level`, with the resource limits the helper sets:
+    /// the same allow-list, read-only except the private `/tmp` and home, and the project and
+    /// directories written at project-write. Hidden locations and `.git` folders inside a
+    /// writable one stay read-only by the view alone (Landlock only adds permissions beneath a
+    /// directory, never takes them back).
     pub(crate) fn rules(&self, level: SandboxLevel) -> Rules {
         let mut rules = Rules::default();
-        for dir in SYSTEM_DIRECTORIES {
-            rules.read(Path::new(dir));
-        }
-        for name in SYSTEM_LINKS {
+        rules.limits(&self.limits);
+        for (name, entry) in system_layout() {
             // A link into /usr is covered there; a real directory is bound as it is.
-            if std::fs::symlink_metadata(name).is_ok_and(|m| m.is_dir()) {
+            if *entry == SystemEntry::Directory {
                 rules.read(Path::new(name));
             }
         }
@@ -427,5 +453,43 @@ mod tests {
         };
         assert!(covers(&Sandbox::new(root.path())));
         assert!(!covers(&Sandbox::new(root.path()).without_project_state()));
+    }
+
+    /// The view and the Landlock rules show the same system directories, read once: each
+    /// directory bound read-only and granted read, each link made again and granted nothing of
+    /// its own (its target is), and `/usr` always there.
+    #[test]
+    fn the_view_and_the_rules_read_the_same_system_layout() {
+        let root = tempfile::tempdir().expect("test fixture");
+        let sandbox = Sandbox::new(root.path());
+        let view = sandbox.arguments(SandboxLevel::ReadOnly, None);
+        let rules = sandbox.rules(SandboxLevel::ReadOnly).into_arguments(false);
+        let has = |args: &[OsString], words: &[&OsStr]| {
+            args.windows(words.len())
+                .any(|w| w.iter().zip(words).all(|(a, b)| a.as_os_str() == *b))
+        };
+        let layout = system_layout();
+        assert!(layout.contains(&("/usr", SystemEntry::Directory)));
+        for (name, entry) in layout {
+            let name = OsStr::new(name);
+            let granted = has(&rules, &[OsStr::new("--read"), name]);
+            match entry {
+                SystemEntry::Directory => {
+                    assert!(
+                        has(&view, &[OsStr::new("--ro-bind"), name, name]),
+                        "{name:?}"
+                    );
+                    assert!(granted, "{name:?}");
+                }
+                SystemEntry::Link(target) => {
+                    assert!(has(
+                        &view,
+                        &[OsStr::new("--symlink"), target.as_os_str(), name]
+                    ));
+                    assert!(!granted, "{name:?}");
+                }
+            }
+        }
+        assert!(std::ptr::eq(layout, system_layout()), "read once");
     }
 }
