@@ -259,17 +259,22 @@ pub(crate) fn groups(
     dictionary: &crate::table::Dictionary,
     split: &crate::checks::Split,
 ) -> Vec<(String, Sample)> {
-    let mut sides: std::collections::BTreeSet<(String, bool)> = std::collections::BTreeSet::new();
+    // Each label as written once per side first (a table has far fewer groups than rows).
+    let mut written: std::collections::HashSet<(&str, bool)> = std::collections::HashSet::new();
     if let (Some(g), Some(k)) = (
         table.column(&dictionary.group),
         table.column(&dictionary.primary_key),
     ) {
         for row in &table.rows {
             if let Some(side) = split.partition.get(&row[k]) {
-                sides.insert((row[g].trim().to_lowercase(), side == "train"));
+                written.insert((&row[g], side == "train"));
             }
         }
     }
+    let sides: std::collections::BTreeSet<(String, bool)> = written
+        .into_iter()
+        .map(|(label, train)| (label.trim().to_lowercase(), train))
+        .collect();
     sides
         .into_iter()
         .map(|(label, train)| {
