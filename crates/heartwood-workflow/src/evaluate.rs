@@ -22,13 +22,17 @@ pub fn check_stage(
     stage: &str,
 ) -> Option<Vec<CheckResult>> {
     let stage = definition.stages.iter().find(|s| s.id == stage)?;
+    // A file several checks of the stage read (the table, typically) is read and hashed once:
+    // every check then judges the same bytes, bound to one digest.
+    let shared = SharedReads::new(workspace, definition, &stage.checks);
+    let shared = &shared;
     // The checks of a stage are independent: run them side by side (the Python parser's
     // start-up, in particular, overlaps the table checks).
     Some(std::thread::scope(|scope| {
         let running: Vec<_> = stage
             .checks
             .iter()
-            .map(|c| scope.spawn(move || run(workspace, definition, c)))
+            .map(|c| scope.spawn(move || run_shared(shared, c)))
             .collect();
         running
             .into_iter()
@@ -42,6 +46,77 @@ pub fn check_stage(
             })
             .collect()
     }))
+}
+
+/// One read of a file: its bytes and digest, or why it could not be read.
+type FileRead = Result<(Vec<u8>, heartwood_workspace::FileDigest), ReadError>;
+
+/// The files a stage's checks read: one that several checks read is read at most once (by
+/// the first check that needs it; another waits for that read and judges a copy of the same
+/// bytes).
+struct SharedReads<'a> {
+    workspace: &'a Workspace,
+    definition: &'a Definition,
+    /// Each file id, how many of the stage's checks read it, and its read once made.
+    reads: Vec<(&'a str, usize, std::sync::OnceLock<FileRead>)>,
+}
+
+impl<'a> SharedReads<'a> {
+    fn new(workspace: &'a Workspace, definition: &'a Definition, checks: &'a [CheckUse]) -> Self {
+        let mut reads: Vec<(&str, usize, std::sync::OnceLock<FileRead>)> = Vec::new();
+        for id in checks.iter().flat_map(|c| &c.reads) {
+            match reads.iter_mut().find(|(seen, _, _)| *seen == id.as_str()) {
+                Some((_, uses, _)) => *uses += 1,
+                None => reads.push((id, 1, std::sync::OnceLock::new())),
+            }
+        }
+        SharedReads {
+            workspace,
+            definition,
+            reads,
+        }
+    }
+
+    /// The bytes and digest of `id`: read now for a file only one check reads, else the
+    /// stage's one read of it, copied.
+    fn get(&self, id: &str) -> Result<(Vec<u8>, heartwood_workspace::FileDigest), String> {
+        match self.reads.iter().find(|(seen, _, _)| *seen == id) {
+            Some((_, uses, read)) if *uses > 1 => {
+                match read.get_or_init(|| read_one(self.workspace, self.definition, id)) {
+                    Ok((bytes, digest)) => Ok((bytes.clone(), digest.clone())),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            _ => read_one(self.workspace, self.definition, id).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// Runs one check: reads its files (whole, within the limits, with digests; those the stage
+/// shares, once), then evaluates.
+fn run_shared(shared: &SharedReads<'_>, check: &CheckUse) -> CheckResult {
+    let mut result = CheckResult::new(&check.check);
+    if let Err(why) = Registry::builtin().lookup(&check.check, check.version.as_deref()) {
+        result.mark_unverified(format!(
+            "this Heartwood cannot run the check {why}; the definition is not supported here"
+        ));
+        return result;
+    }
+    let mut files = Vec::with_capacity(check.reads.len());
+    let mut digests = Vec::with_capacity(check.reads.len());
+    for id in &check.reads {
+        match shared.get(id) {
+            Ok((bytes, digest)) => {
+                files.push(bytes);
+                digests.push(digest);
+            }
+            Err(reason) => {
+                result.mark_unverified(reason);
+                return result;
+            }
+        }
+    }
+    run_with(check, &files, digests)
 }
 
 /// Why the files a check reads could not be read, or its model's picture not drawn.
@@ -83,24 +158,29 @@ pub fn read_files(
     let mut files = Vec::new();
     let mut digests = Vec::new();
     for id in &check.reads {
-        let Some(path) = definition.path_of(id) else {
-            return Err(ReadError::NotLocated(id.clone()));
-        };
-        let parsed = ProjectPath::parse(path).map_err(|source| ReadError::BadPath {
-            path: path.to_owned(),
-            source,
-        })?;
-        let (bytes, digest) =
-            workspace
-                .read_evidence(&parsed, MAX_FILE_BYTES)
-                .map_err(|source| ReadError::Unreadable {
-                    path: path.to_owned(),
-                    source,
-                })?;
+        let (bytes, digest) = read_one(workspace, definition, id)?;
         digests.push(digest);
         files.push(bytes);
     }
     Ok((files, digests))
+}
+
+/// The bytes of the file the definition locates at `id` (whole, within the limits), with
+/// their digest.
+fn read_one(workspace: &Workspace, definition: &Definition, id: &str) -> FileRead {
+    let Some(path) = definition.path_of(id) else {
+        return Err(ReadError::NotLocated(id.to_owned()));
+    };
+    let parsed = ProjectPath::parse(path).map_err(|source| ReadError::BadPath {
+        path: path.to_owned(),
+        source,
+    })?;
+    workspace
+        .read_evidence(&parsed, MAX_FILE_BYTES)
+        .map_err(|source| ReadError::Unreadable {
+            path: path.to_owned(),
+            source,
+        })
 }
 
 /// The series of the model picture for `stage`, when one of its checks is `univariate_ols`:
@@ -124,20 +204,8 @@ pub fn model_series(
 
 /// Runs one check: reads its files (whole, within the limits, with digests), then evaluates.
 pub fn run(workspace: &Workspace, definition: &Definition, check: &CheckUse) -> CheckResult {
-    let mut result = CheckResult::new(&check.check);
-    if let Err(why) = Registry::builtin().lookup(&check.check, check.version.as_deref()) {
-        result.mark_unverified(format!(
-            "this Heartwood cannot run the check {why}; the definition is not supported here"
-        ));
-        return result;
-    }
-    match read_files(workspace, definition, check) {
-        Ok((files, digests)) => run_with(check, &files, digests),
-        Err(reason) => {
-            result.mark_unverified(reason.to_string());
-            result
-        }
-    }
+    let reads = SharedReads::new(workspace, definition, std::slice::from_ref(check));
+    run_shared(&reads, check)
 }
 
 /// Runs the check `check` as a definition uses it (with its parameters) on bytes already read.

@@ -25,7 +25,7 @@
 //! Checks never merge two spellings silently: two distinct raw spellings with one canonical form
 //! are ambiguous, and the check refuses them naming both and where each stands.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use unicode_normalization::UnicodeNormalization;
 
@@ -77,11 +77,15 @@ fn ascii_canonical(text: &str) -> Option<String> {
         return None;
     }
     let forms = ascii_forms();
-    let folded = text
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_ascii_lowercase();
+    // Keys and labels rarely hold white space: then there is none to fold.
+    let folded = if text.chars().any(char::is_whitespace) {
+        text.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_ascii_lowercase()
+    } else {
+        text.to_ascii_lowercase()
+    };
     if let Some(v) = number(&folded) {
         return Some(format!("#{}", v + 0.0));
     }
@@ -168,25 +172,30 @@ fn ambiguities_by<'a, L: std::fmt::Display>(
     items: impl IntoIterator<Item = (&'a str, L)>,
     form_of: fn(&str) -> String,
 ) -> Vec<Ambiguity<'a>> {
-    let mut first: HashMap<String, Vec<(&'a str, L)>> = HashMap::new();
+    // The first spelling filed under each canonical form: every later one is paired with it.
+    let mut first: HashMap<String, (&'a str, L)> = HashMap::new();
     let mut found = Vec::new();
-    // A spelling seen before has the same canonical form: compute each once.
-    let mut known: HashMap<&'a str, String> = HashMap::new();
+    // A spelling seen before was filed under its canonical form then: each spelling's form is
+    // computed and filed once.
+    let mut known: HashSet<&'a str> = HashSet::new();
     for (raw, at) in items {
-        let form = known.entry(raw).or_insert_with(|| form_of(raw)).clone();
-        let seen = first.entry(form).or_default();
-        if seen.iter().any(|(s, _)| *s == raw) {
+        if !known.insert(raw) {
             continue;
         }
-        if let Some((one, one_at)) = seen.first() {
-            found.push(Ambiguity {
-                first: one,
-                first_at: one_at.to_string(),
-                second: raw,
-                second_at: at.to_string(),
-            });
+        match first.entry(form_of(raw)) {
+            std::collections::hash_map::Entry::Occupied(one) => {
+                let (one, one_at) = one.get();
+                found.push(Ambiguity {
+                    first: one,
+                    first_at: one_at.to_string(),
+                    second: raw,
+                    second_at: at.to_string(),
+                });
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert((raw, at));
+            }
         }
-        seen.push((raw, at));
     }
     found
 }

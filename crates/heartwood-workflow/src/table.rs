@@ -31,6 +31,13 @@ pub(crate) fn forget() {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row(csv::StringRecord);
 
+impl Row {
+    /// The fields as written, in column order (as many as the row has).
+    pub fn fields(&self) -> impl Iterator<Item = &str> {
+        self.0.iter()
+    }
+}
+
 impl std::ops::Index<usize> for Row {
     type Output = str;
 

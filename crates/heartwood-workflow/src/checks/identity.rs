@@ -6,7 +6,7 @@
 //! comparison says it does not. And a split whose two sides share an observation (every
 //! analysed column equal, under different keys) tests the model on a row it was trained on.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use crate::check::CheckResult;
 use crate::identity::ambiguities;
@@ -98,7 +98,7 @@ pub(crate) fn labels_and_keys(
 pub(crate) fn identical_across(
     table: &Table,
     dictionary: &Dictionary,
-    partition: &BTreeMap<String, String>,
+    partition: &HashMap<String, String>,
     result: &mut CheckResult,
 ) {
     let (Some(key), Some(group)) = (

@@ -95,8 +95,11 @@ impl Fitted {
     /// one cannot be predicted (a level unseen in training, absorbed fixed effects).
     pub(crate) fn linear_predictors(&self, rows: &[usize]) -> Option<Vec<f64>> {
         let levels = training_levels(&self.spec, &self.table, &self.train);
+        let terms = numeric_terms(&self.spec, &self.table, &self.estimates);
         rows.iter()
-            .map(|&i| linear_predictor(&self.spec, &self.table, i, &self.estimates, &levels))
+            .map(|&i| {
+                linear_predictor(&self.spec, &self.table, i, &self.estimates, &terms, &levels)
+            })
             .collect()
     }
 }
@@ -396,11 +399,25 @@ fn compare_coefficients(
 
 /// The linear predictor of row `i` from the recomputed estimates (`None` when a level of a
 /// categorical predictor was not seen in training, or the model absorbs fixed effects).
+/// Each numeric predictor's column and estimate, found once for every row's prediction;
+/// `None` when the table or the estimates lack one (then no row can be predicted).
+fn numeric_terms(
+    spec: &Spec,
+    table: &Table,
+    estimates: &HashMap<String, f64>,
+) -> Option<Vec<(usize, f64)>> {
+    spec.predictors
+        .iter()
+        .map(|name| Some((table.column(name)?, *estimates.get(name)?)))
+        .collect()
+}
+
 fn linear_predictor(
     spec: &Spec,
     table: &Table,
     i: usize,
     estimates: &HashMap<String, f64>,
+    terms: &Option<Vec<(usize, f64)>>,
     levels: &BTreeMap<&str, BTreeSet<&str>>,
 ) -> Option<f64> {
     if spec.fixed_effects.is_some() {
@@ -411,9 +428,9 @@ fn linear_predictor(
     } else {
         0.0
     };
-    for name in &spec.predictors {
-        let x = crate::table::number(&table.rows[i][table.column(name)?])?;
-        eta += estimates.get(name)? * x;
+    for &(at, estimate) in terms.as_deref()? {
+        let x = crate::table::number(&table.rows[i][at])?;
+        eta += estimate * x;
     }
     for name in &spec.categorical {
         let level = &table.rows[i][table.column(name)?];
@@ -461,6 +478,7 @@ fn held_out_figures(
         return serde_json::Value::Null;
     };
     let levels = training_levels(spec, table, train);
+    let terms = numeric_terms(spec, table, estimates);
     let mut reported: HashMap<&str, f64> = HashMap::new();
     for p in &report.held_out_predictions {
         if reported.insert(p.key.as_str(), p.predicted).is_some() {
@@ -472,7 +490,7 @@ fn held_out_figures(
     let mut keyed = Vec::new();
     for &i in held_out {
         let row_key = &table.rows[i][key];
-        let Some(eta) = linear_predictor(spec, table, i, estimates, &levels) else {
+        let Some(eta) = linear_predictor(spec, table, i, estimates, &terms, &levels) else {
             result.mark_unverified(format!(
                 "held-out row {row_key:?} cannot be predicted from the training fit (a level \
                  unseen in training, absorbed fixed effects, or a missing value)"

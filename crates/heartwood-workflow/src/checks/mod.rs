@@ -147,8 +147,13 @@ pub fn fit(points: &[(f64, f64)]) -> Option<Line> {
     if points.len() < 2 {
         return None;
     }
-    let mean_x = mean2(points.iter().map(|p| p.0));
-    let mean_y = mean2(points.iter().map(|p| p.1));
+    // Both means in one pass (each sum adds the same terms in the same order as alone).
+    let (mut sum_x, mut sum_y) = (Sum::default(), Sum::default());
+    for &(x, y) in points {
+        sum_x.add(x);
+        sum_y.add(y);
+    }
+    let (mean_x, mean_y) = (sum_x.mean(), sum_y.mean());
     let dx = |x: f64| (x - mean_x.0) - mean_x.1;
     let dy = |y: f64| (y - mean_y.0) - mean_y.1;
     let mut sxy = Sum::default();

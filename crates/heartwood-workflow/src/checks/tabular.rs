@@ -1,7 +1,7 @@
 //! The tabular checks: the data dictionary's rules, the group-disjoint split, and the univariate
 //! OLS model with held-out predictions, comparator and leave-one-group-out sensitivity.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -71,9 +71,9 @@ pub fn data_dictionary(
         }
     }
     if let Some(key) = table.column(&dictionary.primary_key) {
-        let mut seen = BTreeSet::new();
+        let mut seen = HashSet::with_capacity(table.rows.len());
         for (i, row) in table.rows.iter().enumerate() {
-            if !seen.insert(row[key].to_owned()) {
+            if !seen.insert(&row[key]) {
                 result.fail(format!("line {}: key {:?} appears twice", i + 2, &row[key]));
             }
         }
@@ -146,7 +146,7 @@ fn judged_split(
         return None;
     };
     // Each stage's checks stand on their own: a key that names two rows cannot be split.
-    let mut table_keys = BTreeSet::new();
+    let mut table_keys = HashSet::with_capacity(table.rows.len());
     for (i, row) in table.rows.iter().enumerate() {
         if !table_keys.insert(&row[key]) {
             result.fail(format!(
@@ -246,8 +246,8 @@ fn judged_split(
 /// Which partition each key is in.
 #[derive(Debug, Default, Clone)]
 pub struct Split {
-    /// Key → `train` or `held_out`.
-    pub partition: BTreeMap<String, String>,
+    /// Key → `train` or `held_out` (looked up once per row by every later check).
+    pub partition: HashMap<String, String>,
 }
 
 /// The reported model, as the results artifact states it.

@@ -36,12 +36,14 @@ mod multivariable;
 mod quantities;
 mod render;
 mod text;
+mod uncomputable;
 mod verdict;
 mod words;
 
 use self::context::Relation;
 use self::format::{Claim, ClaimsFile, Quantity};
 use self::text::Figure;
+use self::uncomputable::Uncomputable;
 use super::{Files, strict_json};
 use crate::check::{CheckResult, ClaimView, Status};
 use crate::registry::Params;
@@ -184,7 +186,7 @@ fn agrees(claim: &Claim, figure: &Figure, computed: &quantities::Computed, v: f6
 fn mixed_conventions(
     pairs: &[(&Claim, usize)],
     figures: &[Figure],
-    computed: &Result<quantities::Computed, String>,
+    computed: &Result<quantities::Computed, Uncomputable>,
 ) -> Vec<(usize, String)> {
     let Ok(computed) = computed else {
         return Vec::new();
@@ -282,7 +284,7 @@ fn describe(claim: &Claim) -> String {
 fn judge(
     claim: &Claim,
     figure: &Figure,
-    computed: &Result<quantities::Computed, String>,
+    computed: &Result<quantities::Computed, Uncomputable>,
 ) -> ClaimView {
     let mut view = ClaimView {
         line: claim.line as u64,

@@ -21,6 +21,7 @@ use super::CLAIM_ROUNDING;
 use super::context::{Vocabulary, model_coefficient};
 use super::format::{Claim, Quantity, Sample};
 use super::quantities::{Recomputed, groups, least_squares, named_sample};
+use super::uncomputable::Uncomputable;
 use crate::check::{CheckResult, Status};
 use crate::checks::{Files, linear, mean, root_mean_square, spread};
 use crate::registry::Params;
@@ -36,20 +37,18 @@ enum Dist {
 }
 
 impl Dist {
-    fn p(self, statistic: f64) -> Result<f64, String> {
-        match self {
+    fn p(self, statistic: f64) -> Result<f64, Uncomputable> {
+        Ok(match self {
             Dist::T(df) => t_two_sided_p(statistic, df),
             Dist::Normal => normal_two_sided_p(statistic),
-        }
-        .map_err(|e| e.to_string())
+        }?)
     }
 
-    fn quantile(self, probability: f64) -> Result<f64, String> {
-        match self {
+    fn quantile(self, probability: f64) -> Result<f64, Uncomputable> {
+        Ok(match self {
             Dist::T(df) => t_quantile(probability, df),
             Dist::Normal => normal_quantile(probability),
-        }
-        .map_err(|e| e.to_string())
+        }?)
     }
 }
 
@@ -89,26 +88,20 @@ pub(crate) struct Multivariable {
 /// The computation, or why the claims cannot be recomputed (the model does not check).
 /// `files` are table, dictionary, split, model report, plan; `params` declare the model as
 /// `linear_model`'s do.
-pub(crate) fn compute(files: Files<'_>, params: &Params) -> Result<Multivariable, String> {
+pub(crate) fn compute(files: Files<'_>, params: &Params) -> Result<Multivariable, Uncomputable> {
     let mut model = CheckResult::new("linear_model");
     let fitted = linear::checked(files, params, &mut model);
     if model.status != Status::Passed {
-        return Err(format!(
-            "the model the report describes does not check ({})",
-            model.reasons.join("; ")
-        ));
+        return Err(Uncomputable::ModelDoesNotCheck(model.reasons));
     }
-    let fitted = fitted.ok_or("the model's inputs cannot be read")?;
+    let fitted = fitted.ok_or(Uncomputable::ModelUnreadable)?;
     let (table, spec, fit) = (&fitted.table, &fitted.spec, &fitted.fit);
     let mut names = Vec::new();
     let mut estimates = Vec::new();
     let mut errors = Vec::new();
     for c in &fit.coefficients {
         let (Some(e), Some(se)) = (c.estimate, c.std_error) else {
-            return Err(format!(
-                "the reference fit reports no figure for {}",
-                c.name
-            ));
+            return Err(Uncomputable::NoFigureFor(c.name.clone()));
         };
         names.push(c.name.clone());
         estimates.push(e);
@@ -116,16 +109,16 @@ pub(crate) fn compute(files: Files<'_>, params: &Params) -> Result<Multivariable
     }
     let y_at = table
         .column(&spec.outcome)
-        .ok_or("the table lacks the outcome column")?;
-    let outcomes = |rows: &[usize]| -> Result<Vec<f64>, String> {
+        .ok_or(Uncomputable::MissingOutcome)?;
+    let outcomes = |rows: &[usize]| -> Result<Vec<f64>, Uncomputable> {
         rows.iter()
-            .map(|&i| number(&table.rows[i][y_at]).ok_or("an outcome is not a number".to_owned()))
+            .map(|&i| number(&table.rows[i][y_at]).ok_or(Uncomputable::OutcomeNotANumber))
             .collect()
     };
-    let unpredictable = "a row cannot be predicted from the training fit (a level unseen in \
-                         training, or absorbed fixed effects), so no fit figure can be computed";
-    let pair = |rows: &[usize]| -> Result<Vec<(f64, f64)>, String> {
-        let eta = fitted.linear_predictors(rows).ok_or(unpredictable)?;
+    let pair = |rows: &[usize]| -> Result<Vec<(f64, f64)>, Uncomputable> {
+        let eta = fitted
+            .linear_predictors(rows)
+            .ok_or(Uncomputable::Unpredictable)?;
         Ok(outcomes(rows)?.into_iter().zip(eta).collect())
     };
     let train = pair(&fitted.train)?;
@@ -337,32 +330,26 @@ impl Multivariable {
     /// A coefficient's estimate, standard error, statistic, p or interval bound.
     fn coefficient_figure(&self, claim: &Claim) -> Recomputed {
         if claim.sample.is_some_and(|s| s != Sample::Training) {
-            return Err(
-                "coefficients are estimated on the training rows; bind the claim to the \
-                 training sample (or name none)"
-                    .into(),
-            );
+            return Err(Uncomputable::CoefficientSample);
         }
         let name = claim
             .coefficient
             .as_deref()
-            .ok_or("the claim names no coefficient; say `intercept` or a coefficient's name")?;
-        let index = self.coefficient(name).ok_or_else(|| {
-            format!(
-                "the model has no coefficient {name:?}; its coefficients are {}",
-                self.names.join(", ")
-            )
-        })?;
+            .ok_or(Uncomputable::NoCoefficient)?;
+        let index = self
+            .coefficient(name)
+            .ok_or_else(|| Uncomputable::UnknownCoefficient {
+                name: name.to_owned(),
+                known: self.names.join(", "),
+            })?;
         let (estimate, se) = (self.estimates[index], self.errors[index]);
         let statistic = estimate / se;
         let level = claim.level.unwrap_or(0.95);
         if !(level > 0.0 && level < 1.0) {
-            return Err(format!(
-                "a confidence level of {level} is not between 0 and 1"
-            ));
+            return Err(Uncomputable::Level(level));
         }
         let dists = self.distributions();
-        let each = |f: &dyn Fn(Dist) -> Result<f64, String>| -> Recomputed {
+        let each = |f: &dyn Fn(Dist) -> Result<f64, Uncomputable>| -> Recomputed {
             dists.iter().map(|&d| f(d)).collect()
         };
         let half_width = |d: Dist| d.quantile(1.0 - (1.0 - level) / 2.0).map(|q| q * se);
@@ -373,7 +360,7 @@ impl Multivariable {
             Quantity::PValue => each(&|d| d.p(statistic)),
             Quantity::CiLower => each(&|d| Ok(estimate - half_width(d)?)),
             Quantity::CiUpper => each(&|d| Ok(estimate + half_width(d)?)),
-            other => Err(format!("Heartwood cannot compute {}", other.name())),
+            other => Err(Uncomputable::NotComputable(other.name())),
         }
     }
 }
@@ -390,15 +377,9 @@ fn logistic_figure(quantity: Quantity, rows: &[(f64, f64)]) -> Recomputed {
         Quantity::Brier => heartwood_stats::metrics::brier_score(&outcomes, &probabilities),
         Quantity::Auc => heartwood_stats::metrics::auc(&outcomes, &probabilities),
         Quantity::RSquared | Quantity::Rmse | Quantity::Mae | Quantity::ComparatorRmse => {
-            return Err(format!(
-                "the {} is a figure of a least-squares model; this one is logistic (log loss, \
-                 Brier score, AUC)",
-                quantity.name()
-            ));
+            return Err(Uncomputable::LeastSquaresFigure(quantity.name()));
         }
-        other => return Err(format!("Heartwood cannot compute {}", other.name())),
+        other => return Err(Uncomputable::NotComputable(other.name())),
     };
-    figure.map(|v| vec![v]).map_err(|e| {
-        format!("it cannot be computed on these rows ({e}: an outcome other than 0 or 1, or one class only)")
-    })
+    figure.map(|v| vec![v]).map_err(Uncomputable::Metric)
 }

@@ -12,6 +12,7 @@ use super::CLAIM_ROUNDING;
 use super::context::{Vocabulary, line_coefficients};
 use super::format::{Claim, Quantity, Sample};
 use super::multivariable::Multivariable;
+use super::uncomputable::Uncomputable;
 use crate::check::{CheckResult, Status};
 use crate::checks::{Files, Line, fit, mean, root_mean_square};
 use crate::registry::Params;
@@ -28,7 +29,7 @@ pub(crate) enum Computed {
 
 /// The computation, or why the claims cannot be recomputed (the model does not check).
 /// `files` are table, dictionary, split, model report, plan.
-pub(crate) fn compute(files: Files<'_>, params: &Params) -> Result<Computed, String> {
+pub(crate) fn compute(files: Files<'_>, params: &Params) -> Result<Computed, Uncomputable> {
     if params.get("model").and_then(|v| v.as_str()) == Some("linear_model") {
         let mut params = params.clone();
         params.remove("model");
@@ -129,17 +130,13 @@ pub(crate) struct Univariate {
 
 /// One recomputed figure: the values a correct figure may be (held-out R² has two accepted
 /// definitions), or why there is none.
-pub(crate) type Recomputed = Result<Vec<f64>, String>;
+pub(crate) type Recomputed = Result<Vec<f64>, Uncomputable>;
 
 /// The sample a fit figure's claim names, or what to write when it names none.
-pub(super) fn named_sample(claim: &Claim) -> Result<Sample, String> {
-    claim.sample.ok_or_else(|| {
-        format!(
-            "the claim names no sample; say whether this {} is on the training, held-out or \
-             all rows",
-            claim.quantity.name()
-        )
-    })
+pub(super) fn named_sample(claim: &Claim) -> Result<Sample, Uncomputable> {
+    claim
+        .sample
+        .ok_or(Uncomputable::NoSample(claim.quantity.name()))
 }
 
 /// A least-squares fit's figure on `sample`'s rows, from their residuals, the outcome's own
@@ -158,11 +155,7 @@ pub(super) fn least_squares(
         Quantity::Mae => vec![mean(residuals.map(f64::abs))],
         Quantity::ComparatorRmse if sample == Sample::HeldOut => vec![comparator],
         Quantity::ComparatorRmse => {
-            return Err(
-                "the training-mean comparator is a held-out figure; bind it to the held-out \
-                 sample"
-                    .into(),
-            );
+            return Err(Uncomputable::ComparatorSample);
         }
         Quantity::RSquared => {
             let mut accepted = vec![1.0 - (rmse / own_spread).powi(2)];
@@ -172,40 +165,33 @@ pub(super) fn least_squares(
             }
             accepted.retain(|v| v.is_finite());
             if accepted.is_empty() {
-                return Err("the outcome does not vary on these rows, so R² is undefined".into());
+                return Err(Uncomputable::ConstantOutcome);
             }
             accepted
         }
         Quantity::LogLoss | Quantity::Brier | Quantity::Auc => {
-            return Err(format!(
-                "the {} is a figure of a logistic model; this one is least squares (R², RMSE, \
-                 MAE)",
-                quantity.name()
-            ));
+            return Err(Uncomputable::LogisticFigure(quantity.name()));
         }
-        other => return Err(format!("Heartwood cannot compute {}", other.name())),
+        other => return Err(Uncomputable::NotComputable(other.name())),
     })
 }
 
 /// The univariate computation. `files` are table, dictionary, split, model report, plan.
-fn univariate(files: Files<'_>) -> Result<Univariate, String> {
+fn univariate(files: Files<'_>) -> Result<Univariate, Uncomputable> {
     let mut model = CheckResult::new("univariate_ols");
     let inputs = crate::checks::tabular::checked_model(files, &mut model);
     if model.status != Status::Passed {
-        return Err(format!(
-            "the model the report describes does not check ({})",
-            model.reasons.join("; ")
-        ));
+        return Err(Uncomputable::ModelDoesNotCheck(model.reasons));
     }
     let mut scratch = CheckResult::new("univariate_ols");
-    let inputs = inputs.ok_or("the model's inputs cannot be read")?;
+    let inputs = inputs.ok_or(Uncomputable::ModelUnreadable)?;
     let (report, split, table, dictionary) = &*inputs;
     let (train, held_out) =
         crate::checks::tabular::partitioned(report, split, table, dictionary, &mut scratch)
-            .ok_or("the table cannot be split")?;
+            .ok_or(Uncomputable::Unsplittable)?;
     let train: Vec<(f64, f64)> = train.into_iter().map(|(x, y, _)| (x, y)).collect();
     let held_out: Vec<(f64, f64)> = held_out.into_values().collect();
-    let line = fit(&train).ok_or("the training predictor does not vary")?;
+    let line = fit(&train).ok_or(Uncomputable::ConstantPredictor)?;
     // The reference fit reads the training cells as written (exactly, from decimal text).
     let (x, y, k) = (
         table.column(&report.predictor),
@@ -213,7 +199,7 @@ fn univariate(files: Files<'_>) -> Result<Univariate, String> {
         table.column(&dictionary.primary_key),
     );
     let (Some(x), Some(y), Some(k)) = (x, y, k) else {
-        return Err("the table lacks the predictor, outcome or key column".into());
+        return Err(Uncomputable::MissingColumns);
     };
     let groups = groups(table, dictionary, split);
     let training_rows: Vec<_> = table
@@ -223,7 +209,7 @@ fn univariate(files: Files<'_>) -> Result<Univariate, String> {
         .collect();
     let column = |c: usize| {
         Column::from_text(training_rows.iter().map(|r| &r[c]))
-            .map_err(|(at, e)| format!("training row {} is not a number ({e:?})", at + 1))
+            .map_err(|(at, why)| Uncomputable::TrainingCell { row: at + 1, why })
     };
     let reference = heartwood_stats::fit(&Model {
         outcome: column(y)?,
@@ -235,10 +221,9 @@ fn univariate(files: Files<'_>) -> Result<Univariate, String> {
         fixed_effects: None,
         family: Family::Gaussian,
         errors: StdErrors::Classical,
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     if let Some(why) = &reference.reason {
-        return Err(format!("the reference fit is unreliable: {why}"));
+        return Err(Uncomputable::Unreliable(why.clone()));
     }
     let residual_scale = root_mean_square(train.iter().map(|&(x, y)| line.residual(x, y)));
     let predictor_spread = root_mean_square(train.iter().map(|&(x, _)| line.dx(x)));
@@ -274,17 +259,22 @@ pub(crate) fn groups(
     dictionary: &crate::table::Dictionary,
     split: &crate::checks::Split,
 ) -> Vec<(String, Sample)> {
-    let mut sides: std::collections::BTreeSet<(String, bool)> = std::collections::BTreeSet::new();
+    // Each label as written once per side first (a table has far fewer groups than rows).
+    let mut written: std::collections::HashSet<(&str, bool)> = std::collections::HashSet::new();
     if let (Some(g), Some(k)) = (
         table.column(&dictionary.group),
         table.column(&dictionary.primary_key),
     ) {
         for row in &table.rows {
             if let Some(side) = split.partition.get(&row[k]) {
-                sides.insert((row[g].trim().to_lowercase(), side == "train"));
+                written.insert((&row[g], side == "train"));
             }
         }
     }
+    let sides: std::collections::BTreeSet<(String, bool)> = written
+        .into_iter()
+        .map(|(label, train)| (label.trim().to_lowercase(), train))
+        .collect();
     sides
         .into_iter()
         .map(|(label, train)| {
@@ -400,50 +390,39 @@ impl Univariate {
     /// A coefficient's estimate, standard error, t, p or interval bound.
     fn coefficient_figure(&self, claim: &Claim) -> Recomputed {
         if claim.sample.is_some_and(|s| s != Sample::Training) {
-            return Err(
-                "coefficients are estimated on the training rows; bind the claim to the \
-                 training sample (or name none)"
-                    .into(),
-            );
+            return Err(Uncomputable::CoefficientSample);
         }
         let name = claim
             .coefficient
             .as_deref()
-            .ok_or("the claim names no coefficient; say `intercept` or the predictor's name")?;
-        let index = self.coefficient(name).ok_or_else(|| {
-            format!(
-                "the model has no coefficient {name:?}; its coefficients are `intercept` and \
-                 {:?}",
-                self.predictor
-            )
-        })?;
+            .ok_or(Uncomputable::NoLineCoefficient)?;
+        let index = self
+            .coefficient(name)
+            .ok_or_else(|| Uncomputable::UnknownCoefficient {
+                name: name.to_owned(),
+                known: format!("`intercept` and {:?}", self.predictor),
+            })?;
         let reference = &self.reference.coefficients[index];
         let (Some(estimate), Some(se)) = (reference.estimate, reference.std_error) else {
-            return Err("the reference fit reports no figure for it".into());
+            return Err(Uncomputable::NoFigure);
         };
         let df = self.reference.df_residual as f64;
         let t = estimate / se;
         let level = claim.level.unwrap_or(0.95);
         if !(level > 0.0 && level < 1.0) {
-            return Err(format!(
-                "a confidence level of {level} is not between 0 and 1"
-            ));
+            return Err(Uncomputable::Level(level));
         }
-        let half_width = || -> Result<f64, String> {
-            heartwood_stats::distribution::t_quantile(1.0 - (1.0 - level) / 2.0, df)
-                .map(|q| q * se)
-                .map_err(|e| e.to_string())
+        let half_width = || -> Result<f64, Uncomputable> {
+            Ok(heartwood_stats::distribution::t_quantile(1.0 - (1.0 - level) / 2.0, df)? * se)
         };
         Ok(vec![match claim.quantity {
             Quantity::Estimate => estimate,
             Quantity::StdError => se,
             Quantity::TValue => t,
-            Quantity::PValue => {
-                heartwood_stats::distribution::t_two_sided_p(t, df).map_err(|e| e.to_string())?
-            }
+            Quantity::PValue => heartwood_stats::distribution::t_two_sided_p(t, df)?,
             Quantity::CiLower => estimate - half_width()?,
             Quantity::CiUpper => estimate + half_width()?,
-            other => return Err(format!("Heartwood cannot compute {}", other.name())),
+            other => return Err(Uncomputable::NotComputable(other.name())),
         }])
     }
 }
