@@ -11,7 +11,6 @@
 //! The functions block (files, fsync, and a signed source's verification on a runtime of its
 //! own): call them from a blocking thread.
 
-use std::future::Future;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -213,7 +212,7 @@ pub fn load(store: &Store, limits: &Limits) -> Result<Catalog, SkillError> {
     for source in &state.signed {
         let id = signed_id(&source.name);
         let dir = store.source_dir(&source.name);
-        match block_on(|| signed::revalidate(&dir))? {
+        match wait(async move { signed::revalidate(&dir).await })? {
             Ok(listing) => {
                 sources.push(SourceView {
                     id: id.clone(),
@@ -689,7 +688,9 @@ pub fn refresh(store: &Store, limits: &Limits) -> Result<Vec<SourceRefresh>, Ski
     let mut outcomes = Vec::new();
     for source in &state.signed {
         let dir = store.source_dir(&source.name);
-        let outcome = block_on(|| signed::refresh(&dir, &source.urls))?.and_then(|listing| {
+        let urls = source.urls.clone();
+        let fetched = wait(async move { signed::refresh(&dir, &urls).await })?;
+        let outcome = fetched.and_then(|listing| {
             for bundle in &listing.skills {
                 store.publish_bundle(&bundle.bundle, &bundle.tree, limits)?;
             }
@@ -733,25 +734,10 @@ fn after(
     Ok(catalog.find(name, Some(source))?.1.clone())
 }
 
-/// Runs a source's verification (async in `tough`) to completion, on a thread of its own with
-/// its own runtime: the caller may be on a blocking thread or inside a runtime, and neither may
-/// be blocked on from within.
-fn block_on<M, F>(make: M) -> Result<F::Output, SkillError>
-where
-    M: FnOnce() -> F + Send,
-    F: Future,
-    F::Output: Send,
-{
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map(|runtime| runtime.block_on(make()))
-                    .map_err(|e| SkillError::Refused(format!("cannot start a runtime: {e}")))
-            })
-            .join()
-            .map_err(|_| SkillError::Refused("a source's verification panicked".into()))?
-    })
+/// Waits for a source's verification from synchronous code, on the process's one waiting
+/// runtime (see [`crate::blocking`]).
+fn wait<T: Send + 'static>(
+    future: impl std::future::Future<Output = T> + Send + 'static,
+) -> Result<T, SkillError> {
+    crate::blocking::wait_for(future).map_err(|e| SkillError::Refused(e.to_string()))
 }

@@ -11,6 +11,7 @@
 //! `.heartwood/skills/`; [`catalog`] revalidates all of it and answers which skills reach the
 //! agent. The gateway is the only caller.
 
+pub mod blocking;
 pub mod bundle;
 pub mod bundled;
 pub mod catalog;

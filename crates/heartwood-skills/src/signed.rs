@@ -220,7 +220,9 @@ async fn load(
     let mut skills = Vec::new();
     let mut revoked = Vec::new();
     let targets_meta = &repository.targets().signed;
-    for (name, target) in repository.all_targets() {
+    // Collected first: the library's iterator is not `Send`, and the reads below await.
+    let targets: Vec<_> = repository.all_targets().collect();
+    for (name, target) in targets {
         if target.length > MAX_TARGET_BYTES {
             return Err(SkillError::Refused(format!(
                 "the target {} is {} bytes; a skill bundle is at most {MAX_TARGET_BYTES}",
