@@ -45,14 +45,7 @@ pub(super) enum Input {
         starting_commit: Option<String>,
     },
     /// `workflow run`: the stage's turn.
-    Run {
-        /// The clean commit, if the project is a clean Git work tree.
-        starting_commit: Option<String>,
-        /// Files the run relies on that changed since they were bound.
-        changed_evidence: Vec<String>,
-        /// The definition the run is bound to (its digest checked).
-        definition: Result<heartwood_workflow::Definition, GatewayError>,
-    },
+    Run(RunInput),
     /// `workflow evaluate`: the stage's checks, run on the files now.
     Evaluate(Result<AssessmentView, GatewayError>),
     /// `workflow accept`: files its checks judged whose bytes changed since.
@@ -76,6 +69,16 @@ pub(super) enum Input {
         /// A reproduction's rerun, prepared by allowing it.
         reproduction: Option<Box<ReproductionPrepared>>,
     },
+}
+
+/// What `workflow run` read before the lock.
+pub(super) struct RunInput {
+    /// The clean commit, if the project is a clean Git work tree.
+    pub(super) starting_commit: Option<String>,
+    /// Files the run relies on that changed since they were bound.
+    pub(super) changed_evidence: Vec<String>,
+    /// The definition the run is bound to (its digest checked).
+    pub(super) definition: Result<heartwood_workflow::Definition, GatewayError>,
 }
 
 impl Prepared {
@@ -181,12 +184,12 @@ fn input(gateway: &SessionGateway, live: &Arc<Live>, kind: &CommandKind) -> Inpu
         return Input::Nothing;
     };
     match kind {
-        CommandKind::WorkflowRun { .. } => Input::Run {
+        CommandKind::WorkflowRun { .. } => Input::Run(RunInput {
             // `git status` can take a while.
             starting_commit: clean_head(gateway),
             changed_evidence: crate::workflow_run::changed_evidence(project, &run),
             definition: crate::workflow_run::bound_definition(project, &run),
-        },
+        }),
         CommandKind::WorkflowEvaluate { .. } => {
             Input::Evaluate(crate::workflow_run::evaluate(project, &run))
         }

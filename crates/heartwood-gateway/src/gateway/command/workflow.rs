@@ -8,7 +8,7 @@ use heartwood_events::{ActionPolicy, Command, CommandKind, Event, MovedDuring, R
 use serde_json::Value;
 
 use super::Deciding;
-use super::prepare::Input;
+use super::prepare::{Input, RunInput};
 use super::session::send;
 use crate::GatewayError;
 use crate::live::{CommandKey, Core};
@@ -50,38 +50,9 @@ impl Deciding<'_, '_> {
             return core.refuse(key, Refusal::NoWorkflow);
         };
         match (&command.kind, input) {
-            (
-                CommandKind::WorkflowRun { .. },
-                Input::Run {
-                    starting_commit,
-                    changed_evidence,
-                    definition,
-                },
-            ) => {
-                if !changed_evidence.is_empty() {
-                    let refusal = Refusal::EvidenceChanged {
-                        files: changed_evidence,
-                        judged_in: None,
-                    };
-                    return core.refuse(key, refusal);
-                }
-                if let Err(reason) = gateway.ensure_worker(live, core, prepared.take_worker()) {
-                    return core.refuse(key, reason.into());
-                }
-                let definition = match definition {
-                    Ok(definition) => definition,
-                    Err(e) => return core.refuse(key, unusable(e)),
-                };
-                let prompt = match crate::workflow_run::stage_prompt(&definition, &workflow) {
-                    Ok(prompt) => prompt,
-                    Err(e) => return core.refuse(key, unusable(e)),
-                };
-                // The stage is running from the moment its turn is.
-                let started = Event::WorkflowStageStarted {
-                    run_id: workflow.run_id.clone(),
-                    stage: workflow.current.clone().unwrap_or_default(),
-                };
-                dispatch_turn(core, key, prompt, starting_commit, started)
+            (CommandKind::WorkflowRun { .. }, Input::Run(input)) => {
+                let worker = prepared.take_worker();
+                run_stage(gateway, live, core, key, &workflow, worker, input)
             }
             (CommandKind::WorkflowEvaluate { .. }, Input::Evaluate(evaluated)) => match evaluated {
                 Ok(assessment) => evaluated_stage(core, key, &workflow, assessment),
@@ -177,6 +148,48 @@ impl Deciding<'_, '_> {
             ),
         }
     }
+}
+
+/// `workflow run`: the stage's turn is dispatched, unless a file the run relies on changed, the
+/// agent cannot be had, or the bound definition cannot be used.
+fn run_stage(
+    gateway: &crate::gateway::SessionGateway,
+    live: &std::sync::Arc<crate::live::Live>,
+    core: &mut Core,
+    key: &CommandKey<'_>,
+    workflow: &WorkflowView,
+    worker: Result<super::WorkerKit, super::WorkerRefusal>,
+    input: RunInput,
+) -> Result<Receipt, GatewayError> {
+    let RunInput {
+        starting_commit,
+        changed_evidence,
+        definition,
+    } = input;
+    if !changed_evidence.is_empty() {
+        let refusal = Refusal::EvidenceChanged {
+            files: changed_evidence,
+            judged_in: None,
+        };
+        return core.refuse(key, refusal);
+    }
+    if let Err(reason) = gateway.ensure_worker(live, core, worker) {
+        return core.refuse(key, reason.into());
+    }
+    let definition = match definition {
+        Ok(definition) => definition,
+        Err(e) => return core.refuse(key, unusable(e)),
+    };
+    let prompt = match crate::workflow_run::stage_prompt(&definition, workflow) {
+        Ok(prompt) => prompt,
+        Err(e) => return core.refuse(key, unusable(e)),
+    };
+    // The stage is running from the moment its turn is.
+    let started = Event::WorkflowStageStarted {
+        run_id: workflow.run_id.clone(),
+        stage: workflow.current.clone().unwrap_or_default(),
+    };
+    dispatch_turn(core, key, prompt, starting_commit, started)
 }
 
 /// Records the stage's checks, judged before the lock, when the run is still at that stage;
